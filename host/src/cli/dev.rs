@@ -1,0 +1,66 @@
+//! `ork dev`: a local control plane, the Katalog's CRDs (and sample CRs), and the runtime in
+//! one process.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use orkestra::{crd_install, manifests};
+
+use super::KatalogArgs;
+use super::control_plane::{install, instance_dir, start, supervise};
+
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    #[command(flatten)]
+    katalog: KatalogArgs,
+    /// Apply each CRD's sample CRs (crFiles) after installing the CRDs.
+    #[arg(long)]
+    apply_cr: bool,
+    /// Control plane directory, kept after exit. Default: a temporary directory.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// kube-apiserver port on 127.0.0.1. Default: a free port.
+    #[arg(long, value_name = "PORT")]
+    port: Option<u16>,
+}
+
+pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
+    // Load first: a wrong Katalog should fail before a minute of start-up.
+    let katalog = args.katalog.load()?;
+    // A newcomer's first run builds the control plane; later runs find it in the cache.
+    install().await?;
+    let (dir, _temp) = instance_dir(args.dir, "ork-dev-")?;
+    let mut plane = start(dir, args.port, true).await?;
+    let client = plane.client().await?;
+
+    let crds = crd_install::install_crds(&client, &katalog, Duration::from_secs(60))
+        .await
+        .context("installing the Katalog's CRDs")?;
+    for crd in &crds {
+        println!("installed CRD {crd}");
+    }
+    if args.apply_cr {
+        for crd in katalog.crds.values().filter(|c| c.entry.enabled) {
+            for file in &crd.entry.cr_files {
+                let path = crd.resolve(file);
+                let applied = manifests::apply_file(&client, &path, "default")
+                    .await
+                    .with_context(|| format!("applying sample CRs of CRD \"{}\"", crd.name))?;
+                for object in applied {
+                    println!("applied {object} from {}", path.display());
+                }
+            }
+        }
+    }
+    println!("control plane ready: server {}", plane.server());
+    println!("try: kubectl --kubeconfig {} get crds", plane.kubeconfig().display());
+    eprintln!(
+        "note: the reconcile pipeline is not implemented yet (issue 4); the control plane stays up for kubectl until Ctrl-C"
+    );
+    let result = supervise(&mut plane).await;
+    plane.stop();
+    result.map(|()| ExitCode::SUCCESS)
+}

@@ -1,0 +1,585 @@
+//! A real local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager) run
+//! as plain processes on loopback, for `ork dev`, `ork control-plane up` and the tests.
+//!
+//! Each instance owns a directory (`DIR/kubeconfig`, `DIR/pki`, `DIR/etcd`, `DIR/logs`) and
+//! free loopback ports, so several run side by side. There is no scheduler or kubelet: Pods
+//! stay Pending.
+
+mod binaries;
+mod install;
+mod process;
+
+use std::fs::File;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+pub use binaries::{
+    Binaries, DEBIAN_SOURCE_VERSION, ENV_APISERVER, ENV_CACHE_DIR, ENV_CONTROLLER_MANAGER, ENV_ETCD,
+    KUBERNETES_VERSION, cache_dir,
+};
+pub use install::{InstallEvent, install};
+use process::{Process, log_tail};
+
+/// The command that builds the binaries, named in every "missing binary" error.
+pub const INSTALL_COMMAND: &str = "ork control-plane install";
+
+/// Errors of starting, running or installing a control plane. None is retryable as is: each
+/// names the cause and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A binary is not where it should be.
+    #[error(
+        "{name} not found at {}: run `{INSTALL_COMMAND}` to build it, or set {var} to an existing binary",
+        path.display()
+    )]
+    MissingBinary {
+        name: &'static str,
+        path: PathBuf,
+        var: &'static str,
+    },
+    /// A helper program (openssl) is missing.
+    #[error("`{tool}` is needed to {purpose} but was not found: install it (Debian: apt-get install {package})")]
+    MissingTool {
+        tool: &'static str,
+        purpose: &'static str,
+        package: &'static str,
+    },
+    /// The requested port is taken.
+    #[error("port {port} on 127.0.0.1 is already in use: pick another with --port, or omit --port to use a free one")]
+    PortInUse { port: u16 },
+    /// The instance directory cannot be written.
+    #[error("cannot write to {}: choose a writable directory with --dir", dir.display())]
+    DirNotWritable {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another control plane uses this directory.
+    #[error("{} is in use by another running control plane: stop it or choose another --dir", dir.display())]
+    DirInUse { dir: PathBuf },
+    /// A process could not be started.
+    #[error("could not start {name} ({})", program.display())]
+    Spawn {
+        name: &'static str,
+        program: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A process exited while it should be running.
+    #[error("{name} exited ({status}); the end of its log {}:\n{tail}", log.display())]
+    ExitedEarly {
+        name: &'static str,
+        status: ExitStatus,
+        log: PathBuf,
+        tail: String,
+    },
+    /// The API server did not answer /readyz in time.
+    #[error("{what} within {}s; the end of the kube-apiserver log {}:\n{tail}", timeout.as_secs(), log.display())]
+    NotReady {
+        what: &'static str,
+        timeout: Duration,
+        log: PathBuf,
+        tail: String,
+    },
+    /// A helper command failed.
+    #[error("`{command}` failed: {stderr}")]
+    Command { command: String, stderr: String },
+    /// The build of the binaries failed.
+    #[error("building the control plane failed at step \"{step}\": {message}\nfull log: {}\nlast lines:\n{tail}", log.display())]
+    BuildFailed {
+        step: String,
+        message: String,
+        log: PathBuf,
+        tail: String,
+    },
+    /// The generated kubeconfig could not be loaded.
+    #[error("cannot load the kubeconfig {}", path.display())]
+    Kubeconfig {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// A kube client could not be built.
+    #[error("cannot build a Kubernetes client")]
+    Client(#[source] kube::Error),
+    /// Any other file system or process error.
+    #[error("could not {action}")]
+    Io {
+        action: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How to start a control plane.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The instance directory; created if missing. Data in it survives a restart.
+    pub dir: PathBuf,
+    /// The kube-apiserver secure port; a free one when `None`.
+    pub port: Option<u16>,
+    /// Whether to run kube-controller-manager (garbage collection, namespaces, workloads).
+    pub controller_manager: bool,
+    /// The binaries to run.
+    pub binaries: Binaries,
+    /// How long to wait for /readyz.
+    pub ready_timeout: Duration,
+}
+
+impl Options {
+    /// Defaults: free port, controller manager on, binaries from [`Binaries::resolve`], 90 s
+    /// to become ready.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            port: None,
+            controller_manager: true,
+            binaries: Binaries::resolve(),
+            ready_timeout: Duration::from_secs(90),
+        }
+    }
+}
+
+/// A running control plane. Dropping it stops every process.
+#[derive(Debug)]
+pub struct ControlPlane {
+    dir: PathBuf,
+    port: u16,
+    etcd_port: u16,
+    /// In start order: etcd, kube-apiserver, kube-controller-manager. Stopped in reverse.
+    processes: Vec<Process>,
+    _lock: File,
+}
+
+impl ControlPlane {
+    /// Starts etcd, kube-apiserver and (unless disabled) kube-controller-manager, writes
+    /// `DIR/kubeconfig` and waits until the API server is ready and, with the controller
+    /// manager, until it has created the `default` ServiceAccount.
+    ///
+    /// Call it from a thread that outlives the control plane (see [`Process::spawn`]).
+    pub async fn start(options: Options) -> Result<Self, Error> {
+        options.binaries.check(options.controller_manager)?;
+        let dir = prepare_dir(&options.dir)?;
+        let lock = lock_file(&dir.join("ork.lock"), false)?;
+        let port = match options.port {
+            Some(port) => reserve_port(port)?,
+            None => free_port()?,
+        };
+        let etcd_port = free_port()?;
+        let etcd_peer_port = free_port()?;
+        let pki = prepare_pki(&dir)?;
+        for sub in ["logs", "etcd"] {
+            create_dir(&dir.join(sub))?;
+        }
+
+        let mut plane = Self {
+            dir: dir.clone(),
+            port,
+            etcd_port,
+            processes: Vec::new(),
+            _lock: lock,
+        };
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let peer_url = format!("http://127.0.0.1:{etcd_peer_port}");
+        plane.processes.push(Process::spawn(
+            "etcd",
+            &options.binaries.etcd,
+            &strings(&[
+                "--name=ork",
+                &format!("--data-dir={}", dir.join("etcd").display()),
+                &format!("--listen-client-urls={etcd_url}"),
+                &format!("--advertise-client-urls={etcd_url}"),
+                &format!("--listen-peer-urls={peer_url}"),
+                &format!("--initial-advertise-peer-urls={peer_url}"),
+                &format!("--initial-cluster=ork={peer_url}"),
+                "--logger=zap",
+                "--log-level=warn",
+            ]),
+            &dir.join("logs/etcd.log"),
+        )?);
+
+        let cert_dir = pki.dir.join("apiserver");
+        plane.processes.push(Process::spawn(
+            "kube-apiserver",
+            &options.binaries.kube_apiserver,
+            &strings(&[
+                &format!("--etcd-servers={etcd_url}"),
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                &format!("--secure-port={port}"),
+                "--insecure-port=0",
+                &format!("--cert-dir={}", cert_dir.display()),
+                &format!("--token-auth-file={}", pki.tokens.display()),
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                &format!("--service-account-key-file={}", pki.sa_public.display()),
+                &format!("--service-account-signing-key-file={}", pki.sa_private.display()),
+                "--service-cluster-ip-range=10.96.0.0/24",
+                // The `kubernetes` Service cannot point at 127.0.0.1; skip its endpoints.
+                "--endpoint-reconciler-type=none",
+                "--profiling=false",
+                "--v=0",
+            ]),
+            &dir.join("logs/kube-apiserver.log"),
+        )?);
+
+        let kubeconfig = dir.join("kubeconfig");
+        let ca = plane
+            .wait_serving_cert(&cert_dir.join("apiserver.crt"), options.ready_timeout)
+            .await?;
+        write_kubeconfig(&kubeconfig, port, &ca, &pki.token)?;
+        plane.wait_ready(options.ready_timeout).await?;
+
+        if options.controller_manager {
+            plane.processes.push(Process::spawn(
+                "kube-controller-manager",
+                &options.binaries.kube_controller_manager,
+                &strings(&[
+                    &format!("--kubeconfig={}", kubeconfig.display()),
+                    "--leader-elect=false",
+                    "--use-service-account-credentials=false",
+                    &format!("--service-account-private-key-file={}", pki.sa_private.display()),
+                    &format!("--root-ca-file={}", cert_dir.join("apiserver.crt").display()),
+                    "--bind-address=127.0.0.1",
+                    // No serving ports of its own, so instances never collide.
+                    "--secure-port=0",
+                    "--port=0",
+                    "--v=0",
+                ]),
+                &dir.join("logs/kube-controller-manager.log"),
+            )?);
+            plane.wait_controller_manager(options.ready_timeout).await?;
+        }
+        Ok(plane)
+    }
+
+    /// The instance directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `DIR/kubeconfig`, accepted by kubectl and kube-rs.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.join("kubeconfig")
+    }
+
+    /// The API server URL.
+    pub fn server(&self) -> String {
+        format!("https://127.0.0.1:{}", self.port)
+    }
+
+    /// The etcd client port.
+    pub fn etcd_port(&self) -> u16 {
+        self.etcd_port
+    }
+
+    /// Process ids of the running components, in start order.
+    pub fn pids(&self) -> Vec<u32> {
+        self.processes.iter().map(Process::pid).collect()
+    }
+
+    /// A kube client authenticated as the static admin (group `system:masters`).
+    pub async fn client(&self) -> Result<kube::Client, Error> {
+        client_for(&self.kubeconfig()).await
+    }
+
+    /// Fails when any component has exited.
+    pub fn check_running(&mut self) -> Result<(), Error> {
+        self.processes.iter_mut().try_for_each(Process::check_running)
+    }
+
+    /// Stops the components in reverse start order (etcd last, so the API server can close
+    /// its watches cleanly).
+    pub fn stop(&mut self) {
+        while let Some(mut process) = self.processes.pop() {
+            tracing::debug!(component = process.name(), pid = process.pid(), "stopping");
+            process.stop(Duration::from_secs(10));
+        }
+    }
+
+    /// The API server writes its self-signed serving certificate (followed by the CA that
+    /// signed it) at start-up and reuses it on restart; the kubeconfig trusts that CA.
+    async fn wait_serving_cert(&mut self, path: &Path, timeout: Duration) -> Result<Vec<u8>, Error> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check_running()?;
+            if let Ok(pem) = std::fs::read(path)
+                && pem.windows(5).filter(|w| w == b"BEGIN").count() >= 2
+            {
+                return Ok(pem);
+            }
+            if Instant::now() > deadline {
+                return Err(self.not_ready("kube-apiserver did not write its serving certificate", timeout));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn wait_ready(&mut self, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
+        let client = self.client().await?;
+        loop {
+            self.check_running()?;
+            let request = http_get("/readyz");
+            if let Ok(body) = client.request_text(request).await
+                && body.trim() == "ok"
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(self.not_ready("kube-apiserver did not answer /readyz", timeout));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The controller manager has no serving port here; it is working once its
+    /// service-account controller has created `default/default`.
+    async fn wait_controller_manager(&mut self, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
+        let client = self.client().await?;
+        let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> = kube::Api::namespaced(client, "default");
+        loop {
+            self.check_running()?;
+            if matches!(accounts.get_opt("default").await, Ok(Some(_))) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(self.not_ready(
+                    "kube-controller-manager did not create the default ServiceAccount",
+                    timeout,
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    fn not_ready(&self, what: &'static str, timeout: Duration) -> Error {
+        let log = self.dir.join("logs/kube-apiserver.log");
+        Error::NotReady {
+            what,
+            timeout,
+            tail: log_tail(&log, 15),
+            log,
+        }
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A kube client from a kubeconfig file.
+pub async fn client_for(kubeconfig: &Path) -> Result<kube::Client, Error> {
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(kubeconfig).map_err(|source| Error::Kubeconfig {
+            path: kubeconfig.to_path_buf(),
+            source,
+        })?,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .map_err(|source| Error::Kubeconfig {
+        path: kubeconfig.to_path_buf(),
+        source,
+    })?;
+    kube::Client::try_from(config).map_err(Error::Client)
+}
+
+fn http_get(path: &'static str) -> http::Request<Vec<u8>> {
+    let mut request = http::Request::new(Vec::new());
+    *request.uri_mut() = http::Uri::from_maybe_shared(path).unwrap_or_default();
+    request
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_string()).collect()
+}
+
+fn create_dir(dir: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::DirNotWritable {
+        dir: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// Creates the directory, proves it writable and returns its absolute path.
+fn prepare_dir(dir: &Path) -> Result<PathBuf, Error> {
+    create_dir(dir)?;
+    let probe = dir.join(".ork-write-test");
+    std::fs::write(&probe, b"ok").map_err(|source| Error::DirNotWritable {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    let _ = std::fs::remove_file(probe);
+    std::path::absolute(dir).map_err(|source| Error::DirNotWritable {
+        dir: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// Takes an exclusive `flock` on `path`; `wait` blocks until it is free, otherwise a held
+/// lock is [`Error::DirInUse`]. The lock lives as long as the returned file.
+pub(crate) fn lock_file(path: &Path, wait: bool) -> Result<File, Error> {
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|source| Error::DirNotWritable {
+            dir: path.parent().unwrap_or(path).to_path_buf(),
+            source,
+        })?;
+    let mode = if wait {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_EX | libc::LOCK_NB
+    };
+    // SAFETY: flock on a descriptor we own; the lock is released when the file is closed.
+    if unsafe { libc::flock(file.as_raw_fd(), mode) } != 0 {
+        return Err(Error::DirInUse {
+            dir: path.parent().unwrap_or(path).to_path_buf(),
+        });
+    }
+    Ok(file)
+}
+
+fn free_port() -> Result<u16, Error> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|source| Error::Io {
+        action: "find a free loopback port".into(),
+        source,
+    })?;
+    listener.local_addr().map(|a| a.port()).map_err(|source| Error::Io {
+        action: "find a free loopback port".into(),
+        source,
+    })
+}
+
+fn reserve_port(port: u16) -> Result<u16, Error> {
+    std::net::TcpListener::bind(("127.0.0.1", port)).map_err(|_| Error::PortInUse { port })?;
+    Ok(port)
+}
+
+struct Pki {
+    dir: PathBuf,
+    sa_private: PathBuf,
+    sa_public: PathBuf,
+    tokens: PathBuf,
+    token: String,
+}
+
+/// Service-account signing keys and the static admin token, created once per directory and
+/// reused on restart so tokens already handed out stay valid.
+fn prepare_pki(dir: &Path) -> Result<Pki, Error> {
+    let pki = dir.join("pki");
+    create_dir(&pki.join("apiserver"))?;
+    let sa_private = pki.join("sa.key");
+    let sa_public = pki.join("sa.pub");
+    if !sa_private.exists() || !sa_public.exists() {
+        openssl(&["genrsa", "-out", &path_str(&sa_private), "2048"])?;
+        openssl(&[
+            "rsa",
+            "-in",
+            &path_str(&sa_private),
+            "-pubout",
+            "-out",
+            &path_str(&sa_public),
+        ])?;
+    }
+    let tokens = pki.join("tokens.csv");
+    let token = match std::fs::read_to_string(&tokens) {
+        Ok(text) => text.split(',').next().unwrap_or_default().to_string(),
+        Err(_) => String::new(),
+    };
+    let token = if token.len() >= 32 {
+        token
+    } else {
+        use rand::Rng;
+        let token: String = rand::rng()
+            .sample_iter(rand::distr::Alphanumeric)
+            .take(40)
+            .map(char::from)
+            .collect();
+        std::fs::write(&tokens, format!("{token},ork-admin,ork-admin,\"system:masters\"\n")).map_err(|source| {
+            Error::DirNotWritable {
+                dir: pki.clone(),
+                source,
+            }
+        })?;
+        token
+    };
+    Ok(Pki {
+        dir: pki,
+        sa_private,
+        sa_public,
+        tokens,
+        token,
+    })
+}
+
+fn path_str(path: &Path) -> String {
+    path.display().to_string()
+}
+
+fn openssl(args: &[&str]) -> Result<(), Error> {
+    let output = std::process::Command::new("openssl")
+        .args(args)
+        .output()
+        .map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                Error::MissingTool {
+                    tool: "openssl",
+                    purpose: "create service-account keys",
+                    package: "openssl",
+                }
+            } else {
+                Error::Io {
+                    action: "run openssl".into(),
+                    source,
+                }
+            }
+        })?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(Error::Command {
+            command: format!("openssl {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Writes a kubeconfig for the static admin token that trusts the API server's own CA.
+fn write_kubeconfig(path: &Path, port: u16, ca_pem: &[u8], token: &str) -> Result<(), Error> {
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let text = format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: ork
+  cluster:
+    server: https://127.0.0.1:{port}
+    certificate-authority-data: {ca}
+users:
+- name: ork-admin
+  user:
+    token: {token}
+contexts:
+- name: ork
+  context:
+    cluster: ork
+    user: ork-admin
+    namespace: default
+current-context: ork
+"
+    );
+    std::fs::write(path, text).map_err(|source| Error::DirNotWritable {
+        dir: path.parent().unwrap_or(path).to_path_buf(),
+        source,
+    })
+}

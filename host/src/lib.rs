@@ -1,0 +1,13 @@
+//! Orkestra-rs: a Kubernetes operator host. A YAML Katalog declares operators; one native
+//! host process runs the declarative pipeline for every CRD in it, and sandboxed
+//! WebAssembly components supply hooks and reconcilers.
+//!
+//! Modules, in the order data flows:
+//! - [`katalog`]: Katalog files in, a merged typed model out (pure).
+//! - [`crd_install`] and [`manifests`]: CRDs and sample CRs applied for `ork dev` and tests.
+//! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
+
+pub mod control_plane;
+pub mod crd_install;
+pub mod katalog;
+pub mod manifests;

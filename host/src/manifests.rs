@@ -1,0 +1,128 @@
+//! YAML manifests in, objects server-side applied out: what `kubectl apply --server-side`
+//! does, for `ork dev` and the tests.
+
+use std::path::{Path, PathBuf};
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiCapabilities, ApiResource, Scope};
+use serde_json::Value;
+
+/// The field manager of every write the runtime makes.
+pub const FIELD_MANAGER: &str = "orkestra";
+
+/// Errors of reading and applying manifests.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read manifest file {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: document {index} is not valid YAML", path.display())]
+    Parse {
+        path: PathBuf,
+        index: usize,
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
+    #[error("{}: document {index} lacks {field}", path.display())]
+    Incomplete {
+        path: PathBuf,
+        index: usize,
+        field: &'static str,
+    },
+    #[error("the API server does not serve {gvk}: is its CRD installed?")]
+    UnknownKind {
+        gvk: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("applying {kind} {name} failed")]
+    Apply {
+        kind: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Reads every non-empty YAML document of a file.
+pub fn read_documents(path: &Path) -> Result<Vec<Value>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut documents = Vec::new();
+    for (index, document) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
+        let value = serde::Deserialize::deserialize(document).map_err(|source| Error::Parse {
+            path: path.to_path_buf(),
+            index: index + 1,
+            source,
+        })?;
+        if !matches!(value, Value::Null) {
+            documents.push(value);
+        }
+    }
+    Ok(documents)
+}
+
+/// The kind's resource and scope, found through discovery.
+pub async fn resolve_kind(
+    client: &kube::Client,
+    gvk: &GroupVersionKind,
+) -> Result<(ApiResource, ApiCapabilities), Error> {
+    kube::discovery::pinned_kind(client, gvk)
+        .await
+        .map_err(|source| Error::UnknownKind {
+            gvk: format!("{}/{} {}", gvk.group, gvk.version, gvk.kind),
+            source,
+        })
+}
+
+/// Server-side applies every document of `path`; namespaced objects without a namespace go
+/// to `default_namespace`. Returns "Kind/name" for each object applied.
+pub async fn apply_file(client: &kube::Client, path: &Path, default_namespace: &str) -> Result<Vec<String>, Error> {
+    let mut applied = Vec::new();
+    for (index, document) in read_documents(path)?.into_iter().enumerate() {
+        let incomplete = |field| Error::Incomplete {
+            path: path.to_path_buf(),
+            index: index + 1,
+            field,
+        };
+        let object: DynamicObject = serde_json::from_value(document).map_err(|_| incomplete("apiVersion and kind"))?;
+        let types = object.types.clone().ok_or_else(|| incomplete("apiVersion and kind"))?;
+        let name = object
+            .metadata
+            .name
+            .clone()
+            .ok_or_else(|| incomplete("metadata.name"))?;
+        let gvk = GroupVersionKind::try_from(&types).map_err(|_| incomplete("a valid apiVersion"))?;
+        let (resource, caps) = resolve_kind(client, &gvk).await?;
+        let api: Api<DynamicObject> = match caps.scope {
+            Scope::Namespaced => {
+                let namespace = object
+                    .metadata
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| default_namespace.to_string());
+                Api::namespaced_with(client.clone(), &namespace, &resource)
+            }
+            Scope::Cluster => Api::all_with(client.clone(), &resource),
+        };
+        api.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .map_err(|source| Error::Apply {
+            kind: gvk.kind.clone(),
+            name: name.clone(),
+            source,
+        })?;
+        applied.push(format!("{}/{}", gvk.kind, name));
+    }
+    Ok(applied)
+}

@@ -1,0 +1,141 @@
+//! The `ork` command line as a user meets it: help everywhere, validate, the `dev` main job,
+//! and a failed control plane build that leaves nothing half-written.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use orkestra_test_support::kubectl_with;
+
+use crate::ork::{Ork, run, wait_no_processes};
+
+fn website_katalog() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../katalogs/website/katalog.yaml")
+}
+
+#[test]
+fn every_command_has_help() {
+    for command in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["dev", "--help"],
+        &["validate", "--help"],
+        &["control-plane", "--help"],
+        &["control-plane", "install", "--help"],
+        &["control-plane", "up", "--help"],
+    ] {
+        let output = run(command, &[]);
+        assert!(output.status.success(), "ork {command:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("Usage: ork"),
+            "ork {command:?}"
+        );
+    }
+}
+
+#[test]
+fn validate_accepts_the_example_and_names_a_missing_file() {
+    let katalog = website_katalog();
+    let output = run(&["validate", "-f", katalog.to_str().unwrap()], &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("valid: 1 CRD(s): website"));
+
+    let output = run(
+        &["validate", "-f", "/nonexistent/katalog.yaml", "--output", "json"],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["valid"], false);
+    assert_eq!(
+        report["errors"][0],
+        "cannot read Katalog file /nonexistent/katalog.yaml"
+    );
+}
+
+#[test]
+fn dev_with_a_missing_katalog_fails_before_starting_anything() {
+    let output = run(&["dev", "-f", "/nonexistent/katalog.yaml"], &[]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot read Katalog file /nonexistent/katalog.yaml"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn dev_installs_the_crds_and_applies_the_sample_crs() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("dev");
+    let katalog = website_katalog();
+    let mut ork = Ork::spawn(
+        &[
+            "dev",
+            "-f",
+            katalog.to_str().unwrap(),
+            "--apply-cr",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    ork.wait_for("installed CRD websites.demo.orkestra.io", Duration::from_secs(180));
+    ork.wait_for("applied Website/hello", Duration::from_secs(30));
+    let hint = ork.wait_for("try: kubectl --kubeconfig", Duration::from_secs(30));
+    assert!(hint.contains(&dir.join("kubeconfig").display().to_string()), "{hint}");
+
+    let websites = kubectl_with(
+        &dir.join("kubeconfig"),
+        &["get", "websites", "-o", "jsonpath={.items[*].spec.replicas}"],
+    )
+    .unwrap();
+    assert_eq!(websites, "2");
+    assert!(ork.signal_and_wait(libc::SIGINT, Duration::from_secs(30)).success());
+    assert_eq!(wait_no_processes(&dir, Duration::from_secs(5)), Vec::<u32>::new());
+}
+
+#[test]
+fn a_failed_build_step_is_named_and_leaves_no_cache_entry() {
+    let temp = tempfile::tempdir().unwrap();
+    let cache = temp.path().join("cache");
+    // Stand-ins that make the first step fail the way a broken mirror would.
+    let fake = temp.path().join("bin");
+    std::fs::create_dir_all(&fake).unwrap();
+    for (name, body) in [
+        ("dpkg-query", "exit 1"),
+        (
+            "apt-get",
+            "echo 'E: simulated: the package mirror is unreachable' >&2; exit 100",
+        ),
+    ] {
+        let path = fake.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    let output = run(
+        &["control-plane", "install"],
+        &[("ORK_CACHE_DIR", cache.to_str().unwrap()), ("PATH", &path)],
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("building the control plane failed at step \"installing Debian build dependencies\""),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("simulated: the package mirror is unreachable"),
+        "the log tail is shown: {stderr}"
+    );
+    let entries: Vec<String> = std::fs::read_dir(cache.join("control-plane"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.ends_with(".lock") && name != "build.log")
+        .collect();
+    assert_eq!(
+        entries,
+        Vec::<String>::new(),
+        "no cache entry and no build directory are left"
+    );
+}

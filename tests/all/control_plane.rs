@@ -1,0 +1,155 @@
+//! `ork control-plane up`: a real control plane that kubectl and kube-rs accept, side by side
+//! with others, gone without a trace when stopped, with clear errors for bad input.
+
+use std::time::Duration;
+
+use orkestra_test_support::kubectl_with;
+
+use crate::ork::{Ork, processes_mentioning, run, wait_no_processes};
+
+const READY: Duration = Duration::from_secs(120);
+
+fn up(dir: &std::path::Path) -> Ork {
+    let dir = dir.to_str().expect("utf-8 path");
+    Ork::spawn(&["control-plane", "up", "--dir", dir], &[])
+}
+
+#[test]
+fn up_serves_kubectl_and_sigterm_leaves_no_process() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("cp");
+    let mut ork = up(&dir);
+    let ready = ork.wait_for("control plane ready", READY);
+    assert!(ready.contains(&dir.join("kubeconfig").display().to_string()), "{ready}");
+
+    let namespaces = kubectl_with(&dir.join("kubeconfig"), &["get", "ns", "-o", "name"]).unwrap();
+    assert!(namespaces.contains("namespace/default"), "{namespaces}");
+    assert!(namespaces.contains("namespace/kube-system"), "{namespaces}");
+    assert_eq!(
+        processes_mentioning(&dir).len(),
+        4,
+        "ork, etcd, kube-apiserver, kube-controller-manager"
+    );
+
+    let status = ork.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
+    assert!(status.success(), "ork exits 0 on SIGTERM: {status}");
+    assert_eq!(wait_no_processes(&dir, Duration::from_secs(5)), Vec::<u32>::new());
+}
+
+#[test]
+fn two_instances_run_side_by_side_and_sigkill_of_one_leaves_no_orphan() {
+    let temp = tempfile::tempdir().unwrap();
+    let (dir_a, dir_b) = (temp.path().join("a"), temp.path().join("b"));
+    let mut a = up(&dir_a);
+    let mut b = up(&dir_b);
+    let ready_a = a.wait_for("control plane ready", READY);
+    let ready_b = b.wait_for("control plane ready", READY);
+    assert_ne!(
+        server_of(&ready_a),
+        server_of(&ready_b),
+        "each instance has its own port"
+    );
+
+    for dir in [&dir_a, &dir_b] {
+        let kubeconfig = dir.join("kubeconfig");
+        kubectl_with(&kubeconfig, &["create", "namespace", "side-by-side"]).unwrap();
+        let namespaces = kubectl_with(&kubeconfig, &["get", "ns", "side-by-side", "-o", "name"]).unwrap();
+        assert_eq!(namespaces.trim(), "namespace/side-by-side");
+    }
+
+    // Killing `ork` outright must take its control plane with it (parent-death signal).
+    a.signal_and_wait(libc::SIGKILL, Duration::from_secs(10));
+    assert_eq!(
+        wait_no_processes(&dir_a, Duration::from_secs(10)),
+        Vec::<u32>::new(),
+        "orphans of a"
+    );
+    // The other instance is untouched.
+    let still = kubectl_with(&dir_b.join("kubeconfig"), &["get", "ns", "side-by-side", "-o", "name"]).unwrap();
+    assert_eq!(still.trim(), "namespace/side-by-side");
+    assert!(b.signal_and_wait(libc::SIGINT, Duration::from_secs(30)).success());
+    assert_eq!(wait_no_processes(&dir_b, Duration::from_secs(5)), Vec::<u32>::new());
+}
+
+fn server_of(line: &str) -> String {
+    line.split_whitespace()
+        .find(|w| w.starts_with("https://"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_port_in_use_is_a_clear_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let temp = tempfile::tempdir().unwrap();
+    let output = run(
+        &[
+            "control-plane",
+            "up",
+            "--dir",
+            temp.path().to_str().unwrap(),
+            "--port",
+            &port,
+        ],
+        &[],
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("port {port} on 127.0.0.1 is already in use")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--port"), "names the fix: {stderr}");
+}
+
+#[test]
+fn an_unwritable_dir_is_a_clear_error() {
+    let temp = tempfile::tempdir().unwrap();
+    let file = temp.path().join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let dir = file.join("cp");
+    let output = run(&["control-plane", "up", "--dir", dir.to_str().unwrap()], &[]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("cannot write to {}", dir.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("choose a writable directory with --dir"), "{stderr}");
+}
+
+#[test]
+fn a_missing_binary_names_the_binary_and_the_install_command() {
+    let temp = tempfile::tempdir().unwrap();
+    let output = run(
+        &["control-plane", "up", "--dir", temp.path().to_str().unwrap()],
+        &[("ORK_KUBE_APISERVER_BIN", "/nonexistent/kube-apiserver")],
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("kube-apiserver not found at /nonexistent/kube-apiserver"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("run `ork control-plane install`"), "{stderr}");
+    assert!(stderr.contains("ORK_KUBE_APISERVER_BIN"), "{stderr}");
+}
+
+#[test]
+fn a_second_instance_in_the_same_dir_is_refused() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("cp");
+    let mut first = up(&dir);
+    first.wait_for("control plane ready", READY);
+    let output = run(&["control-plane", "up", "--dir", dir.to_str().unwrap()], &[]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("is in use by another running control plane"),
+        "{stderr}"
+    );
+    // The first instance kept serving.
+    kubectl_with(&dir.join("kubeconfig"), &["get", "ns", "default"]).unwrap();
+    assert!(first.signal_and_wait(libc::SIGTERM, Duration::from_secs(30)).success());
+}

@@ -1,0 +1,8 @@
+//! Integration tests against a real kube-apiserver + etcd (+ kube-controller-manager).
+//! One binary, so kube is linked once; one shared control plane per run
+//! (`orkestra_test_support`), plus the `ork` binary itself for CLI-level tests.
+
+mod cli;
+mod cluster;
+mod control_plane;
+mod ork;
