@@ -4,10 +4,17 @@
 //!
 //! Modules, in the order data flows:
 //! - [`katalog`]: Katalog files in, a merged typed model out (pure).
+//! - [`template`], [`cron`], [`duration`]: the expression language of Katalogs (pure).
+//! - [`sentinel`]: old and new object in, the facts of an update out (pure).
 //! - [`crd_install`] and [`manifests`]: CRDs and sample CRs applied for `ork dev` and tests.
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
 
 pub mod control_plane;
 pub mod crd_install;
+pub mod cron;
+pub mod duration;
 pub mod katalog;
+pub mod labels;
 pub mod manifests;
+pub mod sentinel;
+pub mod template;

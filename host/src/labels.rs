@@ -1,0 +1,15 @@
+//! The labels, annotations and finalizers the runtime reads and writes (names follow
+//! upstream Orkestra so Katalogs and tooling carry over).
+
+/// Serve target the gateway routed a CR through.
+pub const SERVE_TARGET: &str = "orkestra.orkspace.io/serve-target";
+/// Serve alias the gateway routed a CR through (empty for the primary target).
+pub const SERVE_ALIAS: &str = "orkestra.orkspace.io/serve-alias";
+/// Verified identity (OIDC `sub`) or webhook entry that produced the CR.
+pub const SERVE_SOURCE: &str = "orkestra.orkspace.io/serve-source";
+/// The raw gateway intent (JSON), readable as `.request`.
+pub const SERVE_INTENT: &str = "orkestra.orkspace.io/serve-intent";
+/// Health of the CRD stamped on each CR after reconcile (JSON), readable as `.health`.
+pub const HEALTH: &str = "orkestra.orkspace.io/health";
+/// Metrics of the CRD stamped on each CR after reconcile (JSON), readable as `.metrics`.
+pub const CROSS_METRICS: &str = "orkestra.orkspace.io/cross-metrics";

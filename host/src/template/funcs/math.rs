@@ -1,0 +1,180 @@
+//! Math notes, and the Prometheus threshold helpers used with `protocol: prometheus`
+//! externals. Results are integers when they are integral.
+
+use serde_json::Value;
+
+use super::Entry;
+use super::args::{Result, at_least, exactly, float};
+use crate::template::Env;
+use crate::template::value::{as_f64, number};
+
+pub const FUNCS: &[Entry] = &[
+    Entry {
+        name: "add",
+        func: add,
+        usage: "add A B...",
+        doc: "sum",
+    },
+    Entry {
+        name: "sub",
+        func: sub,
+        usage: "sub A B",
+        doc: "A - B",
+    },
+    Entry {
+        name: "mul",
+        func: mul,
+        usage: "mul A B...",
+        doc: "product",
+    },
+    Entry {
+        name: "div",
+        func: div,
+        usage: "div A B",
+        doc: "A / B (integer division for integers); division by zero is an error",
+    },
+    Entry {
+        name: "mod",
+        func: modulo,
+        usage: "mod A B",
+        doc: "A modulo B",
+    },
+    Entry {
+        name: "min",
+        func: min,
+        usage: "min A B...",
+        doc: "smallest",
+    },
+    Entry {
+        name: "max",
+        func: max,
+        usage: "max A B...",
+        doc: "largest",
+    },
+    Entry {
+        name: "clamp",
+        func: clamp,
+        usage: "clamp MIN MAX VALUE",
+        doc: "VALUE limited to MIN..MAX",
+    },
+    Entry {
+        name: "abs",
+        func: abs,
+        usage: "abs X",
+        doc: "absolute value",
+    },
+];
+
+pub const PROMETHEUS: &[Entry] = &[
+    Entry {
+        name: "promAboveThreshold",
+        func: prom_above,
+        usage: "promAboveThreshold THRESHOLD RESULT",
+        doc: "the first sample of a Prometheus query result (body JSON or parsed) is above THRESHOLD",
+    },
+    Entry {
+        name: "promBelowThreshold",
+        func: prom_below,
+        usage: "promBelowThreshold THRESHOLD RESULT",
+        doc: "the first sample of a Prometheus query result is below THRESHOLD",
+    },
+];
+
+fn is_int(args: &[Value]) -> bool {
+    args.iter().all(|a| match a {
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        Value::String(s) => s.trim().parse::<i64>().is_ok(),
+        Value::Null => true,
+        _ => false,
+    })
+}
+
+fn fold(args: &[Value], start: f64, op: fn(f64, f64) -> f64) -> Result {
+    at_least(args, 1)?;
+    let mut acc = start;
+    for i in 0..args.len() {
+        acc = op(acc, float(args, i)?);
+    }
+    Ok(number(acc))
+}
+
+fn add(_: &Env<'_>, args: &[Value]) -> Result {
+    fold(args, 0.0, |a, b| a + b)
+}
+
+fn mul(_: &Env<'_>, args: &[Value]) -> Result {
+    fold(args, 1.0, |a, b| a * b)
+}
+
+fn sub(_: &Env<'_>, args: &[Value]) -> Result {
+    exactly(args, 2)?;
+    Ok(number(float(args, 0)? - float(args, 1)?))
+}
+
+fn div(_: &Env<'_>, args: &[Value]) -> Result {
+    exactly(args, 2)?;
+    let (a, b) = (float(args, 0)?, float(args, 1)?);
+    if b == 0.0 {
+        return Err("division by zero".into());
+    }
+    Ok(number(if is_int(args) { (a / b).trunc() } else { a / b }))
+}
+
+fn modulo(_: &Env<'_>, args: &[Value]) -> Result {
+    exactly(args, 2)?;
+    let (a, b) = (float(args, 0)?, float(args, 1)?);
+    if b == 0.0 {
+        return Err("division by zero".into());
+    }
+    Ok(number(a % b))
+}
+
+fn min(_: &Env<'_>, args: &[Value]) -> Result {
+    fold(args, f64::INFINITY, f64::min)
+}
+
+fn max(_: &Env<'_>, args: &[Value]) -> Result {
+    fold(args, f64::NEG_INFINITY, f64::max)
+}
+
+fn clamp(_: &Env<'_>, args: &[Value]) -> Result {
+    exactly(args, 3)?;
+    let (lo, hi, x) = (float(args, 0)?, float(args, 1)?, float(args, 2)?);
+    if lo > hi {
+        return Err(format!("clamp: MIN {lo} is above MAX {hi}"));
+    }
+    Ok(number(x.clamp(lo, hi)))
+}
+
+fn abs(_: &Env<'_>, args: &[Value]) -> Result {
+    exactly(args, 1)?;
+    Ok(number(float(args, 0)?.abs()))
+}
+
+/// The first sample value of a Prometheus instant-query result.
+fn first_sample(result: &Value) -> Option<f64> {
+    let parsed;
+    let result = match result {
+        Value::String(body) => {
+            parsed = serde_json::from_str::<Value>(body).ok()?;
+            &parsed
+        }
+        other => other,
+    };
+    let data = result.get("data").unwrap_or(result);
+    let first = data.get("result")?.as_array()?.first()?;
+    let value = first.get("value")?.as_array()?.get(1)?;
+    as_f64(value)
+}
+
+fn prom_above(_: &Env<'_>, args: &[Value]) -> Result {
+    exactly(args, 2)?;
+    let threshold = float(args, 0)?;
+    Ok(Value::Bool(first_sample(&args[1]).is_some_and(|v| v > threshold)))
+}
+
+fn prom_below(_: &Env<'_>, args: &[Value]) -> Result {
+    exactly(args, 2)?;
+    let threshold = float(args, 0)?;
+    Ok(Value::Bool(first_sample(&args[1]).is_some_and(|v| v < threshold)))
+}
