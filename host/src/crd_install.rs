@@ -152,24 +152,17 @@ fn crd_file_documents(crd: &LoadedCrd, file: &str) -> Result<Vec<Value>, Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::katalog::{ApiTypes, CrdEntry};
 
     fn website(namespaced: bool) -> LoadedCrd {
+        let text =
+            format!("apiTypes: {{group: demo.orkestra.io, version: v1, kind: Website}}\nnamespaced: {namespaced}\n");
+        let node = crate::katalog::yaml::parse(&text).unwrap();
+        let (entry, problems) = crate::katalog::read(&node, "").unwrap();
+        assert!(problems.is_empty());
         LoadedCrd {
             name: "website".into(),
             source: "k.yaml".into(),
-            entry: CrdEntry {
-                enabled: true,
-                api_types: ApiTypes {
-                    group: "demo.orkestra.io".into(),
-                    version: "v1".into(),
-                    kind: "Website".into(),
-                    plural: String::new(),
-                },
-                crd_file: None,
-                cr_files: vec![],
-                namespaced,
-            },
+            entry,
         }
     }
 

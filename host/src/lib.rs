@@ -6,15 +6,21 @@
 //! - [`katalog`]: Katalog files in, a merged typed model out (pure).
 //! - [`template`], [`cron`], [`duration`]: the expression language of Katalogs (pure).
 //! - [`sentinel`]: old and new object in, the facts of an update out (pure).
+//! - [`resolver`], [`condition`]: the one evaluation context and the one condition evaluator (pure).
+//! - [`effective_box`]: a CR's CRD box overlaid by its serve target's box (pure).
 //! - [`crd_install`] and [`manifests`]: CRDs and sample CRs applied for `ork dev` and tests.
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
 
+pub mod calendar;
+pub mod condition;
 pub mod control_plane;
 pub mod crd_install;
 pub mod cron;
 pub mod duration;
+pub mod effective_box;
 pub mod katalog;
 pub mod labels;
 pub mod manifests;
+pub mod resolver;
 pub mod sentinel;
 pub mod template;

@@ -53,6 +53,32 @@ fn validate_accepts_the_example_and_names_a_missing_file() {
 }
 
 #[test]
+fn validate_lists_every_error_with_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("katalog.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {group: a.io, version: v1, kind: Web}\n      operatorBox:\n        reconcile:\n          workers: 99\n          onCreate:\n            deployments:\n              - {image: '{{ .spec.image | nosuch }}', replica: 2}\n",
+    )
+    .unwrap();
+    let output = run(&["validate", "-f", path.to_str().unwrap(), "-o", "json"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 3, "{report}");
+    assert_eq!(
+        (errors[0]["line"].as_u64(), errors[0]["column"].as_u64()),
+        (Some(9), Some(20))
+    );
+    assert_eq!(errors[0]["path"], "spec.crds.web.operatorBox.reconcile.workers");
+    let output = run(&["validate", "-f", path.to_str().unwrap()], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("{}:12:", path.display())), "{stderr}");
+    assert!(stderr.contains("function \"nosuch\" not defined"), "{stderr}");
+    assert!(stderr.contains("the closest valid key is `replicas`"), "{stderr}");
+}
+
+#[test]
 fn dev_with_a_missing_katalog_fails_before_starting_anything() {
     let output = run(&["dev", "-f", "/nonexistent/katalog.yaml"], &[]);
     assert!(!output.status.success());

@@ -10,37 +10,27 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::{WatchStreamExt, watcher};
 use orkestra::crd_install;
-use orkestra::katalog::{ApiTypes, CrdEntry, Katalog, LoadedCrd};
+use orkestra::katalog::Katalog;
 use orkestra_test_support::{eventually, namespace};
 use serde_json::json;
 
-fn katalog_with(kind: &str, group: &str) -> Katalog {
-    let crd = LoadedCrd {
-        name: kind.to_lowercase(),
-        source: "katalog.yaml".into(),
-        entry: CrdEntry {
-            enabled: true,
-            api_types: ApiTypes {
-                group: group.into(),
-                version: "v1".into(),
-                kind: kind.into(),
-                plural: String::new(),
-            },
-            crd_file: None,
-            cr_files: vec![],
-            namespaced: true,
-        },
-    };
-    Katalog {
-        name: "test".into(),
-        crds: [(crd.name.clone(), crd)].into(),
-    }
+/// A one-CRD Katalog, loaded from a file as a user would write it.
+fn katalog_with(kind: &str, group: &str) -> (tempfile::TempDir, Katalog) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("katalog.yaml");
+    let text = format!(
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {{name: test}}\nspec:\n  crds:\n    {}:\n      apiTypes: {{group: {group}, version: v1, kind: {kind}}}\n",
+        kind.to_lowercase()
+    );
+    std::fs::write(&path, text).unwrap();
+    let katalog = orkestra::katalog::load(&[path]).unwrap();
+    (dir, katalog)
 }
 
 #[tokio::test]
 async fn crd_from_api_types_serves_crs_with_a_status_subresource_seen_by_a_watch() {
     let ns = namespace("crd-watch").await.unwrap();
-    let katalog = katalog_with("Gadget", "crdwatch.orkestra.io");
+    let (_dir, katalog) = katalog_with("Gadget", "crdwatch.orkestra.io");
     let installed = crd_install::install_crds(&ns.client, &katalog, Duration::from_secs(30))
         .await
         .unwrap();

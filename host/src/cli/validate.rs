@@ -3,6 +3,8 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use orkestra::katalog::{self, Diagnostic};
+use serde_json::json;
 
 use super::KatalogArgs;
 
@@ -10,7 +12,7 @@ use super::KatalogArgs;
 pub struct ValidateArgs {
     #[command(flatten)]
     katalog: KatalogArgs,
-    /// Output format.
+    /// Output format: text for people, json for tools.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Text)]
     output: Output,
 }
@@ -22,20 +24,49 @@ enum Output {
 }
 
 pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
-    let result = orkestra::katalog::load(&args.katalog.files());
-    let (valid, errors, crds) = match &result {
-        Ok(katalog) => (true, vec![], katalog.crds.keys().cloned().collect::<Vec<_>>()),
-        Err(err) => (false, vec![err.to_string()], vec![]),
-    };
+    let (crds, errors, warnings): (Vec<String>, Vec<Diagnostic>, Vec<Diagnostic>) =
+        match katalog::load(&args.katalog.files()) {
+            Ok(k) => (k.crds.keys().cloned().collect(), vec![], k.warnings),
+            Err(katalog::Error::Invalid { errors, warnings }) => (vec![], errors, warnings),
+            // A file that cannot be read has no position: report it as a plain error.
+            Err(other) => {
+                let diagnostic = Diagnostic {
+                    file: Default::default(),
+                    line: 0,
+                    column: 0,
+                    path: String::new(),
+                    message: other.to_string(),
+                };
+                (vec![], vec![diagnostic], vec![])
+            }
+        };
+    let valid = errors.is_empty();
     match args.output {
-        Output::Json => {
-            println!(
-                "{}",
-                serde_json::json!({"valid": valid, "errors": errors, "crds": crds})
-            );
+        Output::Json => println!(
+            "{}",
+            json!({"valid": valid, "crds": crds, "errors": errors, "warnings": warnings})
+        ),
+        Output::Text => {
+            for warning in &warnings {
+                eprintln!("warning: {}", plain(warning));
+            }
+            for error in &errors {
+                eprintln!("error: {}", plain(error));
+            }
+            if valid {
+                println!("valid: {} CRD(s): {}", crds.len(), crds.join(", "));
+            } else {
+                eprintln!("{} error(s)", errors.len());
+            }
         }
-        Output::Text if valid => println!("valid: {} CRD(s): {}", crds.len(), crds.join(", ")),
-        Output::Text => errors.iter().for_each(|e| eprintln!("error: {e}")),
     }
     Ok(if valid { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn plain(diagnostic: &Diagnostic) -> String {
+    if diagnostic.line == 0 {
+        diagnostic.message.clone()
+    } else {
+        diagnostic.to_string()
+    }
 }

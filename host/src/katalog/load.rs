@@ -1,45 +1,65 @@
-//! Reads one or more Katalog files and merges their CRDs into one [`Katalog`].
+//! Reads Katalog files: YAML with positions, `include:` expansion, translation of the
+//! older shape, typed deserialization, then validation; several files merge into one
+//! [`Katalog`]. Every problem found is reported, each with its file, line and column.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::model::{CrdEntry, KatalogFile};
-use super::{API_VERSION, LEGACY_API_VERSION};
+use super::de::{self, Problem};
+use super::include::{self, Files};
+use super::model::{CrdEntry, KatalogFile, NoteSpec};
+use super::yaml::{self, Node, NodeValue};
+use super::{API_VERSION, LEGACY_API_VERSION, legacy, validate};
 
-/// Loading errors. Each names the file and, where the parser knows it, the line and column.
+/// One finding, located in a file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Diagnostic {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    /// Dot path of the field (`spec.crds.web.operatorBox.reconcile.workers`); may be empty.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: ", self.file.display(), self.line, self.column)?;
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Loading errors.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The file does not exist or cannot be read.
+    /// No file was given.
+    #[error("no Katalog file given: pass -f KATALOG (default katalog.yaml in the current directory)")]
+    NoFiles,
+    /// A file does not exist or cannot be read.
     #[error("cannot read Katalog file {}", path.display())]
     Read {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    /// The YAML does not parse or does not fit the Katalog format.
-    #[error("{}{location}: {message}", path.display())]
-    Parse {
-        path: PathBuf,
-        location: String,
-        message: String,
-    },
-    /// A wrong value that the parser accepted.
-    #[error("{}: {field}: {message}", path.display())]
+    /// The Katalog has errors; every one is listed.
+    #[error("{}", list(errors))]
     Invalid {
-        path: PathBuf,
-        field: String,
-        message: String,
+        errors: Vec<Diagnostic>,
+        warnings: Vec<Diagnostic>,
     },
-    /// Two files declare the same CRD.
-    #[error("CRD \"{name}\" is declared in both {} and {}", first.display(), second.display())]
-    DuplicateCrd {
-        name: String,
-        first: PathBuf,
-        second: PathBuf,
-    },
-    /// No file was given.
-    #[error("no Katalog file given: pass -f KATALOG (default katalog.yaml in the current directory)")]
-    NoFiles,
+}
+
+fn list(errors: &[Diagnostic]) -> String {
+    let mut text = format!("the Katalog has {} error(s):", errors.len());
+    for error in errors {
+        text.push_str(&format!("\n  {error}"));
+    }
+    text
 }
 
 /// A CRD entry with the file it came from (relative paths resolve against its folder).
@@ -67,212 +87,166 @@ impl LoadedCrd {
     }
 }
 
-/// Several Katalog files merged.
+/// Several Katalog files merged and validated.
 #[derive(Debug, Clone, Default)]
 pub struct Katalog {
     /// The name of the first file's Katalog.
     pub name: String,
     /// Every CRD of every file, by name.
     pub crds: BTreeMap<String, LoadedCrd>,
+    /// User notes of every file.
+    pub notes: Vec<NoteSpec>,
+    /// Katalog-wide finalizers.
+    pub finalizers: Vec<String>,
+    /// Findings that do not stop the Katalog from loading.
+    pub warnings: Vec<Diagnostic>,
 }
 
-/// Loads and merges the files in order.
+/// One file after parsing: the node tree (kept for positions) and the typed model.
+pub(super) struct Parsed {
+    pub node: Node,
+    pub file: KatalogFile,
+}
+
+/// Loads, merges and validates the files in order.
 pub fn load(paths: &[PathBuf]) -> Result<Katalog, Error> {
     if paths.is_empty() {
         return Err(Error::NoFiles);
     }
-    let mut katalog = Katalog::default();
+    let mut files = Files::default();
+    let mut problems = Vec::new();
+    let mut warnings = Vec::new();
+    let mut parsed = Vec::new();
     for path in paths {
-        let file = parse_file(path)?;
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let index = files.paths.len();
+        files.paths.push(path.clone());
+        if let Some(file) = parse_one(&text, index, &mut files, &mut problems, &mut warnings) {
+            parsed.push(file);
+        }
+    }
+
+    let mut katalog = Katalog::default();
+    let mut origins: BTreeMap<String, usize> = BTreeMap::new();
+    for Parsed { node, file } in &parsed {
         if katalog.name.is_empty() {
             katalog.name = file.metadata.name.clone();
         }
-        for (name, entry) in file.spec.crds {
-            check_crd(path, &name, &entry)?;
-            if let Some(first) = katalog.crds.get(&name) {
-                return Err(Error::DuplicateCrd {
-                    name,
-                    first: first.source.clone(),
-                    second: path.clone(),
+        katalog.finalizers.extend(file.spec.finalizers.iter().cloned());
+        katalog
+            .notes
+            .extend(file.notes.iter().flat_map(|n| n.0.iter().cloned()));
+        for (name, entry) in &file.spec.crds {
+            let source = files.paths[node.pos.file].clone();
+            if let Some(first) = origins.get(name) {
+                let pos = crd_node(node, name).map_or(node.pos, |n| n.pos);
+                problems.push(Problem {
+                    path: format!("spec.crds.{name}"),
+                    pos,
+                    message: format!(
+                        "CRD \"{name}\" is already declared in {}",
+                        files.paths[*first].display()
+                    ),
                 });
+                continue;
             }
+            origins.insert(name.clone(), node.pos.file);
             katalog.crds.insert(
                 name.clone(),
                 LoadedCrd {
-                    name,
-                    entry,
-                    source: path.clone(),
+                    name: name.clone(),
+                    entry: entry.clone(),
+                    source,
                 },
             );
         }
     }
+    validate::check(&parsed, &katalog, &mut problems, &mut warnings);
+
+    let locate = |p: Problem| Diagnostic {
+        file: files.paths.get(p.pos.file).cloned().unwrap_or_default(),
+        line: p.pos.line,
+        column: p.pos.column,
+        path: p.path,
+        message: p.message,
+    };
+    let warnings: Vec<Diagnostic> = warnings.into_iter().map(locate).collect();
+    if !problems.is_empty() {
+        let mut errors: Vec<Diagnostic> = problems.into_iter().map(locate).collect();
+        errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        errors.dedup();
+        return Err(Error::Invalid { errors, warnings });
+    }
+    katalog.warnings = warnings;
     Ok(katalog)
 }
 
-fn parse_file(path: &Path) -> Result<KatalogFile, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let file: KatalogFile = serde_yaml_ng::from_str(&text).map_err(|e| Error::Parse {
-        path: path.to_path_buf(),
-        location: e
-            .location()
-            .map(|l| format!(":{}:{}", l.line(), l.column()))
-            .unwrap_or_default(),
-        message: e.to_string(),
-    })?;
-    let invalid = |field: &str, message: String| Error::Invalid {
-        path: path.to_path_buf(),
-        field: field.to_string(),
-        message,
-    };
-    if file.api_version != API_VERSION && file.api_version != LEGACY_API_VERSION {
-        return Err(invalid(
-            "apiVersion",
-            format!(
-                "\"{}\" is not a Katalog apiVersion; use {API_VERSION}",
-                file.api_version
-            ),
-        ));
-    }
-    if file.kind != "Katalog" {
-        return Err(invalid("kind", format!("\"{}\" is not Katalog", file.kind)));
-    }
-    Ok(file)
+/// The node of `spec.crds.<name>`.
+pub(super) fn crd_node<'n>(root: &'n Node, name: &str) -> Option<&'n Node> {
+    root.get("spec")?.get("crds")?.get(name)
 }
 
-fn check_crd(path: &Path, name: &str, entry: &CrdEntry) -> Result<(), Error> {
-    let invalid = |field: String, message: String| Error::Invalid {
-        path: path.to_path_buf(),
-        field,
-        message,
-    };
-    if !is_dns1123_label(name) {
-        return Err(invalid(
-            format!("spec.crds.{name}"),
-            "a CRD name must be a DNS-1123 label: lowercase letters, digits and '-', at most 63 characters".into(),
-        ));
-    }
-    let types = &entry.api_types;
-    if types.kind.is_empty() {
-        return Err(invalid(format!("spec.crds.{name}.apiTypes.kind"), "is required".into()));
-    }
-    let custom = !types.group.is_empty();
-    if custom && types.version.is_empty() {
-        return Err(invalid(
-            format!("spec.crds.{name}.apiTypes.version"),
-            "is required for a custom resource".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// True for a DNS-1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
-pub fn is_dns1123_label(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes[0] != b'-'
-        && bytes[bytes.len() - 1] != b'-'
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-
-    const WEBSITE: &str = "apiVersion: orkestra.orkspace.io/v1
-kind: Katalog
-metadata: {name: demo}
-spec:
-  crds:
-    website:
-      apiTypes: {group: demo.orkestra.io, version: v1, kind: Website, plural: websites}
-      crFiles: [samples/website.yaml]
-";
-
-    #[test]
-    fn load_should_merge_crds_of_several_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = write(dir.path(), "a.yaml", WEBSITE);
-        let b = write(
-            dir.path(),
-            "b.yaml",
-            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    blog:\n      apiTypes: {group: demo.orkestra.io, version: v1, kind: Blog}\n",
-        );
-        let katalog = load(&[a, b]).unwrap();
-        assert_eq!(katalog.name, "demo");
-        assert_eq!(katalog.crds.keys().collect::<Vec<_>>(), ["blog", "website"]);
-        assert_eq!(katalog.crds["blog"].plural(), "blogs");
-        assert_eq!(
-            katalog.crds["website"].resolve("samples/website.yaml"),
-            dir.path().join("samples/website.yaml")
-        );
-    }
-
-    #[test]
-    fn load_must_reject_the_same_crd_in_two_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = write(dir.path(), "a.yaml", WEBSITE);
-        let b = write(dir.path(), "b.yaml", WEBSITE);
-        let err = load(&[a, b]).unwrap_err().to_string();
-        assert!(err.contains("CRD \"website\" is declared in both"), "{err}");
-    }
-
-    #[test]
-    fn load_should_name_a_missing_file() {
-        let err = load(&[PathBuf::from("/nonexistent/katalog.yaml")]).unwrap_err();
-        assert_eq!(err.to_string(), "cannot read Katalog file /nonexistent/katalog.yaml");
-    }
-
-    #[test]
-    fn load_should_give_line_and_column_of_a_yaml_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = write(
-            dir.path(),
-            "k.yaml",
-            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds: [\n",
-        );
-        let err = load(&[path]).unwrap_err().to_string();
-        assert!(err.contains("k.yaml:"), "{err}");
-        assert!(err.contains(":4:"), "line of the error expected: {err}");
-    }
-
-    #[test]
-    fn load_must_reject_a_wrong_api_version_and_a_bad_crd_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = write(dir.path(), "k.yaml", &WEBSITE.replace("orkestra.orkspace.io/v1", "v1"));
-        assert!(
-            load(&[path])
-                .unwrap_err()
-                .to_string()
-                .contains("apiVersion: \"v1\" is not a Katalog apiVersion")
-        );
-        let path = write(dir.path(), "k2.yaml", &WEBSITE.replace("website:", "Web_Site:"));
-        assert!(
-            load(&[path])
-                .unwrap_err()
-                .to_string()
-                .contains("spec.crds.Web_Site: a CRD name must be a DNS-1123 label")
-        );
-    }
-
-    #[test]
-    fn dns1123_labels() {
-        for ok in ["a", "web-site", "x1"] {
-            assert!(is_dns1123_label(ok), "{ok}");
+fn parse_one(
+    text: &str,
+    index: usize,
+    files: &mut Files,
+    problems: &mut Vec<Problem>,
+    warnings: &mut Vec<Problem>,
+) -> Option<Parsed> {
+    let mut node = match yaml::parse_file(text, index) {
+        Ok(node) => node,
+        Err(e) => {
+            problems.push(Problem {
+                path: String::new(),
+                pos: e.pos,
+                message: format!("YAML error: {}", e.message),
+            });
+            return None;
         }
-        for bad in ["", "-a", "a-", "A", "a_b", &"a".repeat(64)] {
-            assert!(!is_dns1123_label(bad), "{bad}");
+    };
+    if !matches!(node.value, NodeValue::Map(_)) {
+        problems.push(Problem {
+            path: String::new(),
+            pos: node.pos,
+            message: format!("a Katalog is a map, found {}", node.kind()),
+        });
+        return None;
+    }
+    let api_version = node
+        .get("apiVersion")
+        .and_then(Node::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if api_version != API_VERSION && api_version != LEGACY_API_VERSION {
+        let pos = node.get("apiVersion").map_or(node.pos, |n| n.pos);
+        problems.push(Problem {
+            path: "apiVersion".into(),
+            pos,
+            message: format!("\"{api_version}\" is not a Katalog apiVersion; use {API_VERSION}"),
+        });
+    }
+    let kind = node.get("kind").and_then(Node::as_str).unwrap_or_default().to_string();
+    if kind != "Katalog" {
+        let pos = node.get("kind").map_or(node.pos, |n| n.pos);
+        problems.push(Problem {
+            path: "kind".into(),
+            pos,
+            message: format!("\"{kind}\" is not Katalog"),
+        });
+    }
+    include::expand(&mut node, &mut Vec::new(), files, 0, problems);
+    legacy::translate(&mut node, problems, warnings);
+    match de::read::<KatalogFile>(&node, "") {
+        Ok((file, unknown)) => {
+            problems.extend(unknown);
+            Some(Parsed { node, file })
+        }
+        Err(problem) => {
+            problems.push(problem);
+            None
         }
     }
 }

@@ -1,14 +1,25 @@
-//! The Katalog: YAML files in, a merged, typed description of every operator out.
+//! The Katalog: YAML files in, a merged, validated, typed description of every operator
+//! out. Errors point at file, line and column.
 //!
 //! Pure: no kube or wasmtime imports, so it is fast to test and to read.
 
+mod de;
+mod include;
+mod legacy;
 mod load;
 mod model;
+mod validate;
+pub mod yaml;
 
-pub use load::{Error, Katalog, LoadedCrd, load};
-pub use model::{ApiTypes, CrdEntry, KatalogFile, Metadata};
+pub use de::{Problem, closest, read};
+pub use load::{Diagnostic, Error, Katalog, LoadedCrd, load};
+pub use model::*;
+pub use validate::is_dns1123_label;
 
 /// The current Katalog apiVersion.
 pub const API_VERSION: &str = "orkestra.orkspace.io/v1";
 /// The older apiVersion, still accepted.
 pub const LEGACY_API_VERSION: &str = "orkestra.konductor.io/v1Alpha";
+
+#[cfg(test)]
+mod tests;

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::Entry;
 use super::args::{Result, between, exactly, string, text};
+use crate::calendar::{clock_minutes, in_clock_window, is_weekday};
 use crate::duration::{format_go, parse_seconds};
 use crate::template::Env;
 use crate::template::value::{as_f64, number};
@@ -198,11 +199,6 @@ fn duration_valid(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(Value::Bool(parse_seconds(&text(args, 0)).is_ok()))
 }
 
-/// True for Monday to Friday (UTC) at `at`.
-pub fn is_weekday(at: Timestamp) -> bool {
-    at.to_zoned(TimeZone::UTC).weekday().to_monday_one_offset() <= 5
-}
-
 fn weekday(env: &Env<'_>, args: &[Value]) -> Result {
     exactly(args, 0)?;
     Ok(Value::Bool(is_weekday(env.now)))
@@ -211,33 +207,6 @@ fn weekday(env: &Env<'_>, args: &[Value]) -> Result {
 fn weekend(env: &Env<'_>, args: &[Value]) -> Result {
     exactly(args, 0)?;
     Ok(Value::Bool(!is_weekday(env.now)))
-}
-
-/// Minutes since midnight of an `HH:MM` text.
-pub fn clock_minutes(text: &str) -> std::result::Result<u32, String> {
-    let (h, m) = text
-        .trim()
-        .split_once(':')
-        .ok_or_else(|| format!("not a time of day: {text:?} (want HH:MM)"))?;
-    let (h, m): (u32, u32) = (
-        h.parse().map_err(|_| format!("bad hour in {text:?}"))?,
-        m.parse().map_err(|_| format!("bad minute in {text:?}"))?,
-    );
-    if h > 23 || m > 59 {
-        return Err(format!("not a time of day: {text:?}"));
-    }
-    Ok(h * 60 + m)
-}
-
-/// True when `at` (UTC) lies in [start, end), wrapping past midnight when end < start.
-pub fn in_clock_window(at: Timestamp, start: u32, end: u32) -> bool {
-    let zoned = at.to_zoned(TimeZone::UTC);
-    let now = u32::from(zoned.hour().unsigned_abs()) * 60 + u32::from(zoned.minute().unsigned_abs());
-    if start <= end {
-        (start..end).contains(&now)
-    } else {
-        now >= start || now < end
-    }
 }
 
 fn window(env: &Env<'_>, args: &[Value]) -> Result<bool> {

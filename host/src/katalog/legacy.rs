@@ -1,0 +1,165 @@
+//! Translation of the older flat operatorBox shape (and the CRD-level keys that moved) to
+//! the grouped shape, on the node tree, before deserialization. Each CRD written in the old
+//! shape gets one warning listing what moved; a key set in both shapes is an error.
+
+use super::de::Problem;
+use super::yaml::{Node, NodeValue};
+
+/// CRD-entry keys that moved: (old key, new path relative to the CRD entry).
+const CRD_MOVES: &[(&str, &[&str])] = &[
+    ("validation", &["admission", "validation"]),
+    ("mutation", &["admission", "mutation"]),
+    ("conversion", &["admission", "conversion"]),
+    ("webhooks", &["admission", "webhooks"]),
+    ("workers", &["operatorBox", "reconcile", "workers"]),
+    ("resync", &["operatorBox", "reconcile", "resync"]),
+    ("normalize", &["operatorBox", "reconcile", "normalize"]),
+    ("imports", &["operatorBox", "reconcile", "imports"]),
+    ("forceConflict", &["operatorBox", "reconcile", "forceConflict"]),
+    (
+        "restrictedNamespaces",
+        &["operatorBox", "runtime", "restrictedNamespaces"],
+    ),
+    ("allowedNamespaces", &["operatorBox", "runtime", "allowedNamespaces"]),
+    ("ignoreStatusPatch", &["operatorBox", "runtime", "ignoreStatusPatch"]),
+    (
+        "ignoreObservedGeneration",
+        &["operatorBox", "runtime", "ignoreObservedGeneration"],
+    ),
+    ("removeFinalizers", &["operatorBox", "runtime", "removeFinalizers"]),
+];
+
+/// operatorBox keys that moved: (old key, new path relative to the box). `reconciler`
+/// merges into `reconcile`.
+const BOX_MOVES: &[(&str, &[&str])] = &[
+    ("reconciler", &["reconcile"]),
+    ("default", &["reconcile", "default"]),
+    ("hooks", &["reconcile", "hooks"]),
+    ("constructor", &["reconcile", "constructor"]),
+    ("profile", &["reconcile", "profile"]),
+    ("workers", &["reconcile", "workers"]),
+    ("resync", &["reconcile", "resync"]),
+    ("queue", &["reconcile", "queue"]),
+    ("requeue", &["reconcile", "requeue"]),
+    ("onCreate", &["reconcile", "onCreate"]),
+    ("onReconcile", &["reconcile", "onReconcile"]),
+    ("onDelete", &["reconcile", "onDelete"]),
+    ("normalize", &["reconcile", "normalize"]),
+    ("imports", &["reconcile", "imports"]),
+    ("forceConflict", &["reconcile", "forceConflict"]),
+    ("providers", &["reconcile", "providers"]),
+    ("status", &["emit", "status"]),
+    ("cross", &["observe", "cross"]),
+    ("watch", &["observe", "watch"]),
+    ("finalizers", &["runtime", "finalizers"]),
+    ("removeFinalizers", &["runtime", "removeFinalizers"]),
+    ("deletionProtection", &["runtime", "deletionProtection"]),
+    ("restrictedNamespaces", &["runtime", "restrictedNamespaces"]),
+    ("allowedNamespaces", &["runtime", "allowedNamespaces"]),
+    ("ignoreStatusPatch", &["runtime", "ignoreStatusPatch"]),
+    ("ignoreObservedGeneration", &["runtime", "ignoreObservedGeneration"]),
+    ("autoscale", &["runtime", "autoscale"]),
+    ("rollback", &["runtime", "rollback"]),
+    ("rollBackOnError", &["runtime", "rollBackOnError"]),
+    ("cleanup", &["runtime", "cleanup"]),
+    // A box-level gate in the flat shape guarded reconciliation itself.
+    ("when", &["preReconcile", "reconcileGate", "when"]),
+    ("or", &["preReconcile", "reconcileGate", "or"]),
+];
+
+/// Translates every CRD entry under `spec.crds` of a Katalog file.
+pub fn translate(root: &mut Node, problems: &mut Vec<Problem>, warnings: &mut Vec<Problem>) {
+    let Some(crds) = root.get_mut("spec").and_then(|s| s.get_mut("crds")) else {
+        return;
+    };
+    let NodeValue::Map(entries) = &mut crds.value else {
+        return;
+    };
+    for (name, entry) in entries.iter_mut() {
+        let base = format!("spec.crds.{}", name.key_text());
+        let mut moved = Vec::new();
+        apply(entry, CRD_MOVES, &base, &mut moved, problems);
+        if let Some(operator_box) = entry.get_mut("operatorBox") {
+            apply(
+                operator_box,
+                BOX_MOVES,
+                &format!("{base}.operatorBox"),
+                &mut moved,
+                problems,
+            );
+        }
+        if let Some(NodeValue::Map(targets)) = entry
+            .get_mut("serve")
+            .and_then(|s| s.get_mut("target"))
+            .map(|t| &mut t.value)
+        {
+            for (target, value) in targets.iter_mut() {
+                if let Some(operator_box) = value.get_mut("operatorBox") {
+                    let path = format!("{base}.serve.target.{}.operatorBox", target.key_text());
+                    apply(operator_box, BOX_MOVES, &path, &mut moved, problems);
+                }
+            }
+        }
+        if !moved.is_empty() {
+            warnings.push(Problem {
+                path: base,
+                pos: name.pos,
+                message: format!("written in the older flat shape; translated: {}", moved.join(", ")),
+            });
+        }
+    }
+}
+
+fn apply(node: &mut Node, moves: &[(&str, &[&str])], base: &str, moved: &mut Vec<String>, problems: &mut Vec<Problem>) {
+    for (old, new_path) in moves {
+        let Some((key, value)) = node.remove(old) else { continue };
+        let target = format!("{base}.{}", new_path.join("."));
+        moved.push(format!("{old} → {}", new_path.join(".")));
+        if let Err(conflict) = place(node, new_path, key, value) {
+            problems.push(Problem {
+                path: format!("{base}.{old}"),
+                pos: conflict,
+                message: format!("set in both the older shape (`{old}`) and the grouped shape (`{target}`); keep one"),
+            });
+        }
+    }
+}
+
+/// Puts `value` at `path` under `node`, creating maps on the way. A map landing on a map
+/// merges key by key; any key present on both sides is a conflict (its position returned).
+fn place(node: &mut Node, path: &[&str], key: Node, value: Node) -> Result<(), super::yaml::Pos> {
+    let Some((last, parents)) = path.split_last() else {
+        return Ok(());
+    };
+    let mut current = node;
+    for segment in parents {
+        if current.get(segment).is_none() {
+            let new_key = Node::new(NodeValue::String((*segment).to_string()), key.pos);
+            current.insert(new_key, Node::new(NodeValue::Map(vec![]), key.pos));
+        }
+        current = match current.get_mut(segment) {
+            Some(next) if matches!(next.value, NodeValue::Map(_)) => next,
+            Some(next) => return Err(next.pos),
+            None => return Ok(()),
+        };
+    }
+    match current.get_mut(last) {
+        None => {
+            let new_key = Node::new(NodeValue::String((*last).to_string()), key.pos);
+            current.insert(new_key, value);
+            Ok(())
+        }
+        Some(existing) => match (&mut existing.value, value.value) {
+            (NodeValue::Map(existing_entries), NodeValue::Map(new_entries)) => {
+                for (k, v) in new_entries {
+                    if let Some((clash, _)) = existing_entries.iter().find(|(e, _)| e.key_text() == k.key_text()) {
+                        return Err(clash.pos);
+                    }
+                    existing_entries.push((k, v));
+                }
+                Ok(())
+            }
+            _ => Err(existing.pos),
+        },
+    }
+}

@@ -1,0 +1,626 @@
+//! `operatorBox`: observe, preReconcile, runtime, reconcile and emit.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::resources::HookTemplates;
+use crate::condition::{ConditionSpec, ConditionsSpec, ValueType};
+
+/// What one CRD (or one serve target) does.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorBox {
+    #[serde(default)]
+    pub observe: Option<Observe>,
+    #[serde(default)]
+    pub pre_reconcile: Option<PreReconcile>,
+    #[serde(default)]
+    pub runtime: Option<Runtime>,
+    #[serde(default)]
+    pub reconcile: Option<Reconcile>,
+    #[serde(default)]
+    pub emit: Option<Emit>,
+}
+
+/// `observe`: what besides the primary CRs can trigger a reconcile.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Observe {
+    /// Reads of other CRDs' CRs into `.cross.<as>`.
+    #[serde(default)]
+    pub cross: Vec<CrossSpec>,
+    /// Secondary kinds whose changes enqueue primary CRs.
+    #[serde(default)]
+    pub watch: Vec<Watch>,
+    /// Kubernetes Events that enqueue primary CRs, keyed by a camelCase name.
+    #[serde(default)]
+    pub events: BTreeMap<String, EventWatch>,
+}
+
+/// Which events of a watched kind count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EventType {
+    Create,
+    Update,
+    Delete,
+}
+
+/// `observe.watch[]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Watch {
+    pub api_version: String,
+    pub kind: String,
+    /// Only this namespace (omit: all).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Only this object.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub label_selector: BTreeMap<String, String>,
+    /// Event types that count (default all three).
+    #[serde(default)]
+    pub on: Vec<EventType>,
+    /// Which primary CR to enqueue; default: the owner reference, else every CR.
+    #[serde(default)]
+    pub key_from: Option<KeyFrom>,
+    /// Field indexes on the watch cache.
+    #[serde(default)]
+    pub index: Vec<Value>,
+    /// A gate with sentinels computed on the watched object.
+    #[serde(default)]
+    pub enqueue_gate: Option<Gate>,
+}
+
+/// `keyFrom`: exactly one of `label` and `name`; `namespace` only with `name`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyFrom {
+    /// A label on the watched object whose value is `ns/name` or `name` of the primary.
+    #[serde(default)]
+    pub label: Option<String>,
+    /// A fixed primary CR name (templated against the watched object).
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// `observe.events.<name>`: which Event objects match (all set fields must match).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventWatch {
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub action: Option<String>,
+    /// Normal or Warning.
+    #[serde(default, rename = "type")]
+    pub type_: Option<String>,
+    #[serde(default)]
+    pub reporting_controller: Option<String>,
+    #[serde(default)]
+    pub reporting_instance: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub regarding: Option<ObjectMatch>,
+    #[serde(default)]
+    pub related: Option<ObjectMatch>,
+    #[serde(default)]
+    pub on: Vec<EventType>,
+    #[serde(default)]
+    pub key_from: Option<KeyFrom>,
+    #[serde(default)]
+    pub enqueue_gate: Option<Gate>,
+}
+
+/// Match on an object reference of an Event.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMatch {
+    #[serde(default)]
+    pub api_version: Option<String>,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// `observe.cross[]`: a read of another CRD's CR.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrossSpec {
+    /// The CRD (Katalog key) to read; or `labelSelector`.
+    #[serde(default)]
+    pub crd: Option<String>,
+    #[serde(default)]
+    pub label_selector: BTreeMap<String, String>,
+    /// Which CR: `{name, namespace}` (templated) or `{matchLabels}`.
+    #[serde(default)]
+    pub selector: Option<Value>,
+    /// The key under `.cross` (default: the CRD name).
+    #[serde(default, rename = "as")]
+    pub as_: Option<String>,
+    /// `first` (the only strategy implemented).
+    #[serde(default)]
+    pub strategy: Option<String>,
+    /// Read from another runtime over HTTP instead of this process.
+    #[serde(default)]
+    pub source: Option<CrossSource>,
+}
+
+/// `cross.source`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrossSource {
+    #[serde(default)]
+    pub host: Option<String>,
+    /// cr, health, metrics, info or events (default cr).
+    #[serde(default)]
+    pub protocol: Option<String>,
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub cache_for: Option<String>,
+    #[serde(default)]
+    pub auth: Option<Value>,
+}
+
+/// What a gate does when an external call it depends on fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FailPolicy {
+    /// Pass (the default).
+    #[default]
+    Open,
+    /// Block.
+    Closed,
+}
+
+/// `preReconcile`: the two admission gates.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreReconcile {
+    /// Calls shared by both gates, run first.
+    #[serde(default)]
+    pub external: Vec<ExternalCall>,
+    /// The sentinels computed for this CRD's update events (declare before use).
+    #[serde(default)]
+    pub sentinels: Vec<String>,
+    /// Evaluated before an event enters the queue; failing drops the event.
+    #[serde(default)]
+    pub enqueue_gate: Option<Gate>,
+    /// Evaluated after dequeue; failing skips the reconcile and marks the CRD gated.
+    #[serde(default)]
+    pub reconcile_gate: Option<Gate>,
+}
+
+/// An enqueue or reconcile gate.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Gate {
+    #[serde(default)]
+    pub external: Vec<ExternalCall>,
+    /// Shorthand: pass when any of these (declared) sentinels is true.
+    #[serde(default)]
+    pub sentinels: Vec<String>,
+    /// Keep every admitted event as its own queue item (reconcileGate).
+    #[serde(default)]
+    pub event_aware: bool,
+    #[serde(default)]
+    pub when: Vec<ConditionSpec>,
+    #[serde(default)]
+    pub or: Vec<ConditionSpec>,
+    #[serde(default)]
+    pub fail_policy: Option<FailPolicy>,
+}
+
+/// `runtime`: lifecycle settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Runtime {
+    #[serde(default)]
+    pub finalizers: Vec<String>,
+    /// Strip Orkestra's finalizers instead of adding them (testing).
+    #[serde(default)]
+    pub remove_finalizers: bool,
+    #[serde(default)]
+    pub deletion_protection: Option<Value>,
+    #[serde(default)]
+    pub restricted_namespaces: Vec<String>,
+    #[serde(default)]
+    pub allowed_namespaces: Vec<String>,
+    #[serde(default)]
+    pub ignore_status_patch: bool,
+    #[serde(default)]
+    pub ignore_observed_generation: bool,
+    #[serde(default)]
+    pub autoscale: Option<Autoscale>,
+    /// In development upstream; accepted.
+    #[serde(default)]
+    pub rollback: Option<Value>,
+    #[serde(default)]
+    pub roll_back_on_error: bool,
+    #[serde(default)]
+    pub cleanup: Option<Value>,
+}
+
+/// `runtime.autoscale`: the operator autoscaler.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Autoscale {
+    /// Evaluation tick (default 15s).
+    #[serde(default)]
+    pub interval: Option<String>,
+    /// How long conditions must stay false before the baseline returns (default 2m).
+    #[serde(default)]
+    pub cooldown: Option<String>,
+    #[serde(default)]
+    pub conditions: ConditionsSpec,
+    #[serde(rename = "do")]
+    pub do_: AutoscaleDo,
+}
+
+/// `autoscale.do`: the overrides applied while the conditions hold.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoscaleDo {
+    #[serde(default)]
+    pub workers: Option<u32>,
+    #[serde(default)]
+    pub queue_depth: Option<u32>,
+    #[serde(default)]
+    pub resync: Option<String>,
+}
+
+/// `reconcile`: which reconciler runs, how it is tuned, and the declarative templates.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reconcile {
+    /// `true` (default): the declarative reconciler; `false`: a constructor owns reconcile.
+    #[serde(default)]
+    pub default: Option<bool>,
+    #[serde(default)]
+    pub hooks: Option<HooksSpec>,
+    #[serde(default)]
+    pub constructor: Option<ConstructorSpec>,
+    /// Remote (HTTP) reconciler; accepted, not hosted by this runtime.
+    #[serde(default)]
+    pub remote: Option<Value>,
+    /// Named tuning preset (high-throughput, conservative, development, or a user profile).
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Concurrent reconciles (1..50).
+    #[serde(default)]
+    pub workers: Option<i64>,
+    /// Full re-list interval.
+    #[serde(default)]
+    pub resync: Option<String>,
+    #[serde(default)]
+    pub queue: Queue,
+    #[serde(default)]
+    pub requeue: Option<Requeue>,
+    /// In-memory rewrites of spec values before everything else (`{spec: {path: template}}`).
+    #[serde(default)]
+    pub normalize: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Motif imports merged into onReconcile.
+    #[serde(default)]
+    pub imports: Vec<Import>,
+    /// Server-side apply with force (default true).
+    #[serde(default)]
+    pub force_conflict: Option<bool>,
+    #[serde(default)]
+    pub providers: Option<Value>,
+    #[serde(default)]
+    pub on_create: Option<HookTemplates>,
+    #[serde(default)]
+    pub on_reconcile: Option<HookTemplates>,
+    #[serde(default)]
+    pub on_delete: Option<HookTemplates>,
+}
+
+/// `reconcile.queue`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Queue {
+    #[serde(default)]
+    pub shared: bool,
+    /// Reference depth for `behaviour` (0: unlimited).
+    #[serde(default)]
+    pub max_depth: u32,
+    /// Consecutive failures before the CRD is degraded (default 5).
+    #[serde(default)]
+    pub failure_threshold: Option<u32>,
+    #[serde(default)]
+    pub retry_backoff: Option<RetryBackoff>,
+    #[serde(default)]
+    pub behaviour: Option<Behaviour>,
+}
+
+/// In-process retries of a failed reconcile: `"5s"` (initial) or the full form.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RetryBackoff {
+    pub initial: Option<String>,
+    pub max: Option<String>,
+    pub multiplier: Option<f64>,
+    pub max_attempts: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RetryBackoffFull {
+    #[serde(default)]
+    initial: Option<String>,
+    #[serde(default)]
+    max: Option<String>,
+    #[serde(default)]
+    multiplier: Option<f64>,
+    #[serde(default)]
+    max_attempts: Option<u32>,
+}
+
+impl<'de> Deserialize<'de> for RetryBackoff {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct BackoffVisitor;
+        impl<'de> serde::de::Visitor<'de> for BackoffVisitor {
+            type Value = RetryBackoff;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a duration or {initial, max, multiplier, maxAttempts}")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RetryBackoff, E> {
+                Ok(RetryBackoff {
+                    initial: Some(v.to_string()),
+                    ..RetryBackoff::default()
+                })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RetryBackoff, A::Error> {
+                let full = RetryBackoffFull::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(RetryBackoff {
+                    initial: full.initial,
+                    max: full.max,
+                    multiplier: full.multiplier,
+                    max_attempts: full.max_attempts,
+                })
+            }
+        }
+        deserializer.deserialize_any(BackoffVisitor)
+    }
+}
+
+/// `queue.behaviour`: what to do when the queue fills.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Behaviour {
+    #[serde(default)]
+    pub on_limit: Option<OnLimit>,
+    #[serde(default)]
+    pub on_threshold: Option<OnThreshold>,
+}
+
+/// At depth >= maxDepth.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OnLimit {
+    #[serde(default)]
+    pub drop: bool,
+    #[serde(default)]
+    pub when: Vec<ConditionSpec>,
+    #[serde(default)]
+    pub or: Vec<ConditionSpec>,
+}
+
+/// At `value`% of maxDepth.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OnThreshold {
+    pub value: u32,
+    #[serde(default)]
+    pub drop: Option<bool>,
+    #[serde(default)]
+    pub when: Vec<ConditionSpec>,
+    #[serde(default)]
+    pub or: Vec<ConditionSpec>,
+}
+
+/// `reconcile.requeue`: re-enqueue after a successful reconcile.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Requeue {
+    /// A templated duration; empty or `0s` means none.
+    #[serde(default)]
+    pub after: Option<String>,
+    #[serde(default)]
+    pub when: Vec<ConditionSpec>,
+    #[serde(default)]
+    pub or: Vec<ConditionSpec>,
+}
+
+/// A kind a hook or constructor manages (RBAC and an implicit watch).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedResource {
+    #[serde(default)]
+    pub api_version: Option<String>,
+    #[serde(default)]
+    pub group: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub plural: Option<String>,
+}
+
+/// `reconcile.hooks`: code called by the declarative reconciler.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HooksSpec {
+    /// Upstream Go hooks (import path); a Katalog using them loads, but only Wasm
+    /// components run here.
+    #[serde(default)]
+    pub location: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub fetch: Option<Value>,
+    #[serde(default)]
+    pub function: Option<String>,
+    #[serde(default)]
+    pub alias: Option<String>,
+    #[serde(default)]
+    pub managed_resources: Vec<ManagedResource>,
+    /// Hooks before the templates instead of after.
+    #[serde(default)]
+    pub run_hooks_first: bool,
+    /// Values (templated per CR) handed to the hook.
+    #[serde(default)]
+    pub args: Option<Value>,
+    #[serde(default)]
+    pub external: Vec<ExternalCall>,
+}
+
+/// `reconcile.constructor`: code that owns reconcile (`default: false`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConstructorSpec {
+    #[serde(default)]
+    pub location: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub fetch: Option<Value>,
+    #[serde(default)]
+    pub function: Option<String>,
+    #[serde(default)]
+    pub alias: Option<String>,
+    #[serde(default)]
+    pub managed_resources: Vec<ManagedResource>,
+    #[serde(default)]
+    pub args: Option<Value>,
+}
+
+/// `reconcile.imports[]`: a motif whose resource templates join onReconcile.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Import {
+    #[serde(default)]
+    pub motif: Option<String>,
+    #[serde(default)]
+    pub oci: Option<String>,
+    /// Values for the motif's inputs.
+    #[serde(default, rename = "with")]
+    pub with_: BTreeMap<String, Value>,
+}
+
+/// An HTTP call whose result lands in `.external.<name>`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalCall {
+    pub name: String,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub method: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub body: Option<Value>,
+    /// http (default), prometheus, redis, postgres, ...
+    #[serde(default)]
+    pub protocol: Option<String>,
+    #[serde(default)]
+    pub query: Option<String>,
+    /// Default 10s.
+    #[serde(default)]
+    pub timeout: Option<String>,
+    #[serde(default)]
+    pub expected_status: Option<Value>,
+    #[serde(default)]
+    pub continue_on_error: bool,
+    #[serde(default)]
+    pub cache_for: Option<String>,
+    #[serde(default)]
+    pub retry_backoff: Option<RetryBackoff>,
+    #[serde(default)]
+    pub auth: Option<Value>,
+    #[serde(default)]
+    pub fires: Option<Value>,
+    #[serde(default)]
+    pub when: Vec<ConditionSpec>,
+    #[serde(default)]
+    pub or: Vec<ConditionSpec>,
+}
+
+/// `emit`: what the reconciler reports.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Emit {
+    #[serde(default)]
+    pub status: Option<StatusSpec>,
+    /// Kubernetes Events emitted after reconcile, by name.
+    #[serde(default)]
+    pub events: BTreeMap<String, EmitEvent>,
+}
+
+/// `emit.status`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusSpec {
+    /// Write the Ready/Validation conditions and observedGeneration (default true).
+    #[serde(default)]
+    pub conditions: Option<bool>,
+    /// Ordered; a later entry wins on the same path.
+    #[serde(default)]
+    pub fields: Vec<StatusField>,
+}
+
+/// One status field.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusField {
+    /// Relative to `.status`; dots make nested maps.
+    pub path: String,
+    /// A template.
+    #[serde(default)]
+    pub value: String,
+    /// string (default), int, float, bool or auto.
+    #[serde(default, rename = "type")]
+    pub type_: Option<ValueType>,
+    #[serde(default)]
+    pub when: Vec<ConditionSpec>,
+    #[serde(default)]
+    pub or: Vec<ConditionSpec>,
+    /// Write "" when the conditions are false.
+    #[serde(default)]
+    pub clear_on_false: bool,
+}
+
+/// `emit.events.<name>`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmitEvent {
+    /// Normal (default) or Warning.
+    #[serde(default, rename = "type")]
+    pub type_: Option<String>,
+    pub reason: String,
+    #[serde(default)]
+    pub message: String,
+    /// always (default), success or failure.
+    #[serde(default)]
+    pub on: Vec<String>,
+    #[serde(default)]
+    pub when: Vec<ConditionSpec>,
+    #[serde(default)]
+    pub or: Vec<ConditionSpec>,
+}
