@@ -47,7 +47,7 @@ fn validate_accepts_the_example_and_names_a_missing_file() {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["valid"], false);
     assert_eq!(
-        report["errors"][0],
+        report["errors"][0]["message"],
         "cannot read Katalog file /nonexistent/katalog.yaml"
     );
 }
