@@ -5,6 +5,8 @@
 //!
 //! Pure: no kube or wasmtime imports.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::template::{Env, ExecError, SentinelBits, Template};
@@ -16,23 +18,34 @@ pub const CONTEXT_KEYS: [&str; 9] = [
 ];
 
 /// The object plus context, the evaluation clock and the sentinels of the current event.
+///
+/// The object is borrowed where the caller can lend it (an informer cache entry) and
+/// copied only when a stage must change it (normalize, mutation); context entries live
+/// beside it and are seen first by templates and lookups.
 #[derive(Debug, Clone)]
-pub struct Resolver<'n> {
-    data: Value,
+pub struct Resolver<'o, 'n> {
+    object: Cow<'o, Value>,
+    context: Map<String, Value>,
     sentinels: SentinelBits,
     notes: &'n [Template],
     now: jiff::Timestamp,
 }
 
-impl<'n> Resolver<'n> {
-    /// A resolver over `object` (a Kubernetes object as JSON), at the current time.
-    pub fn new(object: Value, notes: &'n [Template]) -> Self {
-        let data = match object {
-            Value::Object(map) => Value::Object(map),
-            _ => Value::Object(Map::new()),
-        };
+impl<'o, 'n> Resolver<'o, 'n> {
+    /// A resolver over a borrowed object (a Kubernetes object as JSON), at the current time.
+    pub fn new(object: &'o Value, notes: &'n [Template]) -> Self {
+        Self::from_cow(Cow::Borrowed(object), notes)
+    }
+
+    /// A resolver that owns its object.
+    pub fn owned(object: Value, notes: &'n [Template]) -> Resolver<'static, 'n> {
+        Resolver::from_cow(Cow::Owned(object), notes)
+    }
+
+    fn from_cow(object: Cow<'o, Value>, notes: &'n [Template]) -> Self {
         Self {
-            data,
+            object,
+            context: Map::new(),
             sentinels: SentinelBits::default(),
             notes,
             now: jiff::Timestamp::now(),
@@ -54,27 +67,31 @@ impl<'n> Resolver<'n> {
     /// Adds or replaces a top-level context entry (`children`, `cross`, `external`, `health`,
     /// `metrics`, `request`, `events`, `item`, or a forEach `as` name).
     pub fn set(&mut self, key: &str, value: Value) {
-        if let Value::Object(map) = &mut self.data {
-            map.insert(key.to_string(), value);
-        }
+        self.context.insert(key.to_string(), value);
     }
 
     /// Adds `value` under `key.name` (e.g. `external.health-check`, `cross.db`).
     pub fn set_entry(&mut self, key: &str, name: &str, value: Value) {
-        if let Value::Object(map) = &mut self.data {
-            let entry = map.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));
-            if !entry.is_object() {
-                *entry = Value::Object(Map::new());
-            }
-            if let Value::Object(inner) = entry {
-                inner.insert(name.to_string(), value);
-            }
+        let entry = self
+            .context
+            .entry(key.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        if let Value::Object(inner) = entry {
+            inner.insert(name.to_string(), value);
         }
     }
 
-    /// The whole map templates see as `.`.
-    pub fn data(&self) -> &Value {
-        &self.data
+    /// The object being processed.
+    pub fn object(&self) -> &Value {
+        &self.object
+    }
+
+    /// The object, for stages that rewrite it in memory (copied on first write).
+    pub fn object_mut(&mut self) -> &mut Value {
+        self.object.to_mut()
     }
 
     /// The sentinels of the current event.
@@ -98,18 +115,23 @@ impl<'n> Resolver<'n> {
 
     /// Renders a template against the resolver.
     pub fn render(&self, template: &Template) -> Result<String, ExecError> {
-        template.render(&self.env(), &self.data)
+        template.render_in(&self.env(), &self.object, Some(&self.context))
     }
 
     /// Evaluates a template, keeping the type of a single-action template.
     pub fn evaluate(&self, template: &Template) -> Result<Value, ExecError> {
-        template.evaluate(&self.env(), &self.data)
+        template.evaluate_in(&self.env(), &self.object, Some(&self.context))
     }
 
     /// Looks up a dot path (`spec.replicas`, `.children.job.status.succeeded`,
-    /// `spec.items.0.name`); `None` when any step is missing.
+    /// `spec.items.0.name`), context entries first; `None` when any step is missing.
     pub fn lookup(&self, path: &str) -> Option<&Value> {
-        lookup(&self.data, path)
+        let path = path.strip_prefix('.').unwrap_or(path);
+        let (first, rest) = path.split_once('.').unwrap_or((path, ""));
+        match self.context.get(first) {
+            Some(value) => lookup(value, rest),
+            None => lookup(&self.object, path),
+        }
     }
 }
 
@@ -139,7 +161,8 @@ mod tests {
 
     #[test]
     fn lookup_follows_maps_and_list_indexes() {
-        let resolver = Resolver::new(json!({"spec": {"items": [{"name": "a"}], "x": 1}}), &[]);
+        let object = json!({"spec": {"items": [{"name": "a"}], "x": 1}});
+        let resolver = Resolver::new(&object, &[]);
         assert_eq!(resolver.lookup("spec.x"), Some(&json!(1)));
         assert_eq!(resolver.lookup(".spec.items.0.name"), Some(&json!("a")));
         assert_eq!(resolver.lookup("spec.items.5.name"), None);
@@ -148,11 +171,12 @@ mod tests {
 
     #[test]
     fn stages_add_context_that_templates_and_lookups_both_see() {
-        let mut resolver = Resolver::new(json!({"metadata": {"name": "db"}}), &[]);
+        let mut resolver = Resolver::owned(json!({"metadata": {"name": "db"}}), &[]);
         resolver.set("metrics", json!({"queueDepth": 7}));
         resolver.set_entry("external", "health-check", json!({"status": "ok"}));
         resolver.set_entry("external", "quota", json!({"status": "low"}));
         assert_eq!(resolver.lookup("external.health-check.status"), Some(&json!("ok")));
+        assert_eq!(resolver.lookup("metadata.name"), Some(&json!("db")));
         let template = Template::compile(
             "{{ .metadata.name }} {{ .metrics.queueDepth }} {{ (index .external \"quota\").status }}",
             Functions::builtin(),

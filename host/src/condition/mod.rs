@@ -226,7 +226,7 @@ impl Conditions {
     }
 
     /// `when` all pass and (`or` empty or any passes).
-    pub fn passes(&self, resolver: &Resolver<'_>, unique: Option<&dyn Uniqueness>) -> bool {
+    pub fn passes(&self, resolver: &Resolver<'_, '_>, unique: Option<&dyn Uniqueness>) -> bool {
         self.when.iter().all(|c| c.passes(resolver, unique))
             && (self.or.is_empty() || self.or.iter().any(|c| c.passes(resolver, unique)))
     }
@@ -437,7 +437,7 @@ impl Check {
     }
 
     /// Evaluates the condition.
-    pub fn passes(&self, resolver: &Resolver<'_>, unique: Option<&dyn Uniqueness>) -> bool {
+    pub fn passes(&self, resolver: &Resolver<'_, '_>, unique: Option<&dyn Uniqueness>) -> bool {
         match self.test(resolver, unique) {
             Some(result) => result != self.negate,
             None => false,
@@ -445,7 +445,7 @@ impl Check {
     }
 
     /// The raw test result before `negate`; `None` when it could not be evaluated.
-    fn test(&self, resolver: &Resolver<'_>, unique: Option<&dyn Uniqueness>) -> Option<bool> {
+    fn test(&self, resolver: &Resolver<'_, '_>, unique: Option<&dyn Uniqueness>) -> Option<bool> {
         let now = resolver.now();
         let rendered;
         let field: Option<&Value> = match &self.subject {

@@ -19,8 +19,8 @@ fn object() -> Value {
     })
 }
 
-fn resolver() -> Resolver<'static> {
-    let mut resolver = Resolver::new(object(), &[]).at(NOW.parse().unwrap());
+fn resolver() -> Resolver<'static, 'static> {
+    let mut resolver = Resolver::owned(object(), &[]).at(NOW.parse().unwrap());
     resolver.set("metrics", json!({"queueDepth": 40}));
     resolver
 }

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::funcs::Func;
 use super::parse::{Command, Node, Operand, Pipeline};
@@ -16,6 +16,9 @@ const MAX_DEPTH: usize = 32;
 pub(crate) struct State<'e, 'd> {
     pub env: &'e Env<'e>,
     pub root: &'d Value,
+    /// Top-level keys seen before the root's own (the resolver's stage context).
+    pub overlay: Option<&'d Map<String, Value>>,
+    /// Declared variables; `$` is not stored here but resolved to the root.
     vars: Vec<(String, Value)>,
     pub depth: usize,
 }
@@ -27,13 +30,27 @@ enum Flow {
 }
 
 impl<'e, 'd> State<'e, 'd> {
-    pub fn new(env: &'e Env<'e>, root: &'d Value, depth: usize) -> Self {
+    pub fn new(env: &'e Env<'e>, root: &'d Value, overlay: Option<&'d Map<String, Value>>, depth: usize) -> Self {
         Self {
             env,
             root,
-            vars: vec![(String::new(), root.clone())],
+            overlay,
+            vars: Vec::new(),
             depth,
         }
+    }
+
+    /// Field access from the root: the overlay's key first, then the root's.
+    fn from_root<'a>(&self, path: &[String], pos: usize) -> Result<Cow<'a, Value>, ExecError>
+    where
+        'd: 'a,
+    {
+        if let (Some(overlay), Some((first, rest))) = (self.overlay, path.split_first())
+            && let Some(value) = overlay.get(first)
+        {
+            return lookup(Cow::Borrowed(value), rest, pos);
+        }
+        lookup(Cow::Borrowed(self.root), path, pos)
     }
 
     pub fn render(&mut self, nodes: &[Node], dot: &Value, out: &mut String) -> Result<(), ExecError> {
@@ -212,14 +229,14 @@ impl<'e, 'd> State<'e, 'd> {
                 Ok(last)
             }
             Func::Native(native) => {
-                let mut values = Vec::with_capacity(args.len() + 1);
+                // Arguments are lent, not copied: `index .spec.items 0` must not clone the list.
+                let mut values: Vec<Cow<'a, Value>> = Vec::with_capacity(args.len() + 1);
                 for arg in args {
-                    values.push(self.operand(arg, dot, pos)?.into_owned());
+                    values.push(self.operand(arg, dot, pos)?);
                 }
-                if let Some(piped) = piped {
-                    values.push(piped.into_owned());
-                }
-                native(self.env, &values).map_err(fail)
+                values.extend(piped);
+                let refs: Vec<&Value> = values.iter().map(|v| v.as_ref()).collect();
+                native(self.env, &refs).map_err(fail)
             }
             Func::Note(index) => {
                 if !args.is_empty() || piped.is_some() {
@@ -235,7 +252,7 @@ impl<'e, 'd> State<'e, 'd> {
                     .notes
                     .get(index)
                     .ok_or_else(|| fail("note not loaded".into()))?;
-                note.evaluate_nested(self.env, self.root, self.depth + 1)
+                note.evaluate_nested(self.env, self.root, self.overlay, self.depth + 1)
                     .map_err(|e| fail(e.message))
             }
             Func::Sentinel(index) => {
@@ -254,18 +271,15 @@ impl<'e, 'd> State<'e, 'd> {
         match operand {
             Operand::Dot => Ok(Cow::Borrowed(dot)),
             Operand::Literal(value) => Ok(Cow::Owned(value.clone())),
+            Operand::Field(path) if std::ptr::eq(dot, self.root) => self.from_root(path, pos),
             Operand::Field(path) => lookup(Cow::Borrowed(dot), path, pos),
+            Operand::Variable(name, path) if name.is_empty() => self.from_root(path, pos),
             Operand::Variable(name, path) => {
-                let value = if name.is_empty() {
-                    Cow::Borrowed(self.root)
-                } else {
-                    let found = self.vars.iter().rev().find(|(n, _)| n == name);
-                    let value = found
-                        .map(|(_, v)| v.clone())
-                        .ok_or_else(|| ExecError::at(pos, format!("undefined variable ${name}")))?;
-                    Cow::Owned(value)
-                };
-                lookup(value, path, pos)
+                let found = self.vars.iter().rev().find(|(n, _)| n == name);
+                let value = found
+                    .map(|(_, v)| v.clone())
+                    .ok_or_else(|| ExecError::at(pos, format!("undefined variable ${name}")))?;
+                lookup(Cow::Owned(value), path, pos)
             }
             Operand::Function(name, func) => self.call(name, *func, &[], dot, None, pos).map(Cow::Owned),
             Operand::Chain(pipe, path) => {

@@ -17,7 +17,7 @@ pub mod value;
 
 use std::fmt;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 pub use funcs::{Func, Functions};
 
@@ -145,11 +145,21 @@ impl Template {
 
     /// Renders to text.
     pub fn render(&self, env: &Env<'_>, data: &Value) -> Result<String, ExecError> {
+        self.render_in(env, data, None)
+    }
+
+    /// Renders with `overlay` keys visible at the top level next to `data`'s own (they win).
+    pub fn render_in(
+        &self,
+        env: &Env<'_>,
+        data: &Value,
+        overlay: Option<&Map<String, Value>>,
+    ) -> Result<String, ExecError> {
         match &self.body {
             Body::Literal => Ok(self.source.clone()),
             Body::Nodes(nodes) => {
                 let mut out = String::new();
-                exec::State::new(env, data, 0).render(nodes, data, &mut out)?;
+                exec::State::new(env, data, overlay, 0).render(nodes, data, &mut out)?;
                 Ok(out)
             }
         }
@@ -158,18 +168,34 @@ impl Template {
     /// Evaluates to a value: a template that is exactly one action yields that action's
     /// value with its type (a bool stays a bool); anything else yields the rendered text.
     pub fn evaluate(&self, env: &Env<'_>, data: &Value) -> Result<Value, ExecError> {
-        self.evaluate_nested(env, data, 0)
+        self.evaluate_nested(env, data, None, 0)
     }
 
-    fn evaluate_nested(&self, env: &Env<'_>, data: &Value, depth: usize) -> Result<Value, ExecError> {
+    /// [`Template::evaluate`] with overlay keys (see [`Template::render_in`]).
+    pub fn evaluate_in(
+        &self,
+        env: &Env<'_>,
+        data: &Value,
+        overlay: Option<&Map<String, Value>>,
+    ) -> Result<Value, ExecError> {
+        self.evaluate_nested(env, data, overlay, 0)
+    }
+
+    fn evaluate_nested(
+        &self,
+        env: &Env<'_>,
+        data: &Value,
+        overlay: Option<&Map<String, Value>>,
+        depth: usize,
+    ) -> Result<Value, ExecError> {
         match &self.body {
             Body::Nodes(nodes) => match nodes.as_slice() {
                 [parse::Node::Action(pipe)] if pipe.vars.is_empty() => {
-                    exec::State::new(env, data, depth).value(pipe, data)
+                    exec::State::new(env, data, overlay, depth).value(pipe, data)
                 }
                 _ => {
                     let mut out = String::new();
-                    exec::State::new(env, data, depth).render(nodes, data, &mut out)?;
+                    exec::State::new(env, data, overlay, depth).render(nodes, data, &mut out)?;
                     Ok(Value::String(out))
                 }
             },

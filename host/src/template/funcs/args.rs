@@ -9,7 +9,7 @@ use crate::template::value::{as_f64, as_i64, display};
 pub type Result<T = Value> = std::result::Result<T, String>;
 
 /// Exactly `n` arguments.
-pub fn exactly(args: &[Value], n: usize) -> Result<()> {
+pub fn exactly(args: &[&Value], n: usize) -> Result<()> {
     if args.len() == n {
         Ok(())
     } else {
@@ -18,7 +18,7 @@ pub fn exactly(args: &[Value], n: usize) -> Result<()> {
 }
 
 /// Between `min` and `max` arguments.
-pub fn between(args: &[Value], min: usize, max: usize) -> Result<()> {
+pub fn between(args: &[&Value], min: usize, max: usize) -> Result<()> {
     if (min..=max).contains(&args.len()) {
         Ok(())
     } else {
@@ -27,7 +27,7 @@ pub fn between(args: &[Value], min: usize, max: usize) -> Result<()> {
 }
 
 /// At least `n` arguments.
-pub fn at_least(args: &[Value], n: usize) -> Result<()> {
+pub fn at_least(args: &[&Value], n: usize) -> Result<()> {
     if args.len() >= n {
         Ok(())
     } else {
@@ -36,13 +36,13 @@ pub fn at_least(args: &[Value], n: usize) -> Result<()> {
 }
 
 /// The text of argument `i` (any scalar prints as text; nil is "").
-pub fn text(args: &[Value], i: usize) -> Cow<'_, str> {
-    args.get(i).map_or(Cow::Borrowed(""), display)
+pub fn text<'a>(args: &[&'a Value], i: usize) -> Cow<'a, str> {
+    args.get(i).map_or(Cow::Borrowed(""), |v| display(v))
 }
 
 /// Argument `i` as a float; a non-number is an error naming the value.
-pub fn float(args: &[Value], i: usize) -> Result<f64> {
-    let value = args.get(i).unwrap_or(&Value::Null);
+pub fn float(args: &[&Value], i: usize) -> Result<f64> {
+    let value = args.get(i).copied().unwrap_or(&Value::Null);
     match value {
         Value::Null => Ok(0.0),
         _ => as_f64(value).ok_or_else(|| format!("argument {} is not a number: {}", i + 1, display(value))),
@@ -50,8 +50,8 @@ pub fn float(args: &[Value], i: usize) -> Result<f64> {
 }
 
 /// Argument `i` as an integer (nil counts as 0).
-pub fn int(args: &[Value], i: usize) -> Result<i64> {
-    let value = args.get(i).unwrap_or(&Value::Null);
+pub fn int(args: &[&Value], i: usize) -> Result<i64> {
+    let value = args.get(i).copied().unwrap_or(&Value::Null);
     match value {
         Value::Null => Ok(0),
         _ => as_i64(value).ok_or_else(|| format!("argument {} is not an integer: {}", i + 1, display(value))),
@@ -59,14 +59,14 @@ pub fn int(args: &[Value], i: usize) -> Result<i64> {
 }
 
 /// Argument `i` as a count (a non-negative integer).
-pub fn count(args: &[Value], i: usize) -> Result<usize> {
+pub fn count(args: &[&Value], i: usize) -> Result<usize> {
     let n = int(args, i)?;
     usize::try_from(n).map_err(|_| format!("argument {} must not be negative: {n}", i + 1))
 }
 
 /// The last argument (the piped value in a pipeline), nil when absent.
-pub fn last(args: &[Value]) -> &Value {
-    args.last().unwrap_or(&Value::Null)
+pub fn last<'a>(args: &[&'a Value]) -> &'a Value {
+    args.last().copied().unwrap_or(&Value::Null)
 }
 
 /// A string value.

@@ -109,40 +109,40 @@ pub const FUNCS: &[Entry] = &[
     },
 ];
 
-fn not(_: &Env<'_>, args: &[Value]) -> Result {
+fn not(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(Value::Bool(!truthy(&args[0])))
 }
 
-fn eq(_: &Env<'_>, args: &[Value]) -> Result {
+fn eq(_: &Env<'_>, args: &[&Value]) -> Result {
     at_least(args, 2)?;
     Ok(Value::Bool(args[1..].iter().any(|b| equal(&args[0], b))))
 }
 
-fn ne(_: &Env<'_>, args: &[Value]) -> Result {
+fn ne(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     Ok(Value::Bool(!equal(&args[0], &args[1])))
 }
 
-fn ordered(args: &[Value], accept: fn(Ordering) -> bool) -> Result {
+fn ordered(args: &[&Value], accept: fn(Ordering) -> bool) -> Result {
     exactly(args, 2)?;
     Ok(Value::Bool(accept(compare(&args[0], &args[1])?)))
 }
 
-fn lt(_: &Env<'_>, args: &[Value]) -> Result {
+fn lt(_: &Env<'_>, args: &[&Value]) -> Result {
     ordered(args, Ordering::is_lt)
 }
-fn le(_: &Env<'_>, args: &[Value]) -> Result {
+fn le(_: &Env<'_>, args: &[&Value]) -> Result {
     ordered(args, Ordering::is_le)
 }
-fn gt(_: &Env<'_>, args: &[Value]) -> Result {
+fn gt(_: &Env<'_>, args: &[&Value]) -> Result {
     ordered(args, Ordering::is_gt)
 }
-fn ge(_: &Env<'_>, args: &[Value]) -> Result {
+fn ge(_: &Env<'_>, args: &[&Value]) -> Result {
     ordered(args, Ordering::is_ge)
 }
 
-fn len(_: &Env<'_>, args: &[Value]) -> Result {
+fn len(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     let n = match &args[0] {
         Value::Null => 0,
@@ -154,28 +154,27 @@ fn len(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(Value::from(n))
 }
 
-fn index(_: &Env<'_>, args: &[Value]) -> Result {
+fn index(_: &Env<'_>, args: &[&Value]) -> Result {
     at_least(args, 1)?;
-    let mut current = args[0].clone();
+    let mut current = args[0];
     for key in &args[1..] {
         current = match current {
-            Value::Object(mut map) => map.remove(display(key).as_ref()).unwrap_or(Value::Null),
-            Value::Array(mut items) => {
+            Value::Object(map) => map.get(display(key).as_ref()).unwrap_or(&Value::Null),
+            Value::Array(items) => {
                 let i = as_i64(key).ok_or_else(|| format!("cannot index a list with {}", display(key)))?;
-                let i = usize::try_from(i).map_err(|_| format!("index out of range: {i}"))?;
-                if i >= items.len() {
-                    return Err(format!("index out of range: {i}"));
-                }
-                items.swap_remove(i)
+                usize::try_from(i)
+                    .ok()
+                    .and_then(|i| items.get(i))
+                    .ok_or_else(|| format!("index out of range: {i}"))?
             }
-            Value::Null => Value::Null,
-            other => return Err(format!("can't index item of type {}", kind(&other))),
+            Value::Null => &Value::Null,
+            other => return Err(format!("can't index item of type {}", kind(other))),
         };
     }
-    Ok(current)
+    Ok(current.clone())
 }
 
-fn slice(_: &Env<'_>, args: &[Value]) -> Result {
+fn slice(_: &Env<'_>, args: &[&Value]) -> Result {
     at_least(args, 1)?;
     let bound = |i: usize, default: usize| -> Result<usize> {
         match args.get(i) {
@@ -205,7 +204,7 @@ fn slice(_: &Env<'_>, args: &[Value]) -> Result {
 }
 
 /// Go's Sprint: a space between operands when neither side is a string.
-fn print(_: &Env<'_>, args: &[Value]) -> Result {
+fn print(_: &Env<'_>, args: &[&Value]) -> Result {
     let mut out = String::new();
     for (i, arg) in args.iter().enumerate() {
         if i > 0 && !arg.is_string() && !args[i - 1].is_string() {
@@ -216,8 +215,8 @@ fn print(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(string(out))
 }
 
-fn println(_: &Env<'_>, args: &[Value]) -> Result {
-    let mut out = args.iter().map(go_text).collect::<Vec<_>>().join(" ");
+fn println(_: &Env<'_>, args: &[&Value]) -> Result {
+    let mut out = args.iter().map(|a| go_text(a)).collect::<Vec<_>>().join(" ");
     out.push('\n');
     Ok(string(out))
 }
@@ -231,13 +230,13 @@ fn go_text(value: &Value) -> String {
     }
 }
 
-fn printf(_: &Env<'_>, args: &[Value]) -> Result {
+fn printf(_: &Env<'_>, args: &[&Value]) -> Result {
     at_least(args, 1)?;
     Ok(string(sprintf(&display(&args[0]), &args[1..])))
 }
 
 /// Go's `fmt.Sprintf` for the verbs templates use.
-pub fn sprintf(format: &str, args: &[Value]) -> String {
+pub fn sprintf(format: &str, args: &[&Value]) -> String {
     let mut out = String::new();
     let mut next = 0usize;
     let mut chars = format.chars().peekable();
@@ -459,7 +458,7 @@ fn go_quote(s: &str) -> String {
     out
 }
 
-fn html(_: &Env<'_>, args: &[Value]) -> Result {
+fn html(_: &Env<'_>, args: &[&Value]) -> Result {
     let text: String = args.iter().map(|a| display(a).into_owned()).collect();
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -475,7 +474,7 @@ fn html(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(string(out))
 }
 
-fn js(_: &Env<'_>, args: &[Value]) -> Result {
+fn js(_: &Env<'_>, args: &[&Value]) -> Result {
     let text: String = args.iter().map(|a| display(a).into_owned()).collect();
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -496,7 +495,7 @@ fn js(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(string(out))
 }
 
-fn urlquery(_: &Env<'_>, args: &[Value]) -> Result {
+fn urlquery(_: &Env<'_>, args: &[&Value]) -> Result {
     let text: String = args.iter().map(|a| display(a).into_owned()).collect();
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {

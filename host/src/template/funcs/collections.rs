@@ -116,7 +116,7 @@ pub const ACCESS: &[Entry] = &[
     },
 ];
 
-fn list_has(_: &Env<'_>, args: &[Value]) -> Result {
+fn list_has(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     Ok(Value::Bool(
         args[1]
@@ -125,7 +125,7 @@ fn list_has(_: &Env<'_>, args: &[Value]) -> Result {
     ))
 }
 
-fn list_get(_: &Env<'_>, args: &[Value]) -> Result {
+fn list_get(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let Some(items) = args[1].as_array() else {
         return Ok(Value::Null);
@@ -139,24 +139,24 @@ fn list_get(_: &Env<'_>, args: &[Value]) -> Result {
         .unwrap_or(Value::Null))
 }
 
-fn list_len(_: &Env<'_>, args: &[Value]) -> Result {
+fn list_len(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(Value::from(args[0].as_array().map_or(0, Vec::len)))
 }
 
-fn map_get(_: &Env<'_>, args: &[Value]) -> Result {
+fn map_get(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     Ok(args[1].get(text(args, 0).as_ref()).cloned().unwrap_or(Value::Null))
 }
 
-fn map_keys(_: &Env<'_>, args: &[Value]) -> Result {
+fn map_keys(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     let mut keys: Vec<&String> = args[0].as_object().map(|m| m.keys().collect()).unwrap_or_default();
     keys.sort();
     Ok(Value::Array(keys.into_iter().map(|k| string(k.clone())).collect()))
 }
 
-fn map_values(_: &Env<'_>, args: &[Value]) -> Result {
+fn map_values(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     let Some(map) = args[0].as_object() else {
         return Ok(Value::Array(vec![]));
@@ -166,7 +166,7 @@ fn map_values(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(Value::Array(keys.into_iter().map(|k| map[k].clone()).collect()))
 }
 
-fn key_list(args: &[Value]) -> Vec<String> {
+fn key_list(args: &[&Value]) -> Vec<String> {
     args.iter()
         .flat_map(|a| match a {
             Value::Array(items) => items.iter().map(|i| display(i).into_owned()).collect(),
@@ -175,7 +175,7 @@ fn key_list(args: &[Value]) -> Vec<String> {
         .collect()
 }
 
-fn map_pick(_: &Env<'_>, args: &[Value]) -> Result {
+fn map_pick(_: &Env<'_>, args: &[&Value]) -> Result {
     at_least(args, 1)?;
     let keys = key_list(&args[1..]);
     let map: Map<String, Value> = args[0]
@@ -190,7 +190,7 @@ fn map_pick(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(Value::Object(map))
 }
 
-fn map_omit(_: &Env<'_>, args: &[Value]) -> Result {
+fn map_omit(_: &Env<'_>, args: &[&Value]) -> Result {
     at_least(args, 1)?;
     let keys = key_list(&args[1..]);
     let map: Map<String, Value> = args[0]
@@ -205,12 +205,12 @@ fn map_omit(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(Value::Object(map))
 }
 
-fn to_list(_: &Env<'_>, args: &[Value]) -> Result {
-    Ok(Value::Array(args.to_vec()))
+fn to_list(_: &Env<'_>, args: &[&Value]) -> Result {
+    Ok(Value::Array(args.iter().map(|a| (*a).clone()).collect()))
 }
 
 /// Follows keys (map keys, or list indexes) from `value`; `None` when any step is missing.
-pub fn dig<'a>(value: &'a Value, keys: &[Value]) -> Option<&'a Value> {
+pub fn dig<'a>(value: &'a Value, keys: &[&Value]) -> Option<&'a Value> {
     let mut current = value;
     for key in keys {
         current = match current {
@@ -222,23 +222,23 @@ pub fn dig<'a>(value: &'a Value, keys: &[Value]) -> Option<&'a Value> {
     Some(current).filter(|v| !v.is_null())
 }
 
-fn get(_: &Env<'_>, args: &[Value]) -> Result {
+fn get(_: &Env<'_>, args: &[&Value]) -> Result {
     at_least(args, 1)?;
-    Ok(dig(&args[0], &args[1..]).cloned().unwrap_or(Value::Null))
+    Ok(dig(args[0], &args[1..]).cloned().unwrap_or(Value::Null))
 }
 
-fn with_default(args: &[Value]) -> Result<(Option<&Value>, &Value)> {
+fn with_default<'a>(args: &[&'a Value]) -> Result<(Option<&'a Value>, &'a Value)> {
     at_least(args, 2)?;
-    let (default, rest) = args.split_last().unwrap_or((&Value::Null, &[]));
-    Ok((dig(&rest[0], &rest[1..]), default))
+    let (default, rest) = args.split_last().map(|(d, r)| (*d, r)).unwrap_or((&Value::Null, &[]));
+    Ok((dig(rest[0], &rest[1..]), default))
 }
 
-fn get_or(_: &Env<'_>, args: &[Value]) -> Result {
+fn get_or(_: &Env<'_>, args: &[&Value]) -> Result {
     let (found, default) = with_default(args)?;
     Ok(found.unwrap_or(default).clone())
 }
 
-fn get_string_or(_: &Env<'_>, args: &[Value]) -> Result {
+fn get_string_or(_: &Env<'_>, args: &[&Value]) -> Result {
     let (found, default) = with_default(args)?;
     Ok(match found.map(display).filter(|s| !s.is_empty()) {
         Some(s) => string(s),
@@ -246,14 +246,14 @@ fn get_string_or(_: &Env<'_>, args: &[Value]) -> Result {
     })
 }
 
-fn get_int_or(_: &Env<'_>, args: &[Value]) -> Result {
+fn get_int_or(_: &Env<'_>, args: &[&Value]) -> Result {
     let (found, default) = with_default(args)?;
     Ok(Value::from(
         found.and_then(as_i64).or_else(|| as_i64(default)).unwrap_or(0),
     ))
 }
 
-fn get_bool_or(_: &Env<'_>, args: &[Value]) -> Result {
+fn get_bool_or(_: &Env<'_>, args: &[&Value]) -> Result {
     let (found, default) = with_default(args)?;
     Ok(Value::Bool(
         found
@@ -263,16 +263,16 @@ fn get_bool_or(_: &Env<'_>, args: &[Value]) -> Result {
     ))
 }
 
-fn as_list(_: &Env<'_>, args: &[Value]) -> Result {
+fn as_list(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(match &args[0] {
         Value::Array(_) => args[0].clone(),
         Value::Null => Value::Array(vec![]),
-        other => Value::Array(vec![other.clone()]),
+        other => Value::Array(vec![(*other).clone()]),
     })
 }
 
-fn as_map(_: &Env<'_>, args: &[Value]) -> Result {
+fn as_map(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(if args[0].is_object() {
         args[0].clone()
@@ -281,7 +281,7 @@ fn as_map(_: &Env<'_>, args: &[Value]) -> Result {
     })
 }
 
-fn as_string(_: &Env<'_>, args: &[Value]) -> Result {
+fn as_string(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(display(&args[0])))
 }

@@ -58,15 +58,19 @@ pub const FUNCS: &[Entry] = &[
     },
 ];
 
-fn default(_: &Env<'_>, args: &[Value]) -> Result {
+fn default(_: &Env<'_>, args: &[&Value]) -> Result {
     match args {
-        [fallback] => Ok(fallback.clone()),
-        [fallback, value] => Ok(if truthy(value) { value.clone() } else { fallback.clone() }),
+        [fallback] => Ok((*fallback).clone()),
+        [fallback, value] => Ok(if truthy(value) {
+            (*value).clone()
+        } else {
+            (*fallback).clone()
+        }),
         _ => Err(format!("wants 1 or 2 arguments, got {}", args.len())),
     }
 }
 
-fn ternary(_: &Env<'_>, args: &[Value]) -> Result {
+fn ternary(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 3)?;
     Ok(if truthy(&args[2]) {
         args[0].clone()
@@ -75,7 +79,7 @@ fn ternary(_: &Env<'_>, args: &[Value]) -> Result {
     })
 }
 
-fn bool_ternary(_: &Env<'_>, args: &[Value]) -> Result {
+fn bool_ternary(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 3)?;
     Ok(if truthy(&args[0]) {
         args[1].clone()
@@ -98,21 +102,21 @@ pub fn parse_bool(value: &Value) -> Option<bool> {
     }
 }
 
-fn bool_default(_: &Env<'_>, args: &[Value]) -> Result {
+fn bool_default(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     Ok(Value::Bool(parse_bool(&args[1]).unwrap_or_else(|| truthy(&args[0]))))
 }
 
-fn coalesce(_: &Env<'_>, args: &[Value]) -> Result {
-    Ok(args.iter().find(|a| truthy(a)).cloned().unwrap_or(Value::Null))
+fn coalesce(_: &Env<'_>, args: &[&Value]) -> Result {
+    Ok(args.iter().find(|a| truthy(a)).map_or(Value::Null, |a| (*a).clone()))
 }
 
-fn empty(_: &Env<'_>, args: &[Value]) -> Result {
+fn empty(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(Value::Bool(!truthy(&args[0])))
 }
 
-fn not_empty(_: &Env<'_>, args: &[Value]) -> Result {
+fn not_empty(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(Value::Bool(truthy(&args[0])))
 }

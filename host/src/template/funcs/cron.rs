@@ -89,12 +89,12 @@ pub const FUNCS: &[Entry] = &[
     },
 ];
 
-fn parsed(args: &[Value]) -> Result<Schedule> {
+fn parsed(args: &[&Value]) -> Result<Schedule> {
     exactly(args, 1)?;
     Schedule::parse(&text(args, 0))
 }
 
-fn to_map(_: &Env<'_>, args: &[Value]) -> Result {
+fn to_map(_: &Env<'_>, args: &[&Value]) -> Result {
     let schedule = parsed(args)?;
     let map: Map<String, Value> = FIELDS
         .iter()
@@ -119,7 +119,7 @@ fn expr_from_map(map: &Map<String, Value>) -> Result<String> {
     Ok(expr)
 }
 
-fn from_map(_: &Env<'_>, args: &[Value]) -> Result {
+fn from_map(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     match &args[0] {
         Value::Object(map) => expr_from_map(map).map(string),
@@ -127,7 +127,7 @@ fn from_map(_: &Env<'_>, args: &[Value]) -> Result {
     }
 }
 
-fn from_any(_: &Env<'_>, args: &[Value]) -> Result {
+fn from_any(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     match &args[0] {
         Value::Object(map) => expr_from_map(map).map(string),
@@ -139,21 +139,21 @@ fn from_any(_: &Env<'_>, args: &[Value]) -> Result {
     }
 }
 
-fn normalize_fn(_: &Env<'_>, args: &[Value]) -> Result {
+fn normalize_fn(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(normalize(&text(args, 0))))
 }
 
-fn describe(_: &Env<'_>, args: &[Value]) -> Result {
+fn describe(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(string(parsed(args)?.describe()))
 }
 
-fn valid(_: &Env<'_>, args: &[Value]) -> Result {
+fn valid(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(Value::Bool(Schedule::parse(&text(args, 0)).is_ok()))
 }
 
-fn field(_: &Env<'_>, args: &[Value]) -> Result {
+fn field(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let name = text(args, 0);
     let index = FIELDS
@@ -164,27 +164,27 @@ fn field(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(string(schedule.fields[index].clone()))
 }
 
-fn nth(args: &[Value], index: usize) -> Result {
+fn nth(args: &[&Value], index: usize) -> Result {
     Ok(string(parsed(args)?.fields[index].clone()))
 }
 
-fn minute(_: &Env<'_>, args: &[Value]) -> Result {
+fn minute(_: &Env<'_>, args: &[&Value]) -> Result {
     nth(args, 0)
 }
-fn hour(_: &Env<'_>, args: &[Value]) -> Result {
+fn hour(_: &Env<'_>, args: &[&Value]) -> Result {
     nth(args, 1)
 }
-fn dom(_: &Env<'_>, args: &[Value]) -> Result {
+fn dom(_: &Env<'_>, args: &[&Value]) -> Result {
     nth(args, 2)
 }
-fn month(_: &Env<'_>, args: &[Value]) -> Result {
+fn month(_: &Env<'_>, args: &[&Value]) -> Result {
     nth(args, 3)
 }
-fn dow(_: &Env<'_>, args: &[Value]) -> Result {
+fn dow(_: &Env<'_>, args: &[&Value]) -> Result {
     nth(args, 4)
 }
 
-fn expr(_: &Env<'_>, args: &[Value]) -> Result {
+fn expr(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 5)?;
     let expr = (0..5).map(|i| text(args, i).into_owned()).collect::<Vec<_>>().join(" ");
     Schedule::parse(&expr)?;

@@ -72,14 +72,14 @@ pub const RANDOM: &[Entry] = &[
 /// Random values are for secrets: keep them bounded.
 const MAX_RANDOM: usize = 4096;
 
-fn to_base64(_: &Env<'_>, args: &[Value]) -> Result {
+fn to_base64(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(
         base64::engine::general_purpose::STANDARD.encode(text(args, 0).as_bytes()),
     ))
 }
 
-fn from_base64(_: &Env<'_>, args: &[Value]) -> Result {
+fn from_base64(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text(args, 0).trim().as_bytes())
@@ -89,7 +89,7 @@ fn from_base64(_: &Env<'_>, args: &[Value]) -> Result {
         .map_err(|_| "decoded bytes are not UTF-8".into())
 }
 
-fn to_json(_: &Env<'_>, args: &[Value]) -> Result {
+fn to_json(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     serde_json::to_string(&args[0]).map(string).map_err(|e| e.to_string())
 }
@@ -98,7 +98,7 @@ fn sha256_hex(data: &[u8]) -> String {
     Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn sha256sum(_: &Env<'_>, args: &[Value]) -> Result {
+fn sha256sum(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(sha256_hex(text(args, 0).as_bytes())))
 }
@@ -115,12 +115,12 @@ fn slug(s: &str) -> String {
     out.trim_end_matches('-').to_string()
 }
 
-fn slugify(_: &Env<'_>, args: &[Value]) -> Result {
+fn slugify(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(slug(&text(args, 0))))
 }
 
-fn truncate_name(_: &Env<'_>, args: &[Value]) -> Result {
+fn truncate_name(_: &Env<'_>, args: &[&Value]) -> Result {
     between(args, 1, 2)?;
     let (max, name) = if args.len() == 2 {
         (count(args, 0)?, text(args, 1))
@@ -138,7 +138,7 @@ fn truncate_name(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(string(format!("{}-{hash}", head.trim_end_matches(['-', '.']))))
 }
 
-fn bounded(args: &[Value]) -> Result<usize> {
+fn bounded(args: &[&Value]) -> Result<usize> {
     exactly(args, 1)?;
     let n = count(args, 0)?;
     if n > MAX_RANDOM {
@@ -147,7 +147,7 @@ fn bounded(args: &[Value]) -> Result<usize> {
     Ok(n)
 }
 
-fn random_alphanumeric(_: &Env<'_>, args: &[Value]) -> Result {
+fn random_alphanumeric(_: &Env<'_>, args: &[&Value]) -> Result {
     let n = bounded(args)?;
     Ok(string(
         rand::rng()
@@ -158,7 +158,7 @@ fn random_alphanumeric(_: &Env<'_>, args: &[Value]) -> Result {
     ))
 }
 
-fn random_hex(_: &Env<'_>, args: &[Value]) -> Result {
+fn random_hex(_: &Env<'_>, args: &[&Value]) -> Result {
     let n = bounded(args)?;
     let mut rng = rand::rng();
     Ok(string(
@@ -168,7 +168,7 @@ fn random_hex(_: &Env<'_>, args: &[Value]) -> Result {
     ))
 }
 
-fn random_base64(_: &Env<'_>, args: &[Value]) -> Result {
+fn random_base64(_: &Env<'_>, args: &[&Value]) -> Result {
     let n = bounded(args)?;
     let mut bytes = vec![0u8; n];
     rand::rng().fill(bytes.as_mut_slice());

@@ -407,12 +407,12 @@ fn at<'a>(value: &'a Value, path: &[&str]) -> &'a Value {
     path.iter().try_fold(value, |v, key| v.get(key)).unwrap_or(&NULL)
 }
 
-fn obj(args: &[Value]) -> Result<&Value> {
+fn obj<'a>(args: &[&'a Value]) -> Result<&'a Value> {
     exactly(args, 1)?;
     Ok(&args[0])
 }
 
-fn keyed(args: &[Value]) -> Result<(String, &Value)> {
+fn keyed<'a>(args: &[&'a Value]) -> Result<(String, &'a Value)> {
     exactly(args, 2)?;
     Ok((text(args, 0).into_owned(), &args[1]))
 }
@@ -425,13 +425,13 @@ fn text_at(value: &Value, path: &[&str]) -> Value {
     string(display(at(value, path)))
 }
 
-fn meta(_: &Env<'_>, args: &[Value]) -> Result {
+fn meta(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(at(obj(args)?, &["metadata"]).clone())
 }
-fn name(_: &Env<'_>, args: &[Value]) -> Result {
+fn name(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(text_at(obj(args)?, &["metadata", "name"]))
 }
-fn namespace(_: &Env<'_>, args: &[Value]) -> Result {
+fn namespace(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(text_at(obj(args)?, &["metadata", "namespace"]))
 }
 fn map_or_empty(value: &Value) -> Value {
@@ -441,37 +441,37 @@ fn map_or_empty(value: &Value) -> Value {
         Value::Object(Default::default())
     }
 }
-fn labels_fn(_: &Env<'_>, args: &[Value]) -> Result {
+fn labels_fn(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(map_or_empty(at(obj(args)?, &["metadata", "labels"])))
 }
-fn annotations(_: &Env<'_>, args: &[Value]) -> Result {
+fn annotations(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(map_or_empty(at(obj(args)?, &["metadata", "annotations"])))
 }
-fn spec(_: &Env<'_>, args: &[Value]) -> Result {
+fn spec(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(at(obj(args)?, &["spec"]).clone())
 }
-fn status(_: &Env<'_>, args: &[Value]) -> Result {
+fn status(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(at(obj(args)?, &["status"]).clone())
 }
-fn phase(_: &Env<'_>, args: &[Value]) -> Result {
+fn phase(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(text_at(obj(args)?, &["status", "phase"]))
 }
-fn uid(_: &Env<'_>, args: &[Value]) -> Result {
+fn uid(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(text_at(obj(args)?, &["metadata", "uid"]))
 }
-fn resource_version(_: &Env<'_>, args: &[Value]) -> Result {
+fn resource_version(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(text_at(obj(args)?, &["metadata", "resourceVersion"]))
 }
-fn creation_timestamp(_: &Env<'_>, args: &[Value]) -> Result {
+fn creation_timestamp(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(text_at(obj(args)?, &["metadata", "creationTimestamp"]))
 }
 fn first_owner(value: &Value) -> &Value {
     at(value, &["metadata", "ownerReferences"]).get(0).unwrap_or(&NULL)
 }
-fn owner_kind(_: &Env<'_>, args: &[Value]) -> Result {
+fn owner_kind(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(text_at(first_owner(obj(args)?), &["kind"]))
 }
-fn owner_name(_: &Env<'_>, args: &[Value]) -> Result {
+fn owner_name(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(text_at(first_owner(obj(args)?), &["name"]))
 }
 
@@ -487,42 +487,42 @@ fn condition_true(value: &Value, kind: &str) -> bool {
     condition(value, kind).is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("True"))
 }
 
-fn has_condition(_: &Env<'_>, args: &[Value]) -> Result {
+fn has_condition(_: &Env<'_>, args: &[&Value]) -> Result {
     let (kind, value) = keyed(args)?;
     Ok(Value::Bool(condition_true(value, &kind)))
 }
-fn condition_reason(_: &Env<'_>, args: &[Value]) -> Result {
+fn condition_reason(_: &Env<'_>, args: &[&Value]) -> Result {
     let (kind, value) = keyed(args)?;
     Ok(condition(value, &kind).map_or(string(""), |c| text_at(c, &["reason"])))
 }
-fn condition_message(_: &Env<'_>, args: &[Value]) -> Result {
+fn condition_message(_: &Env<'_>, args: &[&Value]) -> Result {
     let (kind, value) = keyed(args)?;
     Ok(condition(value, &kind).map_or(string(""), |c| text_at(c, &["message"])))
 }
-fn resource_exists(_: &Env<'_>, args: &[Value]) -> Result {
+fn resource_exists(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(truthy(at(obj(args)?, &["metadata", "name"]))))
 }
-fn is_terminating(_: &Env<'_>, args: &[Value]) -> Result {
+fn is_terminating(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(truthy(at(obj(args)?, &["metadata", "deletionTimestamp"]))))
 }
-fn generation(_: &Env<'_>, args: &[Value]) -> Result {
+fn generation(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(int_at(obj(args)?, &["metadata", "generation"])))
 }
-fn observed_generation(_: &Env<'_>, args: &[Value]) -> Result {
+fn observed_generation(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(int_at(obj(args)?, &["status", "observedGeneration"])))
 }
-fn is_synced(_: &Env<'_>, args: &[Value]) -> Result {
+fn is_synced(_: &Env<'_>, args: &[&Value]) -> Result {
     let value = obj(args)?;
     Ok(Value::Bool(
         truthy(at(value, &["metadata", "name"]))
             && int_at(value, &["status", "observedGeneration"]) >= int_at(value, &["metadata", "generation"]),
     ))
 }
-fn get_annotation(_: &Env<'_>, args: &[Value]) -> Result {
+fn get_annotation(_: &Env<'_>, args: &[&Value]) -> Result {
     let (key, value) = keyed(args)?;
     Ok(text_at(value, &["metadata", "annotations", &key]))
 }
-fn has_annotation(_: &Env<'_>, args: &[Value]) -> Result {
+fn has_annotation(_: &Env<'_>, args: &[&Value]) -> Result {
     let (key, value) = keyed(args)?;
     Ok(Value::Bool(!at(value, &["metadata", "annotations", &key]).is_null()))
 }
@@ -530,13 +530,13 @@ fn has_annotation(_: &Env<'_>, args: &[Value]) -> Result {
 fn desired(value: &Value) -> i64 {
     as_i64(at(value, &["spec", "replicas"])).unwrap_or(1)
 }
-fn replicas_ready(_: &Env<'_>, args: &[Value]) -> Result {
+fn replicas_ready(_: &Env<'_>, args: &[&Value]) -> Result {
     let value = obj(args)?;
     Ok(Value::Bool(
         truthy(value) && int_at(value, &["status", "readyReplicas"]) >= desired(value),
     ))
 }
-fn all_replicas_ready(_: &Env<'_>, args: &[Value]) -> Result {
+fn all_replicas_ready(_: &Env<'_>, args: &[&Value]) -> Result {
     let value = obj(args)?;
     let want = desired(value);
     let all = ["readyReplicas", "updatedReplicas", "availableReplicas"]
@@ -544,7 +544,7 @@ fn all_replicas_ready(_: &Env<'_>, args: &[Value]) -> Result {
         .all(|f| int_at(value, &["status", f]) >= want);
     Ok(Value::Bool(truthy(value) && want > 0 && all))
 }
-fn rollout_complete(_: &Env<'_>, args: &[Value]) -> Result {
+fn rollout_complete(_: &Env<'_>, args: &[&Value]) -> Result {
     let value = obj(args)?;
     let want = desired(value);
     let observed = int_at(value, &["status", "observedGeneration"]) >= int_at(value, &["metadata", "generation"]);
@@ -555,22 +555,22 @@ fn rollout_complete(_: &Env<'_>, args: &[Value]) -> Result {
         truthy(value) && observed && updated && available && total <= want,
     ))
 }
-fn desired_replicas(_: &Env<'_>, args: &[Value]) -> Result {
+fn desired_replicas(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(desired(obj(args)?)))
 }
-fn ready_replicas(_: &Env<'_>, args: &[Value]) -> Result {
+fn ready_replicas(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(int_at(obj(args)?, &["status", "readyReplicas"])))
 }
-fn available_replicas(_: &Env<'_>, args: &[Value]) -> Result {
+fn available_replicas(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(int_at(obj(args)?, &["status", "availableReplicas"])))
 }
-fn updated_replicas(_: &Env<'_>, args: &[Value]) -> Result {
+fn updated_replicas(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(int_at(obj(args)?, &["status", "updatedReplicas"])))
 }
-fn service_cluster_ip(_: &Env<'_>, args: &[Value]) -> Result {
+fn service_cluster_ip(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(text_at(obj(args)?, &["spec", "clusterIP"]))
 }
-fn service_node_port(_: &Env<'_>, args: &[Value]) -> Result {
+fn service_node_port(_: &Env<'_>, args: &[&Value]) -> Result {
     let port = at(obj(args)?, &["spec", "ports"])
         .get(0)
         .map_or(0, |p| int_at(p, &["nodePort"]));
@@ -581,13 +581,13 @@ fn lb_ingress(value: &Value, field: &str) -> Value {
         .get(0)
         .map_or(string(""), |i| text_at(i, &[field]))
 }
-fn service_lb_ip(_: &Env<'_>, args: &[Value]) -> Result {
+fn service_lb_ip(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(lb_ingress(obj(args)?, "ip"))
 }
-fn service_lb_host(_: &Env<'_>, args: &[Value]) -> Result {
+fn service_lb_host(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(lb_ingress(obj(args)?, "hostname"))
 }
-fn endpoints_ready(_: &Env<'_>, args: &[Value]) -> Result {
+fn endpoints_ready(_: &Env<'_>, args: &[&Value]) -> Result {
     let subsets = at(obj(args)?, &["subsets"]).as_array().cloned().unwrap_or_default();
     Ok(Value::Bool(subsets.iter().any(|s| {
         s.get("addresses")
@@ -607,12 +607,12 @@ fn containers(value: &Value) -> Vec<Value> {
     .find_map(|path| at(value, path).as_array().cloned())
     .unwrap_or_default()
 }
-fn container_image(_: &Env<'_>, args: &[Value]) -> Result {
+fn container_image(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(containers(obj(args)?)
         .first()
         .map_or(string(""), |c| text_at(c, &["image"])))
 }
-fn container_env(_: &Env<'_>, args: &[Value]) -> Result {
+fn container_env(_: &Env<'_>, args: &[&Value]) -> Result {
     let (key, value) = keyed(args)?;
     let first = containers(value).into_iter().next().unwrap_or(Value::Null);
     let env = at(&first, &["env"]).as_array().cloned().unwrap_or_default();
@@ -627,7 +627,7 @@ fn ports(value: &Value) -> Vec<Value> {
         .flat_map(|c| at(c, &["ports"]).as_array().cloned().unwrap_or_default())
         .collect()
 }
-fn container_port(_: &Env<'_>, args: &[Value]) -> Result {
+fn container_port(_: &Env<'_>, args: &[&Value]) -> Result {
     let first = containers(obj(args)?).into_iter().next().unwrap_or(Value::Null);
     Ok(Value::from(
         at(&first, &["ports"])
@@ -635,7 +635,7 @@ fn container_port(_: &Env<'_>, args: &[Value]) -> Result {
             .map_or(0, |p| int_at(p, &["containerPort"])),
     ))
 }
-fn container_port_by_name(_: &Env<'_>, args: &[Value]) -> Result {
+fn container_port_by_name(_: &Env<'_>, args: &[&Value]) -> Result {
     let (key, value) = keyed(args)?;
     let port = ports(value)
         .iter()
@@ -643,7 +643,7 @@ fn container_port_by_name(_: &Env<'_>, args: &[Value]) -> Result {
         .map_or(0, |p| int_at(p, &["containerPort"]));
     Ok(Value::from(port))
 }
-fn container_ports(_: &Env<'_>, args: &[Value]) -> Result {
+fn container_ports(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Array(
         ports(obj(args)?)
             .iter()
@@ -651,19 +651,19 @@ fn container_ports(_: &Env<'_>, args: &[Value]) -> Result {
             .collect(),
     ))
 }
-fn container_count(_: &Env<'_>, args: &[Value]) -> Result {
+fn container_count(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(containers(obj(args)?).len()))
 }
-fn job_succeeded(_: &Env<'_>, args: &[Value]) -> Result {
+fn job_succeeded(_: &Env<'_>, args: &[&Value]) -> Result {
     let value = obj(args)?;
     Ok(Value::Bool(
         condition_true(value, "Complete") || int_at(value, &["status", "succeeded"]) > 0,
     ))
 }
-fn job_failed(_: &Env<'_>, args: &[Value]) -> Result {
+fn job_failed(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(condition_true(obj(args)?, "Failed")))
 }
-fn job_active(_: &Env<'_>, args: &[Value]) -> Result {
+fn job_active(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(int_at(obj(args)?, &["status", "active"]) > 0))
 }
 
@@ -673,15 +673,15 @@ fn pods(value: &Value) -> Vec<Value> {
 fn warnings(value: &Value) -> Vec<Value> {
     at(value, &["_warnings"]).as_array().cloned().unwrap_or_default()
 }
-fn pod_count(_: &Env<'_>, args: &[Value]) -> Result {
+fn pod_count(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(pods(obj(args)?).len()))
 }
-fn ready_pod_count(_: &Env<'_>, args: &[Value]) -> Result {
+fn ready_pod_count(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(
         pods(obj(args)?).iter().filter(|p| condition_true(p, "Ready")).count(),
     ))
 }
-fn pod_names(_: &Env<'_>, args: &[Value]) -> Result {
+fn pod_names(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Array(
         pods(obj(args)?)
             .iter()
@@ -689,7 +689,7 @@ fn pod_names(_: &Env<'_>, args: &[Value]) -> Result {
             .collect(),
     ))
 }
-fn pod_ips(_: &Env<'_>, args: &[Value]) -> Result {
+fn pod_ips(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Array(
         pods(obj(args)?)
             .iter()
@@ -704,14 +704,14 @@ fn container_statuses(pod: &Value) -> Vec<Value> {
         .cloned()
         .unwrap_or_default()
 }
-fn has_crashing_pod(_: &Env<'_>, args: &[Value]) -> Result {
+fn has_crashing_pod(_: &Env<'_>, args: &[&Value]) -> Result {
     let crashing = pods(obj(args)?)
         .iter()
         .flat_map(container_statuses)
         .any(|s| at(&s, &["state", "waiting", "reason"]).as_str() == Some("CrashLoopBackOff"));
     Ok(Value::Bool(crashing))
 }
-fn pod_max_restarts(_: &Env<'_>, args: &[Value]) -> Result {
+fn pod_max_restarts(_: &Env<'_>, args: &[&Value]) -> Result {
     let max = pods(obj(args)?)
         .iter()
         .flat_map(container_statuses)
@@ -720,18 +720,18 @@ fn pod_max_restarts(_: &Env<'_>, args: &[Value]) -> Result {
         .unwrap_or(0);
     Ok(Value::from(max))
 }
-fn has_warnings(_: &Env<'_>, args: &[Value]) -> Result {
+fn has_warnings(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(!warnings(obj(args)?).is_empty()))
 }
-fn warning_count(_: &Env<'_>, args: &[Value]) -> Result {
+fn warning_count(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(warnings(obj(args)?).len()))
 }
-fn first_warning(_: &Env<'_>, args: &[Value]) -> Result {
+fn first_warning(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(warnings(obj(args)?)
         .first()
         .map_or(string(""), |w| text_at(w, &["message"])))
 }
-fn first_warning_reason(_: &Env<'_>, args: &[Value]) -> Result {
+fn first_warning_reason(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(warnings(obj(args)?)
         .first()
         .map_or(string(""), |w| text_at(w, &["reason"])))
@@ -740,24 +740,24 @@ fn first_warning_reason(_: &Env<'_>, args: &[Value]) -> Result {
 fn annotation<'a>(value: &'a Value, key: &str) -> &'a Value {
     at(value, &["metadata", "annotations", key])
 }
-fn get_serve_target(_: &Env<'_>, args: &[Value]) -> Result {
+fn get_serve_target(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(string(display(annotation(last(args), labels::SERVE_TARGET))))
 }
-fn get_serve_alias(_: &Env<'_>, args: &[Value]) -> Result {
+fn get_serve_alias(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(string(display(annotation(last(args), labels::SERVE_ALIAS))))
 }
-fn get_serve_source(_: &Env<'_>, args: &[Value]) -> Result {
+fn get_serve_source(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(string(display(annotation(last(args), labels::SERVE_SOURCE))))
 }
-fn has_serve_target(_: &Env<'_>, args: &[Value]) -> Result {
+fn has_serve_target(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(truthy(annotation(obj(args)?, labels::SERVE_TARGET))))
 }
-fn has_serve_alias(_: &Env<'_>, args: &[Value]) -> Result {
+fn has_serve_alias(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(truthy(annotation(obj(args)?, labels::SERVE_ALIAS))))
 }
-fn has_serve_source(_: &Env<'_>, args: &[Value]) -> Result {
+fn has_serve_source(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(truthy(annotation(obj(args)?, labels::SERVE_SOURCE))))
 }
-fn is_direct_apply(_: &Env<'_>, args: &[Value]) -> Result {
+fn is_direct_apply(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(!truthy(annotation(obj(args)?, labels::SERVE_TARGET))))
 }

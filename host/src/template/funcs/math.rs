@@ -80,7 +80,7 @@ pub const PROMETHEUS: &[Entry] = &[
     },
 ];
 
-fn is_int(args: &[Value]) -> bool {
+fn is_int(args: &[&Value]) -> bool {
     args.iter().all(|a| match a {
         Value::Number(n) => n.is_i64() || n.is_u64(),
         Value::String(s) => s.trim().parse::<i64>().is_ok(),
@@ -89,7 +89,7 @@ fn is_int(args: &[Value]) -> bool {
     })
 }
 
-fn fold(args: &[Value], start: f64, op: fn(f64, f64) -> f64) -> Result {
+fn fold(args: &[&Value], start: f64, op: fn(f64, f64) -> f64) -> Result {
     at_least(args, 1)?;
     let mut acc = start;
     for i in 0..args.len() {
@@ -98,20 +98,20 @@ fn fold(args: &[Value], start: f64, op: fn(f64, f64) -> f64) -> Result {
     Ok(number(acc))
 }
 
-fn add(_: &Env<'_>, args: &[Value]) -> Result {
+fn add(_: &Env<'_>, args: &[&Value]) -> Result {
     fold(args, 0.0, |a, b| a + b)
 }
 
-fn mul(_: &Env<'_>, args: &[Value]) -> Result {
+fn mul(_: &Env<'_>, args: &[&Value]) -> Result {
     fold(args, 1.0, |a, b| a * b)
 }
 
-fn sub(_: &Env<'_>, args: &[Value]) -> Result {
+fn sub(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     Ok(number(float(args, 0)? - float(args, 1)?))
 }
 
-fn div(_: &Env<'_>, args: &[Value]) -> Result {
+fn div(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let (a, b) = (float(args, 0)?, float(args, 1)?);
     if b == 0.0 {
@@ -120,7 +120,7 @@ fn div(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(number(if is_int(args) { (a / b).trunc() } else { a / b }))
 }
 
-fn modulo(_: &Env<'_>, args: &[Value]) -> Result {
+fn modulo(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let (a, b) = (float(args, 0)?, float(args, 1)?);
     if b == 0.0 {
@@ -129,15 +129,15 @@ fn modulo(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(number(a % b))
 }
 
-fn min(_: &Env<'_>, args: &[Value]) -> Result {
+fn min(_: &Env<'_>, args: &[&Value]) -> Result {
     fold(args, f64::INFINITY, f64::min)
 }
 
-fn max(_: &Env<'_>, args: &[Value]) -> Result {
+fn max(_: &Env<'_>, args: &[&Value]) -> Result {
     fold(args, f64::NEG_INFINITY, f64::max)
 }
 
-fn clamp(_: &Env<'_>, args: &[Value]) -> Result {
+fn clamp(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 3)?;
     let (lo, hi, x) = (float(args, 0)?, float(args, 1)?, float(args, 2)?);
     if lo > hi {
@@ -146,7 +146,7 @@ fn clamp(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(number(x.clamp(lo, hi)))
 }
 
-fn abs(_: &Env<'_>, args: &[Value]) -> Result {
+fn abs(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(number(float(args, 0)?.abs()))
 }
@@ -167,13 +167,13 @@ fn first_sample(result: &Value) -> Option<f64> {
     as_f64(value)
 }
 
-fn prom_above(_: &Env<'_>, args: &[Value]) -> Result {
+fn prom_above(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let threshold = float(args, 0)?;
     Ok(Value::Bool(first_sample(&args[1]).is_some_and(|v| v > threshold)))
 }
 
-fn prom_below(_: &Env<'_>, args: &[Value]) -> Result {
+fn prom_below(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let threshold = float(args, 0)?;
     Ok(Value::Bool(first_sample(&args[1]).is_some_and(|v| v < threshold)))

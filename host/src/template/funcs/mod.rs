@@ -28,7 +28,7 @@ use super::Env;
 
 /// A native function: the evaluation environment and the evaluated arguments in, a value or
 /// a message out (the caller adds the function name and position).
-pub type NativeFn = fn(&Env<'_>, &[Value]) -> Result<Value, String>;
+pub type NativeFn = fn(&Env<'_>, &[&Value]) -> Result<Value, String>;
 
 /// What a name resolves to at compile time.
 #[derive(Clone, Copy)]

@@ -40,7 +40,7 @@ fn bits(addr: IpAddr) -> (u128, u32) {
     }
 }
 
-fn cidr_contains(_: &Env<'_>, args: &[Value]) -> Result {
+fn cidr_contains(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let cidr = text(args, 0);
     let (net, prefix) = cidr
@@ -64,12 +64,12 @@ fn cidr_contains(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(Value::Bool(net & mask == addr & mask))
 }
 
-fn ip_valid(_: &Env<'_>, args: &[Value]) -> Result {
+fn ip_valid(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(Value::Bool(ip(&text(args, 0)).is_ok()))
 }
 
-fn ip_is_private(_: &Env<'_>, args: &[Value]) -> Result {
+fn ip_is_private(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     let private = match ip(&text(args, 0))? {
         IpAddr::V4(v4) => v4.is_private() || v4.is_loopback() || v4.is_link_local(),

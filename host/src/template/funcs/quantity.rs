@@ -89,12 +89,12 @@ fn quantity_of(value: &Value) -> std::result::Result<f64, String> {
     }
 }
 
-fn parse_quantity(_: &Env<'_>, args: &[Value]) -> Result {
+fn parse_quantity(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(number(quantity_of(&args[0])?))
 }
 
-fn format_quantity(_: &Env<'_>, args: &[Value]) -> Result {
+fn format_quantity(_: &Env<'_>, args: &[&Value]) -> Result {
     between(args, 1, 2)?;
     if args.len() == 1 {
         return Ok(string(format(quantity_of(&args[0])?)));
@@ -112,10 +112,10 @@ fn format_quantity(_: &Env<'_>, args: &[Value]) -> Result {
     )))
 }
 
-fn sum_quantity(_: &Env<'_>, args: &[Value]) -> Result {
+fn sum_quantity(_: &Env<'_>, args: &[&Value]) -> Result {
     let items: Vec<&Value> = match args {
         [Value::Array(items)] => items.iter().collect(),
-        _ => args.iter().collect(),
+        _ => args.to_vec(),
     };
     let mut total = 0.0;
     for item in items {

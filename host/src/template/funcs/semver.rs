@@ -93,34 +93,34 @@ fn requirement(text: &str) -> std::result::Result<Vec<semver::VersionReq>, Strin
         .collect()
 }
 
-fn parsed(args: &[Value]) -> Result<semver::Version> {
+fn parsed(args: &[&Value]) -> Result<semver::Version> {
     exactly(args, 1)?;
     version(&text(args, 0))
 }
 
-fn major(_: &Env<'_>, args: &[Value]) -> Result {
+fn major(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(parsed(args)?.major))
 }
-fn minor(_: &Env<'_>, args: &[Value]) -> Result {
+fn minor(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(parsed(args)?.minor))
 }
-fn patch(_: &Env<'_>, args: &[Value]) -> Result {
+fn patch(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(parsed(args)?.patch))
 }
 
-fn valid(_: &Env<'_>, args: &[Value]) -> Result {
+fn valid(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(Value::Bool(version(&text(args, 0)).is_ok()))
 }
 
-fn compare(_: &Env<'_>, args: &[Value]) -> Result {
+fn compare(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let alternatives = requirement(&text(args, 0))?;
     let v = version(&text(args, 1))?;
     Ok(Value::Bool(alternatives.iter().any(|r| r.matches(&v))))
 }
 
-fn bump(_: &Env<'_>, args: &[Value]) -> Result {
+fn bump(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let mut v = version(&text(args, 1))?;
     match text(args, 0).as_ref() {
@@ -134,7 +134,7 @@ fn bump(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(string(v.to_string()))
 }
 
-fn constraint(_: &Env<'_>, args: &[Value]) -> Result {
+fn constraint(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(Value::Bool(requirement(&text(args, 0)).is_ok()))
 }

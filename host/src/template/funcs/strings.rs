@@ -123,54 +123,54 @@ pub const FUNCS: &[Entry] = &[
     },
 ];
 
-fn lower(_: &Env<'_>, args: &[Value]) -> Result {
+fn lower(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(text(args, 0).to_lowercase()))
 }
 
-fn upper(_: &Env<'_>, args: &[Value]) -> Result {
+fn upper(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(text(args, 0).to_uppercase()))
 }
 
-fn trim_space(_: &Env<'_>, args: &[Value]) -> Result {
+fn trim_space(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(text(args, 0).trim()))
 }
 
-fn trim_prefix(_: &Env<'_>, args: &[Value]) -> Result {
+fn trim_prefix(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let s = text(args, 1);
     Ok(string(s.strip_prefix(text(args, 0).as_ref()).unwrap_or(&s)))
 }
 
-fn trim_suffix(_: &Env<'_>, args: &[Value]) -> Result {
+fn trim_suffix(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let s = text(args, 1);
     Ok(string(s.strip_suffix(text(args, 0).as_ref()).unwrap_or(&s)))
 }
 
-fn has_prefix(_: &Env<'_>, args: &[Value]) -> Result {
+fn has_prefix(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     Ok(Value::Bool(text(args, 1).starts_with(text(args, 0).as_ref())))
 }
 
-fn has_suffix(_: &Env<'_>, args: &[Value]) -> Result {
+fn has_suffix(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     Ok(Value::Bool(text(args, 1).ends_with(text(args, 0).as_ref())))
 }
 
-fn contains(_: &Env<'_>, args: &[Value]) -> Result {
+fn contains(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     Ok(Value::Bool(text(args, 1).contains(text(args, 0).as_ref())))
 }
 
-fn replace(_: &Env<'_>, args: &[Value]) -> Result {
+fn replace(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 3)?;
     Ok(string(text(args, 2).replace(text(args, 0).as_ref(), &text(args, 1))))
 }
 
-fn split(_: &Env<'_>, args: &[Value]) -> Result {
+fn split(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let s = text(args, 1);
     if s.is_empty() {
@@ -179,7 +179,7 @@ fn split(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(Value::Array(s.split(text(args, 0).as_ref()).map(string).collect()))
 }
 
-fn join(_: &Env<'_>, args: &[Value]) -> Result {
+fn join(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let sep = text(args, 0);
     match &args[1] {
@@ -195,7 +195,7 @@ fn join(_: &Env<'_>, args: &[Value]) -> Result {
     }
 }
 
-fn repeat(_: &Env<'_>, args: &[Value]) -> Result {
+fn repeat(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let n = count(args, 0)?;
     if n.saturating_mul(text(args, 1).len()) > 1 << 20 {
@@ -204,7 +204,7 @@ fn repeat(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(string(text(args, 1).repeat(n)))
 }
 
-fn camel_to_kebab(_: &Env<'_>, args: &[Value]) -> Result {
+fn camel_to_kebab(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     let mut out = String::new();
     let chars: Vec<char> = text(args, 0).chars().collect();
@@ -226,17 +226,17 @@ fn camel_to_kebab(_: &Env<'_>, args: &[Value]) -> Result {
     Ok(string(out))
 }
 
-fn truncate(_: &Env<'_>, args: &[Value]) -> Result {
+fn truncate(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     Ok(string(text(args, 1).chars().take(count(args, 0)?).collect::<String>()))
 }
 
-fn quote(_: &Env<'_>, args: &[Value]) -> Result {
+fn quote(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(format!("{:?}", text(args, 0))))
 }
 
-fn title(_: &Env<'_>, args: &[Value]) -> Result {
+fn title(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     let mut out = String::new();
     let mut start = true;

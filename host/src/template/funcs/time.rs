@@ -128,12 +128,12 @@ fn seconds_between(from: Timestamp, to: Timestamp) -> f64 {
     (to.as_nanosecond() - from.as_nanosecond()) as f64 / 1e9
 }
 
-fn now(env: &Env<'_>, args: &[Value]) -> Result {
+fn now(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 0)?;
     Ok(rfc3339(env.now))
 }
 
-fn time_ago(env: &Env<'_>, args: &[Value]) -> Result {
+fn time_ago(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     let seconds = seconds_between(parse_time(&args[0])?, env.now);
     if seconds < 1.0 {
@@ -148,21 +148,21 @@ fn time_ago(env: &Env<'_>, args: &[Value]) -> Result {
     Ok(string(format!("{}{unit} ago", value.floor())))
 }
 
-fn time_since(env: &Env<'_>, args: &[Value]) -> Result {
+fn time_since(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(format_go(
         seconds_between(parse_time(&args[0])?, env.now).round(),
     )))
 }
 
-fn time_until(env: &Env<'_>, args: &[Value]) -> Result {
+fn time_until(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(format_go(
         seconds_between(env.now, parse_time(&args[0])?).round().max(0.0),
     )))
 }
 
-fn time_format(env: &Env<'_>, args: &[Value]) -> Result {
+fn time_format(env: &Env<'_>, args: &[&Value]) -> Result {
     between(args, 1, 2)?;
     let at = if args.len() == 2 {
         parse_time(&args[1])?
@@ -172,17 +172,17 @@ fn time_format(env: &Env<'_>, args: &[Value]) -> Result {
     Ok(string(go_format(at, &text(args, 0))))
 }
 
-fn is_expired(env: &Env<'_>, args: &[Value]) -> Result {
+fn is_expired(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(Value::Bool(parse_time(&args[0])? <= env.now))
 }
 
-fn duration_seconds(_: &Env<'_>, args: &[Value]) -> Result {
+fn duration_seconds(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(number(parse_seconds(&text(args, 0))?))
 }
 
-fn duration_add(env: &Env<'_>, args: &[Value]) -> Result {
+fn duration_add(env: &Env<'_>, args: &[&Value]) -> Result {
     between(args, 1, 2)?;
     let at = if args.len() == 2 {
         parse_time(&args[1])?
@@ -194,22 +194,22 @@ fn duration_add(env: &Env<'_>, args: &[Value]) -> Result {
     Ok(rfc3339(ts))
 }
 
-fn duration_valid(_: &Env<'_>, args: &[Value]) -> Result {
+fn duration_valid(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(Value::Bool(parse_seconds(&text(args, 0)).is_ok()))
 }
 
-fn weekday(env: &Env<'_>, args: &[Value]) -> Result {
+fn weekday(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 0)?;
     Ok(Value::Bool(is_weekday(env.now)))
 }
 
-fn weekend(env: &Env<'_>, args: &[Value]) -> Result {
+fn weekend(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 0)?;
     Ok(Value::Bool(!is_weekday(env.now)))
 }
 
-fn window(env: &Env<'_>, args: &[Value]) -> Result<bool> {
+fn window(env: &Env<'_>, args: &[&Value]) -> Result<bool> {
     exactly(args, 2)?;
     Ok(in_clock_window(
         env.now,
@@ -218,15 +218,15 @@ fn window(env: &Env<'_>, args: &[Value]) -> Result<bool> {
     ))
 }
 
-fn in_window(env: &Env<'_>, args: &[Value]) -> Result {
+fn in_window(env: &Env<'_>, args: &[&Value]) -> Result {
     window(env, args).map(Value::Bool)
 }
 
-fn not_in_window(env: &Env<'_>, args: &[Value]) -> Result {
+fn not_in_window(env: &Env<'_>, args: &[&Value]) -> Result {
     window(env, args).map(|inside| Value::Bool(!inside))
 }
 
-fn next_cron(env: &Env<'_>, args: &[Value]) -> Result {
+fn next_cron(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     let schedule = crate::cron::Schedule::parse(&text(args, 0))?;
     schedule

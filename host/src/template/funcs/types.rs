@@ -89,62 +89,62 @@ pub const FUNCS: &[Entry] = &[
     },
 ];
 
-fn one(args: &[Value]) -> Result<&Value> {
+fn one<'a>(args: &[&'a Value]) -> Result<&'a Value> {
     exactly(args, 1)?;
     Ok(&args[0])
 }
 
-fn to_int(_: &Env<'_>, args: &[Value]) -> Result {
+fn to_int(_: &Env<'_>, args: &[&Value]) -> Result {
     let v = one(args)?;
     Ok(Value::from(
         as_i64(v).or_else(|| as_f64(v).map(|f| f.trunc() as i64)).unwrap_or(0),
     ))
 }
 
-fn to_float(_: &Env<'_>, args: &[Value]) -> Result {
+fn to_float(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(number(as_f64(one(args)?).unwrap_or(0.0)))
 }
 
-fn to_bool(_: &Env<'_>, args: &[Value]) -> Result {
+fn to_bool(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(parse_bool(one(args)?).unwrap_or(false)))
 }
 
-fn to_string(_: &Env<'_>, args: &[Value]) -> Result {
+fn to_string(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(string(display(one(args)?)))
 }
 
-fn type_of(_: &Env<'_>, args: &[Value]) -> Result {
+fn type_of(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(string(kind(one(args)?)))
 }
 
-fn type_map(_: &Env<'_>, args: &[Value]) -> Result {
+fn type_map(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(one(args)?.is_object()))
 }
 
-fn type_list(_: &Env<'_>, args: &[Value]) -> Result {
+fn type_list(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(one(args)?.is_array()))
 }
 
-fn type_string(_: &Env<'_>, args: &[Value]) -> Result {
+fn type_string(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(one(args)?.is_string()))
 }
 
-fn type_number(_: &Env<'_>, args: &[Value]) -> Result {
+fn type_number(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(one(args)?.is_number()))
 }
 
-fn type_bool(_: &Env<'_>, args: &[Value]) -> Result {
+fn type_bool(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(one(args)?.is_boolean()))
 }
 
-fn type_null(_: &Env<'_>, args: &[Value]) -> Result {
+fn type_null(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(one(args)?.is_null()))
 }
 
-fn is_scalar(_: &Env<'_>, args: &[Value]) -> Result {
+fn is_scalar(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(!matches!(one(args)?, Value::Array(_) | Value::Object(_))))
 }
 
-fn is_composite(_: &Env<'_>, args: &[Value]) -> Result {
+fn is_composite(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(matches!(one(args)?, Value::Array(_) | Value::Object(_))))
 }
