@@ -41,7 +41,7 @@ impl<'e, 'd> State<'e, 'd> {
     }
 
     /// Field access from the root: the overlay's key first, then the root's.
-    fn from_root<'a>(&self, path: &[String], pos: usize) -> Result<Cow<'a, Value>, ExecError>
+    fn root_field<'a>(&self, path: &[String], pos: usize) -> Result<Cow<'a, Value>, ExecError>
     where
         'd: 'a,
     {
@@ -271,9 +271,9 @@ impl<'e, 'd> State<'e, 'd> {
         match operand {
             Operand::Dot => Ok(Cow::Borrowed(dot)),
             Operand::Literal(value) => Ok(Cow::Owned(value.clone())),
-            Operand::Field(path) if std::ptr::eq(dot, self.root) => self.from_root(path, pos),
+            Operand::Field(path) if std::ptr::eq(dot, self.root) => self.root_field(path, pos),
             Operand::Field(path) => lookup(Cow::Borrowed(dot), path, pos),
-            Operand::Variable(name, path) if name.is_empty() => self.from_root(path, pos),
+            Operand::Variable(name, path) if name.is_empty() => self.root_field(path, pos),
             Operand::Variable(name, path) => {
                 let found = self.vars.iter().rev().find(|(n, _)| n == name);
                 let value = found

@@ -111,22 +111,22 @@ pub const FUNCS: &[Entry] = &[
 
 fn not(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
-    Ok(Value::Bool(!truthy(&args[0])))
+    Ok(Value::Bool(!truthy(args[0])))
 }
 
 fn eq(_: &Env<'_>, args: &[&Value]) -> Result {
     at_least(args, 2)?;
-    Ok(Value::Bool(args[1..].iter().any(|b| equal(&args[0], b))))
+    Ok(Value::Bool(args[1..].iter().any(|b| equal(args[0], b))))
 }
 
 fn ne(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
-    Ok(Value::Bool(!equal(&args[0], &args[1])))
+    Ok(Value::Bool(!equal(args[0], args[1])))
 }
 
 fn ordered(args: &[&Value], accept: fn(Ordering) -> bool) -> Result {
     exactly(args, 2)?;
-    Ok(Value::Bool(accept(compare(&args[0], &args[1])?)))
+    Ok(Value::Bool(accept(compare(args[0], args[1])?)))
 }
 
 fn lt(_: &Env<'_>, args: &[&Value]) -> Result {
@@ -232,7 +232,7 @@ fn go_text(value: &Value) -> String {
 
 fn printf(_: &Env<'_>, args: &[&Value]) -> Result {
     at_least(args, 1)?;
-    Ok(string(sprintf(&display(&args[0]), &args[1..])))
+    Ok(string(sprintf(&display(args[0]), &args[1..])))
 }
 
 /// Go's `fmt.Sprintf` for the verbs templates use.

@@ -121,7 +121,7 @@ fn list_has(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(
         args[1]
             .as_array()
-            .is_some_and(|items| items.iter().any(|i| equal(i, &args[0]))),
+            .is_some_and(|items| items.iter().any(|i| equal(i, args[0]))),
     ))
 }
 
@@ -130,7 +130,7 @@ fn list_get(_: &Env<'_>, args: &[&Value]) -> Result {
     let Some(items) = args[1].as_array() else {
         return Ok(Value::Null);
     };
-    let index = as_i64(&args[0]).ok_or_else(|| format!("index {} is not an integer", display(&args[0])))?;
+    let index = as_i64(args[0]).ok_or_else(|| format!("index {} is not an integer", display(args[0])))?;
     let index = if index < 0 { items.len() as i64 + index } else { index };
     Ok(usize::try_from(index)
         .ok()
@@ -283,5 +283,5 @@ fn as_map(_: &Env<'_>, args: &[&Value]) -> Result {
 
 fn as_string(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
-    Ok(string(display(&args[0])))
+    Ok(string(display(args[0])))
 }

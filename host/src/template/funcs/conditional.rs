@@ -72,7 +72,7 @@ fn default(_: &Env<'_>, args: &[&Value]) -> Result {
 
 fn ternary(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 3)?;
-    Ok(if truthy(&args[2]) {
+    Ok(if truthy(args[2]) {
         args[0].clone()
     } else {
         args[1].clone()
@@ -81,7 +81,7 @@ fn ternary(_: &Env<'_>, args: &[&Value]) -> Result {
 
 fn bool_ternary(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 3)?;
-    Ok(if truthy(&args[0]) {
+    Ok(if truthy(args[0]) {
         args[1].clone()
     } else {
         args[2].clone()
@@ -104,7 +104,7 @@ pub fn parse_bool(value: &Value) -> Option<bool> {
 
 fn bool_default(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
-    Ok(Value::Bool(parse_bool(&args[1]).unwrap_or_else(|| truthy(&args[0]))))
+    Ok(Value::Bool(parse_bool(args[1]).unwrap_or_else(|| truthy(args[0]))))
 }
 
 fn coalesce(_: &Env<'_>, args: &[&Value]) -> Result {
@@ -113,10 +113,10 @@ fn coalesce(_: &Env<'_>, args: &[&Value]) -> Result {
 
 fn empty(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
-    Ok(Value::Bool(!truthy(&args[0])))
+    Ok(Value::Bool(!truthy(args[0])))
 }
 
 fn not_empty(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
-    Ok(Value::Bool(truthy(&args[0])))
+    Ok(Value::Bool(truthy(args[0])))
 }

@@ -409,12 +409,12 @@ fn at<'a>(value: &'a Value, path: &[&str]) -> &'a Value {
 
 fn obj<'a>(args: &[&'a Value]) -> Result<&'a Value> {
     exactly(args, 1)?;
-    Ok(&args[0])
+    Ok(args[0])
 }
 
 fn keyed<'a>(args: &[&'a Value]) -> Result<(String, &'a Value)> {
     exactly(args, 2)?;
-    Ok((text(args, 0).into_owned(), &args[1]))
+    Ok((text(args, 0).into_owned(), args[1]))
 }
 
 fn int_at(value: &Value, path: &[&str]) -> i64 {

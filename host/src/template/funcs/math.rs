@@ -170,11 +170,11 @@ fn first_sample(result: &Value) -> Option<f64> {
 fn prom_above(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let threshold = float(args, 0)?;
-    Ok(Value::Bool(first_sample(&args[1]).is_some_and(|v| v > threshold)))
+    Ok(Value::Bool(first_sample(args[1]).is_some_and(|v| v > threshold)))
 }
 
 fn prom_below(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
     let threshold = float(args, 0)?;
-    Ok(Value::Bool(first_sample(&args[1]).is_some_and(|v| v < threshold)))
+    Ok(Value::Bool(first_sample(args[1]).is_some_and(|v| v < threshold)))
 }

@@ -91,13 +91,13 @@ fn quantity_of(value: &Value) -> std::result::Result<f64, String> {
 
 fn parse_quantity(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
-    Ok(number(quantity_of(&args[0])?))
+    Ok(number(quantity_of(args[0])?))
 }
 
 fn format_quantity(_: &Env<'_>, args: &[&Value]) -> Result {
     between(args, 1, 2)?;
     if args.len() == 1 {
-        return Ok(string(format(quantity_of(&args[0])?)));
+        return Ok(string(format(quantity_of(args[0])?)));
     }
     let suffix = text(args, 0);
     let scale = SUFFIXES
@@ -105,7 +105,7 @@ fn format_quantity(_: &Env<'_>, args: &[&Value]) -> Result {
         .find(|(s, _)| *s == suffix)
         .map(|(_, scale)| *scale)
         .ok_or_else(|| format!("unknown suffix {suffix:?}"))?;
-    let n = quantity_of(&args[1]).or_else(|_| float(args, 1))?;
+    let n = quantity_of(args[1]).or_else(|_| float(args, 1))?;
     Ok(string(format!(
         "{}{suffix}",
         float_text(((n / scale) * 1e6).round() / 1e6)

@@ -135,7 +135,7 @@ fn now(env: &Env<'_>, args: &[&Value]) -> Result {
 
 fn time_ago(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
-    let seconds = seconds_between(parse_time(&args[0])?, env.now);
+    let seconds = seconds_between(parse_time(args[0])?, env.now);
     if seconds < 1.0 {
         return Ok(string("just now"));
     }
@@ -151,30 +151,26 @@ fn time_ago(env: &Env<'_>, args: &[&Value]) -> Result {
 fn time_since(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(format_go(
-        seconds_between(parse_time(&args[0])?, env.now).round(),
+        seconds_between(parse_time(args[0])?, env.now).round(),
     )))
 }
 
 fn time_until(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(format_go(
-        seconds_between(env.now, parse_time(&args[0])?).round().max(0.0),
+        seconds_between(env.now, parse_time(args[0])?).round().max(0.0),
     )))
 }
 
 fn time_format(env: &Env<'_>, args: &[&Value]) -> Result {
     between(args, 1, 2)?;
-    let at = if args.len() == 2 {
-        parse_time(&args[1])?
-    } else {
-        env.now
-    };
+    let at = if args.len() == 2 { parse_time(args[1])? } else { env.now };
     Ok(string(go_format(at, &text(args, 0))))
 }
 
 fn is_expired(env: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
-    Ok(Value::Bool(parse_time(&args[0])? <= env.now))
+    Ok(Value::Bool(parse_time(args[0])? <= env.now))
 }
 
 fn duration_seconds(_: &Env<'_>, args: &[&Value]) -> Result {
@@ -184,11 +180,7 @@ fn duration_seconds(_: &Env<'_>, args: &[&Value]) -> Result {
 
 fn duration_add(env: &Env<'_>, args: &[&Value]) -> Result {
     between(args, 1, 2)?;
-    let at = if args.len() == 2 {
-        parse_time(&args[1])?
-    } else {
-        env.now
-    };
+    let at = if args.len() == 2 { parse_time(args[1])? } else { env.now };
     let nanos = (parse_seconds(&text(args, 0))? * 1e9) as i128;
     let ts = Timestamp::from_nanosecond(at.as_nanosecond() + nanos).map_err(|e| e.to_string())?;
     Ok(rfc3339(ts))

@@ -91,7 +91,7 @@ pub const FUNCS: &[Entry] = &[
 
 fn one<'a>(args: &[&'a Value]) -> Result<&'a Value> {
     exactly(args, 1)?;
-    Ok(&args[0])
+    Ok(args[0])
 }
 
 fn to_int(_: &Env<'_>, args: &[&Value]) -> Result {
