@@ -13,8 +13,8 @@ use crate::template::{Env, ExecError, SentinelBits, Template};
 
 /// Names a stage may add at the top level of the resolver, next to the object's own
 /// `apiVersion`, `kind`, `metadata`, `spec` and `status`.
-pub const CONTEXT_KEYS: [&str; 9] = [
-    "children", "cross", "external", "health", "metrics", "request", "events", "item", "value",
+pub const CONTEXT_KEYS: [&str; 10] = [
+    "children", "cross", "external", "health", "metrics", "request", "events", "item", "value", "inputs",
 ];
 
 /// The object plus context, the evaluation clock and the sentinels of the current event.

@@ -10,7 +10,7 @@ use super::de::{self, Problem};
 use super::include::{self, Files};
 use super::model::{CrdEntry, KatalogFile, NoteSpec};
 use super::yaml::{self, Node, NodeValue};
-use super::{API_VERSION, LEGACY_API_VERSION, legacy, validate};
+use super::{API_VERSION, LEGACY_API_VERSION, legacy, motif, validate};
 
 /// One finding, located in a file.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -110,24 +110,34 @@ pub(super) struct Parsed {
 
 /// Loads, merges and validates the files in order.
 pub fn load(paths: &[PathBuf]) -> Result<Katalog, Error> {
-    if paths.is_empty() {
+    let mut sources = Vec::with_capacity(paths.len());
+    for path in paths {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+            path: path.clone(),
+            source,
+        })?;
+        sources.push((path.clone(), text));
+    }
+    load_sources(&sources)
+}
+
+/// [`load`] for texts already read (`include:` paths still resolve against each path).
+pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Katalog, Error> {
+    if sources.is_empty() {
         return Err(Error::NoFiles);
     }
     let mut files = Files::default();
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
     let mut parsed = Vec::new();
-    for path in paths {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
-            path: path.clone(),
-            source,
-        })?;
+    for (path, text) in sources {
         let index = files.paths.len();
         files.paths.push(path.clone());
-        if let Some(file) = parse_one(&text, index, &mut files, &mut problems, &mut warnings) {
+        if let Some(file) = parse_one(text, index, &mut files, &mut problems, &mut warnings) {
             parsed.push(file);
         }
     }
+    motif::merge_imports(&mut parsed, &mut files, &mut problems);
 
     let mut katalog = Katalog::default();
     let mut origins: BTreeMap<String, usize> = BTreeMap::new();

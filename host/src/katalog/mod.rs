@@ -8,11 +8,12 @@ mod include;
 mod legacy;
 mod load;
 mod model;
+mod motif;
 mod validate;
 pub mod yaml;
 
 pub use de::{Problem, closest, read};
-pub use load::{Diagnostic, Error, Katalog, LoadedCrd, load};
+pub use load::{Diagnostic, Error, Katalog, LoadedCrd, load, load_sources};
 pub use model::*;
 pub use validate::is_dns1123_label;
 

@@ -92,6 +92,12 @@ fn the_older_flat_shape_is_translated_with_a_warning() {
     );
     assert_eq!(ob.emit.as_ref().unwrap().status.as_ref().unwrap().fields.len(), 2);
     assert_eq!(crd.admission.validation.as_ref().unwrap().rules.len(), 1);
+    let gate = ob.pre_reconcile.as_ref().unwrap().reconcile_gate.as_ref().unwrap();
+    assert_eq!(
+        gate.when[0].field.as_deref(),
+        Some("spec.enabled"),
+        "a box-level when guards reconciling"
+    );
     assert_eq!(katalog.warnings.len(), 1);
     let warning = katalog.warnings[0].to_string();
     assert!(
@@ -214,4 +220,79 @@ fn dns1123_labels() {
     for bad in ["", "-a", "a-", "A", "a_b", &"a".repeat(64)] {
         assert!(!is_dns1123_label(bad), "{bad}");
     }
+}
+
+mod never_panics {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn example() -> String {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../katalogs/tiers/katalog.yaml")).unwrap()
+    }
+
+    /// Random edits of a real Katalog: deletions, insertions of YAML-significant characters.
+    fn mutated() -> impl Strategy<Value = String> {
+        let edits = prop::collection::vec(
+            (
+                any::<prop::sample::Index>(),
+                0u8..4,
+                prop::sample::select(vec![
+                    ":", "{", "}", "[", "-", " ", "\n", "'", "{{", "}}", "|", "&a", "*a", "\t", "é",
+                ]),
+            ),
+            1..8,
+        );
+        edits.prop_map(|edits| {
+            let mut text = example();
+            for (at, op, piece) in edits {
+                let mut i = at.index(text.len().max(1));
+                while !text.is_char_boundary(i) {
+                    i -= 1;
+                }
+                match op {
+                    0 => {
+                        let end = (i + 5).min(text.len());
+                        let mut end = end;
+                        while !text.is_char_boundary(end) {
+                            end += 1;
+                        }
+                        text.replace_range(i..end, "");
+                    }
+                    _ => text.insert_str(i, piece),
+                }
+            }
+            text
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn loading_an_edited_katalog_never_panics(text in mutated()) {
+            let _ = load_sources(&[(PathBuf::from("fuzz/katalog.yaml"), text)]);
+        }
+
+        #[test]
+        fn loading_arbitrary_text_never_panics(text in "\\PC{0,200}") {
+            let _ = load_sources(&[(PathBuf::from("fuzz/katalog.yaml"), text)]);
+        }
+    }
+}
+
+#[test]
+fn motif_resources_join_on_reconcile_with_their_inputs() {
+    let katalog = load(&[testdata("valid/with-motif.yaml")]).unwrap();
+    let reconcile = katalog.crds["build"].entry.operator_box.reconcile.as_ref().unwrap();
+    let on_reconcile = reconcile.on_reconcile.as_ref().unwrap();
+    assert_eq!(on_reconcile.config_maps.len(), 1, "inline entries stay");
+    assert_eq!(on_reconcile.jobs.len(), 1, "the motif's Job joined");
+    let inputs = on_reconcile.jobs[0].inputs.as_ref().unwrap();
+    assert_eq!(
+        inputs,
+        &serde_json::json!({"image": "golang:1.22", "retries": 2}),
+        "given and defaulted inputs"
+    );
+    assert!(reconcile.imports.is_empty(), "imports are consumed at load");
 }

@@ -563,6 +563,16 @@ impl Checker<'_> {
     fn serve(&mut self, serve: &super::model::Serve, node: Option<&Node>, path: &str) {
         let Some(node) = node else { return };
         self.templates(node, path, Scope::Outside);
+        for (name, field) in &serve.fields {
+            if field.get("value").is_some() && field.get("values").is_some() {
+                let pos = node.get("fields").and_then(|f| f.get(name)).map_or(node.pos, |n| n.pos);
+                self.error(
+                    format!("{path}.fields.{name}"),
+                    pos,
+                    "set `value` (one transform) or `values` (a fan-out), not both",
+                );
+            }
+        }
         let Some(ServeTarget::Entries(targets)) = &serve.target else {
             return;
         };

@@ -502,3 +502,77 @@ fn sentinels_read_the_bits_of_the_current_event() {
     let called: Vec<String> = template.functions_called().into_iter().map(|(n, _)| n).collect();
     assert_eq!(called, ["generationChanged", "labelsChanged"]);
 }
+
+mod never_panics {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Template-ish text: actions, keywords, literals and noise.
+    fn templateish() -> impl Strategy<Value = String> {
+        let pieces = prop::sample::select(vec![
+            "{{",
+            "}}",
+            "{{-",
+            "-}}",
+            " ",
+            ".spec",
+            ".x",
+            "$",
+            "$v",
+            ":=",
+            "=",
+            "|",
+            "(",
+            ")",
+            "\"s\"",
+            "`r`",
+            "'c'",
+            "1",
+            "-2.5e3",
+            "if",
+            "else",
+            "end",
+            "range",
+            "with",
+            "break",
+            "continue",
+            "and",
+            "or",
+            "not",
+            "eq",
+            "index",
+            "printf \"%d %s %v\"",
+            "len",
+            "default",
+            "upper",
+            "div",
+            "slice",
+            "nil",
+            "true",
+            "/*",
+            "*/",
+            ",",
+            "\\n",
+            "é",
+        ]);
+        prop::collection::vec(pieces, 0..24).prop_map(|p| p.join(""))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn compiling_and_rendering_never_panics(src in templateish()) {
+            if let Ok(template) = Template::compile(&src, Functions::builtin()) {
+                let _ = template.render(&env(), &data());
+                let _ = template.evaluate(&env(), &data());
+            }
+        }
+
+        #[test]
+        fn compiling_arbitrary_text_never_panics(src in "\\PC{0,80}") {
+            let _ = Template::compile(&src, Functions::builtin());
+        }
+    }
+}

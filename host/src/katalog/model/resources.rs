@@ -188,6 +188,9 @@ pub struct ResourceEntry {
     /// The kind-specific fields, as written.
     #[serde(flatten)]
     pub fields: BTreeMap<String, Value>,
+    /// For entries merged from a motif: its input values, visible to templates as `.inputs`.
+    #[serde(skip)]
+    pub inputs: Option<Value>,
 }
 
 /// Fields of every workload that runs a pod.
