@@ -107,35 +107,31 @@ pub fn overlay(crd: &OperatorBox, target: &OperatorBox) -> OperatorBox {
     }
 }
 
+/// Hooks and constructors merge alike: the target's declaration, with identity fields it
+/// leaves out taken from the CRD's, and args merged key by key.
+macro_rules! merge_code {
+    ($base:expr, $target:expr) => {
+        match ($base, $target) {
+            (Some(b), Some(t)) => {
+                let mut merged = t.clone();
+                merged.location = t.location.clone().or_else(|| b.location.clone());
+                merged.function = t.function.clone().or_else(|| b.function.clone());
+                merged.alias = t.alias.clone().or_else(|| b.alias.clone());
+                merged.version = t.version.clone().or_else(|| b.version.clone());
+                if t.managed_resources.is_empty() {
+                    merged.managed_resources = b.managed_resources.clone();
+                }
+                merged.args = merge_args(&b.args, &t.args);
+                Some(merged)
+            }
+            (b, t) => t.clone().or_else(|| b.clone()),
+        }
+    };
+}
+
 fn merge_reconcile(base: &Reconcile, target: &Reconcile) -> Reconcile {
-    let hooks = match (&base.hooks, &target.hooks) {
-        (Some(b), Some(t)) => {
-            let mut merged = t.clone();
-            merged.location = t.location.clone().or_else(|| b.location.clone());
-            merged.function = t.function.clone().or_else(|| b.function.clone());
-            merged.alias = t.alias.clone().or_else(|| b.alias.clone());
-            merged.version = t.version.clone().or_else(|| b.version.clone());
-            if t.managed_resources.is_empty() {
-                merged.managed_resources = b.managed_resources.clone();
-            }
-            merged.args = merge_args(&b.args, &t.args);
-            Some(merged)
-        }
-        (b, t) => t.clone().or_else(|| b.clone()),
-    };
-    let constructor = match (&base.constructor, &target.constructor) {
-        (Some(b), Some(t)) => {
-            let mut merged = t.clone();
-            merged.location = t.location.clone().or_else(|| b.location.clone());
-            merged.function = t.function.clone().or_else(|| b.function.clone());
-            if t.managed_resources.is_empty() {
-                merged.managed_resources = b.managed_resources.clone();
-            }
-            merged.args = merge_args(&b.args, &t.args);
-            Some(merged)
-        }
-        (b, t) => t.clone().or_else(|| b.clone()),
-    };
+    let hooks = merge_code!(&base.hooks, &target.hooks);
+    let constructor = merge_code!(&base.constructor, &target.constructor);
     Reconcile {
         default: target.default.or(base.default),
         hooks,

@@ -458,8 +458,13 @@ fn go_quote(s: &str) -> String {
     out
 }
 
+/// The arguments' text, run together (Go's escapers take several arguments).
+fn concatenated(args: &[&Value]) -> String {
+    args.iter().map(|a| display(a)).collect()
+}
+
 fn html(_: &Env<'_>, args: &[&Value]) -> Result {
-    let text: String = args.iter().map(|a| display(a).into_owned()).collect();
+    let text = concatenated(args);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -475,7 +480,7 @@ fn html(_: &Env<'_>, args: &[&Value]) -> Result {
 }
 
 fn js(_: &Env<'_>, args: &[&Value]) -> Result {
-    let text: String = args.iter().map(|a| display(a).into_owned()).collect();
+    let text = concatenated(args);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -496,7 +501,7 @@ fn js(_: &Env<'_>, args: &[&Value]) -> Result {
 }
 
 fn urlquery(_: &Env<'_>, args: &[&Value]) -> Result {
-    let text: String = args.iter().map(|a| display(a).into_owned()).collect();
+    let text = concatenated(args);
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         match b {

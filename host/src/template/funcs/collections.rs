@@ -175,14 +175,15 @@ fn key_list(args: &[&Value]) -> Vec<String> {
         .collect()
 }
 
-fn map_pick(_: &Env<'_>, args: &[&Value]) -> Result {
+/// MAP with only (`keep`) or without (`!keep`) the keys given after it.
+fn select_keys(args: &[&Value], keep: bool) -> Result {
     at_least(args, 1)?;
     let keys = key_list(&args[1..]);
     let map: Map<String, Value> = args[0]
         .as_object()
         .map(|m| {
             m.iter()
-                .filter(|(k, _)| keys.contains(k))
+                .filter(|(k, _)| keys.contains(k) == keep)
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
@@ -190,19 +191,12 @@ fn map_pick(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Object(map))
 }
 
+fn map_pick(_: &Env<'_>, args: &[&Value]) -> Result {
+    select_keys(args, true)
+}
+
 fn map_omit(_: &Env<'_>, args: &[&Value]) -> Result {
-    at_least(args, 1)?;
-    let keys = key_list(&args[1..]);
-    let map: Map<String, Value> = args[0]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(k, _)| !keys.contains(k))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(Value::Object(map))
+    select_keys(args, false)
 }
 
 fn to_list(_: &Env<'_>, args: &[&Value]) -> Result {
