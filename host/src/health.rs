@@ -1,0 +1,154 @@
+//! Health of one CRD: reconcile outcomes in, a state out (pending, started, healthy,
+//! degraded, gated), with the counters the Live API and the `.health` resolver key show.
+//!
+//! Pure: a state and one step function; the runtime feeds it events.
+
+use serde::Serialize;
+
+/// Failures in a row before a CRD counts as degraded, unless the Katalog says otherwise.
+pub const DEFAULT_FAILURE_THRESHOLD: u32 = 5;
+
+/// Where a CRD stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum State {
+    /// Not started: waiting for its CRD, its dependencies, or start-up.
+    Pending,
+    /// Workers running, no successful reconcile yet.
+    Started,
+    /// The last reconcile succeeded (or failures stay under the threshold).
+    Healthy,
+    /// `failureThreshold` reconciles in a row failed, or the CRD disappeared.
+    Degraded,
+    /// The reconcile gate held back the last item: idle by design, not failing.
+    Gated,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Started,
+    Succeeded,
+    Failed(String),
+    Gated,
+    /// The CRD (the API resource) is gone from the cluster.
+    Disappeared,
+}
+
+/// The health record of one CRD.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    pub state: State,
+    pub consecutive_fails: u32,
+    pub total_reconciles: u64,
+    pub failed_reconciles: u64,
+    /// Kept after recovery, as upstream does.
+    pub last_error: Option<String>,
+    pub failure_threshold: u32,
+}
+
+impl Health {
+    pub fn new(failure_threshold: u32) -> Self {
+        Self {
+            state: State::Pending,
+            consecutive_fails: 0,
+            total_reconciles: 0,
+            failed_reconciles: 0,
+            last_error: None,
+            failure_threshold: failure_threshold.max(1),
+        }
+    }
+
+    /// Healthy for dependents: started and not failing.
+    pub fn is_healthy(&self) -> bool {
+        matches!(self.state, State::Healthy | State::Gated)
+            || (self.state == State::Started && self.consecutive_fails == 0)
+    }
+
+    /// Started for dependents: workers are running.
+    pub fn is_started(&self) -> bool {
+        self.state != State::Pending
+    }
+
+    /// The next record after `event`.
+    pub fn step(&self, event: Event) -> Health {
+        let mut next = self.clone();
+        match event {
+            Event::Started => next.state = State::Started,
+            Event::Succeeded => {
+                next.state = State::Healthy;
+                next.consecutive_fails = 0;
+                next.total_reconciles += 1;
+            }
+            Event::Failed(error) => {
+                next.consecutive_fails += 1;
+                next.total_reconciles += 1;
+                next.failed_reconciles += 1;
+                next.last_error = Some(error);
+                if next.consecutive_fails >= next.failure_threshold {
+                    next.state = State::Degraded;
+                }
+            }
+            Event::Gated => {
+                if self.state != State::Degraded {
+                    next.state = State::Gated;
+                }
+            }
+            Event::Disappeared => next.state = State::Degraded,
+        }
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(threshold: u32, events: &[Event]) -> Health {
+        events.iter().fold(Health::new(threshold), |h, e| h.step(e.clone()))
+    }
+
+    #[test]
+    fn states_follow_the_documented_transitions() {
+        let fail = || Event::Failed("boom".into());
+        let table: &[(&[Event], State, u32)] = &[
+            (&[], State::Pending, 0),
+            (&[Event::Started], State::Started, 0),
+            (&[Event::Started, Event::Succeeded], State::Healthy, 0),
+            (&[Event::Started, fail(), fail()], State::Started, 2),
+            (&[Event::Started, fail(), fail(), fail()], State::Degraded, 3),
+            (
+                &[Event::Started, fail(), fail(), fail(), Event::Succeeded],
+                State::Healthy,
+                0,
+            ),
+            (&[Event::Started, Event::Succeeded, Event::Gated], State::Gated, 0),
+            (&[Event::Started, Event::Gated, Event::Succeeded], State::Healthy, 0),
+            (
+                &[Event::Started, fail(), fail(), fail(), Event::Gated],
+                State::Degraded,
+                3,
+            ),
+            (
+                &[Event::Started, Event::Succeeded, Event::Disappeared],
+                State::Degraded,
+                0,
+            ),
+        ];
+        for (events, state, fails) in table {
+            let health = run(3, events);
+            assert_eq!((health.state, health.consecutive_fails), (*state, *fails), "{events:?}");
+        }
+    }
+
+    #[test]
+    fn counters_and_last_error_are_kept() {
+        let health = run(5, &[Event::Started, Event::Failed("first".into()), Event::Succeeded]);
+        assert_eq!((health.total_reconciles, health.failed_reconciles), (2, 1));
+        assert_eq!(health.last_error.as_deref(), Some("first"), "kept after recovery");
+        assert!(health.is_healthy() && health.is_started());
+        assert!(!Health::new(5).is_started());
+        assert!(!run(1, &[Event::Started, Event::Failed("x".into())]).is_healthy());
+    }
+}
