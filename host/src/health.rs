@@ -152,3 +152,58 @@ mod tests {
         assert!(!run(1, &[Event::Started, Event::Failed("x".into())]).is_healthy());
     }
 }
+
+/// The health of every CRD of a runtime, shared by the Kordinators (writers), dependents
+/// waiting on `dependsOn`, and readers such as the Live API.
+#[derive(Debug, Clone, Default)]
+pub struct HealthBoard {
+    records: std::sync::Arc<std::sync::RwLock<std::collections::BTreeMap<String, Health>>>,
+    changed: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl HealthBoard {
+    /// Registers a CRD as pending.
+    pub fn register(&self, crd: &str, failure_threshold: u32) {
+        self.write().insert(crd.to_string(), Health::new(failure_threshold));
+        self.changed.notify_waiters();
+    }
+
+    /// Applies an event to a CRD's record.
+    pub fn record(&self, crd: &str, event: Event) {
+        let mut records = self.write();
+        if let Some(health) = records.get_mut(crd) {
+            let next = health.step(event);
+            let changed = next.state != health.state;
+            *health = next;
+            drop(records);
+            if changed {
+                self.changed.notify_waiters();
+            }
+        }
+    }
+
+    pub fn get(&self, crd: &str) -> Option<Health> {
+        self.records
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(crd)
+            .cloned()
+    }
+
+    /// Every record, by CRD name.
+    pub fn all(&self) -> std::collections::BTreeMap<String, Health> {
+        self.records
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Resolves at the next state change.
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, std::collections::BTreeMap<String, Health>> {
+        self.records.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

@@ -12,18 +12,25 @@
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
 
 pub mod calendar;
+pub mod compiled;
 pub mod condition;
 pub mod control_plane;
 pub mod crd_install;
 pub mod cron;
+pub mod declarative;
 pub mod duration;
 pub mod effective_box;
+pub mod enqueue;
 pub mod gate;
 pub mod health;
 pub mod katalog;
+pub mod kordinator;
 pub mod labels;
 pub mod manifests;
+pub mod mux;
+pub mod observe;
 pub mod queue;
 pub mod resolver;
+pub mod runtime;
 pub mod sentinel;
 pub mod template;

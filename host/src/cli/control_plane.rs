@@ -107,14 +107,20 @@ pub fn instance_dir(dir: Option<PathBuf>, prefix: &str) -> anyhow::Result<(PathB
 
 /// Runs until SIGINT/SIGTERM (exit 0) or until a component dies (error).
 pub async fn supervise(plane: &mut ControlPlane) -> anyhow::Result<()> {
-    let signal = super::shutdown_signal();
-    tokio::pin!(signal);
+    tokio::select! {
+        result = super::shutdown_signal() => result,
+        result = watch(plane) => result,
+    }
+}
+
+/// Resolves with an error when a component of the control plane exits.
+pub async fn watch(plane: &mut ControlPlane) -> anyhow::Result<()> {
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
-        tokio::select! {
-            result = &mut signal => return result,
-            _ = tick.tick() => plane.check_running().context("the control plane stopped unexpectedly")?,
-        }
+        tick.tick().await;
+        plane
+            .check_running()
+            .context("the control plane stopped unexpectedly")?;
     }
 }
 

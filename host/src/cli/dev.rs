@@ -10,7 +10,7 @@ use clap::Args;
 use orkestra::{crd_install, manifests};
 
 use super::KatalogArgs;
-use super::control_plane::{install, instance_dir, start, supervise};
+use super::control_plane::{install, instance_dir, start, watch};
 
 #[derive(Debug, Args)]
 pub struct DevArgs {
@@ -57,10 +57,11 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     }
     println!("control plane ready: server {}", plane.server());
     println!("try: kubectl --kubeconfig {} get crds", plane.kubeconfig().display());
-    eprintln!(
-        "note: the reconcile pipeline is not implemented yet (issue 4); the control plane stays up for kubectl until Ctrl-C"
-    );
-    let result = supervise(&mut plane).await;
+    // The runtime and the control plane supervisor end together on the first signal.
+    let result = tokio::select! {
+        result = super::run::serve(client, &katalog) => result,
+        result = watch(&mut plane) => result,
+    };
     plane.stop();
     result.map(|()| ExitCode::SUCCESS)
 }

@@ -23,5 +23,30 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("cannot reach the API server")?;
     tracing::info!(crds = katalog.crds.len(), server = %version.git_version, "Katalog loaded, API server reachable");
-    anyhow::bail!("`ork run` is not implemented yet: the reconcile pipeline arrives with issue 4")
+    serve(client, &katalog).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the Katalog's runtime until SIGINT/SIGTERM; a second signal exits at once.
+pub async fn serve(client: kube::Client, katalog: &orkestra::katalog::Katalog) -> anyhow::Result<()> {
+    let runtime = orkestra::runtime::Runtime::new(client, katalog)?;
+    let names: Vec<String> = katalog
+        .crds
+        .values()
+        .filter(|c| c.entry.enabled)
+        .map(|c| c.name.clone())
+        .collect();
+    eprintln!("runtime: reconciling {} CRD(s): {}", names.len(), names.join(", "));
+    runtime
+        .run(async {
+            let _ = super::shutdown_signal().await;
+            eprintln!("runtime: stopping (in-flight reconciles finish; signal again to force)");
+            tokio::spawn(async {
+                let _ = super::shutdown_signal().await;
+                eprintln!("runtime: forced exit");
+                std::process::exit(130);
+            });
+        })
+        .await;
+    Ok(())
 }

@@ -1,0 +1,313 @@
+//! A CRD of the Katalog compiled for the runtime: templates parsed, conditions built,
+//! defaults applied, one compiled box per effective operator box. Built once at start;
+//! every stage reads it, none re-parses.
+//!
+//! Pure: no kube or wasmtime imports.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::condition::{Conditions, ValueType};
+use crate::effective_box::EffectiveBoxes;
+use crate::gate::BoxGates;
+use crate::health::DEFAULT_FAILURE_THRESHOLD;
+use crate::katalog::{DependencyCondition, EventWatch, Katalog, LoadedCrd, OperatorBox, RESOURCE_KINDS, Watch};
+use crate::template::{Functions, Template};
+
+/// Concurrent reconciles per CRD when the Katalog does not say (controller-runtime's
+/// default, and what upstream's generic reconciler falls back to).
+pub const DEFAULT_WORKERS: usize = 1;
+/// Full resync period when the Katalog does not say.
+pub const DEFAULT_RESYNC: Duration = Duration::from_secs(30);
+
+/// A compile failure; the Katalog was validated, so this names a defect precisely.
+#[derive(Debug, thiserror::Error)]
+#[error("CRD \"{crd}\": {message}")]
+pub struct Error {
+    pub crd: String,
+    pub message: String,
+}
+
+/// The Katalog's notes, compiled once for every template of every CRD.
+#[derive(Debug, Clone)]
+pub struct Notes {
+    pub functions: Functions,
+    pub templates: Arc<Vec<Template>>,
+}
+
+impl Notes {
+    pub fn compile(katalog: &Katalog) -> Result<Self, Error> {
+        let functions = Functions::with_notes(katalog.notes.iter().map(|n| n.name.as_str()));
+        let templates = katalog
+            .notes
+            .iter()
+            .map(|n| {
+                Template::compile(&n.expression, &functions).map_err(|e| Error {
+                    crd: String::new(),
+                    message: format!("note {}: {}", n.name, e.message),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            functions,
+            templates: Arc::new(templates),
+        })
+    }
+}
+
+/// One status field, compiled.
+#[derive(Debug, Clone)]
+pub struct StatusField {
+    /// `.status` path segments.
+    pub path: Vec<String>,
+    pub value: Template,
+    pub value_type: ValueType,
+    pub conditions: Conditions,
+    pub clear_on_false: bool,
+}
+
+/// `reconcile.requeue`, compiled.
+#[derive(Debug, Clone)]
+pub struct Requeue {
+    pub after: Template,
+    pub conditions: Conditions,
+}
+
+/// What one effective box means for the runtime.
+#[derive(Debug, Clone)]
+pub struct CompiledBox {
+    pub gates: BoxGates,
+    pub restricted_namespaces: Vec<String>,
+    pub allowed_namespaces: Vec<String>,
+    pub requeue: Option<Requeue>,
+    /// Write the Ready condition and observedGeneration.
+    pub status_conditions: bool,
+    pub status_fields: Vec<StatusField>,
+}
+
+impl CompiledBox {
+    fn compile(ob: &OperatorBox, functions: &Functions) -> Result<Self, String> {
+        let runtime = ob.runtime.clone().unwrap_or_default();
+        let requeue = match ob.reconcile.as_ref().and_then(|r| r.requeue.as_ref()) {
+            Some(r) if r.after.as_deref().is_some_and(|a| !a.trim().is_empty()) => Some(Requeue {
+                after: Template::compile(r.after.as_deref().unwrap_or_default(), functions).map_err(|e| e.message)?,
+                conditions: Conditions::compile(&r.when, &r.or, functions)
+                    .map_err(|(at, e)| format!("requeue.{at}: {}", e.message))?,
+            }),
+            _ => None,
+        };
+        let status = ob.emit.as_ref().and_then(|e| e.status.clone()).unwrap_or_default();
+        let status_fields = status
+            .fields
+            .iter()
+            .map(|f| {
+                Ok(StatusField {
+                    path: f.path.split('.').map(String::from).collect(),
+                    value: Template::compile(&f.value, functions)
+                        .map_err(|e| format!("status {}: {}", f.path, e.message))?,
+                    value_type: f.type_.unwrap_or_default(),
+                    conditions: Conditions::compile(&f.when, &f.or, functions)
+                        .map_err(|(at, e)| format!("status {}.{at}: {}", f.path, e.message))?,
+                    clear_on_false: f.clear_on_false,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(Self {
+            gates: BoxGates::compile(ob, functions)?,
+            restricted_namespaces: runtime.restricted_namespaces,
+            allowed_namespaces: runtime.allowed_namespaces,
+            requeue,
+            status_conditions: status.conditions.unwrap_or(true),
+            status_fields,
+        })
+    }
+
+    /// The namespace guard: whether CRs in `namespace` may be processed.
+    pub fn admits_namespace(&self, namespace: &str) -> bool {
+        if !self.allowed_namespaces.is_empty() {
+            return self.allowed_namespaces.iter().any(|n| n == namespace);
+        }
+        !self.restricted_namespaces.iter().any(|n| n == namespace)
+    }
+}
+
+/// Queue behaviour at capacity (always from the CRD-level box).
+#[derive(Debug, Clone, Default)]
+pub struct Behaviour {
+    /// Reference depth; 0 means unlimited.
+    pub max_depth: usize,
+    /// At depth >= maxDepth: drop (tier 1 when `conditions` is empty; tier 2 otherwise).
+    pub on_limit: Option<(bool, Conditions)>,
+    /// At `percent`% of maxDepth: drop when the conditions (if any) pass.
+    pub on_threshold: Option<(u32, Conditions)>,
+}
+
+/// One CRD, ready to run.
+#[derive(Debug, Clone)]
+pub struct CompiledCrd {
+    pub name: Arc<str>,
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+    /// `group/version/Kind`.
+    pub gvk: Arc<str>,
+    pub namespaced: bool,
+    /// Watch only this namespace.
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub depends_on: Vec<(String, DependencyCondition)>,
+    pub workers: usize,
+    pub resync: Duration,
+    pub failure_threshold: u32,
+    pub behaviour: Behaviour,
+    pub watches: Vec<Watch>,
+    pub events: Vec<(String, EventWatch)>,
+    /// `(apiVersion, kind)` of every kind the templates manage: owned children re-enqueue
+    /// their parent.
+    pub owned_kinds: Vec<(String, String)>,
+    pub notes: Arc<Vec<Template>>,
+    pub boxes: EffectiveBoxes,
+    compiled: Arc<CompiledBox>,
+    targets: HashMap<String, Arc<CompiledBox>>,
+}
+
+fn selector(map: &std::collections::BTreeMap<String, String>) -> Option<String> {
+    (!map.is_empty()).then(|| {
+        map.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
+impl CompiledCrd {
+    pub fn compile(crd: &LoadedCrd, notes: &Notes) -> Result<Self, Error> {
+        let fail = |message: String| Error {
+            crd: crd.name.clone(),
+            message,
+        };
+        let entry = &crd.entry;
+        let types = &entry.api_types;
+        let boxes = EffectiveBoxes::build(entry);
+        let compiled = Arc::new(CompiledBox::compile(boxes.crd(), &notes.functions).map_err(fail)?);
+        let mut targets = HashMap::new();
+        for target in boxes.targets() {
+            let effective = boxes
+                .for_object(&serde_json::json!({"metadata": {"annotations": {crate::labels::SERVE_ALIAS: target}}}));
+            let compiled_target = CompiledBox::compile(effective.operator_box, &notes.functions).map_err(fail)?;
+            targets.insert(target.to_string(), Arc::new(compiled_target));
+        }
+        let reconcile = entry.operator_box.reconcile.clone().unwrap_or_default();
+        let queue = &reconcile.queue;
+        let conditions = |when, or| {
+            Conditions::compile(when, or, &notes.functions).map_err(|(at, e)| fail(format!("{at}: {}", e.message)))
+        };
+        let behaviour = Behaviour {
+            max_depth: queue.max_depth as usize,
+            on_limit: match queue.behaviour.as_ref().and_then(|b| b.on_limit.as_ref()) {
+                Some(l) => Some((l.drop, conditions(&l.when, &l.or)?)),
+                None => None,
+            },
+            on_threshold: match queue.behaviour.as_ref().and_then(|b| b.on_threshold.as_ref()) {
+                Some(t) => Some((t.value, conditions(&t.when, &t.or)?)),
+                None => None,
+            },
+        };
+        let observe = entry.operator_box.observe.clone().unwrap_or_default();
+        let mut owned_kinds: Vec<(String, String)> = Vec::new();
+        for block in [&reconcile.on_create, &reconcile.on_reconcile].into_iter().flatten() {
+            for (key, entries) in block.resources() {
+                let Some(kind) = RESOURCE_KINDS.iter().find(|k| k.key == key) else {
+                    continue;
+                };
+                for entry in entries {
+                    let (api_version, kind_name) = if key == "custom" {
+                        let text = |k: &str| {
+                            entry
+                                .fields
+                                .get(k)
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string()
+                        };
+                        (text("apiVersion"), text("kind"))
+                    } else {
+                        (kind.api_version.to_string(), kind.kind.to_string())
+                    };
+                    // Cluster-scoped children cannot carry an owner reference to a namespaced CR.
+                    if kind.namespaced
+                        && !api_version.is_empty()
+                        && !owned_kinds.contains(&(api_version.clone(), kind_name.clone()))
+                    {
+                        owned_kinds.push((api_version, kind_name));
+                    }
+                }
+            }
+        }
+        let group_prefix = if types.group.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", types.group)
+        };
+        Ok(Self {
+            name: crd.name.as_str().into(),
+            group: types.group.clone(),
+            version: if types.version.is_empty() {
+                "v1".into()
+            } else {
+                types.version.clone()
+            },
+            kind: types.kind.clone(),
+            plural: crd.plural(),
+            gvk: format!("{group_prefix}{}/{}", types.version, types.kind).into(),
+            namespaced: entry.namespaced,
+            namespace: (!entry.namespace.is_empty()).then(|| entry.namespace.clone()),
+            label_selector: selector(&entry.label_selector),
+            field_selector: selector(&entry.field_selector),
+            depends_on: entry.depends_on.0.clone(),
+            workers: reconcile.workers.map_or(DEFAULT_WORKERS, |w| w.clamp(1, 50) as usize),
+            resync: reconcile
+                .resync
+                .as_deref()
+                .and_then(|r| crate::duration::parse(r).ok())
+                .unwrap_or(DEFAULT_RESYNC),
+            failure_threshold: queue.failure_threshold.unwrap_or(DEFAULT_FAILURE_THRESHOLD),
+            behaviour,
+            watches: observe.watch.clone(),
+            events: observe.events.clone().into_iter().collect(),
+            owned_kinds,
+            notes: notes.templates.clone(),
+            boxes,
+            compiled,
+            targets,
+        })
+    }
+
+    /// The compiled box for a CR and the target it came through.
+    pub fn for_object<'a>(&'a self, object: &Value) -> (&'a Arc<CompiledBox>, Option<&'a str>) {
+        let effective = self.boxes.for_object(object);
+        match effective.target.and_then(|t| self.targets.get_key_value(t)) {
+            Some((target, compiled)) => (compiled, Some(target.as_str())),
+            None => (&self.compiled, None),
+        }
+    }
+
+    /// The CRD-level compiled box.
+    pub fn crd_box(&self) -> &Arc<CompiledBox> {
+        &self.compiled
+    }
+
+    /// The union of the sentinels declared by any box (what the informer computes).
+    pub fn declared_sentinels(&self) -> u16 {
+        self.targets
+            .values()
+            .fold(self.compiled.gates.declared_sentinels, |m, b| {
+                m | b.gates.declared_sentinels
+            })
+    }
+}

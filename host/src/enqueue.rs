@@ -1,0 +1,187 @@
+//! The one enqueue path: every trigger of every source passes the same admission, in this
+//! order, before it becomes a queue item:
+//!
+//! 1. namespace guard (restricted / allowed namespaces of the effective box);
+//! 2. queue behaviour: `onThreshold` and `onLimit`, on depth alone (tier 1) or, when they
+//!    declare conditions, on those conditions evaluated with the full resolver (tier 2);
+//! 3. the enqueue gate of the effective box (sentinels, conditions, event context);
+//! 4. the queue (coalescing, or one item per event for eventAware boxes).
+//!
+//! A dropped trigger is logged with its reason and counted; the object is not lost: the
+//! next resync brings it back.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+
+use crate::compiled::CompiledCrd;
+use crate::observe::{Cache, Enqueue, Trigger, split_key};
+use crate::queue::{Added, Payload, QueueItem, WorkQueue};
+use crate::resolver::Resolver;
+
+/// Why a trigger did not become work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dropped {
+    Namespace,
+    Threshold,
+    Limit,
+    EnqueueGate,
+    Closed,
+}
+
+/// Counters of the enqueue path of one CRD.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub offered: AtomicU64,
+    pub queued: AtomicU64,
+    pub coalesced: AtomicU64,
+    pub dropped_namespace: AtomicU64,
+    pub dropped_threshold: AtomicU64,
+    pub dropped_limit: AtomicU64,
+    pub dropped_gate: AtomicU64,
+}
+
+impl Stats {
+    fn count(&self, dropped: Dropped) {
+        let counter = match dropped {
+            Dropped::Namespace => &self.dropped_namespace,
+            Dropped::Threshold => &self.dropped_threshold,
+            Dropped::Limit => &self.dropped_limit,
+            Dropped::EnqueueGate | Dropped::Closed => &self.dropped_gate,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A snapshot for the Live API and tests.
+    pub fn snapshot(&self) -> Value {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        json!({
+            "offered": get(&self.offered),
+            "queued": get(&self.queued),
+            "coalesced": get(&self.coalesced),
+            "dropped": {
+                "namespace": get(&self.dropped_namespace),
+                "threshold": get(&self.dropped_threshold),
+                "limit": get(&self.dropped_limit),
+                "enqueueGate": get(&self.dropped_gate),
+            },
+        })
+    }
+}
+
+/// Admission for one CRD.
+pub struct Admission {
+    crd: Arc<CompiledCrd>,
+    cache: Cache,
+    queue: WorkQueue,
+    stats: Arc<Stats>,
+    event_ids: AtomicU64,
+}
+
+impl Admission {
+    pub fn new(crd: Arc<CompiledCrd>, cache: Cache, queue: WorkQueue, stats: Arc<Stats>) -> Self {
+        Self {
+            crd,
+            cache,
+            queue,
+            stats,
+            event_ids: AtomicU64::new(1),
+        }
+    }
+
+    /// Admits or drops a trigger; the verdict is also counted and logged.
+    pub fn admit(&self, trigger: Trigger) -> Result<Added, Dropped> {
+        self.stats.offered.fetch_add(1, Ordering::Relaxed);
+        let verdict = match self.decide(&trigger) {
+            Ok(Added::AtLimit) => Err(Dropped::Limit),
+            Ok(Added::Closed) => Err(Dropped::Closed),
+            other => other,
+        };
+        match verdict {
+            Ok(Added::Queued) => {
+                self.stats.queued.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(_) => {
+                self.stats.coalesced.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(reason) => {
+                self.stats.count(reason);
+                tracing::debug!(crd = %self.crd.name, key = %trigger.key, source = trigger.source.as_str(), ?reason, "trigger dropped");
+            }
+        }
+        verdict
+    }
+
+    fn decide(&self, trigger: &Trigger) -> Result<Added, Dropped> {
+        let object = self.cache.get(&trigger.key);
+        let empty = Value::Null;
+        let object_ref: &Value = object.as_deref().unwrap_or(&empty);
+        let (compiled, _target) = self.crd.for_object(object_ref);
+
+        let (namespace, _) = split_key(&trigger.key);
+        if let Some(namespace) = namespace
+            && !compiled.admits_namespace(namespace)
+        {
+            return Err(Dropped::Namespace);
+        }
+
+        let resolver = || {
+            let mut resolver = Resolver::new(object_ref, &self.crd.notes).with_sentinels(trigger.sentinels);
+            if let Some(events) = &trigger.events {
+                resolver.set("events", events.clone());
+            }
+            resolver
+        };
+        let behaviour = &self.crd.behaviour;
+        let depth = self.queue.depth();
+        let mut bound = None;
+        if behaviour.max_depth > 0 {
+            if let Some((percent, conditions)) = &behaviour.on_threshold {
+                let at = (behaviour.max_depth * (*percent as usize)).div_ceil(100);
+                if depth >= at && (conditions.is_empty() || conditions.passes(&resolver(), None)) {
+                    return Err(Dropped::Threshold);
+                }
+            }
+            if let Some((drop, conditions)) = &behaviour.on_limit
+                && *drop
+            {
+                if conditions.is_empty() {
+                    // Tier 1: the queue refuses atomically, so the depth never passes the limit.
+                    bound = Some(behaviour.max_depth);
+                } else if depth >= behaviour.max_depth && conditions.passes(&resolver(), None) {
+                    return Err(Dropped::Limit);
+                }
+            }
+        }
+
+        if let Some(gate) = &compiled.gates.enqueue
+            && !gate.passes(&resolver())
+        {
+            return Err(Dropped::EnqueueGate);
+        }
+
+        let item = QueueItem {
+            key: trigger.key.clone(),
+            gvk: self.crd.gvk.clone(),
+            event_id: compiled
+                .gates
+                .event_aware
+                .then(|| self.event_ids.fetch_add(1, Ordering::Relaxed)),
+        };
+        let payload = Payload {
+            sentinels: trigger.sentinels,
+            events: trigger.events.clone(),
+        };
+        Ok(match bound {
+            Some(limit) => self.queue.add_bounded(item, payload, limit),
+            None => self.queue.add(item, payload),
+        })
+    }
+}
+
+impl Enqueue for Admission {
+    fn offer(&self, trigger: Trigger) {
+        let _ = self.admit(trigger);
+    }
+}

@@ -1,0 +1,130 @@
+//! The Kordinator: dequeues items of one CRD, resolves the effective box of each CR,
+//! evaluates its reconcile gate (a failing gate skips the item, writes nothing and marks the
+//! CRD gated), dispatches to the MuxReconciler, and reports the outcome to the queue and
+//! the health board. A panic inside a reconciler is caught and counted as a failure of that
+//! item only. It knows nothing of how a reconciler works.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::FutureExt;
+use kube::core::ApiResource;
+use serde_json::Value;
+
+use crate::compiled::CompiledCrd;
+use crate::health::{Event, HealthBoard};
+use crate::mux::{Action, MuxReconciler, Request};
+use crate::observe::Cache;
+use crate::queue::{Lease, Outcome, WorkQueue};
+use crate::resolver::Resolver;
+
+/// Counters of one CRD's reconciles.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub reconciles: AtomicU64,
+    pub failures: AtomicU64,
+    pub panics: AtomicU64,
+    pub gated: AtomicU64,
+}
+
+/// The workers of one CRD share one Kordinator.
+pub struct Kordinator {
+    pub crd: Arc<CompiledCrd>,
+    pub resource: Arc<ApiResource>,
+    pub cache: Cache,
+    pub queue: WorkQueue,
+    pub mux: MuxReconciler,
+    pub health: HealthBoard,
+    pub counters: Arc<Counters>,
+}
+
+impl Kordinator {
+    /// One worker: runs items until the queue shuts down; an item in progress finishes.
+    pub async fn work(self: Arc<Self>) {
+        while let Some(lease) = self.queue.next().await {
+            let outcome = self.run(&lease).await;
+            self.queue.done(lease, outcome);
+        }
+    }
+
+    async fn run(&self, lease: &Lease) -> Outcome {
+        let key = &lease.item.key;
+        let object = self.cache.get(key);
+        let empty = Value::Null;
+        let object_ref = object.as_deref().unwrap_or(&empty);
+        let (compiled, target) = self.crd.for_object(object_ref);
+        let resolver = || {
+            let mut resolver = Resolver::new(object_ref, &self.crd.notes).with_sentinels(lease.payload.sentinels);
+            if let Some(events) = &lease.payload.events {
+                resolver.set("events", events.clone());
+            }
+            resolver
+        };
+        // The gate reads the object; a vanished object goes straight to its reconciler.
+        if object.is_some()
+            && let Some(gate) = &compiled.gates.reconcile
+            && !gate.passes(&resolver())
+        {
+            self.counters.gated.fetch_add(1, Ordering::Relaxed);
+            self.health.record(&self.crd.name, Event::Gated);
+            tracing::debug!(crd = %self.crd.name, %key, "reconcile gate closed; item skipped");
+            return Outcome::Success;
+        }
+
+        let request = Request {
+            key: key.clone(),
+            crd: self.crd.name.clone(),
+            resource: self.resource.clone(),
+            object: object.clone(),
+            target: target.map(String::from),
+            sentinels: lease.payload.sentinels,
+            event_id: lease.item.event_id,
+        };
+        self.counters.reconciles.fetch_add(1, Ordering::Relaxed);
+        let result = AssertUnwindSafe(self.mux.reconcile(&request)).catch_unwind().await;
+        match result {
+            Ok(Ok(action)) => {
+                self.health.record(&self.crd.name, Event::Succeeded);
+                match action {
+                    Action::RequeueAfter(delay) => Outcome::RequeueAfter(delay),
+                    Action::Done => match (&compiled.requeue, &object) {
+                        (Some(requeue), Some(_)) => {
+                            let resolver = resolver();
+                            let after = resolver
+                                .render(&requeue.after)
+                                .ok()
+                                .and_then(|t| crate::duration::parse(&t).ok());
+                            match after {
+                                Some(delay) if !delay.is_zero() && requeue.conditions.passes(&resolver, None) => {
+                                    Outcome::RequeueAfter(delay)
+                                }
+                                _ => Outcome::Success,
+                            }
+                        }
+                        _ => Outcome::Success,
+                    },
+                }
+            }
+            Ok(Err(error)) => {
+                self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(crd = %self.crd.name, %key, reason = %error.reason, message = %error.message, "reconcile failed");
+                self.health.record(&self.crd.name, Event::Failed(error.to_string()));
+                Outcome::Retry
+            }
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                self.counters.panics.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(crd = %self.crd.name, %key, %message, "reconciler panicked; counted as a failure");
+                self.health
+                    .record(&self.crd.name, Event::Failed(format!("panic: {message}")));
+                Outcome::Retry
+            }
+        }
+    }
+}

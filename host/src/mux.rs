@@ -1,0 +1,144 @@
+//! The reconciler contract and the MuxReconciler: a dequeued request in, routed by the CR's
+//! serve target to that target's reconciler, or to the CRD-level one.
+//!
+//! A reconciler takes one of three forms: declarative (Katalog templates only), hybrid
+//! (templates plus hooks), or a constructor (code owns reconcile entirely). The Kordinator
+//! sees only this trait.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kube::core::ApiResource;
+use serde_json::Value;
+
+use crate::template::SentinelBits;
+
+/// One unit of work handed to a reconciler.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `namespace/name` (or `name`).
+    pub key: String,
+    /// The CRD's name in the Katalog.
+    pub crd: Arc<str>,
+    pub resource: Arc<ApiResource>,
+    /// The CR as last observed; `None` when it is gone (deleted before this run).
+    pub object: Option<Arc<Value>>,
+    /// The serve target whose box applies, if any.
+    pub target: Option<String>,
+    /// Union of the sentinels of the events behind this run.
+    pub sentinels: SentinelBits,
+    /// Present for eventAware CRDs.
+    pub event_id: Option<u64>,
+}
+
+/// What a successful reconcile asks for next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing until the next event.
+    Done,
+    /// Run again after this long.
+    RequeueAfter(Duration),
+}
+
+/// A failed reconcile: a short reason (bounded, for metrics) and a message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}: {message}")]
+pub struct ReconcileError {
+    pub reason: String,
+    pub message: String,
+}
+
+impl ReconcileError {
+    pub fn new(reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The three forms a reconciler takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    Declarative,
+    Hybrid,
+    Constructor,
+}
+
+/// A reconciler for one CRD (or one serve target of it).
+pub trait Reconciler: Send + Sync {
+    fn form(&self) -> Form;
+    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Action, ReconcileError>>;
+}
+
+/// Routes each request to the reconciler of its target, else to the CRD-level one.
+#[derive(Clone)]
+pub struct MuxReconciler {
+    default: Arc<dyn Reconciler>,
+    targets: HashMap<String, Arc<dyn Reconciler>>,
+}
+
+impl MuxReconciler {
+    pub fn new(default: Arc<dyn Reconciler>) -> Self {
+        Self {
+            default,
+            targets: HashMap::new(),
+        }
+    }
+
+    /// Registers the reconciler for CRs routed through `target`.
+    pub fn with_target(mut self, target: impl Into<String>, reconciler: Arc<dyn Reconciler>) -> Self {
+        self.targets.insert(target.into(), reconciler);
+        self
+    }
+
+    /// The reconciler a request goes to.
+    pub fn route(&self, target: Option<&str>) -> &Arc<dyn Reconciler> {
+        target.and_then(|t| self.targets.get(t)).unwrap_or(&self.default)
+    }
+
+    pub async fn reconcile(&self, request: &Request) -> Result<Action, ReconcileError> {
+        self.route(request.target.as_deref()).reconcile(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Named(&'static str);
+
+    impl Reconciler for Named {
+        fn form(&self) -> Form {
+            Form::Constructor
+        }
+        fn reconcile<'a>(&'a self, _: &'a Request) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+            Box::pin(async move { Err(ReconcileError::new(self.0, "called")) })
+        }
+    }
+
+    fn request(target: Option<&str>) -> Request {
+        Request {
+            key: "ns/a".into(),
+            crd: "web".into(),
+            resource: Arc::new(ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+                "a.io", "v1", "Web",
+            ))),
+            object: None,
+            target: target.map(String::from),
+            sentinels: SentinelBits::default(),
+            event_id: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn mux_routes_by_target_and_falls_back_to_the_crd_reconciler() {
+        let mux = MuxReconciler::new(Arc::new(Named("crd"))).with_target("v2", Arc::new(Named("v2")));
+        let reason = |r: Result<Action, ReconcileError>| r.unwrap_err().reason;
+        assert_eq!(reason(mux.reconcile(&request(Some("v2"))).await), "v2");
+        assert_eq!(reason(mux.reconcile(&request(Some("other"))).await), "crd");
+        assert_eq!(reason(mux.reconcile(&request(None)).await), "crd");
+    }
+}

@@ -1,0 +1,127 @@
+//! Observation: the primary informer, `observe.watch`, `observe.events` and the implicit
+//! watches on owned children. Each source turns what it sees into [`Trigger`]s (a primary
+//! key plus the facts of the event) and hands them to the one enqueue path; none knows
+//! anything about queues or reconcilers.
+
+mod events;
+mod primary;
+pub mod secondary;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+pub use events::watch_events;
+pub use primary::watch_primary;
+pub use secondary::{watch_owned, watch_secondary};
+
+use crate::template::SentinelBits;
+
+/// Where a trigger came from (for logs and counters; admission treats all alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Primary,
+    Watch,
+    Events,
+    Owned,
+    Resync,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Primary => "primary",
+            Source::Watch => "watch",
+            Source::Events => "events",
+            Source::Owned => "owned",
+            Source::Resync => "resync",
+        }
+    }
+}
+
+/// An observed occurrence that may become work for one primary CR.
+#[derive(Debug, Clone)]
+pub struct Trigger {
+    /// The primary CR's key (`namespace/name` or `name`).
+    pub key: String,
+    pub source: Source,
+    /// Sentinels of the observed object's update (none for creates, deletes, resyncs).
+    pub sentinels: SentinelBits,
+    /// `{<name>: {reason, type, ...}}` for an `observe.events` trigger.
+    pub events: Option<Value>,
+}
+
+/// The hand-off every source calls: the one enqueue path.
+pub trait Enqueue: Send + Sync {
+    fn offer(&self, trigger: Trigger);
+}
+
+/// The primary CRs as last observed, by key.
+#[derive(Debug, Clone, Default)]
+pub struct Cache {
+    objects: Arc<RwLock<HashMap<String, Arc<Value>>>>,
+}
+
+impl Cache {
+    pub fn get(&self, key: &str) -> Option<Arc<Value>> {
+        self.objects
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
+    /// Stores the object, returning the previous version.
+    pub fn insert(&self, key: String, object: Arc<Value>) -> Option<Arc<Value>> {
+        self.objects
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key, object)
+    }
+
+    pub fn remove(&self, key: &str) -> Option<Arc<Value>> {
+        self.objects
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(key)
+    }
+
+    pub fn keys(&self) -> Vec<String> {
+        self.objects
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The key of an object: `namespace/name`, or `name` when cluster-scoped.
+pub fn object_key(object: &Value) -> Option<String> {
+    let meta = object.get("metadata")?;
+    let name = meta.get("name")?.as_str()?;
+    Some(match meta.get("namespace").and_then(Value::as_str) {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    })
+}
+
+/// Splits a key into namespace (if any) and name.
+pub fn split_key(key: &str) -> (Option<&str>, &str) {
+    match key.split_once('/') {
+        Some((ns, name)) => (Some(ns), name),
+        None => (None, key),
+    }
+}

@@ -1,0 +1,92 @@
+//! The primary informer: a watch (list, then watch, relisting on expiry) of the CRD's own
+//! objects into the [`Cache`], with sentinels computed from the old and new version of
+//! each update, and a trigger for every change.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::{Cache, Enqueue, Source, Trigger, object_key};
+use crate::sentinel;
+
+/// Watches `api` until the stream ends (it does not: the watcher relists and backs off on
+/// errors). `ready` fires after the first complete list.
+pub async fn watch_primary(
+    api: Api<DynamicObject>,
+    config: watcher::Config,
+    cache: Cache,
+    declared_sentinels: u16,
+    enqueue: Arc<dyn Enqueue>,
+    ready: oneshot::Sender<()>,
+) {
+    let mut ready = Some(ready);
+    let mut relisting: Option<HashSet<String>> = None;
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                tracing::warn!(%error, "primary watch failed; retrying with backoff");
+                continue;
+            }
+        };
+        match event {
+            Event::Init => relisting = Some(HashSet::new()),
+            Event::InitApply(object) | Event::Apply(object) => {
+                let Some((key, value)) = to_json(&object) else { continue };
+                if let Some(seen) = relisting.as_mut() {
+                    seen.insert(key.clone());
+                }
+                let value = Arc::new(value);
+                let old = cache.insert(key.clone(), value.clone());
+                let sentinels = sentinel::compute(old.as_deref(), &value, declared_sentinels);
+                enqueue.offer(Trigger {
+                    key,
+                    source: Source::Primary,
+                    sentinels,
+                    events: None,
+                });
+            }
+            Event::InitDone => {
+                // Objects deleted while the watch was down are gone from the new list.
+                if let Some(seen) = relisting.take() {
+                    for key in cache.keys().into_iter().filter(|k| !seen.contains(k)) {
+                        cache.remove(&key);
+                        enqueue.offer(Trigger {
+                            key,
+                            source: Source::Primary,
+                            sentinels: Default::default(),
+                            events: None,
+                        });
+                    }
+                }
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(());
+                }
+            }
+            Event::Delete(object) => {
+                let Some((key, _)) = to_json(&object) else { continue };
+                cache.remove(&key);
+                enqueue.offer(Trigger {
+                    key,
+                    source: Source::Primary,
+                    sentinels: Default::default(),
+                    events: None,
+                });
+            }
+        }
+    }
+}
+
+/// The object as JSON and its key.
+pub(super) fn to_json(object: &DynamicObject) -> Option<(String, Value)> {
+    let value = serde_json::to_value(object).ok()?;
+    let key = object_key(&value)?;
+    Some((key, value))
+}

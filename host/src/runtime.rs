@@ -1,0 +1,398 @@
+//! The runtime: every enabled CRD of a Katalog run through the pipeline, each isolated from
+//! the others (own informers, queue, workers, health).
+//!
+//! Per CRD, top to bottom:
+//! 1. pending until every `dependsOn` entry is started (or healthy) and the CRD is served
+//!    by the API server (a CRD installed later starts then);
+//! 2. observe: the primary informer, `observe.watch`, `observe.events` and the implicit
+//!    watches on owned kinds, all handing triggers to one [`Admission`];
+//! 3. after the first complete list: `workers` Kordinator workers, and a resync that
+//!    offers every cached CR again;
+//! 4. on shutdown (in reverse dependency order): intake stops, in-flight reconciles finish.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::Scope;
+use kube::runtime::watcher;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+
+use crate::compiled::{self, CompiledCrd, Notes};
+use crate::declarative::Declarative;
+use crate::enqueue::{Admission, Stats};
+use crate::health::{Event, HealthBoard};
+use crate::katalog::{DependencyCondition, Katalog};
+use crate::kordinator::{Counters, Kordinator};
+use crate::mux::MuxReconciler;
+use crate::observe::{self, Cache, Enqueue, Source, Trigger};
+use crate::queue::WorkQueue;
+use crate::template::Functions;
+
+/// How often a pending CRD checks its dependencies and whether its CRD exists.
+const PENDING_RETRY: Duration = Duration::from_millis(500);
+
+/// Runtime errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Compile(#[from] compiled::Error),
+    #[error("no custom reconciler may be registered for unknown CRD \"{0}\"")]
+    UnknownCrd(String),
+}
+
+/// Everything observable about one running CRD.
+#[derive(Clone)]
+pub struct CrdHandle {
+    pub crd: Arc<CompiledCrd>,
+    pub queue: WorkQueue,
+    pub cache: Cache,
+    pub stats: Arc<Stats>,
+    pub counters: Arc<Counters>,
+}
+
+/// A Katalog's CRDs, ready to run.
+pub struct Runtime {
+    client: kube::Client,
+    functions: Functions,
+    crds: Vec<CrdHandle>,
+    reconcilers: HashMap<String, MuxReconciler>,
+    health: HealthBoard,
+}
+
+impl Runtime {
+    /// Compiles every enabled CRD; each gets the declarative reconciler unless another is
+    /// registered with [`Runtime::with_reconciler`].
+    pub fn new(client: kube::Client, katalog: &Katalog) -> Result<Self, Error> {
+        let notes = Notes::compile(katalog)?;
+        let health = HealthBoard::default();
+        let mut crds = Vec::new();
+        for crd in katalog.crds.values().filter(|c| c.entry.enabled) {
+            let compiled = Arc::new(CompiledCrd::compile(crd, &notes)?);
+            health.register(&compiled.name, compiled.failure_threshold);
+            crds.push(CrdHandle {
+                crd: compiled,
+                queue: WorkQueue::new(),
+                cache: Cache::default(),
+                stats: Arc::new(Stats::default()),
+                counters: Arc::new(Counters::default()),
+            });
+        }
+        Ok(Self {
+            client,
+            functions: notes.functions,
+            crds,
+            reconcilers: HashMap::new(),
+            health,
+        })
+    }
+
+    /// Replaces the reconcilers of a CRD (a constructor, or per-target routing).
+    pub fn with_reconciler(mut self, crd: &str, mux: MuxReconciler) -> Result<Self, Error> {
+        if !self.crds.iter().any(|c| &*c.crd.name == crd) {
+            return Err(Error::UnknownCrd(crd.to_string()));
+        }
+        self.reconcilers.insert(crd.to_string(), mux);
+        Ok(self)
+    }
+
+    /// The health of every CRD.
+    pub fn health(&self) -> HealthBoard {
+        self.health.clone()
+    }
+
+    /// The queue, cache and counters of a CRD.
+    pub fn crd(&self, name: &str) -> Option<CrdHandle> {
+        self.crds.iter().find(|c| &*c.crd.name == name).cloned()
+    }
+
+    /// Runs until `shutdown` resolves, then stops the CRDs in reverse dependency order,
+    /// letting in-flight reconciles finish.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let order = start_order(&self.crds);
+        let mut stops: BTreeMap<String, watch::Sender<bool>> = BTreeMap::new();
+        let mut tasks: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
+        for handle in &self.crds {
+            let (stop, stopped) = watch::channel(false);
+            stops.insert(handle.crd.name.to_string(), stop);
+            let mux = self.reconcilers.get(&*handle.crd.name).cloned().unwrap_or_else(|| {
+                MuxReconciler::new(Arc::new(Declarative::new(self.client.clone(), handle.crd.clone())))
+            });
+            let crd_run = CrdRun {
+                client: self.client.clone(),
+                functions: self.functions.clone(),
+                handle: handle.clone(),
+                mux,
+                health: self.health.clone(),
+            };
+            tasks.insert(handle.crd.name.to_string(), tokio::spawn(crd_run.run(stopped)));
+        }
+        shutdown.await;
+        tracing::info!("shutting down: stopping intake, finishing in-flight reconciles");
+        for name in order.iter().rev() {
+            if let Some(stop) = stops.get(name) {
+                let _ = stop.send(true);
+            }
+            if let Some(task) = tasks.remove(name) {
+                let _ = task.await;
+            }
+        }
+    }
+}
+
+/// CRD names in dependency order (dependencies first); cycles were rejected at load.
+fn start_order(crds: &[CrdHandle]) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    let mut remaining: Vec<&CrdHandle> = crds.iter().collect();
+    while !remaining.is_empty() {
+        let before = remaining.len();
+        remaining.retain(|c| {
+            let ready = c
+                .crd
+                .depends_on
+                .iter()
+                .all(|(d, _)| order.contains(d) || !crds.iter().any(|o| &*o.crd.name == d));
+            if ready {
+                order.push(c.crd.name.to_string());
+            }
+            !ready
+        });
+        if remaining.len() == before {
+            order.extend(remaining.drain(..).map(|c| c.crd.name.to_string()));
+        }
+    }
+    order
+}
+
+/// One CRD's life.
+struct CrdRun {
+    client: kube::Client,
+    functions: Functions,
+    handle: CrdHandle,
+    mux: MuxReconciler,
+    health: HealthBoard,
+}
+
+impl CrdRun {
+    async fn run(self, mut stopped: watch::Receiver<bool>) {
+        let crd = self.handle.crd.clone();
+        let Some((resource, scope)) = self.wait_until_startable(&mut stopped).await else {
+            return;
+        };
+        let resource = Arc::new(resource);
+        let admission: Arc<dyn Enqueue> = Arc::new(Admission::new(
+            crd.clone(),
+            self.handle.cache.clone(),
+            self.handle.queue.clone(),
+            self.handle.stats.clone(),
+        ));
+
+        let mut observers = JoinSet::new();
+        let namespace = crd.namespace.clone().filter(|_| scope == Scope::Namespaced);
+        let primary_api: Api<DynamicObject> = match &namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource.as_ref()),
+            None => Api::all_with(self.client.clone(), resource.as_ref()),
+        };
+        let mut config = watcher::Config::default();
+        if let Some(labels) = &crd.label_selector {
+            config = config.labels(labels);
+        }
+        if let Some(fields) = &crd.field_selector {
+            config = config.fields(fields);
+        }
+        let (ready_tx, ready_rx) = oneshot::channel();
+        observers.spawn(observe::watch_primary(
+            primary_api,
+            config,
+            self.handle.cache.clone(),
+            crd.declared_sentinels(),
+            admission.clone(),
+            ready_tx,
+        ));
+        self.start_secondary(&mut observers, &admission).await;
+
+        let stop_requested = async {
+            // The guard wait_for returns is not Send: drop it here.
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        tokio::select! {
+            _ = ready_rx => {}
+            () = stop_requested => {
+                observers.shutdown().await;
+                return;
+            }
+        }
+        self.health.record(&crd.name, Event::Started);
+        tracing::info!(crd = %crd.name, gvk = %crd.gvk, workers = crd.workers, cached = self.handle.cache.len(), "CRD started");
+
+        let kordinator = Arc::new(Kordinator {
+            crd: crd.clone(),
+            resource,
+            cache: self.handle.cache.clone(),
+            queue: self.handle.queue.clone(),
+            mux: self.mux.clone(),
+            health: self.health.clone(),
+            counters: self.handle.counters.clone(),
+        });
+        let mut workers = JoinSet::new();
+        for _ in 0..crd.workers {
+            workers.spawn(kordinator.clone().work());
+        }
+        let resync = {
+            let cache = self.handle.cache.clone();
+            let admission = admission.clone();
+            let period = crd.resync;
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+                loop {
+                    tick.tick().await;
+                    for key in cache.keys() {
+                        admission.offer(Trigger {
+                            key,
+                            source: Source::Resync,
+                            sentinels: Default::default(),
+                            events: None,
+                        });
+                    }
+                }
+            })
+        };
+
+        let _ = stopped.wait_for(|s| *s).await;
+        resync.abort();
+        observers.shutdown().await;
+        self.handle.queue.shutdown();
+        while workers.join_next().await.is_some() {}
+        tracing::info!(crd = %crd.name, "CRD stopped");
+    }
+
+    /// Pending until dependencies are met and the API server serves the kind.
+    async fn wait_until_startable(&self, stopped: &mut watch::Receiver<bool>) -> Option<(ApiResource, Scope)> {
+        let crd = &self.handle.crd;
+        let gvk = GroupVersionKind::gvk(&crd.group, &crd.version, &crd.kind);
+        let mut logged = false;
+        loop {
+            if *stopped.borrow() {
+                return None;
+            }
+            let unmet: Vec<&str> = crd
+                .depends_on
+                .iter()
+                .filter(|(name, condition)| {
+                    let health = self.health.get(name);
+                    !health.is_some_and(|h| match condition {
+                        DependencyCondition::Started => h.is_started(),
+                        DependencyCondition::Healthy => h.is_healthy(),
+                    })
+                })
+                .map(|(name, _)| name.as_str())
+                .collect();
+            if unmet.is_empty() {
+                match kube::discovery::pinned_kind(&self.client, &gvk).await {
+                    Ok((resource, caps)) => return Some((resource, caps.scope)),
+                    Err(error) if !logged => {
+                        tracing::warn!(crd = %crd.name, gvk = %crd.gvk, %error, "the API server does not serve this kind yet; waiting for its CRD");
+                        logged = true;
+                    }
+                    Err(_) => {}
+                }
+            } else if !logged {
+                tracing::info!(crd = %crd.name, waiting_for = ?unmet, "pending on dependencies");
+                logged = true;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(PENDING_RETRY) => {}
+                () = self.health.changed() => {}
+                _ = stopped.changed() => {}
+            }
+        }
+    }
+
+    async fn start_secondary(&self, observers: &mut JoinSet<()>, admission: &Arc<dyn Enqueue>) {
+        let crd = &self.handle.crd;
+        let primary = observe::secondary::PrimaryKind {
+            group: crd.group.clone(),
+            kind: crd.kind.clone(),
+        };
+        for entry in &crd.watches {
+            let Some(api) = self
+                .api_for(&entry.api_version, &entry.kind, entry.namespace.as_deref())
+                .await
+            else {
+                continue;
+            };
+            let mut config = watcher::Config::default();
+            if let Some(name) = &entry.name {
+                config = config.fields(&format!("metadata.name={name}"));
+            }
+            if !entry.label_selector.is_empty() {
+                let labels: Vec<String> = entry.label_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                config = config.labels(&labels.join(","));
+            }
+            observers.spawn(observe::watch_secondary(
+                api,
+                config,
+                entry.clone(),
+                primary.clone(),
+                self.handle.cache.clone(),
+                crd.declared_sentinels(),
+                self.functions.clone(),
+                admission.clone(),
+            ));
+        }
+        if !crd.events.is_empty()
+            && let Some(api) = self
+                .api_for("events.k8s.io/v1", "Event", crd.namespace.as_deref())
+                .await
+        {
+            observers.spawn(observe::watch_events(
+                api,
+                crd.events.clone(),
+                primary.clone(),
+                self.handle.cache.clone(),
+                self.functions.clone(),
+                admission.clone(),
+            ));
+        }
+        let watched: Vec<(&str, &str)> = crd
+            .watches
+            .iter()
+            .map(|w| (w.api_version.as_str(), w.kind.as_str()))
+            .collect();
+        for (api_version, kind) in &crd.owned_kinds {
+            // An explicit watch of the kind takes priority over the implicit one.
+            if watched.contains(&(api_version.as_str(), kind.as_str())) {
+                continue;
+            }
+            let Some(api) = self.api_for(api_version, kind, crd.namespace.as_deref()).await else {
+                continue;
+            };
+            observers.spawn(observe::watch_owned(
+                api,
+                watcher::Config::default(),
+                primary.clone(),
+                admission.clone(),
+            ));
+        }
+    }
+
+    /// An API for a secondary kind, found through discovery; `None` (logged) when unknown.
+    async fn api_for(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Option<Api<DynamicObject>> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        match kube::discovery::pinned_kind(&self.client, &gvk).await {
+            Ok((resource, caps)) => Some(match (namespace, caps.scope) {
+                (Some(ns), Scope::Namespaced) => Api::namespaced_with(self.client.clone(), ns, &resource),
+                _ => Api::all_with(self.client.clone(), &resource),
+            }),
+            Err(error) => {
+                tracing::warn!(crd = %self.handle.crd.name, %api_version, %kind, %error, "cannot watch this kind: not served");
+                None
+            }
+        }
+    }
+}
