@@ -60,10 +60,10 @@ impl Health {
         }
     }
 
-    /// Healthy for dependents: started and not failing.
+    /// Healthy for dependents: at least one successful reconcile and no failure since.
+    /// (A dependency with no CRs never gets there: depend on it as `started`.)
     pub fn is_healthy(&self) -> bool {
-        matches!(self.state, State::Healthy | State::Gated)
-            || (self.state == State::Started && self.consecutive_fails == 0)
+        matches!(self.state, State::Healthy | State::Gated) && self.consecutive_fails == 0 && self.total_reconciles > 0
     }
 
     /// Started for dependents: workers are running.

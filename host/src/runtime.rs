@@ -248,9 +248,19 @@ impl CrdRun {
             let period = crd.resync;
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+                let mut start = 0usize;
                 loop {
                     tick.tick().await;
-                    for key in cache.keys() {
+                    // Round-robin: with a bounded queue the first keys offered win, so each
+                    // resync starts one further along and every CR gets its turn.
+                    let mut keys = cache.keys();
+                    keys.sort();
+                    if !keys.is_empty() {
+                        start %= keys.len();
+                        keys.rotate_left(start);
+                        start += 1;
+                    }
+                    for key in keys {
                         admission.offer(Trigger {
                             key,
                             source: Source::Resync,

@@ -6,3 +6,4 @@ mod cli;
 mod cluster;
 mod control_plane;
 mod ork;
+mod pipeline;

@@ -1,0 +1,579 @@
+//! The runtime pipeline against the real API server: event awareness and coalescing,
+//! gates, the queue limit, watches, Events, dependencies and panic isolation.
+//!
+//! Each test installs its own CRDs (a unique group), watches only its own namespace, and
+//! records what reach its reconcilers.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use orkestra::health::State;
+use orkestra::mux::{Action, Form, MuxReconciler, ReconcileError, Reconciler, Request};
+use orkestra::runtime::{CrdHandle, Runtime};
+use orkestra::sentinel;
+use orkestra_test_support::{TestNamespace, eventually, namespace};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// One reconcile as the recorder saw it.
+#[derive(Debug, Clone)]
+struct Call {
+    key: String,
+    sentinels: Vec<&'static str>,
+    event_id: Option<u64>,
+}
+
+/// A constructor-form reconciler that records every call; it panics for keys ending in
+/// `panic_on`, and `delay` slows every call.
+#[derive(Default)]
+struct Recorder {
+    calls: Mutex<Vec<Call>>,
+    panic_on: Option<String>,
+    delay: Duration,
+}
+
+impl Recorder {
+    fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    fn count(&self, key: &str) -> usize {
+        self.calls().iter().filter(|c| c.key == key).count()
+    }
+}
+
+impl Reconciler for Recorder {
+    fn form(&self) -> Form {
+        Form::Constructor
+    }
+
+    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+        Box::pin(async move {
+            let sentinels = sentinel::NAMES
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| request.sentinels.is_set(*i))
+                .map(|(_, n)| *n)
+                .collect();
+            self.calls.lock().unwrap().push(Call {
+                key: request.key.clone(),
+                sentinels,
+                event_id: request.event_id,
+            });
+            if self
+                .panic_on
+                .as_deref()
+                .is_some_and(|suffix| request.key.ends_with(suffix))
+            {
+                panic!("the reconciler of {} exploded", request.key);
+            }
+            tokio::time::sleep(self.delay).await;
+            Ok(Action::Done)
+        })
+    }
+}
+
+/// A running runtime for one test.
+struct Harness {
+    ns: TestNamespace,
+    group: String,
+    runtime_crds: Vec<CrdHandle>,
+    health: orkestra::health::HealthBoard,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Harness {
+    /// Loads `crds` (the YAML under `spec.crds`, with `GROUP` and `NS` substituted),
+    /// installs the CRDs, registers the recorders and starts the runtime.
+    async fn start(prefix: &str, crds: &str, recorders: &[(&str, Arc<Recorder>)], install: bool) -> Self {
+        let ns = namespace(prefix).await.unwrap();
+        let group = format!("{}.pipeline.orkestra.io", ns.name);
+        let text = format!(
+            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {{name: {prefix}}}\nspec:\n  crds:\n{}",
+            crds.replace("GROUP", &group).replace("NS", &ns.name)
+        );
+        let katalog = orkestra::katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
+        if install {
+            orkestra::crd_install::install_crds(&ns.client, &katalog, WAIT)
+                .await
+                .unwrap();
+        }
+        let mut runtime = Runtime::new(ns.client.clone(), &katalog).unwrap();
+        for (crd, recorder) in recorders {
+            runtime = runtime
+                .with_reconciler(crd, MuxReconciler::new(recorder.clone()))
+                .unwrap();
+        }
+        let runtime_crds: Vec<CrdHandle> = katalog.crds.keys().filter_map(|n| runtime.crd(n)).collect();
+        let health = runtime.health();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(runtime.run(async {
+            let _ = stopped.await;
+        }));
+        Self {
+            ns,
+            group,
+            runtime_crds,
+            health,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    fn api(&self, kind: &str) -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk(&self.group, "v1", kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
+        Api::namespaced_with(self.ns.client.clone(), &self.ns.name, &resource)
+    }
+
+    async fn create(&self, kind: &str, name: &str, spec: Value) {
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("{}/v1", self.group), "kind": kind, "metadata": {"name": name}, "spec": spec,
+        }))
+        .unwrap();
+        self.api(kind).create(&PostParams::default(), &object).await.unwrap();
+    }
+
+    async fn patch(&self, kind: &str, name: &str, patch: Value) {
+        self.api(kind)
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}/{name}", self.ns.name)
+    }
+
+    fn handle(&self, crd: &str) -> &CrdHandle {
+        self.runtime_crds.iter().find(|h| &*h.crd.name == crd).unwrap()
+    }
+
+    async fn wait_state(&self, crd: &str, state: State) {
+        eventually(&format!("{crd} to be {state:?}"), WAIT, || async {
+            (self.health.get(crd).map(|h| h.state) == Some(state)).then_some(())
+        })
+        .await
+        .unwrap();
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(WAIT, task).await.expect("graceful stop").unwrap();
+        }
+    }
+}
+
+fn crd(name: &str, kind: &str, operator_box: &str) -> String {
+    format!(
+        "    {name}:\n      apiTypes: {{group: GROUP, version: v1, kind: {kind}}}\n      namespace: NS\n      operatorBox:\n{operator_box}"
+    )
+}
+
+async fn wait_calls(recorder: &Recorder, key: &str, at_least: usize) {
+    eventually(&format!("{at_least} reconcile(s) of {key}"), WAIT, || async {
+        (recorder.count(key) >= at_least).then_some(())
+    })
+    .await
+    .unwrap();
+}
+
+/// Lets in-flight events settle: nothing new may arrive for a while.
+async fn settle(recorder: &Recorder) {
+    let mut last = usize::MAX;
+    loop {
+        let now = recorder.calls().len();
+        if now == last {
+            return;
+        }
+        last = now;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+}
+
+#[tokio::test]
+async fn event_aware_keeps_each_update_with_its_own_sentinels_and_default_coalesces() {
+    let aware = Arc::new(Recorder {
+        delay: Duration::from_millis(600),
+        ..Recorder::default()
+    });
+    let plain = Arc::new(Recorder {
+        delay: Duration::from_millis(600),
+        ..Recorder::default()
+    });
+    let gate = |event_aware: bool| {
+        format!(
+            "        preReconcile:\n          sentinels: [generationChanged, labelsChanged]\n          reconcileGate:\n            eventAware: {event_aware}\n"
+        )
+    };
+    let crds = crd("aware", "Aware", &gate(true)) + &crd("plain", "Plain", &gate(false));
+    let h = Harness::start(
+        "event-aware",
+        &crds,
+        &[("aware", aware.clone()), ("plain", plain.clone())],
+        true,
+    )
+    .await;
+    for kind in ["Aware", "Plain"] {
+        h.create(kind, "a", json!({"v": 0})).await;
+    }
+    wait_calls(&aware, &h.key("a"), 1).await;
+    wait_calls(&plain, &h.key("a"), 1).await;
+    settle(&aware).await;
+    settle(&plain).await;
+    let (aware_before, plain_before) = (aware.count(&h.key("a")), plain.count(&h.key("a")));
+
+    // While the first run is still going, two quick updates: a spec edit, then a label edit.
+    for (kind, recorder) in [("Aware", &aware), ("Plain", &plain)] {
+        h.patch(kind, "a", json!({"spec": {"v": 1}})).await;
+        wait_calls(
+            recorder,
+            &h.key("a"),
+            if kind == "Aware" {
+                aware_before + 1
+            } else {
+                plain_before + 1
+            },
+        )
+        .await;
+        h.patch(kind, "a", json!({"spec": {"v": 2}})).await;
+        h.patch(kind, "a", json!({"metadata": {"labels": {"x": "y"}}})).await;
+    }
+    settle(&aware).await;
+    settle(&plain).await;
+
+    let aware_calls: Vec<Call> = aware.calls().into_iter().skip(aware_before).collect();
+    assert_eq!(
+        aware_calls.len(),
+        3,
+        "eventAware: every update is its own run: {aware_calls:?}"
+    );
+    assert!(aware_calls.iter().all(|c| c.event_id.is_some()));
+    assert_eq!(aware_calls[1].sentinels, ["generationChanged"], "{aware_calls:?}");
+    assert_eq!(
+        aware_calls[2].sentinels,
+        ["labelsChanged"],
+        "its own sentinels, not merged: {aware_calls:?}"
+    );
+
+    let plain_calls: Vec<Call> = plain.calls().into_iter().skip(plain_before).collect();
+    assert_eq!(
+        plain_calls.len(),
+        2,
+        "coalesced: the two updates behind the running one make one run: {plain_calls:?}"
+    );
+    assert!(plain_calls.iter().all(|c| c.event_id.is_none()));
+    assert_eq!(
+        plain_calls[1].sentinels,
+        ["generationChanged", "labelsChanged"],
+        "coalesced sentinels merge"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn an_enqueue_gate_on_generation_changed_ignores_label_edits_and_passes_spec_edits() {
+    let recorder = Arc::new(Recorder::default());
+    let operator_box = "        preReconcile:\n          sentinels: [generationChanged]\n          enqueueGate:\n            sentinels: [generationChanged]\n";
+    let h = Harness::start(
+        "enqueue-gate",
+        &crd("web", "Web", operator_box),
+        &[("web", recorder.clone())],
+        true,
+    )
+    .await;
+    h.create("Web", "a", json!({"v": 0})).await;
+    // A create has no old object, so no sentinel: the gate drops it too.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(recorder.count(&h.key("a")), 0, "the create is gated out");
+
+    h.patch("Web", "a", json!({"metadata": {"labels": {"team": "ops"}}}))
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        recorder.count(&h.key("a")),
+        0,
+        "a label-only edit never reaches the queue"
+    );
+    let dropped = h.handle("web").stats.snapshot()["dropped"]["enqueueGate"]
+        .as_u64()
+        .unwrap();
+    assert!(dropped >= 2, "drops are counted: {dropped}");
+
+    h.patch("Web", "a", json!({"spec": {"v": 1}})).await;
+    wait_calls(&recorder, &h.key("a"), 1).await;
+    assert_eq!(recorder.calls()[0].sentinels, ["generationChanged"]);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_queue_at_max_depth_with_drop_never_exceeds_it_and_resync_reconciles_everything() {
+    let recorder = Arc::new(Recorder {
+        delay: Duration::from_millis(150),
+        ..Recorder::default()
+    });
+    let operator_box = "        reconcile:\n          workers: 1\n          resync: 2s\n          queue:\n            maxDepth: 3\n            behaviour:\n              onLimit: {drop: true}\n";
+    let h = Harness::start(
+        "max-depth",
+        &crd("web", "Web", operator_box),
+        &[("web", recorder.clone())],
+        true,
+    )
+    .await;
+    let handle = h.handle("web").clone();
+    let max_seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let probe = tokio::spawn({
+        let (queue, max_seen) = (handle.queue.clone(), max_seen.clone());
+        async move {
+            loop {
+                max_seen.fetch_max(queue.depth(), std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+    });
+    for i in 0..12 {
+        h.create("Web", &format!("cr-{i}"), json!({})).await;
+    }
+    for i in 0..12 {
+        wait_calls(&recorder, &h.key(&format!("cr-{i}")), 1).await;
+    }
+    probe.abort();
+    assert!(
+        max_seen.load(std::sync::atomic::Ordering::Relaxed) <= 3,
+        "depth stayed within maxDepth"
+    );
+    let limit_drops = handle.stats.snapshot()["dropped"]["limit"].as_u64().unwrap();
+    assert!(
+        limit_drops > 0,
+        "some triggers were dropped at the limit, and resync brought them back"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_reconcile_gate_marks_the_crd_gated_and_reopening_it_reconciles() {
+    let recorder = Arc::new(Recorder::default());
+    let operator_box = "        preReconcile:\n          reconcileGate:\n            when:\n              - {field: spec.paused, notEquals: 'true'}\n";
+    let h = Harness::start(
+        "reconcile-gate",
+        &crd("web", "Web", operator_box),
+        &[("web", recorder.clone())],
+        true,
+    )
+    .await;
+    h.create("Web", "a", json!({"paused": true})).await;
+    h.wait_state("web", State::Gated).await;
+    assert_eq!(
+        recorder.count(&h.key("a")),
+        0,
+        "nothing reaches the reconciler while gated"
+    );
+    h.patch("Web", "a", json!({"spec": {"paused": false}})).await;
+    wait_calls(&recorder, &h.key("a"), 1).await;
+    h.wait_state("web", State::Healthy).await;
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_config_map_watch_enqueues_the_keyed_cr_only_for_declared_event_types() {
+    let recorder = Arc::new(Recorder::default());
+    let operator_box = "        observe:\n          watch:\n            - apiVersion: v1\n              kind: ConfigMap\n              namespace: NS\n              on: [update]\n              keyFrom: {label: site}\n";
+    let h = Harness::start(
+        "cm-watch",
+        &crd("site", "Site", operator_box),
+        &[("site", recorder.clone())],
+        true,
+    )
+    .await;
+    h.create("Site", "blog", json!({})).await;
+    h.create("Site", "shop", json!({})).await;
+    wait_calls(&recorder, &h.key("blog"), 1).await;
+    wait_calls(&recorder, &h.key("shop"), 1).await;
+    settle(&recorder).await;
+    let before = (recorder.count(&h.key("blog")), recorder.count(&h.key("shop")));
+
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let cm: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "blog-settings", "labels": {"site": "blog"}}, "data": {"theme": "dark"}}),
+    )
+    .unwrap();
+    configmaps.create(&PostParams::default(), &cm).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        recorder.count(&h.key("blog")),
+        before.0,
+        "a create is not a declared event type"
+    );
+
+    configmaps
+        .patch(
+            "blog-settings",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"theme": "light"}})),
+        )
+        .await
+        .unwrap();
+    wait_calls(&recorder, &h.key("blog"), before.0 + 1).await;
+    settle(&recorder).await;
+    assert_eq!(
+        recorder.count(&h.key("shop")),
+        before.1,
+        "only the keyed CR is enqueued"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn an_event_with_a_matching_reason_enqueues_the_keyed_cr_and_its_fields_reach_the_gate() {
+    let recorder = Arc::new(Recorder::default());
+    let operator_box = "        observe:\n          events:\n            dbReady:\n              reason: DatabaseReady\n              keyFrom: {name: app}\n              enqueueGate:\n                when:\n                  - {field: '{{ .events.dbReady.reportingController }}', equals: db.example.io/controller}\n";
+    let h = Harness::start(
+        "events",
+        &crd("app", "App", operator_box),
+        &[("app", recorder.clone())],
+        true,
+    )
+    .await;
+    h.create("App", "app", json!({})).await;
+    wait_calls(&recorder, &h.key("app"), 1).await;
+    settle(&recorder).await;
+    let before = recorder.count(&h.key("app"));
+
+    let events_api: Api<DynamicObject> = Api::namespaced_with(
+        h.ns.client.clone(),
+        &h.ns.name,
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("events.k8s.io", "v1", "Event"), "events"),
+    );
+    let event = |name: &str, reason: &str, controller: &str| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": name},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reason": reason, "action": "Ready", "type": "Normal", "note": "the database is up",
+            "reportingController": controller, "reportingInstance": "db-0",
+            "regarding": {"apiVersion": "v1", "kind": "Pod", "name": "db-0", "namespace": h.ns.name},
+        }))
+        .unwrap()
+    };
+    // Wrong reason: no trigger. Right reason, wrong controller: the gate drops it.
+    events_api
+        .create(
+            &PostParams::default(),
+            &event("e1", "DatabaseDown", "db.example.io/controller"),
+        )
+        .await
+        .unwrap();
+    events_api
+        .create(&PostParams::default(), &event("e2", "DatabaseReady", "someone-else"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(recorder.count(&h.key("app")), before);
+    events_api
+        .create(
+            &PostParams::default(),
+            &event("e3", "DatabaseReady", "db.example.io/controller"),
+        )
+        .await
+        .unwrap();
+    wait_calls(&recorder, &h.key("app"), before + 1).await;
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn depends_on_keeps_a_crd_pending_until_its_dependency_is_healthy() {
+    let db = Arc::new(Recorder::default());
+    let app = Arc::new(Recorder::default());
+    let crds = crd("db", "Db", "        runtime: {}\n")
+        + &crd("app", "App", "        runtime: {}\n").replace(
+            "      namespace: NS\n",
+            "      namespace: NS\n      dependsOn: {db: healthy}\n",
+        );
+    // Nothing installed yet: the Db CRD arrives later, and the runtime must start it then.
+    let h = Harness::start("depends-on", &crds, &[("db", db.clone()), ("app", app.clone())], false).await;
+    let katalog_text = format!(
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n{}",
+        crds.replace("GROUP", &h.group).replace("NS", &h.ns.name)
+    );
+    let katalog = orkestra::katalog::load_sources(&[("k.yaml".into(), katalog_text)]).unwrap();
+    let only = |name: &str| orkestra::katalog::Katalog {
+        crds: katalog
+            .crds
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(n, c)| (n.clone(), c.clone()))
+            .collect(),
+        ..katalog.clone()
+    };
+    orkestra::crd_install::install_crds(&h.ns.client, &only("app"), WAIT)
+        .await
+        .unwrap();
+    h.create("App", "a", json!({})).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        h.health.get("app").unwrap().state,
+        State::Pending,
+        "the dependency's CRD does not exist yet"
+    );
+    assert_eq!(h.health.get("db").unwrap().state, State::Pending);
+
+    orkestra::crd_install::install_crds(&h.ns.client, &only("db"), WAIT)
+        .await
+        .unwrap();
+    h.wait_state("db", State::Started).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        h.health.get("app").unwrap().state,
+        State::Pending,
+        "started is not healthy"
+    );
+    assert_eq!(app.count(&h.key("a")), 0);
+
+    h.create("Db", "main", json!({})).await;
+    h.wait_state("db", State::Healthy).await;
+    wait_calls(&app, &h.key("a"), 1).await;
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_panicking_reconciler_fails_only_its_own_item_and_another_crd_keeps_going() {
+    let bad = Arc::new(Recorder {
+        panic_on: Some("/boom".into()),
+        ..Recorder::default()
+    });
+    let good = Arc::new(Recorder::default());
+    let crds = crd("bad", "Bad", "        runtime: {}\n") + &crd("good", "Good", "        runtime: {}\n");
+    let h = Harness::start("panic", &crds, &[("bad", bad.clone()), ("good", good.clone())], true).await;
+    h.create("Bad", "boom", json!({})).await;
+    h.create("Bad", "calm", json!({})).await;
+    for i in 0..5 {
+        h.create("Good", &format!("g{i}"), json!({})).await;
+    }
+    // The panicking item is retried with backoff; its neighbour and the other CRD are fine.
+    wait_calls(&bad, &h.key("boom"), 3).await;
+    wait_calls(&bad, &h.key("calm"), 1).await;
+    for i in 0..5 {
+        wait_calls(&good, &h.key(&format!("g{i}")), 1).await;
+    }
+    h.wait_state("good", State::Healthy).await;
+    let counters = &h.handle("bad").counters;
+    assert!(counters.panics.load(std::sync::atomic::Ordering::Relaxed) >= 3);
+    let health = h.health.get("bad").unwrap();
+    assert!(
+        health
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("panic: the reconciler of") && e.contains("exploded")),
+        "{health:?}"
+    );
+    h.stop().await;
+}
