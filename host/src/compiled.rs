@@ -134,6 +134,52 @@ impl CompiledBox {
     }
 }
 
+/// `queue.retryBackoff`: retries of a failed reconcile inside the worker, before the error
+/// goes back to the queue's own backoff.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    pub initial: Duration,
+    pub max: Duration,
+    pub multiplier: f64,
+    /// Retries after the first failure.
+    pub attempts: u32,
+}
+
+impl RetryPolicy {
+    /// Upstream's defaults: 500ms, doubling, at most 30s, 3 retries.
+    pub const DEFAULT: RetryPolicy = RetryPolicy {
+        initial: Duration::from_millis(500),
+        max: Duration::from_secs(30),
+        multiplier: 2.0,
+        attempts: 3,
+    };
+
+    fn from_spec(spec: &crate::katalog::RetryBackoff) -> Self {
+        let parse = |text: &Option<String>, default| {
+            text.as_deref()
+                .and_then(|t| crate::duration::parse(t).ok())
+                .unwrap_or(default)
+        };
+        Self {
+            initial: parse(&spec.initial, Self::DEFAULT.initial),
+            max: parse(&spec.max, Self::DEFAULT.max),
+            multiplier: spec
+                .multiplier
+                .filter(|m| *m >= 1.0)
+                .unwrap_or(Self::DEFAULT.multiplier),
+            attempts: spec.max_attempts.unwrap_or(Self::DEFAULT.attempts),
+        }
+    }
+
+    /// The wait before retry `n` (1-based).
+    pub fn delay(&self, n: u32) -> Duration {
+        let factor = self
+            .multiplier
+            .powi(i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX));
+        self.initial.mul_f64(factor.min(1e9)).min(self.max)
+    }
+}
+
 /// Queue behaviour at capacity (always from the CRD-level box).
 #[derive(Debug, Clone, Default)]
 pub struct Behaviour {
@@ -164,6 +210,7 @@ pub struct CompiledCrd {
     pub workers: usize,
     pub resync: Duration,
     pub failure_threshold: u32,
+    pub retry: Option<RetryPolicy>,
     pub behaviour: Behaviour,
     pub watches: Vec<Watch>,
     pub events: Vec<(String, EventWatch)>,
@@ -277,6 +324,7 @@ impl CompiledCrd {
                 .and_then(|r| crate::duration::parse(r).ok())
                 .unwrap_or(DEFAULT_RESYNC),
             failure_threshold: queue.failure_threshold.unwrap_or(DEFAULT_FAILURE_THRESHOLD),
+            retry: queue.retry_backoff.as_ref().map(RetryPolicy::from_spec),
             behaviour,
             watches: observe.watch.clone(),
             events: observe.events.clone().into_iter().collect(),
@@ -309,5 +357,35 @@ impl CompiledCrd {
             .fold(self.compiled.gates.declared_sentinels, |m, b| {
                 m | b.gates.declared_sentinels
             })
+    }
+}
+
+/// Compiles a one-CRD Katalog (CRD `web`, kind `Web`) whose operatorBox is `operator_box`
+/// (YAML indented by 8 spaces); for tests of the stages that read compiled CRDs.
+#[cfg(test)]
+pub(crate) fn compile_for_test(operator_box: &str) -> Arc<CompiledCrd> {
+    let text = format!(
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n{operator_box}"
+    );
+    let katalog = crate::katalog::load_sources(&[("k.yaml".into(), text)]).expect("a valid test Katalog");
+    let notes = Notes::compile(&katalog).expect("notes");
+    Arc::new(CompiledCrd::compile(&katalog.crds["web"], &notes).expect("compiles"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_delays_grow_by_the_multiplier_up_to_the_max() {
+        let policy = RetryPolicy::DEFAULT;
+        let delays: Vec<Duration> = (1..=8).map(|n| policy.delay(n)).collect();
+        assert_eq!(delays[..4], [500, 1000, 2000, 4000].map(Duration::from_millis));
+        assert_eq!(delays[7], Duration::from_secs(30));
+        let shorthand = RetryPolicy::from_spec(&crate::katalog::RetryBackoff {
+            initial: Some("5s".into()),
+            ..Default::default()
+        });
+        assert_eq!((shorthand.initial, shorthand.attempts), (Duration::from_secs(5), 3));
     }
 }

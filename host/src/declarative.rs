@@ -154,17 +154,7 @@ fn set_path(root: &mut Value, path: &[String], value: Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compiled::Notes;
-    use crate::katalog::load_sources;
-
-    fn crd(operator_box: &str) -> Arc<CompiledCrd> {
-        let text = format!(
-            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n{operator_box}"
-        );
-        let katalog = load_sources(&[("k.yaml".into(), text)]).unwrap();
-        let notes = Notes::compile(&katalog).unwrap();
-        Arc::new(CompiledCrd::compile(&katalog.crds["web"], &notes).unwrap())
-    }
+    use crate::compiled::compile_for_test as crd;
 
     const STATE_MACHINE: &str = "        emit:
           status:

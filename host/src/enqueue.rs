@@ -185,3 +185,115 @@ impl Enqueue for Admission {
         let _ = self.admit(trigger);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::compiled::compile_for_test;
+    use crate::observe::Source;
+
+    fn admission(operator_box: &str) -> (Admission, WorkQueue, Cache) {
+        let (queue, cache) = (WorkQueue::new(), Cache::default());
+        let admission = Admission::new(
+            compile_for_test(operator_box),
+            cache.clone(),
+            queue.clone(),
+            Arc::new(Stats::default()),
+        );
+        (admission, queue, cache)
+    }
+
+    fn trigger(key: &str) -> Trigger {
+        Trigger {
+            key: key.into(),
+            source: Source::Primary,
+            sentinels: Default::default(),
+            events: None,
+        }
+    }
+
+    fn put(cache: &Cache, key: &str, spec: Value) {
+        let (ns, name) = split_key(key);
+        cache.insert(
+            key.into(),
+            Arc::new(json!({"metadata": {"name": name, "namespace": ns}, "spec": spec})),
+        );
+    }
+
+    #[test]
+    fn the_namespace_guard_drops_restricted_namespaces_first() {
+        let (admission, queue, _) = admission("        runtime:\n          restrictedNamespaces: [kube-system]\n");
+        assert_eq!(admission.admit(trigger("kube-system/a")), Err(Dropped::Namespace));
+        assert_eq!(admission.admit(trigger("apps/a")), Ok(Added::Queued));
+        assert_eq!(queue.depth(), 1);
+        let (allowing, _, _) = self::admission("        runtime:\n          allowedNamespaces: [apps]\n");
+        assert_eq!(allowing.admit(trigger("other/a")), Err(Dropped::Namespace));
+        assert_eq!(allowing.admit(trigger("apps/a")), Ok(Added::Queued));
+    }
+
+    #[test]
+    fn on_threshold_drops_from_a_share_of_max_depth_on_depth_alone() {
+        let (admission, queue, _) = admission(
+            "        reconcile:\n          queue:\n            maxDepth: 10\n            behaviour:\n              onThreshold: {value: 50}\n",
+        );
+        for i in 0..5 {
+            assert_eq!(admission.admit(trigger(&format!("ns/{i}"))), Ok(Added::Queued));
+        }
+        assert_eq!(admission.admit(trigger("ns/5")), Err(Dropped::Threshold));
+        assert_eq!(queue.depth(), 5);
+        assert_eq!(admission.stats.snapshot()["dropped"]["threshold"], 1);
+    }
+
+    #[test]
+    fn on_limit_with_conditions_drops_only_what_they_select() {
+        let (admission, queue, cache) = admission(
+            "        reconcile:\n          queue:\n            maxDepth: 2\n            behaviour:\n              onLimit:\n                drop: true\n                when: [{field: spec.priority, notEquals: high}]\n",
+        );
+        for (key, priority) in [("ns/a", "low"), ("ns/b", "low"), ("ns/c", "low"), ("ns/urgent", "high")] {
+            put(&cache, key, json!({"priority": priority}));
+        }
+        assert_eq!(admission.admit(trigger("ns/a")), Ok(Added::Queued));
+        assert_eq!(admission.admit(trigger("ns/b")), Ok(Added::Queued));
+        assert_eq!(
+            admission.admit(trigger("ns/c")),
+            Err(Dropped::Limit),
+            "tier 2: low priority is dropped at the limit"
+        );
+        assert_eq!(
+            admission.admit(trigger("ns/urgent")),
+            Ok(Added::Queued),
+            "high priority still gets in"
+        );
+        assert_eq!(queue.depth(), 3);
+    }
+
+    #[test]
+    fn event_aware_boxes_give_each_trigger_its_own_item() {
+        let (admission, queue, _) = admission("        preReconcile:\n          reconcileGate: {eventAware: true}\n");
+        assert_eq!(admission.admit(trigger("ns/a")), Ok(Added::Queued));
+        assert_eq!(admission.admit(trigger("ns/a")), Ok(Added::Queued));
+        assert_eq!(queue.depth(), 2);
+        let (plain, queue, _) = self::admission("        runtime: {}\n");
+        plain.admit(trigger("ns/a")).unwrap();
+        assert_eq!(plain.admit(trigger("ns/a")), Ok(Added::Coalesced));
+        assert_eq!(queue.depth(), 1);
+    }
+
+    #[test]
+    fn the_enqueue_gate_reads_the_object_and_the_event_context() {
+        let (admission, _, cache) = admission(
+            "        preReconcile:\n          enqueueGate:\n            or:\n              - {field: spec.on, equals: 'true'}\n              - {field: '{{ .events.ready.reason }}', equals: Ready}\n",
+        );
+        put(&cache, "ns/on", json!({"on": true}));
+        put(&cache, "ns/off", json!({"on": false}));
+        assert_eq!(admission.admit(trigger("ns/on")), Ok(Added::Queued));
+        assert_eq!(admission.admit(trigger("ns/off")), Err(Dropped::EnqueueGate));
+        let with_event = Trigger {
+            events: Some(json!({"ready": {"reason": "Ready"}})),
+            ..trigger("ns/off")
+        };
+        assert_eq!(admission.admit(with_event), Ok(Added::Queued));
+    }
+}

@@ -48,6 +48,30 @@ impl Kordinator {
         }
     }
 
+    /// Calls the reconciler, retrying errors in place when `queue.retryBackoff` says so.
+    /// A panic is not retried here: it goes straight back to the queue.
+    async fn reconcile(&self, request: &Request) -> std::thread::Result<Result<Action, crate::mux::ReconcileError>> {
+        let mut retry = 0;
+        loop {
+            self.counters.reconciles.fetch_add(1, Ordering::Relaxed);
+            let result = AssertUnwindSafe(self.mux.reconcile(request)).catch_unwind().await;
+            // Decide before waiting: no reference into the result may live across the sleep.
+            let delay = match (&result, self.crd.retry) {
+                (Ok(Err(error)), Some(policy)) if retry < policy.attempts => {
+                    retry += 1;
+                    let delay = policy.delay(retry);
+                    tracing::debug!(crd = %self.crd.name, key = %request.key, retry, ?delay, reason = %error.reason, "retrying in place");
+                    Some(delay)
+                }
+                _ => None,
+            };
+            match delay {
+                Some(delay) => tokio::time::sleep(delay).await,
+                None => return result,
+            }
+        }
+    }
+
     async fn run(&self, lease: &Lease) -> Outcome {
         let key = &lease.item.key;
         let object = self.cache.get(key);
@@ -81,8 +105,7 @@ impl Kordinator {
             sentinels: lease.payload.sentinels,
             event_id: lease.item.event_id,
         };
-        self.counters.reconciles.fetch_add(1, Ordering::Relaxed);
-        let result = AssertUnwindSafe(self.mux.reconcile(&request)).catch_unwind().await;
+        let result = self.reconcile(&request).await;
         match result {
             Ok(Ok(action)) => {
                 self.health.record(&self.crd.name, Event::Succeeded);

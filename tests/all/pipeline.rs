@@ -35,6 +35,8 @@ struct Recorder {
     calls: Mutex<Vec<Call>>,
     panic_on: Option<String>,
     delay: Duration,
+    /// The first this-many calls fail.
+    fail_first: usize,
 }
 
 impl Recorder {
@@ -73,6 +75,9 @@ impl Reconciler for Recorder {
                 panic!("the reconciler of {} exploded", request.key);
             }
             tokio::time::sleep(self.delay).await;
+            if self.calls.lock().unwrap().len() <= self.fail_first {
+                return Err(ReconcileError::new("Flaky", "not yet"));
+            }
             Ok(Action::Done)
         })
     }
@@ -574,6 +579,100 @@ async fn a_panicking_reconciler_fails_only_its_own_item_and_another_crd_keeps_go
             .as_deref()
             .is_some_and(|e| e.contains("panic: the reconciler of") && e.contains("exploded")),
         "{health:?}"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_change_to_an_owned_child_re_enqueues_its_parent() {
+    let recorder = Arc::new(Recorder::default());
+    // Templates that manage ConfigMaps make the runtime watch ConfigMaps for their owners.
+    let operator_box =
+        "        reconcile:\n          onReconcile:\n            configMaps:\n              - data: {a: b}\n";
+    let h = Harness::start(
+        "owned",
+        &crd("web", "Web", operator_box),
+        &[("web", recorder.clone())],
+        true,
+    )
+    .await;
+    h.create("Web", "a", json!({})).await;
+    wait_calls(&recorder, &h.key("a"), 1).await;
+    settle(&recorder).await;
+    let before = recorder.count(&h.key("a"));
+    let uid = h.api("Web").get("a").await.unwrap().metadata.uid.unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let owned: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "child", "ownerReferences": [
+        {"apiVersion": format!("{}/v1", h.group), "kind": "Web", "name": "a", "uid": uid}]}}))
+    .unwrap();
+    let stranger: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "stranger"}})).unwrap();
+    configmaps.create(&PostParams::default(), &stranger).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        recorder.count(&h.key("a")),
+        before,
+        "a ConfigMap it does not own changes nothing"
+    );
+    configmaps.create(&PostParams::default(), &owned).await.unwrap();
+    wait_calls(&recorder, &h.key("a"), before + 1).await;
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_built_in_kind_is_a_primary_when_given_a_label_selector() {
+    let recorder = Arc::new(Recorder::default());
+    let crds = "    settings:\n      apiTypes: {kind: ConfigMap, version: v1}\n      namespace: NS\n      labelSelector: {role: settings}\n";
+    let h = Harness::start("builtin", crds, &[("settings", recorder.clone())], true).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    for (name, role) in [("mine", "settings"), ("other", "cache")] {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": {"role": role}}})).unwrap();
+        configmaps.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    wait_calls(&recorder, &h.key("mine"), 1).await;
+    settle(&recorder).await;
+    assert_eq!(recorder.count(&h.key("other")), 0, "outside the label selector");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn retry_backoff_retries_in_place_and_requeue_after_schedules_the_next_run() {
+    let flaky = Arc::new(Recorder {
+        fail_first: 2,
+        ..Recorder::default()
+    });
+    let periodic = Arc::new(Recorder::default());
+    let crds = crd(
+        "flaky",
+        "Flaky",
+        "        reconcile:\n          queue:\n            retryBackoff: {initial: 100ms, maxAttempts: 2}\n",
+    ) + &crd(
+        "periodic",
+        "Periodic",
+        "        reconcile:\n          requeue:\n            after: '{{ .spec.every }}'\n",
+    );
+    let h = Harness::start(
+        "retry",
+        &crds,
+        &[("flaky", flaky.clone()), ("periodic", periodic.clone())],
+        true,
+    )
+    .await;
+    h.create("Flaky", "a", json!({})).await;
+    h.create("Periodic", "p", json!({"every": "1s"})).await;
+    wait_calls(&flaky, &h.key("a"), 3).await;
+    h.wait_state("flaky", State::Healthy).await;
+    let health = h.health.get("flaky").unwrap();
+    assert_eq!(
+        (health.failed_reconciles, health.consecutive_fails),
+        (0, 0),
+        "in-place retries hide the two failures"
+    );
+    let started = std::time::Instant::now();
+    wait_calls(&periodic, &h.key("p"), 4).await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "requeued about every second"
     );
     h.stop().await;
 }
