@@ -205,14 +205,13 @@ impl CrdRun {
             config = config.fields(fields);
         }
         let (ready_tx, ready_rx) = oneshot::channel();
-        observers.spawn(observe::watch_primary(
-            primary_api,
-            config,
+        let observer = observe::PrimaryObserver::new(
             self.handle.cache.clone(),
             crd.declared_sentinels(),
             admission.clone(),
             ready_tx,
-        ));
+        );
+        observers.spawn(observe::watch_primary(primary_api, config, observer));
         self.start_secondary(&mut observers, &admission).await;
 
         let stop_requested = async {

@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 
 pub use events::watch_events;
-pub use primary::watch_primary;
+pub use primary::{PrimaryObserver, watch_primary};
 pub use secondary::{watch_owned, watch_secondary};
 
 use crate::template::SentinelBits;

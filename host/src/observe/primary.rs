@@ -16,37 +16,51 @@ use super::{Cache, Enqueue, Source, Trigger, object_key};
 use crate::sentinel;
 
 /// Watches `api` until the stream ends (it does not: the watcher relists and backs off on
-/// errors). `ready` fires after the first complete list.
-pub async fn watch_primary(
-    api: Api<DynamicObject>,
-    config: watcher::Config,
+/// errors), feeding every event to the observer.
+pub async fn watch_primary(api: Api<DynamicObject>, config: watcher::Config, mut observer: PrimaryObserver) {
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => observer.handle(event),
+            Err(error) => tracing::warn!(%error, "primary watch failed; retrying with backoff"),
+        }
+    }
+}
+
+/// What the primary informer does with each watch event: update the cache, compute the
+/// declared sentinels from the old and new version, and offer a trigger.
+pub struct PrimaryObserver {
     cache: Cache,
     declared_sentinels: u16,
     enqueue: Arc<dyn Enqueue>,
-    ready: oneshot::Sender<()>,
-) {
-    let mut ready = Some(ready);
-    let mut relisting: Option<HashSet<String>> = None;
-    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
-    while let Some(event) = stream.next().await {
-        let event = match event {
-            Ok(event) => event,
-            Err(error) => {
-                tracing::warn!(%error, "primary watch failed; retrying with backoff");
-                continue;
-            }
-        };
+    relisting: Option<HashSet<String>>,
+    ready: Option<oneshot::Sender<()>>,
+}
+
+impl PrimaryObserver {
+    /// `ready` fires after the first complete list.
+    pub fn new(cache: Cache, declared_sentinels: u16, enqueue: Arc<dyn Enqueue>, ready: oneshot::Sender<()>) -> Self {
+        Self {
+            cache,
+            declared_sentinels,
+            enqueue,
+            relisting: None,
+            ready: Some(ready),
+        }
+    }
+
+    pub fn handle(&mut self, event: Event<DynamicObject>) {
         match event {
-            Event::Init => relisting = Some(HashSet::new()),
+            Event::Init => self.relisting = Some(HashSet::new()),
             Event::InitApply(object) | Event::Apply(object) => {
-                let Some((key, value)) = to_json(&object) else { continue };
-                if let Some(seen) = relisting.as_mut() {
+                let Some((key, value)) = to_json(&object) else { return };
+                if let Some(seen) = self.relisting.as_mut() {
                     seen.insert(key.clone());
                 }
                 let value = Arc::new(value);
-                let old = cache.insert(key.clone(), value.clone());
-                let sentinels = sentinel::compute(old.as_deref(), &value, declared_sentinels);
-                enqueue.offer(Trigger {
+                let old = self.cache.insert(key.clone(), value.clone());
+                let sentinels = sentinel::compute(old.as_deref(), &value, self.declared_sentinels);
+                self.enqueue.offer(Trigger {
                     key,
                     source: Source::Primary,
                     sentinels,
@@ -55,10 +69,10 @@ pub async fn watch_primary(
             }
             Event::InitDone => {
                 // Objects deleted while the watch was down are gone from the new list.
-                if let Some(seen) = relisting.take() {
-                    for key in cache.keys().into_iter().filter(|k| !seen.contains(k)) {
-                        cache.remove(&key);
-                        enqueue.offer(Trigger {
+                if let Some(seen) = self.relisting.take() {
+                    for key in self.cache.keys().into_iter().filter(|k| !seen.contains(k)) {
+                        self.cache.remove(&key);
+                        self.enqueue.offer(Trigger {
                             key,
                             source: Source::Primary,
                             sentinels: Default::default(),
@@ -66,14 +80,14 @@ pub async fn watch_primary(
                         });
                     }
                 }
-                if let Some(ready) = ready.take() {
+                if let Some(ready) = self.ready.take() {
                     let _ = ready.send(());
                 }
             }
             Event::Delete(object) => {
-                let Some((key, _)) = to_json(&object) else { continue };
-                cache.remove(&key);
-                enqueue.offer(Trigger {
+                let Some((key, _)) = to_json(&object) else { return };
+                self.cache.remove(&key);
+                self.enqueue.offer(Trigger {
                     key,
                     source: Source::Primary,
                     sentinels: Default::default(),
