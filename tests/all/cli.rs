@@ -116,6 +116,26 @@ fn dev_installs_the_crds_and_applies_the_sample_crs() {
     )
     .unwrap();
     assert_eq!(websites, "2");
+    // The runtime runs in the same process: the sample gets reconciled status.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        let url = kubectl_with(
+            &dir.join("kubeconfig"),
+            &[
+                "get",
+                "website",
+                "hello",
+                "-o",
+                "jsonpath={.status.url} {.status.conditions[0].status}",
+            ],
+        )
+        .unwrap();
+        if !url.trim().is_empty() || std::time::Instant::now() > deadline {
+            break url;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(status, "http://hello.default.svc True");
     assert!(ork.signal_and_wait(libc::SIGINT, Duration::from_secs(30)).success());
     assert_eq!(wait_no_processes(&dir, Duration::from_secs(5)), Vec::<u32>::new());
 }

@@ -33,6 +33,8 @@ struct Call {
 #[derive(Default)]
 struct Recorder {
     calls: Mutex<Vec<Call>>,
+    /// Calls that ran to their end.
+    finished: std::sync::atomic::AtomicUsize,
     panic_on: Option<String>,
     delay: Duration,
     /// The first this-many calls fail.
@@ -75,6 +77,7 @@ impl Reconciler for Recorder {
                 panic!("the reconciler of {} exploded", request.key);
             }
             tokio::time::sleep(self.delay).await;
+            self.finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             if self.calls.lock().unwrap().len() <= self.fail_first {
                 return Err(ReconcileError::new("Flaky", "not yet"));
             }
@@ -675,4 +678,31 @@ async fn retry_backoff_retries_in_place_and_requeue_after_schedules_the_next_run
         "requeued about every second"
     );
     h.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_stops_intake_and_lets_in_flight_reconciles_finish() {
+    let slow = Arc::new(Recorder {
+        delay: Duration::from_secs(2),
+        ..Recorder::default()
+    });
+    let h = Harness::start(
+        "shutdown",
+        &crd("web", "Web", "        runtime: {}\n"),
+        &[("web", slow.clone())],
+        true,
+    )
+    .await;
+    h.create("Web", "a", json!({})).await;
+    wait_calls(&slow, &h.key("a"), 1).await;
+    let queue = h.handle("web").queue.clone();
+    let started = std::time::Instant::now();
+    h.stop().await;
+    assert_eq!(
+        slow.finished.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the running reconcile finished before the runtime returned"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(1500), "stop waited for it");
+    assert!(queue.is_closed(), "intake is closed");
 }
