@@ -260,12 +260,7 @@ impl CrdRun {
                         start += 1;
                     }
                     for key in keys {
-                        admission.offer(Trigger {
-                            key,
-                            source: Source::Resync,
-                            sentinels: Default::default(),
-                            events: None,
-                        });
+                        admission.offer(Trigger::new(key, Source::Resync));
                     }
                 }
             })

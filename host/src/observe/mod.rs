@@ -52,6 +52,18 @@ pub struct Trigger {
     pub events: Option<Value>,
 }
 
+impl Trigger {
+    /// A trigger without sentinels or event context (creates, deletes, resyncs, children).
+    pub fn new(key: String, source: Source) -> Self {
+        Self {
+            key,
+            source,
+            sentinels: SentinelBits::default(),
+            events: None,
+        }
+    }
+}
+
 /// The hand-off every source calls: the one enqueue path.
 pub trait Enqueue: Send + Sync {
     fn offer(&self, trigger: Trigger);

@@ -72,12 +72,7 @@ impl PrimaryObserver {
                 if let Some(seen) = self.relisting.take() {
                     for key in self.cache.keys().into_iter().filter(|k| !seen.contains(k)) {
                         self.cache.remove(&key);
-                        self.enqueue.offer(Trigger {
-                            key,
-                            source: Source::Primary,
-                            sentinels: Default::default(),
-                            events: None,
-                        });
+                        self.enqueue.offer(Trigger::new(key, Source::Primary));
                     }
                 }
                 if let Some(ready) = self.ready.take() {
@@ -87,12 +82,7 @@ impl PrimaryObserver {
             Event::Delete(object) => {
                 let Some((key, _)) = to_json(&object) else { return };
                 self.cache.remove(&key);
-                self.enqueue.offer(Trigger {
-                    key,
-                    source: Source::Primary,
-                    sentinels: Default::default(),
-                    events: None,
-                });
+                self.enqueue.offer(Trigger::new(key, Source::Primary));
             }
         }
     }

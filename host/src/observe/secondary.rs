@@ -203,12 +203,7 @@ pub async fn watch_owned(
 ) {
     changes(api, config, 0, |change| {
         for key in primary.owners(&change.object) {
-            enqueue.offer(Trigger {
-                key,
-                source: Source::Owned,
-                sentinels: SentinelBits::default(),
-                events: None,
-            });
+            enqueue.offer(Trigger::new(key, Source::Owned));
         }
     })
     .await;
