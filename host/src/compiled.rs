@@ -86,6 +86,12 @@ pub struct CompiledBox {
     /// Write the Ready condition and observedGeneration.
     pub status_conditions: bool,
     pub status_fields: Vec<StatusField>,
+    /// Created once, never updated (unless an entry says `reconcile: true`).
+    pub on_create: Option<crate::declarative::render::Block>,
+    /// Applied with drift correction every reconcile.
+    pub on_reconcile: Option<crate::declarative::render::Block>,
+    /// Server-side apply with force, unless a resource says otherwise (default true).
+    pub force_conflict: bool,
 }
 
 impl CompiledBox {
@@ -115,7 +121,19 @@ impl CompiledBox {
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
+        let reconcile = ob.reconcile.clone().unwrap_or_default();
+        let block = |templates: &Option<crate::katalog::HookTemplates>, drift: bool, name: &str| {
+            templates
+                .as_ref()
+                .map(|t| {
+                    crate::declarative::render::Block::compile(t, drift, functions).map_err(|e| format!("{name}.{e}"))
+                })
+                .transpose()
+        };
         Ok(Self {
+            on_create: block(&reconcile.on_create, false, "onCreate")?,
+            on_reconcile: block(&reconcile.on_reconcile, true, "onReconcile")?,
+            force_conflict: reconcile.force_conflict.unwrap_or(true),
             gates: BoxGates::compile(ob, functions)?,
             restricted_namespaces: runtime.restricted_namespaces,
             allowed_namespaces: runtime.allowed_namespaces,

@@ -26,6 +26,8 @@ pub struct Counters {
     pub failures: AtomicU64,
     pub panics: AtomicU64,
     pub gated: AtomicU64,
+    /// Writes reconcilers made to the API server (applies, deletes, status patches).
+    pub writes: AtomicU64,
 }
 
 /// The workers of one CRD share one Kordinator.

@@ -120,7 +120,11 @@ impl Runtime {
             let (stop, stopped) = watch::channel(false);
             stops.insert(handle.crd.name.to_string(), stop);
             let mux = self.reconcilers.get(&*handle.crd.name).cloned().unwrap_or_else(|| {
-                MuxReconciler::new(Arc::new(Declarative::new(self.client.clone(), handle.crd.clone())))
+                MuxReconciler::new(Arc::new(Declarative::new(
+                    self.client.clone(),
+                    handle.crd.clone(),
+                    handle.counters.clone(),
+                )))
             });
             let crd_run = CrdRun {
                 client: self.client.clone(),

@@ -7,3 +7,4 @@ mod cluster;
 mod control_plane;
 mod ork;
 mod pipeline;
+mod reconcile;

@@ -18,7 +18,7 @@ use orkestra::sentinel;
 use orkestra_test_support::{TestNamespace, eventually, namespace};
 use serde_json::{Value, json};
 
-const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
 /// One reconcile as the recorder saw it.
 #[derive(Debug, Clone)]
@@ -31,7 +31,7 @@ struct Call {
 /// A constructor-form reconciler that records every call; it panics for keys ending in
 /// `panic_on`, and `delay` slows every call.
 #[derive(Default)]
-struct Recorder {
+pub(crate) struct Recorder {
     calls: Mutex<Vec<Call>>,
     /// Calls that ran to their end.
     finished: std::sync::atomic::AtomicUsize,
@@ -87,11 +87,11 @@ impl Reconciler for Recorder {
 }
 
 /// A running runtime for one test.
-struct Harness {
-    ns: TestNamespace,
-    group: String,
+pub(crate) struct Harness {
+    pub(crate) ns: TestNamespace,
+    pub(crate) group: String,
     runtime_crds: Vec<CrdHandle>,
-    health: orkestra::health::HealthBoard,
+    pub(crate) health: orkestra::health::HealthBoard,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -99,7 +99,7 @@ struct Harness {
 impl Harness {
     /// Loads `crds` (the YAML under `spec.crds`, with `GROUP` and `NS` substituted),
     /// installs the CRDs, registers the recorders and starts the runtime.
-    async fn start(prefix: &str, crds: &str, recorders: &[(&str, Arc<Recorder>)], install: bool) -> Self {
+    pub(crate) async fn start(prefix: &str, crds: &str, recorders: &[(&str, Arc<Recorder>)], install: bool) -> Self {
         let ns = namespace(prefix).await.unwrap();
         let group = format!("{}.pipeline.orkestra.io", ns.name);
         let text = format!(
@@ -134,13 +134,13 @@ impl Harness {
         }
     }
 
-    fn api(&self, kind: &str) -> Api<DynamicObject> {
+    pub(crate) fn api(&self, kind: &str) -> Api<DynamicObject> {
         let gvk = GroupVersionKind::gvk(&self.group, "v1", kind);
         let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
         Api::namespaced_with(self.ns.client.clone(), &self.ns.name, &resource)
     }
 
-    async fn create(&self, kind: &str, name: &str, spec: Value) {
+    pub(crate) async fn create(&self, kind: &str, name: &str, spec: Value) {
         let object: DynamicObject = serde_json::from_value(json!({
             "apiVersion": format!("{}/v1", self.group), "kind": kind, "metadata": {"name": name}, "spec": spec,
         }))
@@ -148,22 +148,22 @@ impl Harness {
         self.api(kind).create(&PostParams::default(), &object).await.unwrap();
     }
 
-    async fn patch(&self, kind: &str, name: &str, patch: Value) {
+    pub(crate) async fn patch(&self, kind: &str, name: &str, patch: Value) {
         self.api(kind)
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .unwrap();
     }
 
-    fn key(&self, name: &str) -> String {
+    pub(crate) fn key(&self, name: &str) -> String {
         format!("{}/{name}", self.ns.name)
     }
 
-    fn handle(&self, crd: &str) -> &CrdHandle {
+    pub(crate) fn handle(&self, crd: &str) -> &CrdHandle {
         self.runtime_crds.iter().find(|h| &*h.crd.name == crd).unwrap()
     }
 
-    async fn wait_state(&self, crd: &str, state: State) {
+    pub(crate) async fn wait_state(&self, crd: &str, state: State) {
         eventually(&format!("{crd} to be {state:?}"), WAIT, || async {
             (self.health.get(crd).map(|h| h.state) == Some(state)).then_some(())
         })
@@ -171,7 +171,7 @@ impl Harness {
         .unwrap();
     }
 
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -181,7 +181,7 @@ impl Harness {
     }
 }
 
-fn crd(name: &str, kind: &str, operator_box: &str) -> String {
+pub(crate) fn crd(name: &str, kind: &str, operator_box: &str) -> String {
     format!(
         "    {name}:\n      apiTypes: {{group: GROUP, version: v1, kind: {kind}}}\n      namespace: NS\n      operatorBox:\n{operator_box}"
     )

@@ -1,7 +1,11 @@
-//! The declarative reconciler (Katalog templates only). This stage writes status: the
-//! Ready condition with observedGeneration and the declared `emit.status` fields (in
-//! order, the last match winning), and skips the status PATCH when nothing changed, so a
-//! reconcile never triggers itself. Resource templates, events and deletion follow.
+//! The declarative reconciler (Katalog templates only): renders and applies the CR's child
+//! resources (`onCreate` once, `onReconcile` with drift correction, DeleteIfOwned for entries
+//! whose conditions fail), then writes status: the Ready condition with observedGeneration
+//! and the declared `emit.status` fields (in order, the last match winning, `.children`
+//! visible), skipping the PATCH when nothing changed so a reconcile never triggers itself.
+
+mod apply;
+pub mod render;
 
 use std::sync::Arc;
 
@@ -9,8 +13,11 @@ use futures::future::BoxFuture;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
+use std::sync::atomic::Ordering;
+
 use crate::compiled::{CompiledBox, CompiledCrd};
 use crate::condition::ValueType;
+use crate::kordinator::Counters;
 use crate::mux::{Action, Form, ReconcileError, Reconciler, Request};
 use crate::observe::split_key;
 use crate::resolver::Resolver;
@@ -20,11 +27,22 @@ use crate::template::Template;
 pub struct Declarative {
     client: kube::Client,
     crd: Arc<CompiledCrd>,
+    applier: apply::Applier,
+    counters: Arc<Counters>,
 }
 
+/// Longest Ready message, as upstream (253 characters and "...").
+const MESSAGE_LIMIT: usize = 256;
+
 impl Declarative {
-    pub fn new(client: kube::Client, crd: Arc<CompiledCrd>) -> Self {
-        Self { client, crd }
+    /// `counters.writes` counts every write this reconciler makes.
+    pub fn new(client: kube::Client, crd: Arc<CompiledCrd>, counters: Arc<Counters>) -> Self {
+        Self {
+            applier: apply::Applier::new(client.clone(), counters.clone()),
+            client,
+            crd,
+            counters,
+        }
     }
 
     async fn run(&self, request: &Request) -> Result<Action, ReconcileError> {
@@ -36,20 +54,150 @@ impl Declarative {
         }
         let (compiled, _) = self.crd.for_object(object);
         let now = jiff::Timestamp::now();
-        let status = desired_status(compiled, object, &self.crd.notes, now);
+        let outcome = self.children(compiled, object).await;
+        let status = match &outcome {
+            Ok(children) => desired_status(compiled, object, &self.crd.notes, now, Some(children)),
+            Err(error) => failed_status(object, error, now),
+        };
+        self.patch_status(request, object, status).await?;
+        outcome.map(|_| Action::Done)
+    }
+
+    /// Applies the templates; returns `.children` (the applied objects by lowercase kind).
+    async fn children(&self, compiled: &CompiledBox, object: &Value) -> Result<Value, ReconcileError> {
+        let mut children = Map::new();
+        let resolver = Resolver::new(object, &self.crd.notes);
+        for (block, is_create) in [(&compiled.on_create, true), (&compiled.on_reconcile, false)] {
+            let Some(block) = block else { continue };
+            if !block.conditions.passes(&resolver, None) {
+                continue;
+            }
+            // Names applied by a passing entry are safe from DeleteIfOwned of a failing one.
+            let mut kept: Vec<(&str, String)> = Vec::new();
+            let mut failing: Vec<(&render::Entry, Resolver<'_, '_>)> = Vec::new();
+            for entry in &block.entries {
+                for scoped in expand(entry, &resolver) {
+                    if entry.conditions.passes(&scoped, None) {
+                        let rendered = entry
+                            .render(&scoped, object)
+                            .map_err(|e| ReconcileError::new("RenderFailed", format!("{}: {e}", entry.kind.key)))?;
+                        kept.push((
+                            entry.kind.key,
+                            rendered["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                        ));
+                        let create_only = !entry.reconcile || entry.kind.key == "jobs";
+                        let force = entry.force.unwrap_or(compiled.force_conflict);
+                        let live = self.applier.apply(rendered, object, create_only, force).await?;
+                        let key = live["kind"].as_str().unwrap_or(entry.kind.kind).to_lowercase();
+                        children.entry(key).or_insert(live);
+                    } else if !is_create && entry.reconcile {
+                        failing.push((entry, scoped));
+                    }
+                }
+            }
+            for (entry, scoped) in failing {
+                let cr_name = object["metadata"]["name"].as_str().unwrap_or_default();
+                let name = entry
+                    .render_name(&scoped, cr_name)
+                    .map_err(|e| ReconcileError::new("RenderFailed", e))?;
+                if kept
+                    .iter()
+                    .any(|(kind, kept_name)| *kind == entry.kind.key && *kept_name == name)
+                {
+                    continue;
+                }
+                let target = json!({
+                    "apiVersion": entry.kind.api_version, "kind": entry.kind.kind,
+                    "metadata": {"name": name, "namespace": object["metadata"]["namespace"]},
+                });
+                if !entry.kind.api_version.is_empty() && self.applier.delete_if_owned(&target, object).await? {
+                    tracing::info!(kind = entry.kind.kind, %name, "condition no longer holds: deleted the child we own");
+                }
+            }
+        }
+        Ok(Value::Object(children))
+    }
+
+    async fn patch_status(&self, request: &Request, object: &Value, status: Value) -> Result<(), ReconcileError> {
         if object.get("status") == Some(&status) || (object.get("status").is_none() && status == json!({})) {
-            return Ok(Action::Done);
+            return Ok(());
         }
         let (namespace, name) = split_key(&request.key);
         let api: Api<DynamicObject> = match namespace {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, request.resource.as_ref()),
             None => Api::all_with(self.client.clone(), request.resource.as_ref()),
         };
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
         api.patch_status(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
             .await
             .map_err(|e| ReconcileError::new("StatusPatchFailed", e.to_string()))?;
-        Ok(Action::Done)
+        Ok(())
     }
+}
+
+/// One resolver per element for a `forEach` entry (`.item` and `.<as>`), else one.
+fn expand<'o, 'n>(entry: &render::Entry, resolver: &Resolver<'o, 'n>) -> Vec<Resolver<'o, 'n>> {
+    let mut base = resolver.clone();
+    if let Some(inputs) = &entry.inputs {
+        base.set("inputs", inputs.clone());
+    }
+    let Some((path, alias)) = &entry.for_each else {
+        return vec![base];
+    };
+    let items = resolver
+        .lookup(path)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    items
+        .into_iter()
+        .map(|item| {
+            let mut scoped = base.clone();
+            if let Some(alias) = alias {
+                scoped.set(alias, item.clone());
+            }
+            scoped.set("item", item);
+            scoped
+        })
+        .collect()
+}
+
+/// The status after a failed reconcile: Ready=False with the reason and a bounded message.
+fn failed_status(object: &Value, error: &ReconcileError, now: jiff::Timestamp) -> Value {
+    let mut status = object
+        .get("status")
+        .cloned()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    let mut message = error.to_string();
+    if message.len() > MESSAGE_LIMIT {
+        let mut cut = MESSAGE_LIMIT - 3;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+        message.push_str("...");
+    }
+    let previous = status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+        .cloned();
+    let same = previous
+        .as_ref()
+        .is_some_and(|p| p["status"] == "False" && p["message"] == message.as_str());
+    let since = match (&previous, same) {
+        (Some(p), true) => p["lastTransitionTime"].clone(),
+        _ => json!(now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+    };
+    let ready = json!({
+        "type": "Ready", "status": "False", "reason": "ReconcileError", "message": message,
+        "lastTransitionTime": since, "observedGeneration": object["metadata"]["generation"],
+    });
+    let mut conditions: Vec<Value> = status["conditions"].as_array().cloned().unwrap_or_default();
+    conditions.retain(|c| c["type"] != "Ready");
+    conditions.insert(0, ready);
+    status["conditions"] = Value::Array(conditions);
+    status
 }
 
 impl Reconciler for Declarative {
@@ -65,7 +213,13 @@ impl Reconciler for Declarative {
 /// The status a successful reconcile leaves: conditions and fields over the current status.
 /// Conditions of fields are evaluated against the object as it was (a state machine reads
 /// the phase it is in, not the one it is writing).
-pub fn desired_status(compiled: &CompiledBox, object: &Value, notes: &[Template], now: jiff::Timestamp) -> Value {
+pub fn desired_status(
+    compiled: &CompiledBox,
+    object: &Value,
+    notes: &[Template],
+    now: jiff::Timestamp,
+    children: Option<&Value>,
+) -> Value {
     let mut status = object
         .get("status")
         .cloned()
@@ -94,7 +248,10 @@ pub fn desired_status(compiled: &CompiledBox, object: &Value, notes: &[Template]
         conditions.insert(0, ready);
         status["conditions"] = Value::Array(conditions);
     }
-    let resolver = Resolver::new(object, notes).at(now);
+    let mut resolver = Resolver::new(object, notes).at(now);
+    if let Some(children) = children {
+        resolver.set("children", children.clone());
+    }
     for field in &compiled.status_fields {
         let value = if field.conditions.is_empty() || field.conditions.passes(&resolver, None) {
             typed(&resolver, &field.value, field.value_type)
@@ -171,7 +328,7 @@ mod tests {
         let crd = crd(STATE_MACHINE);
         let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
         let object = json!({"metadata": {"name": "a", "generation": 3}, "spec": {"replicas": 2}});
-        let status = desired_status(crd.crd_box(), &object, &[], now);
+        let status = desired_status(crd.crd_box(), &object, &[], now, None);
         assert_eq!(status["phase"], "Pending");
         assert_eq!(status["replicas"], 2);
         assert_eq!(status["detail"]["ready"], true);
@@ -183,20 +340,21 @@ mod tests {
         // The next reconcile moves the machine on, and keeps the condition's transition time.
         let object = json!({"metadata": {"name": "a", "generation": 3}, "spec": {"replicas": 2}, "status": status});
         let later: jiff::Timestamp = "2026-01-02T00:00:00Z".parse().unwrap();
-        let next = desired_status(crd.crd_box(), &object, &[], later);
+        let next = desired_status(crd.crd_box(), &object, &[], later, None);
         assert_eq!(next["phase"], "Running");
         assert_eq!(next["conditions"][0]["lastTransitionTime"], "2026-01-01T00:00:00Z");
 
         // A steady state yields the same status: no PATCH.
         let steady =
             json!({"metadata": {"name": "a", "generation": 3}, "spec": {"replicas": 2}, "status": next.clone()});
-        let again = desired_status(crd.crd_box(), &steady, &[], later);
+        let again = desired_status(crd.crd_box(), &steady, &[], later, None);
         assert_eq!(
             desired_status(
                 crd.crd_box(),
                 &json!({"metadata": {"name": "a", "generation": 3}, "spec": {"replicas": 2}, "status": again.clone()}),
                 &[],
-                later
+                later,
+                None
             ),
             again
         );
@@ -210,6 +368,7 @@ mod tests {
             &json!({"metadata": {"generation": 1}}),
             &[],
             jiff::Timestamp::now(),
+            None,
         );
         assert_eq!(status, json!({}));
     }

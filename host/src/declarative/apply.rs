@@ -1,0 +1,209 @@
+//! Child resources in, the cluster changed only where it differs: server-side apply with the
+//! runtime's field manager, an owner reference to the CR for same-namespace children, no
+//! write when every field we manage already has its value, and never a touch on an object
+//! of the same name that another owner made.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::Scope;
+use serde_json::{Value, json};
+
+use super::render::OWNER_LABEL;
+use crate::kordinator::Counters;
+use crate::manifests::FIELD_MANAGER;
+use crate::mux::ReconcileError;
+
+/// Applies children for one CRD; remembers what discovery said about each kind.
+pub struct Applier {
+    client: kube::Client,
+    kinds: Mutex<HashMap<(String, String), (ApiResource, Scope)>>,
+    counters: Arc<Counters>,
+}
+
+impl Applier {
+    pub fn new(client: kube::Client, counters: Arc<Counters>) -> Self {
+        Self {
+            client,
+            kinds: Mutex::new(HashMap::new()),
+            counters,
+        }
+    }
+
+    async fn api(&self, object: &Value) -> Result<(Api<DynamicObject>, Scope), ReconcileError> {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default().to_string();
+        let kind = object["kind"].as_str().unwrap_or_default().to_string();
+        let known = self
+            .kinds
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&(api_version.clone(), kind.clone()))
+            .cloned();
+        let (resource, scope) = match known {
+            Some(found) => found,
+            None => {
+                let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+                let (resource, caps) =
+                    kube::discovery::pinned_kind(&self.client, &GroupVersionKind::gvk(group, version, &kind))
+                        .await
+                        .map_err(|e| {
+                            ReconcileError::new(
+                                "UnknownKind",
+                                format!("{api_version} {kind} is not served by the API server: {e}"),
+                            )
+                        })?;
+                let found = (resource, caps.scope);
+                self.kinds
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert((api_version, kind), found.clone());
+                found
+            }
+        };
+        let api = match (&scope, object["metadata"]["namespace"].as_str()) {
+            (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            _ => Api::all_with(self.client.clone(), &resource),
+        };
+        Ok((api, scope))
+    }
+
+    /// Applies `object` for `cr`. `create_only`: leave an existing object alone. Returns the
+    /// object as it is in the cluster afterwards.
+    pub async fn apply(
+        &self,
+        mut object: Value,
+        cr: &Value,
+        create_only: bool,
+        force: bool,
+    ) -> Result<Value, ReconcileError> {
+        let (api, scope) = self.api(&object).await?;
+        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let kind = object["kind"].as_str().unwrap_or_default().to_string();
+        let cr_name = cr["metadata"]["name"].as_str().unwrap_or_default();
+        let cr_namespace = cr["metadata"]["namespace"].as_str();
+        if scope == Scope::Namespaced
+            && cr_namespace.is_some()
+            && object["metadata"]["namespace"].as_str() == cr_namespace
+        {
+            object["metadata"]["ownerReferences"] = json!([{
+                "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": cr_name, "uid": cr["metadata"]["uid"],
+                "controller": true, "blockOwnerDeletion": true,
+            }]);
+        }
+        let failed = |e: kube::Error| ReconcileError::new("ApplyFailed", format!("{kind} {name}: {e}"));
+        if let Some(live) = api.get_opt(&name).await.map_err(failed)? {
+            let live = serde_json::to_value(live).unwrap_or_default();
+            if live["metadata"]["labels"][OWNER_LABEL].as_str() != Some(cr_name) {
+                return Err(ReconcileError::new(
+                    "NotOwned",
+                    format!(
+                        "{kind} {name} already exists and was not created for this {}; it is left untouched",
+                        cr["kind"].as_str().unwrap_or("CR")
+                    ),
+                ));
+            }
+            if create_only || contains(&live, &comparable(&object)) {
+                return Ok(live);
+            }
+        }
+        let params = if force {
+            PatchParams::apply(FIELD_MANAGER).force()
+        } else {
+            PatchParams::apply(FIELD_MANAGER)
+        };
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        let applied = api
+            .patch(&name, &params, &Patch::Apply(&object))
+            .await
+            .map_err(failed)?;
+        Ok(serde_json::to_value(applied).unwrap_or_default())
+    }
+
+    /// Deletes the object named like `object` if it carries this CR's owner label.
+    pub async fn delete_if_owned(&self, object: &Value, cr: &Value) -> Result<bool, ReconcileError> {
+        let (api, _) = self.api(object).await?;
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let failed = |e: kube::Error| ReconcileError::new("DeleteFailed", format!("{} {name}: {e}", object["kind"]));
+        let Some(live) = api.get_opt(name).await.map_err(failed)? else {
+            return Ok(false);
+        };
+        let owner = live
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(OWNER_LABEL))
+            .map(String::as_str);
+        if owner != cr["metadata"]["name"].as_str() {
+            return Ok(false);
+        }
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        api.delete(name, &DeleteParams::background()).await.map_err(failed)?;
+        Ok(true)
+    }
+}
+
+/// The object as the API server stores what we send: Secret `stringData` lands in `data`.
+fn comparable(object: &Value) -> Value {
+    let mut object = object.clone();
+    if object["kind"] == "Secret"
+        && let Some(Value::Object(string_data)) = object.as_object_mut().and_then(|o| o.remove("stringData"))
+    {
+        let encoded: serde_json::Map<String, Value> = string_data
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    json!(base64::engine::general_purpose::STANDARD.encode(v.as_str().unwrap_or_default())),
+                )
+            })
+            .collect();
+        object["data"] = Value::Object(encoded);
+    }
+    object
+}
+
+/// True when every field of `wanted` has the same value in `live` (lists element by
+/// element): nothing we manage differs, so there is nothing to write.
+pub fn contains(live: &Value, wanted: &Value) -> bool {
+    match (live, wanted) {
+        (Value::Object(live), Value::Object(wanted)) => {
+            wanted.iter().all(|(k, w)| live.get(k).is_some_and(|l| contains(l, w)))
+        }
+        (Value::Array(live), Value::Array(wanted)) => {
+            live.len() == wanted.len() && live.iter().zip(wanted).all(|(l, w)| contains(l, w))
+        }
+        (Value::Number(l), Value::Number(w)) => l.as_f64() == w.as_f64(),
+        (live, wanted) => live == wanted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contains_ignores_fields_the_server_added_but_not_values_we_manage() {
+        let live = json!({"spec": {"replicas": 3, "strategy": {"type": "RollingUpdate"}, "template": {"spec": {"containers": [{"name": "a", "image": "x", "terminationMessagePath": "/dev/t"}]}}}});
+        assert!(contains(
+            &live,
+            &json!({"spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "a", "image": "x"}]}}}})
+        ));
+        assert!(!contains(&live, &json!({"spec": {"replicas": 4}})));
+        assert!(!contains(
+            &live,
+            &json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "y"}]}}}})
+        ));
+        assert!(!contains(&live, &json!({"spec": {"paused": true}})));
+    }
+
+    #[test]
+    fn a_secret_compares_through_its_stored_form() {
+        let desired = json!({"kind": "Secret", "stringData": {"password": "hunter2"}});
+        let live = json!({"kind": "Secret", "data": {"password": "aHVudGVyMg=="}});
+        assert!(contains(&live, &comparable(&desired)));
+    }
+}

@@ -1,0 +1,497 @@
+//! Resource templates in, Kubernetes objects out: each template entry is compiled once (every
+//! string holding `{{` becomes a template) and rendered per CR into the object of its kind,
+//! with the kind's default name and the CR's namespace, labelled as ours.
+//!
+//! Pure: no kube or wasmtime imports.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::condition::Conditions;
+use crate::katalog::{HookTemplates, KindSpec, ResourceEntry, kind_spec};
+use crate::resolver::Resolver;
+use crate::template::{Functions, Template};
+
+/// Label on every object we create: which CR it belongs to.
+pub const OWNER_LABEL: &str = "orkestra-owner";
+/// Label on every object we create and on every CR we manage.
+pub const MANAGED_LABEL: &str = "orkestra.orkspace.io/managed";
+
+/// A value whose strings may be templates.
+#[derive(Debug, Clone)]
+pub enum Tree {
+    Literal(Value),
+    Template(Template),
+    List(Vec<Tree>),
+    Map(Vec<(String, Tree)>),
+}
+
+impl Tree {
+    pub fn compile(value: &Value, functions: &Functions) -> Result<Self, String> {
+        Ok(match value {
+            Value::String(s) if s.contains("{{") => {
+                Tree::Template(Template::compile(s, functions).map_err(|e| e.message)?)
+            }
+            Value::Array(items) => Tree::List(
+                items
+                    .iter()
+                    .map(|i| Tree::compile(i, functions))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Value::Object(map) => Tree::Map(
+                map.iter()
+                    .map(|(k, v)| Ok((k.clone(), Tree::compile(v, functions)?)))
+                    .collect::<Result<_, String>>()?,
+            ),
+            other => Tree::Literal(other.clone()),
+        })
+    }
+
+    pub fn render(&self, resolver: &Resolver<'_, '_>) -> Result<Value, String> {
+        Ok(match self {
+            Tree::Literal(value) => value.clone(),
+            Tree::Template(template) => Value::String(resolver.render(template).map_err(|e| e.message)?),
+            Tree::List(items) => Value::Array(items.iter().map(|i| i.render(resolver)).collect::<Result<_, _>>()?),
+            Tree::Map(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), v.render(resolver)?)))
+                    .collect::<Result<Map<_, _>, String>>()?,
+            ),
+        })
+    }
+}
+
+/// One resource template, compiled.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub kind: &'static KindSpec,
+    pub name: Option<Template>,
+    pub namespace: Option<Template>,
+    pub labels: Vec<(String, Template)>,
+    pub annotations: Vec<(String, Template)>,
+    pub fields: BTreeMap<String, Tree>,
+    pub conditions: Conditions,
+    /// `(list path, as)`.
+    pub for_each: Option<(String, Option<String>)>,
+    /// Drift-correct every reconcile (onReconcile, or onCreate with `reconcile: true`).
+    pub reconcile: bool,
+    pub force: Option<bool>,
+    /// Motif inputs, visible as `.inputs`.
+    pub inputs: Option<Value>,
+}
+
+/// A template block (`onCreate` or `onReconcile`), compiled.
+#[derive(Debug, Clone, Default)]
+pub struct Block {
+    pub conditions: Conditions,
+    pub entries: Vec<Entry>,
+}
+
+impl Block {
+    /// Compiles a block; `drift` is true for onReconcile (every entry drift-corrects).
+    pub fn compile(templates: &HookTemplates, drift: bool, functions: &Functions) -> Result<Self, String> {
+        let conditions = Conditions::compile(&templates.when, &templates.or, functions)
+            .map_err(|(at, e)| format!("{at}: {}", e.message))?;
+        let mut entries = Vec::new();
+        for (key, list) in templates.resources() {
+            let Some(kind) = kind_spec(key) else { continue };
+            for (i, entry) in list.iter().enumerate() {
+                entries.push(Entry::compile(kind, entry, drift, functions).map_err(|e| format!("{key}[{i}]: {e}"))?);
+            }
+        }
+        Ok(Self { conditions, entries })
+    }
+}
+
+impl Entry {
+    fn compile(
+        kind: &'static KindSpec,
+        entry: &ResourceEntry,
+        drift: bool,
+        functions: &Functions,
+    ) -> Result<Self, String> {
+        let template = |text: &str| Template::compile(text, functions).map_err(|e| e.message);
+        let pairs = |map: &BTreeMap<String, String>| {
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), template(v)?)))
+                .collect::<Result<Vec<_>, String>>()
+        };
+        Ok(Self {
+            kind,
+            name: entry.name.as_deref().map(template).transpose()?,
+            namespace: entry.namespace.as_deref().map(template).transpose()?,
+            labels: pairs(&entry.labels)?,
+            annotations: pairs(&entry.annotations)?,
+            fields: entry
+                .fields
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), Tree::compile(v, functions)?)))
+                .collect::<Result<_, String>>()?,
+            conditions: Conditions::compile(&entry.when, &entry.or, functions)
+                .map_err(|(at, e)| format!("{at}: {}", e.message))?,
+            for_each: entry.for_each.as_ref().map(|f| (f.field.clone(), f.as_.clone())),
+            reconcile: drift || entry.reconcile == Some(true),
+            force: entry.force_conflict,
+            inputs: entry.inputs.clone(),
+        })
+    }
+
+    /// The name: rendered, or the kind's default (`<cr>-deployment`, `<cr>-svc`, ...).
+    pub fn render_name(&self, resolver: &Resolver<'_, '_>, cr_name: &str) -> Result<String, String> {
+        match &self.name {
+            Some(template) => resolver.render(template).map_err(|e| e.message),
+            None => Ok(default_name(self.kind.key, cr_name)),
+        }
+    }
+
+    /// Renders the object. `cr` is the owning CR (for its name and namespace).
+    pub fn render(&self, resolver: &Resolver<'_, '_>, cr: &Value) -> Result<Value, String> {
+        let cr_name = cr["metadata"]["name"].as_str().unwrap_or_default();
+        let cr_namespace = cr["metadata"]["namespace"].as_str().unwrap_or_default();
+        let name = self.render_name(resolver, cr_name)?;
+        let mut fields = Map::new();
+        for (key, tree) in &self.fields {
+            fields.insert(key.clone(), tree.render(resolver)?);
+        }
+        let mut labels = Map::new();
+        for (key, template) in &self.labels {
+            labels.insert(
+                key.clone(),
+                Value::String(resolver.render(template).map_err(|e| e.message)?),
+            );
+        }
+        labels.insert(MANAGED_LABEL.into(), json!("true"));
+        labels.insert(OWNER_LABEL.into(), json!(cr_name));
+        let mut annotations = Map::new();
+        for (key, template) in &self.annotations {
+            annotations.insert(
+                key.clone(),
+                Value::String(resolver.render(template).map_err(|e| e.message)?),
+            );
+        }
+        let mut metadata = json!({"name": name, "labels": labels});
+        if !annotations.is_empty() {
+            metadata["annotations"] = Value::Object(annotations);
+        }
+        if self.kind.namespaced || self.kind.key == "custom" {
+            let namespace = match &self.namespace {
+                Some(template) => resolver.render(template).map_err(|e| e.message)?,
+                None => cr_namespace.to_string(),
+            };
+            if !namespace.is_empty() {
+                metadata["namespace"] = json!(namespace);
+            }
+        }
+        let body = body(self.kind, &fields, cr_name)?;
+        let mut object = json!({"apiVersion": self.kind.api_version, "kind": self.kind.kind, "metadata": metadata});
+        if let Value::Object(body) = body {
+            for (key, value) in body {
+                if key == "metadata" {
+                    merge(&mut object["metadata"], value);
+                } else {
+                    object[key] = value;
+                }
+            }
+        }
+        Ok(object)
+    }
+}
+
+/// Upstream's default child names.
+pub fn default_name(key: &str, cr: &str) -> String {
+    let suffix = match key {
+        "deployments" => "deployment",
+        "statefulSets" => "statefulset",
+        "replicaSets" => "replicaset",
+        "services" => "svc",
+        "configMaps" => "config",
+        "secrets" => "secret",
+        "jobs" => "job",
+        "cronJobs" => "cronjob",
+        "pods" => "pod",
+        "serviceAccounts" => "sa",
+        "ingresses" => "ingress",
+        "persistentVolumeClaims" => "pvc",
+        "persistentVolumes" => "pv",
+        "hpa" => "hpa",
+        "pdb" => "pdb",
+        "roles" | "clusterRoles" => "role",
+        "roleBindings" | "clusterRoleBindings" => "binding",
+        "networkPolicies" => "netpol",
+        "limitRanges" => "limits",
+        "resourceQuotas" => "quota",
+        _ => return cr.to_string(),
+    };
+    format!("{cr}-{suffix}")
+}
+
+fn merge(target: &mut Value, extra: Value) {
+    match (target, extra) {
+        (Value::Object(target), Value::Object(extra)) => {
+            for (key, value) in extra {
+                merge(target.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (target, extra) => *target = extra,
+    }
+}
+
+/// A rendered string or number as an integer.
+fn int(value: Option<&Value>, field: &str) -> Result<Option<i64>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(v) => crate::template::value::as_i64(v)
+            .map(Some)
+            .ok_or_else(|| format!("{field}: {v} is not an integer")),
+    }
+}
+
+/// The pod spec of a workload: one container named after the workload.
+fn pod_spec(fields: &Map<String, Value>, name: &str, restart: Option<&str>) -> Result<Value, String> {
+    let mut container = json!({
+        "name": fields.get("containerName").and_then(Value::as_str).unwrap_or(name),
+        "image": fields.get("image").cloned().ok_or("image is required")?,
+    });
+    for key in [
+        "command",
+        "args",
+        "env",
+        "resources",
+        "volumeMounts",
+        "imagePullPolicy",
+        "securityContext",
+    ] {
+        if let Some(value) = fields.get(key).filter(|v| !v.is_null()) {
+            container[key] = value.clone();
+        }
+    }
+    if let Some(dir) = fields.get("workingDirectory") {
+        container["workingDir"] = dir.clone();
+    }
+    if let Some(port) = int(fields.get("port"), "port")? {
+        let protocol = fields.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+        container["ports"] = json!([{"containerPort": port, "protocol": protocol}]);
+    }
+    if let Some(env_from) = fields.get("envFrom") {
+        // Katalog shape: {secretRef: [{name}], configMapRef: [{name}]}; Kubernetes: a list.
+        let mut list = Vec::new();
+        for (key, reference) in [("secretRef", "secretRef"), ("configMapRef", "configMapRef")] {
+            for item in env_from[key].as_array().into_iter().flatten() {
+                list.push(json!({ reference: item }));
+            }
+        }
+        if let Some(items) = env_from.as_array() {
+            list.extend(items.iter().cloned());
+        }
+        container["envFrom"] = Value::Array(list);
+    }
+    let mut spec = json!({"containers": [container]});
+    for key in [
+        "volumes",
+        "nodeSelector",
+        "tolerations",
+        "affinity",
+        "serviceAccountName",
+    ] {
+        if let Some(value) = fields.get(key).filter(|v| !v.is_null()) {
+            spec[key] = value.clone();
+        }
+    }
+    if let Some(secrets) = fields.get("imagePullSecrets").and_then(Value::as_array) {
+        let list: Vec<Value> = secrets
+            .iter()
+            .map(|s| if s.is_string() { json!({"name": s}) } else { s.clone() })
+            .collect();
+        spec["imagePullSecrets"] = Value::Array(list);
+    }
+    if let Some(podsec) = fields.get("podSecurity").filter(|v| v.is_object()) {
+        spec["securityContext"] = podsec.clone();
+    }
+    if let Some(restart) = fields.get("restartPolicy").and_then(Value::as_str).or(restart) {
+        spec["restartPolicy"] = json!(restart);
+    }
+    Ok(spec)
+}
+
+/// Labels that select the pods of a CR's workloads (and that its Services select by default).
+fn pod_labels(cr: &str) -> Value {
+    json!({"app": cr})
+}
+
+/// The kind-specific part of the object.
+fn body(kind: &KindSpec, fields: &Map<String, Value>, cr: &str) -> Result<Value, String> {
+    let get = |key: &str| fields.get(key).cloned();
+    Ok(match kind.key {
+        "deployments" | "statefulSets" | "replicaSets" => {
+            let replicas = int(fields.get("replicas"), "replicas")?.unwrap_or(1);
+            let mut spec = json!({
+                "replicas": replicas,
+                "selector": {"matchLabels": pod_labels(cr)},
+                "template": {"metadata": {"labels": pod_labels(cr)}, "spec": pod_spec(fields, cr, None)?},
+            });
+            if kind.key == "statefulSets" {
+                spec["serviceName"] = get("serviceName").unwrap_or_else(|| json!(cr));
+            }
+            json!({"spec": spec})
+        }
+        "pods" => json!({"metadata": {"labels": pod_labels(cr)}, "spec": pod_spec(fields, cr, None)?}),
+        "jobs" => {
+            let mut spec = json!({"template": {"spec": pod_spec(fields, cr, Some("Never"))?}});
+            for key in [
+                "backoffLimit",
+                "ttlSecondsAfterFinished",
+                "activeDeadlineSeconds",
+                "completions",
+                "parallelism",
+            ] {
+                if let Some(n) = int(fields.get(key), key)? {
+                    spec[key] = json!(n);
+                }
+            }
+            json!({"spec": spec})
+        }
+        "services" => {
+            let port = int(fields.get("port"), "port")?.unwrap_or(80);
+            let target = match fields.get("targetPort") {
+                Some(Value::String(s)) if s.parse::<i64>().is_err() && !s.is_empty() => json!(s),
+                other => json!(int(other, "targetPort")?.unwrap_or(port)),
+            };
+            let protocol = fields.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+            let mut service_port = json!({"port": port, "targetPort": target, "protocol": protocol});
+            if let Some(node_port) = int(fields.get("nodePort"), "nodePort")? {
+                service_port["nodePort"] = json!(node_port);
+            }
+            let mut spec = json!({
+                "type": get("type").unwrap_or_else(|| json!("ClusterIP")),
+                "selector": get("selector").unwrap_or_else(|| pod_labels(cr)),
+                "ports": get("ports").unwrap_or_else(|| json!([service_port])),
+            });
+            if fields.get("headless") == Some(&json!(true)) {
+                spec["clusterIP"] = json!("None");
+            }
+            json!({"spec": spec})
+        }
+        "configMaps" => json!({"data": stringify(get("data"))}),
+        "secrets" => {
+            let mut string_data = stringify(get("data"));
+            if let (Value::Object(target), Value::Object(extra)) = (&mut string_data, stringify(get("stringData"))) {
+                target.extend(extra);
+            }
+            json!({"type": get("type").unwrap_or_else(|| json!("Opaque")), "stringData": string_data})
+        }
+        "serviceAccounts" => {
+            let mut body = json!({});
+            if let Some(secrets) = fields.get("imagePullSecrets").and_then(Value::as_array) {
+                body["imagePullSecrets"] = Value::Array(
+                    secrets
+                        .iter()
+                        .map(|s| if s.is_string() { json!({"name": s}) } else { s.clone() })
+                        .collect(),
+                );
+            }
+            if let Some(automount) = get("automountServiceAccountToken") {
+                body["automountServiceAccountToken"] = automount;
+            }
+            body
+        }
+        "custom" => {
+            let mut body = Map::new();
+            for (key, value) in fields {
+                if key != "hasStatus" {
+                    body.insert(key.clone(), value.clone());
+                }
+            }
+            Value::Object(body)
+        }
+        other => return Err(format!("{other} templates are not rendered by this runtime yet")),
+    })
+}
+
+/// Map values as strings (ConfigMap and Secret data).
+fn stringify(value: Option<Value>) -> Value {
+    match value {
+        Some(Value::Object(map)) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, Value::String(crate::template::value::display(&v).into_owned())))
+                .collect(),
+        ),
+        _ => json!({}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiled::compile_for_test;
+
+    fn rendered(block: &str, cr: Value) -> Vec<Value> {
+        let crd = compile_for_test(&format!("        reconcile:\n          onReconcile:\n{block}"));
+        let block = crd.crd_box().on_reconcile.clone().expect("onReconcile");
+        let resolver = Resolver::new(&cr, &[]);
+        block
+            .entries
+            .iter()
+            .map(|e| e.render(&resolver, &cr).unwrap())
+            .collect()
+    }
+
+    fn cr() -> Value {
+        json!({"metadata": {"name": "shop", "namespace": "web", "uid": "u1"}, "spec": {"image": "nginx:1.27", "replicas": 3, "tier": "gold"}})
+    }
+
+    #[test]
+    fn a_deployment_renders_with_typed_replicas_ports_and_owner_labels() {
+        let objects = rendered(
+            "            deployments:\n              - image: '{{ .spec.image }}'\n                replicas: '{{ .spec.replicas }}'\n                port: 8080\n                env: [{name: TIER, value: '{{ .spec.tier }}'}]\n                envFrom: {configMapRef: [{name: shared}]}\n",
+            cr(),
+        );
+        let d = &objects[0];
+        assert_eq!(d["apiVersion"], "apps/v1");
+        assert_eq!(d["metadata"]["name"], "shop-deployment", "the kind's default name");
+        assert_eq!(d["metadata"]["namespace"], "web");
+        assert_eq!(d["metadata"]["labels"][OWNER_LABEL], "shop");
+        assert_eq!(d["metadata"]["labels"][MANAGED_LABEL], "true");
+        assert_eq!(d["spec"]["replicas"], 3, "a rendered number becomes an integer");
+        let container = &d["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["image"], "nginx:1.27");
+        assert_eq!(container["ports"][0]["containerPort"], 8080);
+        assert_eq!(container["env"][0]["value"], "gold");
+        assert_eq!(container["envFrom"][0]["configMapRef"]["name"], "shared");
+        assert_eq!(d["spec"]["selector"]["matchLabels"]["app"], "shop");
+    }
+
+    #[test]
+    fn services_configmaps_secrets_jobs_and_custom_resources_render() {
+        let objects = rendered(
+            "            services:\n              - {name: '{{ .metadata.name }}', port: 80, targetPort: 8080}\n            configMaps:\n              - data: {tier: '{{ .spec.tier }}', count: 3}\n            secrets:\n              - data: {password: hunter2}\n            jobs:\n              - {image: busybox, command: [sh, -c, 'echo {{ .metadata.name }}'], backoffLimit: 2}\n            custom:\n              - {apiVersion: x.io/v1, kind: Gadget, spec: {size: '{{ .spec.replicas }}'}}\n",
+            cr(),
+        );
+        let by_kind = |kind: &str| objects.iter().find(|o| o["kind"] == kind).unwrap();
+        let svc = by_kind("Service");
+        assert_eq!(
+            (svc["metadata"]["name"].as_str(), &svc["spec"]["ports"][0]["targetPort"]),
+            (Some("shop"), &json!(8080))
+        );
+        assert_eq!(
+            svc["spec"]["selector"]["app"], "shop",
+            "selects the CR's pods by default"
+        );
+        assert_eq!(by_kind("ConfigMap")["data"], json!({"tier": "gold", "count": "3"}));
+        assert_eq!(by_kind("ConfigMap")["metadata"]["name"], "shop-config");
+        assert_eq!(by_kind("Secret")["stringData"]["password"], "hunter2");
+        let job = by_kind("Job");
+        assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
+        assert_eq!(
+            job["spec"]["template"]["spec"]["containers"][0]["command"][2],
+            "echo shop"
+        );
+        let gadget = by_kind("Gadget");
+        assert_eq!(
+            (gadget["apiVersion"].as_str(), &gadget["spec"]["size"]),
+            (Some("x.io/v1"), &json!("3"))
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! The declarative reconciler against the real API server: children created with owner
+//! references and our labels, onCreate left alone and onReconcile drift-corrected, deleted
+//! children recreated, other owners' objects never touched, DeleteIfOwned when a condition
+//! stops holding, status from `.children`, and no writes in a steady state.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use orkestra_test_support::eventually;
+use serde_json::json;
+
+use crate::pipeline::{Harness, WAIT, crd};
+
+const BOX: &str = "        reconcile:
+          resync: 1s
+          onCreate:
+            configMaps:
+              - {name: '{{ .metadata.name }}-once', data: {x: '1'}}
+          onReconcile:
+            configMaps:
+              - {name: '{{ .metadata.name }}-kept', data: {x: '{{ .spec.x }}'}}
+            services:
+              - {name: '{{ .metadata.name }}', port: 80, when: [{field: spec.exposed, equals: 'true'}]}
+        emit:
+          status:
+            fields:
+              - {path: kept, value: '{{ .children.configmap.data.x }}'}
+";
+
+async fn data(configmaps: &Api<ConfigMap>, name: &str) -> Option<String> {
+    configmaps
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|c| c.data)
+        .and_then(|d| d.get("x").cloned())
+}
+
+#[tokio::test]
+async fn children_are_owned_drift_corrected_recreated_and_status_reads_them() {
+    let h = Harness::start("children", &crd("app", "App", BOX), &[], true).await;
+    h.create("App", "a", json!({"x": "1", "exposed": true})).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let services: Api<Service> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    eventually("the children", WAIT, || async {
+        services.get_opt("a").await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    let kept = configmaps.get("a-kept").await.unwrap();
+    let owner = &kept.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("App", "a", Some(true))
+    );
+    let labels = kept.metadata.labels.clone().unwrap();
+    assert_eq!(
+        (
+            labels["orkestra-owner"].as_str(),
+            labels["orkestra.orkspace.io/managed"].as_str()
+        ),
+        ("a", "true")
+    );
+    eventually("status from .children", WAIT, || async {
+        let app = h.api("App").get("a").await.ok()?;
+        (app.data["status"]["kept"] == "1" && app.data["status"]["conditions"][0]["status"] == "True").then_some(())
+    })
+    .await
+    .unwrap();
+
+    // Hand edits: the onCreate child keeps them, the onReconcile child is corrected.
+    for name in ["a-once", "a-kept"] {
+        configmaps
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"x": "by-hand"}})),
+            )
+            .await
+            .unwrap();
+    }
+    eventually("drift correction", WAIT, || async {
+        (data(&configmaps, "a-kept").await.as_deref() == Some("1")).then_some(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        data(&configmaps, "a-once").await.as_deref(),
+        Some("by-hand"),
+        "onCreate children are never updated"
+    );
+
+    // A deleted onReconcile child comes back.
+    configmaps.delete("a-kept", &DeleteParams::default()).await.unwrap();
+    eventually("recreation", WAIT, || async { data(&configmaps, "a-kept").await })
+        .await
+        .unwrap();
+
+    // The condition of the Service stops holding: the Service we own goes.
+    h.patch("App", "a", json!({"spec": {"exposed": false}})).await;
+    eventually("DeleteIfOwned", WAIT, || async {
+        matches!(services.get_opt("a").await, Ok(None)).then_some(())
+    })
+    .await
+    .unwrap();
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn an_object_we_did_not_create_is_never_touched_and_the_cr_says_why() {
+    let h = Harness::start("not-owned", &crd("app", "App", BOX), &[], true).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let theirs: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "b-kept"}, "data": {"x": "theirs"}})).unwrap();
+    configmaps.create(&PostParams::default(), &theirs).await.unwrap();
+    h.create("App", "b", json!({"x": "1", "exposed": false})).await;
+    let condition = eventually("Ready=False", WAIT, || async {
+        let app = h.api("App").get("b").await.ok()?;
+        let ready = app.data["status"]["conditions"][0].clone();
+        (ready["status"] == "False").then_some(ready)
+    })
+    .await
+    .unwrap();
+    assert_eq!(condition["reason"], "ReconcileError");
+    assert!(
+        condition["message"]
+            .as_str()
+            .unwrap()
+            .contains("ConfigMap b-kept already exists and was not created for this App"),
+        "{condition}"
+    );
+    assert_eq!(data(&configmaps, "b-kept").await.as_deref(), Some("theirs"));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_steady_state_resync_writes_nothing() {
+    let h = Harness::start("steady", &crd("app", "App", BOX), &[], true).await;
+    h.create("App", "c", json!({"x": "1", "exposed": true})).await;
+    let writes = &h.handle("app").counters.writes;
+    eventually("the first reconcile's writes", WAIT, || async {
+        let app = h.api("App").get("c").await.ok()?;
+        (app.data["status"]["kept"] == "1").then_some(())
+    })
+    .await
+    .unwrap();
+    // Let the status write's own watch event come back and settle.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (before, reconciles) = (
+        writes.load(Ordering::Relaxed),
+        h.handle("app").counters.reconciles.load(Ordering::Relaxed),
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let after_reconciles = h.handle("app").counters.reconciles.load(Ordering::Relaxed);
+    assert!(
+        after_reconciles >= reconciles + 3,
+        "resyncs reconciled ({reconciles} → {after_reconciles})"
+    );
+    assert_eq!(writes.load(Ordering::Relaxed), before, "no write in a steady state");
+    h.stop().await;
+}
