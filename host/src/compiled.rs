@@ -90,6 +90,8 @@ pub struct CompiledBox {
     pub on_create: Option<crate::declarative::render::Block>,
     /// Applied with drift correction every reconcile.
     pub on_reconcile: Option<crate::declarative::render::Block>,
+    /// Run when the CR is being deleted: Jobs created and awaited, other entries deleted.
+    pub on_delete: Option<crate::declarative::render::Block>,
     /// Server-side apply with force, unless a resource says otherwise (default true).
     pub force_conflict: bool,
 }
@@ -133,6 +135,7 @@ impl CompiledBox {
         Ok(Self {
             on_create: block(&reconcile.on_create, false, "onCreate")?,
             on_reconcile: block(&reconcile.on_reconcile, true, "onReconcile")?,
+            on_delete: block(&reconcile.on_delete, false, "onDelete")?,
             force_conflict: reconcile.force_conflict.unwrap_or(true),
             gates: BoxGates::compile(ob, functions)?,
             restricted_namespaces: runtime.restricted_namespaces,
@@ -236,6 +239,14 @@ pub struct CompiledCrd {
     /// their parent.
     pub owned_kinds: Vec<(String, String)>,
     pub notes: Arc<Vec<Template>>,
+    /// The Katalog's name, written on each CR as `managed-by`.
+    pub katalog: String,
+    /// Finalizers this runtime puts on each CR (the cleanup finalizer first).
+    pub finalizers: Vec<String>,
+    /// `runtime.removeFinalizers`: strip them instead (testing).
+    pub remove_finalizers: bool,
+    /// CRD-level labels written onto each CR (values templated).
+    pub labels: Vec<(String, Template)>,
     pub boxes: EffectiveBoxes,
     compiled: Arc<CompiledBox>,
     targets: HashMap<String, Arc<CompiledBox>>,
@@ -250,7 +261,22 @@ fn selector(map: &std::collections::BTreeMap<String, String>) -> Option<String> 
     })
 }
 
+/// The finalizer this runtime always adds.
+pub const CLEANUP_FINALIZER: &str = "orkestra.orkspace.io/cleanup";
+
 impl CompiledCrd {
+    /// Compiles a CRD of `katalog`.
+    pub fn compile_in(katalog: &Katalog, crd: &LoadedCrd, notes: &Notes) -> Result<Self, Error> {
+        let mut compiled = Self::compile(crd, notes)?;
+        compiled.katalog = katalog.name.clone();
+        for finalizer in &katalog.finalizers {
+            if !compiled.finalizers.contains(finalizer) {
+                compiled.finalizers.push(finalizer.clone());
+            }
+        }
+        Ok(compiled)
+    }
+
     pub fn compile(crd: &LoadedCrd, notes: &Notes) -> Result<Self, Error> {
         let fail = |message: String| Error {
             crd: crd.name.clone(),
@@ -314,6 +340,24 @@ impl CompiledCrd {
                 }
             }
         }
+        let runtime = entry.operator_box.runtime.clone().unwrap_or_default();
+        let mut finalizers = vec![CLEANUP_FINALIZER.to_string()];
+        finalizers.extend(
+            runtime
+                .finalizers
+                .iter()
+                .filter(|f| f.as_str() != CLEANUP_FINALIZER)
+                .cloned(),
+        );
+        let labels = entry
+            .labels
+            .iter()
+            .map(|(k, v)| {
+                Template::compile(v, &notes.functions)
+                    .map(|t| (k.clone(), t))
+                    .map_err(|e| fail(format!("labels.{k}: {}", e.message)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let group_prefix = if types.group.is_empty() {
             String::new()
         } else {
@@ -348,6 +392,10 @@ impl CompiledCrd {
             events: observe.events.clone().into_iter().collect(),
             owned_kinds,
             notes: notes.templates.clone(),
+            katalog: String::new(),
+            finalizers,
+            remove_finalizers: runtime.remove_finalizers,
+            labels,
             boxes,
             compiled,
             targets,

@@ -13,3 +13,7 @@ pub const SERVE_INTENT: &str = "orkestra.orkspace.io/serve-intent";
 pub const HEALTH: &str = "orkestra.orkspace.io/health";
 /// Metrics of the CRD stamped on each CR after reconcile (JSON), readable as `.metrics`.
 pub const CROSS_METRICS: &str = "orkestra.orkspace.io/cross-metrics";
+/// The Katalog that manages a CR (written once).
+pub const MANAGED_BY: &str = "orkestra.orkspace.io/managed-by";
+/// When the runtime first managed a CR, RFC 3339 (written once).
+pub const MANAGED_SINCE: &str = "orkestra.orkspace.io/managed-since";

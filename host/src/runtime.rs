@@ -72,7 +72,7 @@ impl Runtime {
         let health = HealthBoard::default();
         let mut crds = Vec::new();
         for crd in katalog.crds.values().filter(|c| c.entry.enabled) {
-            let compiled = Arc::new(CompiledCrd::compile(crd, &notes)?);
+            let compiled = Arc::new(CompiledCrd::compile_in(katalog, crd, &notes)?);
             health.register(&compiled.name, compiled.failure_threshold);
             crds.push(CrdHandle {
                 crd: compiled,

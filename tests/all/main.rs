@@ -5,6 +5,7 @@
 mod cli;
 mod cluster;
 mod control_plane;
+mod lifecycle;
 mod ork;
 mod pipeline;
 mod reconcile;

@@ -18,6 +18,18 @@ use crate::kordinator::Counters;
 use crate::manifests::FIELD_MANAGER;
 use crate::mux::ReconcileError;
 
+/// How to apply one child.
+#[derive(Debug, Clone, Copy)]
+pub struct Mode {
+    /// Leave an existing object alone.
+    pub create_only: bool,
+    /// Take fields over from other field managers.
+    pub force: bool,
+    /// Set the CR as controller owner (same-namespace children only). Off for onDelete Jobs,
+    /// which must outlive the CR.
+    pub owned: bool,
+}
+
 /// Applies children for one CRD; remembers what discovery said about each kind.
 pub struct Applier {
     client: kube::Client,
@@ -71,21 +83,16 @@ impl Applier {
         Ok((api, scope))
     }
 
-    /// Applies `object` for `cr`. `create_only`: leave an existing object alone. Returns the
-    /// object as it is in the cluster afterwards.
-    pub async fn apply(
-        &self,
-        mut object: Value,
-        cr: &Value,
-        create_only: bool,
-        force: bool,
-    ) -> Result<Value, ReconcileError> {
+    /// Applies `object` for `cr`. Returns the object as it is in the cluster afterwards and
+    /// whether this call wrote it.
+    pub async fn apply(&self, mut object: Value, cr: &Value, mode: Mode) -> Result<(Value, bool), ReconcileError> {
         let (api, scope) = self.api(&object).await?;
         let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
         let kind = object["kind"].as_str().unwrap_or_default().to_string();
         let cr_name = cr["metadata"]["name"].as_str().unwrap_or_default();
         let cr_namespace = cr["metadata"]["namespace"].as_str();
-        if scope == Scope::Namespaced
+        if mode.owned
+            && scope == Scope::Namespaced
             && cr_namespace.is_some()
             && object["metadata"]["namespace"].as_str() == cr_namespace
         {
@@ -93,6 +100,12 @@ impl Applier {
                 "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": cr_name, "uid": cr["metadata"]["uid"],
                 "controller": true, "blockOwnerDeletion": true,
             }]);
+        }
+        if scope == Scope::Cluster
+            && let Some(metadata) = object["metadata"].as_object_mut()
+        {
+            // The server drops it; keeping it would make every comparison a difference.
+            metadata.remove("namespace");
         }
         let failed = |e: kube::Error| ReconcileError::new("ApplyFailed", format!("{kind} {name}: {e}"));
         if let Some(live) = api.get_opt(&name).await.map_err(failed)? {
@@ -106,11 +119,11 @@ impl Applier {
                     ),
                 ));
             }
-            if create_only || contains(&live, &comparable(&object)) {
-                return Ok(live);
+            if mode.create_only || contains(&live, &comparable(&object)) {
+                return Ok((live, false));
             }
         }
-        let params = if force {
+        let params = if mode.force {
             PatchParams::apply(FIELD_MANAGER).force()
         } else {
             PatchParams::apply(FIELD_MANAGER)
@@ -120,7 +133,12 @@ impl Applier {
             .patch(&name, &params, &Patch::Apply(&object))
             .await
             .map_err(failed)?;
-        Ok(serde_json::to_value(applied).unwrap_or_default())
+        Ok((serde_json::to_value(applied).unwrap_or_default(), true))
+    }
+
+    /// Whether `object`'s kind is cluster-scoped (no owner reference can collect it).
+    pub async fn is_cluster_scoped(&self, object: &Value) -> Result<bool, ReconcileError> {
+        Ok(self.api(object).await?.1 == Scope::Cluster)
     }
 
     /// Deletes the object named like `object` if it carries this CR's owner label.

@@ -1,10 +1,13 @@
-//! The declarative reconciler (Katalog templates only): renders and applies the CR's child
-//! resources (`onCreate` once, `onReconcile` with drift correction, DeleteIfOwned for entries
-//! whose conditions fail), then writes status: the Ready condition with observedGeneration
-//! and the declared `emit.status` fields (in order, the last match winning, `.children`
-//! visible), skipping the PATCH when nothing changed so a reconcile never triggers itself.
+//! The declarative reconciler (Katalog templates only). On each reconcile: mark the CR as
+//! ours (finalizers, labels, annotations), render and apply its children (`onCreate` once,
+//! `onReconcile` with drift correction, DeleteIfOwned for entries whose conditions fail),
+//! then write status (Ready with observedGeneration, then the `emit.status` fields in order,
+//! `.children` visible), skipping every write whose result is already there so a reconcile
+//! never triggers itself. On deletion: the onDelete work, then our finalizers off.
 
 mod apply;
+mod lifecycle;
+mod record;
 pub mod render;
 
 use std::sync::Arc;
@@ -28,8 +31,12 @@ pub struct Declarative {
     client: kube::Client,
     crd: Arc<CompiledCrd>,
     applier: apply::Applier,
+    events: record::Events,
     counters: Arc<Counters>,
 }
+
+/// How often a CR being deleted looks at its onDelete Jobs again.
+const JOB_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Longest Ready message, as upstream (253 characters and "...").
 const MESSAGE_LIMIT: usize = 256;
@@ -39,6 +46,7 @@ impl Declarative {
     pub fn new(client: kube::Client, crd: Arc<CompiledCrd>, counters: Arc<Counters>) -> Self {
         Self {
             applier: apply::Applier::new(client.clone(), counters.clone()),
+            events: record::Events::new(client.clone()),
             client,
             crd,
             counters,
@@ -49,23 +57,181 @@ impl Declarative {
         let Some(object) = &request.object else {
             return Ok(Action::Done);
         };
-        if !object["metadata"]["deletionTimestamp"].is_null() {
-            return Ok(Action::Done);
-        }
         let (compiled, _) = self.crd.for_object(object);
+        if !object["metadata"]["deletionTimestamp"].is_null() {
+            return self.finalize(request, compiled, object).await;
+        }
         let now = jiff::Timestamp::now();
-        let outcome = self.children(compiled, object).await;
+        let outcome = match self.bookkeeping(request, object, now).await {
+            Ok(patched) => self
+                .children(compiled, object)
+                .await
+                .map(|(c, wrote)| (c, wrote || patched)),
+            Err(error) => Err(error),
+        };
         let status = match &outcome {
-            Ok(children) => desired_status(compiled, object, &self.crd.notes, now, Some(children)),
+            Ok((children, _)) => desired_status(compiled, object, &self.crd.notes, now, Some(children)),
             Err(error) => failed_status(object, error, now),
         };
-        self.patch_status(request, object, status).await?;
-        outcome.map(|_| Action::Done)
+        let status_written = self.patch_status(request, object, status).await?;
+        match outcome {
+            Ok((_, wrote)) => {
+                if wrote || status_written {
+                    let note = format!("{} {} reconciled", self.crd.kind, request.key);
+                    self.events
+                        .normal(object, &format!("{}Reconciled", self.crd.kind), note)
+                        .await;
+                }
+                Ok(Action::Done)
+            }
+            Err(error) => {
+                self.events
+                    .warning(object, &format!("{}ReconcileError", self.crd.kind), error.to_string())
+                    .await;
+                Err(error)
+            }
+        }
     }
 
-    /// Applies the templates; returns `.children` (the applied objects by lowercase kind).
-    async fn children(&self, compiled: &CompiledBox, object: &Value) -> Result<Value, ReconcileError> {
+    /// Finalizers, the managed label, CRD labels and the managed-by/-since annotations.
+    /// Returns whether it wrote. The patch carries the resourceVersion, so a finalizer list
+    /// changed by someone else in between is a conflict and a retry, never a lost entry.
+    async fn bookkeeping(
+        &self,
+        request: &Request,
+        object: &Value,
+        now: jiff::Timestamp,
+    ) -> Result<bool, ReconcileError> {
+        let resolver = Resolver::new(object, &self.crd.notes);
+        let Some(mut patch) = lifecycle::bookkeeping_patch(&self.crd, object, &resolver, now)
+            .map_err(|e| ReconcileError::new("RenderFailed", e))?
+        else {
+            return Ok(false);
+        };
+        let added = patch["metadata"]["finalizers"].is_array() && !self.crd.remove_finalizers;
+        patch["metadata"]["resourceVersion"] = object["metadata"]["resourceVersion"].clone();
+        self.patch_object(request, patch).await?;
+        if added {
+            let note = format!("finalizers {} in place", self.crd.finalizers.join(", "));
+            self.events
+                .normal(object, &format!("{}FinalizerAdded", self.crd.kind), note)
+                .await;
+        }
+        Ok(true)
+    }
+
+    /// The deletion path: onDelete work (or the cluster-scoped children, which no owner
+    /// reference collects), then our finalizers off, others' kept.
+    async fn finalize(
+        &self,
+        request: &Request,
+        compiled: &CompiledBox,
+        object: &Value,
+    ) -> Result<Action, ReconcileError> {
+        let current = lifecycle::finalizers(object);
+        let remaining: Vec<&String> = current
+            .iter()
+            .filter(|f| !self.crd.finalizers.contains(f) && f.as_str() != lifecycle::LEGACY_FINALIZER)
+            .collect();
+        if remaining.len() == current.len() {
+            return Ok(Action::Done);
+        }
+        let kind = &self.crd.kind;
+        self.events
+            .normal(object, "Deleting", format!("cleaning up {kind} {}", request.key))
+            .await;
+        match self.clean_up(compiled, object).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(Action::RequeueAfter(JOB_POLL)),
+            Err(error) => {
+                self.events
+                    .warning(object, &format!("{kind}DeleteError"), error.to_string())
+                    .await;
+                return Err(error);
+            }
+        }
+        let patch = json!({"metadata": {
+            "finalizers": remaining, "resourceVersion": object["metadata"]["resourceVersion"],
+        }});
+        self.patch_object(request, patch).await?;
+        self.events
+            .normal(
+                object,
+                &format!("{kind}Deleted"),
+                format!("{kind} {} cleaned up", request.key),
+            )
+            .await;
+        Ok(Action::Done)
+    }
+
+    /// Returns false while an onDelete Job is still running.
+    async fn clean_up(&self, compiled: &CompiledBox, object: &Value) -> Result<bool, ReconcileError> {
+        let resolver = Resolver::new(object, &self.crd.notes);
+        if let Some(block) = &compiled.on_delete {
+            // A failing block gate means: no cleanup, the finalizer goes at once.
+            if !block.conditions.passes(&resolver, None) {
+                return Ok(true);
+            }
+            let mut finished = true;
+            for entry in &block.entries {
+                for scoped in expand(entry, &resolver) {
+                    if !entry.conditions.passes(&scoped, None) {
+                        continue;
+                    }
+                    if entry.kind.key == "jobs" {
+                        let rendered = entry
+                            .render(&scoped, object)
+                            .map_err(|e| ReconcileError::new("RenderFailed", format!("onDelete.jobs: {e}")))?;
+                        let mode = apply::Mode {
+                            create_only: true,
+                            force: false,
+                            owned: false,
+                        };
+                        let (live, _) = self.applier.apply(rendered, object, mode).await?;
+                        finished &= lifecycle::job_finished(&live);
+                    } else {
+                        self.applier
+                            .delete_if_owned(&child_ref(entry, &scoped, object)?, object)
+                            .await?;
+                    }
+                }
+            }
+            return Ok(finished);
+        }
+        for block in [&compiled.on_create, &compiled.on_reconcile].into_iter().flatten() {
+            for entry in &block.entries {
+                for scoped in expand(entry, &resolver) {
+                    let child = child_ref(entry, &scoped, object)?;
+                    if self.applier.is_cluster_scoped(&child).await? {
+                        self.applier.delete_if_owned(&child, object).await?;
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    async fn patch_object(&self, request: &Request, patch: Value) -> Result<(), ReconcileError> {
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        self.api(request)
+            .patch(split_key(&request.key).1, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map_err(|e| ReconcileError::new("MetadataPatchFailed", e.to_string()))?;
+        Ok(())
+    }
+
+    fn api(&self, request: &Request) -> Api<DynamicObject> {
+        match split_key(&request.key).0 {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, request.resource.as_ref()),
+            None => Api::all_with(self.client.clone(), request.resource.as_ref()),
+        }
+    }
+
+    /// Applies the templates; returns `.children` (the applied objects by lowercase kind) and
+    /// whether anything was written.
+    async fn children(&self, compiled: &CompiledBox, object: &Value) -> Result<(Value, bool), ReconcileError> {
         let mut children = Map::new();
+        let mut wrote = false;
         let resolver = Resolver::new(object, &self.crd.notes);
         for (block, is_create) in [(&compiled.on_create, true), (&compiled.on_reconcile, false)] {
             let Some(block) = block else { continue };
@@ -85,9 +251,13 @@ impl Declarative {
                             entry.kind.key,
                             rendered["metadata"]["name"].as_str().unwrap_or_default().to_string(),
                         ));
-                        let create_only = !entry.reconcile || entry.kind.key == "jobs";
-                        let force = entry.force.unwrap_or(compiled.force_conflict);
-                        let live = self.applier.apply(rendered, object, create_only, force).await?;
+                        let mode = apply::Mode {
+                            create_only: !entry.reconcile || entry.kind.key == "jobs",
+                            force: entry.force.unwrap_or(compiled.force_conflict),
+                            owned: true,
+                        };
+                        let (live, written) = self.applier.apply(rendered, object, mode).await?;
+                        wrote |= written;
                         let key = live["kind"].as_str().unwrap_or(entry.kind.kind).to_lowercase();
                         children.entry(key).or_insert(live);
                     } else if !is_create && entry.reconcile {
@@ -96,43 +266,59 @@ impl Declarative {
                 }
             }
             for (entry, scoped) in failing {
-                let cr_name = object["metadata"]["name"].as_str().unwrap_or_default();
-                let name = entry
-                    .render_name(&scoped, cr_name)
-                    .map_err(|e| ReconcileError::new("RenderFailed", e))?;
+                let target = child_ref(entry, &scoped, object)?;
+                let name = target["metadata"]["name"].as_str().unwrap_or_default();
                 if kept
                     .iter()
-                    .any(|(kind, kept_name)| *kind == entry.kind.key && *kept_name == name)
+                    .any(|(kind, kept_name)| *kind == entry.kind.key && kept_name == name)
                 {
                     continue;
                 }
-                let target = json!({
-                    "apiVersion": entry.kind.api_version, "kind": entry.kind.kind,
-                    "metadata": {"name": name, "namespace": object["metadata"]["namespace"]},
-                });
-                if !entry.kind.api_version.is_empty() && self.applier.delete_if_owned(&target, object).await? {
-                    tracing::info!(kind = entry.kind.kind, %name, "condition no longer holds: deleted the child we own");
+                if self.applier.delete_if_owned(&target, object).await? {
+                    wrote = true;
+                    tracing::info!(kind = %target["kind"], %name, "condition no longer holds: deleted the child we own");
                 }
             }
         }
-        Ok(Value::Object(children))
+        Ok((Value::Object(children), wrote))
     }
 
-    async fn patch_status(&self, request: &Request, object: &Value, status: Value) -> Result<(), ReconcileError> {
+    /// Writes `status` unless it is already there; returns whether it wrote.
+    async fn patch_status(&self, request: &Request, object: &Value, status: Value) -> Result<bool, ReconcileError> {
         if object.get("status") == Some(&status) || (object.get("status").is_none() && status == json!({})) {
-            return Ok(());
+            return Ok(false);
         }
-        let (namespace, name) = split_key(&request.key);
-        let api: Api<DynamicObject> = match namespace {
-            Some(ns) => Api::namespaced_with(self.client.clone(), ns, request.resource.as_ref()),
-            None => Api::all_with(self.client.clone(), request.resource.as_ref()),
-        };
         self.counters.writes.fetch_add(1, Ordering::Relaxed);
-        api.patch_status(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
+        self.api(request)
+            .patch_status(
+                split_key(&request.key).1,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": status})),
+            )
             .await
             .map_err(|e| ReconcileError::new("StatusPatchFailed", e.to_string()))?;
-        Ok(())
+        Ok(true)
     }
+}
+
+/// apiVersion, kind, name and namespace of an entry's object, to find or delete it. Custom
+/// entries carry their kind in the template, so only they are rendered whole.
+fn child_ref(entry: &render::Entry, scoped: &Resolver<'_, '_>, cr: &Value) -> Result<Value, ReconcileError> {
+    let failed = |e: String| ReconcileError::new("RenderFailed", format!("{}: {e}", entry.kind.key));
+    if entry.kind.api_version.is_empty() {
+        let rendered = entry.render(scoped, cr).map_err(failed)?;
+        return Ok(json!({
+            "apiVersion": rendered["apiVersion"], "kind": rendered["kind"],
+            "metadata": {"name": rendered["metadata"]["name"], "namespace": rendered["metadata"]["namespace"]},
+        }));
+    }
+    let name = entry
+        .render_name(scoped, cr["metadata"]["name"].as_str().unwrap_or_default())
+        .map_err(failed)?;
+    Ok(json!({
+        "apiVersion": entry.kind.api_version, "kind": entry.kind.kind,
+        "metadata": {"name": name, "namespace": cr["metadata"]["namespace"]},
+    }))
 }
 
 /// One resolver per element for a `forEach` entry (`.item` and `.<as>`), else one.
@@ -169,15 +355,7 @@ fn failed_status(object: &Value, error: &ReconcileError, now: jiff::Timestamp) -
         .cloned()
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({}));
-    let mut message = error.to_string();
-    if message.len() > MESSAGE_LIMIT {
-        let mut cut = MESSAGE_LIMIT - 3;
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        message.truncate(cut);
-        message.push_str("...");
-    }
+    let message = record::bounded(error.to_string(), MESSAGE_LIMIT);
     let previous = status["conditions"]
         .as_array()
         .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))

@@ -1,0 +1,149 @@
+//! CR bookkeeping and deletion against the real API server (with kube-controller-manager):
+//! our finalizers, labels and annotations on each CR, Events on change, and on deletion the
+//! onDelete Jobs (un-owned, awaited until the job controller finishes them) or the owned
+//! cluster-scoped children, then only our finalizers removed.
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::api::{Api, DeleteParams, ListParams};
+use orkestra_test_support::eventually;
+use serde_json::{Value, json};
+
+use crate::pipeline::{Harness, WAIT, crd};
+
+const CLEANUP: &str = "orkestra.orkspace.io/cleanup";
+
+fn finalizers(object: &Value) -> Vec<&str> {
+    object["metadata"]["finalizers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+async fn reasons(h: &Harness, name: &str) -> Vec<String> {
+    let events: Api<Event> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let params = ListParams::default().fields(&format!("regarding.name={name}"));
+    let list = events.list(&params).await.map(|l| l.items).unwrap_or_default();
+    list.into_iter().filter_map(|e| e.reason).collect()
+}
+
+#[tokio::test]
+async fn a_cr_is_marked_as_ours_and_on_deletion_loses_only_our_finalizers() {
+    let operator_box = "        runtime:
+          finalizers: [example.io/audit]
+        reconcile:
+          onReconcile:
+            custom:
+              - apiVersion: rbac.authorization.k8s.io/v1
+                kind: ClusterRole
+                name: '{{ .metadata.namespace }}-{{ .metadata.name }}'
+";
+    let h = Harness::start("lifecycle", &crd("app", "App", operator_box), &[], true).await;
+    h.create("App", "a", json!({})).await;
+    let app = eventually("bookkeeping", WAIT, || async {
+        let app = h.api("App").get("a").await.ok()?;
+        let app = serde_json::to_value(app).ok()?;
+        (app["status"]["conditions"][0]["status"] == "True").then_some(app)
+    })
+    .await
+    .unwrap();
+    assert_eq!(finalizers(&app), [CLEANUP, "example.io/audit"]);
+    assert_eq!(app["metadata"]["labels"]["orkestra.orkspace.io/managed"], "true");
+    assert_eq!(
+        app["metadata"]["annotations"]["orkestra.orkspace.io/managed-by"],
+        "lifecycle"
+    );
+    let since = app["metadata"]["annotations"]["orkestra.orkspace.io/managed-since"]
+        .as_str()
+        .unwrap();
+    assert!(
+        since.parse::<jiff::Timestamp>().is_ok(),
+        "managed-since is RFC 3339: {since}"
+    );
+    let roles: Api<ClusterRole> = Api::all(h.ns.client.clone());
+    let role_name = format!("{}-a", h.ns.name);
+    assert!(
+        roles.get_opt(&role_name).await.unwrap().is_some(),
+        "the cluster-scoped child"
+    );
+    eventually("events", WAIT, || async {
+        let reasons = reasons(&h, "a").await;
+        (reasons.iter().any(|r| r == "AppFinalizerAdded") && reasons.iter().any(|r| r == "AppReconciled")).then_some(())
+    })
+    .await
+    .unwrap();
+
+    // Someone else's finalizer survives our cleanup and keeps the CR until they are done.
+    h.patch(
+        "App",
+        "a",
+        json!({"metadata": {"finalizers": [CLEANUP, "example.io/audit", "someone.else/keep"]}}),
+    )
+    .await;
+    h.api("App").delete("a", &DeleteParams::default()).await.unwrap();
+    let app = eventually("our finalizers removed", WAIT, || async {
+        let app = serde_json::to_value(h.api("App").get("a").await.ok()?).ok()?;
+        (finalizers(&app) == ["someone.else/keep"]).then_some(app)
+    })
+    .await
+    .unwrap();
+    assert!(app["metadata"]["deletionTimestamp"].is_string());
+    assert!(
+        roles.get_opt(&role_name).await.unwrap().is_none(),
+        "owned cluster-scoped children are deleted: no owner reference collects them"
+    );
+    assert!(reasons(&h, "a").await.iter().any(|r| r == "AppDeleted"));
+    h.patch("App", "a", json!({"metadata": {"finalizers": []}})).await;
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn on_delete_jobs_outlive_the_cr_and_hold_it_until_they_finish() {
+    // No kubelet runs here, so the job controller fails the Job at its deadline: finished.
+    let operator_box = "        reconcile:
+          onDelete:
+            jobs:
+              - {name: '{{ .metadata.name }}-farewell', image: busybox, command: ['true'], activeDeadlineSeconds: 3, backoffLimit: 0}
+";
+    let h = Harness::start("on-delete", &crd("app", "App", operator_box), &[], true).await;
+    h.create("App", "b", json!({})).await;
+    eventually("the cleanup finalizer", WAIT, || async {
+        let app = serde_json::to_value(h.api("App").get("b").await.ok()?).ok()?;
+        finalizers(&app).contains(&CLEANUP).then_some(())
+    })
+    .await
+    .unwrap();
+    let jobs: Api<Job> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    assert!(
+        jobs.get_opt("b-farewell").await.unwrap().is_none(),
+        "onDelete runs only on deletion"
+    );
+
+    h.api("App").delete("b", &DeleteParams::default()).await.unwrap();
+    let job = eventually("the onDelete Job", WAIT, || async {
+        jobs.get_opt("b-farewell").await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    assert!(
+        job.metadata.owner_references.unwrap_or_default().is_empty(),
+        "an onDelete Job has no owner: it must outlive the CR"
+    );
+    let app = serde_json::to_value(h.api("App").get("b").await.unwrap()).unwrap();
+    assert!(
+        finalizers(&app).contains(&CLEANUP),
+        "the CR waits for its Job (the job controller needs seconds to fail it)"
+    );
+    eventually("the CR gone once the Job finished", WAIT, || async {
+        matches!(h.api("App").get_opt("b").await, Ok(None)).then_some(())
+    })
+    .await
+    .unwrap();
+    let job = jobs.get("b-farewell").await.unwrap();
+    let failed = job.status.and_then(|s| s.conditions).unwrap_or_default();
+    assert!(failed.iter().any(|c| c.type_ == "Failed" && c.status == "True"));
+    h.stop().await;
+}
