@@ -18,6 +18,7 @@ pub mod control_plane;
 pub mod crd_install;
 pub mod cron;
 pub mod declarative;
+pub mod discovery;
 pub mod duration;
 pub mod effective_box;
 pub mod enqueue;

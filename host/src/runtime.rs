@@ -390,10 +390,8 @@ impl CrdRun {
 
     /// An API for a secondary kind, found through discovery; `None` (logged) when unknown.
     async fn api_for(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Option<Api<DynamicObject>> {
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        match kube::discovery::pinned_kind(&self.client, &gvk).await {
-            Ok((resource, caps)) => Some(match (namespace, caps.scope) {
+        match crate::discovery::resolve(&self.client, api_version, kind).await {
+            Ok((resource, scope)) => Some(match (namespace, scope) {
                 (Some(ns), Scope::Namespaced) => Api::namespaced_with(self.client.clone(), ns, &resource),
                 _ => Api::all_with(self.client.clone(), &resource),
             }),

@@ -5,6 +5,7 @@
 mod cli;
 mod cluster;
 mod control_plane;
+mod kinds;
 mod lifecycle;
 mod ork;
 mod pipeline;

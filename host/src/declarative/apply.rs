@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::core::ApiResource;
 use kube::discovery::Scope;
 use serde_json::{Value, json};
 
@@ -46,7 +46,8 @@ impl Applier {
         }
     }
 
-    async fn api(&self, object: &Value) -> Result<(Api<DynamicObject>, Scope), ReconcileError> {
+    /// The API for `object`'s kind, its scope and the apiVersion the server serves it as.
+    async fn api(&self, object: &Value) -> Result<(Api<DynamicObject>, Scope, String), ReconcileError> {
         let api_version = object["apiVersion"].as_str().unwrap_or_default().to_string();
         let kind = object["kind"].as_str().unwrap_or_default().to_string();
         let known = self
@@ -58,17 +59,14 @@ impl Applier {
         let (resource, scope) = match known {
             Some(found) => found,
             None => {
-                let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
-                let (resource, caps) =
-                    kube::discovery::pinned_kind(&self.client, &GroupVersionKind::gvk(group, version, &kind))
-                        .await
-                        .map_err(|e| {
-                            ReconcileError::new(
-                                "UnknownKind",
-                                format!("{api_version} {kind} is not served by the API server: {e}"),
-                            )
-                        })?;
-                let found = (resource, caps.scope);
+                let found = crate::discovery::resolve(&self.client, &api_version, &kind)
+                    .await
+                    .map_err(|e| {
+                        ReconcileError::new(
+                            "UnknownKind",
+                            format!("{api_version} {kind} is not served by the API server: {e}"),
+                        )
+                    })?;
                 self.kinds
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -80,13 +78,15 @@ impl Applier {
             (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &resource),
             _ => Api::all_with(self.client.clone(), &resource),
         };
-        Ok((api, scope))
+        Ok((api, scope, resource.api_version))
     }
 
     /// Applies `object` for `cr`. Returns the object as it is in the cluster afterwards and
     /// whether this call wrote it.
     pub async fn apply(&self, mut object: Value, cr: &Value, mode: Mode) -> Result<(Value, bool), ReconcileError> {
-        let (api, scope) = self.api(&object).await?;
+        let (api, scope, served) = self.api(&object).await?;
+        // The version the server serves (an older one on an older cluster).
+        object["apiVersion"] = json!(served);
         let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
         let kind = object["kind"].as_str().unwrap_or_default().to_string();
         let cr_name = cr["metadata"]["name"].as_str().unwrap_or_default();
@@ -143,7 +143,7 @@ impl Applier {
 
     /// Deletes the object named like `object` if it carries this CR's owner label.
     pub async fn delete_if_owned(&self, object: &Value, cr: &Value) -> Result<bool, ReconcileError> {
-        let (api, _) = self.api(object).await?;
+        let (api, ..) = self.api(object).await?;
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
         let failed = |e: kube::Error| ReconcileError::new("DeleteFailed", format!("{} {name}: {e}", object["kind"]));
         let Some(live) = api.get_opt(name).await.map_err(failed)? else {

@@ -184,7 +184,7 @@ impl Entry {
                 metadata["namespace"] = json!(namespace);
             }
         }
-        let body = body(self.kind, &fields, cr_name)?;
+        let body = body(self.kind, &fields, cr_name, cr_namespace)?;
         let mut object = json!({"apiVersion": self.kind.api_version, "kind": self.kind.kind, "metadata": metadata});
         if let Value::Object(body) = body {
             for (key, value) in body {
@@ -255,19 +255,19 @@ fn pod_spec(fields: &Map<String, Value>, name: &str, restart: Option<&str>) -> R
         "name": fields.get("containerName").and_then(Value::as_str).unwrap_or(name),
         "image": fields.get("image").cloned().ok_or("image is required")?,
     });
-    for key in [
-        "command",
-        "args",
-        "env",
-        "resources",
-        "volumeMounts",
-        "imagePullPolicy",
-        "securityContext",
-    ] {
-        if let Some(value) = fields.get(key).filter(|v| !v.is_null()) {
-            container[key] = value.clone();
-        }
-    }
+    copy(
+        fields,
+        &mut container,
+        &[
+            "command",
+            "args",
+            "env",
+            "resources",
+            "volumeMounts",
+            "imagePullPolicy",
+            "securityContext",
+        ],
+    );
     if let Some(dir) = fields.get("workingDirectory") {
         container["workingDir"] = dir.clone();
     }
@@ -289,17 +289,17 @@ fn pod_spec(fields: &Map<String, Value>, name: &str, restart: Option<&str>) -> R
         container["envFrom"] = Value::Array(list);
     }
     let mut spec = json!({"containers": [container]});
-    for key in [
-        "volumes",
-        "nodeSelector",
-        "tolerations",
-        "affinity",
-        "serviceAccountName",
-    ] {
-        if let Some(value) = fields.get(key).filter(|v| !v.is_null()) {
-            spec[key] = value.clone();
-        }
-    }
+    copy(
+        fields,
+        &mut spec,
+        &[
+            "volumes",
+            "nodeSelector",
+            "tolerations",
+            "affinity",
+            "serviceAccountName",
+        ],
+    );
     if let Some(secrets) = fields.get("imagePullSecrets").and_then(Value::as_array) {
         let list: Vec<Value> = secrets
             .iter()
@@ -322,8 +322,16 @@ fn pod_labels(cr: &str) -> Value {
 }
 
 /// The kind-specific part of the object.
-fn body(kind: &KindSpec, fields: &Map<String, Value>, cr: &str) -> Result<Value, String> {
-    let get = |key: &str| fields.get(key).cloned();
+fn body(kind: &KindSpec, fields: &Map<String, Value>, cr: &str, cr_namespace: &str) -> Result<Value, String> {
+    let get = |key: &str| fields.get(key).cloned().filter(|v| !v.is_null());
+    // Named presets belong to the profiles feature, which this runtime does not render yet:
+    // refusing beats silently producing an object without the preset's content.
+    if fields.get("profile").is_some() {
+        return Err(format!(
+            "{}: profile presets are not supported yet; write the fields",
+            kind.key
+        ));
+    }
     Ok(match kind.key {
         "deployments" | "statefulSets" | "replicaSets" => {
             let replicas = int(fields.get("replicas"), "replicas")?.unwrap_or(1);
@@ -397,6 +405,149 @@ fn body(kind: &KindSpec, fields: &Map<String, Value>, cr: &str) -> Result<Value,
             }
             body
         }
+        "cronJobs" => {
+            let mut job = json!({"template": {"spec": pod_spec(fields, cr, Some("OnFailure"))?}});
+            if let Some(n) = int(fields.get("backoffLimit"), "backoffLimit")? {
+                job["backoffLimit"] = json!(n);
+            }
+            let mut spec =
+                json!({"schedule": get("schedule").ok_or("schedule is required")?, "jobTemplate": {"spec": job}});
+            copy(fields, &mut spec, &["suspend", "concurrencyPolicy"]);
+            for key in [
+                "successfulJobsHistoryLimit",
+                "failedJobsHistoryLimit",
+                "startingDeadlineSeconds",
+            ] {
+                if let Some(n) = int(fields.get(key), key)? {
+                    spec[key] = json!(n);
+                }
+            }
+            json!({"spec": spec})
+        }
+        "ingresses" => {
+            let mut spec = json!({});
+            copy(fields, &mut spec, &["ingressClassName", "tls", "rules"]);
+            if spec.get("rules").is_none() {
+                let port = int(fields.get("servicePort").or(fields.get("port")), "servicePort")?.unwrap_or(80);
+                let service = get("serviceName").unwrap_or_else(|| json!(default_name("services", cr)));
+                let mut rule = json!({"http": {"paths": [{
+                    "path": get("path").unwrap_or_else(|| json!("/")),
+                    "pathType": get("pathType").unwrap_or_else(|| json!("Prefix")),
+                    "backend": {"service": {"name": service, "port": {"number": port}}},
+                }]}});
+                if let Some(host) = get("host") {
+                    rule["host"] = host;
+                }
+                spec["rules"] = json!([rule]);
+            }
+            json!({"spec": spec})
+        }
+        "persistentVolumes" => {
+            let capacity = match (get("capacity"), get("storage")) {
+                (Some(capacity), _) => capacity,
+                (None, Some(storage)) => json!({"storage": storage}),
+                (None, None) => return Err("storage (or capacity) is required".into()),
+            };
+            let mut spec = json!({
+                "capacity": capacity,
+                "accessModes": get("accessModes").unwrap_or_else(|| json!(["ReadWriteOnce"])),
+            });
+            copy(fields, &mut spec, &["storageClassName", "volumeMode", "nfs", "csi"]);
+            if let Some(policy) = get("reclaimPolicy") {
+                spec["persistentVolumeReclaimPolicy"] = policy;
+            }
+            match get("hostPath") {
+                Some(Value::String(path)) => spec["hostPath"] = json!({"path": path}),
+                Some(other) => spec["hostPath"] = other,
+                None => {}
+            }
+            json!({"spec": spec})
+        }
+        "persistentVolumeClaims" => {
+            let mut spec = json!({
+                "accessModes": get("accessModes").unwrap_or_else(|| json!(["ReadWriteOnce"])),
+                "resources": {"requests": {"storage": get("storage").ok_or("storage is required")?}},
+            });
+            copy(fields, &mut spec, &["storageClassName", "volumeMode", "volumeName"]);
+            json!({"spec": spec})
+        }
+        "hpa" => {
+            let target = get("scaleTargetRef").unwrap_or_else(|| {
+                let name = get("target").unwrap_or_else(|| json!(default_name("deployments", cr)));
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": name})
+            });
+            let mut metrics: Vec<Value> = get("metrics").and_then(|m| m.as_array().cloned()).unwrap_or_default();
+            for (key, resource) in [("targetCPUUtilization", "cpu"), ("targetMemoryUtilization", "memory")] {
+                if let Some(percent) = int(fields.get(key), key)? {
+                    metrics.push(json!({"type": "Resource", "resource": {
+                        "name": resource, "target": {"type": "Utilization", "averageUtilization": percent},
+                    }}));
+                }
+            }
+            let max = int(fields.get("maxReplicas"), "maxReplicas")?.ok_or("maxReplicas is required")?;
+            let mut spec = json!({
+                "scaleTargetRef": target,
+                "minReplicas": int(fields.get("minReplicas"), "minReplicas")?.unwrap_or(1),
+                "maxReplicas": max,
+            });
+            if !metrics.is_empty() {
+                spec["metrics"] = Value::Array(metrics);
+            }
+            copy(fields, &mut spec, &["behavior"]);
+            json!({"spec": spec})
+        }
+        "pdb" => {
+            let mut spec =
+                json!({"selector": get("selector").unwrap_or_else(|| json!({"matchLabels": pod_labels(cr)}))});
+            for key in ["minAvailable", "maxUnavailable"] {
+                // An integer or a percentage string, as Kubernetes' IntOrString.
+                match fields.get(key) {
+                    Some(Value::String(s)) if s.ends_with('%') => spec[key] = json!(s),
+                    other => {
+                        if let Some(n) = int(other, key)? {
+                            spec[key] = json!(n);
+                        }
+                    }
+                }
+            }
+            json!({"spec": spec})
+        }
+        "namespaces" => json!({}),
+        "roles" => json!({"rules": get("rules").unwrap_or_else(|| json!([]))}),
+        "clusterRoles" => {
+            let mut body = json!({"rules": get("rules").unwrap_or_else(|| json!([]))});
+            copy(fields, &mut body, &["aggregationRule"]);
+            body
+        }
+        "roleBindings" | "clusterRoleBindings" => {
+            let role_ref = match (get("roleRef"), get("role"), get("clusterRole")) {
+                (Some(role_ref), _, _) => role_ref,
+                (None, Some(role), _) if kind.key == "roleBindings" => {
+                    json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role})
+                }
+                (None, _, Some(role)) => {
+                    json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role})
+                }
+                _ => return Err("roleRef (or role / clusterRole) is required".into()),
+            };
+            let mut subjects: Vec<Value> = get("subjects").and_then(|s| s.as_array().cloned()).unwrap_or_default();
+            if let Some(account) = get("serviceAccount") {
+                subjects.push(json!({"kind": "ServiceAccount", "name": account, "namespace": cr_namespace}));
+            }
+            json!({"roleRef": role_ref, "subjects": subjects})
+        }
+        "limitRanges" => json!({"spec": {"limits": get("limits").ok_or("limits is required")?}}),
+        "resourceQuotas" => {
+            let mut spec = json!({"hard": get("hard").ok_or("hard is required")?});
+            copy(fields, &mut spec, &["scopes", "scopeSelector"]);
+            json!({"spec": spec})
+        }
+        "networkPolicies" => {
+            let mut spec =
+                json!({"podSelector": get("podSelector").unwrap_or_else(|| json!({"matchLabels": pod_labels(cr)}))});
+            copy(fields, &mut spec, &["policyTypes", "ingress", "egress"]);
+            json!({"spec": spec})
+        }
         "custom" => {
             let mut body = Map::new();
             for (key, value) in fields {
@@ -408,6 +559,15 @@ fn body(kind: &KindSpec, fields: &Map<String, Value>, cr: &str) -> Result<Value,
         }
         other => return Err(format!("{other} templates are not rendered by this runtime yet")),
     })
+}
+
+/// Copies the listed fields, when present, into `target` unchanged.
+fn copy(fields: &Map<String, Value>, target: &mut Value, keys: &[&str]) {
+    for key in keys {
+        if let Some(value) = fields.get(*key).filter(|v| !v.is_null()) {
+            target[*key] = value.clone();
+        }
+    }
 }
 
 /// Map values as strings (ConfigMap and Secret data).
@@ -492,6 +652,56 @@ mod tests {
         assert_eq!(
             (gadget["apiVersion"].as_str(), &gadget["spec"]["size"]),
             (Some("x.io/v1"), &json!("3"))
+        );
+    }
+
+    #[test]
+    fn shorthand_fields_expand_to_the_kubernetes_shape() {
+        let objects = rendered(
+            "            roleBindings:\n              - {role: reader, serviceAccount: bot}\n            pdb:\n              - {minAvailable: '50%'}\n            hpa:\n              - {maxReplicas: '{{ .spec.replicas }}', targetMemoryUtilization: 80}\n            namespaces:\n              - {name: team}\n",
+            cr(),
+        );
+        let of = |kind: &str| objects.iter().find(|o| o["kind"] == kind).unwrap();
+        let binding = of("RoleBinding");
+        assert_eq!(
+            binding["roleRef"],
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"})
+        );
+        assert_eq!(
+            binding["subjects"][0],
+            json!({"kind": "ServiceAccount", "name": "bot", "namespace": "web"})
+        );
+        assert_eq!(
+            of("PodDisruptionBudget")["spec"]["minAvailable"],
+            "50%",
+            "a percentage stays a string"
+        );
+        let hpa = of("HorizontalPodAutoscaler");
+        assert_eq!(hpa["spec"]["maxReplicas"], 3);
+        assert_eq!(hpa["spec"]["metrics"][0]["resource"]["name"], "memory");
+        assert!(
+            of("Namespace")["metadata"].get("namespace").is_none(),
+            "a namespace has none"
+        );
+    }
+
+    #[test]
+    fn a_missing_required_field_or_a_preset_is_a_named_error() {
+        let crd = compile_for_test(
+            "        reconcile:\n          onReconcile:\n            persistentVolumeClaims:\n              - {accessModes: [ReadWriteOnce]}\n            networkPolicies:\n              - {profile: deny-all}\n",
+        );
+        let block = crd.crd_box().on_reconcile.clone().unwrap();
+        let object = cr();
+        let resolver = Resolver::new(&object, &[]);
+        assert_eq!(
+            block.entries[0].render(&resolver, &object).unwrap_err(),
+            "storage is required"
+        );
+        assert!(
+            block.entries[1]
+                .render(&resolver, &object)
+                .unwrap_err()
+                .contains("profile presets are not supported")
         );
     }
 }

@@ -1,0 +1,53 @@
+//! Finding a kind on the API server, falling back to the earlier API version of kinds whose
+//! schema did not change at GA, so Katalogs written for current clusters also run on older
+//! ones (the local control plane is 1.20, which predates batch/v1 CronJob, autoscaling/v2 and
+//! policy/v1).
+
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::Scope;
+
+/// Earlier API versions of a kind, tried in order when the newest one is not served.
+fn older_versions(api_version: &str, kind: &str) -> &'static [&'static str] {
+    match (api_version, kind) {
+        ("batch/v1", "CronJob") => &["batch/v1beta1"],
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => &["autoscaling/v2beta2"],
+        ("policy/v1", "PodDisruptionBudget") => &["policy/v1beta1"],
+        _ => &[],
+    }
+}
+
+/// The resource and scope of `api_version` `kind`, or of the first older version served.
+/// The returned resource's `api_version` is the one to write objects as.
+pub async fn resolve(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+) -> Result<(ApiResource, Scope), kube::Error> {
+    let find = |candidate: &str| {
+        let (group, version) = candidate.rsplit_once('/').unwrap_or(("", candidate));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        async move { kube::discovery::pinned_kind(client, &gvk).await }
+    };
+    let newest = match find(api_version).await {
+        Ok((resource, caps)) => return Ok((resource, caps.scope)),
+        Err(error) => error,
+    };
+    for older in older_versions(api_version, kind) {
+        if let Ok((resource, caps)) = find(older).await {
+            return Ok((resource, caps.scope));
+        }
+    }
+    Err(newest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_kinds_with_an_unchanged_schema_fall_back() {
+        assert_eq!(older_versions("batch/v1", "CronJob"), ["batch/v1beta1"]);
+        assert!(older_versions("batch/v1", "Job").is_empty());
+        assert!(older_versions("apps/v1", "Deployment").is_empty());
+    }
+}
