@@ -247,6 +247,8 @@ pub struct CompiledCrd {
     pub remove_finalizers: bool,
     /// CRD-level labels written onto each CR (values templated).
     pub labels: Vec<(String, Template)>,
+    /// `admission` validation and mutation rules, run at every reconcile.
+    pub rules: crate::declarative::rules::Rules,
     pub boxes: EffectiveBoxes,
     compiled: Arc<CompiledBox>,
     targets: HashMap<String, Arc<CompiledBox>>,
@@ -396,6 +398,7 @@ impl CompiledCrd {
             finalizers,
             remove_finalizers: runtime.remove_finalizers,
             labels,
+            rules: crate::declarative::rules::Rules::compile(&entry.admission, &notes.functions).map_err(fail)?,
             boxes,
             compiled,
             targets,

@@ -162,3 +162,88 @@ async fn a_steady_state_resync_writes_nothing() {
     assert_eq!(writes.load(Ordering::Relaxed), before, "no write in a steady state");
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_deny_rule_creates_no_children_and_says_which_rule_while_defaults_are_persisted() {
+    let crds = format!(
+        "{}      admission:
+        validation:
+          rules:
+            - {{field: spec.x, notEquals: forbidden, message: 'x may not be {{{{ .spec.x }}}}'}}
+            - {{field: spec.exposed, equals: 'false', action: warn, message: exposing is discouraged}}
+        mutation:
+          rules:
+            - {{field: spec.owner, default: platform}}
+",
+        crd("app", "App", BOX)
+    );
+    let h = Harness::start("deny", &crds, &[], true).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    h.create("App", "d", json!({"x": "forbidden", "exposed": true})).await;
+    let status = eventually("Ready=False", WAIT, || async {
+        let app = h.api("App").get("d").await.ok()?;
+        (app.data["status"]["conditions"][0]["status"] == "False").then(|| app.data["status"].clone())
+    })
+    .await
+    .unwrap();
+    let condition = |kind: &str| {
+        status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == kind)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kind} condition in {status}"))
+    };
+    assert!(
+        condition("Ready")["message"]
+            .as_str()
+            .unwrap()
+            .contains("field \"spec.x\": x may not be forbidden"),
+        "{status}"
+    );
+    assert_eq!(condition("ValidationFailed")["status"], "True");
+    assert_eq!(condition("ValidationFailed")["reason"], "DenyRuleViolation");
+    assert_eq!(condition("ValidationWarning")["reason"], "WarnRuleViolation");
+    assert!(
+        configmaps
+            .list(&kube::api::ListParams::default().labels("orkestra-owner=d"))
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "a denied CR gets no children"
+    );
+    let app = h.api("App").get("d").await.unwrap();
+    assert_eq!(
+        app.data["spec"]["owner"], "platform",
+        "the default is written to the CR"
+    );
+
+    // Fixing the field lets the reconcile through and clears the deny.
+    h.patch("App", "d", json!({"spec": {"x": "fine", "exposed": false}}))
+        .await;
+    eventually("the children after the fix", WAIT, || async {
+        data(&configmaps, "d-kept").await
+    })
+    .await
+    .unwrap();
+    let status = eventually("Ready=True", WAIT, || async {
+        let app = h.api("App").get("d").await.ok()?;
+        (app.data["status"]["conditions"][0]["status"] == "True").then(|| app.data["status"].clone())
+    })
+    .await
+    .unwrap();
+    let failed = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "ValidationFailed")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (failed["status"].as_str(), failed["reason"].as_str()),
+        (Some("False"), Some("ValidationPassed"))
+    );
+    h.stop().await;
+}

@@ -9,6 +9,7 @@ mod apply;
 mod lifecycle;
 mod record;
 pub mod render;
+pub mod rules;
 
 use std::sync::Arc;
 
@@ -62,17 +63,15 @@ impl Declarative {
             return self.finalize(request, compiled, object).await;
         }
         let now = jiff::Timestamp::now();
-        let outcome = match self.bookkeeping(request, object, now).await {
-            Ok(patched) => self
-                .children(compiled, object)
-                .await
-                .map(|(c, wrote)| (c, wrote || patched)),
-            Err(error) => Err(error),
-        };
-        let status = match &outcome {
-            Ok((children, _)) => desired_status(compiled, object, &self.crd.notes, now, Some(children)),
+        let (mutated, verdict) = self.crd.rules.run(object, &self.crd.notes);
+        let outcome = self.apply_all(request, compiled, object, &mutated, &verdict, now).await;
+        let mut status = match &outcome {
+            Ok((children, _)) => desired_status(compiled, &mutated, &self.crd.notes, now, Some(children)),
             Err(error) => failed_status(object, error, now),
         };
+        if self.crd.rules.validates() {
+            validation_conditions(&mut status, &verdict, &object["metadata"]["generation"], now);
+        }
         let status_written = self.patch_status(request, object, status).await?;
         match outcome {
             Ok((_, wrote)) => {
@@ -91,6 +90,30 @@ impl Declarative {
                 Err(error)
             }
         }
+    }
+
+    /// Bookkeeping, the mutated fields, then (unless a deny rule failed) the children.
+    /// Returns `.children` and whether anything was written.
+    async fn apply_all(
+        &self,
+        request: &Request,
+        compiled: &CompiledBox,
+        object: &Value,
+        mutated: &Value,
+        verdict: &rules::Verdict,
+        now: jiff::Timestamp,
+    ) -> Result<(Value, bool), ReconcileError> {
+        let mut wrote = self.bookkeeping(request, object, now).await?;
+        if let Some(patch) = added_fields(object, mutated) {
+            // Defaults and overrides are persisted, so users and other controllers see them.
+            self.patch_object(request, patch).await?;
+            wrote = true;
+        }
+        if !verdict.denied.is_empty() {
+            return Err(ReconcileError::new("ValidationFailed", verdict.denied.join("; ")));
+        }
+        let (children, applied) = self.children(compiled, mutated).await?;
+        Ok((children, wrote || applied))
     }
 
     /// Finalizers, the managed label, CRD labels and the managed-by/-since annotations.
@@ -348,6 +371,66 @@ fn expand<'o, 'n>(entry: &render::Entry, resolver: &Resolver<'o, 'n>) -> Vec<Res
         .collect()
 }
 
+/// A merge patch holding the fields `mutated` sets or changes against `object` (status
+/// aside: it has its own subresource); `None` when there are none.
+fn added_fields(object: &Value, mutated: &Value) -> Option<Value> {
+    match (object, mutated) {
+        (Value::Object(old), Value::Object(new)) => {
+            let patch: Map<String, Value> = new
+                .iter()
+                .filter(|(key, _)| key.as_str() != "status")
+                .filter_map(|(key, value)| {
+                    let changed = match old.get(key) {
+                        Some(previous) => added_fields(previous, value),
+                        None => Some(value.clone()),
+                    };
+                    changed.map(|c| (key.clone(), c))
+                })
+                .collect();
+            (!patch.is_empty()).then_some(Value::Object(patch))
+        }
+        (old, new) => (old != new).then(|| new.clone()),
+    }
+}
+
+/// Sets one condition in `status.conditions`, Ready kept first; `lastTransitionTime` moves
+/// only when the condition's status changes.
+fn set_condition(status: &mut Value, condition: [&str; 4], generation: &Value, now: jiff::Timestamp) {
+    let [kind, state, reason, message] = condition;
+    let mut conditions: Vec<Value> = status["conditions"].as_array().cloned().unwrap_or_default();
+    let position = conditions.iter().position(|c| c["type"] == kind);
+    let since = match position.map(|i| &conditions[i]) {
+        Some(previous) if previous["status"] == state => previous["lastTransitionTime"].clone(),
+        _ => json!(now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+    };
+    let condition = json!({
+        "type": kind, "status": state, "reason": reason, "message": message,
+        "lastTransitionTime": since, "observedGeneration": generation,
+    });
+    match position {
+        Some(i) => conditions[i] = condition,
+        None if kind == "Ready" => conditions.insert(0, condition),
+        None => conditions.push(condition),
+    }
+    status["conditions"] = Value::Array(conditions);
+}
+
+/// ValidationFailed (deny rules) and ValidationWarning (warn rules).
+fn validation_conditions(status: &mut Value, verdict: &rules::Verdict, generation: &Value, now: jiff::Timestamp) {
+    let denied = verdict.denied.join("; ");
+    let failed = match denied.is_empty() {
+        true => ["ValidationFailed", "False", "ValidationPassed", ""],
+        false => ["ValidationFailed", "True", "DenyRuleViolation", &denied],
+    };
+    set_condition(status, failed, generation, now);
+    let warnings = verdict.warnings.join("; ");
+    let warned = match warnings.is_empty() {
+        true => ["ValidationWarning", "False", "NoWarnings", ""],
+        false => ["ValidationWarning", "True", "WarnRuleViolation", &warnings],
+    };
+    set_condition(status, warned, generation, now);
+}
+
 /// The status after a failed reconcile: Ready=False with the reason and a bounded message.
 fn failed_status(object: &Value, error: &ReconcileError, now: jiff::Timestamp) -> Value {
     let mut status = object
@@ -356,25 +439,12 @@ fn failed_status(object: &Value, error: &ReconcileError, now: jiff::Timestamp) -
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({}));
     let message = record::bounded(error.to_string(), MESSAGE_LIMIT);
-    let previous = status["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
-        .cloned();
-    let same = previous
-        .as_ref()
-        .is_some_and(|p| p["status"] == "False" && p["message"] == message.as_str());
-    let since = match (&previous, same) {
-        (Some(p), true) => p["lastTransitionTime"].clone(),
-        _ => json!(now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
-    };
-    let ready = json!({
-        "type": "Ready", "status": "False", "reason": "ReconcileError", "message": message,
-        "lastTransitionTime": since, "observedGeneration": object["metadata"]["generation"],
-    });
-    let mut conditions: Vec<Value> = status["conditions"].as_array().cloned().unwrap_or_default();
-    conditions.retain(|c| c["type"] != "Ready");
-    conditions.insert(0, ready);
-    status["conditions"] = Value::Array(conditions);
+    set_condition(
+        &mut status,
+        ["Ready", "False", "ReconcileError", &message],
+        &object["metadata"]["generation"],
+        now,
+    );
     status
 }
 
@@ -406,25 +476,12 @@ pub fn desired_status(
     if compiled.status_conditions {
         let generation = object["metadata"]["generation"].clone();
         status["observedGeneration"] = generation.clone();
-        let previous = status["conditions"]
-            .as_array()
-            .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
-            .cloned();
-        let unchanged = previous
-            .as_ref()
-            .is_some_and(|p| p["status"] == "True" && p["reason"] == "ReconcileSucceeded");
-        let since = match (&previous, unchanged) {
-            (Some(p), true) => p["lastTransitionTime"].clone(),
-            _ => json!(now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
-        };
-        let ready = json!({
-            "type": "Ready", "status": "True", "reason": "ReconcileSucceeded", "message": "",
-            "lastTransitionTime": since, "observedGeneration": generation,
-        });
-        let mut conditions: Vec<Value> = status["conditions"].as_array().cloned().unwrap_or_default();
-        conditions.retain(|c| c["type"] != "Ready");
-        conditions.insert(0, ready);
-        status["conditions"] = Value::Array(conditions);
+        set_condition(
+            &mut status,
+            ["Ready", "True", "ReconcileSucceeded", ""],
+            &generation,
+            now,
+        );
     }
     let mut resolver = Resolver::new(object, notes).at(now);
     if let Some(children) = children {

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use admission::{Admission, MutationRule, MutationSpec, ValidationRule, ValidationSpec};
+pub use admission::{Admission, MutationRule, MutationSpec, RuleAction, ValidationRule, ValidationSpec};
 pub use operator_box::*;
 pub use resources::{ForEach, HookTemplates, KindSpec, RESOURCE_KINDS, ResourceEntry, kind_spec};
 pub use serve::{Serve, ServeTarget, TargetEntry};
