@@ -69,6 +69,65 @@ pub struct StatusField {
     pub clear_on_false: bool,
 }
 
+/// When an `emit.events` entry fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmitOn {
+    Always,
+    Success,
+    Failure,
+}
+
+/// One `emit.events` entry, compiled.
+#[derive(Debug, Clone)]
+pub struct EmitEvent {
+    pub name: String,
+    pub warning: bool,
+    pub reason: Template,
+    pub message: Template,
+    pub on: Vec<EmitOn>,
+    pub conditions: Conditions,
+}
+
+impl EmitEvent {
+    fn compile(name: &str, spec: &crate::katalog::EmitEvent, functions: &Functions) -> Result<Self, String> {
+        let at = |e: String| format!("emit.events.{name}.{e}");
+        let warning = match spec.type_.as_deref() {
+            None | Some("Normal") => false,
+            Some("Warning") => true,
+            Some(other) => return Err(at(format!("type: {other:?} is neither Normal nor Warning"))),
+        };
+        let on = spec
+            .on
+            .iter()
+            .map(|on| match on.as_str() {
+                "always" => Ok(EmitOn::Always),
+                "success" => Ok(EmitOn::Success),
+                "failure" => Ok(EmitOn::Failure),
+                other => Err(at(format!("on: {other:?} is not always, success or failure"))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            name: name.to_string(),
+            warning,
+            reason: Template::compile(&spec.reason, functions).map_err(|e| at(format!("reason: {}", e.message)))?,
+            message: Template::compile(&spec.message, functions).map_err(|e| at(format!("message: {}", e.message)))?,
+            on,
+            conditions: Conditions::compile(&spec.when, &spec.or, functions)
+                .map_err(|(path, e)| at(format!("{path}: {}", e.message)))?,
+        })
+    }
+
+    /// Whether it fires after a reconcile that succeeded (or not).
+    pub fn fires_on(&self, succeeded: bool) -> bool {
+        self.on.is_empty()
+            || self.on.iter().any(|on| match on {
+                EmitOn::Always => true,
+                EmitOn::Success => succeeded,
+                EmitOn::Failure => !succeeded,
+            })
+    }
+}
+
 /// `reconcile.requeue`, compiled.
 #[derive(Debug, Clone)]
 pub struct Requeue {
@@ -94,6 +153,8 @@ pub struct CompiledBox {
     pub on_delete: Option<crate::declarative::render::Block>,
     /// Server-side apply with force, unless a resource says otherwise (default true).
     pub force_conflict: bool,
+    /// `emit.events`, in name order.
+    pub events: Vec<EmitEvent>,
 }
 
 impl CompiledBox {
@@ -137,6 +198,12 @@ impl CompiledBox {
             on_reconcile: block(&reconcile.on_reconcile, true, "onReconcile")?,
             on_delete: block(&reconcile.on_delete, false, "onDelete")?,
             force_conflict: reconcile.force_conflict.unwrap_or(true),
+            events: ob
+                .emit
+                .iter()
+                .flat_map(|e| &e.events)
+                .map(|(name, spec)| EmitEvent::compile(name, spec, functions))
+                .collect::<Result<_, _>>()?,
             gates: BoxGates::compile(ob, functions)?,
             restricted_namespaces: runtime.restricted_namespaces,
             allowed_namespaces: runtime.allowed_namespaces,

@@ -147,3 +147,44 @@ async fn on_delete_jobs_outlive_the_cr_and_hold_it_until_they_finish() {
     assert!(failed.iter().any(|c| c.type_ == "Failed" && c.status == "True"));
     h.stop().await;
 }
+
+#[tokio::test]
+async fn declared_events_fire_on_their_outcome_with_rendered_text() {
+    let operator_box = "        reconcile:
+          onReconcile:
+            configMaps:
+              - {name: '{{ .metadata.name }}-conf', data: {v: '{{ .spec.v }}'}}
+        emit:
+          events:
+            shipped: {reason: Shipped, message: 'version {{ .spec.v }} as {{ .children.configmap.metadata.name }}', on: [success]}
+            broken: {type: Warning, reason: Broken, message: 'failed: {{ .error }}', on: [failure]}
+";
+    let h = Harness::start("emit", &crd("app", "App", operator_box), &[], true).await;
+    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let taken: k8s_openapi::api::core::v1::ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "bad-conf"}})).unwrap();
+    configmaps.create(&Default::default(), &taken).await.unwrap();
+    h.create("App", "good", json!({"v": "7"})).await;
+    h.create("App", "bad", json!({"v": "8"})).await;
+    let events: Api<Event> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let find = |name: &'static str, reason: &'static str| {
+        let events = events.clone();
+        async move {
+            let params = ListParams::default().fields(&format!("regarding.name={name}"));
+            let list = events.list(&params).await.ok()?.items;
+            list.into_iter().find(|e| e.reason.as_deref() == Some(reason))
+        }
+    };
+    let shipped = eventually("Shipped", WAIT, || find("good", "Shipped")).await.unwrap();
+    assert_eq!(shipped.note.as_deref(), Some("version 7 as good-conf"));
+    assert_eq!(shipped.type_.as_deref(), Some("Normal"));
+    let broken = eventually("Broken", WAIT, || find("bad", "Broken")).await.unwrap();
+    assert_eq!(broken.type_.as_deref(), Some("Warning"));
+    assert!(
+        broken.note.as_deref().unwrap_or_default().contains("NotOwned"),
+        "{:?}",
+        broken.note
+    );
+    assert!(find("good", "Broken").await.is_none() && find("bad", "Shipped").await.is_none());
+    h.stop().await;
+}

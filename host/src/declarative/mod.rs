@@ -73,21 +73,49 @@ impl Declarative {
             validation_conditions(&mut status, &verdict, &object["metadata"]["generation"], now);
         }
         let status_written = self.patch_status(request, object, status).await?;
+        let kind = &self.crd.kind;
         match outcome {
-            Ok((_, wrote)) => {
+            Ok((children, wrote)) => {
+                // Only a reconcile that changed something reports: a resync of a settled CR
+                // stays silent, as it writes nothing either.
                 if wrote || status_written {
-                    let note = format!("{} {} reconciled", self.crd.kind, request.key);
-                    self.events
-                        .normal(object, &format!("{}Reconciled", self.crd.kind), note)
-                        .await;
+                    let note = format!("{kind} {} reconciled", request.key);
+                    self.events.normal(object, &format!("{kind}Reconciled"), note).await;
+                    self.emit_declared(compiled, &mutated, Ok(&children)).await;
                 }
                 Ok(Action::Done)
             }
             Err(error) => {
                 self.events
-                    .warning(object, &format!("{}ReconcileError", self.crd.kind), error.to_string())
+                    .warning(object, &format!("{kind}ReconcileError"), error.to_string())
                     .await;
+                self.emit_declared(compiled, &mutated, Err(&error)).await;
                 Err(error)
+            }
+        }
+    }
+
+    /// The `emit.events` whose `on` and conditions match this outcome; `.children` (on
+    /// success) or `.error` (on failure) are visible to their templates.
+    async fn emit_declared(&self, compiled: &CompiledBox, object: &Value, outcome: Result<&Value, &ReconcileError>) {
+        if compiled.events.is_empty() {
+            return;
+        }
+        let mut resolver = Resolver::new(object, &self.crd.notes);
+        match outcome {
+            Ok(children) => resolver.set("children", children.clone()),
+            Err(error) => resolver.set("error", json!(error.to_string())),
+        }
+        for event in compiled.events.iter().filter(|e| e.fires_on(outcome.is_ok())) {
+            if !event.conditions.passes(&resolver, None) {
+                continue;
+            }
+            match (resolver.render(&event.reason), resolver.render(&event.message)) {
+                (Ok(reason), Ok(message)) if event.warning => self.events.warning(object, &reason, message).await,
+                (Ok(reason), Ok(message)) => self.events.normal(object, &reason, message).await,
+                (Err(error), _) | (_, Err(error)) => {
+                    tracing::warn!(event = %event.name, error = %error.message, "emit.events entry did not render");
+                }
             }
         }
     }
