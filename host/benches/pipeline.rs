@@ -60,6 +60,8 @@ spec:
   crds:
     web:
       apiTypes: {{group: bench.orkestra.io, version: v1, kind: Web}}
+      crossAccess: false
+      endpoints: {{health: false}}
       operatorBox:
         preReconcile:
           sentinels: [generationChanged]
@@ -110,7 +112,10 @@ fn pipeline() -> Pipeline {
     });
     let health = HealthBoard::default();
     health.register(&crd.name, 5);
+    // No API server: stamping is switched off in the Katalog, so the client is never used.
+    let offline = kube::Config::new("http://127.0.0.1:9".parse().expect("uri"));
     let kordinator = Arc::new(Kordinator {
+        client: kube::Client::try_from(offline).expect("client"),
         crd: crd.clone(),
         resource: Arc::new(ApiResource::from_gvk(&GroupVersionKind::gvk(
             "bench.orkestra.io",

@@ -314,6 +314,10 @@ pub struct CompiledCrd {
     pub remove_finalizers: bool,
     /// CRD-level labels written onto each CR (values templated).
     pub labels: Vec<(String, Template)>,
+    /// Stamp `.health` on each CR after reconcile (`endpoints.health`, default on).
+    pub stamp_health: bool,
+    /// Stamp `.metrics` on each CR after reconcile (`crossAccess`, default on).
+    pub stamp_metrics: bool,
     /// `admission` validation and mutation rules, run at every reconcile.
     pub rules: crate::declarative::rules::Rules,
     pub boxes: EffectiveBoxes,
@@ -465,6 +469,12 @@ impl CompiledCrd {
             finalizers,
             remove_finalizers: runtime.remove_finalizers,
             labels,
+            stamp_health: entry
+                .endpoints
+                .as_ref()
+                .and_then(|e| e["health"].as_bool())
+                .unwrap_or(true),
+            stamp_metrics: entry.cross_access,
             rules: crate::declarative::rules::Rules::compile(&entry.admission, &notes.functions).map_err(fail)?,
             boxes,
             compiled,

@@ -9,10 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::FutureExt;
+use kube::api::{Patch, PatchParams};
 use kube::core::ApiResource;
 use serde_json::Value;
 
 use crate::compiled::CompiledCrd;
+use crate::feedback;
 use crate::health::{Event, HealthBoard};
 use crate::mux::{Action, MuxReconciler, Request};
 use crate::observe::Cache;
@@ -32,6 +34,7 @@ pub struct Counters {
 
 /// The workers of one CRD share one Kordinator.
 pub struct Kordinator {
+    pub client: kube::Client,
     pub crd: Arc<CompiledCrd>,
     pub resource: Arc<ApiResource>,
     pub cache: Cache,
@@ -108,7 +111,7 @@ impl Kordinator {
             event_id: lease.item.event_id,
         };
         let result = self.reconcile(&request).await;
-        match result {
+        let outcome = match result {
             Ok(Ok(action)) => {
                 self.health.record(&self.crd.name, Event::Succeeded);
                 match action {
@@ -150,6 +153,37 @@ impl Kordinator {
                     .record(&self.crd.name, Event::Failed(format!("panic: {message}")));
                 Outcome::Retry
             }
+        };
+        if let Some(object) = &object
+            && object["metadata"]["deletionTimestamp"].is_null()
+        {
+            self.stamp(key, object).await;
+        }
+        outcome
+    }
+
+    /// Writes the CRD's health and metrics on the CR when they differ from its stamps. Best
+    /// effort: a failed stamp is logged and retried by the next reconcile.
+    async fn stamp(&self, key: &str, object: &Value) {
+        let health = self.health.get(&self.crd.name);
+        let stamps = feedback::Stamps {
+            health: health.filter(|_| self.crd.stamp_health).map(|h| feedback::health(&h)),
+            metrics: self.crd.stamp_metrics.then(|| {
+                feedback::metrics(
+                    self.queue.depth(),
+                    self.crd.workers,
+                    self.counters.reconciles.load(Ordering::Relaxed),
+                    self.counters.failures.load(Ordering::Relaxed),
+                )
+            }),
+        };
+        let Some(patch) = feedback::patch(object, &stamps) else {
+            return;
+        };
+        let (api, name) = crate::observe::api_for_key(&self.client, &self.resource, key);
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        if let Err(error) = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            tracing::debug!(crd = %self.crd.name, %key, %error, "could not stamp health and metrics");
         }
     }
 }

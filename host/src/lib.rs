@@ -22,6 +22,7 @@ pub mod discovery;
 pub mod duration;
 pub mod effective_box;
 pub mod enqueue;
+pub mod feedback;
 pub mod gate;
 pub mod health;
 pub mod katalog;

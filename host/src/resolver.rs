@@ -43,9 +43,22 @@ impl<'o, 'n> Resolver<'o, 'n> {
     }
 
     fn from_cow(object: Cow<'o, Value>, notes: &'n [Template]) -> Self {
+        // The health and metrics the runtime stamped after the CR's last reconcile: the
+        // feedback loop that lets a gate read the operator's own state.
+        let mut context = Map::new();
+        for (key, annotation) in [
+            ("health", crate::labels::HEALTH),
+            ("metrics", crate::labels::CROSS_METRICS),
+        ] {
+            if let Some(text) = object["metadata"]["annotations"][annotation].as_str()
+                && let Ok(value) = serde_json::from_str::<Value>(text)
+            {
+                context.insert(key.to_string(), value);
+            }
+        }
         Self {
             object,
-            context: Map::new(),
+            context,
             sentinels: SentinelBits::default(),
             notes,
             now: jiff::Timestamp::now(),

@@ -233,6 +233,7 @@ impl CrdRun {
         tracing::info!(crd = %crd.name, gvk = %crd.gvk, workers = crd.workers, cached = self.handle.cache.len(), "CRD started");
 
         let kordinator = Arc::new(Kordinator {
+            client: self.client.clone(),
             crd: crd.clone(),
             resource,
             cache: self.handle.cache.clone(),

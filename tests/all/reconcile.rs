@@ -247,3 +247,50 @@ async fn a_deny_rule_creates_no_children_and_says_which_rule_while_defaults_are_
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn stamped_health_feeds_the_next_gate_a_circuit_breaker() {
+    // Every reconcile of this CR fails (its ConfigMap name is taken); the gate reads the
+    // failures stamped on the CR and stops the retries after the third.
+    let operator_box = format!(
+        "        preReconcile:
+          reconcileGate:
+            when: [{{field: health.consecutiveFails, lessThan: '3', valueType: int}}]
+{BOX}"
+    );
+    let h = Harness::start("feedback", &crd("app", "App", &operator_box), &[], true).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let taken: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "f-kept"}})).unwrap();
+    configmaps.create(&PostParams::default(), &taken).await.unwrap();
+    h.create("App", "f", json!({"x": "1", "exposed": false})).await;
+    let stamp = eventually("the breaker open", WAIT, || async {
+        let app = h.api("App").get("f").await.ok()?;
+        let health = app
+            .metadata
+            .annotations
+            .as_ref()?
+            .get("orkestra.orkspace.io/health")?
+            .clone();
+        let health: serde_json::Value = serde_json::from_str(&health).ok()?;
+        (health["consecutiveFails"] == 3).then_some(health)
+    })
+    .await
+    .unwrap();
+    assert_eq!(stamp["healthy"], false);
+    let app = h.api("App").get("f").await.unwrap();
+    let metrics = &app.metadata.annotations.as_ref().unwrap()["orkestra.orkspace.io/cross-metrics"];
+    let metrics: serde_json::Value = serde_json::from_str(metrics).unwrap();
+    assert_eq!(metrics["errorRatePercent"], 100);
+    // With the gate closed, resyncs (every second) no longer reach the reconciler.
+    let counters = &h.handle("app").counters;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let failures = counters.failures.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        counters.failures.load(Ordering::Relaxed),
+        failures,
+        "no reconcile past the breaker"
+    );
+    assert!(counters.gated.load(Ordering::Relaxed) > 0, "the gate held items back");
+    h.stop().await;
+}

@@ -23,7 +23,7 @@ use crate::compiled::{CompiledBox, CompiledCrd};
 use crate::condition::ValueType;
 use crate::kordinator::Counters;
 use crate::mux::{Action, Form, ReconcileError, Reconciler, Request};
-use crate::observe::split_key;
+use crate::observe::{api_for_key, split_key};
 use crate::resolver::Resolver;
 use crate::template::Template;
 
@@ -272,10 +272,7 @@ impl Declarative {
     }
 
     fn api(&self, request: &Request) -> Api<DynamicObject> {
-        match split_key(&request.key).0 {
-            Some(ns) => Api::namespaced_with(self.client.clone(), ns, request.resource.as_ref()),
-            None => Api::all_with(self.client.clone(), request.resource.as_ref()),
-        }
+        api_for_key(&self.client, &request.resource, &request.key).0
     }
 
     /// Applies the templates; returns `.children` (the applied objects by lowercase kind) and

@@ -130,6 +130,20 @@ pub fn object_key(object: &Value) -> Option<String> {
     })
 }
 
+/// The API of the object a key names, and its name.
+pub fn api_for_key<'k>(
+    client: &kube::Client,
+    resource: &kube::core::ApiResource,
+    key: &'k str,
+) -> (kube::Api<kube::api::DynamicObject>, &'k str) {
+    let (namespace, name) = split_key(key);
+    let api = match namespace {
+        Some(ns) => kube::Api::namespaced_with(client.clone(), ns, resource),
+        None => kube::Api::all_with(client.clone(), resource),
+    };
+    (api, name)
+}
+
 /// Splits a key into namespace (if any) and name.
 pub fn split_key(key: &str) -> (Option<&str>, &str) {
     match key.split_once('/') {

@@ -59,6 +59,13 @@ impl PrimaryObserver {
                 }
                 let value = Arc::new(value);
                 let old = self.cache.insert(key.clone(), value.clone());
+                // The runtime's own health/metrics stamp is news to no one.
+                if old
+                    .as_deref()
+                    .is_some_and(|old| crate::feedback::only_stamps_changed(old, &value))
+                {
+                    return;
+                }
                 let sentinels = sentinel::compute(old.as_deref(), &value, self.declared_sentinels);
                 self.enqueue.offer(Trigger {
                     key,
