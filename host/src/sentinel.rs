@@ -55,8 +55,11 @@ pub fn mask<'a>(names: impl IntoIterator<Item = &'a str>) -> u16 {
 /// Computes the sentinels in `declared` for an update from `old` to `new`. Without an old
 /// object (a create, a resync, a secondary watch) every sentinel is false.
 pub fn compute(old: Option<&Value>, new: &Value, declared: u16) -> SentinelBits {
-    let Some(old) = old else { return SentinelBits::default() };
-    let (old, new) = (&old["metadata"], &new["metadata"]);
+    // A new object changed from nothing: its generation, name, uid... all "changed", so a
+    // gate on generationChanged lets creations through (and a restart's first list).
+    let nothing = Value::Null;
+    let old = old.map_or(&nothing, |o| &o["metadata"]);
+    let new = &new["metadata"];
     let mut bits = 0u16;
     for (i, field) in FIELDS.iter().enumerate() {
         if declared & (1 << i) == 0 {
@@ -131,14 +134,23 @@ mod tests {
     }
 
     #[test]
-    fn only_declared_sentinels_are_computed_and_creates_have_none() {
+    fn only_declared_sentinels_are_computed_and_a_create_changes_what_it_sets() {
         let old = json!({"metadata": {"generation": 1, "labels": {"a": "1"}}});
         let new = json!({"metadata": {"generation": 2, "labels": {"a": "2"}}});
         assert_eq!(
             names(compute(Some(&old), &new, mask(["labelsChanged"]))),
             ["labelsChanged"]
         );
-        assert_eq!(compute(None, &new, ALL), SentinelBits::default());
+        let created = names(compute(
+            None,
+            &new,
+            mask(["generationChanged", "labelsChanged", "deletionStarted", "uidChanged"]),
+        ));
+        assert_eq!(
+            created,
+            ["generationChanged", "labelsChanged"],
+            "no uid set, not being deleted"
+        );
         assert_eq!(
             compute(
                 Some(&json!({"metadata": {}})),

@@ -1,0 +1,312 @@
+//! Every example Katalog under katalogs/, run as a user would: its CRDs installed, the
+//! runtime started on it, its sample CRs applied, then the objects and status it promises
+//! checked against the real API server.
+
+use std::path::PathBuf;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use orkestra::runtime::Runtime;
+use orkestra_test_support::{TestNamespace, eventually, namespace};
+use serde_json::{Value, json};
+
+use crate::pipeline::WAIT;
+
+/// A running example: its namespace and a way to stop the runtime.
+struct Example {
+    ns: TestNamespace,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Example {
+    async fn start(name: &str) -> Self {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../katalogs").join(name);
+        let katalog = orkestra::katalog::load(&[dir.join("katalog.yaml")]).unwrap();
+        let ns = namespace(name).await.unwrap();
+        orkestra::crd_install::install_crds(&ns.client, &katalog, WAIT)
+            .await
+            .unwrap();
+        let runtime = Runtime::new(ns.client.clone(), &katalog).unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(runtime.run(async {
+            let _ = stopped.await;
+        }));
+        for crd in katalog.crds.values() {
+            for file in &crd.entry.cr_files {
+                orkestra::manifests::apply_file(&ns.client, &crd.resolve(file), &ns.name)
+                    .await
+                    .unwrap();
+            }
+        }
+        Self {
+            ns,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Api::namespaced(self.ns.client.clone(), &self.ns.name)
+    }
+
+    fn crs(&self, group: &str, kind: &str) -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk(group, "v1", kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
+        Api::namespaced_with(self.ns.client.clone(), &self.ns.name, &resource)
+    }
+
+    /// The CR's status once `check` accepts it.
+    async fn status(&self, crs: &Api<DynamicObject>, name: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let found = eventually(&format!("the status of {name}"), WAIT, || async {
+            let cr = crs.get(name).await.ok()?;
+            check(&cr.data["status"]).then(|| cr.data["status"].clone())
+        })
+        .await;
+        match found {
+            Ok(status) => status,
+            Err(error) => panic!("{error}; the CR is {:?}", crs.get(name).await.map(|cr| cr.data)),
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.task.await;
+    }
+}
+
+fn ready(status: &Value) -> bool {
+    status["conditions"][0]["status"] == "True"
+}
+
+#[tokio::test]
+async fn website_gets_a_deployment_a_service_and_its_url() {
+    let example = Example::start("website").await;
+    let status = example
+        .status(&example.crs("demo.orkestra.io", "Website"), "hello", ready)
+        .await;
+    assert_eq!(status["url"], format!("http://hello.{}.svc", example.ns.name));
+    let deployment = example.api::<Deployment>().get("hello").await.unwrap();
+    let spec = deployment.spec.unwrap();
+    assert_eq!(spec.replicas, Some(2));
+    assert_eq!(
+        spec.template.spec.unwrap().containers[0].image.as_deref(),
+        Some("nginx:1.27")
+    );
+    assert!(example.api::<Service>().get_opt("hello").await.unwrap().is_some());
+    example.stop().await;
+}
+
+#[tokio::test]
+async fn tiers_scale_what_each_app_gets_and_admission_guards_the_tier() {
+    let example = Example::start("tiers").await;
+    let apps = example.crs("tiers.orkestra.io", "App");
+    for name in ["hobby", "shop", "bank"] {
+        example.status(&apps, name, ready).await;
+    }
+    let hpas = Api::<DynamicObject>::namespaced_with(
+        example.ns.client.clone(),
+        &example.ns.name,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("autoscaling", "v2beta2", "HorizontalPodAutoscaler"),
+            "horizontalpodautoscalers",
+        ),
+    );
+    let pdbs = Api::<DynamicObject>::namespaced_with(
+        example.ns.client.clone(),
+        &example.ns.name,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget"),
+            "poddisruptionbudgets",
+        ),
+    );
+    let replicas = |d: Deployment| d.spec.and_then(|s| s.replicas);
+    let deployments = example.api::<Deployment>();
+    assert_eq!(
+        replicas(deployments.get("hobby").await.unwrap()),
+        Some(1),
+        "free is pinned to one"
+    );
+    assert_eq!(replicas(deployments.get("shop").await.unwrap()), Some(3));
+    assert!(hpas.get_opt("hobby").await.unwrap().is_none());
+    assert_eq!(hpas.get("shop").await.unwrap().data["spec"]["maxReplicas"], 5);
+    assert_eq!(hpas.get("bank").await.unwrap().data["spec"]["maxReplicas"], 20);
+    assert!(pdbs.get_opt("shop").await.unwrap().is_none());
+    assert!(pdbs.get_opt("bank").await.unwrap().is_some());
+    let service_type = |s: Service| s.spec.and_then(|s| s.type_);
+    let services = example.api::<Service>();
+    assert_eq!(
+        service_type(services.get("bank").await.unwrap()).as_deref(),
+        Some("LoadBalancer")
+    );
+    assert_eq!(
+        service_type(services.get("shop").await.unwrap()).as_deref(),
+        Some("ClusterIP")
+    );
+    let limits = example
+        .api::<ConfigMap>()
+        .get("hobby-limits")
+        .await
+        .unwrap()
+        .data
+        .unwrap();
+    assert_eq!(limits["maxRequestsPerMinute"], "600");
+    assert_eq!(apps.get("bank").await.unwrap().data["status"]["autoscaled"], true);
+
+    // Admission: a missing tier defaults to free; an unknown one is denied by name.
+    let create = |name: &str, spec: Value| {
+        serde_json::from_value::<DynamicObject>(json!({
+            "apiVersion": "tiers.orkestra.io/v1", "kind": "App", "metadata": {"name": name}, "spec": spec,
+        }))
+        .unwrap()
+    };
+    apps.create(&Default::default(), &create("plain", json!({"image": "nginx:1.27"})))
+        .await
+        .unwrap();
+    let status = example.status(&apps, "plain", ready).await;
+    assert_eq!(status["tier"], "free");
+    apps.create(
+        &Default::default(),
+        &create("odd", json!({"image": "nginx:1.27", "tier": "gold"})),
+    )
+    .await
+    .unwrap();
+    let status = example
+        .status(&apps, "odd", |s| s["conditions"][0]["status"] == "False")
+        .await;
+    let message = status["conditions"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(r#"spec.tier must be free, pro or enterprise, not "gold""#),
+        "{message}"
+    );
+    assert!(deployments.get_opt("odd").await.unwrap().is_none());
+    example.stop().await;
+}
+
+#[tokio::test]
+async fn gated_reports_build_on_spec_changes_and_never_while_paused() {
+    let example = Example::start("gated").await;
+    let reports = example.crs("gated.orkestra.io", "Report");
+    let status = example
+        .status(&reports, "weekly", |s| s["lastBuiltGeneration"] == 1)
+        .await;
+    assert!(ready(&status));
+    let jobs = example.api::<Job>();
+    assert!(jobs.get_opt("weekly-1").await.unwrap().is_some());
+    // A label edit does not bump the generation: no rebuild. A spec edit does.
+    reports
+        .patch(
+            "weekly",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"team": "x"}}})),
+        )
+        .await
+        .unwrap();
+    reports
+        .patch(
+            "weekly",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"title": "Weekly v2"}})),
+        )
+        .await
+        .unwrap();
+    example
+        .status(&reports, "weekly", |s| s["lastBuiltGeneration"] == 2)
+        .await;
+    assert!(jobs.get_opt("weekly-2").await.unwrap().is_some());
+    assert!(
+        jobs.get_opt("weekly-3").await.unwrap().is_none(),
+        "the label edit built nothing"
+    );
+    let frozen = reports.get("frozen").await.unwrap();
+    assert!(frozen.data["status"].is_null(), "a paused report is never reconciled");
+    assert!(jobs.get_opt("frozen-1").await.unwrap().is_none());
+    example.stop().await;
+}
+
+#[tokio::test]
+async fn config_watch_sites_read_their_settings_and_react_to_edits() {
+    let example = Example::start("config-watch").await;
+    let sites = example.crs("watch.orkestra.io", "Site");
+    let status = example.status(&sites, "blog", ready).await;
+    assert_eq!(status["phase"], "Configured");
+    let deployment = example.api::<Deployment>().get("blog").await.unwrap();
+    let container = &deployment.spec.unwrap().template.spec.unwrap().containers[0];
+    let env_from = container.env_from.clone().unwrap();
+    assert_eq!(env_from[0].config_map_ref.as_ref().unwrap().name, "blog-settings");
+    // Deleting the Deployment by hand and then editing the settings: the watch reconciles
+    // the Site named by the label, which brings its Deployment back.
+    let deployments = example.api::<Deployment>();
+    deployments.delete("blog", &Default::default()).await.unwrap();
+    example
+        .api::<ConfigMap>()
+        .patch(
+            "blog-settings",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"THEME": "light"}})),
+        )
+        .await
+        .unwrap();
+    eventually("the Deployment back", WAIT, || async {
+        deployments.get_opt("blog").await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    example.stop().await;
+}
+
+#[tokio::test]
+async fn pipeline_runs_build_then_test_as_jobs_finish() {
+    let example = Example::start("pipeline").await;
+    let pipelines = example.crs("ci.orkestra.io", "Pipeline");
+    example
+        .status(&pipelines, "release", |s| s["phase"] == "Running/build")
+        .await;
+    let jobs = example.api::<Job>();
+    // No kubelet here: finish each Job as one would report it.
+    let finish = |name: &'static str| {
+        let jobs = jobs.clone();
+        async move {
+            let done = json!({"status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}});
+            jobs.patch_status(name, &PatchParams::default(), &Patch::Merge(done))
+                .await
+                .unwrap();
+        }
+    };
+    eventually("the build Job", WAIT, || async {
+        jobs.get_opt("release-build").await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    assert!(
+        jobs.get_opt("release-test").await.unwrap().is_none(),
+        "test waits for build"
+    );
+    finish("release-build").await;
+    let status = example
+        .status(&pipelines, "release", |s| s["phase"] == "Running/test")
+        .await;
+    assert_eq!(status["currentStep"], "test");
+    eventually("the test Job", WAIT, || async {
+        jobs.get_opt("release-test").await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    finish("release-test").await;
+    let status = example
+        .status(&pipelines, "release", |s| s["phase"] == "Succeeded")
+        .await;
+    assert_eq!(status["currentStep"], "", "cleared once no step runs");
+    example.stop().await;
+}
