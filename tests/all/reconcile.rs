@@ -294,3 +294,69 @@ async fn stamped_health_feeds_the_next_gate_a_circuit_breaker() {
     assert!(counters.gated.load(Ordering::Relaxed) > 0, "the gate held items back");
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_drifted_pod_is_recreated_and_a_once_secret_is_kept_until_it_rotates() {
+    let operator_box = "        reconcile:
+          resync: 1s
+          onReconcile:
+            pods:
+              - {image: 'busybox:1.36', command: [sleep, '3600']}
+            secrets:
+              - {once: true, rotateAfter: 4s, data: {password: '{{ randomAlphanumeric 16 }}'}}
+";
+    let h = Harness::start("replace", &crd("app", "App", operator_box), &[], true).await;
+    h.create("App", "r", json!({})).await;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let first_pod = eventually("the pod", WAIT, || async { pods.get_opt("r-pod").await.ok().flatten() })
+        .await
+        .unwrap();
+    let first_secret = eventually("the secret", WAIT, || async {
+        secrets.get_opt("r-secret").await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    let generated = |s: &k8s_openapi::api::core::v1::Secret| {
+        s.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("orkestra.orkspace.io/generated-at").cloned())
+    };
+    assert!(
+        generated(&first_secret).is_some(),
+        "a rotating secret records when it was generated"
+    );
+
+    // A hand edit of the image: a Pod cannot take most spec changes in place, so it is replaced.
+    pods.patch(
+        "r-pod",
+        &PatchParams::default(),
+        &Patch::Strategic(json!({"spec": {"containers": [{"name": "r", "image": "busybox:1.35"}]}})),
+    )
+    .await
+    .unwrap();
+    let replaced = eventually("a new pod", WAIT, || async {
+        let pod = pods.get_opt("r-pod").await.ok().flatten()?;
+        (pod.metadata.uid != first_pod.metadata.uid).then_some(pod)
+    })
+    .await
+    .unwrap();
+    let image = replaced.spec.unwrap().containers[0].image.clone();
+    assert_eq!(image.as_deref(), Some("busybox:1.36"));
+
+    // The secret is the same object (same password) until it is four seconds old, then new.
+    let same = secrets.get("r-secret").await.unwrap();
+    if same.metadata.uid == first_secret.metadata.uid {
+        assert_eq!(same.data, first_secret.data, "once: never overwritten");
+    }
+    let rotated = eventually("the rotated secret", WAIT, || async {
+        let secret = secrets.get_opt("r-secret").await.ok().flatten()?;
+        (secret.metadata.uid != first_secret.metadata.uid).then_some(secret)
+    })
+    .await
+    .unwrap();
+    assert_ne!(rotated.data, first_secret.data, "a new password");
+    assert_ne!(generated(&rotated), None);
+    h.stop().await;
+}

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use orkestra::compiled::{CompiledCrd, Notes};
 use orkestra::katalog::{self, Diagnostic};
 use serde_json::json;
 
@@ -26,7 +27,10 @@ enum Output {
 pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let (crds, errors, warnings): (Vec<String>, Vec<Diagnostic>, Vec<Diagnostic>) =
         match katalog::load(&args.katalog.files()) {
-            Ok(k) => (k.crds.keys().cloned().collect(), vec![], k.warnings),
+            Ok(k) => {
+                let errors = compile_errors(&k);
+                (k.crds.keys().cloned().collect(), errors, k.warnings)
+            }
             Err(katalog::Error::Invalid { errors, warnings }) => (vec![], errors, warnings),
             // A file that cannot be read has no position: report it as a plain error.
             Err(other) => {
@@ -61,6 +65,27 @@ pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(if valid { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// What the runtime would refuse at start: every CRD compiled as `ork run` compiles it.
+fn compile_errors(katalog: &katalog::Katalog) -> Vec<Diagnostic> {
+    let error = |crd: &str, message: String| Diagnostic {
+        file: Default::default(),
+        line: 0,
+        column: 0,
+        path: format!("spec.crds.{crd}"),
+        message: format!("spec.crds.{crd}: {message}"),
+    };
+    let notes = match Notes::compile(katalog) {
+        Ok(notes) => notes,
+        Err(e) => return vec![error(&e.crd, e.message)],
+    };
+    katalog
+        .crds
+        .values()
+        .filter_map(|crd| CompiledCrd::compile_in(katalog, crd, &notes).err())
+        .map(|e| error(&e.crd, e.message))
+        .collect()
 }
 
 fn plain(diagnostic: &Diagnostic) -> String {

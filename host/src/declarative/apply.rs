@@ -13,7 +13,7 @@ use kube::core::ApiResource;
 use kube::discovery::Scope;
 use serde_json::{Value, json};
 
-use super::render::OWNER_LABEL;
+use super::render::{GENERATED_AT, OWNER_LABEL, Replace};
 use crate::kordinator::Counters;
 use crate::manifests::FIELD_MANAGER;
 use crate::mux::ReconcileError;
@@ -28,6 +28,8 @@ pub struct Mode {
     /// Set the CR as controller owner (same-namespace children only). Off for onDelete Jobs,
     /// which must outlive the CR.
     pub owned: bool,
+    /// When an existing object is deleted and created anew.
+    pub replace: Replace,
 }
 
 /// Applies children for one CRD; remembers what discovery said about each kind.
@@ -119,9 +121,28 @@ impl Applier {
                     ),
                 ));
             }
-            if mode.create_only || contains(&live, &comparable(&object)) {
+            let expired = match mode.replace {
+                Replace::After(max_age) => live["metadata"]["annotations"][GENERATED_AT]
+                    .as_str()
+                    .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                    .is_none_or(|at| jiff::Timestamp::now().duration_since(at).unsigned_abs() >= max_age),
+                _ => false,
+            };
+            let drifted = !expired && !contains(&live, &comparable(&object));
+            if !expired && (mode.create_only || !drifted) {
                 return Ok((live, false));
             }
+            if expired || mode.replace == Replace::OnDrift {
+                // Delete and create anew; while the old one terminates the create conflicts,
+                // which is an error the retry resolves.
+                self.counters.writes.fetch_add(1, Ordering::Relaxed);
+                api.delete(&name, &DeleteParams::background()).await.map_err(failed)?;
+                tracing::info!(%kind, %name, expired, "replacing the child");
+            }
+        }
+        if matches!(mode.replace, Replace::After(_)) {
+            let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+            object["metadata"]["annotations"][GENERATED_AT] = json!(now);
         }
         let params = if mode.force {
             PatchParams::apply(FIELD_MANAGER).force()

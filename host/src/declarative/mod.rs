@@ -237,6 +237,7 @@ impl Declarative {
                             create_only: true,
                             force: false,
                             owned: false,
+                            replace: render::Replace::Never,
                         };
                         let (live, _) = self.applier.apply(rendered, object, mode).await?;
                         finished &= lifecycle::job_finished(&live);
@@ -300,9 +301,10 @@ impl Declarative {
                             rendered["metadata"]["name"].as_str().unwrap_or_default().to_string(),
                         ));
                         let mode = apply::Mode {
-                            create_only: !entry.reconcile || entry.kind.key == "jobs",
+                            create_only: entry.create_only(),
                             force: entry.force.unwrap_or(compiled.force_conflict),
                             owned: true,
+                            replace: entry.replace,
                         };
                         let (live, written) = self.applier.apply(rendered, object, mode).await?;
                         wrote |= written;

@@ -80,9 +80,48 @@ pub struct Entry {
     pub force: Option<bool>,
     /// Motif inputs, visible as `.inputs`.
     pub inputs: Option<Value>,
+    /// When an existing object is deleted and created anew instead of patched.
+    pub replace: Replace,
+    /// A Secret's `once`: created if absent, never overwritten.
+    pub once: bool,
 }
 
-/// A template block (`onCreate` or `onReconcile`), compiled.
+/// When an existing child is replaced rather than patched or left alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Replace {
+    #[default]
+    Never,
+    /// On drift (Pods: most of a Pod's spec cannot change in place).
+    OnDrift,
+    /// Once it is older than this (a `once` Secret with `rotateAfter`), by its generated-at
+    /// annotation.
+    After(std::time::Duration),
+}
+
+/// How an entry's existing object is replaced. `rotateAfter` only means something on a `once`
+/// Secret (anything else is already rewritten on every drift).
+fn replace(kind: &KindSpec, entry: &ResourceEntry) -> Result<Replace, String> {
+    if kind.key == "pods" {
+        return Ok(Replace::OnDrift);
+    }
+    match entry.fields.get("rotateAfter") {
+        Some(Value::String(text)) if kind.key == "secrets" => {
+            if entry.fields.get("once") != Some(&Value::Bool(true)) {
+                return Err("rotateAfter needs once: true".into());
+            }
+            Ok(Replace::After(
+                crate::duration::parse(text).map_err(|e| format!("rotateAfter: {e}"))?,
+            ))
+        }
+        Some(other) if kind.key == "secrets" => Err(format!("rotateAfter: {other} is not a duration")),
+        _ => Ok(Replace::Never),
+    }
+}
+
+/// Annotation on a `once` Secret: when it was generated, RFC 3339.
+pub const GENERATED_AT: &str = "orkestra.orkspace.io/generated-at";
+
+/// A block (`onCreate` or `onReconcile`), compiled.
 #[derive(Debug, Clone, Default)]
 pub struct Block {
     pub conditions: Conditions,
@@ -135,7 +174,15 @@ impl Entry {
             reconcile: drift || entry.reconcile == Some(true),
             force: entry.force_conflict,
             inputs: entry.inputs.clone(),
+            replace: replace(kind, entry)?,
+            once: kind.key == "secrets" && entry.fields.get("once") == Some(&Value::Bool(true)),
         })
+    }
+
+    /// Create once, never overwrite: Jobs always, Secrets marked `once` (generated
+    /// credentials), and anything outside drift correction.
+    pub fn create_only(&self) -> bool {
+        !self.reconcile || self.kind.key == "jobs" || self.once
     }
 
     /// The name: rendered, or the kind's default (`<cr>-deployment`, `<cr>-svc`, ...).
@@ -703,5 +750,24 @@ mod tests {
                 .unwrap_err()
                 .contains("profile presets are not supported")
         );
+    }
+
+    #[test]
+    fn rotation_is_for_once_secrets_and_pods_are_replaced_on_drift() {
+        let block = |yaml: &str| {
+            let spec: crate::katalog::HookTemplates = serde_yaml_ng::from_str(yaml).unwrap();
+            Block::compile(&spec, true, crate::template::Functions::builtin())
+        };
+        let secret = block("secrets: [{once: true, rotateAfter: 90d}]").unwrap();
+        assert_eq!(
+            secret.entries[0].replace,
+            Replace::After(std::time::Duration::from_secs(90 * 86400))
+        );
+        assert!(secret.entries[0].create_only(), "a once secret is never patched");
+        let error = block("secrets: [{rotateAfter: 90d}]").unwrap_err();
+        assert!(error.contains("rotateAfter needs once: true"), "{error}");
+        let pod = block("pods: [{image: busybox}]").unwrap();
+        assert_eq!(pod.entries[0].replace, Replace::OnDrift);
+        assert!(!pod.entries[0].create_only());
     }
 }
