@@ -155,6 +155,8 @@ pub struct CompiledBox {
     pub force_conflict: bool,
     /// `emit.events`, in name order.
     pub events: Vec<EmitEvent>,
+    /// `observe.cross`: reads of other CRDs' CRs, made before the templates.
+    pub cross: Vec<crate::cross::CrossRead>,
 }
 
 impl CompiledBox {
@@ -198,6 +200,12 @@ impl CompiledBox {
             on_reconcile: block(&reconcile.on_reconcile, true, "onReconcile")?,
             on_delete: block(&reconcile.on_delete, false, "onDelete")?,
             force_conflict: reconcile.force_conflict.unwrap_or(true),
+            cross: ob
+                .observe
+                .iter()
+                .flat_map(|o| &o.cross)
+                .map(|c| crate::cross::CrossRead::compile(c, functions).map_err(|e| format!("observe.cross: {e}")))
+                .collect::<Result<_, _>>()?,
             events: ob
                 .emit
                 .iter()
@@ -316,8 +324,9 @@ pub struct CompiledCrd {
     pub labels: Vec<(String, Template)>,
     /// Stamp `.health` on each CR after reconcile (`endpoints.health`, default on).
     pub stamp_health: bool,
-    /// Stamp `.metrics` on each CR after reconcile (`crossAccess`, default on).
-    pub stamp_metrics: bool,
+    /// `crossAccess` (default on): other CRDs' cross reads may see this one's CRs, and
+    /// `.metrics` is stamped on each CR after reconcile.
+    pub cross_access: bool,
     /// `admission` validation and mutation rules, run at every reconcile.
     pub rules: crate::declarative::rules::Rules,
     pub boxes: EffectiveBoxes,
@@ -474,7 +483,7 @@ impl CompiledCrd {
                 .as_ref()
                 .and_then(|e| e["health"].as_bool())
                 .unwrap_or(true),
-            stamp_metrics: entry.cross_access,
+            cross_access: entry.cross_access,
             rules: crate::declarative::rules::Rules::compile(&entry.admission, &notes.functions).map_err(fail)?,
             boxes,
             compiled,

@@ -168,7 +168,7 @@ impl Kordinator {
         let health = self.health.get(&self.crd.name);
         let stamps = feedback::Stamps {
             health: health.filter(|_| self.crd.stamp_health).map(|h| feedback::health(&h)),
-            metrics: self.crd.stamp_metrics.then(|| {
+            metrics: self.crd.cross_access.then(|| {
                 feedback::metrics(
                     self.queue.depth(),
                     self.crd.workers,

@@ -17,6 +17,7 @@ pub mod condition;
 pub mod control_plane;
 pub mod crd_install;
 pub mod cron;
+pub mod cross;
 pub mod declarative;
 pub mod discovery;
 pub mod duration;

@@ -116,6 +116,12 @@ impl Runtime {
         let order = start_order(&self.crds);
         let mut stops: BTreeMap<String, watch::Sender<bool>> = BTreeMap::new();
         let mut tasks: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
+        let peers = crate::cross::Peers::new(
+            self.crds
+                .iter()
+                .map(|h| (h.crd.name.to_string(), h.cache.clone(), h.crd.cross_access)),
+            self.health.clone(),
+        );
         for handle in &self.crds {
             let (stop, stopped) = watch::channel(false);
             stops.insert(handle.crd.name.to_string(), stop);
@@ -124,6 +130,7 @@ impl Runtime {
                     self.client.clone(),
                     handle.crd.clone(),
                     handle.counters.clone(),
+                    peers.clone(),
                 )))
             });
             let crd_run = CrdRun {

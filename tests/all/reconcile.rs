@@ -360,3 +360,60 @@ async fn a_drifted_pod_is_recreated_and_a_once_secret_is_kept_until_it_rotates()
     assert_ne!(generated(&rotated), None);
     h.stop().await;
 }
+
+#[tokio::test]
+async fn cross_reads_see_another_crds_cr_unless_it_denies_access() {
+    let crds = format!(
+        "    database:
+      apiTypes: {{group: GROUP, version: v1, kind: Database}}
+      namespace: NS
+      operatorBox: {{}}
+    vault:
+      apiTypes: {{group: GROUP, version: v1, kind: Vault}}
+      namespace: NS
+      crossAccess: false
+      operatorBox: {{}}
+{}",
+        crd(
+            "app",
+            "App",
+            "        observe:
+          cross:
+            - {crd: database, as: db, selector: {name: '{{ .spec.db }}'}}
+            - {crd: vault, selector: {name: '{{ .spec.db }}'}}
+        reconcile:
+          onReconcile:
+            configMaps:
+              - {name: '{{ .metadata.name }}-conn', data: {host: '{{ .cross.db.spec.host }}'}, when: [{field: cross.db.found, equals: 'true'}]}
+        emit:
+          status:
+            fields:
+              - {path: dbFound, type: bool, value: '{{ .cross.db.found }}'}
+              - {path: vaultFound, type: bool, value: '{{ .cross.vault.found }}'}
+"
+        )
+    );
+    let h = Harness::start("cross", &crds, &[], true).await;
+    h.create("Database", "main", json!({"host": "db.internal"})).await;
+    h.create("Vault", "main", json!({})).await;
+    h.create("App", "c", json!({"db": "main"})).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let status = eventually("the read", WAIT, || async {
+        let app = h.api("App").get("c").await.ok()?;
+        (app.data["status"]["dbFound"] == true).then(|| app.data["status"].clone())
+    })
+    .await
+    .unwrap();
+    assert_eq!(status["vaultFound"], false, "crossAccess: false hides the CRD");
+    let conn = configmaps.get("c-conn").await.unwrap().data.unwrap();
+    assert_eq!(conn["host"], "db.internal");
+    h.create("App", "lonely", json!({"db": "missing"})).await;
+    eventually("a read that finds nothing", WAIT, || async {
+        let app = h.api("App").get("lonely").await.ok()?;
+        (app.data["status"]["dbFound"] == false).then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(configmaps.get_opt("lonely-conn").await.unwrap().is_none());
+    h.stop().await;
+}

@@ -21,6 +21,7 @@ use std::sync::atomic::Ordering;
 
 use crate::compiled::{CompiledBox, CompiledCrd};
 use crate::condition::ValueType;
+use crate::cross::Peers;
 use crate::kordinator::Counters;
 use crate::mux::{Action, Form, ReconcileError, Reconciler, Request};
 use crate::observe::{api_for_key, split_key};
@@ -34,6 +35,7 @@ pub struct Declarative {
     applier: apply::Applier,
     events: record::Events,
     counters: Arc<Counters>,
+    peers: Peers,
 }
 
 /// How often a CR being deleted looks at its onDelete Jobs again.
@@ -44,8 +46,9 @@ const MESSAGE_LIMIT: usize = 256;
 
 impl Declarative {
     /// `counters.writes` counts every write this reconciler makes.
-    pub fn new(client: kube::Client, crd: Arc<CompiledCrd>, counters: Arc<Counters>) -> Self {
+    pub fn new(client: kube::Client, crd: Arc<CompiledCrd>, counters: Arc<Counters>, peers: Peers) -> Self {
         Self {
+            peers,
             applier: apply::Applier::new(client.clone(), counters.clone()),
             events: record::Events::new(client.clone()),
             client,
@@ -64,9 +67,21 @@ impl Declarative {
         }
         let now = jiff::Timestamp::now();
         let (mutated, verdict) = self.crd.rules.run(object, &self.crd.notes);
-        let outcome = self.apply_all(request, compiled, object, &mutated, &verdict, now).await;
+        let mut context = Map::new();
+        if !compiled.cross.is_empty() {
+            let resolver = Resolver::new(&mutated, &self.crd.notes);
+            let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+            context.insert(
+                "cross".into(),
+                self.peers.read_all(&compiled.cross, &resolver, namespace),
+            );
+        }
+        let outcome = self.apply_all(request, object, &mutated, &verdict, &context, now).await;
+        if let Ok((children, _)) = &outcome {
+            context.insert("children".into(), children.clone());
+        }
         let mut status = match &outcome {
-            Ok((children, _)) => desired_status(compiled, &mutated, &self.crd.notes, now, Some(children)),
+            Ok(_) => desired_status(compiled, &mutated, &self.crd.notes, now, &context),
             Err(error) => failed_status(object, error, now),
         };
         if self.crd.rules.validates() {
@@ -75,13 +90,13 @@ impl Declarative {
         let status_written = self.patch_status(request, object, status).await?;
         let kind = &self.crd.kind;
         match outcome {
-            Ok((children, wrote)) => {
+            Ok((_, wrote)) => {
                 // Only a reconcile that changed something reports: a resync of a settled CR
                 // stays silent, as it writes nothing either.
                 if wrote || status_written {
                     let note = format!("{kind} {} reconciled", request.key);
                     self.events.normal(object, &format!("{kind}Reconciled"), note).await;
-                    self.emit_declared(compiled, &mutated, Ok(&children)).await;
+                    self.emit_declared(compiled, &mutated, &context, None).await;
                 }
                 Ok(Action::Done)
             }
@@ -89,7 +104,7 @@ impl Declarative {
                 self.events
                     .warning(object, &format!("{kind}ReconcileError"), error.to_string())
                     .await;
-                self.emit_declared(compiled, &mutated, Err(&error)).await;
+                self.emit_declared(compiled, &mutated, &context, Some(&error)).await;
                 Err(error)
             }
         }
@@ -97,16 +112,21 @@ impl Declarative {
 
     /// The `emit.events` whose `on` and conditions match this outcome; `.children` (on
     /// success) or `.error` (on failure) are visible to their templates.
-    async fn emit_declared(&self, compiled: &CompiledBox, object: &Value, outcome: Result<&Value, &ReconcileError>) {
+    async fn emit_declared(
+        &self,
+        compiled: &CompiledBox,
+        object: &Value,
+        context: &Map<String, Value>,
+        error: Option<&ReconcileError>,
+    ) {
         if compiled.events.is_empty() {
             return;
         }
-        let mut resolver = Resolver::new(object, &self.crd.notes);
-        match outcome {
-            Ok(children) => resolver.set("children", children.clone()),
-            Err(error) => resolver.set("error", json!(error.to_string())),
+        let mut resolver = with_context(Resolver::new(object, &self.crd.notes), context);
+        if let Some(error) = error {
+            resolver.set("error", json!(error.to_string()));
         }
-        for event in compiled.events.iter().filter(|e| e.fires_on(outcome.is_ok())) {
+        for event in compiled.events.iter().filter(|e| e.fires_on(error.is_none())) {
             if !event.conditions.passes(&resolver, None) {
                 continue;
             }
@@ -125,10 +145,10 @@ impl Declarative {
     async fn apply_all(
         &self,
         request: &Request,
-        compiled: &CompiledBox,
         object: &Value,
         mutated: &Value,
         verdict: &rules::Verdict,
+        context: &Map<String, Value>,
         now: jiff::Timestamp,
     ) -> Result<(Value, bool), ReconcileError> {
         let mut wrote = self.bookkeeping(request, object, now).await?;
@@ -140,7 +160,8 @@ impl Declarative {
         if !verdict.denied.is_empty() {
             return Err(ReconcileError::new("ValidationFailed", verdict.denied.join("; ")));
         }
-        let (children, applied) = self.children(compiled, mutated).await?;
+        let (compiled, _) = self.crd.for_object(object);
+        let (children, applied) = self.children(compiled, mutated, context).await?;
         Ok((children, wrote || applied))
     }
 
@@ -278,10 +299,15 @@ impl Declarative {
 
     /// Applies the templates; returns `.children` (the applied objects by lowercase kind) and
     /// whether anything was written.
-    async fn children(&self, compiled: &CompiledBox, object: &Value) -> Result<(Value, bool), ReconcileError> {
+    async fn children(
+        &self,
+        compiled: &CompiledBox,
+        object: &Value,
+        context: &Map<String, Value>,
+    ) -> Result<(Value, bool), ReconcileError> {
         let mut children = Map::new();
         let mut wrote = false;
-        let resolver = Resolver::new(object, &self.crd.notes);
+        let resolver = with_context(Resolver::new(object, &self.crd.notes), context);
         for (block, is_create) in [(&compiled.on_create, true), (&compiled.on_reconcile, false)] {
             let Some(block) = block else { continue };
             if !block.conditions.passes(&resolver, None) {
@@ -369,6 +395,14 @@ fn child_ref(entry: &render::Entry, scoped: &Resolver<'_, '_>, cr: &Value) -> Re
         "apiVersion": entry.kind.api_version, "kind": entry.kind.kind,
         "metadata": {"name": name, "namespace": cr["metadata"]["namespace"]},
     }))
+}
+
+/// `resolver` with the reconcile's context entries (`.cross`, `.children`) added.
+fn with_context<'o, 'n>(mut resolver: Resolver<'o, 'n>, context: &Map<String, Value>) -> Resolver<'o, 'n> {
+    for (key, value) in context {
+        resolver.set(key, value.clone());
+    }
+    resolver
 }
 
 /// One resolver per element for a `forEach` entry (`.item` and `.<as>`), else one.
@@ -493,7 +527,7 @@ pub fn desired_status(
     object: &Value,
     notes: &[Template],
     now: jiff::Timestamp,
-    children: Option<&Value>,
+    context: &Map<String, Value>,
 ) -> Value {
     let mut status = object
         .get("status")
@@ -510,10 +544,7 @@ pub fn desired_status(
             now,
         );
     }
-    let mut resolver = Resolver::new(object, notes).at(now);
-    if let Some(children) = children {
-        resolver.set("children", children.clone());
-    }
+    let resolver = with_context(Resolver::new(object, notes).at(now), context);
     for field in &compiled.status_fields {
         let value = if field.conditions.is_empty() || field.conditions.passes(&resolver, None) {
             typed(&resolver, &field.value, field.value_type)
@@ -590,7 +621,7 @@ mod tests {
         let crd = crd(STATE_MACHINE);
         let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
         let object = json!({"metadata": {"name": "a", "generation": 3}, "spec": {"replicas": 2}});
-        let status = desired_status(crd.crd_box(), &object, &[], now, None);
+        let status = desired_status(crd.crd_box(), &object, &[], now, &Map::new());
         assert_eq!(status["phase"], "Pending");
         assert_eq!(status["replicas"], 2);
         assert_eq!(status["detail"]["ready"], true);
@@ -602,21 +633,21 @@ mod tests {
         // The next reconcile moves the machine on, and keeps the condition's transition time.
         let object = json!({"metadata": {"name": "a", "generation": 3}, "spec": {"replicas": 2}, "status": status});
         let later: jiff::Timestamp = "2026-01-02T00:00:00Z".parse().unwrap();
-        let next = desired_status(crd.crd_box(), &object, &[], later, None);
+        let next = desired_status(crd.crd_box(), &object, &[], later, &Map::new());
         assert_eq!(next["phase"], "Running");
         assert_eq!(next["conditions"][0]["lastTransitionTime"], "2026-01-01T00:00:00Z");
 
         // A steady state yields the same status: no PATCH.
         let steady =
             json!({"metadata": {"name": "a", "generation": 3}, "spec": {"replicas": 2}, "status": next.clone()});
-        let again = desired_status(crd.crd_box(), &steady, &[], later, None);
+        let again = desired_status(crd.crd_box(), &steady, &[], later, &Map::new());
         assert_eq!(
             desired_status(
                 crd.crd_box(),
                 &json!({"metadata": {"name": "a", "generation": 3}, "spec": {"replicas": 2}, "status": again.clone()}),
                 &[],
                 later,
-                None
+                &Map::new()
             ),
             again
         );
@@ -630,7 +661,7 @@ mod tests {
             &json!({"metadata": {"generation": 1}}),
             &[],
             jiff::Timestamp::now(),
-            None,
+            &Map::new(),
         );
         assert_eq!(status, json!({}));
     }
