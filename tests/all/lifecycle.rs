@@ -188,3 +188,69 @@ async fn declared_events_fire_on_their_outcome_with_rendered_text() {
     assert!(find("good", "Broken").await.is_none() && find("bad", "Shipped").await.is_none());
     h.stop().await;
 }
+
+#[tokio::test]
+async fn ordered_deletion_waits_for_each_group_to_be_gone_before_the_next() {
+    let operator_box = "        reconcile:
+          onReconcile:
+            configMaps:
+              - {name: '{{ .metadata.name }}-first', data: {a: '1'}}
+            services:
+              - {name: '{{ .metadata.name }}-second', port: 80}
+          onDelete:
+            ordered: true
+            timeout: 2m
+            groups:
+              - configMaps: [{name: '{{ .metadata.name }}-first'}]
+              - services: [{name: '{{ .metadata.name }}-second'}]
+";
+    let h = Harness::start("ordered", &crd("app", "App", operator_box), &[], true).await;
+    h.create("App", "o", json!({})).await;
+    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    eventually("the children", WAIT, || async {
+        services.get_opt("o-second").await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    // Someone holds the first group's ConfigMap: the second group must wait for it.
+    let hold = json!({"metadata": {"finalizers": ["example.io/hold"]}});
+    configmaps
+        .patch(
+            "o-first",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(hold),
+        )
+        .await
+        .unwrap();
+    h.api("App").delete("o", &DeleteParams::default()).await.unwrap();
+    eventually("the first group deleting", WAIT, || async {
+        let first = configmaps.get_opt("o-first").await.ok().flatten()?;
+        first.metadata.deletion_timestamp.map(|_| ())
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert!(
+        services.get_opt("o-second").await.unwrap().is_some(),
+        "the second group waits"
+    );
+    assert!(h.api("App").get_opt("o").await.unwrap().is_some(), "so does the CR");
+
+    let release = json!({"metadata": {"finalizers": []}});
+    configmaps
+        .patch(
+            "o-first",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(release),
+        )
+        .await
+        .unwrap();
+    eventually("the CR gone after both groups", WAIT, || async {
+        matches!(h.api("App").get_opt("o").await, Ok(None)).then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(services.get_opt("o-second").await.unwrap().is_none());
+    h.stop().await;
+}

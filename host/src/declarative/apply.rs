@@ -162,8 +162,19 @@ impl Applier {
         Ok(self.api(object).await?.1 == Scope::Cluster)
     }
 
-    /// Deletes the object named like `object` if it carries this CR's owner label.
+    /// Deletes the object named like `object` if it carries this CR's owner label; true when
+    /// it was there (so a repeated call tells whether it is gone yet).
     pub async fn delete_if_owned(&self, object: &Value, cr: &Value) -> Result<bool, ReconcileError> {
+        self.delete_owned(object, cr, DeleteParams::background()).await
+    }
+
+    /// As [`Applier::delete_if_owned`], with foreground propagation: the object stays until
+    /// its own dependents are gone (ordered deletion waits for that).
+    pub async fn delete_if_owned_foreground(&self, object: &Value, cr: &Value) -> Result<bool, ReconcileError> {
+        self.delete_owned(object, cr, DeleteParams::foreground()).await
+    }
+
+    async fn delete_owned(&self, object: &Value, cr: &Value, params: DeleteParams) -> Result<bool, ReconcileError> {
         let (api, ..) = self.api(object).await?;
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
         let failed = |e: kube::Error| ReconcileError::new("DeleteFailed", format!("{} {name}: {e}", object["kind"]));
@@ -180,7 +191,7 @@ impl Applier {
             return Ok(false);
         }
         self.counters.writes.fetch_add(1, Ordering::Relaxed);
-        api.delete(name, &DeleteParams::background()).await.map_err(failed)?;
+        api.delete(name, &params).await.map_err(failed)?;
         Ok(true)
     }
 }

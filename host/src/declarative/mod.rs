@@ -38,8 +38,8 @@ pub struct Declarative {
     peers: Peers,
 }
 
-/// How often a CR being deleted looks at its onDelete Jobs again.
-const JOB_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+/// How often a CR being deleted looks again at its onDelete Jobs or ordered groups.
+const CLEANUP_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Longest Ready message, as upstream (253 characters and "...").
 const MESSAGE_LIMIT: usize = 256;
@@ -214,7 +214,7 @@ impl Declarative {
             .await;
         match self.clean_up(compiled, object).await {
             Ok(true) => {}
-            Ok(false) => return Ok(Action::RequeueAfter(JOB_POLL)),
+            Ok(false) => return Ok(Action::RequeueAfter(CLEANUP_POLL)),
             Err(error) => {
                 self.events
                     .warning(object, &format!("{kind}DeleteError"), error.to_string())
@@ -243,6 +243,9 @@ impl Declarative {
             // A failing block gate means: no cleanup, the finalizer goes at once.
             if !block.conditions.passes(&resolver, None) {
                 return Ok(true);
+            }
+            if !block.groups.is_empty() {
+                return self.delete_in_order(block, object, &resolver).await;
             }
             let mut finished = true;
             for entry in &block.entries {
@@ -279,6 +282,44 @@ impl Declarative {
                         self.applier.delete_if_owned(&child, object).await?;
                     }
                 }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Ordered deletion: the first group with an object of ours left is deleted (foreground)
+    /// and polled; later groups wait. Past the block's deadline, counted from the CR's
+    /// deletionTimestamp, it fails and the finalizer stays.
+    async fn delete_in_order(
+        &self,
+        block: &render::Block,
+        object: &Value,
+        resolver: &Resolver<'_, '_>,
+    ) -> Result<bool, ReconcileError> {
+        for group in block.groups.iter().filter(|g| g.conditions.passes(resolver, None)) {
+            let mut present = false;
+            for entry in &group.entries {
+                for scoped in expand(entry, resolver) {
+                    let child = child_ref(entry, &scoped, object)?;
+                    present |= self.applier.delete_if_owned_foreground(&child, object).await?;
+                }
+            }
+            if present {
+                let started = object["metadata"]["deletionTimestamp"]
+                    .as_str()
+                    .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                    .unwrap_or_else(jiff::Timestamp::now);
+                let waited = jiff::Timestamp::now().duration_since(started).unsigned_abs();
+                if waited > block.timeout {
+                    return Err(ReconcileError::new(
+                        "DeletionTimedOut",
+                        format!(
+                            "ordered deletion still waiting after {}s; the finalizer stays",
+                            block.timeout.as_secs()
+                        ),
+                    ));
+                }
+                return Ok(false);
             }
         }
         Ok(true)

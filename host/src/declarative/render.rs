@@ -121,12 +121,19 @@ fn replace(kind: &KindSpec, entry: &ResourceEntry) -> Result<Replace, String> {
 /// Annotation on a `once` Secret: when it was generated, RFC 3339.
 pub const GENERATED_AT: &str = "orkestra.orkspace.io/generated-at";
 
-/// A block (`onCreate` or `onReconcile`), compiled.
+/// A block (`onCreate`, `onReconcile`, `onDelete`), compiled.
 #[derive(Debug, Clone, Default)]
 pub struct Block {
     pub conditions: Conditions,
     pub entries: Vec<Entry>,
+    /// onDelete `ordered: true`: groups deleted one after the other, each gone before the next.
+    pub groups: Vec<Block>,
+    /// One deadline for the whole ordered sequence, from the CR's deletionTimestamp.
+    pub timeout: std::time::Duration,
 }
+
+/// Default deadline of an ordered deletion.
+const ORDERED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl Block {
     /// Compiles a block; `drift` is true for onReconcile (every entry drift-corrects).
@@ -140,7 +147,26 @@ impl Block {
                 entries.push(Entry::compile(kind, entry, drift, functions).map_err(|e| format!("{key}[{i}]: {e}"))?);
             }
         }
-        Ok(Self { conditions, entries })
+        let groups = match templates.ordered {
+            true => templates
+                .groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| Block::compile(g, drift, functions).map_err(|e| format!("groups[{i}].{e}")))
+                .collect::<Result<_, _>>()?,
+            false if !templates.groups.is_empty() => return Err("groups: they need ordered: true".into()),
+            false => Vec::new(),
+        };
+        let timeout = match &templates.timeout {
+            Some(text) => crate::duration::parse(text).map_err(|e| format!("timeout: {e}"))?,
+            None => ORDERED_TIMEOUT,
+        };
+        Ok(Self {
+            conditions,
+            entries,
+            groups,
+            timeout,
+        })
     }
 }
 
@@ -752,12 +778,15 @@ mod tests {
         );
     }
 
+    /// A block from its YAML alone (an onReconcile block when `drift`).
+    fn block_of(yaml: &str, drift: bool) -> Result<Block, String> {
+        let spec: crate::katalog::HookTemplates = serde_yaml_ng::from_str(yaml).unwrap();
+        Block::compile(&spec, drift, crate::template::Functions::builtin())
+    }
+
     #[test]
     fn rotation_is_for_once_secrets_and_pods_are_replaced_on_drift() {
-        let block = |yaml: &str| {
-            let spec: crate::katalog::HookTemplates = serde_yaml_ng::from_str(yaml).unwrap();
-            Block::compile(&spec, true, crate::template::Functions::builtin())
-        };
+        let block = |yaml: &str| block_of(yaml, true);
         let secret = block("secrets: [{once: true, rotateAfter: 90d}]").unwrap();
         assert_eq!(
             secret.entries[0].replace,
@@ -769,5 +798,16 @@ mod tests {
         let pod = block("pods: [{image: busybox}]").unwrap();
         assert_eq!(pod.entries[0].replace, Replace::OnDrift);
         assert!(!pod.entries[0].create_only());
+    }
+
+    #[test]
+    fn ordered_groups_compile_with_their_deadline() {
+        let compile = |yaml: &str| block_of(yaml, false);
+        let block = compile("{ordered: true, timeout: 90s, groups: [{configMaps: [{}]}, {services: [{}]}]}").unwrap();
+        assert_eq!(block.groups.len(), 2);
+        assert_eq!(block.timeout, std::time::Duration::from_secs(90));
+        assert_eq!(compile("{ordered: true, groups: []}").unwrap().timeout, ORDERED_TIMEOUT);
+        let error = compile("{groups: [{configMaps: [{}]}]}").unwrap_err();
+        assert!(error.contains("ordered: true"), "{error}");
     }
 }
