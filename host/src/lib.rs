@@ -23,6 +23,7 @@ pub mod discovery;
 pub mod duration;
 pub mod effective_box;
 pub mod enqueue;
+pub mod external;
 pub mod feedback;
 pub mod gate;
 pub mod health;

@@ -39,6 +39,17 @@ async fn data(configmaps: &Api<ConfigMap>, name: &str) -> Option<String> {
         .and_then(|d| d.get("x").cloned())
 }
 
+/// The Ready condition of App `name` once it is False.
+async fn not_ready(h: &Harness, name: &str) -> serde_json::Value {
+    eventually("Ready=False", WAIT, || async {
+        let app = h.api("App").get(name).await.ok()?;
+        let ready = app.data["status"]["conditions"][0].clone();
+        (ready["status"] == "False").then_some(ready)
+    })
+    .await
+    .unwrap()
+}
+
 #[tokio::test]
 async fn children_are_owned_drift_corrected_recreated_and_status_reads_them() {
     let h = Harness::start("children", &crd("app", "App", BOX), &[], true).await;
@@ -117,13 +128,7 @@ async fn an_object_we_did_not_create_is_never_touched_and_the_cr_says_why() {
         serde_json::from_value(json!({"metadata": {"name": "b-kept"}, "data": {"x": "theirs"}})).unwrap();
     configmaps.create(&PostParams::default(), &theirs).await.unwrap();
     h.create("App", "b", json!({"x": "1", "exposed": false})).await;
-    let condition = eventually("Ready=False", WAIT, || async {
-        let app = h.api("App").get("b").await.ok()?;
-        let ready = app.data["status"]["conditions"][0].clone();
-        (ready["status"] == "False").then_some(ready)
-    })
-    .await
-    .unwrap();
+    let condition = not_ready(&h, "b").await;
     assert_eq!(condition["reason"], "ReconcileError");
     assert!(
         condition["message"]
@@ -415,5 +420,70 @@ async fn cross_reads_see_another_crds_cr_unless_it_denies_access() {
     .await
     .unwrap();
     assert!(configmaps.get_opt("lonely-conn").await.unwrap().is_none());
+    h.stop().await;
+}
+
+/// A tiny HTTP server: `/price/<name>` answers `{"amount": <len(name)>}`, `/broken` 500.
+async fn price_server() -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buffer = vec![0u8; 4096];
+                let n = stream.read(&mut buffer).await.unwrap_or(0);
+                let request = String::from_utf8_lossy(&buffer[..n]);
+                let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
+                let (status, body) = match path.strip_prefix("/price/") {
+                    Some(name) => ("200 OK", format!("{{\"amount\": {}}}", name.len())),
+                    None => ("500 Internal Server Error", "down".to_string()),
+                };
+                let response = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn external_calls_feed_templates_and_a_failing_one_fails_the_reconcile_unless_allowed() {
+    let port = price_server().await;
+    let operator_box = format!(
+        "        reconcile:
+          onReconcile:
+            external:
+              - {{name: price, url: 'http://127.0.0.1:{port}/{{{{ .spec.path }}}}/{{{{ .metadata.name }}}}', timeout: 5s}}
+              - {{name: status, url: 'http://127.0.0.1:{port}/broken', continueOnError: true}}
+            configMaps:
+              - {{name: '{{{{ .metadata.name }}}}-quote', data: {{amount: '{{{{ .external.price.body.amount }}}}', statusError: '{{{{ .external.status.error }}}}'}}}}
+"
+    );
+    let h = Harness::start("external", &crd("app", "App", &operator_box), &[], true).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    h.create("App", "abcd", json!({"path": "price"})).await;
+    let quote = eventually("the quote", WAIT, || async {
+        configmaps.get_opt("abcd-quote").await.ok().flatten()?.data
+    })
+    .await
+    .unwrap();
+    assert_eq!(quote["amount"], "4", "the JSON body is readable field by field");
+    assert!(
+        quote["statusError"].contains("answered 500"),
+        "continueOnError keeps the error visible: {quote:?}"
+    );
+
+    h.create("App", "gone", json!({"path": "nowhere"})).await;
+    let condition = not_ready(&h, "gone").await;
+    let message = condition["message"].as_str().unwrap();
+    assert!(
+        message.contains("ExternalCallFailed") && message.contains("external call price"),
+        "{message}"
+    );
+    assert!(configmaps.get_opt("gone-quote").await.unwrap().is_none());
     h.stop().await;
 }

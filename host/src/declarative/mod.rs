@@ -36,6 +36,7 @@ pub struct Declarative {
     events: record::Events,
     counters: Arc<Counters>,
     peers: Peers,
+    http: reqwest::Client,
 }
 
 /// How often a CR being deleted looks again at its onDelete Jobs or ordered groups.
@@ -49,6 +50,7 @@ impl Declarative {
     pub fn new(client: kube::Client, crd: Arc<CompiledCrd>, counters: Arc<Counters>, peers: Peers) -> Self {
         Self {
             peers,
+            http: reqwest::Client::new(),
             applier: apply::Applier::new(client.clone(), counters.clone()),
             events: record::Events::new(client.clone()),
             client,
@@ -76,7 +78,10 @@ impl Declarative {
                 self.peers.read_all(&compiled.cross, &resolver, namespace),
             );
         }
-        let outcome = self.apply_all(request, object, &mutated, &verdict, &context, now).await;
+        let outcome = match self.call_externals(compiled, &mutated, &mut context).await {
+            Ok(()) => self.apply_all(request, object, &mutated, &verdict, &context, now).await,
+            Err(error) => Err(error),
+        };
         if let Ok((children, _)) = &outcome {
             context.insert("children".into(), children.clone());
         }
@@ -138,6 +143,30 @@ impl Declarative {
                 }
             }
         }
+    }
+
+    /// The external calls of the blocks whose gate passes, into `context["external"]`.
+    async fn call_externals(
+        &self,
+        compiled: &CompiledBox,
+        object: &Value,
+        context: &mut Map<String, Value>,
+    ) -> Result<(), ReconcileError> {
+        let blocks = [&compiled.on_create, &compiled.on_reconcile];
+        if blocks.iter().flat_map(|b| b.iter()).all(|b| b.external.is_empty()) {
+            return Ok(());
+        }
+        let mut resolver = with_context(Resolver::new(object, &self.crd.notes), context);
+        for block in blocks.into_iter().flatten().filter(|b| !b.external.is_empty()) {
+            if block.conditions.passes(&resolver, None) {
+                let outcome = crate::external::run(&self.http, &block.external, &mut resolver).await;
+                outcome.map_err(|e| ReconcileError::new("ExternalCallFailed", e))?;
+            }
+        }
+        if let Some(results) = resolver.lookup("external") {
+            context.insert("external".into(), results.clone());
+        }
+        Ok(())
     }
 
     /// Bookkeeping, the mutated fields, then (unless a deny rule failed) the children.

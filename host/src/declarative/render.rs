@@ -130,6 +130,8 @@ pub struct Block {
     pub groups: Vec<Block>,
     /// One deadline for the whole ordered sequence, from the CR's deletionTimestamp.
     pub timeout: std::time::Duration,
+    /// HTTP calls made before the entries (results in `.external.<name>`).
+    pub external: Vec<crate::external::Call>,
 }
 
 /// Default deadline of an ordered deletion.
@@ -161,11 +163,17 @@ impl Block {
             Some(text) => crate::duration::parse(text).map_err(|e| format!("timeout: {e}"))?,
             None => ORDERED_TIMEOUT,
         };
+        let external = templates
+            .external
+            .iter()
+            .map(|call| crate::external::Call::compile(call, functions))
+            .collect::<Result<_, _>>()?;
         Ok(Self {
             conditions,
             entries,
             groups,
             timeout,
+            external,
         })
     }
 }
