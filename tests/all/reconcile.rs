@@ -256,7 +256,8 @@ async fn a_deny_rule_creates_no_children_and_says_which_rule_while_defaults_are_
 #[tokio::test]
 async fn stamped_health_feeds_the_next_gate_a_circuit_breaker() {
     // Every reconcile of this CR fails (its ConfigMap name is taken); the gate reads the
-    // failures stamped on the CR and stops the retries after the third.
+    // failures stamped on the CR and stops the retries once three are stamped (a retry
+    // already dequeued when the stamp lands may still run).
     let operator_box = format!(
         "        preReconcile:
           reconcileGate:
@@ -277,7 +278,7 @@ async fn stamped_health_feeds_the_next_gate_a_circuit_breaker() {
             .get("orkestra.orkspace.io/health")?
             .clone();
         let health: serde_json::Value = serde_json::from_str(&health).ok()?;
-        (health["consecutiveFails"] == 3).then_some(health)
+        (health["consecutiveFails"].as_u64()? >= 3).then_some(health)
     })
     .await
     .unwrap();
@@ -485,5 +486,33 @@ async fn external_calls_feed_templates_and_a_failing_one_fails_the_reconcile_unl
         "{message}"
     );
     assert!(configmaps.get_opt("gone-quote").await.unwrap().is_none());
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_tls_secret_is_generated_once_and_kept() {
+    let operator_box = "        reconcile:
+          resync: 1s
+          onReconcile:
+            secrets:
+              - tls: {commonName: '{{ .metadata.name }}.{{ .metadata.namespace }}.svc', dnsNames: ['{{ .metadata.name }}']}
+";
+    let h = Harness::start("tls", &crd("app", "App", operator_box), &[], true).await;
+    h.create("App", "t", json!({})).await;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let secret = eventually("the certificate", WAIT, || async {
+        secrets.get_opt("t-tls").await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
+    let data = secret.data.clone().unwrap();
+    for key in ["tls.crt", "tls.key", "ca.crt"] {
+        let pem = String::from_utf8(data[key].0.clone()).unwrap();
+        assert!(pem.starts_with("-----BEGIN"), "{key}: {pem}");
+    }
+    // Resyncs render a fresh certificate each time, but the stored one is never replaced.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(secrets.get("t-tls").await.unwrap().data, secret.data);
     h.stop().await;
 }

@@ -10,6 +10,7 @@ mod lifecycle;
 mod record;
 pub mod render;
 pub mod rules;
+mod tls;
 
 use std::sync::Arc;
 

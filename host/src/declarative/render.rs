@@ -106,8 +106,8 @@ fn replace(kind: &KindSpec, entry: &ResourceEntry) -> Result<Replace, String> {
     }
     match entry.fields.get("rotateAfter") {
         Some(Value::String(text)) if kind.key == "secrets" => {
-            if entry.fields.get("once") != Some(&Value::Bool(true)) {
-                return Err("rotateAfter needs once: true".into());
+            if entry.fields.get("once") != Some(&Value::Bool(true)) && !entry.fields.contains_key("tls") {
+                return Err("rotateAfter needs once: true (or tls)".into());
             }
             Ok(Replace::After(
                 crate::duration::parse(text).map_err(|e| format!("rotateAfter: {e}"))?,
@@ -209,7 +209,9 @@ impl Entry {
             force: entry.force_conflict,
             inputs: entry.inputs.clone(),
             replace: replace(kind, entry)?,
-            once: kind.key == "secrets" && entry.fields.get("once") == Some(&Value::Bool(true)),
+            // A generated certificate is a credential too: made once, then left alone.
+            once: kind.key == "secrets"
+                && (entry.fields.get("once") == Some(&Value::Bool(true)) || entry.fields.contains_key("tls")),
         })
     }
 
@@ -223,6 +225,7 @@ impl Entry {
     pub fn render_name(&self, resolver: &Resolver<'_, '_>, cr_name: &str) -> Result<String, String> {
         match &self.name {
             Some(template) => resolver.render(template).map_err(|e| e.message),
+            None if self.kind.key == "secrets" && self.fields.contains_key("tls") => Ok(format!("{cr_name}-tls")),
             None => Ok(default_name(self.kind.key, cr_name)),
         }
     }
@@ -469,7 +472,18 @@ fn body(kind: &KindSpec, fields: &Map<String, Value>, cr: &str, cr_namespace: &s
             if let (Value::Object(target), Value::Object(extra)) = (&mut string_data, stringify(get("stringData"))) {
                 target.extend(extra);
             }
-            json!({"type": get("type").unwrap_or_else(|| json!("Opaque")), "stringData": string_data})
+            let mut secret_type = get("type").unwrap_or_else(|| json!("Opaque"));
+            if let Some(tls) = get("tls") {
+                let validity = match fields.get("rotateAfter").and_then(Value::as_str) {
+                    Some(text) => crate::duration::parse(text).map_err(|e| format!("rotateAfter: {e}"))?,
+                    None => super::tls::DEFAULT_VALIDITY,
+                };
+                if let Value::Object(target) = &mut string_data {
+                    target.extend(super::tls::generate(&tls, validity)?);
+                }
+                secret_type = json!("kubernetes.io/tls");
+            }
+            json!({"type": secret_type, "stringData": string_data})
         }
         "serviceAccounts" => {
             let mut body = json!({});
