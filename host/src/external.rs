@@ -146,12 +146,16 @@ async fn request(
     if let Some(body) = &call.body {
         builder = builder.json(&body.render(resolver).map_err(|e| (0, format!("body: {e}")))?);
     }
-    let response = builder.send().await.map_err(|e| (0, describe(&e, call.timeout)))?;
+    let mut response = builder.send().await.map_err(|e| (0, describe(&e, call.timeout)))?;
     let code = response.status().as_u16();
-    if response.content_length().is_some_and(|n| n as usize > BODY_LIMIT) {
-        return Err((code, format!("the response body exceeds {BODY_LIMIT} bytes")));
+    // Read in chunks so a body without a length cannot grow past the cap either.
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| (code, describe(&e, call.timeout)))? {
+        if bytes.len() + chunk.len() > BODY_LIMIT {
+            return Err((code, format!("the response body exceeds {BODY_LIMIT} bytes")));
+        }
+        bytes.extend_from_slice(&chunk);
     }
-    let bytes = response.bytes().await.map_err(|e| (code, describe(&e, call.timeout)))?;
     if !call.accepts(code) {
         return Err((code, format!("{method} {url} answered {code}", method = call.method)));
     }
