@@ -116,8 +116,8 @@ impl Declarative {
         }
     }
 
-    /// The `emit.events` whose `on` and conditions match this outcome; `.children` (on
-    /// success) or `.error` (on failure) are visible to their templates.
+    /// The `emit.events` whose `on` and conditions match this outcome; the reconcile's context
+    /// (`.cross`, `.external`, `.children` on success) and `.error` on failure are visible.
     async fn emit_declared(
         &self,
         compiled: &CompiledBox,
