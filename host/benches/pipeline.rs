@@ -116,6 +116,7 @@ fn pipeline() -> Pipeline {
     let offline = kube::Config::new("http://127.0.0.1:9".parse().expect("uri"));
     let kordinator = Arc::new(Kordinator {
         client: kube::Client::try_from(offline).expect("client"),
+        http: reqwest::Client::new(),
         crd: crd.clone(),
         resource: Arc::new(ApiResource::from_gvk(&GroupVersionKind::gvk(
             "bench.orkestra.io",

@@ -2,9 +2,10 @@
 //! reconcile gate (should this work run now?), one pair per effective operator box.
 //!
 //! A gate passes when its `sentinels:` shorthand (any listed sentinel true; absent = no
-//! constraint) and its `when`/`or` conditions both pass. External calls inside gates are
-//! not run by this runtime yet: a gate that declares them treats them as failed, so its
-//! `failPolicy` decides (open: ignore them, closed: block).
+//! constraint) and its `when`/`or` conditions both pass. The reconcile gate's external calls
+//! are made by the Kordinator before it asks; a failing call lets `failPolicy` decide (open:
+//! pass, closed: block). The enqueue gate sits on the watch path, where no call is made: its
+//! calls count as failed.
 //!
 //! Pure: no kube or wasmtime imports.
 
@@ -19,23 +20,46 @@ use crate::template::Functions;
 pub struct Gate {
     sentinels: u16,
     conditions: Conditions,
-    /// Closed gates with external calls block: their calls cannot succeed here.
+    /// External calls made before the conditions (reconcile gate: shared `preReconcile.external`
+    /// first, then the gate's own); their results are at `.external.<name>`.
+    pub external: Vec<crate::external::Call>,
+    /// `failPolicy` (default open): when a call fails, pass (open) or block (closed).
+    pub fail_open: bool,
+    /// Enqueue gates run on the watch path, where no call is made: a closed one with calls blocks.
     blocked_by_externals: bool,
 }
 
 impl Gate {
-    /// Compiles a gate of the Katalog (validated already: errors here are defects).
-    pub fn compile(spec: &katalog::Gate, functions: &Functions) -> Result<Self, String> {
+    /// Compiles a gate of the Katalog. `shared` are `preReconcile.external`; `call` says
+    /// whether this gate makes its calls (the reconcile gate) or cannot (the enqueue gate).
+    pub fn compile(
+        spec: &katalog::Gate,
+        shared: &[katalog::ExternalCall],
+        call: bool,
+        functions: &Functions,
+    ) -> Result<Self, String> {
         let conditions = Conditions::compile(&spec.when, &spec.or, functions)
             .map_err(|(at, e)| format!("{at}.{}: {}", e.key, e.message))?;
+        let fail_open = spec.fail_policy != Some(FailPolicy::Closed);
+        let external = match call {
+            true => shared
+                .iter()
+                .chain(&spec.external)
+                .map(|c| crate::external::Call::compile(c, functions))
+                .collect::<Result<_, _>>()?,
+            false => Vec::new(),
+        };
         Ok(Self {
             sentinels: sentinel::mask(spec.sentinels.iter().map(String::as_str)),
             conditions,
-            blocked_by_externals: !spec.external.is_empty() && spec.fail_policy == Some(FailPolicy::Closed),
+            external,
+            fail_open,
+            blocked_by_externals: !call && !spec.external.is_empty() && !fail_open,
         })
     }
 
-    /// Whether the gate lets this event or item through.
+    /// Whether the gate lets this event or item through (its calls, if any, already made
+    /// into `resolver`).
     pub fn passes(&self, resolver: &Resolver<'_, '_>) -> bool {
         if self.blocked_by_externals {
             return false;
@@ -61,10 +85,14 @@ impl BoxGates {
         let Some(pre) = &operator_box.pre_reconcile else {
             return Ok(Self::default());
         };
-        let compile = |gate: &Option<katalog::Gate>| gate.as_ref().map(|g| Gate::compile(g, functions)).transpose();
+        let compile = |gate: &Option<katalog::Gate>, call: bool| {
+            gate.as_ref()
+                .map(|g| Gate::compile(g, &pre.external, call, functions))
+                .transpose()
+        };
         Ok(Self {
-            enqueue: compile(&pre.enqueue_gate)?,
-            reconcile: compile(&pre.reconcile_gate)?,
+            enqueue: compile(&pre.enqueue_gate, false)?,
+            reconcile: compile(&pre.reconcile_gate, true)?,
             declared_sentinels: sentinel::mask(pre.sentinels.iter().map(String::as_str)),
             event_aware: pre.reconcile_gate.as_ref().is_some_and(|g| g.event_aware),
         })
@@ -115,16 +143,22 @@ mod tests {
     }
 
     #[test]
-    fn a_closed_gate_with_external_calls_blocks_and_an_open_one_ignores_them() {
+    fn enqueue_gates_cannot_call_so_policy_decides_while_reconcile_gates_carry_their_calls() {
         let call = "external: [{name: flag, url: 'http://flags'}]";
         let closed = gates(&format!(
-            "preReconcile: {{reconcileGate: {{{call}, failPolicy: closed}}}}"
+            "preReconcile: {{external: [{{name: shared, url: 'http://s'}}], enqueueGate: {{{call}, failPolicy: closed}}, reconcileGate: {{{call}, failPolicy: closed}}}}"
         ));
-        let open = gates(&format!(
-            "preReconcile: {{reconcileGate: {{{call}, failPolicy: open}}}}"
-        ));
+        let open = gates(&format!("preReconcile: {{enqueueGate: {{{call}, failPolicy: open}}}}"));
         let object = json!({});
-        assert!(!closed.reconcile.unwrap().passes(&Resolver::new(&object, &[])));
-        assert!(open.reconcile.unwrap().passes(&Resolver::new(&object, &[])));
+        assert!(!closed.enqueue.unwrap().passes(&Resolver::new(&object, &[])));
+        assert!(open.enqueue.unwrap().passes(&Resolver::new(&object, &[])));
+        let reconcile = closed.reconcile.unwrap();
+        let names: Vec<&str> = reconcile.external.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["shared", "flag"], "shared calls first");
+        assert!(!reconcile.fail_open);
+        assert!(
+            reconcile.passes(&Resolver::new(&object, &[])),
+            "the calls were the Kordinator's to make"
+        );
     }
 }

@@ -35,6 +35,8 @@ pub struct Counters {
 /// The workers of one CRD share one Kordinator.
 pub struct Kordinator {
     pub client: kube::Client,
+    /// For the reconcile gate's external calls.
+    pub http: reqwest::Client,
     pub crd: Arc<CompiledCrd>,
     pub resource: Arc<ApiResource>,
     pub cache: Cache,
@@ -93,7 +95,7 @@ impl Kordinator {
         // The gate reads the object; a vanished object goes straight to its reconciler.
         if object.is_some()
             && let Some(gate) = &compiled.gates.reconcile
-            && !gate.passes(&resolver())
+            && !self.gate_passes(gate, resolver()).await
         {
             self.counters.gated.fetch_add(1, Ordering::Relaxed);
             self.health.record(&self.crd.name, Event::Gated);
@@ -160,6 +162,17 @@ impl Kordinator {
             self.stamp(key, object).await;
         }
         outcome
+    }
+
+    /// Makes the gate's external calls, then asks it; a failed call lets `failPolicy` decide.
+    async fn gate_passes(&self, gate: &crate::gate::Gate, mut resolver: Resolver<'_, '_>) -> bool {
+        if !gate.external.is_empty()
+            && let Err(error) = crate::external::run(&self.http, &gate.external, &mut resolver).await
+        {
+            tracing::debug!(crd = %self.crd.name, %error, open = gate.fail_open, "reconcile gate call failed");
+            return gate.fail_open;
+        }
+        gate.passes(&resolver)
     }
 
     /// Writes the CRD's health and metrics on the CR when they differ from its stamps. Best

@@ -241,6 +241,7 @@ impl CrdRun {
 
         let kordinator = Arc::new(Kordinator {
             client: self.client.clone(),
+            http: reqwest::Client::new(),
             crd: crd.clone(),
             resource,
             cache: self.handle.cache.clone(),

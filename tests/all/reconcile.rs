@@ -424,7 +424,8 @@ async fn cross_reads_see_another_crds_cr_unless_it_denies_access() {
     h.stop().await;
 }
 
-/// A tiny HTTP server: `/price/<name>` answers `{"amount": <len(name)>}`, `/broken` 500.
+/// A tiny HTTP server: `/price/<name>` answers `{"amount": <len(name)>}`, `/flag/<x>`
+/// `{"open": <x == "on">}`, anything else 500.
 async fn price_server() -> u16 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -436,9 +437,10 @@ async fn price_server() -> u16 {
                 let n = stream.read(&mut buffer).await.unwrap_or(0);
                 let request = String::from_utf8_lossy(&buffer[..n]);
                 let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let (status, body) = match path.strip_prefix("/price/") {
-                    Some(name) => ("200 OK", format!("{{\"amount\": {}}}", name.len())),
-                    None => ("500 Internal Server Error", "down".to_string()),
+                let (status, body) = match (path.strip_prefix("/price/"), path.strip_prefix("/flag/")) {
+                    (Some(name), _) => ("200 OK", format!("{{\"amount\": {}}}", name.len())),
+                    (_, Some(flag)) => ("200 OK", format!("{{\"open\": {}}}", flag == "on")),
+                    _ => ("500 Internal Server Error", "down".to_string()),
                 };
                 let response = format!(
                     "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
@@ -514,5 +516,62 @@ async fn a_tls_secret_is_generated_once_and_kept() {
     // Resyncs render a fresh certificate each time, but the stored one is never replaced.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(secrets.get("t-tls").await.unwrap().data, secret.data);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_reconcile_gate_asks_an_external_service_and_its_fail_policy_decides_on_errors() {
+    let port = price_server().await;
+    let gate = |policy: &str| {
+        format!(
+            "        preReconcile:
+          reconcileGate:
+            external:
+              - {{name: flag, url: 'http://127.0.0.1:{port}/{{{{ .spec.path }}}}', timeout: 2s}}
+            when: [{{field: external.flag.body.open, equals: 'true'}}]
+            failPolicy: {policy}
+"
+        )
+    };
+    let crds = format!(
+        "{}{}",
+        crd("app", "App", &gate("closed")),
+        crd("web", "Web", &gate("open"))
+    );
+    let h = Harness::start("gate-external", &crds, &[], true).await;
+    for (kind, name, path) in [
+        ("App", "on", "flag/on"),
+        ("App", "off", "flag/off"),
+        ("App", "down", "broken"),
+        ("Web", "down", "broken"),
+    ] {
+        h.create(kind, name, json!({"path": path})).await;
+    }
+    let reconciled = |kind: &'static str, name: &'static str| {
+        let api = h.api(kind);
+        async move {
+            let object = api.get(name).await.ok()?;
+            object.data["status"]["conditions"][0]["status"]
+                .as_str()
+                .map(String::from)
+        }
+    };
+    eventually("the open flag reconciled", WAIT, || reconciled("App", "on"))
+        .await
+        .unwrap();
+    eventually("an open fail policy passes a failed call", WAIT, || {
+        reconciled("Web", "down")
+    })
+    .await
+    .unwrap();
+    // Give the others the same time: the gate must keep them out.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(reconciled("App", "off").await, None, "the service said no");
+    assert_eq!(
+        reconciled("App", "down").await,
+        None,
+        "a closed fail policy blocks a failed call"
+    );
+    assert!(h.handle("app").counters.gated.load(Ordering::Relaxed) >= 2);
     h.stop().await;
 }

@@ -34,7 +34,7 @@ pub async fn watch_events(
             entry
                 .enqueue_gate
                 .as_ref()
-                .map(|g| Gate::compile(g, &functions))
+                .map(|g| Gate::compile(g, &[], false, &functions))
                 .transpose()
         })
         .collect();

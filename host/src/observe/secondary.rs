@@ -120,7 +120,7 @@ pub async fn watch_secondary(
     let gate = match entry
         .enqueue_gate
         .as_ref()
-        .map(|g| Gate::compile(g, &functions))
+        .map(|g| Gate::compile(g, &[], false, &functions))
         .transpose()
     {
         Ok(gate) => gate,
