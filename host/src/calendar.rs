@@ -1,8 +1,24 @@
-//! Calendar helpers shared by time notes and time conditions: weekdays, `HH:MM` clock
-//! windows, day names. All UTC.
+//! Calendar helpers shared by time notes, time conditions and the reconciler: weekdays,
+//! `HH:MM` clock windows, day names, RFC 3339 text. All UTC.
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
+
+/// Weekday names, Monday first.
+const DAY_NAMES: [&str; 7] = [
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// `at` as RFC 3339 in UTC to the second (`2026-01-01T00:00:00Z`), as Kubernetes writes times.
+pub fn rfc3339(at: Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
 
 /// True for Monday to Friday (UTC) at `at`.
 pub fn is_weekday(at: Timestamp) -> bool {
@@ -38,16 +54,7 @@ pub fn in_clock_window(at: Timestamp, start: u32, end: u32) -> bool {
 
 /// The lowercase English name of the weekday at `at` (`monday`).
 pub fn day_name(at: Timestamp) -> &'static str {
-    const NAMES: [&str; 7] = [
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-    ];
-    NAMES[usize::from(
+    DAY_NAMES[usize::from(
         at.to_zoned(TimeZone::UTC)
             .weekday()
             .to_monday_zero_offset()
@@ -57,17 +64,8 @@ pub fn day_name(at: Timestamp) -> &'static str {
 
 /// Accepts full or three-letter day names in any case; returns the full lowercase name.
 pub fn parse_day(text: &str) -> Option<&'static str> {
-    const NAMES: [&str; 7] = [
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-    ];
     let lower = text.trim().to_lowercase();
-    NAMES
+    DAY_NAMES
         .iter()
         .copied()
         .find(|n| *n == lower || (lower.len() == 3 && n.starts_with(&lower)))

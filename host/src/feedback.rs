@@ -55,19 +55,21 @@ pub fn only_stamps_changed(old: &Value, new: &Value) -> bool {
     let (Value::Object(old), Value::Object(new)) = (old, new) else {
         return false;
     };
-    let map = |parent: &Map<String, Value>, key: &str| -> Map<String, Value> {
-        parent.get(key).and_then(Value::as_object).cloned().unwrap_or_default()
-    };
-    let (old_meta, new_meta) = (map(old, "metadata"), map(new, "metadata"));
-    let (old_notes, new_notes) = (map(&old_meta, "annotations"), map(&new_meta, "annotations"));
+    // Borrowed, not cloned: this runs on every watch update of a primary.
+    let empty = Map::new();
+    let old_meta = submap(old, "metadata").unwrap_or(&empty);
+    let new_meta = submap(new, "metadata").unwrap_or(&empty);
+    let old_notes = submap(old_meta, "annotations").unwrap_or(&empty);
+    let new_notes = submap(new_meta, "annotations").unwrap_or(&empty);
     old_notes != new_notes
         && same_except(old, new, &["metadata"])
-        && same_except(
-            &old_meta,
-            &new_meta,
-            &["resourceVersion", "managedFields", "annotations"],
-        )
-        && same_except(&old_notes, &new_notes, &[HEALTH, CROSS_METRICS])
+        && same_except(old_meta, new_meta, &["resourceVersion", "managedFields", "annotations"])
+        && same_except(old_notes, new_notes, &[HEALTH, CROSS_METRICS])
+}
+
+/// The map under `key`, if it is one.
+fn submap<'a>(parent: &'a Map<String, Value>, key: &str) -> Option<&'a Map<String, Value>> {
+    parent.get(key).and_then(Value::as_object)
 }
 
 /// Whether `a` and `b` hold the same values under every key but `skip`.

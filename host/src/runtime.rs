@@ -62,6 +62,8 @@ pub struct Runtime {
     crds: Vec<CrdHandle>,
     reconcilers: HashMap<String, MuxReconciler>,
     health: HealthBoard,
+    /// One connection pool for every external call of the runtime.
+    http: reqwest::Client,
 }
 
 impl Runtime {
@@ -88,6 +90,7 @@ impl Runtime {
             crds,
             reconcilers: HashMap::new(),
             health,
+            http: reqwest::Client::new(),
         })
     }
 
@@ -131,6 +134,7 @@ impl Runtime {
                     handle.crd.clone(),
                     handle.counters.clone(),
                     peers.clone(),
+                    self.http.clone(),
                 )))
             });
             let crd_run = CrdRun {
@@ -139,6 +143,7 @@ impl Runtime {
                 handle: handle.clone(),
                 mux,
                 health: self.health.clone(),
+                http: self.http.clone(),
             };
             tasks.insert(handle.crd.name.to_string(), tokio::spawn(crd_run.run(stopped)));
         }
@@ -186,6 +191,7 @@ struct CrdRun {
     handle: CrdHandle,
     mux: MuxReconciler,
     health: HealthBoard,
+    http: reqwest::Client,
 }
 
 impl CrdRun {
@@ -241,7 +247,7 @@ impl CrdRun {
 
         let kordinator = Arc::new(Kordinator {
             client: self.client.clone(),
-            http: reqwest::Client::new(),
+            http: self.http.clone(),
             crd: crd.clone(),
             resource,
             cache: self.handle.cache.clone(),

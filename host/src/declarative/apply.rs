@@ -141,7 +141,7 @@ impl Applier {
             }
         }
         if matches!(mode.replace, Replace::After(_)) {
-            let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+            let now = crate::calendar::rfc3339(jiff::Timestamp::now());
             object["metadata"]["annotations"][GENERATED_AT] = json!(now);
         }
         let params = if mode.force {

@@ -81,10 +81,7 @@ pub fn bookkeeping_patch(
         annotations.insert(MANAGED_BY.into(), json!(crd.katalog));
     }
     if meta["annotations"][MANAGED_SINCE].is_null() {
-        annotations.insert(
-            MANAGED_SINCE.into(),
-            json!(now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
-        );
+        annotations.insert(MANAGED_SINCE.into(), json!(crate::calendar::rfc3339(now)));
     }
     if !annotations.is_empty() {
         patch.insert("annotations".into(), Value::Object(annotations));

@@ -48,10 +48,16 @@ const MESSAGE_LIMIT: usize = 256;
 
 impl Declarative {
     /// `counters.writes` counts every write this reconciler makes.
-    pub fn new(client: kube::Client, crd: Arc<CompiledCrd>, counters: Arc<Counters>, peers: Peers) -> Self {
+    pub fn new(
+        client: kube::Client,
+        crd: Arc<CompiledCrd>,
+        counters: Arc<Counters>,
+        peers: Peers,
+        http: reqwest::Client,
+    ) -> Self {
         Self {
             peers,
-            http: reqwest::Client::new(),
+            http,
             applier: apply::Applier::new(client.clone(), counters.clone()),
             events: record::Events::new(client.clone()),
             client,
@@ -533,7 +539,7 @@ fn set_condition(status: &mut Value, condition: [&str; 4], generation: &Value, n
     let position = conditions.iter().position(|c| c["type"] == kind);
     let since = match position.map(|i| &conditions[i]) {
         Some(previous) if previous["status"] == state => previous["lastTransitionTime"].clone(),
-        _ => json!(now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+        _ => json!(crate::calendar::rfc3339(now)),
     };
     let condition = json!({
         "type": kind, "status": state, "reason": reason, "message": message,

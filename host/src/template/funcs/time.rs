@@ -121,7 +121,7 @@ pub fn parse_time(value: &Value) -> std::result::Result<Timestamp, String> {
 }
 
 fn rfc3339(ts: Timestamp) -> Value {
-    string(ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+    string(crate::calendar::rfc3339(ts))
 }
 
 fn seconds_between(from: Timestamp, to: Timestamp) -> f64 {
