@@ -157,10 +157,12 @@ pub struct CompiledBox {
     pub events: Vec<EmitEvent>,
     /// `observe.cross`: reads of other CRDs' CRs, made before the templates.
     pub cross: Vec<crate::cross::CrossRead>,
+    /// The Wasm component: hooks around the templates, or a constructor owning reconcile.
+    pub component: Option<Arc<crate::wasm::Spec>>,
 }
 
 impl CompiledBox {
-    fn compile(ob: &OperatorBox, functions: &Functions) -> Result<Self, String> {
+    fn compile(ob: &OperatorBox, functions: &Functions, base: &std::path::Path) -> Result<Self, String> {
         let runtime = ob.runtime.clone().unwrap_or_default();
         let requeue = match ob.reconcile.as_ref().and_then(|r| r.requeue.as_ref()) {
             Some(r) if r.after.as_deref().is_some_and(|a| !a.trim().is_empty()) => Some(Requeue {
@@ -196,6 +198,7 @@ impl CompiledBox {
                 .transpose()
         };
         Ok(Self {
+            component: crate::wasm::spec::declared_in(&reconcile, base)?.map(Arc::new),
             on_create: block(&reconcile.on_create, false, "onCreate")?,
             on_reconcile: block(&reconcile.on_reconcile, true, "onReconcile")?,
             on_delete: block(&reconcile.on_delete, false, "onDelete")?,
@@ -331,7 +334,8 @@ pub struct CompiledCrd {
     pub rules: crate::declarative::rules::Rules,
     pub boxes: EffectiveBoxes,
     compiled: Arc<CompiledBox>,
-    targets: HashMap<String, Arc<CompiledBox>>,
+    /// The compiled box of each serve target.
+    pub targets: HashMap<String, Arc<CompiledBox>>,
 }
 
 fn selector(map: &std::collections::BTreeMap<String, String>) -> Option<String> {
@@ -367,12 +371,14 @@ impl CompiledCrd {
         let entry = &crd.entry;
         let types = &entry.api_types;
         let boxes = EffectiveBoxes::build(entry);
-        let compiled = Arc::new(CompiledBox::compile(boxes.crd(), &notes.functions).map_err(fail)?);
+        // Component paths are relative to the Katalog file that declares the CRD.
+        let base = crd.source.parent().unwrap_or(std::path::Path::new("."));
+        let compiled = Arc::new(CompiledBox::compile(boxes.crd(), &notes.functions, base).map_err(fail)?);
         let mut targets = HashMap::new();
         for target in boxes.targets() {
             let effective = boxes
                 .for_object(&serde_json::json!({"metadata": {"annotations": {crate::labels::SERVE_ALIAS: target}}}));
-            let compiled_target = CompiledBox::compile(effective.operator_box, &notes.functions).map_err(fail)?;
+            let compiled_target = CompiledBox::compile(effective.operator_box, &notes.functions, base).map_err(fail)?;
             targets.insert(target.to_string(), Arc::new(compiled_target));
         }
         let reconcile = entry.operator_box.reconcile.clone().unwrap_or_default();

@@ -51,3 +51,30 @@ mod tests {
         assert!(older_versions("apps/v1", "Deployment").is_empty());
     }
 }
+
+type KindKey = (String, String);
+
+/// Kinds resolved once per `(apiVersion, kind)` rather than once per write.
+#[derive(Clone, Default)]
+pub struct KindCache(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<KindKey, (ApiResource, Scope)>>>);
+
+impl KindCache {
+    /// [`resolve`], remembered.
+    pub async fn resolve(
+        &self,
+        client: &kube::Client,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<(ApiResource, Scope), kube::Error> {
+        let key = (api_version.to_string(), kind.to_string());
+        if let Some(found) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(found.clone());
+        }
+        let found = resolve(client, api_version, kind).await?;
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, found.clone());
+        Ok(found)
+    }
+}

@@ -11,6 +11,7 @@
 //! - [`crd_install`] and [`manifests`]: CRDs and sample CRs applied for `ork dev` and tests.
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
 
+pub mod admin;
 pub mod calendar;
 pub mod compiled;
 pub mod condition;
@@ -34,7 +35,9 @@ pub mod manifests;
 pub mod mux;
 pub mod observe;
 pub mod queue;
+pub mod reload;
 pub mod resolver;
 pub mod runtime;
 pub mod sentinel;
 pub mod template;
+pub mod wasm;

@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +33,7 @@ use crate::mux::MuxReconciler;
 use crate::observe::{self, Cache, Enqueue, Source, Trigger};
 use crate::queue::WorkQueue;
 use crate::template::Functions;
+use crate::wasm::{Components, Slot, WasmHost};
 
 /// How often a pending CRD checks its dependencies and whether its CRD exists.
 const PENDING_RETRY: Duration = Duration::from_millis(500);
@@ -43,6 +45,8 @@ pub enum Error {
     Compile(#[from] compiled::Error),
     #[error("no custom reconciler may be registered for unknown CRD \"{0}\"")]
     UnknownCrd(String),
+    #[error("the Wasm host cannot start: {0}")]
+    Wasm(String),
 }
 
 /// Everything observable about one running CRD.
@@ -64,12 +68,24 @@ pub struct Runtime {
     health: HealthBoard,
     /// One connection pool for every external call of the runtime.
     http: reqwest::Client,
+    /// Every declared Wasm component, by slot name.
+    components: Components,
 }
+
+/// How often component files are checked for a new version.
+pub const COMPONENT_POLL: Duration = Duration::from_millis(100);
 
 impl Runtime {
     /// Compiles every enabled CRD; each gets the declarative reconciler unless another is
     /// registered with [`Runtime::with_reconciler`].
     pub fn new(client: kube::Client, katalog: &Katalog) -> Result<Self, Error> {
+        Self::with_wasm(client, katalog, None)
+    }
+
+    /// [`Runtime::new`] with the Wasm host's artifact cache in `wasm_cache` (default:
+    /// [`WasmHost::default_cache_dir`]). The Wasm engine is created only when a CRD
+    /// declares a component.
+    pub fn with_wasm(client: kube::Client, katalog: &Katalog, wasm_cache: Option<PathBuf>) -> Result<Self, Error> {
         let notes = Notes::compile(katalog)?;
         let health = HealthBoard::default();
         let mut crds = Vec::new();
@@ -84,6 +100,16 @@ impl Runtime {
                 counters: Arc::new(Counters::default()),
             });
         }
+        let components = Components::default();
+        let declared: Vec<(String, Arc<crate::wasm::Spec>)> =
+            crds.iter().flat_map(|h| component_specs(&h.crd)).collect();
+        if !declared.is_empty() {
+            let cache = wasm_cache.unwrap_or_else(WasmHost::default_cache_dir);
+            let host = WasmHost::new(Some(client.clone()), cache).map_err(Error::Wasm)?;
+            for (name, spec) in declared {
+                components.add(&name, &host, spec);
+            }
+        }
         Ok(Self {
             client,
             functions: notes.functions,
@@ -91,7 +117,13 @@ impl Runtime {
             reconcilers: HashMap::new(),
             health,
             http: reqwest::Client::new(),
+            components,
         })
+    }
+
+    /// The Wasm components, for reloads and the Live API.
+    pub fn components(&self) -> Components {
+        self.components.clone()
     }
 
     /// Replaces the reconcilers of a CRD (a constructor, or per-target routing).
@@ -116,6 +148,13 @@ impl Runtime {
     /// Runs until `shutdown` resolves, then stops the CRDs in reverse dependency order,
     /// letting in-flight reconciles finish.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let slots = self.components.slots();
+        if !slots.is_empty() {
+            tracing::info!(components = slots.len(), "loading Wasm components");
+            // A component that does not load fails only its own CRs' reconciles.
+            let _ = self.components.reload(None).await;
+        }
+        let watcher = tokio::spawn(self.components.clone().watch_files(COMPONENT_POLL));
         let order = start_order(&self.crds);
         let mut stops: BTreeMap<String, watch::Sender<bool>> = BTreeMap::new();
         let mut tasks: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
@@ -129,15 +168,36 @@ impl Runtime {
             let (stop, stopped) = watch::channel(false);
             stops.insert(handle.crd.name.to_string(), stop);
             let mux = self.reconcilers.get(&*handle.crd.name).cloned().unwrap_or_else(|| {
-                MuxReconciler::new(Arc::new(Declarative::new(
-                    self.client.clone(),
-                    handle.crd.clone(),
-                    handle.counters.clone(),
-                    peers.clone(),
-                    self.http.clone(),
-                )))
+                let declarative = |slot: Option<Arc<Slot>>| {
+                    let reconciler = Declarative::new(
+                        self.client.clone(),
+                        handle.crd.clone(),
+                        handle.counters.clone(),
+                        peers.clone(),
+                        self.http.clone(),
+                    );
+                    Arc::new(match slot {
+                        Some(slot) => reconciler.with_component(slot),
+                        None => reconciler,
+                    })
+                };
+                let crd_slot = self.components.get(&handle.crd.name);
+                let mut mux = MuxReconciler::new(declarative(crd_slot.clone()));
+                // A target with a component of its own gets its own reconciler.
+                for target in handle.crd.targets.keys() {
+                    if let Some(slot) = self.components.get(&format!("{}/{target}", handle.crd.name)) {
+                        mux = mux.with_target(target.clone(), declarative(Some(slot)));
+                    }
+                }
+                mux
             });
             let crd_run = CrdRun {
+                slots: self
+                    .components
+                    .slots()
+                    .into_iter()
+                    .filter(|s| s.name.split('/').next() == Some(&*handle.crd.name))
+                    .collect(),
                 client: self.client.clone(),
                 functions: self.functions.clone(),
                 handle: handle.clone(),
@@ -148,6 +208,7 @@ impl Runtime {
             tasks.insert(handle.crd.name.to_string(), tokio::spawn(crd_run.run(stopped)));
         }
         shutdown.await;
+        watcher.abort();
         tracing::info!("shutting down: stopping intake, finishing in-flight reconciles");
         for name in order.iter().rev() {
             if let Some(stop) = stops.get(name) {
@@ -158,6 +219,24 @@ impl Runtime {
             }
         }
     }
+}
+
+/// The components a compiled CRD declares, by slot name: `crd` for the CRD's box and
+/// `crd/target` for a target whose component differs from it.
+pub fn component_specs(crd: &CompiledCrd) -> Vec<(String, Arc<crate::wasm::Spec>)> {
+    let base = crd.crd_box().component.clone();
+    let mut specs: Vec<(String, Arc<crate::wasm::Spec>)> =
+        base.iter().map(|spec| (crd.name.to_string(), spec.clone())).collect();
+    let mut targets: Vec<_> = crd.targets.iter().collect();
+    targets.sort_by(|a, b| a.0.cmp(b.0));
+    for (target, compiled) in targets {
+        if let Some(spec) = &compiled.component
+            && base.as_ref() != Some(spec)
+        {
+            specs.push((format!("{}/{target}", crd.name), spec.clone()));
+        }
+    }
+    specs
 }
 
 /// CRD names in dependency order (dependencies first); cycles were rejected at load.
@@ -186,6 +265,8 @@ fn start_order(crds: &[CrdHandle]) -> Vec<String> {
 
 /// One CRD's life.
 struct CrdRun {
+    /// The CRD's components: each reload offers every CR again.
+    slots: Vec<Arc<Slot>>,
     client: kube::Client,
     functions: Functions,
     handle: CrdHandle,
@@ -285,7 +366,24 @@ impl CrdRun {
             })
         };
 
+        let mut reoffers = JoinSet::new();
+        for slot in &self.slots {
+            let mut reloads = slot.reloads();
+            let cache = self.handle.cache.clone();
+            let admission = admission.clone();
+            // A swapped (or refused) component should show on its CRs now, not at the next
+            // event: its output or its Component condition changes.
+            reoffers.spawn(async move {
+                while reloads.changed().await.is_ok() {
+                    for key in cache.keys() {
+                        admission.offer(Trigger::new(key, Source::Resync));
+                    }
+                }
+            });
+        }
+
         let _ = stopped.wait_for(|s| *s).await;
+        reoffers.shutdown().await;
         resync.abort();
         observers.shutdown().await;
         self.handle.queue.shutdown();

@@ -11,3 +11,4 @@ mod lifecycle;
 mod ork;
 mod pipeline;
 mod reconcile;
+mod wasm;

@@ -25,6 +25,8 @@ pub struct DevArgs {
     /// kube-apiserver port on 127.0.0.1. Default: a free port.
     #[arg(long, value_name = "PORT")]
     port: Option<u16>,
+    #[command(flatten)]
+    admin: super::run::AdminArgs,
 }
 
 pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
@@ -58,8 +60,9 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     println!("control plane ready: server {}", plane.server());
     println!("try: kubectl --kubeconfig {} get crds", plane.kubeconfig().display());
     // The runtime and the control plane supervisor end together on the first signal.
+    let files = args.katalog.files();
     let result = tokio::select! {
-        result = super::run::serve(client, &katalog) => result,
+        result = super::run::serve(client, &katalog, &files, &args.admin) => result,
         result = watch(&mut plane) => result,
     };
     plane.stop();

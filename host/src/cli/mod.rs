@@ -3,6 +3,7 @@
 mod control_plane;
 mod dev;
 mod progress;
+mod reload;
 mod run;
 mod validate;
 
@@ -31,6 +32,8 @@ enum Command {
     Dev(dev::DevArgs),
     /// Check Katalog files without a cluster; exit 0 when valid, 1 otherwise.
     Validate(validate::ValidateArgs),
+    /// Ask a running runtime to re-read its Katalog and reload its Wasm components.
+    Reload(reload::ReloadArgs),
     /// Build and run the local Kubernetes control plane (etcd, kube-apiserver,
     /// kube-controller-manager).
     #[command(subcommand)]
@@ -74,6 +77,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Dev(args) => dev::dev(args).await,
             Command::Validate(args) => validate::validate(args),
+            Command::Reload(args) => reload::reload(args).await,
             Command::ControlPlane(command) => control_plane::control_plane(command).await,
         }
     });

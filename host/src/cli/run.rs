@@ -11,7 +11,23 @@ use super::KatalogArgs;
 pub struct RunArgs {
     #[command(flatten)]
     katalog: KatalogArgs,
+    #[command(flatten)]
+    admin: AdminArgs,
 }
+
+/// Where the admin endpoint (components, reloads) listens.
+#[derive(Debug, Clone, Args)]
+pub struct AdminArgs {
+    /// Address of the admin endpoint: GET /components, POST /reload (`ork reload`).
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_ADMIN_ADDR)]
+    pub admin_addr: std::net::SocketAddr,
+    /// Do not open the admin endpoint.
+    #[arg(long)]
+    pub no_admin: bool,
+}
+
+/// The admin endpoint's default address (loopback only).
+pub const DEFAULT_ADMIN_ADDR: &str = "127.0.0.1:7070";
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let katalog = args.katalog.load()?;
@@ -23,13 +39,31 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("cannot reach the API server")?;
     tracing::info!(crds = katalog.crds.len(), server = %version.git_version, "Katalog loaded, API server reachable");
-    serve(client, &katalog).await?;
+    serve(client, &katalog, &args.katalog.files(), &args.admin).await?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the Katalog's runtime until SIGINT/SIGTERM; a second signal exits at once.
-pub async fn serve(client: kube::Client, katalog: &orkestra::katalog::Katalog) -> anyhow::Result<()> {
+/// Runs the Katalog's runtime until SIGINT/SIGTERM; a second signal exits at once. The
+/// Katalog `files` are watched: a changed component declaration swaps that component.
+pub async fn serve(
+    client: kube::Client,
+    katalog: &orkestra::katalog::Katalog,
+    files: &[std::path::PathBuf],
+    admin: &AdminArgs,
+) -> anyhow::Result<()> {
     let runtime = orkestra::runtime::Runtime::new(client, katalog)?;
+    let components = runtime.components();
+    let reloader = orkestra::reload::Reloader::new(files.to_vec(), components.clone());
+    let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
+    let endpoint = (!admin.no_admin).then(|| {
+        let addr = admin.admin_addr;
+        tokio::spawn(async move {
+            // Another runtime on this machine may hold the port; reconciling matters more.
+            if let Err(error) = orkestra::admin::serve(addr, components, reloader).await {
+                tracing::warn!(%addr, %error, "the admin endpoint is not available (use --admin-addr)");
+            }
+        })
+    });
     let names: Vec<String> = katalog
         .crds
         .values()
@@ -48,5 +82,9 @@ pub async fn serve(client: kube::Client, katalog: &orkestra::katalog::Katalog) -
             });
         })
         .await;
+    watcher.abort();
+    if let Some(endpoint) = endpoint {
+        endpoint.abort();
+    }
     Ok(())
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 pub use binaries::{
     Binaries, DEBIAN_SOURCE_VERSION, ENV_APISERVER, ENV_CACHE_DIR, ENV_CONTROLLER_MANAGER, ENV_ETCD,
-    KUBERNETES_VERSION, cache_dir,
+    KUBERNETES_VERSION, cache_dir, cache_root,
 };
 pub use install::{InstallEvent, install};
 use process::{Process, log_tail};

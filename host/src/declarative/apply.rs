@@ -3,17 +3,16 @@
 //! write when every field we manage already has its value, and never a touch on an object
 //! of the same name that another owner made.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
-use kube::core::ApiResource;
 use kube::discovery::Scope;
 use serde_json::{Value, json};
 
 use super::render::{GENERATED_AT, OWNER_LABEL, Replace};
+use crate::discovery::KindCache;
 use crate::kordinator::Counters;
 use crate::manifests::FIELD_MANAGER;
 use crate::mux::ReconcileError;
@@ -35,7 +34,7 @@ pub struct Mode {
 /// Applies children for one CRD; remembers what discovery said about each kind.
 pub struct Applier {
     client: kube::Client,
-    kinds: Mutex<HashMap<(String, String), (ApiResource, Scope)>>,
+    kinds: KindCache,
     counters: Arc<Counters>,
 }
 
@@ -43,7 +42,7 @@ impl Applier {
     pub fn new(client: kube::Client, counters: Arc<Counters>) -> Self {
         Self {
             client,
-            kinds: Mutex::new(HashMap::new()),
+            kinds: KindCache::default(),
             counters,
         }
     }
@@ -52,30 +51,16 @@ impl Applier {
     async fn api(&self, object: &Value) -> Result<(Api<DynamicObject>, Scope, String), ReconcileError> {
         let api_version = object["apiVersion"].as_str().unwrap_or_default().to_string();
         let kind = object["kind"].as_str().unwrap_or_default().to_string();
-        let known = self
+        let (resource, scope) = self
             .kinds
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&(api_version.clone(), kind.clone()))
-            .cloned();
-        let (resource, scope) = match known {
-            Some(found) => found,
-            None => {
-                let found = crate::discovery::resolve(&self.client, &api_version, &kind)
-                    .await
-                    .map_err(|e| {
-                        ReconcileError::new(
-                            "UnknownKind",
-                            format!("{api_version} {kind} is not served by the API server: {e}"),
-                        )
-                    })?;
-                self.kinds
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert((api_version, kind), found.clone());
-                found
-            }
-        };
+            .resolve(&self.client, &api_version, &kind)
+            .await
+            .map_err(|e| {
+                ReconcileError::new(
+                    "UnknownKind",
+                    format!("{api_version} {kind} is not served by the API server: {e}"),
+                )
+            })?;
         let api = match (&scope, object["metadata"]["namespace"].as_str()) {
             (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &resource),
             _ => Api::all_with(self.client.clone(), &resource),

@@ -6,6 +6,7 @@
 //! never triggers itself. On deletion: the onDelete work, then our finalizers off.
 
 mod apply;
+mod component;
 mod lifecycle;
 mod record;
 pub mod render;
@@ -28,6 +29,7 @@ use crate::mux::{Action, Form, ReconcileError, Reconciler, Request};
 use crate::observe::{api_for_key, split_key};
 use crate::resolver::Resolver;
 use crate::template::Template;
+use crate::wasm::{Hook, Slot, World};
 
 /// The declarative reconciler of one CRD.
 pub struct Declarative {
@@ -38,6 +40,8 @@ pub struct Declarative {
     counters: Arc<Counters>,
     peers: Peers,
     http: reqwest::Client,
+    /// The Wasm component of this CRD or target: hooks, or a constructor.
+    component: Option<Arc<Slot>>,
 }
 
 /// How often a CR being deleted looks again at its onDelete Jobs or ordered groups.
@@ -63,11 +67,28 @@ impl Declarative {
             client,
             crd,
             counters,
+            component: None,
         }
+    }
+
+    /// Runs `slot`'s component: hooks around the templates, or a constructor instead of them.
+    pub fn with_component(mut self, slot: Arc<Slot>) -> Self {
+        self.component = Some(slot);
+        self
+    }
+
+    fn is_constructor(&self) -> bool {
+        self.component
+            .as_ref()
+            .is_some_and(|s| s.declared().world == World::Constructor)
     }
 
     async fn run(&self, request: &Request) -> Result<Action, ReconcileError> {
         let Some(object) = &request.object else {
+            if let Some(slot) = &self.component {
+                self.call_component(slot, Hook::NotFound, request, None, &Map::new())
+                    .await?;
+            }
             return Ok(Action::Done);
         };
         let (compiled, _) = self.crd.for_object(object);
@@ -89,28 +110,39 @@ impl Declarative {
             Ok(()) => self.apply_all(request, object, &mutated, &verdict, &context, now).await,
             Err(error) => Err(error),
         };
-        if let Ok((children, _)) = &outcome {
-            context.insert("children".into(), children.clone());
+        if let Ok(done) = &outcome {
+            context.insert("children".into(), done.children.clone());
         }
         let mut status = match &outcome {
-            Ok(_) => desired_status(compiled, &mutated, &self.crd.notes, now, &context),
+            Ok(done) => {
+                let mut status = desired_status(compiled, &mutated, &self.crd.notes, now, &context);
+                for (key, value) in done.status.iter().flatten() {
+                    if key != "conditions" && key != "observedGeneration" {
+                        status[key.as_str()] = value.clone();
+                    }
+                }
+                status
+            }
             Err(error) => failed_status(object, error, now),
         };
         if self.crd.rules.validates() {
             validation_conditions(&mut status, &verdict, &object["metadata"]["generation"], now);
         }
+        if let Some(slot) = &self.component {
+            component::component_condition(&mut status, slot, &object["metadata"]["generation"], now);
+        }
         let status_written = self.patch_status(request, object, status).await?;
         let kind = &self.crd.kind;
         match outcome {
-            Ok((_, wrote)) => {
+            Ok(done) => {
                 // Only a reconcile that changed something reports: a resync of a settled CR
                 // stays silent, as it writes nothing either.
-                if wrote || status_written {
+                if done.wrote || status_written {
                     let note = format!("{kind} {} reconciled", request.key);
                     self.events.normal(object, &format!("{kind}Reconciled"), note).await;
                     self.emit_declared(compiled, &mutated, &context, None).await;
                 }
-                Ok(Action::Done)
+                Ok(done.action.unwrap_or(Action::Done))
             }
             Err(error) => {
                 self.events
@@ -176,8 +208,8 @@ impl Declarative {
         Ok(())
     }
 
-    /// Bookkeeping, the mutated fields, then (unless a deny rule failed) the children.
-    /// Returns `.children` and whether anything was written.
+    /// Bookkeeping, the mutated fields, then (unless a deny rule failed) the children: the
+    /// templates' and the component's.
     async fn apply_all(
         &self,
         request: &Request,
@@ -186,7 +218,7 @@ impl Declarative {
         verdict: &rules::Verdict,
         context: &Map<String, Value>,
         now: jiff::Timestamp,
-    ) -> Result<(Value, bool), ReconcileError> {
+    ) -> Result<Done, ReconcileError> {
         let mut wrote = self.bookkeeping(request, object, now).await?;
         if let Some(patch) = added_fields(object, mutated) {
             // Defaults and overrides are persisted, so users and other controllers see them.
@@ -197,8 +229,42 @@ impl Declarative {
             return Err(ReconcileError::new("ValidationFailed", verdict.denied.join("; ")));
         }
         let (compiled, _) = self.crd.for_object(object);
+        let Some(slot) = &self.component else {
+            let (children, applied) = self.children(compiled, mutated, context).await?;
+            return Ok(Done {
+                children: Value::Object(children),
+                wrote: wrote || applied,
+                status: None,
+                action: None,
+            });
+        };
+        if self.is_constructor() {
+            let called = self
+                .call_component(slot, Hook::Reconcile, request, Some(mutated), context)
+                .await?;
+            return Ok(Done::from_call(called, Map::new(), wrote));
+        }
+        let first = slot.active().is_some_and(|a| a.spec.run_first);
+        let before = if first {
+            Some(
+                self.call_component(slot, Hook::Reconcile, request, Some(mutated), context)
+                    .await?,
+            )
+        } else {
+            None
+        };
         let (children, applied) = self.children(compiled, mutated, context).await?;
-        Ok((children, wrote || applied))
+        let called = match before {
+            Some(called) => called,
+            None => {
+                // After the templates, the hook sees what they applied.
+                let mut seen = context.clone();
+                seen.insert("children".into(), Value::Object(children.clone()));
+                self.call_component(slot, Hook::Reconcile, request, Some(mutated), &seen)
+                    .await?
+            }
+        };
+        Ok(Done::from_call(called, children, wrote || applied))
     }
 
     /// Finalizers, the managed label, CRD labels and the managed-by/-since annotations.
@@ -248,7 +314,28 @@ impl Declarative {
         self.events
             .normal(object, "Deleting", format!("cleaning up {kind} {}", request.key))
             .await;
-        match self.clean_up(compiled, object).await {
+        if let Some(slot) = &self.component {
+            let called = self
+                .call_component(slot, Hook::Delete, request, Some(object), &Map::new())
+                .await;
+            match called {
+                Ok(done) if done.action.is_some() => return Ok(done.action.unwrap_or(Action::Done)),
+                Ok(_) => {}
+                Err(error) => {
+                    self.events
+                        .warning(object, &format!("{kind}DeleteError"), error.to_string())
+                        .await;
+                    return Err(error);
+                }
+            }
+        }
+        let cleaned = if self.is_constructor() {
+            // A constructor's children are collected by their owner references.
+            Ok(true)
+        } else {
+            self.clean_up(compiled, object).await
+        };
+        match cleaned {
             Ok(true) => {}
             Ok(false) => return Ok(Action::RequeueAfter(CLEANUP_POLL)),
             Err(error) => {
@@ -381,7 +468,7 @@ impl Declarative {
         compiled: &CompiledBox,
         object: &Value,
         context: &Map<String, Value>,
-    ) -> Result<(Value, bool), ReconcileError> {
+    ) -> Result<(Map<String, Value>, bool), ReconcileError> {
         let mut children = Map::new();
         let mut wrote = false;
         let resolver = with_context(Resolver::new(object, &self.crd.notes), context);
@@ -433,7 +520,7 @@ impl Declarative {
                 }
             }
         }
-        Ok((Value::Object(children), wrote))
+        Ok((children, wrote))
     }
 
     /// Writes `status` unless it is already there; returns whether it wrote.
@@ -576,19 +663,49 @@ fn failed_status(object: &Value, error: &ReconcileError, now: jiff::Timestamp) -
         .cloned()
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({}));
-    let message = record::bounded(error.to_string(), MESSAGE_LIMIT);
+    // The failure's own reason (NotOwned, ComponentTimeout, ...) tells users more than a
+    // generic one; upstream says ReconcileError.
+    let message = record::bounded(error.message.clone(), MESSAGE_LIMIT);
     set_condition(
         &mut status,
-        ["Ready", "False", "ReconcileError", &message],
+        ["Ready", "False", &error.reason, &message],
         &object["metadata"]["generation"],
         now,
     );
     status
 }
 
+/// What a successful reconcile did.
+struct Done {
+    /// `.children`.
+    children: Value,
+    wrote: bool,
+    /// Status fields a component returned.
+    status: Option<Map<String, Value>>,
+    action: Option<Action>,
+}
+
+impl Done {
+    fn from_call(called: component::Applied, mut children: Map<String, Value>, wrote: bool) -> Self {
+        for (kind, child) in called.children {
+            children.entry(kind).or_insert(child);
+        }
+        Self {
+            children: Value::Object(children),
+            wrote: wrote || called.wrote,
+            status: called.status,
+            action: called.action,
+        }
+    }
+}
+
 impl Reconciler for Declarative {
     fn form(&self) -> Form {
-        Form::Declarative
+        match &self.component {
+            None => Form::Declarative,
+            Some(_) if self.is_constructor() => Form::Constructor,
+            Some(_) => Form::Hybrid,
+        }
     }
 
     fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Action, ReconcileError>> {

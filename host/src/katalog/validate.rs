@@ -383,6 +383,17 @@ impl Checker<'_> {
                     "default: false needs a constructor (or a remote reconciler) to own reconcile",
                 );
             }
+            if let Err(message) = crate::wasm::spec::declared_in(reconcile, std::path::Path::new(".")) {
+                // The message starts with `reconcile.`; the path already ends there.
+                let field = message
+                    .split(':')
+                    .next()
+                    .unwrap_or_default()
+                    .trim_start_matches("reconcile.");
+                let node = field.split('.').try_fold(rec_node, |n, k| n.get(k)).unwrap_or(rec_node);
+                let message = message.split_once(": ").map_or(message.as_str(), |(_, m)| m);
+                self.error(format!("{rec_path}.{field}"), node.pos, message);
+            }
             for (block, templates) in [
                 ("onCreate", &reconcile.on_create),
                 ("onReconcile", &reconcile.on_reconcile),

@@ -9,6 +9,8 @@
 //! # Ok(()) }
 //! ```
 
+pub mod guests;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 

@@ -478,6 +478,18 @@ pub struct HooksSpec {
     pub function: Option<String>,
     #[serde(default)]
     pub alias: Option<String>,
+    /// A Wasm component (world `hook`): a path (relative to the Katalog file) or an
+    /// http(s) URL, which needs `sha256`.
+    #[serde(default)]
+    pub component: Option<String>,
+    /// The component's sha256 (hex); required for URLs, checked for paths when given.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    #[serde(default)]
+    pub limits: ComponentLimits,
+    /// What the component may touch through the kube interface and its returned resources.
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
     #[serde(default)]
     pub managed_resources: Vec<ManagedResource>,
     /// Hooks before the templates instead of after.
@@ -504,10 +516,58 @@ pub struct ConstructorSpec {
     pub function: Option<String>,
     #[serde(default)]
     pub alias: Option<String>,
+    /// A Wasm component (world `constructor`): a path (relative to the Katalog file) or an
+    /// http(s) URL, which needs `sha256`.
+    #[serde(default)]
+    pub component: Option<String>,
+    /// The component's sha256 (hex); required for URLs, checked for paths when given.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    #[serde(default)]
+    pub limits: ComponentLimits,
+    /// What the component may touch through the kube interface and its returned resources.
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
     #[serde(default)]
     pub managed_resources: Vec<ManagedResource>,
     #[serde(default)]
     pub args: Option<Value>,
+}
+
+/// Per-call limits of a component; each has a safe default.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComponentLimits {
+    /// Wall-clock time per call (default `2s`).
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Linear memory of one instance (default `64Mi`).
+    #[serde(default)]
+    pub memory: Option<String>,
+    /// Size of what one call returns (default `1Mi`).
+    #[serde(default)]
+    pub result_size: Option<String>,
+    /// Kube calls per call (default 50).
+    #[serde(default)]
+    pub kube_calls: Option<u32>,
+}
+
+/// One grant: verbs on kinds in namespaces. Nothing is granted by default.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Capability {
+    /// `v1`, `apps/v1`, ...; `*` for any.
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// Kinds (`ConfigMap`); `*` for any.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// `get`, `list`, `apply`, `delete`, `patch-status`, or `*`.
+    #[serde(default)]
+    pub verbs: Vec<String>,
+    /// Namespaces; `self` is the custom resource's own (the default), `*` any.
+    #[serde(default)]
+    pub namespaces: Vec<String>,
 }
 
 /// `reconcile.imports[]`: a motif whose resource templates join onReconcile.

@@ -13,7 +13,7 @@ mod data;
 mod kubernetes;
 mod math;
 mod network;
-mod quantity;
+pub(crate) mod quantity;
 mod semver;
 mod strings;
 mod time;

@@ -1,0 +1,57 @@
+//! `ork reload`: asks a running runtime (its admin endpoint) to re-read the Katalog and
+//! reload its Wasm components; prints what serves afterwards.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::Value;
+
+use super::run::DEFAULT_ADMIN_ADDR;
+
+#[derive(Debug, Args)]
+pub struct ReloadArgs {
+    /// The runtime's admin endpoint (`--admin-addr` of `ork run` / `ork dev`).
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_ADMIN_ADDR)]
+    admin_addr: std::net::SocketAddr,
+    /// Reload only this component (`crd`, or `crd/target`).
+    #[arg(long, value_name = "NAME")]
+    component: Option<String>,
+}
+
+pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
+    let mut url = format!("http://{}/reload", args.admin_addr);
+    if let Some(name) = &args.component {
+        url = format!("{url}?component={name}");
+    }
+    let response = reqwest::Client::new()
+        .post(&url)
+        // A reload compiles what changed: seconds for big guests, not minutes.
+        .timeout(std::time::Duration::from_secs(120))
+        .send()
+        .await
+        .with_context(|| {
+            format!(
+                "no runtime answers at {} (is `ork run` or `ork dev` running?)",
+                args.admin_addr
+            )
+        })?;
+    let ok = response.status().is_success();
+    let body: Value = response.json().await.context("the runtime's answer is not JSON")?;
+    if let Some(error) = body["error"].as_str() {
+        anyhow::bail!("{error}");
+    }
+    for component in body["components"].as_array().into_iter().flatten() {
+        println!(
+            "{}: revision {} sha256 {} ({})",
+            component["name"].as_str().unwrap_or_default(),
+            component["revision"],
+            component["digest"].as_str().unwrap_or("-"),
+            component["source"].as_str().unwrap_or_default()
+        );
+    }
+    for error in body["errors"].as_array().into_iter().flatten() {
+        eprintln!("error: {}", error.as_str().unwrap_or_default());
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

@@ -1,0 +1,220 @@
+//! The Wasm side of the declarative reconciler: builds the request a hook or constructor
+//! receives, calls it through its slot, and turns its response into what the host applies:
+//! children (checked against the grants, stamped as ours), status fields, events and the
+//! outcome.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::Declarative;
+use super::apply;
+use super::render::{MANAGED_LABEL, OWNER_LABEL, Replace};
+use crate::mux::{Action, ReconcileError, Request};
+use crate::resolver::Resolver;
+use crate::wasm::grants::{Access, Verb};
+use crate::wasm::{self, Caller, EventType, Gvk, Hook, Outcome, Slot};
+
+/// What a call left for the rest of the reconcile.
+#[derive(Default)]
+pub struct Applied {
+    /// Children applied, by lowercase kind (first of each kind), as `.children` shows them.
+    pub children: Map<String, Value>,
+    pub wrote: bool,
+    /// Merged into `.status` after the Katalog's own fields.
+    pub status: Option<Map<String, Value>>,
+    pub action: Option<Action>,
+}
+
+impl Declarative {
+    /// Calls `hook` of the slot's serving component for `request` (`object` is the CR as the
+    /// templates saw it) and applies its response.
+    pub(super) async fn call_component(
+        &self,
+        slot: &Arc<Slot>,
+        hook: Hook,
+        request: &Request,
+        object: Option<&Value>,
+        context: &Map<String, Value>,
+    ) -> Result<Applied, ReconcileError> {
+        let Some(active) = slot.active() else {
+            let why = slot.last_error().unwrap_or_else(|| "it has not loaded yet".into());
+            return Err(ReconcileError::new("ComponentUnavailable", why));
+        };
+        let spec = &active.spec;
+        let wasm_request = self.wasm_request(request, object, context, spec.args.as_ref());
+        let caller = Caller {
+            component: slot.name.clone(),
+            key: request.key.clone(),
+            namespace: object
+                .and_then(|o| o["metadata"]["namespace"].as_str())
+                .map(String::from),
+        };
+        let response = slot
+            .host()
+            .call(&active.loaded, spec, hook, caller.clone(), &wasm_request)
+            .await
+            .map_err(|e| ReconcileError::new(e.reason(), format!("component {}: {e}", slot.name)))?;
+        let Some(response) = response else {
+            return Ok(Applied::default());
+        };
+        let Some(cr) = object else {
+            // Nothing to own children or status: only the log of the call remains.
+            if let Outcome::Error(failure) = response.outcome {
+                tracing::warn!(component = %slot.name, key = %request.key, reason = %failure.reason, "{}", failure.message);
+            }
+            return Ok(Applied::default());
+        };
+        for event in &response.events {
+            let reason = bounded_reason(&event.reason);
+            match event.event_type {
+                EventType::Normal => self.events.normal(cr, &reason, event.message.clone()).await,
+                EventType::Warning => self.events.warning(cr, &reason, event.message.clone()).await,
+            }
+        }
+        if let Outcome::Error(failure) = &response.outcome {
+            // A failed call changes nothing; its events above explain it.
+            return Err(ReconcileError::new(
+                bounded_reason(&failure.reason),
+                failure.message.clone(),
+            ));
+        }
+        let mut applied = Applied {
+            status: match &response.status {
+                Some(text) => match serde_json::from_str::<Value>(text) {
+                    Ok(Value::Object(status)) => Some(status),
+                    _ => {
+                        return Err(ReconcileError::new(
+                            "ComponentBadResult",
+                            format!("component {}: status is not a JSON object", slot.name),
+                        ));
+                    }
+                },
+                None => None,
+            },
+            ..Applied::default()
+        };
+        for (i, text) in response.resources.iter().enumerate() {
+            let bad = |why: String| {
+                ReconcileError::new(
+                    "ComponentBadResult",
+                    format!("component {}: resources[{i}]: {why}", slot.name),
+                )
+            };
+            let mut child: Value = serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
+            if !child["metadata"].is_object() || !matches!(child["metadata"]["labels"], Value::Null | Value::Object(_))
+            {
+                return Err(bad("needs a metadata object (with labels, if any, as an object)".into()));
+            }
+            let (api_version, kind, _) = wasm::identity(&child).map_err(bad)?;
+            let scoped = !self.applier.is_cluster_scoped(&child).await?;
+            if scoped && child["metadata"]["namespace"].as_str().is_none() {
+                child["metadata"]["namespace"] = cr["metadata"]["namespace"].clone();
+            }
+            let access = Access {
+                verb: Verb::Apply,
+                api_version: &api_version,
+                kind: &kind,
+                namespace: child["metadata"]["namespace"].as_str().filter(|_| scoped),
+            };
+            spec.grants
+                .check(access, caller.namespace.as_deref())
+                .map_err(|why| ReconcileError::new("ComponentForbidden", format!("component {}: {why}", slot.name)))?;
+            let cr_name = cr["metadata"]["name"].as_str().unwrap_or_default();
+            child["metadata"]["labels"][MANAGED_LABEL] = json!("true");
+            child["metadata"]["labels"][OWNER_LABEL] = json!(cr_name);
+            let mode = apply::Mode {
+                create_only: false,
+                force: self.crd.crd_box().force_conflict,
+                owned: true,
+                replace: Replace::Never,
+            };
+            let (live, written) = self.applier.apply(child, cr, mode).await?;
+            applied.wrote |= written;
+            applied.children.entry(kind.to_lowercase()).or_insert(live);
+        }
+        applied.action = match response.outcome {
+            Outcome::RequeueAfter(ms) => Some(Action::RequeueAfter(std::time::Duration::from_millis(ms))),
+            _ => None,
+        };
+        Ok(applied)
+    }
+
+    fn wasm_request(
+        &self,
+        request: &Request,
+        object: Option<&Value>,
+        context: &Map<String, Value>,
+        args: Option<&Value>,
+    ) -> wasm::Request {
+        let mut shared = context.clone();
+        if let Some(object) = object {
+            let resolver = Resolver::new(object, &self.crd.notes);
+            for key in ["health", "metrics"] {
+                if let Some(value) = resolver.lookup(key) {
+                    shared.insert(key.into(), value.clone());
+                }
+            }
+        }
+        if let Some(args) = args {
+            shared.insert("args".into(), args.clone());
+        }
+        wasm::Request {
+            key: request.key.clone(),
+            gvk: Gvk {
+                group: self.crd.group.clone(),
+                version: self.crd.version.clone(),
+                kind: self.crd.kind.clone(),
+            },
+            target: request.target.clone(),
+            object: object.map(|o| o.to_string()),
+            event_id: request.event_id,
+            sentinels: crate::sentinel::NAMES
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| request.sentinels.is_set(*i))
+                .map(|(_, name)| name.to_string())
+                .collect(),
+            context: Value::Object(shared).to_string(),
+        }
+    }
+}
+
+/// A guest's reason as a Kubernetes reason: CamelCase letters and digits, at most 64.
+fn bounded_reason(reason: &str) -> String {
+    let cleaned: String = reason.chars().filter(char::is_ascii_alphanumeric).take(64).collect();
+    if cleaned.is_empty() {
+        "ComponentError".into()
+    } else {
+        cleaned
+    }
+}
+
+/// The `Component` condition: which version serves, or why the declared one does not.
+pub(super) fn component_condition(status: &mut Value, slot: &Slot, generation: &Value, now: jiff::Timestamp) {
+    let short = |digest: &str| digest.chars().take(12).collect::<String>();
+    let (state, reason, message) = match (slot.active(), slot.last_error()) {
+        (Some(active), None) => (
+            "True",
+            "Serving",
+            format!(
+                "{} revision {} (sha256 {}) serves",
+                slot.name,
+                active.revision,
+                short(&active.loaded.digest)
+            ),
+        ),
+        (Some(active), Some(error)) => (
+            "False",
+            "UpdateFailed",
+            format!(
+                "revision {} (sha256 {}) keeps serving; the new version did not load: {error}",
+                active.revision,
+                short(&active.loaded.digest)
+            ),
+        ),
+        (None, error) => ("False", "LoadFailed", error.unwrap_or_else(|| "not loaded yet".into())),
+    };
+    let message = super::record::bounded(message, super::MESSAGE_LIMIT);
+    super::set_condition(status, ["Component", state, reason, &message], generation, now);
+}

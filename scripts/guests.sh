@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds the example guest components from source (what the Katalogs under katalogs/ and
+# the integration tests load):
+#   examples/target/wasm32-wasip2/release/<crate>.wasm   Rust (wasm32-wasip2 + wit-bindgen)
+#   examples/target/python/<name>.wasm                   Python (componentize-py)
+# With --check, also checks formatting and lints of the guest SDK and the Rust examples.
+# Needs: rustup target add wasm32-wasip2; pip install componentize-py==0.25.1
+set -euo pipefail
+cd "$(dirname "$0")/../examples"
+check=false
+[[ "${1:-}" == "--check" ]] && check=true
+
+rust=(rust-hook rust-constructor hostile unknown-import)
+if $check; then
+  cargo fmt --all --check
+  cargo fmt --check --manifest-path ../guest-sdk/Cargo.toml
+  for feature in hook constructor; do
+    CARGO_TARGET_DIR=target cargo clippy --locked --quiet --manifest-path ../guest-sdk/Cargo.toml \
+      --target wasm32-wasip2 --features "$feature" -- -D warnings
+  done
+fi
+# One package per cargo call: the SDK's world features are exclusive.
+for package in "${rust[@]}"; do
+  echo "guest: $package (Rust)"
+  if $check; then
+    cargo clippy --locked --quiet --release --target wasm32-wasip2 -p "$package" -- -D warnings
+  fi
+  cargo build --locked --quiet --release --target wasm32-wasip2 -p "$package"
+done
+mkdir -p target/python
+for app in */app.py; do
+  package=$(dirname "$app")
+  echo "guest: $package (Python)"
+  (cd "$package" && componentize-py -d ../../wit -w hook componentize app -o "../target/python/${package//-/_}.wasm" >/dev/null)
+done
+ls -l target/wasm32-wasip2/release/*.wasm target/python/*.wasm

@@ -1,0 +1,533 @@
+//! Wasm hooks and constructors against the real API server: the example components built
+//! from examples/, run by the runtime on the example Katalogs (each CRD confined to the
+//! test's namespace), then the objects, status and conditions they promise checked.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, ResourceQuota, Service};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use orkestra::runtime::{CrdHandle, Runtime};
+use orkestra::wasm::Components;
+use orkestra_test_support::{TestNamespace, eventually, guests, kubectl, namespace};
+use serde_json::{Value, json};
+
+use crate::ork::ORK;
+use crate::pipeline::WAIT;
+
+fn katalogs_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../katalogs")
+}
+
+/// A runtime on some Katalog files, confined to a fresh namespace.
+struct Run {
+    ns: TestNamespace,
+    components: Components,
+    handles: Vec<CrdHandle>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Run {
+    /// Builds `guests`, loads `files`, installs their CRDs and starts the runtime.
+    async fn start(prefix: &str, files: &[PathBuf], guest_packages: &[&str]) -> Self {
+        for package in guest_packages {
+            guests::component(package).unwrap();
+        }
+        let mut katalog = orkestra::katalog::load(files).unwrap();
+        let ns = namespace(prefix).await.unwrap();
+        for crd in katalog.crds.values_mut() {
+            crd.entry.namespace = ns.name.clone();
+        }
+        orkestra::crd_install::install_crds(&ns.client, &katalog, WAIT)
+            .await
+            .unwrap();
+        let runtime = Runtime::new(ns.client.clone(), &katalog).unwrap();
+        let components = runtime.components();
+        let handles = katalog.crds.keys().filter_map(|name| runtime.crd(name)).collect();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(runtime.run(async {
+            let _ = stopped.await;
+        }));
+        Self {
+            ns,
+            components,
+            handles,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    async fn apply(&self, path: &Path) {
+        orkestra::manifests::apply_file(&self.ns.client, path, &self.ns.name)
+            .await
+            .unwrap();
+    }
+
+    fn counters(&self, crd: &str) -> &orkestra::kordinator::Counters {
+        &self.handles.iter().find(|h| &*h.crd.name == crd).unwrap().counters
+    }
+
+    fn crs(&self, group: &str, kind: &str) -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk(group, "v1", kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
+        Api::namespaced_with(self.ns.client.clone(), &self.ns.name, &resource)
+    }
+
+    async fn create(&self, crs: &Api<DynamicObject>, kind: &str, name: &str, spec: Value) {
+        let group = crs.resource_url().split('/').nth(2).unwrap_or_default().to_string();
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("{group}/v1"), "kind": kind, "metadata": {"name": name}, "spec": spec,
+        }))
+        .unwrap();
+        crs.create(&PostParams::default(), &object).await.unwrap();
+    }
+
+    /// The CR's status once `check` accepts it.
+    async fn status(&self, crs: &Api<DynamicObject>, name: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let found = eventually(&format!("the status of {name}"), WAIT, || async {
+            let cr = crs.get(name).await.ok()?;
+            check(&cr.data["status"]).then(|| cr.data["status"].clone())
+        })
+        .await;
+        match found {
+            Ok(status) => status,
+            Err(error) => panic!("{error}; the CR is {:?}", crs.get(name).await.map(|cr| cr.data)),
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.task.await;
+    }
+}
+
+fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
+    status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == kind))
+        .unwrap_or(&Value::Null)
+}
+
+fn ready(status: &Value) -> bool {
+    condition(status, "Ready")["status"] == "True"
+}
+
+fn not_ready_because(reason: &'static str) -> impl Fn(&Value) -> bool {
+    move |status| condition(status, "Ready")["reason"] == reason
+}
+
+async fn page(ns: &TestNamespace, name: &str) -> String {
+    let configmaps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    let found = eventually(&format!("ConfigMap {name}"), WAIT, || async {
+        configmaps.get_opt(name).await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    found.data.unwrap_or_default().remove("index.html").unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_hybrid_site_gets_template_children_and_hook_content_per_target() {
+    let dir = katalogs_dir().join("site-hook");
+    let run = Run::start("site-hook", &[dir.join("katalog.yaml")], &["rust-hook"]).await;
+    run.apply(&dir.join("samples/site.yaml")).await;
+    let sites = run.crs("hooks.orkestra.io", "Site");
+
+    let status = run
+        .status(&sites, "blog", |s| ready(s) && s["pageBytes"].is_number())
+        .await;
+    assert_eq!(status["renderedBy"], "rust-hook");
+    assert_eq!(
+        status["url"],
+        format!("http://blog.{}.svc", run.ns.name),
+        "template fields still apply"
+    );
+    assert!(
+        condition(&status, "Component")["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("site revision 1"),
+        "{status}"
+    );
+    let content = page(&run.ns, "blog-content").await;
+    assert!(content.contains("<h1>Hello: Field notes</h1>"), "{content}");
+    assert!(
+        content.contains("<footer>Served by Orkestra-rs</footer>"),
+        "the hook read site-defaults through its grant: {content}"
+    );
+    assert_eq!(status["pageBytes"], content.len());
+    let configmaps: Api<ConfigMap> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
+    let owners = configmaps
+        .get("blog-content")
+        .await
+        .unwrap()
+        .metadata
+        .owner_references
+        .unwrap();
+    assert_eq!((owners[0].kind.as_str(), owners[0].name.as_str()), ("Site", "blog"));
+    let deployments: Api<Deployment> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
+    assert!(
+        deployments.get_opt("blog").await.unwrap().is_some(),
+        "the template's Deployment"
+    );
+
+    // The canary target has its own component slot, with its own arguments.
+    let beta = run
+        .status(&sites, "beta", |s| ready(s) && s["pageBytes"].is_number())
+        .await;
+    assert!(page(&run.ns, "beta-content").await.contains("<h1>Canary: Beta</h1>"));
+    assert!(
+        condition(&beta, "Component")["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("site/canary revision 1"),
+        "{beta}"
+    );
+
+    // An update re-renders; deletion runs on-delete and lets the finalizer go.
+    sites
+        .patch(
+            "blog",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"body": "Changed."}})),
+        )
+        .await
+        .unwrap();
+    eventually("the new body", WAIT, || async {
+        let content = page(&run.ns, "blog-content").await;
+        content.contains("Changed.").then_some(())
+    })
+    .await
+    .unwrap();
+    kubectl(&["delete", "site", "blog", "-n", &run.ns.name, "--wait=false"]).unwrap();
+    eventually("blog to be gone", WAIT, || async {
+        sites.get_opt("blog").await.ok().flatten().is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    run.stop().await;
+}
+
+#[tokio::test]
+async fn a_constructor_owns_reconcile_and_its_errors_reach_ready() {
+    let dir = katalogs_dir().join("cache-constructor");
+    let run = Run::start("cache-ctor", &[dir.join("katalog.yaml")], &["rust-constructor"]).await;
+    run.apply(&dir.join("samples/cache.yaml")).await;
+    let caches = run.crs("constructors.orkestra.io", "Cache");
+    let status = run.status(&caches, "sessions", ready).await;
+    assert_eq!(status["endpoint"], format!("sessions.{}.svc:6379", run.ns.name));
+    assert_eq!(status["phase"], "Provisioned");
+    let deployments: Api<Deployment> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
+    let deployment = deployments.get("sessions").await.unwrap();
+    assert_eq!(deployment.spec.unwrap().replicas, Some(2));
+    let owner = &deployment.metadata.owner_references.unwrap()[0];
+    assert_eq!((owner.kind.as_str(), owner.controller), ("Cache", Some(true)));
+    let services: Api<Service> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
+    assert!(services.get_opt("sessions").await.unwrap().is_some());
+    let configmaps: Api<ConfigMap> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
+    let settings = configmaps.get("sessions-settings").await.unwrap().data.unwrap();
+    assert_eq!(settings["maxmemory"], "128mb");
+
+    // The constructor's own error is the Ready reason; nothing it returned is applied.
+    run.create(&caches, "Cache", "huge", json!({"replicas": 9})).await;
+    let failed = run.status(&caches, "huge", not_ready_because("TooManyReplicas")).await;
+    assert!(
+        condition(&failed, "Ready")["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 5")
+    );
+    assert!(deployments.get_opt("huge").await.unwrap().is_none());
+
+    kubectl(&["delete", "cache", "sessions", "-n", &run.ns.name, "--wait=false"]).unwrap();
+    eventually("sessions to be gone", WAIT, || async {
+        caches.get_opt("sessions").await.ok().flatten().is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    run.stop().await;
+}
+
+#[tokio::test]
+async fn a_python_hook_sizes_each_teams_quota() {
+    let dir = katalogs_dir().join("team-quota");
+    let run = Run::start("team-quota", &[dir.join("katalog.yaml")], &["python-hook"]).await;
+    run.apply(&dir.join("samples/team.yaml")).await;
+    let teams = run.crs("python.orkestra.io", "Team");
+    let status = run.status(&teams, "payments", ready).await;
+    assert_eq!((status["cpu"].as_u64(), status["members"].as_u64()), (Some(6), Some(3)));
+    assert_eq!(status["renderedBy"], "python-hook");
+    let quotas: Api<ResourceQuota> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
+    let quota = quotas.get("payments-quota").await.unwrap();
+    let hard = quota.spec.unwrap().hard.unwrap();
+    assert_eq!(hard["requests.cpu"].0, "6");
+    assert_eq!(quota.metadata.owner_references.unwrap()[0].name, "payments");
+
+    run.create(&teams, "Team", "odd", json!({"tier": "platinum"})).await;
+    let failed = run.status(&teams, "odd", not_ready_because("UnknownTier")).await;
+    assert!(
+        condition(&failed, "Ready")["message"]
+            .as_str()
+            .unwrap()
+            .contains("'platinum'")
+    );
+    run.stop().await;
+}
+
+/// Sets blog's body and returns how long until its status shows the new page.
+async fn site_update(run: &Run, sites: &Api<DynamicObject>, body: &str) -> Duration {
+    let started = Instant::now();
+    sites
+        .patch(
+            "blog",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"body": body}})),
+        )
+        .await
+        .unwrap();
+    let wanted = format!("<p>{body}</p>");
+    eventually("the site to show the new body", WAIT, || async {
+        page(&run.ns, "blog-content").await.contains(&wanted).then_some(())
+    })
+    .await
+    .unwrap();
+    started.elapsed()
+}
+
+#[tokio::test]
+async fn hostile_components_fail_only_their_own_reconciles() {
+    let files = [
+        katalogs_dir().join("hostile/katalog.yaml"),
+        katalogs_dir().join("site-hook/katalog.yaml"),
+    ];
+    let run = Run::start("hostile", &files, &["hostile", "unknown-import", "rust-hook"]).await;
+    run.apply(&katalogs_dir().join("site-hook/samples/site.yaml")).await;
+    let sites = run.crs("hooks.orkestra.io", "Site");
+    run.status(&sites, "blog", |s| ready(s) && s["pageBytes"].is_number())
+        .await;
+    let mut calm = Vec::new();
+    for i in 0..3 {
+        calm.push(site_update(&run, &sites, &format!("calm {i}")).await);
+    }
+
+    let hostiles = run.crs("sandbox.orkestra.io", "Hostile");
+    let cases = [
+        (
+            "spinner",
+            "loop",
+            "ComponentTimeout",
+            "did not finish within its timeout of 500ms",
+        ),
+        (
+            "hoarder",
+            "memory",
+            "ComponentMemoryLimit",
+            "memory limit of 16777216 bytes",
+        ),
+        ("panicker", "panic", "ComponentTrapped", "guest panicked"),
+        (
+            "bloat",
+            "oversized",
+            "ComponentResultTooLarge",
+            "resultSize limit is 65536",
+        ),
+        ("snoop", "forbidden", "ReadFailed", "namespaces: [kube-system]"),
+        (
+            "sneak",
+            "forbidden-ignored",
+            "ComponentForbidden",
+            "get v1 Secret in namespace \"kube-system\"",
+        ),
+        (
+            "climber",
+            "forbidden-child",
+            "ComponentForbidden",
+            "apply rbac.authorization.k8s.io/v1 ClusterRole",
+        ),
+    ];
+    for (name, mode, _, _) in cases {
+        run.create(&hostiles, "Hostile", name, json!({"mode": mode})).await;
+    }
+    run.create(&hostiles, "Hostile", "calm", json!({"mode": "ok"})).await;
+    let escapes = run.crs("sandbox.orkestra.io", "Escape");
+    run.create(&escapes, "Escape", "out", json!({})).await;
+
+    let stormed = run.counters("hostile").failures.load(Ordering::Relaxed);
+    let site_reconciles = run.counters("site").reconciles.load(Ordering::Relaxed);
+    let mut during = Vec::new();
+    for i in 0..5 {
+        during.push(site_update(&run, &sites, &format!("storm {i}")).await);
+    }
+
+    for (name, _, reason, detail) in cases {
+        let status = run.status(&hostiles, name, not_ready_because(reason)).await;
+        let message = condition(&status, "Ready")["message"].as_str().unwrap().to_string();
+        assert!(message.contains(detail), "{name}: {message}");
+    }
+    run.create(&hostiles, "Hostile", "prober", json!({"mode": "probe"}))
+        .await;
+    let probed = run
+        .status(&hostiles, "prober", |s| ready(s) && s["fs"].is_string())
+        .await;
+    assert!(
+        probed["fs"].as_str().unwrap().starts_with("denied"),
+        "no filesystem: {probed}"
+    );
+    assert!(
+        probed["net"].as_str().unwrap().starts_with("denied"),
+        "no network: {probed}"
+    );
+    assert_eq!(probed["env"], 0, "no environment");
+    let calm_status = run.status(&hostiles, "calm", ready).await;
+    assert_eq!(calm_status["mode"], "ok", "the same component serves well-behaved CRs");
+    let escaped = run
+        .status(&escapes, "out", not_ready_because("ComponentUnavailable"))
+        .await;
+    let message = condition(&escaped, "Ready")["message"].as_str().unwrap();
+    assert!(message.contains("evil:host/escape"), "{message}");
+    assert!(
+        kubectl(&["get", "clusterrole", "escalate"]).is_err(),
+        "a child outside the grants is never applied"
+    );
+
+    let failures = run.counters("hostile").failures.load(Ordering::Relaxed);
+    let reconciled = run.counters("site").reconciles.load(Ordering::Relaxed) - site_reconciles;
+    println!(
+        "site updates, ms: before the hostile tenants {:?}, during {:?}; site reconciles during: {reconciled}; hostile failures during: {}",
+        calm.iter().map(Duration::as_millis).collect::<Vec<_>>(),
+        during.iter().map(Duration::as_millis).collect::<Vec<_>>(),
+        failures - stormed
+    );
+    assert!(reconciled >= 5, "every site update was reconciled ({reconciled})");
+    assert!(failures > stormed, "the hostile CRs kept failing meanwhile");
+    assert!(
+        during.iter().all(|d| *d < Duration::from_secs(10)),
+        "the well-behaved tenant kept reconciling: {during:?}"
+    );
+    run.stop().await;
+}
+
+#[tokio::test]
+async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
+    let rust_hook = guests::component("rust-hook").unwrap();
+    let hostile = guests::component("hostile").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("hook.wasm");
+    std::fs::copy(&rust_hook, &live).unwrap();
+    let katalog_text = std::fs::read_to_string(katalogs_dir().join("site-hook/katalog.yaml"))
+        .unwrap()
+        .replace(
+            "../../examples/target/wasm32-wasip2/release/rust_hook.wasm",
+            "hook.wasm",
+        );
+    let katalog_file = dir.path().join("katalog.yaml");
+    std::fs::write(&katalog_file, &katalog_text).unwrap();
+    let run = Run::start("swap", std::slice::from_ref(&katalog_file), &[]).await;
+    let reloader = orkestra::reload::Reloader::new(vec![katalog_file.clone()], run.components.clone());
+    let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let admin = listener.local_addr().unwrap();
+    let router = orkestra::admin::router(run.components.clone(), reloader);
+    let endpoint = tokio::spawn(async move { axum::serve(listener, router).await });
+    run.apply(&katalogs_dir().join("site-hook/samples/site.yaml")).await;
+    let sites = run.crs("hooks.orkestra.io", "Site");
+    run.status(&sites, "blog", |s| ready(s) && s["renderedBy"] == "rust-hook")
+        .await;
+
+    // A new file: the CR reconciles on the new version without a restart or an event.
+    std::fs::copy(&hostile, dir.path().join("next.wasm")).unwrap();
+    std::fs::rename(dir.path().join("next.wasm"), &live).unwrap();
+    let swapped = run
+        .status(&sites, "blog", |s| {
+            s["mode"] == "ok"
+                && condition(s, "Component")["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("site revision 2"))
+        })
+        .await;
+    assert!(ready(&swapped));
+
+    // A broken file: revision 2 keeps serving, and the CR, the log and the endpoint say why.
+    std::fs::write(dir.path().join("next.wasm"), b"not a component").unwrap();
+    std::fs::rename(dir.path().join("next.wasm"), &live).unwrap();
+    let refused = run
+        .status(&sites, "blog", |s| {
+            condition(s, "Component")["reason"] == "UpdateFailed"
+        })
+        .await;
+    let message = condition(&refused, "Component")["message"].as_str().unwrap();
+    assert!(
+        message.contains("revision 2") && message.contains("not a valid component"),
+        "{message}"
+    );
+    assert!(ready(&refused), "the old version keeps reconciling");
+    let listed: Value = reqwest::get(format!("http://{admin}/components"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let site = listed["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "site")
+        .unwrap()
+        .clone();
+    assert_eq!(site["revision"], 2);
+    assert!(
+        site["lastError"].as_str().unwrap().contains("not a valid component"),
+        "{site}"
+    );
+
+    // `ork reload` after the file is fixed.
+    std::fs::copy(&rust_hook, &live).unwrap();
+    // tokio's Command: the endpoint answering it runs on this test's runtime.
+    let output = tokio::process::Command::new(ORK)
+        .args(["reload", "--admin-addr", &admin.to_string(), "--component", "site"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("site: revision"), "{stdout}");
+    let unknown = tokio::process::Command::new(ORK)
+        .args(["reload", "--admin-addr", &admin.to_string(), "--component", "nope"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no component named \"nope\""));
+    run.status(&sites, "blog", |s| {
+        ready(s) && condition(s, "Component")["reason"] == "Serving"
+    })
+    .await;
+
+    // A Katalog change re-declares the component: new arguments reach the next page.
+    std::fs::write(
+        &katalog_file,
+        katalog_text.replace("greeting: Hello", "greeting: Howdy"),
+    )
+    .unwrap();
+    eventually("the new greeting", WAIT, || async {
+        page(&run.ns, "blog-content")
+            .await
+            .contains("<h1>Howdy: ")
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    watcher.abort();
+    endpoint.abort();
+    run.stop().await;
+}

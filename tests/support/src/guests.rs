@@ -1,0 +1,67 @@
+//! The example guest components, built from `examples/` on first use (once per test
+//! binary) so a plain `cargo test` needs no separate step.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// The repository's `examples/` folder.
+pub fn examples_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// The component of example `package`, built if this process has not built it yet: a
+/// Rust crate with cargo (release, wasm32-wasip2; cargo makes an unchanged rebuild cheap),
+/// a Python one (`app.py`) with componentize-py.
+///
+/// # Errors
+/// The build's own output when it fails, naming the missing toolchain.
+pub fn component(package: &str) -> anyhow::Result<PathBuf> {
+    let dir = examples_dir();
+    let python = dir.join(package).join("app.py").exists();
+    let file = format!("{}.wasm", package.replace('-', "_"));
+    let path = if python {
+        dir.join("target/python").join(file)
+    } else {
+        dir.join("target/wasm32-wasip2/release").join(file)
+    };
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if built.iter().any(|b| b == package) {
+        return Ok(path);
+    }
+    let output = if python {
+        std::fs::create_dir_all(dir.join("target/python"))?;
+        Command::new("componentize-py")
+            .args(["-d", "../../wit", "-w", "hook", "componentize", "app", "-o"])
+            .arg(&path)
+            .current_dir(dir.join(package))
+            .output()
+            .map_err(|e| {
+                anyhow::anyhow!("componentize-py is needed for {package} (pip install componentize-py==0.25.1): {e}")
+            })?
+    } else {
+        // Each example alone: the SDK's world features must not unify across examples.
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "build",
+                "--quiet",
+                "--release",
+                "--target",
+                "wasm32-wasip2",
+                "-p",
+                package,
+            ])
+            .current_dir(&dir)
+            .output()?
+    };
+    if !output.status.success() {
+        anyhow::bail!(
+            "building example {package} failed (for Rust: `rustup target add wasm32-wasip2`):\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    built.push(package.to_string());
+    Ok(path)
+}
