@@ -94,16 +94,17 @@ pub async fn install_crds(client: &kube::Client, katalog: &Katalog, timeout: Dur
         };
         for document in documents {
             let name = document["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            api.patch(
-                &name,
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&document),
-            )
-            .await
-            .map_err(|source| Error::Apply {
-                name: name.clone(),
-                source,
-            })?;
+            let params = PatchParams::apply(FIELD_MANAGER).force();
+            let mut attempt = 0;
+            // Two installers creating the same CRD at once: the loser gets a 409 and applies
+            // again over what the winner created.
+            while let Err(source) = api.patch(&name, &params, &Patch::Apply(&document)).await {
+                attempt += 1;
+                if attempt >= 3 || !matches!(&source, kube::Error::Api(status) if status.code == 409) {
+                    return Err(Error::Apply { name, source });
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
             installed.push(name);
         }
     }

@@ -2,88 +2,22 @@
 //! runtime started on it, its sample CRs applied, then the objects and status it promises
 //! checked against the real API server.
 
-use std::path::PathBuf;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use orkestra::runtime::Runtime;
-use orkestra_test_support::{TestNamespace, eventually, namespace};
+use orkestra_test_support::eventually;
 use serde_json::{Value, json};
 
 use crate::pipeline::WAIT;
+use crate::running::{Running, katalogs_dir};
 
-/// A running example: its namespace and a way to stop the runtime.
-struct Example {
-    ns: TestNamespace,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Example {
-    async fn start(name: &str) -> Self {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../katalogs").join(name);
-        let katalog = orkestra::katalog::load(&[dir.join("katalog.yaml")]).unwrap();
-        let ns = namespace(name).await.unwrap();
-        orkestra::crd_install::install_crds(&ns.client, &katalog, WAIT)
-            .await
-            .unwrap();
-        let runtime = Runtime::new(ns.client.clone(), &katalog).unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(runtime.run(async {
-            let _ = stopped.await;
-        }));
-        for crd in katalog.crds.values() {
-            for file in &crd.entry.cr_files {
-                orkestra::manifests::apply_file(&ns.client, &crd.resolve(file), &ns.name)
-                    .await
-                    .unwrap();
-            }
-        }
-        Self {
-            ns,
-            stop: Some(stop),
-            task,
-        }
-    }
-
-    fn api<K>(&self) -> Api<K>
-    where
-        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-    {
-        Api::namespaced(self.ns.client.clone(), &self.ns.name)
-    }
-
-    fn crs(&self, group: &str, kind: &str) -> Api<DynamicObject> {
-        let gvk = GroupVersionKind::gvk(group, "v1", kind);
-        let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
-        Api::namespaced_with(self.ns.client.clone(), &self.ns.name, &resource)
-    }
-
-    /// The CR's status once `check` accepts it.
-    async fn status(&self, crs: &Api<DynamicObject>, name: &str, check: impl Fn(&Value) -> bool) -> Value {
-        let found = eventually(&format!("the status of {name}"), WAIT, || async {
-            let cr = crs.get(name).await.ok()?;
-            check(&cr.data["status"]).then(|| cr.data["status"].clone())
-        })
-        .await;
-        match found {
-            Ok(status) => status,
-            Err(error) => panic!("{error}; the CR is {:?}", crs.get(name).await.map(|cr| cr.data)),
-        }
-    }
-
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = self.task.await;
-    }
+/// An example Katalog running, its sample CRs applied.
+async fn example(name: &str) -> Running {
+    let running = Running::start(name, &[katalogs_dir().join(name).join("katalog.yaml")], &[]).await;
+    running.apply_samples().await;
+    running
 }
 
 fn ready(status: &Value) -> bool {
@@ -92,7 +26,7 @@ fn ready(status: &Value) -> bool {
 
 #[tokio::test]
 async fn website_gets_a_deployment_a_service_and_its_url() {
-    let example = Example::start("website").await;
+    let example = example("website").await;
     let status = example
         .status(&example.crs("demo.orkestra.io", "Website"), "hello", ready)
         .await;
@@ -110,7 +44,7 @@ async fn website_gets_a_deployment_a_service_and_its_url() {
 
 #[tokio::test]
 async fn tiers_scale_what_each_app_gets_and_admission_guards_the_tier() {
-    let example = Example::start("tiers").await;
+    let example = example("tiers").await;
     let apps = example.crs("tiers.orkestra.io", "App");
     for name in ["hobby", "shop", "bank"] {
         example.status(&apps, name, ready).await;
@@ -196,7 +130,7 @@ async fn tiers_scale_what_each_app_gets_and_admission_guards_the_tier() {
 
 #[tokio::test]
 async fn gated_reports_build_on_spec_changes_and_never_while_paused() {
-    let example = Example::start("gated").await;
+    let example = example("gated").await;
     let reports = example.crs("gated.orkestra.io", "Report");
     let status = example
         .status(&reports, "weekly", |s| s["lastBuiltGeneration"] == 1)
@@ -237,7 +171,7 @@ async fn gated_reports_build_on_spec_changes_and_never_while_paused() {
 
 #[tokio::test]
 async fn config_watch_sites_read_their_settings_and_react_to_edits() {
-    let example = Example::start("config-watch").await;
+    let example = example("config-watch").await;
     let sites = example.crs("watch.orkestra.io", "Site");
     let status = example.status(&sites, "blog", ready).await;
     assert_eq!(status["phase"], "Configured");
@@ -268,7 +202,7 @@ async fn config_watch_sites_read_their_settings_and_react_to_edits() {
 
 #[tokio::test]
 async fn pipeline_runs_build_then_test_as_jobs_finish() {
-    let example = Example::start("pipeline").await;
+    let example = example("pipeline").await;
     let pipelines = example.crs("ci.orkestra.io", "Pipeline");
     example
         .status(&pipelines, "release", |s| s["phase"] == "Running/build")

@@ -11,4 +11,5 @@ mod lifecycle;
 mod ork;
 mod pipeline;
 mod reconcile;
+mod running;
 mod wasm;

@@ -2,109 +2,22 @@
 //! from examples/, run by the runtime on the example Katalogs (each CRD confined to the
 //! test's namespace), then the objects, status and conditions they promise checked.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, ResourceQuota, Service};
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
-use orkestra::runtime::{CrdHandle, Runtime};
-use orkestra::wasm::Components;
-use orkestra_test_support::{TestNamespace, eventually, guests, kubectl, namespace};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use orkestra_test_support::{TestNamespace, eventually, guests, kubectl};
 use serde_json::{Value, json};
 
 use crate::ork::ORK;
 use crate::pipeline::WAIT;
+use crate::running::Running;
 
 fn katalogs_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../katalogs")
-}
-
-/// A runtime on some Katalog files, confined to a fresh namespace.
-struct Run {
-    ns: TestNamespace,
-    components: Components,
-    handles: Vec<CrdHandle>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Run {
-    /// Builds `guests`, loads `files`, installs their CRDs and starts the runtime.
-    async fn start(prefix: &str, files: &[PathBuf], guest_packages: &[&str]) -> Self {
-        for package in guest_packages {
-            guests::component(package).unwrap();
-        }
-        let mut katalog = orkestra::katalog::load(files).unwrap();
-        let ns = namespace(prefix).await.unwrap();
-        for crd in katalog.crds.values_mut() {
-            crd.entry.namespace = ns.name.clone();
-        }
-        orkestra::crd_install::install_crds(&ns.client, &katalog, WAIT)
-            .await
-            .unwrap();
-        let runtime = Runtime::new(ns.client.clone(), &katalog).unwrap();
-        let components = runtime.components();
-        let handles = katalog.crds.keys().filter_map(|name| runtime.crd(name)).collect();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(runtime.run(async {
-            let _ = stopped.await;
-        }));
-        Self {
-            ns,
-            components,
-            handles,
-            stop: Some(stop),
-            task,
-        }
-    }
-
-    async fn apply(&self, path: &Path) {
-        orkestra::manifests::apply_file(&self.ns.client, path, &self.ns.name)
-            .await
-            .unwrap();
-    }
-
-    fn counters(&self, crd: &str) -> &orkestra::kordinator::Counters {
-        &self.handles.iter().find(|h| &*h.crd.name == crd).unwrap().counters
-    }
-
-    fn crs(&self, group: &str, kind: &str) -> Api<DynamicObject> {
-        let gvk = GroupVersionKind::gvk(group, "v1", kind);
-        let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
-        Api::namespaced_with(self.ns.client.clone(), &self.ns.name, &resource)
-    }
-
-    async fn create(&self, crs: &Api<DynamicObject>, kind: &str, name: &str, spec: Value) {
-        let group = crs.resource_url().split('/').nth(2).unwrap_or_default().to_string();
-        let object: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": format!("{group}/v1"), "kind": kind, "metadata": {"name": name}, "spec": spec,
-        }))
-        .unwrap();
-        crs.create(&PostParams::default(), &object).await.unwrap();
-    }
-
-    /// The CR's status once `check` accepts it.
-    async fn status(&self, crs: &Api<DynamicObject>, name: &str, check: impl Fn(&Value) -> bool) -> Value {
-        let found = eventually(&format!("the status of {name}"), WAIT, || async {
-            let cr = crs.get(name).await.ok()?;
-            check(&cr.data["status"]).then(|| cr.data["status"].clone())
-        })
-        .await;
-        match found {
-            Ok(status) => status,
-            Err(error) => panic!("{error}; the CR is {:?}", crs.get(name).await.map(|cr| cr.data)),
-        }
-    }
-
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = self.task.await;
-    }
+    crate::running::katalogs_dir()
 }
 
 fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
@@ -135,7 +48,7 @@ async fn page(ns: &TestNamespace, name: &str) -> String {
 #[tokio::test]
 async fn a_hybrid_site_gets_template_children_and_hook_content_per_target() {
     let dir = katalogs_dir().join("site-hook");
-    let run = Run::start("site-hook", &[dir.join("katalog.yaml")], &["rust-hook"]).await;
+    let run = Running::start("site-hook", &[dir.join("katalog.yaml")], &["rust-hook"]).await;
     run.apply(&dir.join("samples/site.yaml")).await;
     let sites = run.crs("hooks.orkestra.io", "Site");
 
@@ -217,7 +130,7 @@ async fn a_hybrid_site_gets_template_children_and_hook_content_per_target() {
 #[tokio::test]
 async fn a_constructor_owns_reconcile_and_its_errors_reach_ready() {
     let dir = katalogs_dir().join("cache-constructor");
-    let run = Run::start("cache-ctor", &[dir.join("katalog.yaml")], &["rust-constructor"]).await;
+    let run = Running::start("cache-ctor", &[dir.join("katalog.yaml")], &["rust-constructor"]).await;
     run.apply(&dir.join("samples/cache.yaml")).await;
     let caches = run.crs("constructors.orkestra.io", "Cache");
     let status = run.status(&caches, "sessions", ready).await;
@@ -257,7 +170,7 @@ async fn a_constructor_owns_reconcile_and_its_errors_reach_ready() {
 #[tokio::test]
 async fn a_python_hook_sizes_each_teams_quota() {
     let dir = katalogs_dir().join("team-quota");
-    let run = Run::start("team-quota", &[dir.join("katalog.yaml")], &["python-hook"]).await;
+    let run = Running::start("team-quota", &[dir.join("katalog.yaml")], &["python-hook"]).await;
     run.apply(&dir.join("samples/team.yaml")).await;
     let teams = run.crs("python.orkestra.io", "Team");
     let status = run.status(&teams, "payments", ready).await;
@@ -281,7 +194,7 @@ async fn a_python_hook_sizes_each_teams_quota() {
 }
 
 /// Sets blog's body and returns how long until its status shows the new page.
-async fn site_update(run: &Run, sites: &Api<DynamicObject>, body: &str) -> Duration {
+async fn site_update(run: &Running, sites: &Api<DynamicObject>, body: &str) -> Duration {
     let started = Instant::now();
     sites
         .patch(
@@ -306,7 +219,7 @@ async fn hostile_components_fail_only_their_own_reconciles() {
         katalogs_dir().join("hostile/katalog.yaml"),
         katalogs_dir().join("site-hook/katalog.yaml"),
     ];
-    let run = Run::start("hostile", &files, &["hostile", "unknown-import", "rust-hook"]).await;
+    let run = Running::start("hostile", &files, &["hostile", "unknown-import", "rust-hook"]).await;
     run.apply(&katalogs_dir().join("site-hook/samples/site.yaml")).await;
     let sites = run.crs("hooks.orkestra.io", "Site");
     run.status(&sites, "blog", |s| ready(s) && s["pageBytes"].is_number())
@@ -428,7 +341,7 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
         );
     let katalog_file = dir.path().join("katalog.yaml");
     std::fs::write(&katalog_file, &katalog_text).unwrap();
-    let run = Run::start("swap", std::slice::from_ref(&katalog_file), &[]).await;
+    let run = Running::start("swap", std::slice::from_ref(&katalog_file), &[]).await;
     let reloader = orkestra::reload::Reloader::new(vec![katalog_file.clone()], run.components.clone());
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

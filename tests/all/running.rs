@@ -1,0 +1,126 @@
+//! A runtime on Katalog files, as a user runs it: the CRDs installed, each confined to a
+//! fresh namespace (so tests of the same Katalog never share CRs), the runtime started, and
+//! helpers to create CRs and wait for their status.
+
+use std::path::{Path, PathBuf};
+
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use orkestra::katalog::Katalog;
+use orkestra::runtime::{CrdHandle, Runtime};
+use orkestra::wasm::Components;
+use orkestra_test_support::{TestNamespace, eventually, guests, namespace};
+use serde_json::{Value, json};
+
+use crate::pipeline::WAIT;
+
+/// The repository's `katalogs/` folder.
+pub fn katalogs_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../katalogs")
+}
+
+/// A runtime on some Katalog files, confined to a fresh namespace.
+pub struct Running {
+    pub ns: TestNamespace,
+    pub components: Components,
+    pub katalog: Katalog,
+    handles: Vec<CrdHandle>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Builds `guests`, loads `files`, installs their CRDs and starts the runtime.
+    pub async fn start(prefix: &str, files: &[PathBuf], guest_packages: &[&str]) -> Self {
+        for package in guest_packages {
+            guests::component(package).unwrap();
+        }
+        let mut katalog = orkestra::katalog::load(files).unwrap();
+        let ns = namespace(prefix).await.unwrap();
+        for crd in katalog.crds.values_mut() {
+            crd.entry.namespace = ns.name.clone();
+        }
+        orkestra::crd_install::install_crds(&ns.client, &katalog, WAIT)
+            .await
+            .unwrap();
+        let runtime = Runtime::new(ns.client.clone(), &katalog).unwrap();
+        let components = runtime.components();
+        let handles = katalog.crds.keys().filter_map(|name| runtime.crd(name)).collect();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(runtime.run(async {
+            let _ = stopped.await;
+        }));
+        Self {
+            ns,
+            components,
+            katalog,
+            handles,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// Applies every CRD's sample CRs (`crFiles`).
+    pub async fn apply_samples(&self) {
+        for crd in self.katalog.crds.values() {
+            for file in &crd.entry.cr_files {
+                self.apply(&crd.resolve(file)).await;
+            }
+        }
+    }
+
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Api::namespaced(self.ns.client.clone(), &self.ns.name)
+    }
+
+    pub async fn apply(&self, path: &Path) {
+        orkestra::manifests::apply_file(&self.ns.client, path, &self.ns.name)
+            .await
+            .unwrap();
+    }
+
+    pub fn counters(&self, crd: &str) -> &orkestra::kordinator::Counters {
+        &self.handles.iter().find(|h| &*h.crd.name == crd).unwrap().counters
+    }
+
+    pub fn crs(&self, group: &str, kind: &str) -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk(group, "v1", kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
+        Api::namespaced_with(self.ns.client.clone(), &self.ns.name, &resource)
+    }
+
+    pub async fn create(&self, crs: &Api<DynamicObject>, kind: &str, name: &str, spec: Value) {
+        let group = crs.resource_url().split('/').nth(2).unwrap_or_default().to_string();
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("{group}/v1"), "kind": kind, "metadata": {"name": name}, "spec": spec,
+        }))
+        .unwrap();
+        crs.create(&PostParams::default(), &object).await.unwrap();
+    }
+
+    /// The CR's status once `check` accepts it.
+    pub async fn status(&self, crs: &Api<DynamicObject>, name: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let found = eventually(&format!("the status of {name}"), WAIT, || async {
+            let cr = crs.get(name).await.ok()?;
+            check(&cr.data["status"]).then(|| cr.data["status"].clone())
+        })
+        .await;
+        match found {
+            Ok(status) => status,
+            Err(error) => panic!("{error}; the CR is {:?}", crs.get(name).await.map(|cr| cr.data)),
+        }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.task.await;
+    }
+}
