@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use orkestra::compiled::{CompiledCrd, Notes};
 use orkestra::katalog::{self, Diagnostic};
+use orkestra::wasm::Source;
 use serde_json::json;
 
 use super::KatalogArgs;
@@ -28,8 +29,10 @@ pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let (crds, errors, warnings): (Vec<String>, Vec<Diagnostic>, Vec<Diagnostic>) =
         match katalog::load(&args.katalog.files()) {
             Ok(k) => {
-                let errors = compile_errors(&k);
-                (k.crds.keys().cloned().collect(), errors, k.warnings)
+                let (errors, mut missing) = compile_errors(&k);
+                let mut warnings = k.warnings;
+                warnings.append(&mut missing);
+                (k.crds.keys().cloned().collect(), errors, warnings)
             }
             Err(katalog::Error::Invalid { errors, warnings }) => (vec![], errors, warnings),
             // A file that cannot be read has no position: report it as a plain error.
@@ -68,8 +71,10 @@ pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// What the runtime would refuse at start: every CRD compiled as `ork run` compiles it.
-fn compile_errors(katalog: &katalog::Katalog) -> Vec<Diagnostic> {
-    let error = |crd: &str, message: String| Diagnostic {
+/// Also warns about component files that do not exist yet (not an error: they are often
+/// built after the Katalog is written).
+fn compile_errors(katalog: &katalog::Katalog) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
+    let diagnostic = |crd: &str, message: String| Diagnostic {
         file: Default::default(),
         line: 0,
         column: 0,
@@ -78,14 +83,25 @@ fn compile_errors(katalog: &katalog::Katalog) -> Vec<Diagnostic> {
     };
     let notes = match Notes::compile(katalog) {
         Ok(notes) => notes,
-        Err(e) => return vec![error(&e.crd, e.message)],
+        Err(e) => return (vec![diagnostic(&e.crd, e.message)], vec![]),
     };
-    katalog
-        .crds
-        .values()
-        .filter_map(|crd| CompiledCrd::compile_in(katalog, crd, &notes).err())
-        .map(|e| error(&e.crd, e.message))
-        .collect()
+    let (mut errors, mut missing) = (Vec::new(), Vec::new());
+    for crd in katalog.crds.values() {
+        match CompiledCrd::compile_in(katalog, crd, &notes) {
+            Err(e) => errors.push(diagnostic(&e.crd, e.message)),
+            Ok(compiled) => {
+                for (slot, spec) in orkestra::runtime::component_specs(&compiled) {
+                    if let Source::Path(path) = &spec.source
+                        && !path.exists()
+                    {
+                        let message = format!("component of {slot}: {} does not exist (yet)", path.display());
+                        missing.push(diagnostic(&crd.name, message));
+                    }
+                }
+            }
+        }
+    }
+    (errors, missing)
 }
 
 fn plain(diagnostic: &Diagnostic) -> String {
