@@ -177,7 +177,7 @@ impl Runtime {
                         self.http.clone(),
                     );
                     Arc::new(match slot {
-                        Some(slot) => reconciler.with_component(slot),
+                        Some(slot) => reconciler.with_component(slot, self.functions.clone()),
                         None => reconciler,
                     })
                 };

@@ -2,7 +2,7 @@
 //! from examples/, run by the runtime on the example Katalogs (each CRD confined to the
 //! test's namespace), then the objects, status and conditions they promise checked.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -76,13 +76,13 @@ async fn a_hybrid_site_gets_template_children_and_hook_content_per_target() {
     );
     assert_eq!(status["pageBytes"], content.len());
     let configmaps: Api<ConfigMap> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
-    let owners = configmaps
-        .get("blog-content")
-        .await
-        .unwrap()
-        .metadata
-        .owner_references
-        .unwrap();
+    let metadata = configmaps.get("blog-content").await.unwrap().metadata;
+    assert_eq!(
+        metadata.labels.unwrap()["app"],
+        "blog",
+        "the templated arg `site` reached the hook"
+    );
+    let owners = metadata.owner_references.unwrap();
     assert_eq!((owners[0].kind.as_str(), owners[0].name.as_str()), ("Site", "blog"));
     let deployments: Api<Deployment> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
     assert!(
@@ -118,7 +118,15 @@ async fn a_hybrid_site_gets_template_children_and_hook_content_per_target() {
     })
     .await
     .unwrap();
-    kubectl(&["delete", "site", "blog", "-n", &run.ns.name, "--wait=false"]).unwrap();
+    kubectl(&[
+        "delete",
+        "sites.hooks.orkestra.io",
+        "blog",
+        "-n",
+        &run.ns.name,
+        "--wait=false",
+    ])
+    .unwrap();
     eventually("blog to be gone", WAIT, || async {
         sites.get_opt("blog").await.ok().flatten().is_none().then_some(())
     })
@@ -158,7 +166,15 @@ async fn a_constructor_owns_reconcile_and_its_errors_reach_ready() {
     );
     assert!(deployments.get_opt("huge").await.unwrap().is_none());
 
-    kubectl(&["delete", "cache", "sessions", "-n", &run.ns.name, "--wait=false"]).unwrap();
+    kubectl(&[
+        "delete",
+        "caches.constructors.orkestra.io",
+        "sessions",
+        "-n",
+        &run.ns.name,
+        "--wait=false",
+    ])
+    .unwrap();
     eventually("sessions to be gone", WAIT, || async {
         caches.get_opt("sessions").await.ok().flatten().is_none().then_some(())
     })
@@ -443,4 +459,65 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
     watcher.abort();
     endpoint.abort();
     run.stop().await;
+}
+
+#[tokio::test]
+async fn a_component_from_a_url_loads_only_with_its_pin() {
+    let path = guests::component("rust-hook").unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let digest: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route("/hook.wasm", axum::routing::get(move || async move { bytes }));
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let cache = tempfile::tempdir().unwrap();
+    let host = orkestra::wasm::WasmHost::new(None, cache.path().join("wasm")).unwrap();
+    let spec = |pin: &str| {
+        let limits = orkestra::katalog::ComponentLimits::default();
+        let declared = orkestra::wasm::spec::Declared {
+            component: &format!("http://{addr}/hook.wasm"),
+            sha256: Some(pin),
+            limits: &limits,
+            capabilities: &[],
+            run_first: false,
+            args: None,
+        };
+        orkestra::wasm::Spec::compile(orkestra::wasm::World::Hook, declared, Path::new(".")).unwrap()
+    };
+    let loaded = host.load(&spec(&digest)).await.unwrap();
+    assert_eq!(loaded.digest, digest);
+    let wrong = "0".repeat(64);
+    let refused = host.load(&spec(&wrong)).await.err().unwrap();
+    assert!(
+        refused
+            .message
+            .contains(&format!("sha256 is {digest}, but the Katalog pins {wrong}")),
+        "{refused}"
+    );
+    let missing = orkestra::wasm::Spec {
+        source: orkestra::wasm::Source::Url(format!("http://{addr}/nothing.wasm")),
+        ..spec(&digest)
+    };
+    let refused = host.load(&missing).await.err().unwrap();
+    assert!(
+        refused.message.contains("cannot fetch it") && refused.message.contains("404"),
+        "{refused}"
+    );
+    // A component of the other world is refused by name.
+    let constructor = orkestra::wasm::Spec {
+        world: orkestra::wasm::World::Constructor,
+        ..spec(&digest)
+    };
+    let refused = host.load(&constructor).await.err().unwrap();
+    assert!(
+        refused.message.contains("does not implement the constructor world"),
+        "{refused}"
+    );
+    server.abort();
 }

@@ -18,8 +18,9 @@ impl Hook for Website {
         let greeting = request.args()["greeting"].as_str().unwrap_or("Hello");
         let page = format!("<h1>{greeting}: {title}</h1>\n<p>{body}</p>\n<footer>{footer}</footer>\n");
         log::debug(&format!("rendered {} bytes for {}", page.len(), request.key()));
+        let site = request.args()["site"].as_str().unwrap_or(request.name());
         let content = Resource::new("v1", "ConfigMap", &format!("{}-content", request.name()))
-            .label("app", request.name())
+            .label("app", site)
             .field("data", json!({ "index.html": page }));
         Response::ok()
             .resource(content)

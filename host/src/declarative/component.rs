@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::Declarative;
 use super::apply;
-use super::render::{MANAGED_LABEL, OWNER_LABEL, Replace};
+use super::render::{MANAGED_LABEL, OWNER_LABEL, Replace, Tree};
 use crate::mux::{Action, ReconcileError, Request};
 use crate::resolver::Resolver;
 use crate::wasm::grants::{Access, Verb};
@@ -42,7 +42,7 @@ impl Declarative {
             return Err(ReconcileError::new("ComponentUnavailable", why));
         };
         let spec = &active.spec;
-        let wasm_request = self.wasm_request(request, object, context, spec.args.as_ref());
+        let wasm_request = self.wasm_request(request, object, context, spec.args.as_ref())?;
         let caller = Caller {
             component: slot.name.clone(),
             key: request.key.clone(),
@@ -146,8 +146,9 @@ impl Declarative {
         object: Option<&Value>,
         context: &Map<String, Value>,
         args: Option<&Value>,
-    ) -> wasm::Request {
+    ) -> Result<wasm::Request, ReconcileError> {
         let mut shared = context.clone();
+        let mut args = args.cloned();
         if let Some(object) = object {
             let resolver = Resolver::new(object, &self.crd.notes);
             for key in ["health", "metrics"] {
@@ -155,11 +156,16 @@ impl Declarative {
                     shared.insert(key.into(), value.clone());
                 }
             }
+            // Args are templates over the CR, like every other Katalog value.
+            if let (Some(raw), Some(functions)) = (&args, &self.functions) {
+                let rendered = Tree::compile(raw, functions).and_then(|tree| tree.render(&resolver));
+                args = Some(rendered.map_err(|e| ReconcileError::new("RenderFailed", format!("component args: {e}")))?);
+            }
         }
         if let Some(args) = args {
-            shared.insert("args".into(), args.clone());
+            shared.insert("args".into(), args);
         }
-        wasm::Request {
+        Ok(wasm::Request {
             key: request.key.clone(),
             gvk: Gvk {
                 group: self.crd.group.clone(),
@@ -176,7 +182,7 @@ impl Declarative {
                 .map(|(_, name)| name.to_string())
                 .collect(),
             context: Value::Object(shared).to_string(),
-        }
+        })
     }
 }
 

@@ -28,7 +28,7 @@ use crate::kordinator::Counters;
 use crate::mux::{Action, Form, ReconcileError, Reconciler, Request};
 use crate::observe::{api_for_key, split_key};
 use crate::resolver::Resolver;
-use crate::template::Template;
+use crate::template::{Functions, Template};
 use crate::wasm::{Hook, Slot, World};
 
 /// The declarative reconciler of one CRD.
@@ -42,6 +42,8 @@ pub struct Declarative {
     http: reqwest::Client,
     /// The Wasm component of this CRD or target: hooks, or a constructor.
     component: Option<Arc<Slot>>,
+    /// Compiles the component's `args` templates (they follow the Katalog live).
+    functions: Option<Functions>,
 }
 
 /// How often a CR being deleted looks again at its onDelete Jobs or ordered groups.
@@ -68,12 +70,15 @@ impl Declarative {
             crd,
             counters,
             component: None,
+            functions: None,
         }
     }
 
-    /// Runs `slot`'s component: hooks around the templates, or a constructor instead of them.
-    pub fn with_component(mut self, slot: Arc<Slot>) -> Self {
+    /// Runs `slot`'s component: hooks around the templates, or a constructor instead of them;
+    /// its `args` templates compile with `functions`.
+    pub fn with_component(mut self, slot: Arc<Slot>, functions: Functions) -> Self {
         self.component = Some(slot);
+        self.functions = Some(functions);
         self
     }
 
