@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../examples"
 check=false
 [[ "${1:-}" == "--check" ]] && check=true
 
-rust=(rust-hook rust-constructor hostile unknown-import)
+rust=(rust-hook rust-constructor hostile unknown-import echo-hook)
 if $check; then
   cargo fmt --all --check
   cargo fmt --check --manifest-path ../guest-sdk/Cargo.toml

@@ -96,7 +96,7 @@ fn native(object: &Value) -> Value {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let path = orkestra_test_support::guests::component("hostile").expect("build the example guest");
+    let path = orkestra_test_support::guests::component("echo-hook").expect("build the example guest");
     let cache = tempfile::tempdir().expect("tempdir");
     let object = cr();
     println!(
