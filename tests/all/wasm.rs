@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, ResourceQuota, Service};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use orkestra::wasm::Components;
 use orkestra_test_support::{TestNamespace, eventually, guests, kubectl};
 use serde_json::{Value, json};
 
@@ -260,6 +261,12 @@ async fn hostile_components_fail_only_their_own_reconciles() {
             "memory limit of 16777216 bytes",
         ),
         ("panicker", "panic", "ComponentTrapped", "guest panicked"),
+        (
+            "sleeper",
+            "sleep",
+            "ComponentTimeout",
+            "did not finish within its timeout of 500ms",
+        ),
         (
             "bloat",
             "oversized",
@@ -520,4 +527,92 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
         "{refused}"
     );
     server.abort();
+}
+
+#[tokio::test]
+async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
+    let slow = guests::component("hostile").unwrap();
+    let echo = guests::component("echo-hook").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("hook.wasm");
+    std::fs::copy(&slow, &live).unwrap();
+    let host = orkestra::wasm::WasmHost::new(None, dir.path().join("cache")).unwrap();
+    let limits = orkestra::katalog::ComponentLimits::default();
+    let declared = orkestra::wasm::spec::Declared {
+        component: live.to_str().unwrap(),
+        sha256: None,
+        limits: &limits,
+        capabilities: &[],
+        run_first: false,
+        args: None,
+    };
+    let spec = orkestra::wasm::Spec::compile(orkestra::wasm::World::Hook, declared, Path::new(".")).unwrap();
+    let components = Components::default();
+    let slot = components.add("swap", &host, std::sync::Arc::new(spec));
+    slot.reload().await.unwrap();
+    let request = orkestra::wasm::Request {
+        key: "ns/a".into(),
+        gvk: orkestra::wasm::Gvk {
+            group: "a.io".into(),
+            version: "v1".into(),
+            kind: "A".into(),
+        },
+        target: None,
+        object: Some(json!({"metadata": {"name": "a"}, "spec": {"mode": "slow"}}).to_string()),
+        event_id: None,
+        sentinels: vec![],
+        context: "{}".into(),
+    };
+    let caller = || orkestra::wasm::Caller {
+        component: "swap".into(),
+        key: "ns/a".into(),
+        namespace: Some("ns".into()),
+    };
+    let call = |active: std::sync::Arc<orkestra::wasm::Active>| {
+        let (host, request) = (host.clone(), request.clone());
+        async move {
+            let response = host
+                .call(
+                    &active.loaded,
+                    &active.spec,
+                    orkestra::wasm::Hook::Reconcile,
+                    caller(),
+                    &request,
+                )
+                .await
+                .unwrap()
+                .unwrap();
+            serde_json::from_str::<Value>(response.status.as_deref().unwrap()).unwrap()
+        }
+    };
+    let in_flight = tokio::spawn(call(slot.active().unwrap()));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    std::fs::copy(&echo, &live).unwrap();
+    slot.reload().await.unwrap();
+    assert_eq!(slot.active().unwrap().revision, 2);
+    let after = call(slot.active().unwrap()).await;
+    assert_eq!(after, json!({"mode": "slow"}), "new calls run the new version");
+    let old = in_flight.await.unwrap();
+    assert_eq!(
+        old["slept"], 300,
+        "the call that started on revision 1 finished on it: {old}"
+    );
+
+    // on-not-found gets no object; a constructor has no such export and is not called.
+    let not_found = orkestra::wasm::Request {
+        object: None,
+        ..request.clone()
+    };
+    let active = slot.active().unwrap();
+    let response = host
+        .call(
+            &active.loaded,
+            &active.spec,
+            orkestra::wasm::Hook::NotFound,
+            caller(),
+            &not_found,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(response.map(|r| r.outcome), Some(orkestra::wasm::Outcome::Ok)));
 }

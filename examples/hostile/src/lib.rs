@@ -40,6 +40,17 @@ impl Hook for Hostile {
                 }
             }
             "panic" => panic!("the hook gave up on {}", request.key()),
+            // Waits on the host (a WASI clock), where no epoch can interrupt it: only the
+            // wall-clock timeout ends it.
+            "sleep" => {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+                Response::ok()
+            }
+            // Takes a while, then answers: for calls in flight during a swap.
+            "slow" => {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                Response::ok().status("mode", "slow").status("slept", 300)
+            }
             // Returns more than its result-size limit.
             "oversized" => Response::ok().status("junk", "x".repeat(256 << 10)),
             // Reads a Secret in another namespace, which no grant allows.
