@@ -17,3 +17,6 @@ pub const CROSS_METRICS: &str = "orkestra.orkspace.io/cross-metrics";
 pub const MANAGED_BY: &str = "orkestra.orkspace.io/managed-by";
 /// When the runtime first managed a CR, RFC 3339 (written once).
 pub const MANAGED_SINCE: &str = "orkestra.orkspace.io/managed-since";
+/// The children a Wasm component returned last (JSON `[[apiVersion, kind, namespace, name]]`),
+/// so the ones it stops returning can be deleted.
+pub const COMPONENT_CHILDREN: &str = "orkestra.orkspace.io/component-children";

@@ -156,6 +156,31 @@ async fn a_constructor_owns_reconcile_and_its_errors_reach_ready() {
     let settings = configmaps.get("sessions-settings").await.unwrap().data.unwrap();
     assert_eq!(settings["maxmemory"], "128mb");
 
+    // A child the constructor stops returning is deleted.
+    caches
+        .patch(
+            "sessions",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"expose": false}})),
+        )
+        .await
+        .unwrap();
+    eventually("the Service to go", WAIT, || async {
+        services
+            .get_opt("sessions")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(
+        deployments.get_opt("sessions").await.unwrap().is_some(),
+        "the rest stays"
+    );
+
     // The constructor's own error is the Ready reason; nothing it returned is applied.
     run.create(&caches, "Cache", "huge", json!({"replicas": 9})).await;
     let failed = run.status(&caches, "huge", not_ready_because("TooManyReplicas")).await;

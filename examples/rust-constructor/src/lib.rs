@@ -42,17 +42,21 @@ impl Constructor for Cache {
                 },
             }),
         );
+        // Server-side apply keys ports by (port, protocol): name the protocol.
         let service = Resource::new("v1", "Service", name).field(
             "spec",
             json!({ "selector": labels, "ports": [{ "port": PORT, "targetPort": PORT, "protocol": "TCP" }] }),
         );
         let namespace = request.namespace().unwrap_or("default");
-        // Server-side apply keys ports by (port, protocol): name the protocol.
         // Come back now and then to notice a hand-deleted child even without an event.
-        Response::requeue_after(Duration::from_secs(60))
+        let mut response = Response::requeue_after(Duration::from_secs(60))
             .resource(settings)
-            .resource(deployment)
-            .resource(service)
+            .resource(deployment);
+        // Without `expose`, no Service: the host deletes the one returned before.
+        if request.spec()["expose"].as_bool().unwrap_or(true) {
+            response = response.resource(service);
+        }
+        response
             .status("endpoint", format!("{name}.{namespace}.svc:{PORT}"))
             .status("replicas", replicas)
             .status("phase", "Provisioned")

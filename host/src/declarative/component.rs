@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use super::Declarative;
 use super::apply;
 use super::render::{MANAGED_LABEL, OWNER_LABEL, Replace, Tree};
+use crate::labels::COMPONENT_CHILDREN;
 use crate::mux::{Action, ReconcileError, Request};
 use crate::resolver::Resolver;
 use crate::wasm::grants::{Access, Verb};
@@ -94,6 +95,7 @@ impl Declarative {
             },
             ..Applied::default()
         };
+        let mut returned: Vec<[String; 4]> = Vec::with_capacity(response.resources.len());
         for (i, text) in response.resources.iter().enumerate() {
             let bad = |why: String| {
                 ReconcileError::new(
@@ -131,13 +133,55 @@ impl Declarative {
             };
             let (live, written) = self.applier.apply(child, cr, mode).await?;
             applied.wrote |= written;
+            returned.push([
+                api_version.clone(),
+                kind.clone(),
+                live["metadata"]["namespace"].as_str().unwrap_or_default().to_string(),
+                live["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+            ]);
             applied.children.entry(kind.to_lowercase()).or_insert(live);
         }
+        applied.wrote |= self.prune(request, cr, returned).await?;
         applied.action = match response.outcome {
             Outcome::RequeueAfter(ms) => Some(Action::RequeueAfter(std::time::Duration::from_millis(ms))),
             _ => None,
         };
         Ok(applied)
+    }
+
+    /// Deletes the children (that we own) a component returned last time and not this time,
+    /// and remembers this time's. Returns whether it wrote.
+    async fn prune(
+        &self,
+        request: &Request,
+        cr: &Value,
+        mut returned: Vec<[String; 4]>,
+    ) -> Result<bool, ReconcileError> {
+        returned.sort();
+        returned.dedup();
+        let previous: Vec<[String; 4]> = cr["metadata"]["annotations"][COMPONENT_CHILDREN]
+            .as_str()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default();
+        if previous == returned {
+            return Ok(false);
+        }
+        for [api_version, kind, namespace, name] in previous.iter().filter(|p| !returned.contains(p)) {
+            let mut child = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
+            if !namespace.is_empty() {
+                child["metadata"]["namespace"] = json!(namespace);
+            }
+            if self.applier.delete_if_owned(&child, cr).await? {
+                tracing::info!(%kind, %name, key = %request.key, "the component no longer returns this child: deleted");
+            }
+        }
+        let list = serde_json::to_string(&returned).unwrap_or_default();
+        self.patch_object(
+            request,
+            json!({"metadata": {"annotations": {COMPONENT_CHILDREN: list}}}),
+        )
+        .await?;
+        Ok(true)
     }
 
     fn wasm_request(
