@@ -1,7 +1,8 @@
 //! Wasm host figures: per-call overhead of a hook that returns a small result for a ~4 KB
 //! custom resource (fresh pooled instance, call, JSON both ways), the same work done by a
 //! native Rust function and the ratio; compile and cached-load times of the component; and
-//! the time from a replaced component file to the first call served by the new version.
+//! the time from a replaced component file to the first call served by the new version; and,
+//! when componentize-py is installed, load and call times of a Python hook for scale.
 //! Target on the project's 2-core machines: p50 under 25 µs per call.
 //! Run: `cargo bench -p orkestra --bench wasm`.
 
@@ -149,6 +150,44 @@ async fn main() {
     println!("  per call, Wasm hook:   p50 {w50:.1} µs  p99 {w99:.1} µs  (target p50 < 25 µs)");
     println!("  per call, native Rust: p50 {n50:.1} µs  p99 {n99:.1} µs");
     println!("  ratio (p50): {:.1}x", w50 / n50);
+
+    // An interpreted guest for scale: a Python hook (componentize-py), when it can be built.
+    match orkestra_test_support::guests::component("python-hook") {
+        Ok(python) => {
+            let spec = hook_spec(&python);
+            let started = Instant::now();
+            let loaded = host.load(&spec).await.expect("load the Python hook");
+            let first = started.elapsed();
+            let cached = WasmHost::new(None, cache.path().join("wasm"))
+                .expect("host")
+                .load(&spec)
+                .await
+                .expect("cached load");
+            let mut samples = Vec::new();
+            for i in 0..230 {
+                let started = Instant::now();
+                let response = host
+                    .call(&loaded, &spec, Hook::Reconcile, caller(), &request(&object))
+                    .await
+                    .expect("call")
+                    .expect("response");
+                black_box(response);
+                if i >= 30 {
+                    samples.push(started.elapsed());
+                }
+            }
+            let (p50, p99) = percentiles(samples);
+            println!(
+                "  Python hook ({} MB): first load {:.1} s, cached load {:.0} ms, per call p50 {:.2} ms p99 {:.2} ms",
+                std::fs::metadata(&python).map(|m| m.len() >> 20).unwrap_or(0),
+                first.as_secs_f64(),
+                cached.load_time.as_secs_f64() * 1e3,
+                p50 / 1e3,
+                p99 / 1e3
+            );
+        }
+        Err(error) => println!("  Python hook: skipped ({error})"),
+    }
 
     // Hot swap: the file is replaced while calls keep coming; how long until one is served
     // by the new version?
