@@ -106,7 +106,7 @@ async fn main() {
         object.to_string().len()
     );
 
-    let host = WasmHost::new(None, cache.path().join("wasm")).expect("host");
+    let host = WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm")).expect("host");
     let spec = hook_spec(&path);
     let started = Instant::now();
     let loaded = host.load(&spec).await.expect("load");
@@ -114,7 +114,7 @@ async fn main() {
         "  first load (compile + pre-instantiate): {:.1} ms",
         started.elapsed().as_secs_f64() * 1e3
     );
-    let fresh = WasmHost::new(None, cache.path().join("wasm")).expect("host");
+    let fresh = WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm")).expect("host");
     let cached = fresh.load(&spec).await.expect("cached load");
     assert!(cached.cached, "the second host finds the artifact");
     println!(
@@ -158,7 +158,7 @@ async fn main() {
             let started = Instant::now();
             let loaded = host.load(&spec).await.expect("load the Python hook");
             let first = started.elapsed();
-            let cached = WasmHost::new(None, cache.path().join("wasm"))
+            let cached = WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm"))
                 .expect("host")
                 .load(&spec)
                 .await

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use crate::compiled::{CompiledCrd, Notes};
 use crate::katalog;
-use crate::wasm::{Components, LoadError};
+use crate::wasm::{Components, LoadError, Slot};
 
 /// What a reload did.
 #[derive(Debug, Default, serde::Serialize)]
@@ -32,45 +32,36 @@ impl Reloader {
     }
 
     /// Reads the Katalog again and reloads every slot whose declaration changed (all slots
-    /// when `force`, or only `only`).
+    /// when `force`), or only the slot `only`.
     pub async fn reload(&self, force: bool, only: Option<&str>) -> Outcome {
         let mut outcome = Outcome::default();
-        if !self.files.is_empty() {
-            match self.redeclare() {
-                Ok(changed) => {
-                    for name in changed {
-                        if only.is_none_or(|o| o == name) && !force {
-                            self.reload_slot(&name, &mut outcome).await;
-                        }
-                    }
-                }
-                Err(error) => outcome.errors.push(error),
+        let changed = match self.redeclare() {
+            Ok(changed) => changed,
+            Err(error) => {
+                outcome.errors.push(error);
+                Vec::new()
             }
-        }
-        if force {
-            for slot in self.components.slots() {
-                if only.is_none_or(|o| o == &*slot.name) {
-                    self.reload_slot(&slot.name, &mut outcome).await;
+        };
+        let picked =
+            |slot: &Slot| (force || changed.iter().any(|c| *c == *slot.name)) && only.is_none_or(|o| o == &*slot.name);
+        for (name, result) in self.components.reload_where(picked).await {
+            match result {
+                Ok(()) => outcome.reloaded.push(name.to_string()),
+                Err(LoadError { source_ref, message }) => {
+                    outcome
+                        .errors
+                        .push(format!("{name}: component {source_ref}: {message}"));
                 }
             }
         }
         outcome
     }
 
-    async fn reload_slot(&self, name: &str, outcome: &mut Outcome) {
-        let Some(slot) = self.components.get(name) else { return };
-        match slot.reload().await {
-            Ok(()) => outcome.reloaded.push(name.to_string()),
-            Err(LoadError { source_ref, message }) => {
-                outcome
-                    .errors
-                    .push(format!("{name}: component {source_ref}: {message}"));
-            }
-        }
-    }
-
     /// Declares the Katalog's current component specs; returns the slots that changed.
     fn redeclare(&self) -> Result<Vec<String>, String> {
+        if self.files.is_empty() {
+            return Ok(Vec::new());
+        }
         let katalog = katalog::load(&self.files).map_err(|e| format!("the Katalog did not load: {e}"))?;
         let notes = Notes::compile(&katalog).map_err(|e| e.to_string())?;
         let mut changed = Vec::new();

@@ -100,12 +100,13 @@ impl Runtime {
                 counters: Arc::new(Counters::default()),
             });
         }
+        let http = reqwest::Client::new();
         let components = Components::default();
         let declared: Vec<(String, Arc<crate::wasm::Spec>)> =
             crds.iter().flat_map(|h| component_specs(&h.crd)).collect();
         if !declared.is_empty() {
             let cache = wasm_cache.unwrap_or_else(WasmHost::default_cache_dir);
-            let host = WasmHost::new(Some(client.clone()), cache).map_err(Error::Wasm)?;
+            let host = WasmHost::new(Some(client.clone()), http.clone(), cache).map_err(Error::Wasm)?;
             for (name, spec) in declared {
                 components.add(&name, &host, spec);
             }
@@ -116,7 +117,7 @@ impl Runtime {
             crds,
             reconcilers: HashMap::new(),
             health,
-            http: reqwest::Client::new(),
+            http,
             components,
         })
     }
@@ -149,12 +150,14 @@ impl Runtime {
     /// letting in-flight reconciles finish.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let slots = self.components.slots();
+        // Without components there is nothing to load or watch.
+        let mut file_watch = None;
         if !slots.is_empty() {
             tracing::info!(components = slots.len(), "loading Wasm components");
             // A component that does not load fails only its own CRs' reconciles.
-            let _ = self.components.reload(None).await;
+            let _ = self.components.reload_where(|_| true).await;
+            file_watch = Some(tokio::spawn(self.components.clone().watch_files(COMPONENT_POLL)));
         }
-        let watcher = tokio::spawn(self.components.clone().watch_files(COMPONENT_POLL));
         let order = start_order(&self.crds);
         let mut stops: BTreeMap<String, watch::Sender<bool>> = BTreeMap::new();
         let mut tasks: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
@@ -208,7 +211,9 @@ impl Runtime {
             tasks.insert(handle.crd.name.to_string(), tokio::spawn(crd_run.run(stopped)));
         }
         shutdown.await;
-        watcher.abort();
+        if let Some(file_watch) = file_watch {
+            file_watch.abort();
+        }
         tracing::info!("shutting down: stopping intake, finishing in-flight reconciles");
         for name in order.iter().rev() {
             if let Some(stop) = stops.get(name) {

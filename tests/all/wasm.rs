@@ -509,7 +509,7 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
     let app = axum::Router::new().route("/hook.wasm", axum::routing::get(move || async move { bytes }));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let cache = tempfile::tempdir().unwrap();
-    let host = orkestra::wasm::WasmHost::new(None, cache.path().join("wasm")).unwrap();
+    let host = orkestra::wasm::WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm")).unwrap();
     let spec = |pin: &str| {
         let limits = orkestra::katalog::ComponentLimits::default();
         let declared = orkestra::wasm::spec::Declared {
@@ -561,7 +561,7 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("hook.wasm");
     std::fs::copy(&slow, &live).unwrap();
-    let host = orkestra::wasm::WasmHost::new(None, dir.path().join("cache")).unwrap();
+    let host = orkestra::wasm::WasmHost::new(None, reqwest::Client::new(), dir.path().join("cache")).unwrap();
     let limits = orkestra::katalog::ComponentLimits::default();
     let declared = orkestra::wasm::spec::Declared {
         component: live.to_str().unwrap(),

@@ -54,7 +54,9 @@ pub async fn serve(
     let runtime = orkestra::runtime::Runtime::new(client, katalog)?;
     let components = runtime.components();
     let reloader = orkestra::reload::Reloader::new(files.to_vec(), components.clone());
-    let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
+    // The Katalog is watched only for its components' declarations.
+    let watcher = (!components.slots().is_empty())
+        .then(|| tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL)));
     let endpoint = (!admin.no_admin).then(|| {
         let addr = admin.admin_addr;
         tokio::spawn(async move {
@@ -82,7 +84,9 @@ pub async fn serve(
             });
         })
         .await;
-    watcher.abort();
+    if let Some(watcher) = watcher {
+        watcher.abort();
+    }
     if let Some(endpoint) = endpoint {
         endpoint.abort();
     }

@@ -3,7 +3,7 @@
 //! is checked against, and loading (bytes, pin, compile or cached artifact, pre-instantiation).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::Semaphore;
@@ -43,8 +43,11 @@ pub struct Loaded {
     pub loaded_at: SystemTime,
     /// Compile (or artifact load) and pre-instantiation time.
     pub load_time: Duration,
-    /// Whether the compiled artifact came from the disk cache.
+    /// Whether the compiled code was already here (in memory or in the disk cache).
     pub cached: bool,
+    /// Keeps the compiled code shared with other slots of the same digest while this
+    /// version serves.
+    _component: Arc<Component>,
 }
 
 pub(super) enum Pre {
@@ -57,8 +60,9 @@ pub struct WasmHost {
     pub(super) engine: Engine,
     linker: Linker<CallState>,
     cache: ArtifactCache,
-    /// Compiled components by digest: a component used by several targets compiles once.
-    compiled: Mutex<HashMap<String, Component>>,
+    /// Compiled components by digest, while some loaded version uses them: a component
+    /// used by several targets compiles once, and a swapped-out one is freed.
+    compiled: Mutex<HashMap<String, Weak<Component>>>,
     pub(super) permits: Semaphore,
     pub(super) cluster: Option<Cluster>,
     http: reqwest::Client,
@@ -114,8 +118,13 @@ fn config(allocation: Allocation) -> Config {
 }
 
 impl WasmHost {
-    /// The engine, its ticker and linker; compiled artifacts go to `cache_dir`.
-    pub fn new(cluster: Option<kube::Client>, cache_dir: std::path::PathBuf) -> Result<Arc<Self>, String> {
+    /// The engine, its ticker and linker; compiled artifacts go to `cache_dir`; components
+    /// named by URL are fetched with `http` (the runtime's one client).
+    pub fn new(
+        cluster: Option<kube::Client>,
+        http: reqwest::Client,
+        cache_dir: std::path::PathBuf,
+    ) -> Result<Arc<Self>, String> {
         let mut engine = None;
         for allocation in [Allocation::PoolingResident, Allocation::Pooling, Allocation::OnDemand] {
             match Engine::new(&config(allocation)) {
@@ -151,7 +160,7 @@ impl WasmHost {
                 client,
                 kinds: crate::discovery::KindCache::default(),
             }),
-            http: reqwest::Client::new(),
+            http,
             pooling,
         }))
     }
@@ -180,15 +189,15 @@ impl WasmHost {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&digest)
-            .cloned();
+            .and_then(Weak::upgrade);
         let (component, cached) = match known {
             Some(component) => (component, true),
             None => {
                 let (component, cached) = self.compile(&digest, bytes).await.map_err(fail)?;
-                self.compiled
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(digest.clone(), component.clone());
+                let component = Arc::new(component);
+                let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+                compiled.retain(|_, used| used.strong_count() > 0);
+                compiled.insert(digest.clone(), Arc::downgrade(&component));
                 (component, cached)
             }
         };
@@ -217,6 +226,7 @@ impl WasmHost {
             loaded_at: SystemTime::now(),
             load_time: started.elapsed(),
             cached,
+            _component: component,
         })
     }
 

@@ -204,15 +204,14 @@ impl Components {
         self.slots().into_iter().find(|s| &*s.name == name)
     }
 
-    /// Reloads every slot (or the one named); returns the failures.
-    pub async fn reload(&self, name: Option<&str>) -> Vec<LoadError> {
-        let mut failures = Vec::new();
-        for slot in self.slots().into_iter().filter(|s| name.is_none_or(|n| n == &*s.name)) {
-            if let Err(error) = slot.reload().await {
-                failures.push(error);
-            }
+    /// Reloads the slots `picked` selects, one after the other; returns each one's name and
+    /// outcome.
+    pub async fn reload_where(&self, picked: impl Fn(&Slot) -> bool) -> Vec<(Arc<str>, Result<(), LoadError>)> {
+        let mut outcomes = Vec::new();
+        for slot in self.slots().into_iter().filter(|s| picked(s)) {
+            outcomes.push((slot.name.clone(), slot.reload().await));
         }
-        failures
+        outcomes
     }
 
     pub fn statuses(&self) -> Vec<SlotStatus> {
