@@ -356,6 +356,11 @@ async fn hostile_components_fail_only_their_own_reconciles() {
         kubectl(&["get", "clusterrole", "escalate"]).is_err(),
         "a child outside the grants is never applied"
     );
+    let configmaps: Api<ConfigMap> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
+    assert!(
+        configmaps.get_opt("climber-note").await.unwrap().is_none(),
+        "a denied child stops the granted ones returned with it"
+    );
 
     let failures = run.counters("hostile").failures.load(Ordering::Relaxed);
     let reconciled = run.counters("site").reconciles.load(Ordering::Relaxed) - site_reconciles;

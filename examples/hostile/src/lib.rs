@@ -64,12 +64,15 @@ impl Hook for Hostile {
                 Response::ok()
             }
             // Returns a child of a kind it was not granted.
-            "forbidden-child" => Response::ok().resource(
-                Resource::new("rbac.authorization.k8s.io/v1", "ClusterRole", "escalate").field(
-                    "rules",
-                    json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]),
+            // A granted child, then one that is not: neither may be applied.
+            "forbidden-child" => Response::ok()
+                .resource(Resource::new("v1", "ConfigMap", "climber-note").field("data", json!({"a": "b"})))
+                .resource(
+                    Resource::new("rbac.authorization.k8s.io/v1", "ClusterRole", "escalate").field(
+                        "rules",
+                        json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]),
+                    ),
                 ),
-            ),
             // Looks for a way out of the sandbox: files, environment, network.
             "probe" => {
                 let fs = match std::fs::read_to_string("/etc/hostname") {

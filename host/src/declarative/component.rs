@@ -95,7 +95,10 @@ impl Declarative {
             },
             ..Applied::default()
         };
-        let mut returned: Vec<[String; 4]> = Vec::with_capacity(response.resources.len());
+        // Every child is checked before any is applied: a denied one fails the reconcile
+        // with nothing written.
+        let cr_name = cr["metadata"]["name"].as_str().unwrap_or_default();
+        let mut children = Vec::with_capacity(response.resources.len());
         for (i, text) in response.resources.iter().enumerate() {
             let bad = |why: String| {
                 ReconcileError::new(
@@ -122,19 +125,22 @@ impl Declarative {
             spec.grants
                 .check(access, caller.namespace.as_deref())
                 .map_err(|why| ReconcileError::new("ComponentForbidden", format!("component {}: {why}", slot.name)))?;
-            let cr_name = cr["metadata"]["name"].as_str().unwrap_or_default();
             child["metadata"]["labels"][MANAGED_LABEL] = json!("true");
             child["metadata"]["labels"][OWNER_LABEL] = json!(cr_name);
-            let mode = apply::Mode {
-                create_only: false,
-                force: self.crd.crd_box().force_conflict,
-                owned: true,
-                replace: Replace::Never,
-            };
+            children.push((api_version, kind, child));
+        }
+        let mode = apply::Mode {
+            create_only: false,
+            force: self.crd.for_object(cr).0.force_conflict,
+            owned: true,
+            replace: Replace::Never,
+        };
+        let mut returned: Vec<[String; 4]> = Vec::with_capacity(children.len());
+        for (api_version, kind, child) in children {
             let (live, written) = self.applier.apply(child, cr, mode).await?;
             applied.wrote |= written;
             returned.push([
-                api_version.clone(),
+                api_version,
                 kind.clone(),
                 live["metadata"]["namespace"].as_str().unwrap_or_default().to_string(),
                 live["metadata"]["name"].as_str().unwrap_or_default().to_string(),
