@@ -4,9 +4,19 @@
 #   examples/target/wasm32-wasip2/release/<crate>.wasm   Rust (wasm32-wasip2 + wit-bindgen)
 #   examples/target/python/<name>.wasm                   Python (componentize-py)
 # With --check, also checks formatting and lints of the guest SDK and the Rust examples.
-# Needs: rustup target add wasm32-wasip2; pip install componentize-py==0.25.1
+# With --install, only installs the guest toolchains (the wasm32-wasip2 target and
+# componentize-py from PyPI), which the tests need too, and exits.
 set -euo pipefail
 cd "$(dirname "$0")/../examples"
+
+if [[ "${1:-}" == "--install" ]]; then
+  rustup target add wasm32-wasip2
+  if ! command -v componentize-py >/dev/null; then
+    python3 -m pip install -q componentize-py==0.25.1 ||
+      python3 -m pip install -q --break-system-packages componentize-py==0.25.1
+  fi
+  exit 0
+fi
 check=false
 [[ "${1:-}" == "--check" ]] && check=true
 
