@@ -38,6 +38,7 @@ fn hook_spec(path: &Path) -> Spec {
         component: path.to_str().expect("utf-8 path"),
         sha256: None,
         limits: &limits,
+        deletion: &Default::default(),
         capabilities: &[],
         run_first: false,
         args: None,
@@ -66,6 +67,7 @@ fn caller() -> Caller {
         component: "bench".into(),
         key: "web/shop".into(),
         namespace: Some("web".into()),
+        manager: "orkestra-wasm/test".into(),
     }
 }
 

@@ -22,6 +22,8 @@ use crate::template::{Functions, Template};
 pub const DEFAULT_WORKERS: usize = 1;
 /// Full resync period when the Katalog does not say.
 pub const DEFAULT_RESYNC: Duration = Duration::from_secs(30);
+/// The shortest requeue when the Katalog does not say (`reconcile.requeue.minInterval`).
+pub const DEFAULT_REQUEUE_FLOOR: Duration = Duration::from_secs(1);
 
 /// A compile failure; the Katalog was validated, so this names a defect precisely.
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +144,8 @@ pub struct CompiledBox {
     pub restricted_namespaces: Vec<String>,
     pub allowed_namespaces: Vec<String>,
     pub requeue: Option<Requeue>,
+    /// No requeue of this box comes sooner (`reconcile.requeue.minInterval`).
+    pub requeue_floor: Duration,
     /// Write the Ready condition and observedGeneration.
     pub status_conditions: bool,
     pub status_fields: Vec<StatusField>,
@@ -171,6 +175,19 @@ impl CompiledBox {
                     .map_err(|(at, e)| format!("requeue.{at}: {}", e.message))?,
             }),
             _ => None,
+        };
+        let requeue_floor = match ob
+            .reconcile
+            .as_ref()
+            .and_then(|r| r.requeue.as_ref())
+            .and_then(|r| r.min_interval.as_deref())
+        {
+            None => DEFAULT_REQUEUE_FLOOR,
+            Some(text) => match crate::duration::parse(text) {
+                Ok(floor) if !floor.is_zero() => floor,
+                Ok(_) => return Err(format!("requeue.minInterval: {text:?} must be above 0")),
+                Err(e) => return Err(format!("requeue.minInterval: {e}")),
+            },
         };
         let status = ob.emit.as_ref().and_then(|e| e.status.clone()).unwrap_or_default();
         let status_fields = status
@@ -219,6 +236,7 @@ impl CompiledBox {
             restricted_namespaces: runtime.restricted_namespaces,
             allowed_namespaces: runtime.allowed_namespaces,
             requeue,
+            requeue_floor,
             status_conditions: status.conditions.unwrap_or(true),
             status_fields,
         })
@@ -351,6 +369,11 @@ fn selector(map: &std::collections::BTreeMap<String, String>) -> Option<String> 
 pub const CLEANUP_FINALIZER: &str = "orkestra.orkspace.io/cleanup";
 
 impl CompiledCrd {
+    /// The CRD's name in the cluster, `plural.group`.
+    pub fn crd_name(&self) -> String {
+        format!("{}.{}", self.plural, self.group)
+    }
+
     /// Compiles a CRD of `katalog`.
     pub fn compile_in(katalog: &Katalog, crd: &LoadedCrd, notes: &Notes) -> Result<Self, Error> {
         let mut compiled = Self::compile(crd, notes)?;

@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::compiled::CompiledCrd;
 use crate::feedback;
 use crate::health::{Event, HealthBoard};
-use crate::mux::{Action, MuxReconciler, Request};
+use crate::mux::{Action, Interrupt, MuxReconciler, Request};
 use crate::observe::Cache;
 use crate::queue::{Lease, Outcome, WorkQueue};
 use crate::resolver::Resolver;
@@ -111,13 +111,16 @@ impl Kordinator {
             target: target.map(String::from),
             sentinels: lease.payload.sentinels,
             event_id: lease.item.event_id,
+            interrupt: self.interrupt(key, object.as_deref()),
         };
         let result = self.reconcile(&request).await;
         let outcome = match result {
             Ok(Ok(action)) => {
                 self.health.record(&self.crd.name, Event::Succeeded);
                 match action {
-                    Action::RequeueAfter(delay) => Outcome::RequeueAfter(delay),
+                    // Never sooner than the floor: a reconciler asking for 0 would hold a
+                    // worker and the API server for as long as it keeps asking.
+                    Action::RequeueAfter(delay) => Outcome::RequeueAfter(delay.max(compiled.requeue_floor)),
                     Action::Done => match (&compiled.requeue, &object) {
                         (Some(requeue), Some(_)) => {
                             let resolver = resolver();
@@ -127,7 +130,7 @@ impl Kordinator {
                                 .and_then(|t| crate::duration::parse(&t).ok());
                             match after {
                                 Some(delay) if !delay.is_zero() && requeue.conditions.passes(&resolver, None) => {
-                                    Outcome::RequeueAfter(delay)
+                                    Outcome::RequeueAfter(delay.max(compiled.requeue_floor))
                                 }
                                 _ => Outcome::Success,
                             }
@@ -162,6 +165,28 @@ impl Kordinator {
             self.stamp(key, object).await;
         }
         outcome
+    }
+
+    /// Stops a run early when the runtime shuts down, or when the CR it works for (alive when
+    /// the run began) is being deleted or is gone: the next run handles that.
+    fn interrupt(&self, key: &str, object: Option<&Value>) -> Interrupt {
+        let alive = object.is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null());
+        let (queue, cache, key) = (self.queue.clone(), self.cache.clone(), key.to_string());
+        Interrupt::new(move || {
+            if queue.is_closed() {
+                return Some("the runtime is shutting down");
+            }
+            if !alive {
+                return None;
+            }
+            match cache.get(&key) {
+                None => Some("the custom resource is gone"),
+                Some(now) if !now["metadata"]["deletionTimestamp"].is_null() => {
+                    Some("the custom resource is being deleted")
+                }
+                Some(_) => None,
+            }
+        })
     }
 
     /// Makes the gate's external calls, then asks it; a failed call lets `failPolicy` decide.

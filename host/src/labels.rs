@@ -1,6 +1,15 @@
 //! The labels, annotations and finalizers the runtime reads and writes (names follow
 //! upstream Orkestra so Katalogs and tooling carry over).
 
+/// On every child and on every CR the runtime manages.
+pub const MANAGED_LABEL: &str = "orkestra.orkspace.io/managed";
+/// On every child: the owning CR's name. Upstream's owner label, kept for the tools that
+/// select on it; never enough on its own to prove ownership (see [`crate::ownership`]).
+pub const OWNER_NAME_LABEL: &str = "orkestra-owner";
+/// On every child: the owning CR's UID.
+pub const OWNER_UID_LABEL: &str = "orkestra.orkspace.io/owner-uid";
+/// On every child: the owning CR's `Kind.group`.
+pub const OWNER_KIND_LABEL: &str = "orkestra.orkspace.io/owner-kind";
 /// Serve target the gateway routed a CR through.
 pub const SERVE_TARGET: &str = "orkestra.orkspace.io/serve-target";
 /// Serve alias the gateway routed a CR through (empty for the primary target).
@@ -18,5 +27,7 @@ pub const MANAGED_BY: &str = "orkestra.orkspace.io/managed-by";
 /// When the runtime first managed a CR, RFC 3339 (written once).
 pub const MANAGED_SINCE: &str = "orkestra.orkspace.io/managed-since";
 /// The children a Wasm component returned last (JSON `[[apiVersion, kind, namespace, name]]`),
-/// so the ones it stops returning can be deleted.
+/// so the ones it stops returning can be deleted. Whoever writes the CR can write this, so
+/// every entry is checked against the component's grants and the child's ownership before
+/// anything is deleted.
 pub const COMPONENT_CHILDREN: &str = "orkestra.orkspace.io/component-children";

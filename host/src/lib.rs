@@ -8,6 +8,7 @@
 //! - [`sentinel`]: old and new object in, the facts of an update out (pure).
 //! - [`resolver`], [`condition`]: the one evaluation context and the one condition evaluator (pure).
 //! - [`effective_box`]: a CR's CRD box overlaid by its serve target's box (pure).
+//! - [`ownership`]: whose child an object is, by evidence a CR's writer cannot forge (pure).
 //! - [`crd_install`] and [`manifests`]: CRDs and sample CRs applied for `ork dev` and tests.
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
 
@@ -34,10 +35,12 @@ pub mod labels;
 pub mod manifests;
 pub mod mux;
 pub mod observe;
+pub mod ownership;
 pub mod queue;
 pub mod reload;
 pub mod resolver;
 pub mod runtime;
 pub mod sentinel;
 pub mod template;
+pub mod text;
 pub mod wasm;

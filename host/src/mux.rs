@@ -31,6 +31,38 @@ pub struct Request {
     pub sentinels: SentinelBits,
     /// Present for eventAware CRDs.
     pub event_id: Option<u64>,
+    /// Says when long work should stop early.
+    pub interrupt: Interrupt,
+}
+
+/// The reason of a reconcile that stopped early because [`Interrupt`] said so; it is not a
+/// failure (the next run, if any, is already due).
+pub const INTERRUPTED: &str = "Interrupted";
+
+/// Whether a reconcile should stop early, and why: the runtime is shutting down, or the CR is
+/// being deleted (its deletion runs next). Reconcilers ask between the steps of long work.
+#[derive(Clone, Default)]
+pub struct Interrupt(Option<Arc<dyn Fn() -> Option<&'static str> + Send + Sync>>);
+
+impl Interrupt {
+    pub fn new(check: impl Fn() -> Option<&'static str> + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(check)))
+    }
+
+    /// Why to stop now, if so.
+    pub fn reason(&self) -> Option<&'static str> {
+        self.0.as_ref().and_then(|check| check())
+    }
+}
+
+impl std::fmt::Debug for Interrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Interrupt(checked)"
+        } else {
+            "Interrupt(never)"
+        })
+    }
 }
 
 /// What a successful reconcile asks for next.
@@ -42,7 +74,8 @@ pub enum Action {
     RequeueAfter(Duration),
 }
 
-/// A failed reconcile: a short reason (bounded, for metrics) and a message.
+/// A failed reconcile: a short reason (bounded, for metrics) and a message, bounded too: it
+/// may carry a guest's text, and it reaches logs, Events and the health board on every retry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}: {message}")]
 pub struct ReconcileError {
@@ -50,11 +83,16 @@ pub struct ReconcileError {
     pub message: String,
 }
 
+/// Longest reason kept (Kubernetes condition reasons are at most 1024 bytes; ours are short).
+const REASON_LIMIT: usize = 128;
+/// Longest message kept.
+const MESSAGE_LIMIT: usize = 1024;
+
 impl ReconcileError {
     pub fn new(reason: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
-            reason: reason.into(),
-            message: message.into(),
+            reason: crate::text::bounded(reason.into(), REASON_LIMIT),
+            message: crate::text::bounded(message.into(), MESSAGE_LIMIT),
         }
     }
 }
@@ -130,6 +168,7 @@ mod tests {
             target: target.map(String::from),
             sentinels: SentinelBits::default(),
             event_id: None,
+            interrupt: Interrupt::default(),
         }
     }
 

@@ -8,6 +8,9 @@
 //!   a success resets it. A delayed add keeps the earlier of two times.
 //! - A bounded add refuses a new item at the limit (an existing item still coalesces), so
 //!   the depth never exceeds it.
+//! - A key that keeps asking to run again soon (a hot loop: more than `HOT_STREAK`
+//!   requeues in a row under `HOT_REQUEUE`) is slowed, its delay doubling from 1 s to
+//!   `HOT_MAX`; a run that ends without a quick requeue resets it.
 //!
 //! Pure: no kube or wasmtime imports; time comes from tokio (tests run on paused time).
 
@@ -24,6 +27,13 @@ use crate::template::SentinelBits;
 pub const BACKOFF_BASE: Duration = Duration::from_millis(5);
 /// Retry delays stop growing here.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(1000);
+
+/// A requeue sooner than this counts towards a hot loop.
+pub const HOT_REQUEUE: Duration = Duration::from_secs(5);
+/// Quick requeues of one key in a row before they are slowed.
+pub const HOT_STREAK: u32 = 10;
+/// Hot-loop delays stop growing here.
+pub const HOT_MAX: Duration = Duration::from_secs(60);
 
 /// The identity of queued work.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -101,6 +111,8 @@ struct State {
     order: VecDeque<QueueItem>,
     running_keys: HashSet<String>,
     failures: HashMap<String, u32>,
+    /// Quick requeues in a row, by key.
+    hot: HashMap<String, u32>,
     closed: bool,
 }
 
@@ -109,6 +121,15 @@ struct State {
 pub struct WorkQueue {
     state: Arc<Mutex<State>>,
     notify: Arc<Notify>,
+}
+
+/// The least delay of quick requeue number `streak` in a row: none up to `HOT_STREAK`, then
+/// 1 s doubling to `HOT_MAX`.
+pub fn hot_delay(streak: u32) -> Duration {
+    match streak.checked_sub(HOT_STREAK + 1) {
+        None => Duration::ZERO,
+        Some(over) => Duration::from_secs(1).saturating_mul(1u32 << over.min(30)).min(HOT_MAX),
+    }
 }
 
 /// The backoff before retry number `failures` (1 = first retry).
@@ -251,6 +272,9 @@ impl WorkQueue {
             _ => None,
         };
         let now = Instant::now();
+        if !matches!(outcome, Outcome::RequeueAfter(delay) if delay < HOT_REQUEUE) {
+            state.hot.remove(&item.key);
+        }
         let retry_at = match outcome {
             Outcome::Success => {
                 state.failures.remove(&item.key);
@@ -258,6 +282,13 @@ impl WorkQueue {
             }
             Outcome::RequeueAfter(delay) => {
                 state.failures.remove(&item.key);
+                let delay = if delay < HOT_REQUEUE {
+                    let streak = state.hot.entry(item.key.clone()).or_insert(0);
+                    *streak += 1;
+                    delay.max(hot_delay(*streak))
+                } else {
+                    delay
+                };
                 Some(now + delay)
             }
             Outcome::Retry => {
@@ -406,6 +437,36 @@ mod tests {
         assert_eq!(backoff(1), Duration::from_millis(5));
         assert_eq!(backoff(2), Duration::from_millis(10));
         assert_eq!(backoff(40), BACKOFF_MAX);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hot_loop_is_slowed_and_a_calm_run_resets_it() {
+        let queue = WorkQueue::new();
+        queue.add(item("ns/a"), with(0));
+        for _ in 0..HOT_STREAK {
+            let lease = next_now(&queue).await.expect("quick requeues run at once at first");
+            queue.done(lease, Outcome::RequeueAfter(Duration::ZERO));
+        }
+        for streak in HOT_STREAK + 1..=HOT_STREAK + 8 {
+            let lease = next_now(&queue).await.unwrap();
+            queue.done(lease, Outcome::RequeueAfter(Duration::ZERO));
+            let wait = hot_delay(streak);
+            tokio::time::advance(wait - Duration::from_millis(1)).await;
+            assert!(
+                next_now(&queue).await.is_none(),
+                "quick requeue {streak} waits {wait:?}"
+            );
+            tokio::time::advance(Duration::from_millis(2)).await;
+        }
+        assert_eq!(hot_delay(HOT_STREAK + 1), Duration::from_secs(1));
+        assert_eq!(hot_delay(HOT_STREAK + 8), HOT_MAX);
+        // A requeue that is not quick, or a plain success, ends the streak.
+        let lease = next_now(&queue).await.unwrap();
+        queue.done(lease, Outcome::RequeueAfter(HOT_REQUEUE));
+        tokio::time::advance(HOT_REQUEUE).await;
+        let lease = next_now(&queue).await.unwrap();
+        queue.done(lease, Outcome::RequeueAfter(Duration::ZERO));
+        assert!(next_now(&queue).await.is_some(), "the streak starts over");
     }
 
     #[tokio::test(start_paused = true)]

@@ -5,6 +5,7 @@
 mod cli;
 mod cluster;
 mod control_plane;
+mod isolation;
 mod katalogs;
 mod kinds;
 mod lifecycle;

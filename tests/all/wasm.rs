@@ -257,6 +257,7 @@ async fn site_update(run: &Running, sites: &Api<DynamicObject>, body: &str) -> D
 
 #[tokio::test]
 async fn hostile_components_fail_only_their_own_reconciles() {
+    orkestra_test_support::logs::capture();
     let files = [
         katalogs_dir().join("hostile/katalog.yaml"),
         katalogs_dir().join("site-hook/katalog.yaml"),
@@ -311,11 +312,49 @@ async fn hostile_components_fail_only_their_own_reconciles() {
             "ComponentForbidden",
             "apply rbac.authorization.k8s.io/v1 ClusterRole",
         ),
+        ("diver", "recurse", "ComponentTrapped", "call stack exhausted"),
+        // WASI 0.2's exit carries success or failure only: exit(3) arrives as status 1.
+        ("quitter", "exit", "ComponentTrapped", "called exit with status 1"),
+        (
+            "nester",
+            "deep-status",
+            "ComponentBadResult",
+            "recursion limit exceeded",
+        ),
+        (
+            "shouter",
+            "events",
+            "ComponentLimitExceeded",
+            "returned 100000 events; its limits.events is 10",
+        ),
+        (
+            "breeder",
+            "children",
+            "ComponentLimitExceeded",
+            "returned 1000 children; its limits.children is 100",
+        ),
+        ("rambler", "long-failure", "Verbose", "xxxxxxxx"),
     ];
+    // Enough ConfigMaps that listing them all is more than the default kubeBytes (4Mi).
+    let configmaps: Api<ConfigMap> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
+    for i in 0..30 {
+        let bulk: ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": format!("bulk-{i}")}, "data": {"blob": "b".repeat(200_000)}}),
+        )
+        .unwrap();
+        configmaps
+            .create(&kube::api::PostParams::default(), &bulk)
+            .await
+            .unwrap();
+    }
     for (name, mode, _, _) in cases {
         run.create(&hostiles, "Hostile", name, json!({"mode": mode})).await;
     }
     run.create(&hostiles, "Hostile", "calm", json!({"mode": "ok"})).await;
+    run.create(&hostiles, "Hostile", "lister", json!({"mode": "list"}))
+        .await;
+    run.create(&hostiles, "Hostile", "chatter", json!({"mode": "logs"}))
+        .await;
     let escapes = run.crs("sandbox.orkestra.io", "Escape");
     run.create(&escapes, "Escape", "out", json!({})).await;
 
@@ -345,6 +384,62 @@ async fn hostile_components_fail_only_their_own_reconciles() {
         "no network: {probed}"
     );
     assert_eq!(probed["env"], 0, "no environment");
+    // Every message a guest wrote is bounded where the host records it.
+    let rambled = run.status(&hostiles, "rambler", not_ready_because("Verbose")).await;
+    assert!(condition(&rambled, "Ready")["message"].as_str().unwrap().len() <= 256);
+    let rambler_key = format!("{}/rambler", run.ns.name);
+    let failures = orkestra_test_support::logs::records(|r| {
+        r.fields.get("key") == Some(&rambler_key) && r.fields.get("reason").is_some_and(|v| v == "Verbose")
+    });
+    assert!(!failures.is_empty(), "the failure is logged");
+    assert!(
+        failures.iter().all(|r| r.len() < 2048),
+        "each log record of the 60 KB failure is bounded: {}",
+        failures.iter().map(|r| r.len()).max().unwrap_or(0)
+    );
+    // A list larger than the byte budget stops at it, every time it is tried.
+    let listed = run
+        .status(&hostiles, "lister", |s| ready(s) && s["listed"].is_array())
+        .await;
+    let attempts = listed["listed"].as_array().unwrap();
+    assert_eq!(attempts.len(), 4);
+    assert!(
+        attempts.iter().all(|a| a
+            .as_str()
+            .is_some_and(|m| m.contains("4194304 kube bytes is spent (limits.kubeBytes)"))),
+        "{attempts:?}"
+    );
+    // A million empty log lines cost what the log budget allows, and one line saying so
+    // (whether the guest gets through them all within its 500ms or not).
+    run.status(&hostiles, "chatter", |s| !condition(s, "Ready").is_null())
+        .await;
+    let chatter_key = format!("{}/chatter", run.ns.name);
+    let dropped = eventually("the line saying what was dropped", WAIT, || async {
+        let dropped = orkestra_test_support::logs::records(|r| {
+            r.fields.get("key") == Some(&chatter_key) && r.message.contains("were dropped")
+        });
+        (!dropped.is_empty()).then_some(dropped)
+    })
+    .await
+    .unwrap();
+    assert!(
+        dropped
+            .iter()
+            .all(|r| r.fields["dropped"].parse::<u64>().unwrap_or(0) > 0),
+        "one line per call says how many were dropped: {dropped:?}"
+    );
+    let lines =
+        orkestra_test_support::logs::records(|r| r.target == "guest" && r.fields.get("key") == Some(&chatter_key));
+    let per_call = lines.len() / dropped.len();
+    println!(
+        "a million empty log lines: {} calls, {per_call} lines kept per call",
+        dropped.len()
+    );
+    // 64Ki of budget at no less than 96 bytes a line.
+    assert!(
+        (1..=700).contains(&per_call),
+        "each call's lines stay within its 64Ki logBytes: {per_call}"
+    );
     let calm_status = run.status(&hostiles, "calm", ready).await;
     assert_eq!(calm_status["mode"], "ok", "the same component serves well-behaved CRs");
     let escaped = run
@@ -356,10 +451,13 @@ async fn hostile_components_fail_only_their_own_reconciles() {
         kubectl(&["get", "clusterrole", "escalate"]).is_err(),
         "a child outside the grants is never applied"
     );
-    let configmaps: Api<ConfigMap> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
     assert!(
         configmaps.get_opt("climber-note").await.unwrap().is_none(),
         "a denied child stops the granted ones returned with it"
+    );
+    assert!(
+        configmaps.get_opt("flood-0").await.unwrap().is_none(),
+        "a flood of children is refused whole, before anything is applied"
     );
 
     let failures = run.counters("hostile").failures.load(Ordering::Relaxed);
@@ -521,6 +619,7 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
             component: &format!("http://{addr}/hook.wasm"),
             sha256: Some(pin),
             limits: &limits,
+            deletion: &Default::default(),
             capabilities: &[],
             run_first: false,
             args: None,
@@ -572,6 +671,7 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
         component: live.to_str().unwrap(),
         sha256: None,
         limits: &limits,
+        deletion: &Default::default(),
         capabilities: &[],
         run_first: false,
         args: None,
@@ -597,6 +697,7 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
         component: "swap".into(),
         key: "ns/a".into(),
         namespace: Some("ns".into()),
+        manager: "orkestra-wasm/test".into(),
     };
     let call = |active: std::sync::Arc<orkestra::wasm::Active>| {
         let (host, request) = (host.clone(), request.clone());

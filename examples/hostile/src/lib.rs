@@ -1,7 +1,10 @@
 //! A misbehaving hook, for the host's sandbox tests: `spec.mode` of the custom resource
-//! picks the misbehaviour. Each must fail only its own reconcile.
+//! picks the misbehaviour. Each must fail only its own reconcile, and cost the host no more
+//! than the component's limits allow.
 
-use orkestra_guest::{Deserialize, Hook, Request, Resource, Response, export_hook, json, kube};
+use std::time::Duration;
+
+use orkestra_guest::{Deserialize, Hook, Request, Resource, Response, Value, export_hook, json, kube, log};
 
 struct Hostile;
 
@@ -18,12 +21,36 @@ struct Cr {
 struct Spec {
     #[serde(default)]
     mode: String,
+    /// How many children the `children` mode returns (default 1,000).
+    #[serde(default)]
+    count: Option<u32>,
+}
+
+fn spec(request: &Request) -> Spec {
+    request.parse::<Cr>().map(|cr| cr.spec).unwrap_or_default()
+}
+
+/// Recurses until the wasm stack runs out: nothing in linear memory (no shadow stack), and
+/// work after the call so it cannot become a loop.
+fn descend(depth: u64) -> u64 {
+    if depth == u64::MAX {
+        return depth;
+    }
+    descend(depth + 1).wrapping_mul(3).wrapping_add(depth)
 }
 
 impl Hook for Hostile {
+    fn on_delete(request: Request) -> Response {
+        match spec(&request).mode.as_str() {
+            // Never lets its finalizer go.
+            "undeletable" => Response::error("StillAttached", "the volume is still attached"),
+            _ => Response::ok(),
+        }
+    }
+
     fn on_reconcile(request: Request) -> Response {
-        let mode = request.parse::<Cr>().map(|cr| cr.spec.mode).unwrap_or_default();
-        match mode.as_str() {
+        let spec = spec(&request);
+        match spec.mode.as_str() {
             // Spins until the epoch deadline stops it.
             "loop" => {
                 let mut n: u64 = 0;
@@ -88,6 +115,47 @@ impl Hook for Hostile {
                     .status("env", std::env::vars().count())
                     .status("net", net)
             }
+            // 100,000 empty events: nothing in bytes, a write each.
+            "events" => (0..100_000).fold(Response::ok(), |r, _| r.event("", "")),
+            // Many children (1,000 unless spec.count says), each small.
+            "children" => (0..spec.count.unwrap_or(1_000)).fold(Response::ok(), |r, i| {
+                r.resource(
+                    Resource::new("v1", "ConfigMap", &format!("flood-{i}")).field("data", json!({"i": i.to_string()})),
+                )
+            }),
+            // Lists the namespace's ConfigMaps four times: as many bytes as the host hands over.
+            "list" => {
+                let listed: Vec<Value> = (0..4)
+                    .map(|_| match kube::list("v1", "ConfigMap", request.namespace(), None) {
+                        Ok(items) => json!(items.len()),
+                        Err(error) => json!(error.to_string()),
+                    })
+                    .collect();
+                Response::ok().status("listed", listed)
+            }
+            // A million empty log lines.
+            "logs" => {
+                for _ in 0..1_000_000 {
+                    log::warn("");
+                }
+                Response::ok().status("mode", "logs")
+            }
+            // A failure with a 60 KB message, as every retry would log it.
+            "long-failure" => Response::error("Verbose", "x".repeat(60_000)),
+            // Asks to run again at once, forever.
+            "requeue0" => Response::requeue_after(Duration::ZERO),
+            "recurse" => Response::ok().status("depth", descend(0)),
+            "exit" => std::process::exit(3),
+            // A status nested deeper than any JSON parser should follow.
+            "deep-status" => {
+                let deep = (0..200).fold(json!("bottom"), |inner, _| json!({"d": inner}));
+                Response::ok().status("deep", deep)
+            }
+            // A child named like the one another tenant's `<name>` owns.
+            "steal" => Response::ok().resource(
+                Resource::new("v1", "ConfigMap", &format!("{}-t", request.name()))
+                    .field("data", json!({"stolen": "yes"})),
+            ),
             _ => Response::ok().status("mode", "ok"),
         }
     }

@@ -1,25 +1,25 @@
 //! Child resources in, the cluster changed only where it differs: server-side apply with the
-//! runtime's field manager, an owner reference to the CR for same-namespace children, no
-//! write when every field we manage already has its value, and never a touch on an object
-//! of the same name that another owner made.
+//! field manager of the CRD (or component) that wants it, the CR's ownership stamped on it, no
+//! write when every field we manage already has its value, and never a touch on an object of
+//! the same name that is not provably this CR's (see [`crate::ownership`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use base64::Engine;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::discovery::Scope;
 use serde_json::{Value, json};
 
-use super::render::{GENERATED_AT, OWNER_LABEL, Replace};
+use super::render::{GENERATED_AT, Replace};
 use crate::discovery::KindCache;
 use crate::kordinator::Counters;
-use crate::manifests::FIELD_MANAGER;
 use crate::mux::ReconcileError;
+use crate::ownership::{self, Claim, Owner};
 
 /// How to apply one child.
 #[derive(Debug, Clone, Copy)]
-pub struct Mode {
+pub struct Mode<'a> {
     /// Leave an existing object alone.
     pub create_only: bool,
     /// Take fields over from other field managers.
@@ -29,6 +29,18 @@ pub struct Mode {
     pub owned: bool,
     /// When an existing object is deleted and created anew.
     pub replace: Replace,
+    /// The field manager: the CRD's for its templates, the component's for what it returns.
+    pub manager: &'a str,
+}
+
+/// What [`Applier::delete_child`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deletion {
+    /// There was no such object.
+    Absent,
+    Deleted,
+    /// It exists but is not provably the CR's; the text says why. Nothing was written.
+    Refused(String),
 }
 
 /// Applies children for one CRD; remembers what discovery said about each kind.
@@ -36,6 +48,16 @@ pub struct Applier {
     client: kube::Client,
     kinds: KindCache,
     counters: Arc<Counters>,
+}
+
+/// The owner `cr` describes; a CR the API server never stored cannot own anything.
+fn owner_of(cr: &Value) -> Result<Owner<'_>, ReconcileError> {
+    Owner::of(cr).ok_or_else(|| {
+        ReconcileError::new(
+            "NotOwned",
+            "the custom resource has no UID yet, so nothing can be proven to be its",
+        )
+    })
 }
 
 impl Applier {
@@ -70,41 +92,52 @@ impl Applier {
 
     /// Applies `object` for `cr`. Returns the object as it is in the cluster afterwards and
     /// whether this call wrote it.
-    pub async fn apply(&self, mut object: Value, cr: &Value, mode: Mode) -> Result<(Value, bool), ReconcileError> {
+    pub async fn apply(&self, mut object: Value, cr: &Value, mode: Mode<'_>) -> Result<(Value, bool), ReconcileError> {
+        let owner = owner_of(cr)?;
         let (api, scope, served) = self.api(&object).await?;
         // The version the server serves (an older one on an older cluster).
         object["apiVersion"] = json!(served);
-        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
-        let kind = object["kind"].as_str().unwrap_or_default().to_string();
-        let cr_name = cr["metadata"]["name"].as_str().unwrap_or_default();
-        let cr_namespace = cr["metadata"]["namespace"].as_str();
-        if mode.owned
-            && scope == Scope::Namespaced
-            && cr_namespace.is_some()
-            && object["metadata"]["namespace"].as_str() == cr_namespace
-        {
-            object["metadata"]["ownerReferences"] = json!([{
-                "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": cr_name, "uid": cr["metadata"]["uid"],
-                "controller": true, "blockOwnerDeletion": true,
-            }]);
-        }
         if scope == Scope::Cluster
             && let Some(metadata) = object["metadata"].as_object_mut()
         {
             // The server drops it; keeping it would make every comparison a difference.
             metadata.remove("namespace");
         }
+        let in_owner_namespace = scope == Scope::Namespaced
+            && owner.namespace.is_some()
+            && object["metadata"]["namespace"].as_str() == owner.namespace;
+        ownership::stamp(&mut object, &owner, mode.owned && in_owner_namespace);
+        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let kind = object["kind"].as_str().unwrap_or_default().to_string();
         let failed = |e: kube::Error| ReconcileError::new("ApplyFailed", format!("{kind} {name}: {e}"));
         if let Some(live) = api.get_opt(&name).await.map_err(failed)? {
-            let live = serde_json::to_value(live).unwrap_or_default();
-            if live["metadata"]["labels"][OWNER_LABEL].as_str() != Some(cr_name) {
-                return Err(ReconcileError::new(
-                    "NotOwned",
-                    format!(
-                        "{kind} {name} already exists and was not created for this {}; it is left untouched",
-                        cr["kind"].as_str().unwrap_or("CR")
-                    ),
-                ));
+            let mut live = serde_json::to_value(live).unwrap_or_default();
+            let legacy = match ownership::claim(&live, &owner) {
+                Claim::Ours => false,
+                Claim::Legacy => true,
+                Claim::NotOurs(whose) => {
+                    return Err(ReconcileError::new(
+                        "NotOwned",
+                        format!("{kind} {name} already exists and {whose}; it is left untouched"),
+                    ));
+                }
+            };
+            if let Some(managers) = ownership::migrated_managers(&live, mode.manager) {
+                // Fields the shared manager of older releases applied become this tenant's,
+                // so a field this tenant stops applying is removed as it should be.
+                let patch = json!({"metadata": {
+                    "resourceVersion": live["metadata"]["resourceVersion"], "managedFields": managers,
+                }});
+                live = self.merge(&api, &name, &patch, mode.manager).await.map_err(failed)?;
+            }
+            if legacy && mode.create_only {
+                // Adopted without rewriting what it holds: only the UID and kind labels.
+                tracing::info!(%kind, %name, owner = %owner.name, "adopting a child labelled by the older scheme");
+                let live = self
+                    .merge(&api, &name, &ownership::adoption_patch(&owner), mode.manager)
+                    .await
+                    .map_err(failed)?;
+                return Ok((live, true));
             }
             let expired = match mode.replace {
                 Replace::After(max_age) => live["metadata"]["annotations"][GENERATED_AT]
@@ -121,7 +154,9 @@ impl Applier {
                 // Delete and create anew; while the old one terminates the create conflicts,
                 // which is an error the retry resolves.
                 self.counters.writes.fetch_add(1, Ordering::Relaxed);
-                api.delete(&name, &DeleteParams::background()).await.map_err(failed)?;
+                api.delete(&name, &DeleteParams::background().preconditions(uid_of(&live)))
+                    .await
+                    .map_err(failed)?;
                 tracing::info!(%kind, %name, expired, "replacing the child");
             }
         }
@@ -129,11 +164,8 @@ impl Applier {
             let now = crate::calendar::rfc3339(jiff::Timestamp::now());
             object["metadata"]["annotations"][GENERATED_AT] = json!(now);
         }
-        let params = if mode.force {
-            PatchParams::apply(FIELD_MANAGER).force()
-        } else {
-            PatchParams::apply(FIELD_MANAGER)
-        };
+        let params = PatchParams::apply(mode.manager);
+        let params = if mode.force { params.force() } else { params };
         self.counters.writes.fetch_add(1, Ordering::Relaxed);
         let applied = api
             .patch(&name, &params, &Patch::Apply(&object))
@@ -142,42 +174,83 @@ impl Applier {
         Ok((serde_json::to_value(applied).unwrap_or_default(), true))
     }
 
+    /// A merge patch of `name`, counted as a write; the object as stored afterwards.
+    async fn merge(
+        &self,
+        api: &Api<DynamicObject>,
+        name: &str,
+        patch: &Value,
+        manager: &str,
+    ) -> Result<Value, kube::Error> {
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        let params = PatchParams {
+            field_manager: Some(manager.to_string()),
+            ..PatchParams::default()
+        };
+        let stored = api.patch(name, &params, &Patch::Merge(patch)).await?;
+        Ok(serde_json::to_value(stored).unwrap_or_default())
+    }
+
     /// Whether `object`'s kind is cluster-scoped (no owner reference can collect it).
     pub async fn is_cluster_scoped(&self, object: &Value) -> Result<bool, ReconcileError> {
         Ok(self.api(object).await?.1 == Scope::Cluster)
     }
 
-    /// Deletes the object named like `object` if it carries this CR's owner label; true when
-    /// it was there (so a repeated call tells whether it is gone yet).
+    /// Deletes the object named like `object` if it is provably `cr`'s; true when it was
+    /// (so a repeated call tells whether it is gone yet).
     pub async fn delete_if_owned(&self, object: &Value, cr: &Value) -> Result<bool, ReconcileError> {
-        self.delete_owned(object, cr, DeleteParams::background()).await
+        let deletion = self.delete_child(object, cr, DeleteParams::background()).await?;
+        Ok(deletion == Deletion::Deleted)
     }
 
     /// As [`Applier::delete_if_owned`], with foreground propagation: the object stays until
     /// its own dependents are gone (ordered deletion waits for that).
     pub async fn delete_if_owned_foreground(&self, object: &Value, cr: &Value) -> Result<bool, ReconcileError> {
-        self.delete_owned(object, cr, DeleteParams::foreground()).await
+        let deletion = self.delete_child(object, cr, DeleteParams::foreground()).await?;
+        Ok(deletion == Deletion::Deleted)
     }
 
-    async fn delete_owned(&self, object: &Value, cr: &Value, params: DeleteParams) -> Result<bool, ReconcileError> {
+    /// Deletes the object named like `object` only when it is `cr`'s by its controller
+    /// reference or its UID labels (a legacy name label is not enough), and only that very
+    /// object (a UID precondition: not one created under the same name in between).
+    pub async fn delete_child(
+        &self,
+        object: &Value,
+        cr: &Value,
+        params: DeleteParams,
+    ) -> Result<Deletion, ReconcileError> {
+        let owner = owner_of(cr)?;
         let (api, ..) = self.api(object).await?;
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
         let failed = |e: kube::Error| ReconcileError::new("DeleteFailed", format!("{} {name}: {e}", object["kind"]));
         let Some(live) = api.get_opt(name).await.map_err(failed)? else {
-            return Ok(false);
+            return Ok(Deletion::Absent);
         };
-        let owner = live
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(OWNER_LABEL))
-            .map(String::as_str);
-        if owner != cr["metadata"]["name"].as_str() {
-            return Ok(false);
+        let live = serde_json::to_value(live).unwrap_or_default();
+        match ownership::claim(&live, &owner) {
+            Claim::Ours => {}
+            Claim::Legacy => {
+                return Ok(Deletion::Refused(
+                    "carries only the older name label, which does not prove whose it is".into(),
+                ));
+            }
+            Claim::NotOurs(whose) => return Ok(Deletion::Refused(whose)),
         }
         self.counters.writes.fetch_add(1, Ordering::Relaxed);
-        api.delete(name, &params).await.map_err(failed)?;
-        Ok(true)
+        match api.delete(name, &params.preconditions(uid_of(&live))).await {
+            Ok(_) => Ok(Deletion::Deleted),
+            // Gone or replaced in between: not ours to delete any more.
+            Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(Deletion::Absent),
+            Err(error) => Err(failed(error)),
+        }
+    }
+}
+
+/// A precondition that holds only for this very object.
+fn uid_of(live: &Value) -> Preconditions {
+    Preconditions {
+        uid: live["metadata"]["uid"].as_str().map(String::from),
+        resource_version: None,
     }
 }
 

@@ -6,9 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::render::MANAGED_LABEL;
 use crate::compiled::CompiledCrd;
-use crate::labels::{MANAGED_BY, MANAGED_SINCE};
+use crate::labels::{MANAGED_BY, MANAGED_LABEL, MANAGED_SINCE};
 use crate::resolver::Resolver;
 
 /// The finalizer older releases put on CRs; removed on deletion like ours.

@@ -25,7 +25,7 @@ use crate::compiled::{CompiledBox, CompiledCrd};
 use crate::condition::ValueType;
 use crate::cross::Peers;
 use crate::kordinator::Counters;
-use crate::mux::{Action, Form, ReconcileError, Reconciler, Request};
+use crate::mux::{Action, Form, INTERRUPTED, ReconcileError, Reconciler, Request};
 use crate::observe::{api_for_key, split_key};
 use crate::resolver::Resolver;
 use crate::template::{Functions, Template};
@@ -44,6 +44,14 @@ pub struct Declarative {
     component: Option<Arc<Slot>>,
     /// Compiles the component's `args` templates (they follow the Katalog live).
     functions: Option<Functions>,
+    managers: Managers,
+}
+
+/// The field managers of this reconciler's writes: one per CRD for its templates, one per
+/// component, so tenants never share one and `managedFields` says who wrote what.
+struct Managers {
+    templates: String,
+    component: String,
 }
 
 /// How often a CR being deleted looks again at its onDelete Jobs or ordered groups.
@@ -67,16 +75,22 @@ impl Declarative {
             applier: apply::Applier::new(client.clone(), counters.clone()),
             events: record::Events::new(client.clone()),
             client,
-            crd,
             counters,
+            managers: Managers {
+                templates: crate::ownership::field_manager("orkestra", &crd.crd_name(), None),
+                component: crate::ownership::field_manager("orkestra-wasm", &crd.crd_name(), None),
+            },
             component: None,
             functions: None,
+            crd,
         }
     }
 
     /// Runs `slot`'s component: hooks around the templates, or a constructor instead of them;
     /// its `args` templates compile with `functions`.
     pub fn with_component(mut self, slot: Arc<Slot>, functions: Functions) -> Self {
+        let target = slot.name.split_once('/').map(|(_, target)| target);
+        self.managers.component = crate::ownership::field_manager("orkestra-wasm", &self.crd.crd_name(), target);
         self.component = Some(slot);
         self.functions = Some(functions);
         self
@@ -115,6 +129,14 @@ impl Declarative {
             Ok(()) => self.apply_all(request, object, &mutated, &verdict, &context, now).await,
             Err(error) => Err(error),
         };
+        if let Err(error) = &outcome
+            && error.reason == INTERRUPTED
+        {
+            // Nothing half-done is recorded: the run that handles the deletion (or the next
+            // start) is already due.
+            tracing::debug!(key = %request.key, why = %error.message, "reconcile stopped early");
+            return Ok(Action::Done);
+        }
         if let Ok(done) = &outcome {
             context.insert("children".into(), done.children.clone());
         }
@@ -323,15 +345,16 @@ impl Declarative {
             let called = self
                 .call_component(slot, Hook::Delete, request, Some(object), &Map::new())
                 .await;
-            match called {
-                Ok(done) if done.action.is_some() => return Ok(done.action.unwrap_or(Action::Done)),
-                Ok(_) => {}
-                Err(error) => {
-                    self.events
-                        .warning(object, &format!("{kind}DeleteError"), error.to_string())
-                        .await;
-                    return Err(error);
-                }
+            let held = match called {
+                Ok(done) => match done.action {
+                    Some(action) => Held::Waiting(action),
+                    None => Held::Done,
+                },
+                Err(error) if error.reason == INTERRUPTED => return Ok(Action::Done),
+                Err(error) => Held::Failed(error),
+            };
+            if let Some(action) = self.hold_finalizer(request, slot, object, held).await? {
+                return Ok(action);
             }
         }
         let cleaned = if self.is_constructor() {
@@ -364,6 +387,73 @@ impl Declarative {
         Ok(Action::Done)
     }
 
+    /// Whether a component's on-delete (or finalize) keeps the finalizer: while it fails or
+    /// asks to wait, up to its `deletion.timeout` from the deletionTimestamp; then
+    /// `deletion.onTimeout` decides between DeletionBlocked and letting the finalizer go. A
+    /// failure shows on Ready either way. `None`: go on with the deletion.
+    async fn hold_finalizer(
+        &self,
+        request: &Request,
+        slot: &Slot,
+        object: &Value,
+        held: Held,
+    ) -> Result<Option<Action>, ReconcileError> {
+        let why = match held {
+            Held::Done => return Ok(None),
+            Held::Waiting(action) => Err(action),
+            Held::Failed(error) => Ok(error),
+        };
+        let policy = slot.active().map_or(slot.declared().deletion, |a| a.spec.deletion);
+        let kind = &self.crd.kind;
+        let now = jiff::Timestamp::now();
+        let waited = deleting_for(object, now);
+        if waited < policy.timeout {
+            let error = match why {
+                Err(action) => return Ok(Some(action)),
+                Ok(error) => error,
+            };
+            self.note_failure(request, object, &error, now).await;
+            self.events
+                .warning(object, &format!("{kind}DeleteError"), error.to_string())
+                .await;
+            return Err(error);
+        }
+        let cause = match &why {
+            Ok(error) => error.to_string(),
+            Err(_) => "it still asks to wait".to_string(),
+        };
+        let timeout = crate::duration::format_go(policy.timeout.as_secs_f64());
+        if policy.release {
+            let note = format!(
+                "on-delete did not succeed within {timeout} ({cause}); the finalizer is released (deletion.onTimeout: release)"
+            );
+            self.events
+                .warning(object, &format!("{kind}FinalizerReleased"), note)
+                .await;
+            return Ok(None);
+        }
+        let blocked = ReconcileError::new(
+            "DeletionBlocked",
+            format!(
+                "on-delete has not succeeded within {timeout} ({cause}); the finalizer stays (deletion.onTimeout: block)"
+            ),
+        );
+        self.note_failure(request, object, &blocked, now).await;
+        self.events
+            .warning(object, &format!("{kind}DeleteError"), blocked.to_string())
+            .await;
+        Err(blocked)
+    }
+
+    /// Ready=False with `error`, written if it is not already there (best effort: the
+    /// reconcile fails either way).
+    async fn note_failure(&self, request: &Request, object: &Value, error: &ReconcileError, now: jiff::Timestamp) {
+        let status = failed_status(object, error, now);
+        if let Err(failed) = self.patch_status(request, object, status).await {
+            tracing::debug!(key = %request.key, error = %failed, "could not write the failure on the custom resource");
+        }
+    }
+
     /// Returns false while an onDelete Job is still running.
     async fn clean_up(&self, compiled: &CompiledBox, object: &Value) -> Result<bool, ReconcileError> {
         let resolver = Resolver::new(object, &self.crd.notes);
@@ -390,6 +480,7 @@ impl Declarative {
                             force: false,
                             owned: false,
                             replace: render::Replace::Never,
+                            manager: &self.managers.templates,
                         };
                         let (live, _) = self.applier.apply(rendered, object, mode).await?;
                         finished &= lifecycle::job_finished(&live);
@@ -433,11 +524,7 @@ impl Declarative {
                 }
             }
             if present {
-                let started = object["metadata"]["deletionTimestamp"]
-                    .as_str()
-                    .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-                    .unwrap_or_else(jiff::Timestamp::now);
-                let waited = jiff::Timestamp::now().duration_since(started).unsigned_abs();
+                let waited = deleting_for(object, jiff::Timestamp::now());
                 if waited > block.timeout {
                     return Err(ReconcileError::new(
                         "DeletionTimedOut",
@@ -500,6 +587,7 @@ impl Declarative {
                             force: entry.force.unwrap_or(compiled.force_conflict),
                             owned: true,
                             replace: entry.replace,
+                            manager: &self.managers.templates,
                         };
                         let (live, written) = self.applier.apply(rendered, object, mode).await?;
                         wrote |= written;
@@ -670,7 +758,7 @@ fn failed_status(object: &Value, error: &ReconcileError, now: jiff::Timestamp) -
         .unwrap_or_else(|| json!({}));
     // The failure's own reason (NotOwned, ComponentTimeout, ...) tells users more than a
     // generic one; upstream says ReconcileError.
-    let message = record::bounded(error.message.clone(), MESSAGE_LIMIT);
+    let message = crate::text::bounded(error.message.clone(), MESSAGE_LIMIT);
     set_condition(
         &mut status,
         ["Ready", "False", &error.reason, &message],
@@ -678,6 +766,25 @@ fn failed_status(object: &Value, error: &ReconcileError, now: jiff::Timestamp) -
         now,
     );
     status
+}
+
+/// What a component's on-delete said about the finalizer.
+enum Held {
+    /// Let it go.
+    Done,
+    /// Keep it and run again.
+    Waiting(Action),
+    Failed(ReconcileError),
+}
+
+/// How long the CR has been being deleted (zero if it is not, or the time is unreadable).
+fn deleting_for(object: &Value, now: jiff::Timestamp) -> std::time::Duration {
+    object["metadata"]["deletionTimestamp"]
+        .as_str()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .map_or(std::time::Duration::ZERO, |since| {
+            now.duration_since(since).unsigned_abs()
+        })
 }
 
 /// What a successful reconcile did.

@@ -46,7 +46,7 @@ impl Events {
         let event = Event {
             type_,
             reason: reason.into(),
-            note: Some(bounded(note, NOTE_LIMIT)),
+            note: Some(crate::text::bounded(note, NOTE_LIMIT)),
             action: "Reconcile".into(),
             secondary: None,
         };
@@ -54,17 +54,4 @@ impl Events {
             tracing::debug!(%error, reason, "could not record the event");
         }
     }
-}
-
-/// `message` cut to at most `limit` bytes on a character boundary, marked with "...".
-pub fn bounded(mut message: String, limit: usize) -> String {
-    if message.len() > limit {
-        let mut cut = limit - 3;
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        message.truncate(cut);
-        message.push_str("...");
-    }
-    message
 }

@@ -1,6 +1,6 @@
 //! Resource templates in, Kubernetes objects out: each template entry is compiled once (every
 //! string holding `{{` becomes a template) and rendered per CR into the object of its kind,
-//! with the kind's default name and the CR's namespace, labelled as ours.
+//! with the kind's default name and the CR's namespace (the applier marks it as the CR's).
 //!
 //! Pure: no kube or wasmtime imports.
 
@@ -12,11 +12,6 @@ use crate::condition::Conditions;
 use crate::katalog::{HookTemplates, KindSpec, ResourceEntry, kind_spec};
 use crate::resolver::Resolver;
 use crate::template::{Functions, Template};
-
-/// Label on every object we create: which CR it belongs to.
-pub const OWNER_LABEL: &str = "orkestra-owner";
-/// Label on every object we create and on every CR we manage.
-pub const MANAGED_LABEL: &str = "orkestra.orkspace.io/managed";
 
 /// A value whose strings may be templates.
 #[derive(Debug, Clone)]
@@ -246,8 +241,6 @@ impl Entry {
                 Value::String(resolver.render(template).map_err(|e| e.message)?),
             );
         }
-        labels.insert(MANAGED_LABEL.into(), json!("true"));
-        labels.insert(OWNER_LABEL.into(), json!(cr_name));
         let mut annotations = Map::new();
         for (key, template) in &self.annotations {
             annotations.insert(
@@ -698,7 +691,7 @@ mod tests {
     }
 
     #[test]
-    fn a_deployment_renders_with_typed_replicas_ports_and_owner_labels() {
+    fn a_deployment_renders_with_typed_replicas_and_ports() {
         let objects = rendered(
             "            deployments:\n              - image: '{{ .spec.image }}'\n                replicas: '{{ .spec.replicas }}'\n                port: 8080\n                env: [{name: TIER, value: '{{ .spec.tier }}'}]\n                envFrom: {configMapRef: [{name: shared}]}\n",
             cr(),
@@ -707,8 +700,6 @@ mod tests {
         assert_eq!(d["apiVersion"], "apps/v1");
         assert_eq!(d["metadata"]["name"], "shop-deployment", "the kind's default name");
         assert_eq!(d["metadata"]["namespace"], "web");
-        assert_eq!(d["metadata"]["labels"][OWNER_LABEL], "shop");
-        assert_eq!(d["metadata"]["labels"][MANAGED_LABEL], "true");
         assert_eq!(d["spec"]["replicas"], 3, "a rendered number becomes an integer");
         let container = &d["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(container["image"], "nginx:1.27");

@@ -9,7 +9,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::WasiCtx;
 
 use super::bindings::types::{Outcome, Request, Response};
-use super::engine::{EPOCH_TICK, Loaded, Pre, WasmHost, error_chain};
+use super::engine::{EPOCH_TICK, Loaded, Pre, WasmHost};
 use super::spec::{Limits, Spec};
 use super::state::{CallState, Caller, MemoryCap};
 
@@ -39,6 +39,13 @@ pub enum CallError {
     Forbidden(String),
     #[error("cannot start an instance: {0}")]
     Instantiate(String),
+    /// More children or events than its limits allow; nothing of the call is used.
+    #[error("returned {count} {what}; its limits.{what} is {limit}")]
+    TooMany {
+        what: &'static str,
+        count: usize,
+        limit: usize,
+    },
 }
 
 impl CallError {
@@ -51,6 +58,7 @@ impl CallError {
             CallError::ResultTooLarge { .. } => "ComponentResultTooLarge",
             CallError::Forbidden(_) => "ComponentForbidden",
             CallError::Instantiate(_) => "ComponentUnavailable",
+            CallError::TooMany { .. } => "ComponentLimitExceeded",
         }
     }
 }
@@ -89,37 +97,52 @@ impl WasmHost {
         });
         let run = run(&mut store, &loaded.pre, hook, request);
         // The epoch stops guest code; the wall clock also stops a guest waiting on the host.
-        let result = match tokio::time::timeout(limits.timeout + EPOCH_TICK * 2, run).await {
-            Ok(result) => result,
-            Err(_) => return Err(CallError::Timeout(limits.timeout)),
-        };
+        let finished = tokio::time::timeout(limits.timeout + EPOCH_TICK * 2, run).await;
         let state = store.data();
+        if state.logs_dropped > 0 {
+            let (component, key) = (&*state.caller.component, &state.caller.key);
+            tracing::warn!(
+                component,
+                key,
+                dropped = state.logs_dropped,
+                "log lines past the component's limits.logBytes were dropped"
+            );
+        }
+        let Ok(result) = finished else {
+            return Err(CallError::Timeout(limits.timeout));
+        };
         let response = match result {
             Ok(response) => response,
             Err(error) => {
-                return Err(if state.memory.hit {
-                    CallError::MemoryLimit(format!("exceeded its memory limit of {} bytes", state.memory.max))
-                } else if matches!(error.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt)) {
-                    CallError::Timeout(limits.timeout)
-                } else if matches!(
-                    error.downcast_ref::<wasmtime::Trap>(),
-                    Some(wasmtime::Trap::AllocationTooLarge)
-                ) {
-                    CallError::MemoryLimit(format!("exceeded its memory limit of {} bytes", state.memory.max))
-                } else {
-                    let trap = error_chain(&error);
-                    // Only the first line of the trap: the wasm backtrace follows it.
-                    let trap = trap.lines().next().unwrap_or_default();
-                    CallError::Trapped(match &state.last_error {
-                        Some(line) => format!("{line} ({trap})"),
-                        None => trap.to_string(),
-                    })
+                let memory = || {
+                    CallError::MemoryLimit(format!(
+                        "exceeded its memory limit of {} bytes (all its memories and tables together)",
+                        state.memory.max
+                    ))
+                };
+                return Err(match error.downcast_ref::<wasmtime::Trap>() {
+                    _ if state.memory.hit => memory(),
+                    Some(wasmtime::Trap::Interrupt) => CallError::Timeout(limits.timeout),
+                    Some(wasmtime::Trap::AllocationTooLarge) => memory(),
+                    _ => CallError::Trapped(match &state.last_error {
+                        Some(line) => format!("{line} ({})", trap_cause(&error)),
+                        None => trap_cause(&error),
+                    }),
                 });
             }
         };
         let Some(response) = response else {
             return Ok(None);
         };
+        // Counts as well as bytes: an empty event or child costs the host a write all the same.
+        for (what, count, limit) in [
+            ("children", response.resources.len(), limits.children),
+            ("events", response.events.len(), limits.events),
+        ] {
+            if count > limit {
+                return Err(CallError::TooMany { what, count, limit });
+            }
+        }
         let size = response_size(&response);
         if size > limits.result_size {
             return Err(CallError::ResultTooLarge {
@@ -141,15 +164,15 @@ impl WasmHost {
         CallState {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
-            memory: MemoryCap {
-                max: limits.memory,
-                hit: false,
-            },
+            memory: MemoryCap::new(limits.memory),
             cluster: self.cluster.clone(),
             grants,
             caller,
             kube_calls_left: limits.kube_calls,
-            log_bytes_left: limits.result_size,
+            kube_bytes_left: limits.kube_bytes,
+            kube_bytes: limits.kube_bytes,
+            log_bytes_left: limits.log_bytes,
+            logs_dropped: 0,
             denied: None,
             last_error: None,
         }
@@ -186,6 +209,44 @@ async fn run(
             Ok(Some(response))
         }
     }
+}
+
+/// Longest description of a trap kept.
+const TRAP_LIMIT: usize = 1024;
+/// Guest frames named in a trap's description.
+const TRAP_FRAMES: usize = 4;
+
+/// What stopped the guest, most telling first: the root cause (the trap, the exit status,
+/// the host error), then any context above it, then the innermost guest frames. Bounded.
+fn trap_cause(error: &wasmtime::Error) -> String {
+    let backtrace = error.downcast_ref::<wasmtime::WasmBacktrace>();
+    let shown = backtrace.map(ToString::to_string);
+    let mut text = match error.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        Some(exit) => format!("it called exit with status {}", exit.0),
+        None => error.root_cause().to_string(),
+    };
+    let root = error.root_cause().to_string();
+    for cause in error.chain().map(|c| c.to_string()) {
+        if cause != root && Some(&cause) != shown.as_ref() {
+            text.push_str("; ");
+            text.push_str(&cause);
+        }
+    }
+    if let Some(backtrace) = backtrace {
+        // Named frames only: a stripped component's would all read "?".
+        let frames: Vec<&str> = backtrace
+            .frames()
+            .iter()
+            .filter_map(|f| f.func_name())
+            .take(TRAP_FRAMES)
+            .collect();
+        if !frames.is_empty() {
+            text.push_str(" (in ");
+            text.push_str(&frames.join(" <- "));
+            text.push(')');
+        }
+    }
+    crate::text::bounded(text, TRAP_LIMIT)
 }
 
 /// Bytes of what a call returned.

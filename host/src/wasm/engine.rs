@@ -292,7 +292,7 @@ impl WasmHost {
 }
 
 /// The messages of an error and its causes, on one line.
-pub(super) fn error_chain(error: &wasmtime::Error) -> String {
+fn error_chain(error: &wasmtime::Error) -> String {
     error.chain().map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }
 

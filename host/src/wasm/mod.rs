@@ -15,5 +15,5 @@ pub use bindings::types::{Event, EventType, Failure, Gvk, Outcome, Request, Resp
 pub use call::{CallError, Hook};
 pub use engine::{EPOCH_TICK, LoadError, Loaded, MAX_CONCURRENT_CALLS, WasmHost};
 pub use slot::{Active, Components, Slot, SlotStatus};
-pub use spec::{Limits, Source, Spec, World};
+pub use spec::{Deletion, Limits, Source, Spec, World};
 pub use state::{Caller, identity};

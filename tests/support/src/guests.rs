@@ -14,7 +14,8 @@ static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// The component of example `package`, built if this process has not built it yet: a
 /// Rust crate with cargo (release, wasm32-wasip2; cargo makes an unchanged rebuild cheap),
-/// a Python one (`app.py`) with componentize-py.
+/// a Python one (`app.py`) with componentize-py, a hand-written one (`wat/<package>.wat`,
+/// component-model text) assembled.
 ///
 /// # Errors
 /// The build's own output when it fails, naming the missing toolchain.
@@ -22,6 +23,17 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
     let dir = examples_dir();
     let python = dir.join(package).join("app.py").exists();
     let file = format!("{}.wasm", package.replace('-', "_"));
+    let text = dir.join("wat").join(format!("{package}.wat"));
+    if text.exists() {
+        let path = dir.join("target/wat").join(file);
+        let binary = wat::parse_file(&text).map_err(|e| anyhow::anyhow!("assembling {}: {e}", text.display()))?;
+        std::fs::create_dir_all(dir.join("target/wat"))?;
+        // Through a temporary file: a test that loads it meanwhile sees the old or the new.
+        let partial = path.with_extension("partial");
+        std::fs::write(&partial, binary)?;
+        std::fs::rename(&partial, &path)?;
+        return Ok(path);
+    }
     let path = if python {
         dir.join("target/python").join(file)
     } else {

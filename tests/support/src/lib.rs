@@ -10,6 +10,7 @@
 //! ```
 
 pub mod guests;
+pub mod logs;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};

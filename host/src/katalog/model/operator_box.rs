@@ -440,6 +440,10 @@ pub struct Requeue {
     /// A templated duration; empty or `0s` means none.
     #[serde(default)]
     pub after: Option<String>,
+    /// The shortest delay of any requeue of this box, a component's included (default `1s`):
+    /// a CR that asks to run again at once cannot hold a worker.
+    #[serde(default)]
+    pub min_interval: Option<String>,
     #[serde(default)]
     pub when: Vec<ConditionSpec>,
     #[serde(default)]
@@ -487,6 +491,9 @@ pub struct HooksSpec {
     pub sha256: Option<String>,
     #[serde(default)]
     pub limits: ComponentLimits,
+    /// While on-delete keeps failing: how long the finalizer waits, and then what.
+    #[serde(default)]
+    pub deletion: ComponentDeletion,
     /// What the component may touch through the kube interface and its returned resources.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
@@ -525,6 +532,9 @@ pub struct ConstructorSpec {
     pub sha256: Option<String>,
     #[serde(default)]
     pub limits: ComponentLimits,
+    /// While on-delete keeps failing: how long the finalizer waits, and then what.
+    #[serde(default)]
+    pub deletion: ComponentDeletion,
     /// What the component may touch through the kube interface and its returned resources.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
@@ -547,9 +557,39 @@ pub struct ComponentLimits {
     /// Size of what one call returns (default `1Mi`).
     #[serde(default)]
     pub result_size: Option<String>,
-    /// Kube calls per call (default 50).
+    /// Kube calls per call (default 50); each page of a list is one.
     #[serde(default)]
     pub kube_calls: Option<u32>,
+    /// Bytes of objects the kube interface hands over per call (default `4Mi`).
+    #[serde(default)]
+    pub kube_bytes: Option<String>,
+    /// Child resources one call may return (default 100).
+    #[serde(default)]
+    pub children: Option<u32>,
+    /// Events one call may return (default 10).
+    #[serde(default)]
+    pub events: Option<u32>,
+    /// Log bytes per call, each line counted with what it costs the host (default `64Ki`).
+    #[serde(default)]
+    pub log_bytes: Option<String>,
+    /// Time the host may spend on what one call returned: events, children, pruning
+    /// (default `30s`).
+    #[serde(default)]
+    pub apply_timeout: Option<String>,
+}
+
+/// What happens while a component's on-delete (or finalize) keeps failing: the finalizer
+/// stays until `timeout` after the deletion began, then `onTimeout` decides.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComponentDeletion {
+    /// Counted from the CR's deletionTimestamp (default `5m`).
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// `block` (default): the finalizer stays, Ready says DeletionBlocked with the guest's
+    /// reason, and retries go on with backoff. `release`: the finalizer goes, with a Warning.
+    #[serde(default)]
+    pub on_timeout: Option<String>,
 }
 
 /// One grant: verbs on kinds in namespaces. Nothing is granted by default.

@@ -1,0 +1,143 @@
+;; A hostile hook that spreads its memory over eight core instances: each one's linear memory
+;; stays under a per-memory cap, but together they hold eight times as much. The host's memory
+;; limit must count the instance as a whole.
+;;
+;; Hand-written, because no guest toolchain emits several memories: the skeleton (the types
+;; import and the export shim) is what wit-component makes of the `hooks` interface; the seven
+;; `$hoard` instances are the addition. Each claims 30 MiB at instantiation and writes to every
+;; page of it (its start function), so the memory is really resident. The hooks themselves
+;; answer `ok` with nothing to apply.
+(component
+  (type $types-instance
+    (instance
+      (type (;0;) (record (field "group" string) (field "version" string) (field "kind" string)))
+      (export (;1;) "gvk" (type (eq 0)))
+      (type (;2;) (option string))
+      (type (;3;) (option u64))
+      (type (;4;) (list string))
+      (type (;5;) (record (field "key" string) (field "gvk" 1) (field "target" 2) (field "object" 2) (field "event-id" 3) (field "sentinels" 4) (field "context" string)))
+      (export (;6;) "request" (type (eq 5)))
+      (type (;7;) (record (field "reason" string) (field "message" string)))
+      (export (;8;) "failure" (type (eq 7)))
+      (type (;9;) (variant (case "ok") (case "requeue-after" u64) (case "error" 8)))
+      (export (;10;) "outcome" (type (eq 9)))
+      (type (;11;) (enum "normal" "warning"))
+      (export (;12;) "event-type" (type (eq 11)))
+      (type (;13;) (record (field "event-type" 12) (field "reason" string) (field "message" string)))
+      (export (;14;) "event" (type (eq 13)))
+      (type (;15;) (list 14))
+      (type (;16;) (record (field "outcome" 10) (field "resources" 4) (field "status" 2) (field "events" 15)))
+      (export (;17;) "response" (type (eq 16)))
+    )
+  )
+  (import "orkestra:operator/types@0.1.0" (instance $types (type $types-instance)))
+
+  ;; The module that implements the hooks, with the first of the eight memories.
+  (core module $main
+    (memory (export "memory") 480)
+    (global $next (mut i32) (i32.const 1024))
+    (func $touch (memory.fill (i32.const 0) (i32.const 7) (i32.const 31457280)))
+    (start $touch)
+    ;; A bump allocator for the request the host copies in (one call per instance).
+    (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
+      (local $at i32)
+      (local.set $at
+        (i32.and
+          (i32.add (global.get $next) (i32.sub (local.get 2) (i32.const 1)))
+          (i32.sub (i32.const 0) (local.get 2))))
+      (global.set $next (i32.add (local.get $at) (local.get 3)))
+      (local.get $at))
+    ;; The response at 16 is all zeros: outcome ok, no resources, no status, no events.
+    (func $respond (param i32) (result i32)
+      (memory.fill (i32.const 16) (i32.const 0) (i32.const 64))
+      (i32.const 16))
+    (export "orkestra:operator/hooks@0.1.0#on-reconcile" (func $respond))
+    (export "orkestra:operator/hooks@0.1.0#on-delete" (func $respond))
+    (export "orkestra:operator/hooks@0.1.0#on-not-found" (func $respond))
+  )
+  ;; Seven more memories, 30 MiB each, every page written.
+  (core module $hoard
+    (memory 480)
+    (func $touch (memory.fill (i32.const 0) (i32.const 7) (i32.const 31457280)))
+    (start $touch)
+  )
+
+  (alias export $types "request" (type $request))
+  (alias export $types "response" (type $response))
+  (core instance $main (instantiate $main))
+  (core instance (instantiate $hoard))
+  (core instance (instantiate $hoard))
+  (core instance (instantiate $hoard))
+  (core instance (instantiate $hoard))
+  (core instance (instantiate $hoard))
+  (core instance (instantiate $hoard))
+  (core instance (instantiate $hoard))
+
+  (alias core export $main "memory" (core memory $memory))
+  (alias core export $main "cabi_realloc" (core func $realloc))
+  (type $hook-func (func (param "request" $request) (result $response)))
+  (alias core export $main "orkestra:operator/hooks@0.1.0#on-reconcile" (core func $core-on-reconcile))
+  (alias core export $main "orkestra:operator/hooks@0.1.0#on-delete" (core func $core-on-delete))
+  (alias core export $main "orkestra:operator/hooks@0.1.0#on-not-found" (core func $core-on-not-found))
+  (func $on-reconcile (type $hook-func)
+    (canon lift (core func $core-on-reconcile) (memory $memory) (realloc $realloc) string-encoding=utf8))
+  (func $on-delete (type $hook-func)
+    (canon lift (core func $core-on-delete) (memory $memory) (realloc $realloc) string-encoding=utf8))
+  (func $on-not-found (type $hook-func)
+    (canon lift (core func $core-on-not-found) (memory $memory) (realloc $realloc) string-encoding=utf8))
+
+  (alias export $types "gvk" (type $gvk))
+  (alias export $types "failure" (type $failure))
+  (alias export $types "outcome" (type $outcome))
+  (alias export $types "event-type" (type $event-type))
+  (alias export $types "event" (type $event))
+  ;; The exported interface instance, with its functions and the types they use named.
+  (component $hooks-shim
+    (type (;0;) (record (field "group" string) (field "version" string) (field "kind" string)))
+    (import "import-type-gvk" (type (;1;) (eq 0)))
+    (type (;2;) (option string))
+    (type (;3;) (option u64))
+    (type (;4;) (list string))
+    (type (;5;) (record (field "key" string) (field "gvk" 1) (field "target" 2) (field "object" 2) (field "event-id" 3) (field "sentinels" 4) (field "context" string)))
+    (import "import-type-request" (type (;6;) (eq 5)))
+    (type (;7;) (record (field "reason" string) (field "message" string)))
+    (import "import-type-failure" (type (;8;) (eq 7)))
+    (type (;9;) (variant (case "ok") (case "requeue-after" u64) (case "error" 8)))
+    (import "import-type-outcome" (type (;10;) (eq 9)))
+    (type (;11;) (enum "normal" "warning"))
+    (import "import-type-event-type" (type (;12;) (eq 11)))
+    (type (;13;) (record (field "event-type" 12) (field "reason" string) (field "message" string)))
+    (import "import-type-event" (type (;14;) (eq 13)))
+    (type (;15;) (list 14))
+    (type (;16;) (record (field "outcome" 10) (field "resources" 4) (field "status" 2) (field "events" 15)))
+    (import "import-type-response" (type (;17;) (eq 16)))
+    (import "import-type-request0" (type (;18;) (eq 6)))
+    (import "import-type-response0" (type (;19;) (eq 17)))
+    (type (;20;) (func (param "request" 18) (result 19)))
+    (import "import-func-on-reconcile" (func (;0;) (type 20)))
+    (import "import-func-on-delete" (func (;1;) (type 20)))
+    (import "import-func-on-not-found" (func (;2;) (type 20)))
+    (export (;21;) "request" (type 6))
+    (export (;22;) "response" (type 17))
+    (type (;23;) (func (param "request" 21) (result 22)))
+    (export (;3;) "on-reconcile" (func 0) (func (type 23)))
+    (export (;4;) "on-delete" (func 1) (func (type 23)))
+    (export (;5;) "on-not-found" (func 2) (func (type 23)))
+  )
+  (instance $hooks (instantiate $hooks-shim
+      (with "import-func-on-reconcile" (func $on-reconcile))
+      (with "import-func-on-delete" (func $on-delete))
+      (with "import-func-on-not-found" (func $on-not-found))
+      (with "import-type-gvk" (type $gvk))
+      (with "import-type-request" (type $request))
+      (with "import-type-failure" (type $failure))
+      (with "import-type-outcome" (type $outcome))
+      (with "import-type-event-type" (type $event-type))
+      (with "import-type-event" (type $event))
+      (with "import-type-response" (type $response))
+      (with "import-type-request0" (type $request))
+      (with "import-type-response0" (type $response))
+    )
+  )
+  (export "orkestra:operator/hooks@0.1.0" (instance $hooks))
+)

@@ -1,0 +1,410 @@
+//! Tenant isolation against the real API server: what a CR's writer or a component can make
+//! the host delete, take over, spend or hold. Each test is one way in, tried as an attacker
+//! would, and the limit that stops it.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use orkestra::labels::{COMPONENT_CHILDREN, OWNER_UID_LABEL};
+use orkestra_test_support::{eventually, guests};
+use serde_json::{Value, json};
+
+use crate::pipeline::{Harness, WAIT, crd};
+
+/// An operator box whose hook is the hostile example, with `limits` added to its limits
+/// (`, key: value` pairs) and `extra` appended under `hooks`.
+fn hostile_box(limits: &str, extra: &str) -> String {
+    let component = guests::component("hostile").unwrap();
+    format!(
+        "        reconcile:
+          hooks:
+            component: {}
+            limits: {{timeout: 2s{limits}}}
+            capabilities:
+              - {{apiVersion: v1, kinds: [ConfigMap], verbs: [apply, list, delete]}}
+{extra}",
+        component.display()
+    )
+}
+
+/// An operator box whose template applies ConfigMap `<cr>-t` holding `owner: <owner>`.
+fn template_box(owner: &str) -> String {
+    format!(
+        "        reconcile:
+          onReconcile:
+            configMaps:
+              - {{name: '{{{{ .metadata.name }}}}-t', data: {{owner: {owner}}}}}
+"
+    )
+}
+
+fn ready_condition(cr: &Value) -> &Value {
+    cr["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+        .unwrap_or(&Value::Null)
+}
+
+/// The CR once its Ready condition satisfies `check`.
+async fn cr_where(api: &Api<DynamicObject>, name: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let found = eventually(&format!("the Ready condition of {name}"), WAIT, || async {
+        let cr = serde_json::to_value(api.get(name).await.ok()?).ok()?;
+        check(ready_condition(&cr)).then_some(cr)
+    })
+    .await;
+    match found {
+        Ok(cr) => cr,
+        Err(error) => panic!("{error}; the CR is {:?}", api.get(name).await.map(|cr| cr.data)),
+    }
+}
+
+fn reason_is(reason: &'static str) -> impl Fn(&Value) -> bool {
+    move |ready| ready["reason"] == reason
+}
+
+fn is_ready(ready: &Value) -> bool {
+    ready["status"] == "True"
+}
+
+async fn create_cr(api: &Api<DynamicObject>, group: &str, kind: &str, name: &str, metadata: Value, spec: Value) {
+    let mut metadata = metadata;
+    metadata["name"] = json!(name);
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1"), "kind": kind, "metadata": metadata, "spec": spec,
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &object).await.unwrap();
+}
+
+async fn wait_gone(api: &Api<DynamicObject>, name: &str) {
+    eventually(&format!("{name} to be gone"), WAIT, || async {
+        api.get_opt(name).await.ok().flatten().is_none().then_some(())
+    })
+    .await
+    .unwrap();
+}
+
+fn legacy_labels(cr_name: &str) -> Value {
+    json!({"orkestra-owner": cr_name, "orkestra.orkspace.io/managed": "true"})
+}
+
+/// Issue 10, hole 1: the remembered list of a component's children is the CR's own
+/// annotation, so its writer could name anything there.
+#[tokio::test]
+async fn a_forged_children_list_deletes_nothing_the_cr_does_not_own() {
+    let h = Harness::start("forged", &crd("forger", "Forger", &hostile_box("", "")), &[], true).await;
+    let ns = h.ns.name.clone();
+    let client = h.ns.client.clone();
+    // Three objects labelled the way the older scheme labelled children of a CR "forger":
+    // a ConfigMap next to it (the component may delete ConfigMaps there), one in kube-system
+    // and a whole namespace (it may delete neither).
+    let neighbour: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "victim", "labels": legacy_labels("forger")}, "data": {"keep": "me"},
+    }))
+    .unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    configmaps.create(&PostParams::default(), &neighbour).await.unwrap();
+    let system: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
+    let important = format!("important-{ns}");
+    let system_map: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": important, "labels": legacy_labels("forger")}, "data": {"keep": "me"},
+    }))
+    .unwrap();
+    system.create(&PostParams::default(), &system_map).await.unwrap();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let team = format!("team-victim-{ns}");
+    let victim_ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": team, "labels": legacy_labels("forger")}})).unwrap();
+    namespaces.create(&PostParams::default(), &victim_ns).await.unwrap();
+
+    let forged = json!([
+        ["v1", "ConfigMap", ns, "victim"],
+        ["v1", "ConfigMap", "kube-system", important],
+        ["v1", "Namespace", "", team],
+    ])
+    .to_string();
+    let forgers = h.api("Forger");
+    create_cr(
+        &forgers,
+        &h.group,
+        "Forger",
+        "forger",
+        json!({"annotations": {COMPONENT_CHILDREN: forged}}),
+        json!({"mode": "ok"}),
+    )
+    .await;
+    // The component returns nothing, so every listed entry is "no longer returned": the
+    // host looks at each, then remembers the empty list.
+    eventually("the remembered list to be rewritten", WAIT, || async {
+        let cr = serde_json::to_value(forgers.get("forger").await.ok()?).ok()?;
+        (cr["metadata"]["annotations"][COMPONENT_CHILDREN] == "[]" && is_ready(ready_condition(&cr))).then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(
+        configmaps.get_opt("victim").await.unwrap().is_some(),
+        "a neighbour it may delete, but does not own"
+    );
+    assert!(
+        system.get_opt(&important).await.unwrap().is_some(),
+        "kube-system is out of its grants"
+    );
+    let team_ns = namespaces.get(&team).await.unwrap();
+    assert!(
+        team_ns.metadata.deletion_timestamp.is_none(),
+        "a namespace is out of its grants"
+    );
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let refused = events.list(&ListParams::default()).await.unwrap();
+    assert!(
+        refused
+            .items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("ChildNotPruned")
+                && e.message.as_deref().unwrap_or("").contains("kube-system")),
+        "the refusal is on the CR's Events"
+    );
+    system.delete(&important, &DeleteParams::default()).await.unwrap();
+    namespaces.delete(&team, &DeleteParams::default()).await.unwrap();
+    h.stop().await;
+}
+
+/// Issue 10, hole 2: a CR named like another tenant's, a child named like theirs.
+#[tokio::test]
+async fn no_tenant_can_write_adopt_or_delete_another_tenants_child() {
+    let crds = [
+        crd("plain", "Plain", &template_box("plain")),
+        crd("rival", "Rival", &template_box("rival")),
+        crd("stealer", "Stealer", &hostile_box("", "")),
+    ]
+    .join("");
+    let h = Harness::start("takeover", &crds, &[], true).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    h.create("Plain", "t1", json!({})).await;
+    let plain = cr_where(&h.api("Plain"), "t1", is_ready).await;
+    let plain_uid = plain["metadata"]["uid"].as_str().unwrap().to_string();
+    let theirs = |cm: &ConfigMap| {
+        let owner = &cm.metadata.owner_references.as_ref().unwrap()[0];
+        cm.data.as_ref().unwrap().get("owner").map(String::as_str) == Some("plain")
+            && !cm.data.as_ref().unwrap().contains_key("stolen")
+            && owner.uid == plain_uid
+            && cm.metadata.labels.as_ref().unwrap()[OWNER_UID_LABEL] == plain_uid
+    };
+    assert!(theirs(&configmaps.get("t1-t").await.unwrap()));
+
+    // Another CRD's same-named CR, through templates.
+    h.create("Rival", "t1", json!({})).await;
+    let rival = cr_where(&h.api("Rival"), "t1", reason_is("NotOwned")).await;
+    let message = ready_condition(&rival)["message"].as_str().unwrap();
+    assert!(
+        message.contains("is controlled by Plain t1, not this Rival t1"),
+        "{message}"
+    );
+
+    // A component returning the same name; its remembered list forged to name it too.
+    let stealers = h.api("Stealer");
+    let forged = json!([["v1", "ConfigMap", h.ns.name, "t1-t"]]).to_string();
+    create_cr(
+        &stealers,
+        &h.group,
+        "Stealer",
+        "t1",
+        json!({"annotations": {COMPONENT_CHILDREN: forged}}),
+        json!({"mode": "steal"}),
+    )
+    .await;
+    cr_where(&stealers, "t1", reason_is("NotOwned")).await;
+    assert!(theirs(&configmaps.get("t1-t").await.unwrap()), "not written");
+    // It stops returning the child: the host looks at the remembered entry and leaves it.
+    h.patch("Stealer", "t1", json!({"spec": {"mode": "ok"}})).await;
+    cr_where(&stealers, "t1", is_ready).await;
+    assert!(theirs(&configmaps.get("t1-t").await.unwrap()), "not pruned");
+
+    // Both intruders go; the child stays with its owner.
+    for kind in ["Rival", "Stealer"] {
+        h.api(kind).delete("t1", &DeleteParams::default()).await.unwrap();
+        wait_gone(&h.api(kind), "t1").await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let kept = configmaps.get("t1-t").await.unwrap();
+    assert!(theirs(&kept), "not adopted, not collected: {:?}", kept.metadata);
+    let managers: Vec<String> = kept
+        .metadata
+        .managed_fields
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert_eq!(
+        managers,
+        [format!("orkestra/plains.{}", h.group)],
+        "its tenant's own field manager"
+    );
+    h.stop().await;
+}
+
+/// Children written by an older release (the shared `orkestra` manager, the name label only)
+/// are moved to their tenant's manager and stamped with the CR's UID on the first reconcile.
+#[tokio::test]
+async fn children_of_the_older_scheme_migrate_on_the_first_reconcile() {
+    let h = Harness::start("migrate", &crd("app", "App", &template_box("app")), &[], true).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    // As an older release left it: applied by "orkestra", with a field the Katalog no
+    // longer sets.
+    let old = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "m1-t", "labels": legacy_labels("m1")},
+        "data": {"owner": "app", "retired": "yes"},
+    });
+    configmaps
+        .patch("m1-t", &PatchParams::apply("orkestra"), &Patch::Apply(&old))
+        .await
+        .unwrap();
+    h.create("App", "m1", json!({})).await;
+    let app = cr_where(&h.api("App"), "m1", is_ready).await;
+    let uid = app["metadata"]["uid"].as_str().unwrap();
+    let migrated = configmaps.get("m1-t").await.unwrap();
+    assert_eq!(migrated.metadata.labels.as_ref().unwrap()[OWNER_UID_LABEL], uid);
+    let managers: Vec<String> = migrated
+        .metadata
+        .managed_fields
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert_eq!(managers, [format!("orkestra/apps.{}", h.group)], "{managers:?}");
+    assert!(
+        !migrated.data.as_ref().unwrap().contains_key("retired"),
+        "a field the old manager applied and the Katalog dropped is removed with the manager handed over"
+    );
+    assert_eq!(migrated.metadata.owner_references.unwrap()[0].uid, uid);
+    h.stop().await;
+}
+
+/// Issue 10, hole 3: eight core instances, each memory under the cap, together far above it.
+#[tokio::test]
+async fn the_memory_limit_counts_every_memory_of_the_instance() {
+    let component = guests::component("many-memories").unwrap();
+    let hoard = |memory: &str| {
+        format!(
+            "        reconcile:\n          hooks:\n            component: {}\n            limits: {{memory: {memory}}}\n",
+            component.display()
+        )
+    };
+    let crds = [
+        crd("hoard", "Hoard", &hoard("32Mi")),
+        crd("roomy", "Roomy", &hoard("256Mi")),
+    ]
+    .join("");
+    let h = Harness::start("memories", &crds, &[], true).await;
+    h.create("Hoard", "h1", json!({})).await;
+    h.create("Roomy", "r1", json!({})).await;
+    let hoarder = cr_where(&h.api("Hoard"), "h1", reason_is("ComponentMemoryLimit")).await;
+    let message = ready_condition(&hoarder)["message"].as_str().unwrap();
+    assert!(
+        message.contains("33554432 bytes (all its memories and tables together)"),
+        "{message}"
+    );
+    // The same component fits when its limit holds all eight memories (8 x 30 MiB).
+    cr_where(&h.api("Roomy"), "r1", is_ready).await;
+    h.stop().await;
+}
+
+/// Issue 10, hole 6: a component asking to run again at once.
+#[tokio::test]
+async fn a_zero_requeue_is_held_to_the_floor() {
+    let h = Harness::start("requeue", &crd("looper", "Looper", &hostile_box("", "")), &[], true).await;
+    h.create("Looper", "spin", json!({"mode": "requeue0"})).await;
+    cr_where(&h.api("Looper"), "spin", is_ready).await;
+    let counters = &h.handle("looper").counters;
+    let before = counters.reconciles.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let runs = counters.reconciles.load(Ordering::Relaxed) - before;
+    println!("requeue-after(0): {runs} reconciles in 6 s");
+    assert!(
+        (3..=8).contains(&runs),
+        "about one a second (the default minInterval), not a busy loop: {runs}"
+    );
+    h.stop().await;
+}
+
+/// Issue 10, hole 7: an on-delete that never succeeds, under each finalizer policy.
+#[tokio::test]
+async fn a_failing_on_delete_blocks_with_its_reason_or_releases_as_the_katalog_says() {
+    let crds = [
+        crd(
+            "stuck",
+            "Stuck",
+            &hostile_box("", "            deletion: {timeout: 2s}\n"),
+        ),
+        crd(
+            "freed",
+            "Freed",
+            &hostile_box("", "            deletion: {timeout: 2s, onTimeout: release}\n"),
+        ),
+    ]
+    .join("");
+    let h = Harness::start("undeletable", &crds, &[], true).await;
+    for kind in ["Stuck", "Freed"] {
+        h.create(kind, "vol", json!({"mode": "undeletable"})).await;
+        cr_where(&h.api(kind), "vol", is_ready).await;
+        h.api(kind).delete("vol", &DeleteParams::default()).await.unwrap();
+    }
+    let stuck = cr_where(&h.api("Stuck"), "vol", reason_is("DeletionBlocked")).await;
+    let message = ready_condition(&stuck)["message"].as_str().unwrap();
+    assert!(
+        message.contains("StillAttached: the volume is still attached") && message.contains("onTimeout: block"),
+        "{message}"
+    );
+    assert!(
+        stuck["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+    );
+    wait_gone(&h.api("Freed"), "vol").await;
+    let events: Api<Event> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let released = events.list(&ListParams::default()).await.unwrap();
+    assert!(
+        released
+            .items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("FreedFinalizerReleased")),
+        "the release is on record"
+    );
+    // Let the namespace go.
+    h.patch("Stuck", "vol", json!({"metadata": {"finalizers": []}})).await;
+    h.stop().await;
+}
+
+/// Issue 10, hole 4: what the host does after a call stops when the CR is deleted.
+#[tokio::test]
+async fn applying_a_components_children_stops_when_its_cr_is_deleted() {
+    let h = Harness::start(
+        "interrupt",
+        &crd("mass", "Mass", &hostile_box(", children: 1000, resultSize: 1Mi", "")),
+        &[],
+        true,
+    )
+    .await;
+    h.create("Mass", "m", json!({"mode": "children", "count": 1000})).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let mine = ListParams::default().labels("orkestra-owner=m");
+    eventually("the first children", WAIT, || async {
+        let applied = configmaps.list(&mine).await.ok()?.items.len();
+        (applied >= 20).then_some(())
+    })
+    .await
+    .unwrap();
+    h.api("Mass").delete("m", &DeleteParams::default()).await.unwrap();
+    wait_gone(&h.api("Mass"), "m").await;
+    let writes = h.handle("mass").counters.writes.load(Ordering::Relaxed);
+    println!("children applied before the deletion stopped them: about {writes} writes of 1000");
+    assert!(
+        writes < 800,
+        "the deletion did not wait for all 1000 children: {writes} writes"
+    );
+    h.stop().await;
+}
