@@ -22,8 +22,6 @@ use crate::template::{Functions, Template};
 pub const DEFAULT_WORKERS: usize = 1;
 /// Full resync period when the Katalog does not say.
 pub const DEFAULT_RESYNC: Duration = Duration::from_secs(30);
-/// The shortest requeue when the Katalog does not say (`reconcile.requeue.minInterval`).
-pub const DEFAULT_REQUEUE_FLOOR: Duration = Duration::from_secs(1);
 
 /// A compile failure; the Katalog was validated, so this names a defect precisely.
 #[derive(Debug, thiserror::Error)]
@@ -176,18 +174,9 @@ impl CompiledBox {
             }),
             _ => None,
         };
-        let requeue_floor = match ob
-            .reconcile
-            .as_ref()
-            .and_then(|r| r.requeue.as_ref())
-            .and_then(|r| r.min_interval.as_deref())
-        {
-            None => DEFAULT_REQUEUE_FLOOR,
-            Some(text) => match crate::duration::parse(text) {
-                Ok(floor) if !floor.is_zero() => floor,
-                Ok(_) => return Err(format!("requeue.minInterval: {text:?} must be above 0")),
-                Err(e) => return Err(format!("requeue.minInterval: {e}")),
-            },
+        let requeue_floor = match ob.reconcile.as_ref().and_then(|r| r.requeue.as_ref()) {
+            Some(requeue) => requeue.floor()?,
+            None => crate::katalog::DEFAULT_REQUEUE_FLOOR,
         };
         let status = ob.emit.as_ref().and_then(|e| e.status.clone()).unwrap_or_default();
         let status_fields = status

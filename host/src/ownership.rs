@@ -106,20 +106,27 @@ pub fn claim(live: &Value, owner: &Owner<'_>) -> Claim {
 /// Marks `object` as `owner`'s child: the managed label, the name label (upstream tooling
 /// selects on it), the UID and kind labels, and, with `controller_ref`, the controller owner
 /// reference (only possible in the owner's namespace). Whatever ownership the object claimed
-/// before (labels, references from a template or a guest) is replaced.
+/// before (labels, references from a template or a guest) is replaced. Anything but a JSON
+/// object is left as it is (the API server refuses it).
 pub fn stamp(object: &mut Value, owner: &Owner<'_>, controller_ref: bool) {
-    if !object["metadata"].is_object() {
-        object["metadata"] = json!({});
+    let Some(object) = object.as_object_mut() else {
+        return;
+    };
+    let metadata = object.entry("metadata").or_insert_with(|| json!({}));
+    if !metadata.is_object() {
+        *metadata = json!({});
     }
-    if !object["metadata"]["labels"].is_object() {
-        object["metadata"]["labels"] = json!({});
+    let Value::Object(metadata) = metadata else {
+        return;
+    };
+    let labels = metadata.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
     }
-    let labels = &mut object["metadata"]["labels"];
     labels[MANAGED_LABEL] = json!("true");
     labels[OWNER_NAME_LABEL] = json!(label_value(owner.name));
     labels[OWNER_UID_LABEL] = json!(owner.uid);
     labels[OWNER_KIND_LABEL] = json!(owner.kind_label());
-    let metadata = object["metadata"].as_object_mut().expect("made an object above");
     if controller_ref {
         metadata.insert(
             "ownerReferences".into(),

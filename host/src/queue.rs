@@ -8,9 +8,9 @@
 //!   a success resets it. A delayed add keeps the earlier of two times.
 //! - A bounded add refuses a new item at the limit (an existing item still coalesces), so
 //!   the depth never exceeds it.
-//! - A key that keeps asking to run again soon (a hot loop: more than `HOT_STREAK`
-//!   requeues in a row under `HOT_REQUEUE`) is slowed, its delay doubling from 1 s to
-//!   `HOT_MAX`; a run that ends without a quick requeue resets it.
+//! - A key that keeps asking to run again at once (a hot loop: more than `HOT_STREAK`
+//!   requeues in a row of at most `HOT_REQUEUE`) is slowed, its delay doubling from 1 s to
+//!   `HOT_MAX`; a run that ends without such a requeue resets it.
 //!
 //! Pure: no kube or wasmtime imports; time comes from tokio (tests run on paused time).
 
@@ -28,8 +28,9 @@ pub const BACKOFF_BASE: Duration = Duration::from_millis(5);
 /// Retry delays stop growing here.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(1000);
 
-/// A requeue sooner than this counts towards a hot loop.
-pub const HOT_REQUEUE: Duration = Duration::from_secs(5);
+/// A requeue this soon or sooner counts towards a hot loop (the default requeue floor: a
+/// reconciler that asks for "as soon as possible").
+pub const HOT_REQUEUE: Duration = Duration::from_secs(1);
 /// Quick requeues of one key in a row before they are slowed.
 pub const HOT_STREAK: u32 = 10;
 /// Hot-loop delays stop growing here.
@@ -272,7 +273,7 @@ impl WorkQueue {
             _ => None,
         };
         let now = Instant::now();
-        if !matches!(outcome, Outcome::RequeueAfter(delay) if delay < HOT_REQUEUE) {
+        if !matches!(outcome, Outcome::RequeueAfter(delay) if delay <= HOT_REQUEUE) {
             state.hot.remove(&item.key);
         }
         let retry_at = match outcome {
@@ -282,7 +283,7 @@ impl WorkQueue {
             }
             Outcome::RequeueAfter(delay) => {
                 state.failures.remove(&item.key);
-                let delay = if delay < HOT_REQUEUE {
+                let delay = if delay <= HOT_REQUEUE {
                     let streak = state.hot.entry(item.key.clone()).or_insert(0);
                     *streak += 1;
                     delay.max(hot_delay(*streak))
@@ -462,8 +463,9 @@ mod tests {
         assert_eq!(hot_delay(HOT_STREAK + 8), HOT_MAX);
         // A requeue that is not quick, or a plain success, ends the streak.
         let lease = next_now(&queue).await.unwrap();
-        queue.done(lease, Outcome::RequeueAfter(HOT_REQUEUE));
-        tokio::time::advance(HOT_REQUEUE).await;
+        let calm = HOT_REQUEUE + Duration::from_secs(1);
+        queue.done(lease, Outcome::RequeueAfter(calm));
+        tokio::time::advance(calm).await;
         let lease = next_now(&queue).await.unwrap();
         queue.done(lease, Outcome::RequeueAfter(Duration::ZERO));
         assert!(next_now(&queue).await.is_some(), "the streak starts over");

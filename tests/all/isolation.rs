@@ -68,14 +68,14 @@ fn is_ready(ready: &Value) -> bool {
     ready["status"] == "True"
 }
 
-async fn create_cr(api: &Api<DynamicObject>, group: &str, kind: &str, name: &str, metadata: Value, spec: Value) {
-    let mut metadata = metadata;
-    metadata["name"] = json!(name);
-    let object: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": format!("{group}/v1"), "kind": kind, "metadata": metadata, "spec": spec,
-    }))
-    .unwrap();
-    api.create(&PostParams::default(), &object).await.unwrap();
+/// Creates CR `name` of `kind` carrying `annotations`.
+async fn create_annotated(h: &Harness, kind: &str, name: &str, annotations: Value, spec: Value) {
+    let object = json!({
+        "apiVersion": format!("{}/v1", h.group), "kind": kind,
+        "metadata": {"name": name, "annotations": annotations}, "spec": spec,
+    });
+    let object: DynamicObject = serde_json::from_value(object).unwrap();
+    h.api(kind).create(&PostParams::default(), &object).await.unwrap();
 }
 
 async fn wait_gone(api: &Api<DynamicObject>, name: &str) {
@@ -126,12 +126,11 @@ async fn a_forged_children_list_deletes_nothing_the_cr_does_not_own() {
     ])
     .to_string();
     let forgers = h.api("Forger");
-    create_cr(
-        &forgers,
-        &h.group,
+    create_annotated(
+        &h,
         "Forger",
         "forger",
-        json!({"annotations": {COMPONENT_CHILDREN: forged}}),
+        json!({COMPONENT_CHILDREN: forged}),
         json!({"mode": "ok"}),
     )
     .await;
@@ -190,7 +189,7 @@ async fn no_tenant_can_write_adopt_or_delete_another_tenants_child() {
         cm.data.as_ref().unwrap().get("owner").map(String::as_str) == Some("plain")
             && !cm.data.as_ref().unwrap().contains_key("stolen")
             && owner.uid == plain_uid
-            && cm.metadata.labels.as_ref().unwrap()[OWNER_UID_LABEL] == plain_uid
+            && cm.metadata.labels.as_ref().unwrap().get(OWNER_UID_LABEL) == Some(&plain_uid)
     };
     assert!(theirs(&configmaps.get("t1-t").await.unwrap()));
 
@@ -206,12 +205,11 @@ async fn no_tenant_can_write_adopt_or_delete_another_tenants_child() {
     // A component returning the same name; its remembered list forged to name it too.
     let stealers = h.api("Stealer");
     let forged = json!([["v1", "ConfigMap", h.ns.name, "t1-t"]]).to_string();
-    create_cr(
-        &stealers,
-        &h.group,
+    create_annotated(
+        &h,
         "Stealer",
         "t1",
-        json!({"annotations": {COMPONENT_CHILDREN: forged}}),
+        json!({COMPONENT_CHILDREN: forged}),
         json!({"mode": "steal"}),
     )
     .await;
@@ -406,5 +404,33 @@ async fn applying_a_components_children_stops_when_its_cr_is_deleted() {
         writes < 800,
         "the deletion did not wait for all 1000 children: {writes} writes"
     );
+    h.stop().await;
+}
+
+/// What a component returns is applied under its own field manager, owned by the UID, and a
+/// settled CR costs no write however often it is reconciled.
+#[tokio::test]
+async fn a_settled_component_child_is_the_crs_and_costs_no_writes() {
+    let operator_box =
+        hostile_box("", "").replace("        reconcile:\n", "        reconcile:\n          resync: 1s\n");
+    let h = Harness::start("settled", &crd("keeper", "Keeper", &operator_box), &[], true).await;
+    // "steal" returns a ConfigMap named `<name>-t`: here nobody else has one.
+    h.create("Keeper", "own", json!({"mode": "steal"})).await;
+    let keeper = cr_where(&h.api("Keeper"), "own", is_ready).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let child = configmaps.get("own-t").await.unwrap();
+    assert_eq!(
+        child.metadata.labels.as_ref().unwrap()[OWNER_UID_LABEL],
+        keeper["metadata"]["uid"].as_str().unwrap()
+    );
+    let managers: Vec<String> = child
+        .metadata
+        .managed_fields
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert_eq!(managers, [format!("orkestra-wasm/keepers.{}", h.group)]);
+    h.writes_nothing_once_settled("keeper").await;
     h.stop().await;
 }

@@ -2,9 +2,6 @@
 //! accepts (at the version it serves: batch/v1beta1 CronJob, autoscaling/v2beta2 HPA and
 //! policy/v1beta1 PDB on 1.20), and a resync over all of them writes nothing.
 
-use std::sync::atomic::Ordering;
-use std::time::Duration;
-
 use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
 use orkestra_test_support::eventually;
@@ -100,21 +97,6 @@ async fn every_kind_is_applied_as_the_server_serves_it_and_then_left_alone() {
     }
 
     // Server defaults on every kind must not read as drift.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let counters = &h.handle("app").counters;
-    let (writes, reconciles) = (
-        counters.writes.load(Ordering::Relaxed),
-        counters.reconciles.load(Ordering::Relaxed),
-    );
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    assert!(
-        counters.reconciles.load(Ordering::Relaxed) >= reconciles + 3,
-        "resyncs ran"
-    );
-    assert_eq!(
-        counters.writes.load(Ordering::Relaxed),
-        writes,
-        "no write in a steady state"
-    );
+    h.writes_nothing_once_settled("app").await;
     h.stop().await;
 }

@@ -4,6 +4,7 @@
 //! Each test installs its own CRDs (a unique group), watches only its own namespace, and
 //! records what reach its reconcilers.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -169,6 +170,27 @@ impl Harness {
         })
         .await
         .unwrap();
+    }
+
+    /// Waits for `crd`'s CRs to settle, then asserts that resyncs (the CRD's `resync` must be
+    /// about a second) run and write nothing.
+    pub(crate) async fn writes_nothing_once_settled(&self, crd: &str) {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let counters = &self.handle(crd).counters;
+        let (writes, reconciles) = (
+            counters.writes.load(Ordering::Relaxed),
+            counters.reconciles.load(Ordering::Relaxed),
+        );
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert!(
+            counters.reconciles.load(Ordering::Relaxed) >= reconciles + 3,
+            "resyncs ran"
+        );
+        assert_eq!(
+            counters.writes.load(Ordering::Relaxed),
+            writes,
+            "no write in a steady state"
+        );
     }
 
     pub(crate) async fn stop(mut self) {

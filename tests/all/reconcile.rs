@@ -56,12 +56,13 @@ async fn children_are_owned_drift_corrected_recreated_and_status_reads_them() {
     h.create("App", "a", json!({"x": "1", "exposed": true})).await;
     let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
     let services: Api<Service> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
-    eventually("the children", WAIT, || async {
-        services.get_opt("a").await.ok().flatten()
+    // Children are applied one kind after another (Services before ConfigMaps): wait for both.
+    let kept = eventually("the children", WAIT, || async {
+        services.get_opt("a").await.ok().flatten()?;
+        configmaps.get_opt("a-kept").await.ok().flatten()
     })
     .await
     .unwrap();
-    let kept = configmaps.get("a-kept").await.unwrap();
     let owner = &kept.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(
         (owner.kind.as_str(), owner.name.as_str(), owner.controller),

@@ -139,7 +139,13 @@ impl Declarative {
             {
                 return Err(bad("needs a metadata object (with labels, if any, as an object)".into()));
             }
-            let (api_version, kind, _) = wasm::identity(&child).map_err(bad)?;
+            let (api_version, kind, name) = wasm::identity(&child).map_err(bad)?;
+            if let Some(long) = [&api_version, &kind, &name].into_iter().find(|f| f.len() > NAME_LIMIT) {
+                return Err(bad(format!(
+                    "{} bytes is longer than any Kubernetes name ({NAME_LIMIT})",
+                    long.len()
+                )));
+            }
             let scoped = !self.applier.is_cluster_scoped(&child).await?;
             if scoped && child["metadata"]["namespace"].as_str().is_none() {
                 child["metadata"]["namespace"] = cr["metadata"]["namespace"].clone();

@@ -369,12 +369,13 @@ impl Checker<'_> {
                 }
             }
             if let Some(requeue) = &reconcile.requeue {
-                self.conditions(
-                    &requeue.when,
-                    &requeue.or,
-                    &format!("{rec_path}.requeue"),
-                    rec_node.get("requeue").unwrap_or(rec_node),
-                );
+                let node = rec_node.get("requeue").unwrap_or(rec_node);
+                self.conditions(&requeue.when, &requeue.or, &format!("{rec_path}.requeue"), node);
+                if let Err(message) = requeue.floor() {
+                    let pos = node.get("minInterval").map_or(node.pos, |n| n.pos);
+                    let message = message.split_once(": ").map_or(message.as_str(), |(_, m)| m);
+                    self.error(format!("{rec_path}.requeue.minInterval"), pos, message);
+                }
             }
             if reconcile.default == Some(false) && reconcile.constructor.is_none() && reconcile.remote.is_none() {
                 self.error(

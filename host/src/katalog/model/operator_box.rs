@@ -450,6 +450,23 @@ pub struct Requeue {
     pub or: Vec<ConditionSpec>,
 }
 
+/// The shortest requeue when the Katalog does not say (`reconcile.requeue.minInterval`).
+pub const DEFAULT_REQUEUE_FLOOR: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Requeue {
+    /// `minInterval`, checked; the default when absent. Errors name the field.
+    pub fn floor(&self) -> Result<std::time::Duration, String> {
+        let Some(text) = self.min_interval.as_deref() else {
+            return Ok(DEFAULT_REQUEUE_FLOOR);
+        };
+        match crate::duration::parse(text) {
+            Ok(floor) if !floor.is_zero() => Ok(floor),
+            Ok(_) => Err(format!("requeue.minInterval: {text:?} must be above 0")),
+            Err(e) => Err(format!("requeue.minInterval: {e}")),
+        }
+    }
+}
+
 /// A kind a hook or constructor manages (RBAC and an implicit watch).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
