@@ -332,10 +332,12 @@ pub struct CompiledCrd {
     pub remove_finalizers: bool,
     /// CRD-level labels written onto each CR (values templated).
     pub labels: Vec<(String, Template)>,
-    /// Stamp `.health` on each CR after reconcile (`endpoints.health`, default on).
+    /// Stamp `.health` on each CR after reconcile: the Katalog reads it and
+    /// `endpoints.health` is on (the default).
     pub stamp_health: bool,
-    /// `crossAccess` (default on): other CRDs' cross reads may see this one's CRs, and
-    /// `.metrics` is stamped on each CR after reconcile.
+    /// Stamp `.metrics` on each CR after reconcile: the Katalog reads it.
+    pub stamp_metrics: bool,
+    /// `crossAccess` (default on): other CRDs' cross reads may see this one's CRs.
     pub cross_access: bool,
     /// `admission` validation and mutation rules, run at every reconcile.
     pub rules: crate::declarative::rules::Rules,
@@ -496,11 +498,13 @@ impl CompiledCrd {
             finalizers,
             remove_finalizers: runtime.remove_finalizers,
             labels,
-            stamp_health: entry
-                .endpoints
-                .as_ref()
-                .and_then(|e| e["health"].as_bool())
-                .unwrap_or(true),
+            stamp_health: crd.reads.health
+                && entry
+                    .endpoints
+                    .as_ref()
+                    .and_then(|e| e["health"].as_bool())
+                    .unwrap_or(true),
+            stamp_metrics: crd.reads.metrics,
             cross_access: entry.cross_access,
             rules: crate::declarative::rules::Rules::compile(&entry.admission, &notes.functions).map_err(fail)?,
             boxes,

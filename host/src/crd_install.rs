@@ -164,6 +164,7 @@ mod tests {
             name: "website".into(),
             source: "k.yaml".into(),
             entry,
+            reads: Default::default(),
         }
     }
 

@@ -5,12 +5,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
 use crate::health::HealthBoard;
 use crate::katalog::CrossSpec;
+use crate::kordinator::Counters;
 use crate::observe::Cache;
+use crate::queue::WorkQueue;
 use crate::resolver::Resolver;
 use crate::template::{Functions, Template};
 
@@ -59,9 +62,15 @@ impl CrossRead {
     }
 }
 
-struct Peer {
-    cache: Cache,
-    access: bool,
+/// One CRD of the runtime, as cross reads see it.
+pub struct Peer {
+    pub cache: Cache,
+    /// `crossAccess`.
+    pub access: bool,
+    /// For its live `.metrics`.
+    pub queue: WorkQueue,
+    pub counters: Arc<Counters>,
+    pub workers: usize,
 }
 
 /// The CRDs of a runtime, as cross reads see them.
@@ -72,14 +81,10 @@ pub struct Peers {
 }
 
 impl Peers {
-    /// `crds`: (name, cache, crossAccess) of every CRD of the runtime.
-    pub fn new(crds: impl IntoIterator<Item = (String, Cache, bool)>, health: HealthBoard) -> Self {
-        let peers = crds
-            .into_iter()
-            .map(|(name, cache, access)| (name, Peer { cache, access }))
-            .collect();
+    /// Every CRD of the runtime, by name.
+    pub fn new(crds: impl IntoIterator<Item = (String, Peer)>, health: HealthBoard) -> Self {
         Self {
-            peers: Arc::new(peers),
+            peers: Arc::new(crds.into_iter().collect()),
             health,
         }
     }
@@ -118,14 +123,21 @@ impl Peers {
             }
         };
         let Some(object) = found else { return not_found };
-        let stamped = Resolver::new(&object, &[]);
+        // Health and metrics live, as the peer's runtime knows them now (the peer stamps
+        // them on its CRs only if its own Katalog reads them).
+        let metrics = crate::feedback::live_metrics(
+            peer.queue.depth(),
+            peer.workers,
+            peer.counters.reconciles.load(Ordering::Relaxed),
+            peer.counters.failures.load(Ordering::Relaxed),
+        );
         json!({
             "found": true,
             "metadata": object["metadata"],
             "spec": object["spec"],
             "status": object["status"],
             "health": self.health.get(&read.crd).map(|h| crate::feedback::health(&h)),
-            "metrics": stamped.lookup("metrics").cloned().unwrap_or(Value::Null),
+            "metrics": metrics,
         })
     }
 }

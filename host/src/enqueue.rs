@@ -131,6 +131,17 @@ impl Admission {
             if let Some(events) = &trigger.events {
                 resolver.set("events", events.clone());
             }
+            if self.crd.stamp_metrics {
+                // The queue depth is never stamped (it moves on its own): gates see it live.
+                let mut metrics = resolver
+                    .lookup("metrics")
+                    .cloned()
+                    .unwrap_or_else(|| serde_json::json!({}));
+                if let Some(fields) = metrics.as_object_mut() {
+                    fields.insert("queueDepth".into(), self.queue.depth().into());
+                }
+                resolver.set("metrics", metrics);
+            }
             resolver
         };
         let behaviour = &self.crd.behaviour;

@@ -2,9 +2,11 @@
 //! the CR as JSON annotations, which every resolver over that CR reads back as `.health.*` and
 //! `.metrics.*` (so the next gate sees how the operator stood at the end of the last cycle).
 //!
-//! Stamps hold only values that settle when nothing happens, are written only when they
-//! differ, and a change to nothing but them never enqueues the CR: the loop cannot feed
-//! itself. Pure: no kube or wasmtime imports.
+//! Stamps are written only where the Katalog reads them, hold only values that settle when
+//! nothing happens (never the queue depth, which moves on its own: gates and cross reads get
+//! it live), are written only when they differ, ride along with the reconciler's own metadata
+//! write when there is one, and a change to nothing but them never enqueues the CR: the loop
+//! cannot feed itself. Pure: no kube or wasmtime imports.
 
 use serde_json::{Map, Value, json};
 
@@ -12,6 +14,7 @@ use crate::health::{Health, State};
 use crate::labels::{CROSS_METRICS, HEALTH};
 
 /// What gets stamped for a CRD (either part may be switched off).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stamps {
     pub health: Option<Value>,
     pub metrics: Option<Value>,
@@ -28,14 +31,26 @@ pub fn health(health: &Health) -> Value {
     })
 }
 
-/// The `.metrics` stamp: queue depth, workers, and the error rate in whole percent.
-pub fn metrics(queue_depth: usize, workers: usize, reconciles: u64, failures: u64) -> Value {
+/// The `.metrics` stamp: workers and the error rate in whole percent.
+pub fn metrics(workers: usize, reconciles: u64, failures: u64) -> Value {
     let error_rate = (failures * 100).checked_div(reconciles).unwrap_or(0);
-    json!({"queueDepth": queue_depth, "workers": workers, "errorRatePercent": error_rate})
+    json!({"workers": workers, "errorRatePercent": error_rate})
+}
+
+/// `.metrics` as gates and cross reads see it, live: the stamp's values and the queue depth.
+pub fn live_metrics(queue_depth: usize, workers: usize, reconciles: u64, failures: u64) -> Value {
+    let mut metrics = metrics(workers, reconciles, failures);
+    metrics["queueDepth"] = json!(queue_depth);
+    metrics
 }
 
 /// The merge patch that brings the CR's stamps up to date, if any differs.
 pub fn patch(object: &Value, stamps: &Stamps) -> Option<Value> {
+    annotations(object, stamps).map(|annotations| json!({"metadata": {"annotations": annotations}}))
+}
+
+/// The stamp annotations that differ from the CR's, if any.
+pub fn annotations(object: &Value, stamps: &Stamps) -> Option<Map<String, Value>> {
     let mut annotations = Map::new();
     for (annotation, stamp) in [(HEALTH, &stamps.health), (CROSS_METRICS, &stamps.metrics)] {
         let Some(stamp) = stamp else { continue };
@@ -46,7 +61,7 @@ pub fn patch(object: &Value, stamps: &Stamps) -> Option<Value> {
             annotations.insert(annotation.to_string(), json!(stamp.to_string()));
         }
     }
-    (!annotations.is_empty()).then(|| json!({"metadata": {"annotations": annotations}}))
+    (!annotations.is_empty()).then_some(annotations)
 }
 
 /// True when `new` differs from `old` only in our stamps (and the bookkeeping the server
@@ -93,7 +108,7 @@ mod tests {
             .step(crate::health::Event::Succeeded);
         let stamps = Stamps {
             health: Some(health(&record)),
-            metrics: Some(metrics(4, 2, 10, 1)),
+            metrics: Some(metrics(2, 10, 1)),
         };
         let object = json!({"metadata": {"name": "a"}});
         let patch = patch(&object, &stamps).expect("a first stamp");
@@ -105,8 +120,13 @@ mod tests {
         );
         let resolver = Resolver::new(&stamped, &[]);
         assert_eq!(resolver.lookup("health.state"), Some(&json!("healthy")));
-        assert_eq!(resolver.lookup("metrics.queueDepth"), Some(&json!(4)));
         assert_eq!(resolver.lookup("metrics.errorRatePercent"), Some(&json!(10)));
+        assert_eq!(
+            resolver.lookup("metrics.queueDepth"),
+            None,
+            "never stamped: it moves on its own"
+        );
+        assert_eq!(live_metrics(4, 2, 10, 1)["queueDepth"], 4, "gates see it live");
     }
 
     #[test]

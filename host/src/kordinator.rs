@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::compiled::CompiledCrd;
 use crate::feedback;
 use crate::health::{Event, HealthBoard};
-use crate::mux::{Action, Interrupt, MuxReconciler, Request};
+use crate::mux::{Action, Interrupt, MuxReconciler, Request, StampPatch};
 use crate::observe::Cache;
 use crate::queue::{Lease, Outcome, WorkQueue};
 use crate::resolver::Resolver;
@@ -90,6 +90,10 @@ impl Kordinator {
             if let Some(events) = &lease.payload.events {
                 resolver.set("events", events.clone());
             }
+            if self.crd.stamp_metrics {
+                // Gates see the metrics live, queue depth included (it is never stamped).
+                resolver.set("metrics", self.live_metrics());
+            }
             resolver
         };
         // The gate reads the object; a vanished object goes straight to its reconciler.
@@ -103,6 +107,16 @@ impl Kordinator {
             return Outcome::Success;
         }
 
+        let alive = object
+            .as_ref()
+            .is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null());
+        let before = self.stamps();
+        let stamps = StampPatch::new(
+            object
+                .as_deref()
+                .filter(|_| alive)
+                .and_then(|o| feedback::annotations(o, &before)),
+        );
         let request = Request {
             key: key.clone(),
             crd: self.crd.name.clone(),
@@ -112,6 +126,7 @@ impl Kordinator {
             sentinels: lease.payload.sentinels,
             event_id: lease.item.event_id,
             interrupt: self.interrupt(key, object.as_deref()),
+            stamps: stamps.clone(),
         };
         let result = self.reconcile(&request).await;
         let outcome = match result {
@@ -159,10 +174,12 @@ impl Kordinator {
                 Outcome::Retry
             }
         };
-        if let Some(object) = &object
-            && object["metadata"]["deletionTimestamp"].is_null()
-        {
-            self.stamp(key, object).await;
+        if let Some(object) = object.as_deref().filter(|_| alive) {
+            let after = self.stamps();
+            // The reconciler's own write carried them, and the reconcile did not move them.
+            if !(stamps.written() && after == before) {
+                self.stamp(key, object, &after).await;
+            }
         }
         outcome
     }
@@ -200,22 +217,35 @@ impl Kordinator {
         gate.passes(&resolver)
     }
 
-    /// Writes the CRD's health and metrics on the CR when they differ from its stamps. Best
-    /// effort: a failed stamp is logged and retried by the next reconcile.
-    async fn stamp(&self, key: &str, object: &Value) {
+    /// What the CRD's CRs should carry as stamps now: only what its Katalog reads.
+    fn stamps(&self) -> feedback::Stamps {
         let health = self.health.get(&self.crd.name);
-        let stamps = feedback::Stamps {
+        feedback::Stamps {
             health: health.filter(|_| self.crd.stamp_health).map(|h| feedback::health(&h)),
-            metrics: self.crd.cross_access.then(|| {
+            metrics: self.crd.stamp_metrics.then(|| {
                 feedback::metrics(
-                    self.queue.depth(),
                     self.crd.workers,
                     self.counters.reconciles.load(Ordering::Relaxed),
                     self.counters.failures.load(Ordering::Relaxed),
                 )
             }),
-        };
-        let Some(patch) = feedback::patch(object, &stamps) else {
+        }
+    }
+
+    /// `.metrics` as gates see it, queue depth included.
+    fn live_metrics(&self) -> Value {
+        feedback::live_metrics(
+            self.queue.depth(),
+            self.crd.workers,
+            self.counters.reconciles.load(Ordering::Relaxed),
+            self.counters.failures.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Writes `stamps` on the CR where they differ from what it carries. Best effort: a failed
+    /// stamp is logged and retried by the next reconcile.
+    async fn stamp(&self, key: &str, object: &Value, stamps: &feedback::Stamps) {
+        let Some(patch) = feedback::patch(object, stamps) else {
             return;
         };
         let (api, name) = crate::observe::api_for_key(&self.client, &self.resource, key);

@@ -7,11 +7,12 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use kube::core::ApiResource;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::template::SentinelBits;
 
@@ -33,6 +34,41 @@ pub struct Request {
     pub event_id: Option<u64>,
     /// Says when long work should stop early.
     pub interrupt: Interrupt,
+    /// The stamps the runtime wants on the CR, for a reconciler that writes its metadata
+    /// anyway to carry along.
+    pub stamps: StampPatch,
+}
+
+/// Stamp annotations (`.health`, `.metrics`) the runtime wants on the CR. A reconciler that
+/// writes the CR's metadata anyway includes them and says so, saving a write; otherwise the
+/// runtime writes them after the reconcile.
+#[derive(Debug, Clone, Default)]
+pub struct StampPatch {
+    annotations: Option<Map<String, Value>>,
+    written: Arc<AtomicBool>,
+}
+
+impl StampPatch {
+    /// `annotations`: only those that differ from the CR's.
+    pub fn new(annotations: Option<Map<String, Value>>) -> Self {
+        Self {
+            annotations,
+            written: Arc::default(),
+        }
+    }
+
+    pub fn annotations(&self) -> Option<&Map<String, Value>> {
+        self.annotations.as_ref()
+    }
+
+    /// Called by the reconciler once its write carried them.
+    pub fn mark_written(&self) {
+        self.written.store(true, Ordering::Relaxed);
+    }
+
+    pub fn written(&self) -> bool {
+        self.written.load(Ordering::Relaxed)
+    }
 }
 
 /// The reason of a reconcile that stopped early because [`Interrupt`] said so; it is not a
@@ -169,6 +205,7 @@ mod tests {
             sentinels: SentinelBits::default(),
             event_id: None,
             interrupt: Interrupt::default(),
+            stamps: StampPatch::default(),
         }
     }
 

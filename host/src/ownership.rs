@@ -47,11 +47,8 @@ impl<'a> Owner<'a> {
 
     /// `Kind.group` (`Kind` for the core group), fit for a label value.
     pub fn kind_label(&self) -> String {
-        let kind = match self.api_version.rsplit_once('/') {
-            Some((group, _)) => format!("{}.{group}", self.kind),
-            None => self.kind.to_string(),
-        };
-        label_value(&kind)
+        let group = self.api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        kind_label(self.kind, group)
     }
 }
 
@@ -190,6 +187,16 @@ pub fn field_manager(prefix: &str, crd: &str, target: Option<&str>) -> String {
     }
     let digest = fnv1a(&name);
     format!("{}-{digest:016x}", crate::text::cut(&name, FIELD_MANAGER_LIMIT - 17))
+}
+
+/// The owner-kind label value of CRs of `kind` in `group`: `Kind.group` (`Kind` for the core
+/// group), cut to a label value. A watch selects one CRD's children by it.
+pub fn kind_label(kind: &str, group: &str) -> String {
+    if group.is_empty() {
+        label_value(kind)
+    } else {
+        label_value(&format!("{kind}.{group}"))
+    }
 }
 
 /// A label value: at most 63 characters, cut so it ends alphanumeric.

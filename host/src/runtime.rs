@@ -30,7 +30,7 @@ use crate::health::{Event, HealthBoard};
 use crate::katalog::{DependencyCondition, Katalog};
 use crate::kordinator::{Counters, Kordinator};
 use crate::mux::MuxReconciler;
-use crate::observe::{self, Cache, Enqueue, Source, Trigger};
+use crate::observe::{self, Cache, Children, Enqueue, Source, Trigger};
 use crate::queue::WorkQueue;
 use crate::template::Functions;
 use crate::wasm::{Components, Slot, WasmHost};
@@ -55,6 +55,8 @@ pub struct CrdHandle {
     pub crd: Arc<CompiledCrd>,
     pub queue: WorkQueue,
     pub cache: Cache,
+    /// Its children as the owned-kind watches see them.
+    pub children: Children,
     pub stats: Arc<Stats>,
     pub counters: Arc<Counters>,
 }
@@ -96,6 +98,7 @@ impl Runtime {
                 crd: compiled,
                 queue: WorkQueue::new(),
                 cache: Cache::default(),
+                children: Children::default(),
                 stats: Arc::new(Stats::default()),
                 counters: Arc::new(Counters::default()),
             });
@@ -162,9 +165,16 @@ impl Runtime {
         let mut stops: BTreeMap<String, watch::Sender<bool>> = BTreeMap::new();
         let mut tasks: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
         let peers = crate::cross::Peers::new(
-            self.crds
-                .iter()
-                .map(|h| (h.crd.name.to_string(), h.cache.clone(), h.crd.cross_access)),
+            self.crds.iter().map(|h| {
+                let peer = crate::cross::Peer {
+                    cache: h.cache.clone(),
+                    access: h.crd.cross_access,
+                    queue: h.queue.clone(),
+                    counters: h.counters.clone(),
+                    workers: h.crd.workers,
+                };
+                (h.crd.name.to_string(), peer)
+            }),
             self.health.clone(),
         );
         for handle in &self.crds {
@@ -178,7 +188,8 @@ impl Runtime {
                         handle.counters.clone(),
                         peers.clone(),
                         self.http.clone(),
-                    );
+                    )
+                    .with_children(handle.children.clone());
                     Arc::new(match slot {
                         Some(slot) => reconciler.with_component(slot, self.functions.clone()),
                         None => reconciler,
@@ -497,11 +508,18 @@ impl CrdRun {
             let Some(api) = self.api_for(api_version, kind, crd.namespace.as_deref()).await else {
                 continue;
             };
+            // Only this CRD's children: what the applier needs, and no more held in memory.
+            let owned_by_us = format!(
+                "{}={}",
+                crate::labels::OWNER_KIND_LABEL,
+                crate::ownership::kind_label(&crd.kind, &crd.group)
+            );
             observers.spawn(observe::watch_owned(
                 api,
-                watcher::Config::default(),
+                watcher::Config::default().labels(&owned_by_us),
                 primary.clone(),
                 admission.clone(),
+                self.handle.children.register(api_version, kind),
             ));
         }
     }

@@ -24,6 +24,9 @@ pub const NAMES: [&str; 14] = [
     "managedFieldsChanged",
 ];
 
+/// The bit of `managedFieldsChanged`: caches keep `managedFields` only where it is declared.
+pub const MANAGED_FIELDS_CHANGED: usize = 13;
+
 /// The metadata field each sentinel compares (deletionStarted is special).
 const FIELDS: [&str; 14] = [
     "generation",
@@ -88,6 +91,12 @@ fn same(a: &Value, b: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_managed_fields_bit_names_its_sentinel() {
+        assert_eq!(NAMES[MANAGED_FIELDS_CHANGED], "managedFieldsChanged");
+    }
+
     use serde_json::json;
 
     use super::*;

@@ -434,3 +434,33 @@ async fn a_settled_component_child_is_the_crs_and_costs_no_writes() {
     h.writes_nothing_once_settled("keeper").await;
     h.stop().await;
 }
+
+/// Issue 10, hole 4: a list is read page by page and stops at the byte budget, every time.
+#[tokio::test]
+async fn a_list_stops_at_the_kube_byte_budget() {
+    let operator_box = hostile_box(", kubeBytes: 1Mi", "");
+    let h = Harness::start("listing", &crd("lister", "Lister", &operator_box), &[], true).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    for i in 0..10 {
+        let bulk: ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": format!("bulk-{i}")}, "data": {"blob": "b".repeat(200_000)}}),
+        )
+        .unwrap();
+        configmaps.create(&PostParams::default(), &bulk).await.unwrap();
+    }
+    h.create("Lister", "all", json!({"mode": "list"})).await;
+    let listed = eventually("the lists' outcomes", WAIT, || async {
+        let cr = h.api("Lister").get("all").await.ok()?;
+        cr.data["status"]["listed"].as_array().cloned()
+    })
+    .await
+    .unwrap();
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    assert!(
+        listed.iter().all(|a| a
+            .as_str()
+            .is_some_and(|m| m.contains("1048576 kube bytes is spent (limits.kubeBytes)"))),
+        "2 MB of ConfigMaps against a 1Mi budget, four times: {listed:?}"
+    );
+    h.stop().await;
+}

@@ -15,6 +15,7 @@ use super::render::{GENERATED_AT, Replace};
 use crate::discovery::KindCache;
 use crate::kordinator::Counters;
 use crate::mux::ReconcileError;
+use crate::observe::Children;
 use crate::ownership::{self, Claim, Owner};
 
 /// How to apply one child.
@@ -48,6 +49,7 @@ pub struct Applier {
     client: kube::Client,
     kinds: KindCache,
     counters: Arc<Counters>,
+    children: Children,
 }
 
 /// The owner `cr` describes; a CR the API server never stored cannot own anything.
@@ -66,7 +68,14 @@ impl Applier {
             client,
             kinds: KindCache::default(),
             counters,
+            children: Children::default(),
         }
+    }
+
+    /// Existing children are read from `children` where it holds them.
+    pub fn with_children(mut self, children: Children) -> Self {
+        self.children = children;
+        self
     }
 
     /// The API for `object`'s kind, its scope and the apiVersion the server serves it as.
@@ -94,6 +103,10 @@ impl Applier {
     /// whether this call wrote it.
     pub async fn apply(&self, mut object: Value, cr: &Value, mode: Mode<'_>) -> Result<(Value, bool), ReconcileError> {
         let owner = owner_of(cr)?;
+        let watched = (
+            object["apiVersion"].as_str().unwrap_or_default().to_string(),
+            object["kind"].as_str().unwrap_or_default().to_string(),
+        );
         let (api, scope, served) = self.api(&object).await?;
         // The version the server serves (an older one on an older cluster).
         object["apiVersion"] = json!(served);
@@ -110,8 +123,18 @@ impl Applier {
         let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
         let kind = object["kind"].as_str().unwrap_or_default().to_string();
         let failed = |e: kube::Error| ReconcileError::new("ApplyFailed", format!("{kind} {name}: {e}"));
-        if let Some(live) = api.get_opt(&name).await.map_err(failed)? {
-            let mut live = serde_json::to_value(live).unwrap_or_default();
+        let key = match object["metadata"]["namespace"].as_str() {
+            Some(namespace) => format!("{namespace}/{name}"),
+            None => name.clone(),
+        };
+        let live = match self.children.get(&watched.0, &watched.1, &key) {
+            Some(seen) => Some(Value::clone(&seen)),
+            None => match api.get_opt(&name).await.map_err(failed)? {
+                Some(found) => Some(to_value(&found).map_err(|e| ReconcileError::new("ApplyFailed", e))?),
+                None => None,
+            },
+        };
+        if let Some(mut live) = live {
             let legacy = match ownership::claim(&live, &owner) {
                 Claim::Ours => false,
                 Claim::Legacy => true,
@@ -128,15 +151,14 @@ impl Applier {
                 let patch = json!({"metadata": {
                     "resourceVersion": live["metadata"]["resourceVersion"], "managedFields": managers,
                 }});
-                live = self.merge(&api, &name, &patch, mode.manager).await.map_err(failed)?;
+                live = self.merge(&api, &name, &patch, mode.manager).await?;
             }
             if legacy && mode.create_only {
                 // Adopted without rewriting what it holds: only the UID and kind labels.
                 tracing::info!(%kind, %name, owner = %owner.name, "adopting a child labelled by the older scheme");
                 let live = self
                     .merge(&api, &name, &ownership::adoption_patch(&owner), mode.manager)
-                    .await
-                    .map_err(failed)?;
+                    .await?;
                 return Ok((live, true));
             }
             let expired = match mode.replace {
@@ -171,7 +193,10 @@ impl Applier {
             .patch(&name, &params, &Patch::Apply(&object))
             .await
             .map_err(failed)?;
-        Ok((serde_json::to_value(applied).unwrap_or_default(), true))
+        Ok((
+            to_value(&applied).map_err(|e| ReconcileError::new("ApplyFailed", e))?,
+            true,
+        ))
     }
 
     /// A merge patch of `name`, counted as a write; the object as stored afterwards.
@@ -181,14 +206,15 @@ impl Applier {
         name: &str,
         patch: &Value,
         manager: &str,
-    ) -> Result<Value, kube::Error> {
+    ) -> Result<Value, ReconcileError> {
         self.counters.writes.fetch_add(1, Ordering::Relaxed);
         let params = PatchParams {
             field_manager: Some(manager.to_string()),
             ..PatchParams::default()
         };
-        let stored = api.patch(name, &params, &Patch::Merge(patch)).await?;
-        Ok(serde_json::to_value(stored).unwrap_or_default())
+        let failed = |e: kube::Error| ReconcileError::new("ApplyFailed", format!("{name}: {e}"));
+        let stored = api.patch(name, &params, &Patch::Merge(patch)).await.map_err(failed)?;
+        to_value(&stored).map_err(|e| ReconcileError::new("ApplyFailed", e))
     }
 
     /// Whether `object`'s kind is cluster-scoped (no owner reference can collect it).
@@ -226,7 +252,7 @@ impl Applier {
         let Some(live) = api.get_opt(name).await.map_err(failed)? else {
             return Ok(Deletion::Absent);
         };
-        let live = serde_json::to_value(live).unwrap_or_default();
+        let live = to_value(&live).map_err(|e| ReconcileError::new("DeleteFailed", e))?;
         match ownership::claim(&live, &owner) {
             Claim::Ours => {}
             Claim::Legacy => {
@@ -244,6 +270,12 @@ impl Applier {
             Err(error) => Err(failed(error)),
         }
     }
+}
+
+/// An object from the API server as JSON. It always serializes; should it not, the failure
+/// is named rather than read as an empty object.
+fn to_value(object: &DynamicObject) -> Result<Value, String> {
+    serde_json::to_value(object).map_err(|e| format!("cannot read the object back: {e}"))
 }
 
 /// A precondition that holds only for this very object.

@@ -109,8 +109,8 @@ impl Declarative {
             interrupted(request)?;
             let reason = bounded_reason(&event.reason);
             match event.event_type {
-                EventType::Normal => self.events.normal(cr, &reason, event.message.clone()).await,
-                EventType::Warning => self.events.warning(cr, &reason, event.message.clone()).await,
+                EventType::Normal => self.events.normal(cr, &reason, event.message.clone()),
+                EventType::Warning => self.events.warning(cr, &reason, event.message.clone()),
             }
         }
         if let Outcome::Error(failure) = response.outcome {
@@ -237,7 +237,7 @@ impl Declarative {
             if let Err(why) = spec.grants.check(access, caller.namespace.as_deref()) {
                 tracing::warn!(component, key, %kind, %name, %namespace, "a child the component no longer returns stays: {why}");
                 let note = format!("{kind} {name} is no longer returned but stays: {why}");
-                self.events.warning(cr, "ChildNotPruned", note).await;
+                self.events.warning(cr, "ChildNotPruned", note);
                 continue;
             }
             let mut child = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});

@@ -26,7 +26,7 @@ use crate::condition::ValueType;
 use crate::cross::Peers;
 use crate::kordinator::Counters;
 use crate::mux::{Action, Form, INTERRUPTED, ReconcileError, Reconciler, Request};
-use crate::observe::{api_for_key, split_key};
+use crate::observe::{Children, api_for_key, split_key};
 use crate::resolver::Resolver;
 use crate::template::{Functions, Template};
 use crate::wasm::{Hook, Slot, World};
@@ -84,6 +84,13 @@ impl Declarative {
             functions: None,
             crd,
         }
+    }
+
+    /// Reads existing children from `children` (the owned-kind watches) where it holds them,
+    /// instead of asking the API server.
+    pub fn with_children(mut self, children: Children) -> Self {
+        self.applier = self.applier.with_children(children);
+        self
     }
 
     /// Runs `slot`'s component: hooks around the templates, or a constructor instead of them;
@@ -166,15 +173,14 @@ impl Declarative {
                 // stays silent, as it writes nothing either.
                 if done.wrote || status_written {
                     let note = format!("{kind} {} reconciled", request.key);
-                    self.events.normal(object, &format!("{kind}Reconciled"), note).await;
+                    self.events.normal(object, &format!("{kind}Reconciled"), note);
                     self.emit_declared(compiled, &mutated, &context, None).await;
                 }
                 Ok(done.action.unwrap_or(Action::Done))
             }
             Err(error) => {
                 self.events
-                    .warning(object, &format!("{kind}ReconcileError"), error.to_string())
-                    .await;
+                    .warning(object, &format!("{kind}ReconcileError"), error.to_string());
                 self.emit_declared(compiled, &mutated, &context, Some(&error)).await;
                 Err(error)
             }
@@ -202,8 +208,8 @@ impl Declarative {
                 continue;
             }
             match (resolver.render(&event.reason), resolver.render(&event.message)) {
-                (Ok(reason), Ok(message)) if event.warning => self.events.warning(object, &reason, message).await,
-                (Ok(reason), Ok(message)) => self.events.normal(object, &reason, message).await,
+                (Ok(reason), Ok(message)) if event.warning => self.events.warning(object, &reason, message),
+                (Ok(reason), Ok(message)) => self.events.normal(object, &reason, message),
                 (Err(error), _) | (_, Err(error)) => {
                     tracing::warn!(event = %event.name, error = %error.message, "emit.events entry did not render");
                 }
@@ -246,12 +252,7 @@ impl Declarative {
         context: &Map<String, Value>,
         now: jiff::Timestamp,
     ) -> Result<Done, ReconcileError> {
-        let mut wrote = self.bookkeeping(request, object, now).await?;
-        if let Some(patch) = added_fields(object, mutated) {
-            // Defaults and overrides are persisted, so users and other controllers see them.
-            self.patch_object(request, patch).await?;
-            wrote = true;
-        }
+        let wrote = self.write_metadata(request, object, mutated, now).await?;
         if !verdict.denied.is_empty() {
             return Err(ReconcileError::new("ValidationFailed", verdict.denied.join("; ")));
         }
@@ -294,29 +295,44 @@ impl Declarative {
         Ok(Done::from_call(called, children, wrote || applied))
     }
 
-    /// Finalizers, the managed label, CRD labels and the managed-by/-since annotations.
-    /// Returns whether it wrote. The patch carries the resourceVersion, so a finalizer list
-    /// changed by someone else in between is a conflict and a retry, never a lost entry.
-    async fn bookkeeping(
+    /// One write for everything the CR itself needs: finalizers, the managed label, CRD
+    /// labels and the managed-by/-since annotations, the fields mutation rules set (persisted,
+    /// so users and other controllers see them), and, riding along, the runtime's stamps.
+    /// Nothing when all is in place. Returns whether it wrote. The patch carries the
+    /// resourceVersion, so a finalizer list changed by someone else in between is a conflict
+    /// and a retry, never a lost entry.
+    async fn write_metadata(
         &self,
         request: &Request,
         object: &Value,
+        mutated: &Value,
         now: jiff::Timestamp,
     ) -> Result<bool, ReconcileError> {
         let resolver = Resolver::new(object, &self.crd.notes);
-        let Some(mut patch) = lifecycle::bookkeeping_patch(&self.crd, object, &resolver, now)
-            .map_err(|e| ReconcileError::new("RenderFailed", e))?
-        else {
-            return Ok(false);
+        let bookkeeping = lifecycle::bookkeeping_patch(&self.crd, object, &resolver, now)
+            .map_err(|e| ReconcileError::new("RenderFailed", e))?;
+        let mutation = added_fields(object, mutated);
+        let added = bookkeeping
+            .as_ref()
+            .is_some_and(|p| p["metadata"]["finalizers"].is_array() && !self.crd.remove_finalizers);
+        let mut patch = match (mutation, bookkeeping) {
+            (None, None) => return Ok(false),
+            (Some(mut patch), Some(bookkeeping)) => {
+                render::merge(&mut patch, bookkeeping);
+                patch
+            }
+            (Some(patch), None) | (None, Some(patch)) => patch,
         };
-        let added = patch["metadata"]["finalizers"].is_array() && !self.crd.remove_finalizers;
+        for (annotation, stamp) in request.stamps.annotations().into_iter().flatten() {
+            patch["metadata"]["annotations"][annotation] = stamp.clone();
+        }
         patch["metadata"]["resourceVersion"] = object["metadata"]["resourceVersion"].clone();
         self.patch_object(request, patch).await?;
+        request.stamps.mark_written();
         if added {
             let note = format!("finalizers {} in place", self.crd.finalizers.join(", "));
             self.events
-                .normal(object, &format!("{}FinalizerAdded", self.crd.kind), note)
-                .await;
+                .normal(object, &format!("{}FinalizerAdded", self.crd.kind), note);
         }
         Ok(true)
     }
@@ -339,8 +355,7 @@ impl Declarative {
         }
         let kind = &self.crd.kind;
         self.events
-            .normal(object, "Deleting", format!("cleaning up {kind} {}", request.key))
-            .await;
+            .normal(object, "Deleting", format!("cleaning up {kind} {}", request.key));
         if let Some(slot) = &self.component {
             let called = self
                 .call_component(slot, Hook::Delete, request, Some(object), &Map::new())
@@ -368,8 +383,7 @@ impl Declarative {
             Ok(false) => return Ok(Action::RequeueAfter(CLEANUP_POLL)),
             Err(error) => {
                 self.events
-                    .warning(object, &format!("{kind}DeleteError"), error.to_string())
-                    .await;
+                    .warning(object, &format!("{kind}DeleteError"), error.to_string());
                 return Err(error);
             }
         }
@@ -377,13 +391,11 @@ impl Declarative {
             "finalizers": remaining, "resourceVersion": object["metadata"]["resourceVersion"],
         }});
         self.patch_object(request, patch).await?;
-        self.events
-            .normal(
-                object,
-                &format!("{kind}Deleted"),
-                format!("{kind} {} cleaned up", request.key),
-            )
-            .await;
+        self.events.normal(
+            object,
+            &format!("{kind}Deleted"),
+            format!("{kind} {} cleaned up", request.key),
+        );
         Ok(Action::Done)
     }
 
@@ -414,8 +426,7 @@ impl Declarative {
             };
             self.note_failure(request, object, &error, now).await;
             self.events
-                .warning(object, &format!("{kind}DeleteError"), error.to_string())
-                .await;
+                .warning(object, &format!("{kind}DeleteError"), error.to_string());
             return Err(error);
         }
         let cause = match &why {
@@ -427,9 +438,7 @@ impl Declarative {
             let note = format!(
                 "on-delete did not succeed within {timeout} ({cause}); the finalizer is released (deletion.onTimeout: release)"
             );
-            self.events
-                .warning(object, &format!("{kind}FinalizerReleased"), note)
-                .await;
+            self.events.warning(object, &format!("{kind}FinalizerReleased"), note);
             return Ok(None);
         }
         let blocked = ReconcileError::new(
@@ -440,8 +449,7 @@ impl Declarative {
         );
         self.note_failure(request, object, &blocked, now).await;
         self.events
-            .warning(object, &format!("{kind}DeleteError"), blocked.to_string())
-            .await;
+            .warning(object, &format!("{kind}DeleteError"), blocked.to_string());
         Err(blocked)
     }
 

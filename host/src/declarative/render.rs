@@ -304,7 +304,8 @@ pub fn default_name(key: &str, cr: &str) -> String {
     format!("{cr}-{suffix}")
 }
 
-fn merge(target: &mut Value, extra: Value) {
+/// Merges `extra` into `target`, objects key by key, anything else replaced.
+pub(super) fn merge(target: &mut Value, extra: Value) {
     match (target, extra) {
         (Value::Object(target), Value::Object(extra)) => {
             for (key, value) in extra {

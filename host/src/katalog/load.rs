@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::de::{self, Problem};
 use super::include::{self, Files};
 use super::model::{CrdEntry, KatalogFile, NoteSpec};
+use super::reads::StampReads;
 use super::yaml::{self, Node, NodeValue};
 use super::{API_VERSION, LEGACY_API_VERSION, legacy, motif, validate};
 
@@ -68,6 +69,9 @@ pub struct LoadedCrd {
     pub name: String,
     pub entry: CrdEntry,
     pub source: PathBuf,
+    /// Which of the runtime's stamps (`.health`, `.metrics`) its templates, conditions or the
+    /// Katalog's notes read.
+    pub reads: StampReads,
 }
 
 impl LoadedCrd {
@@ -170,9 +174,17 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Katalog, Error> {
                     name: name.clone(),
                     entry: entry.clone(),
                     source,
+                    reads: crd_node(node, name).map(super::reads::in_node).unwrap_or_default(),
                 },
             );
         }
+    }
+    // Notes are functions every CRD's templates may call.
+    let by_notes = katalog.notes.iter().fold(StampReads::default(), |r, note| {
+        r.or(super::reads::in_text(&note.expression))
+    });
+    for crd in katalog.crds.values_mut() {
+        crd.reads = crd.reads.or(by_notes);
     }
     validate::check(&parsed, &katalog, &mut problems, &mut warnings);
 

@@ -9,12 +9,14 @@ mod legacy;
 mod load;
 mod model;
 mod motif;
+mod reads;
 mod validate;
 pub mod yaml;
 
 pub use de::{Problem, closest, read};
 pub use load::{Diagnostic, Error, Katalog, LoadedCrd, load, load_sources};
 pub use model::*;
+pub use reads::StampReads;
 pub use validate::is_dns1123_label;
 
 /// The current Katalog apiVersion.

@@ -120,6 +120,33 @@ impl Cache {
     }
 }
 
+/// The children of one CRD as its owned-kind watches see them, by (apiVersion, kind): what
+/// the applier compares against instead of asking the API server. Only a hit is trusted; an
+/// object not here may still exist (someone else's, or not seen yet), so a miss is asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Children {
+    kinds: Arc<RwLock<HashMap<(String, String), Cache>>>,
+}
+
+impl Children {
+    /// The store the watch of `api_version` `kind` fills.
+    pub fn register(&self, api_version: &str, kind: &str) -> Cache {
+        self.kinds
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry((api_version.to_string(), kind.to_string()))
+            .or_default()
+            .clone()
+    }
+
+    /// The child `key` (`namespace/name` or `name`) as last seen, if its kind is watched and
+    /// it was seen.
+    pub fn get(&self, api_version: &str, kind: &str, key: &str) -> Option<Arc<Value>> {
+        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kinds.get(&(api_version.to_string(), kind.to_string()))?.get(key)
+    }
+}
+
 /// The key of an object: `namespace/name`, or `name` when cluster-scoped.
 pub fn object_key(object: &Value) -> Option<String> {
     let meta = object.get("metadata")?;

@@ -53,7 +53,9 @@ impl PrimaryObserver {
         match event {
             Event::Init => self.relisting = Some(HashSet::new()),
             Event::InitApply(object) | Event::Apply(object) => {
-                let Some((key, value)) = to_json(&object) else { return };
+                let Some((key, value)) = to_cached_json(&object, self.declared_sentinels) else {
+                    return;
+                };
                 if let Some(seen) = self.relisting.as_mut() {
                     seen.insert(key.clone());
                 }
@@ -95,9 +97,30 @@ impl PrimaryObserver {
     }
 }
 
-/// The object as JSON and its key.
+/// The object as JSON and its key; an object that does not convert is logged and skipped.
 pub(super) fn to_json(object: &DynamicObject) -> Option<(String, Value)> {
-    let value = serde_json::to_value(object).ok()?;
-    let key = object_key(&value)?;
+    let value = match serde_json::to_value(object) {
+        Ok(value) => value,
+        Err(error) => {
+            tracing::warn!(name = ?object.metadata.name, %error, "a watched object does not convert to JSON; skipped");
+            return None;
+        }
+    };
+    let Some(key) = object_key(&value) else {
+        tracing::warn!(name = ?object.metadata.name, "a watched object has no name; skipped");
+        return None;
+    };
+    Some((key, value))
+}
+
+/// As [`to_json`], for a cache: without `managedFields` (most of a small object's metadata,
+/// read by nothing but the `managedFieldsChanged` sentinel) unless `declared` asks for it.
+pub(super) fn to_cached_json(object: &DynamicObject, declared: u16) -> Option<(String, Value)> {
+    let (key, mut value) = to_json(object)?;
+    if declared & (1 << sentinel::MANAGED_FIELDS_CHANGED) == 0
+        && let Some(metadata) = value["metadata"].as_object_mut()
+    {
+        metadata.remove("managedFields");
+    }
     Some((key, value))
 }

@@ -3,7 +3,7 @@
 //! sentinels, is routed to primary keys (owner reference, `keyFrom`, or every primary) and
 //! handed to the enqueue path.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -12,7 +12,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
-use super::primary::to_json;
+use super::primary::{to_cached_json, to_json};
 use super::{Cache, Enqueue, Source, Trigger};
 use crate::gate::Gate;
 use crate::katalog::{EventType, Watch};
@@ -60,20 +60,46 @@ struct Change {
 }
 
 /// Runs a watch and calls `route` for every change after the initial list.
-async fn changes(api: Api<DynamicObject>, config: watcher::Config, declared: u16, mut route: impl FnMut(Change)) {
-    let mut seen: HashMap<String, Arc<Value>> = HashMap::new();
+async fn changes(
+    api: Api<DynamicObject>,
+    config: watcher::Config,
+    declared: u16,
+    seen: Cache,
+    mut route: impl FnMut(Change),
+) {
+    // Keys listed by the current (re)list; what it no longer holds was deleted meanwhile.
+    let mut relisting: Option<HashSet<String>> = None;
     let mut stream = watcher::watcher(api, config).default_backoff().boxed();
     while let Some(event) = stream.next().await {
         match event {
+            Ok(Event::Init) => relisting = Some(HashSet::new()),
             Ok(Event::InitApply(object)) => {
                 // The initial list is not a change: remember it, trigger nothing.
-                if let Some((key, value)) = to_json(&object) {
+                if let Some((key, value)) = to_cached_json(&object, declared) {
+                    if let Some(listed) = relisting.as_mut() {
+                        listed.insert(key.clone());
+                    }
                     seen.insert(key, Arc::new(value));
                 }
             }
+            Ok(Event::InitDone) => {
+                let Some(listed) = relisting.take() else { continue };
+                for key in seen.keys().into_iter().filter(|k| !listed.contains(k)) {
+                    if let Some(gone) = seen.remove(&key) {
+                        route(Change {
+                            kind: EventType::Delete,
+                            object: gone,
+                            sentinels: SentinelBits::default(),
+                        });
+                    }
+                }
+            }
             Ok(Event::Apply(object)) => {
-                let Some((key, value)) = to_json(&object) else { continue };
+                let Some((key, value)) = to_cached_json(&object, declared) else {
+                    continue;
+                };
                 let value = Arc::new(value);
+                // Stored before anyone hears of it: a reconcile it triggers reads this version.
                 let old = seen.insert(key, value.clone());
                 let kind = if old.is_some() {
                     EventType::Update
@@ -96,7 +122,6 @@ async fn changes(api: Api<DynamicObject>, config: watcher::Config, declared: u16
                     sentinels: SentinelBits::default(),
                 });
             }
-            Ok(Event::Init | Event::InitDone) => {}
             Err(error) => tracing::warn!(%error, "secondary watch failed; retrying with backoff"),
         }
     }
@@ -139,7 +164,7 @@ pub async fn watch_secondary(
     } else {
         entry.on.clone()
     };
-    changes(api, config, declared, |change| {
+    changes(api, config, declared, Cache::default(), |change| {
         if !on.contains(&change.kind) {
             return;
         }
@@ -194,14 +219,17 @@ pub async fn watch_secondary(
     .await;
 }
 
-/// Runs an implicit watch on an owned kind: a changed or deleted child re-enqueues its owner.
+/// Runs an implicit watch on an owned kind: its objects are kept in `children` (the applier
+/// reads them there instead of asking the API server), and a changed or deleted child
+/// re-enqueues its owner.
 pub async fn watch_owned(
     api: Api<DynamicObject>,
     config: watcher::Config,
     primary: PrimaryKind,
     enqueue: Arc<dyn Enqueue>,
+    children: Cache,
 ) {
-    changes(api, config, 0, |change| {
+    changes(api, config, 0, children, |change| {
         for key in primary.owners(&change.object) {
             enqueue.offer(Trigger::new(key, Source::Owned));
         }

@@ -43,6 +43,13 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
     if built.iter().any(|b| b == package) {
         return Ok(path);
     }
+    if python && is_fresh(&path, &[dir.join(package).join("app.py"), dir.join("../wit/operator.wit")]) {
+        // componentize-py's output differs from build to build: rebuilding an unchanged hook
+        // would defeat the host's compiled-artifact cache (a Python hook takes seconds to
+        // compile).
+        built.push(package.to_string());
+        return Ok(path);
+    }
     let output = if python {
         std::fs::create_dir_all(dir.join("target/python"))?;
         Command::new("componentize-py")
@@ -76,4 +83,13 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
     }
     built.push(package.to_string());
     Ok(path)
+}
+
+/// Whether `output` exists and is newer than every one of `inputs`.
+fn is_fresh(output: &std::path::Path, inputs: &[PathBuf]) -> bool {
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(built) = modified(output) else {
+        return false;
+    };
+    inputs.iter().all(|input| modified(input).is_some_and(|changed| changed <= built))
 }
