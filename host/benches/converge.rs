@@ -9,10 +9,12 @@
 //! Needs the local control plane (`ork control-plane install`).
 //! Run: `cargo bench -p orkestra --bench converge`.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -54,6 +56,35 @@ fn items(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
     let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, "v1", "Item"), "items");
     Api::namespaced_with(client.clone(), namespace, &resource)
 }
+
+/// The system allocator, counting the bytes live at once: the heap's own peak, next to the
+/// resident set (which adds code, stacks and what the allocator keeps).
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; only counters move.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded as is.
+        let block = unsafe { System.alloc(layout) };
+        if !block.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        block
+    }
+
+    unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+        // SAFETY: forwarded as is.
+        unsafe { System.dealloc(block, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 /// Peak resident set of this process, in KiB.
 fn peak_rss_kib() -> u64 {
@@ -104,6 +135,7 @@ async fn phase(which: &str, namespace: &str) {
     .expect("stdin");
     running.abort();
     println!("peak_rss_kib={}", peak_rss_kib());
+    println!("peak_heap_kib={}", PEAK.load(Ordering::Relaxed) / 1024);
 }
 
 /// The plain kube-runtime controller doing the same work.
@@ -283,23 +315,28 @@ async fn compare() {
         let steady = requests(&ns.client).await;
         drop(child.stdin.take());
         let output = child.wait_with_output().expect("the contender's output");
-        let rss = String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .find_map(|l| l.strip_prefix("peak_rss_kib=").map(String::from))
-            .unwrap_or_default();
+        let reported = |field: &str| {
+            String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .find_map(|l| l.strip_prefix(field).map(String::from))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+                / 1024.0
+        };
         results.push((
             which,
             converged,
             difference(&at_ready, &before, polls, &idle, converged),
             difference(&steady, &at_ready, 0.0, &idle, STEADY),
-            rss.parse::<f64>().unwrap_or(0.0) / 1024.0,
+            reported("peak_rss_kib="),
+            reported("peak_heap_kib="),
         ));
     }
     println!("{CRS} CRs, one ConfigMap each, {WORKERS} workers, against kube-apiserver (2 cores):");
-    for (which, converged, made, steady, rss) in &results {
+    for (which, converged, made, steady, rss, heap) in &results {
         println!("  {which}:");
         println!(
-            "    all Ready after {:.2} s; peak RSS {rss:.1} MB",
+            "    all Ready after {:.2} s; peak RSS {rss:.1} MB (heap at its peak {heap:.1} MB)",
             converged.as_secs_f64()
         );
         println!("    requests to converge: {}", show(made));

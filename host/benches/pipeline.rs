@@ -104,7 +104,7 @@ fn pipeline() -> Pipeline {
         Arc::new(Stats::default()),
     ));
     let (ready, _) = tokio::sync::oneshot::channel();
-    let observer = PrimaryObserver::new(cache.clone(), crd.declared_sentinels(), admission, ready);
+    let observer = PrimaryObserver::new(cache.clone(), crd.declared_sentinels(), admission, Some(ready));
     let reconciler = Arc::new(NoOp {
         done: AtomicU64::new(0),
         enqueued_at: Mutex::default(),

@@ -93,7 +93,15 @@ impl Admission {
     /// Admits or drops a trigger; the verdict is also counted and logged.
     pub fn admit(&self, trigger: Trigger) -> Result<Added, Dropped> {
         self.stats.offered.fetch_add(1, Ordering::Relaxed);
-        let verdict = match self.decide(&trigger) {
+        // Admission runs on the watch's task and evaluates the Katalog's gate conditions: a
+        // panic there must cost this trigger only, never the watch.
+        let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.decide(&trigger)));
+        let decided = decided.unwrap_or_else(|panic| {
+            let message = crate::kordinator::panic_message(panic.as_ref());
+            tracing::error!(crd = %self.crd.name, key = %trigger.key, %message, "admitting a trigger panicked; it is dropped");
+            Err(Dropped::EnqueueGate)
+        });
+        let verdict = match decided {
             Ok(Added::AtLimit) => Err(Dropped::Limit),
             Ok(Added::Closed) => Err(Dropped::Closed),
             other => other,

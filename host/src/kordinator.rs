@@ -47,10 +47,23 @@ pub struct Kordinator {
 }
 
 impl Kordinator {
-    /// One worker: runs items until the queue shuts down; an item in progress finishes.
+    /// One worker: runs items until the queue shuts down; an item in progress finishes. A
+    /// panic anywhere in an item's run (its gate, its reconcile, its stamp) fails that item
+    /// only, and the worker goes on.
     pub async fn work(self: Arc<Self>) {
         while let Some(lease) = self.queue.next().await {
-            let outcome = self.run(&lease).await;
+            let outcome = match AssertUnwindSafe(self.run(&lease)).catch_unwind().await {
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    let message = panic_message(panic.as_ref());
+                    self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                    self.counters.panics.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(crd = %self.crd.name, key = %lease.item.key, %message, "a reconcile step panicked; counted as a failure");
+                    self.health
+                        .record(&self.crd.name, Event::Failed(format!("panic: {message}")));
+                    Outcome::Retry
+                }
+            };
             self.queue.done(lease, outcome);
         }
     }
@@ -139,10 +152,18 @@ impl Kordinator {
                     Action::Done => match (&compiled.requeue, &object) {
                         (Some(requeue), Some(_)) => {
                             let resolver = resolver();
-                            let after = resolver
-                                .render(&requeue.after)
-                                .ok()
-                                .and_then(|t| crate::duration::parse(&t).ok());
+                            let after = match resolver.render(&requeue.after) {
+                                Ok(text) if text.trim().is_empty() => None,
+                                Ok(text) => crate::duration::parse(&text)
+                                    .inspect_err(|error| {
+                                        tracing::warn!(crd = %self.crd.name, %key, %error, "requeue.after is not a duration; no requeue");
+                                    })
+                                    .ok(),
+                                Err(error) => {
+                                    tracing::warn!(crd = %self.crd.name, %key, error = %error.message, "requeue.after does not render; no requeue");
+                                    None
+                                }
+                            };
                             match after {
                                 Some(delay) if !delay.is_zero() && requeue.conditions.passes(&resolver, None) => {
                                     Outcome::RequeueAfter(delay.max(compiled.requeue_floor))
@@ -161,11 +182,7 @@ impl Kordinator {
                 Outcome::Retry
             }
             Err(panic) => {
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
+                let message = panic_message(panic.as_ref());
                 self.counters.failures.fetch_add(1, Ordering::Relaxed);
                 self.counters.panics.fetch_add(1, Ordering::Relaxed);
                 tracing::error!(crd = %self.crd.name, %key, %message, "reconciler panicked; counted as a failure");
@@ -254,4 +271,14 @@ impl Kordinator {
             tracing::debug!(crd = %self.crd.name, %key, %error, "could not stamp health and metrics");
         }
     }
+}
+
+/// The text of a panic's payload.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    crate::text::bounded(text, 1024)
 }

@@ -319,13 +319,12 @@ impl CrdRun {
             config = config.fields(fields);
         }
         let (ready_tx, ready_rx) = oneshot::channel();
-        let observer = observe::PrimaryObserver::new(
-            self.handle.cache.clone(),
-            crd.declared_sentinels(),
-            admission.clone(),
-            ready_tx,
-        );
-        observers.spawn(observe::watch_primary(primary_api, config, observer));
+        let mut ready = Some(ready_tx);
+        let (cache, declared, enqueue) = (self.handle.cache.clone(), crd.declared_sentinels(), admission.clone());
+        observers.spawn(observe::supervise(format!("{} primary", crd.name), move || {
+            let observer = observe::PrimaryObserver::new(cache.clone(), declared, enqueue.clone(), ready.take());
+            observe::watch_primary(primary_api.clone(), config.clone(), observer)
+        }));
         self.start_secondary(&mut observers, &admission).await;
 
         let stop_requested = async {
@@ -470,15 +469,23 @@ impl CrdRun {
                 let labels: Vec<String> = entry.label_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 config = config.labels(&labels.join(","));
             }
-            observers.spawn(observe::watch_secondary(
-                api,
-                config,
-                entry.clone(),
-                primary.clone(),
-                self.handle.cache.clone(),
-                crd.declared_sentinels(),
-                self.functions.clone(),
-                admission.clone(),
+            let (entry, primary, cache) = (entry.clone(), primary.clone(), self.handle.cache.clone());
+            let (declared, functions, admission) =
+                (crd.declared_sentinels(), self.functions.clone(), admission.clone());
+            observers.spawn(observe::supervise(
+                format!("{} watch of {}", crd.name, entry.kind),
+                move || {
+                    observe::watch_secondary(
+                        api.clone(),
+                        config.clone(),
+                        entry.clone(),
+                        primary.clone(),
+                        cache.clone(),
+                        declared,
+                        functions.clone(),
+                        admission.clone(),
+                    )
+                },
             ));
         }
         if !crd.events.is_empty()
@@ -486,14 +493,18 @@ impl CrdRun {
                 .api_for("events.k8s.io/v1", "Event", crd.namespace.as_deref())
                 .await
         {
-            observers.spawn(observe::watch_events(
-                api,
-                crd.events.clone(),
-                primary.clone(),
-                self.handle.cache.clone(),
-                self.functions.clone(),
-                admission.clone(),
-            ));
+            let (events, primary, cache) = (crd.events.clone(), primary.clone(), self.handle.cache.clone());
+            let (functions, admission) = (self.functions.clone(), admission.clone());
+            observers.spawn(observe::supervise(format!("{} events", crd.name), move || {
+                observe::watch_events(
+                    api.clone(),
+                    events.clone(),
+                    primary.clone(),
+                    cache.clone(),
+                    functions.clone(),
+                    admission.clone(),
+                )
+            }));
         }
         let watched: Vec<(&str, &str)> = crd
             .watches
@@ -514,12 +525,20 @@ impl CrdRun {
                 crate::labels::OWNER_KIND_LABEL,
                 crate::ownership::kind_label(&crd.kind, &crd.group)
             );
-            observers.spawn(observe::watch_owned(
-                api,
-                watcher::Config::default().labels(&owned_by_us),
-                primary.clone(),
-                admission.clone(),
-                self.handle.children.register(api_version, kind),
+            let config = watcher::Config::default().labels(&owned_by_us);
+            let (primary, admission) = (primary.clone(), admission.clone());
+            let children = self.handle.children.register(api_version, kind);
+            observers.spawn(observe::supervise(
+                format!("{} children of kind {kind}", crd.name),
+                move || {
+                    observe::watch_owned(
+                        api.clone(),
+                        config.clone(),
+                        primary.clone(),
+                        admission.clone(),
+                        children.clone(),
+                    )
+                },
             ));
         }
     }

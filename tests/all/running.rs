@@ -53,12 +53,16 @@ impl Running {
         // Components load (and compile, seconds for a Python one on a busy machine) before
         // the runtime takes any CR: wait for each to serve or to have failed.
         let slots = components.slots();
-        eventually("the components to load", std::time::Duration::from_secs(300), || async {
-            slots
-                .iter()
-                .all(|slot| slot.active().is_some() || slot.last_error().is_some())
-                .then_some(())
-        })
+        eventually(
+            "the components to load",
+            std::time::Duration::from_secs(300),
+            || async {
+                slots
+                    .iter()
+                    .all(|slot| slot.active().is_some() || slot.last_error().is_some())
+                    .then_some(())
+            },
+        )
         .await
         .unwrap();
         Self {

@@ -44,8 +44,9 @@ impl Collector {
     }
 }
 
-/// Deserializes `T` from `node`, whose path is `path`. Unknown keys go to `collector`; the
-/// first type error is returned.
+/// Deserializes `T` from `node`, whose path is `path`. Unknown keys and values of the wrong
+/// kind go to `collector` (reading goes on with a stand-in, so a file's mistakes are reported
+/// together); an error no stand-in can cover (an out-of-range number) is returned.
 pub fn from_node<'de, T: serde::Deserialize<'de>>(
     node: &'de Node,
     path: &str,
@@ -63,7 +64,8 @@ pub fn from_node<'de, T: serde::Deserialize<'de>>(
     })
 }
 
-/// Reads `T` from a node: the value with the unknown-key problems, or the first type error.
+/// Reads `T` from a node: the value with the problems found (unknown keys, values of the wrong
+/// kind), or the first error that stopped it.
 pub fn read<T: serde::de::DeserializeOwned>(node: &Node, path: &str) -> Result<(T, Vec<Problem>), Problem> {
     let collector = Collector::default();
     let value = from_node(node, path, &collector)?;
@@ -135,6 +137,17 @@ impl<'de, 'c> NodeDe<'de, 'c> {
 
     fn expected(&self, what: &str) -> Error {
         self.locate(Error::custom(format!("expected {what}, found {}", self.node.kind())))
+    }
+
+    /// Records that the value is not `what` and lets reading go on (with a stand-in the
+    /// caller supplies), so every such mistake of a file is reported at once; the file is
+    /// refused all the same.
+    fn mismatch(&self, what: &str) {
+        self.collector.push(Problem {
+            path: self.path.clone(),
+            pos: self.node.pos,
+            message: format!("expected {what}, found {}", self.node.kind()),
+        });
     }
 
     fn unknown_key(&self, struct_name: &str, key: &Node, fields: &[&str]) {
@@ -211,9 +224,82 @@ impl<'de> de::Deserializer<'de> for NodeDe<'de, '_> {
             NodeValue::Int(i) => visitor.visit_string(i.to_string()),
             NodeValue::Float(f) => visitor.visit_string(f.to_string()),
             NodeValue::Bool(b) => visitor.visit_string(b.to_string()),
-            _ => return Err(self.expected("a string")),
+            _ => {
+                self.mismatch("a string");
+                visitor.visit_str("")
+            }
         };
         result.map_err(|e| self.locate(e))
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let result = match &self.node.value {
+            NodeValue::Bool(b) => visitor.visit_bool(*b),
+            _ => {
+                self.mismatch("a boolean");
+                visitor.visit_bool(false)
+            }
+        };
+        result.map_err(|e| self.locate(e))
+    }
+
+    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let result = match &self.node.value {
+            NodeValue::Int(i) => visitor.visit_i64(*i),
+            _ => {
+                self.mismatch("an integer");
+                visitor.visit_u64(0)
+            }
+        };
+        result.map_err(|e| self.locate(e))
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let result = match &self.node.value {
+            NodeValue::Int(i) => visitor.visit_i64(*i),
+            NodeValue::Float(f) => visitor.visit_f64(*f),
+            _ => {
+                self.mismatch("a number");
+                visitor.visit_f64(0.0)
+            }
+        };
+        result.map_err(|e| self.locate(e))
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let items: &[Node] = match &self.node.value {
+            NodeValue::Seq(items) => items,
+            _ => {
+                self.mismatch("a list");
+                &[]
+            }
+        };
+        visitor
+            .visit_seq(SeqAccess {
+                de: &self,
+                items: items.iter(),
+                index: 0,
+            })
+            .map_err(|e| self.locate(e))
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let entries: &[(Node, Node)] = match &self.node.value {
+            NodeValue::Map(entries) => entries,
+            NodeValue::Null => &[],
+            _ => {
+                self.mismatch("a map");
+                &[]
+            }
+        };
+        visitor
+            .visit_map(MapAccess {
+                de: &self,
+                entries: entries.iter(),
+                value: None,
+                fields: None,
+            })
+            .map_err(|e| self.locate(e))
     }
 
     fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
@@ -238,7 +324,15 @@ impl<'de> de::Deserializer<'de> for NodeDe<'de, '_> {
                     })
                     .map_err(|e| self.locate(e));
             }
-            return Err(self.expected("a map"));
+            self.mismatch("a map");
+            return visitor
+                .visit_map(MapAccess {
+                    de: &self,
+                    entries: [].iter(),
+                    value: None,
+                    fields: Some(fields),
+                })
+                .map_err(|e| self.locate(e));
         };
         for (key, _) in entries {
             if !fields.contains(&key.key_text().as_str()) {
@@ -286,9 +380,40 @@ impl<'de> de::Deserializer<'de> for NodeDe<'de, '_> {
         visitor.visit_unit()
     }
 
+    fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_f64(visitor)
+    }
+
     serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char bytes byte_buf unit unit_struct
-        seq tuple tuple_struct map identifier
+        i128 u128 char bytes byte_buf unit unit_struct tuple tuple_struct identifier
     }
 }
 
@@ -414,24 +539,20 @@ mod tests {
     }
 
     #[test]
-    fn type_errors_carry_the_path_and_position_of_the_value() {
-        let (result, _) = read("name: a\nworkers: lots\n");
-        let problem = result.unwrap_err();
+    fn type_errors_carry_the_path_and_position_of_the_value_and_are_all_reported() {
+        let (result, problems) = read("name: a\nworkers: lots\ninner: {when: 3, or: [a]}\nlabels: [x]\n");
+        assert!(result.is_ok(), "reading goes on past a wrong type");
+        let found: Vec<(String, usize, usize, String)> = problems
+            .iter()
+            .map(|p| (p.path.clone(), p.pos.line, p.pos.column, p.message.clone()))
+            .collect();
         assert_eq!(
-            (problem.path.as_str(), problem.pos),
-            (
-                "workers",
-                Pos {
-                    file: 0,
-                    line: 2,
-                    column: 10
-                }
-            )
-        );
-        assert!(
-            problem.message.contains("invalid type: string \"lots\""),
-            "{}",
-            problem.message
+            found,
+            [
+                ("workers".into(), 2, 10, "expected an integer, found a string".into()),
+                ("inner.when".into(), 3, 15, "expected a list, found an integer".into()),
+                ("labels".into(), 4, 9, "expected a map, found a list".into()),
+            ]
         );
         let (result, _) = read("name: a\nmode: typd\n");
         let problem = result.unwrap_err();
@@ -441,8 +562,8 @@ mod tests {
                 .message
                 .contains("unknown value `typd`; expected one of typed, dynamic (closest: `typed`)")
         );
-        let (result, _) = read("name: a\ninner: [1]\n");
-        assert_eq!(result.unwrap_err().message, "expected a map, found a list");
+        let (_, problems) = read("name: a\ninner: [1]\n");
+        assert_eq!(problems[0].message, "expected a map, found a list");
     }
 
     #[test]

@@ -198,8 +198,10 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Katalog, Error> {
     let warnings: Vec<Diagnostic> = warnings.into_iter().map(locate).collect();
     if !problems.is_empty() {
         let mut errors: Vec<Diagnostic> = problems.into_iter().map(locate).collect();
+        // Stable: at one place, the first problem found (a type error before what validation
+        // then made of the stand-in value) is the one reported.
         errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-        errors.dedup();
+        errors.dedup_by(|b, a| (&a.file, a.line, a.column, &a.path) == (&b.file, b.line, b.column, &b.path));
         return Err(Error::Invalid { errors, warnings });
     }
     katalog.warnings = warnings;

@@ -8,7 +8,9 @@ mod primary;
 pub mod secondary;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -120,6 +122,35 @@ impl Cache {
     }
 }
 
+/// Runs the watch `start` makes, for as long as the caller keeps this future: a watch that
+/// ends or panics (it should do neither; the watcher relists and backs off by itself) is
+/// logged and started again after a pause that doubles up to 30 s. Dropping this future stops
+/// the watch with it.
+pub async fn supervise<F, Fut>(what: String, mut start: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    /// Aborts the running watch when the supervisor is dropped.
+    struct Running(tokio::task::JoinHandle<()>);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let mut pause = Duration::from_secs(1);
+    loop {
+        let mut running = Running(tokio::spawn(start()));
+        match (&mut running.0).await {
+            Ok(()) => tracing::error!(watch = %what, "the watch ended; starting it again"),
+            Err(error) if error.is_panic() => tracing::error!(watch = %what, "the watch panicked; starting it again"),
+            Err(_) => return,
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(30));
+    }
+}
+
 /// The children of one CRD as its owned-kind watches see them, by (apiVersion, kind): what
 /// the applier compares against instead of asking the API server. Only a hit is trusted; an
 /// object not here may still exist (someone else's, or not seen yet), so a miss is asked for.
@@ -176,5 +207,45 @@ pub fn split_key(key: &str) -> (Option<&str>, &str) {
     match key.split_once('/') {
         Some((ns, name)) => (Some(ns), name),
         None => (None, key),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_that_panics_or_ends_is_started_again_and_stops_with_its_supervisor() {
+        let starts = Arc::new(AtomicUsize::new(0));
+        let running = Arc::new(AtomicUsize::new(0));
+        let supervisor = {
+            let (starts, running) = (starts.clone(), running.clone());
+            tokio::spawn(supervise("test".into(), move || {
+                let (starts, running) = (starts.clone(), running.clone());
+                async move {
+                    match starts.fetch_add(1, Ordering::SeqCst) {
+                        0 => panic!("the first run of the watch panics"),
+                        1 => {}
+                        _ => {
+                            running.fetch_add(1, Ordering::SeqCst);
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                }
+            }))
+        };
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(
+            starts.load(Ordering::SeqCst),
+            3,
+            "after a panic and an end, a third run"
+        );
+        supervisor.abort();
+        let _ = supervisor.await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(starts.load(Ordering::SeqCst), 3, "no run after the supervisor stopped");
+        assert_eq!(running.load(Ordering::SeqCst), 1);
     }
 }

@@ -38,14 +38,19 @@ pub struct PrimaryObserver {
 }
 
 impl PrimaryObserver {
-    /// `ready` fires after the first complete list.
-    pub fn new(cache: Cache, declared_sentinels: u16, enqueue: Arc<dyn Enqueue>, ready: oneshot::Sender<()>) -> Self {
+    /// `ready`, if any, fires after the first complete list.
+    pub fn new(
+        cache: Cache,
+        declared_sentinels: u16,
+        enqueue: Arc<dyn Enqueue>,
+        ready: Option<oneshot::Sender<()>>,
+    ) -> Self {
         Self {
             cache,
             declared_sentinels,
             enqueue,
             relisting: None,
-            ready: Some(ready),
+            ready,
         }
     }
 

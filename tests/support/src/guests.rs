@@ -43,7 +43,12 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
     if built.iter().any(|b| b == package) {
         return Ok(path);
     }
-    if python && is_fresh(&path, &[dir.join(package).join("app.py"), dir.join("../wit/operator.wit")]) {
+    if python
+        && is_fresh(
+            &path,
+            &[dir.join(package).join("app.py"), dir.join("../wit/operator.wit")],
+        )
+    {
         // componentize-py's output differs from build to build: rebuilding an unchanged hook
         // would defeat the host's compiled-artifact cache (a Python hook takes seconds to
         // compile).
@@ -91,5 +96,7 @@ fn is_fresh(output: &std::path::Path, inputs: &[PathBuf]) -> bool {
     let Some(built) = modified(output) else {
         return false;
     };
-    inputs.iter().all(|input| modified(input).is_some_and(|changed| changed <= built))
+    inputs
+        .iter()
+        .all(|input| modified(input).is_some_and(|changed| changed <= built))
 }
