@@ -8,7 +8,7 @@ seconds=${1:-60}
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 # Seed the Katalog corpus with the examples so the fuzzer starts from valid files.
 mkdir -p corpus/katalog_load
-cp ../katalogs/*/katalog.yaml ../host/testdata/katalog/invalid/*.yaml corpus/katalog_load/ 2>/dev/null || true
+cp ../katalogs/*/katalog.yaml ../host/katalog/testdata/katalog/invalid/*.yaml corpus/katalog_load/ 2>/dev/null || true
 for target in katalog_load template_parse; do
   echo "==> fuzzing $target for ${seconds}s"
   # Stable toolchain: no sanitizer (they need nightly); libFuzzer's coverage still works.

@@ -5,6 +5,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = orkestra::katalog::load_sources(&[("fuzz/katalog.yaml".into(), text.to_string())]);
+        let _ = orkestra_katalog::load_sources(&[("fuzz/katalog.yaml".into(), text.to_string())]);
     }
 });

@@ -9,7 +9,7 @@ use orkestra_test_support::kubectl_with;
 use crate::ork::{Ork, run, wait_no_processes};
 
 fn website_katalog() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../katalogs/website/katalog.yaml")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../katalogs/website/katalog.yaml")
 }
 
 #[test]

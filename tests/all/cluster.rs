@@ -10,7 +10,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::{WatchStreamExt, watcher};
 use orkestra::crd_install;
-use orkestra::katalog::Katalog;
+use orkestra_katalog::Katalog;
 use orkestra_test_support::{eventually, namespace};
 use serde_json::json;
 
@@ -23,7 +23,7 @@ fn katalog_with(kind: &str, group: &str) -> (tempfile::TempDir, Katalog) {
         kind.to_lowercase()
     );
     std::fs::write(&path, text).unwrap();
-    let katalog = orkestra::katalog::load(&[path]).unwrap();
+    let katalog = orkestra_katalog::load(&[path]).unwrap();
     (dir, katalog)
 }
 

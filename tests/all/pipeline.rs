@@ -15,7 +15,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use orkestra::health::State;
 use orkestra::mux::{Action, Form, MuxReconciler, ReconcileError, Reconciler, Request};
 use orkestra::runtime::{CrdHandle, Runtime};
-use orkestra::sentinel;
+use orkestra_katalog::sentinel;
 use orkestra_test_support::{TestNamespace, eventually, namespace};
 use serde_json::{Value, json};
 
@@ -107,7 +107,7 @@ impl Harness {
             "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {{name: {prefix}}}\nspec:\n  crds:\n{}",
             crds.replace("GROUP", &group).replace("NS", &ns.name)
         );
-        let katalog = orkestra::katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
+        let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
         if install {
             orkestra::crd_install::install_crds(&ns.client, &katalog, WAIT)
                 .await
@@ -536,8 +536,8 @@ async fn depends_on_keeps_a_crd_pending_until_its_dependency_is_healthy() {
         "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n{}",
         crds.replace("GROUP", &h.group).replace("NS", &h.ns.name)
     );
-    let katalog = orkestra::katalog::load_sources(&[("k.yaml".into(), katalog_text)]).unwrap();
-    let only = |name: &str| orkestra::katalog::Katalog {
+    let katalog = orkestra_katalog::load_sources(&[("k.yaml".into(), katalog_text)]).unwrap();
+    let only = |name: &str| orkestra_katalog::Katalog {
         crds: katalog
             .crds
             .iter()

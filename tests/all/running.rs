@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use orkestra::katalog::Katalog;
 use orkestra::runtime::{CrdHandle, Runtime};
 use orkestra::wasm::Components;
+use orkestra_katalog::Katalog;
 use orkestra_test_support::{TestNamespace, eventually, guests, namespace};
 use serde_json::{Value, json};
 
@@ -16,7 +16,7 @@ use crate::pipeline::WAIT;
 
 /// The repository's `katalogs/` folder.
 pub fn katalogs_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../katalogs")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../katalogs")
 }
 
 /// A runtime on some Katalog files, confined to a fresh namespace.
@@ -35,7 +35,7 @@ impl Running {
         for package in guest_packages {
             guests::component(package).unwrap();
         }
-        let mut katalog = orkestra::katalog::load(files).unwrap();
+        let mut katalog = orkestra_katalog::load(files).unwrap();
         let ns = namespace(prefix).await.unwrap();
         for crd in katalog.crds.values_mut() {
             crd.entry.namespace = ns.name.clone();
@@ -100,7 +100,7 @@ impl Running {
             .unwrap();
     }
 
-    pub fn counters(&self, crd: &str) -> &orkestra::kordinator::Counters {
+    pub fn counters(&self, crd: &str) -> &orkestra::counters::Counters {
         &self.handles.iter().find(|h| &*h.crd.name == crd).unwrap().counters
     }
 

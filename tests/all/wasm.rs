@@ -589,8 +589,8 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
     let cache = tempfile::tempdir().unwrap();
     let host = orkestra::wasm::WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm")).unwrap();
     let spec = |pin: &str| {
-        let limits = orkestra::katalog::ComponentLimits::default();
-        let declared = orkestra::wasm::spec::Declared {
+        let limits = orkestra_katalog::ComponentLimits::default();
+        let declared = orkestra_katalog::component::Declared {
             component: &format!("http://{addr}/hook.wasm"),
             sha256: Some(pin),
             limits: &limits,
@@ -641,8 +641,8 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
     let live = dir.path().join("hook.wasm");
     std::fs::copy(&slow, &live).unwrap();
     let host = orkestra::wasm::WasmHost::new(None, reqwest::Client::new(), dir.path().join("cache")).unwrap();
-    let limits = orkestra::katalog::ComponentLimits::default();
-    let declared = orkestra::wasm::spec::Declared {
+    let limits = orkestra_katalog::ComponentLimits::default();
+    let declared = orkestra_katalog::component::Declared {
         component: live.to_str().unwrap(),
         sha256: None,
         limits: &limits,

@@ -1,0 +1,132 @@
+//! `ork`: the Orkestra-rs command line. Parsing, logging set-up and dispatch to one
+//! module per command.
+
+mod control_plane;
+mod dev;
+mod progress;
+mod reload;
+mod run;
+mod validate;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Orkestra-rs: run Kubernetes operators declared in YAML Katalogs, with sandboxed
+/// WebAssembly hooks and reconcilers.
+#[derive(Debug, Parser)]
+#[command(name = "ork", version, propagate_version = true)]
+struct Cli {
+    /// More log output (-v info, -vv debug, -vvv trace). ORK_LOG=<filter> overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the runtime for a Katalog against the cluster of KUBECONFIG (or in-cluster config).
+    Run(run::RunArgs),
+    /// Start a local control plane, install the Katalog's CRDs and run the runtime against it.
+    Dev(dev::DevArgs),
+    /// Check Katalog files without a cluster; exit 0 when valid, 1 otherwise.
+    Validate(validate::ValidateArgs),
+    /// Ask a running runtime to re-read its Katalog and reload its Wasm components.
+    Reload(reload::ReloadArgs),
+    /// Build and run the local Kubernetes control plane (etcd, kube-apiserver,
+    /// kube-controller-manager).
+    #[command(subcommand)]
+    ControlPlane(control_plane::ControlPlaneCommand),
+}
+
+/// The `-f KATALOG` option shared by the commands that read Katalogs.
+#[derive(Debug, Args)]
+pub struct KatalogArgs {
+    /// A Katalog file; repeat to merge several. Default: katalog.yaml in the current directory.
+    #[arg(short = 'f', long = "file", value_name = "KATALOG")]
+    files: Vec<PathBuf>,
+}
+
+impl KatalogArgs {
+    fn files(&self) -> Vec<PathBuf> {
+        if self.files.is_empty() {
+            vec![PathBuf::from("katalog.yaml")]
+        } else {
+            self.files.clone()
+        }
+    }
+
+    fn load(&self) -> anyhow::Result<orkestra_katalog::Katalog> {
+        Ok(orkestra_katalog::load(&self.files())?)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Run(args) => run::run(args).await,
+            Command::Dev(args) => dev::dev(args).await,
+            Command::Validate(args) => validate::validate(args),
+            Command::Reload(args) => reload::reload(args).await,
+            Command::ControlPlane(command) => control_plane::control_plane(command).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Quiet by default: warnings and errors only.
+fn init_logging(verbose: u8) {
+    // kube's client logs every failed request at ERROR; our own errors already say what
+    // failed and why, so its lines only show with -v.
+    let default = match verbose {
+        0 => "warn,kube_client=off",
+        1 => "info,orkestra=info",
+        2 => "info,orkestra=debug",
+        _ => "debug,orkestra=trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ORK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Waits for SIGINT or SIGTERM.
+pub async fn shutdown_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

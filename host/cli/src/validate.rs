@@ -1,0 +1,113 @@
+//! `ork validate`: Katalog checks without a cluster.
+
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use orkestra::compiled::{CompiledCrd, Notes};
+use orkestra::wasm::Source;
+use orkestra_katalog::Diagnostic;
+use serde_json::json;
+
+use super::KatalogArgs;
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    katalog: KatalogArgs,
+    /// Output format: text for people, json for tools.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Text)]
+    output: Output,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Output {
+    Text,
+    Json,
+}
+
+pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
+    let (crds, errors, warnings): (Vec<String>, Vec<Diagnostic>, Vec<Diagnostic>) =
+        match orkestra_katalog::load(&args.katalog.files()) {
+            Ok(k) => {
+                let (errors, mut missing) = compile_errors(&k);
+                let mut warnings = k.warnings;
+                warnings.append(&mut missing);
+                (k.crds.keys().cloned().collect(), errors, warnings)
+            }
+            Err(orkestra_katalog::Error::Invalid { errors, warnings }) => (vec![], errors, warnings),
+            // A file that cannot be read has no position: report it as a plain error.
+            Err(other) => {
+                let diagnostic = Diagnostic {
+                    file: Default::default(),
+                    line: 0,
+                    column: 0,
+                    path: String::new(),
+                    message: other.to_string(),
+                };
+                (vec![], vec![diagnostic], vec![])
+            }
+        };
+    let valid = errors.is_empty();
+    match args.output {
+        Output::Json => println!(
+            "{}",
+            json!({"valid": valid, "crds": crds, "errors": errors, "warnings": warnings})
+        ),
+        Output::Text => {
+            for warning in &warnings {
+                eprintln!("warning: {}", plain(warning));
+            }
+            for error in &errors {
+                eprintln!("error: {}", plain(error));
+            }
+            if valid {
+                println!("valid: {} CRD(s): {}", crds.len(), crds.join(", "));
+            } else {
+                eprintln!("{} error(s)", errors.len());
+            }
+        }
+    }
+    Ok(if valid { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// What the runtime would refuse at start: every CRD compiled as `ork run` compiles it.
+/// Also warns about component files that do not exist yet (not an error: they are often
+/// built after the Katalog is written).
+fn compile_errors(katalog: &orkestra_katalog::Katalog) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
+    let diagnostic = |crd: &str, message: String| Diagnostic {
+        file: Default::default(),
+        line: 0,
+        column: 0,
+        path: format!("spec.crds.{crd}"),
+        message: format!("spec.crds.{crd}: {message}"),
+    };
+    let notes = match Notes::compile(katalog) {
+        Ok(notes) => notes,
+        Err(e) => return (vec![diagnostic(&e.crd, e.message)], vec![]),
+    };
+    let (mut errors, mut missing) = (Vec::new(), Vec::new());
+    for crd in katalog.crds.values() {
+        match CompiledCrd::compile_in(katalog, crd, &notes) {
+            Err(e) => errors.push(diagnostic(&e.crd, e.message)),
+            Ok(compiled) => {
+                for (slot, spec) in orkestra::runtime::component_specs(&compiled) {
+                    if let Source::Path(path) = &spec.source
+                        && !path.exists()
+                    {
+                        let message = format!("component of {slot}: {} does not exist (yet)", path.display());
+                        missing.push(diagnostic(&crd.name, message));
+                    }
+                }
+            }
+        }
+    }
+    (errors, missing)
+}
+
+fn plain(diagnostic: &Diagnostic) -> String {
+    if diagnostic.line == 0 {
+        diagnostic.message.clone()
+    } else {
+        diagnostic.to_string()
+    }
+}

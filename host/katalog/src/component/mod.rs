@@ -1,0 +1,8 @@
+//! A Wasm component as the Katalog declares it (`reconcile.hooks` / `reconcile.constructor`):
+//! its source, world, limits and grants, checked when the Katalog loads. The host that
+//! compiles and calls it lives in the runtime.
+
+pub mod grants;
+mod spec;
+
+pub use spec::{Declared, Deletion, Limits, MAX_MEMORY, Source, Spec, World, declared_in};

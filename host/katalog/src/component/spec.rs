@@ -1,0 +1,461 @@
+//! A component as the Katalog declares it (`reconcile.hooks` / `reconcile.constructor`),
+//! checked and with defaults filled in: where its bytes come from, its world, its per-call
+//! limits and its grants.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::grants::Grants;
+use crate::{Capability, ComponentDeletion, ComponentLimits};
+
+/// Which WIT world the component implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum World {
+    /// Called by the declarative reconciler around its templates.
+    Hook,
+    /// Owns reconcile.
+    Constructor,
+}
+
+impl World {
+    pub fn name(self) -> &'static str {
+        match self {
+            World::Hook => "hook",
+            World::Constructor => "constructor",
+        }
+    }
+}
+
+/// Where the component's bytes come from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Source {
+    Path(PathBuf),
+    Url(String),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Path(path) => write!(f, "{}", path.display()),
+            Source::Url(url) => f.write_str(url),
+        }
+    }
+}
+
+/// Per-call limits: what one call may use, and what the host spends on its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Limits {
+    /// Wall-clock time of one call, host calls included.
+    pub timeout: Duration,
+    /// Bytes of all the instance's linear memories and tables together.
+    pub memory: usize,
+    /// Bytes of what one call returns (resources, status, events).
+    pub result_size: usize,
+    /// Kube calls per call; each page of a list counts.
+    pub kube_calls: u32,
+    /// Bytes of objects the kube interface hands the guest per call.
+    pub kube_bytes: usize,
+    /// Child resources per call.
+    pub children: usize,
+    /// Events per call.
+    pub events: usize,
+    /// Log bytes per call, each line costing its text plus what the host adds to it.
+    pub log_bytes: usize,
+    /// Time the host may spend applying what one call returned.
+    pub apply_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(2),
+            memory: 64 << 20,
+            result_size: 1 << 20,
+            kube_calls: 50,
+            kube_bytes: 4 << 20,
+            children: 100,
+            events: 10,
+            log_bytes: 64 << 10,
+            apply_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Upper bounds a Katalog cannot exceed: the pool reserves memory slots of this size.
+pub const MAX_MEMORY: usize = 1 << 30;
+const MAX_TIMEOUT: Duration = Duration::from_secs(300);
+const MAX_CHILDREN: u32 = 1000;
+const MAX_EVENTS: u32 = 100;
+const MAX_KUBE_CALLS: u32 = 10_000;
+
+impl Limits {
+    fn compile(spec: &ComponentLimits) -> Result<Self, String> {
+        let mut limits = Limits::default();
+        let duration = |field: &str, text: &str| -> Result<Duration, String> {
+            let value = crate::duration::parse(text).map_err(|e| format!("limits.{field}: {e}"))?;
+            if value.is_zero() || value > MAX_TIMEOUT {
+                return Err(format!("limits.{field}: {text:?} must be above 0 and at most 5m"));
+            }
+            Ok(value)
+        };
+        let bytes = |field: &str, text: &str, max: usize| -> Result<usize, String> {
+            let n = crate::template::funcs::quantity::parse(text).map_err(|e| format!("limits.{field}: {e}"))?;
+            if !(n >= 1.0 && n <= max as f64) {
+                return Err(format!("limits.{field}: {text:?} must be between 1 and {max} bytes"));
+            }
+            Ok(n as usize)
+        };
+        let count = |field: &str, n: u32, max: u32| -> Result<usize, String> {
+            if n > max {
+                return Err(format!("limits.{field}: {n} is above the most a call may have, {max}"));
+            }
+            Ok(n as usize)
+        };
+        if let Some(text) = &spec.timeout {
+            limits.timeout = duration("timeout", text)?;
+        }
+        if let Some(text) = &spec.memory {
+            limits.memory = bytes("memory", text, MAX_MEMORY)?;
+        }
+        if let Some(text) = &spec.result_size {
+            limits.result_size = bytes("resultSize", text, 64 << 20)?;
+        }
+        if let Some(calls) = spec.kube_calls {
+            limits.kube_calls = count("kubeCalls", calls, MAX_KUBE_CALLS)? as u32;
+        }
+        if let Some(text) = &spec.kube_bytes {
+            limits.kube_bytes = bytes("kubeBytes", text, 256 << 20)?;
+        }
+        if let Some(n) = spec.children {
+            limits.children = count("children", n, MAX_CHILDREN)?;
+        }
+        if let Some(n) = spec.events {
+            limits.events = count("events", n, MAX_EVENTS)?;
+        }
+        if let Some(text) = &spec.log_bytes {
+            limits.log_bytes = bytes("logBytes", text, 16 << 20)?;
+        }
+        if let Some(text) = &spec.apply_timeout {
+            limits.apply_timeout = duration("applyTimeout", text)?;
+        }
+        Ok(limits)
+    }
+}
+
+/// While on-delete keeps failing: how long the finalizer waits, and what then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Deletion {
+    /// From the CR's deletionTimestamp.
+    pub timeout: Duration,
+    /// Past the timeout, let the finalizer go (true) or keep it and say DeletionBlocked.
+    pub release: bool,
+}
+
+impl Default for Deletion {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(300),
+            release: false,
+        }
+    }
+}
+
+impl Deletion {
+    fn compile(spec: &ComponentDeletion) -> Result<Self, String> {
+        let mut deletion = Deletion::default();
+        if let Some(text) = &spec.timeout {
+            deletion.timeout = crate::duration::parse(text).map_err(|e| format!("deletion.timeout: {e}"))?;
+        }
+        deletion.release = match spec.on_timeout.as_deref() {
+            None | Some("block") => false,
+            Some("release") => true,
+            Some(other) => {
+                return Err(format!("deletion.onTimeout: {other:?} is neither block nor release"));
+            }
+        };
+        Ok(deletion)
+    }
+}
+
+/// A declared component.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    pub world: World,
+    pub source: Source,
+    /// Lowercase hex; checked against the bytes before anything else happens to them.
+    pub sha256: Option<String>,
+    pub limits: Limits,
+    pub deletion: Deletion,
+    pub grants: Arc<Grants>,
+    /// Hooks only: before the templates instead of after.
+    pub run_first: bool,
+    /// Handed to every call as `context.args`.
+    pub args: Option<Value>,
+}
+
+/// The parts of a hooks or constructor declaration a component needs.
+pub struct Declared<'a> {
+    pub component: &'a str,
+    pub sha256: Option<&'a str>,
+    pub limits: &'a ComponentLimits,
+    pub deletion: &'a ComponentDeletion,
+    pub capabilities: &'a [Capability],
+    pub run_first: bool,
+    pub args: Option<&'a Value>,
+}
+
+impl Spec {
+    /// Checks a declaration; relative paths resolve against `base` (the Katalog's folder).
+    pub fn compile(world: World, declared: Declared<'_>, base: &Path) -> Result<Self, String> {
+        let reference = declared.component.trim();
+        let sha256 = match declared.sha256 {
+            Some(hex) => {
+                let hex = hex.trim().trim_start_matches("sha256:").to_ascii_lowercase();
+                if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(format!("sha256: {hex:?} is not 64 hex digits"));
+                }
+                Some(hex)
+            }
+            None => None,
+        };
+        let source = if reference.starts_with("https://") || reference.starts_with("http://") {
+            if sha256.is_none() {
+                return Err(format!(
+                    "component: {reference} is fetched over the network, so it needs a sha256 pin"
+                ));
+            }
+            Source::Url(reference.to_string())
+        } else if reference.is_empty() {
+            return Err("component: empty; give a path to a .wasm file or an http(s) URL".into());
+        } else if reference.contains("://") {
+            return Err(format!(
+                "component: {reference:?} has an unsupported scheme; use a path or an http(s) URL"
+            ));
+        } else {
+            Source::Path(base.join(reference))
+        };
+        Ok(Self {
+            world,
+            source,
+            sha256,
+            limits: Limits::compile(declared.limits)?,
+            deletion: Deletion::compile(declared.deletion)?,
+            grants: Arc::new(Grants::compile(declared.capabilities)?),
+            run_first: declared.run_first,
+            args: declared.args.cloned(),
+        })
+    }
+}
+
+/// The component a reconcile section declares: a constructor's when `default: false`, else
+/// its hooks'. `Ok(None)`: templates only.
+pub fn declared_in(reconcile: &crate::Reconcile, base: &Path) -> Result<Option<Spec>, String> {
+    if reconcile.default == Some(false) {
+        let Some(constructor) = &reconcile.constructor else {
+            return Ok(None);
+        };
+        let Some(component) = &constructor.component else {
+            return Err(
+                "reconcile.constructor.component: this runtime hosts constructors as Wasm \
+                        components; give one (Go constructors by location are not hosted)"
+                    .into(),
+            );
+        };
+        let declared = Declared {
+            component,
+            sha256: constructor.sha256.as_deref(),
+            limits: &constructor.limits,
+            deletion: &constructor.deletion,
+            capabilities: &constructor.capabilities,
+            run_first: false,
+            args: constructor.args.as_ref(),
+        };
+        return Spec::compile(World::Constructor, declared, base)
+            .map(Some)
+            .map_err(|e| format!("reconcile.constructor.{e}"));
+    }
+    let Some(hooks) = &reconcile.hooks else {
+        return Ok(None);
+    };
+    let Some(component) = &hooks.component else {
+        return Ok(None);
+    };
+    let declared = Declared {
+        component,
+        sha256: hooks.sha256.as_deref(),
+        limits: &hooks.limits,
+        deletion: &hooks.deletion,
+        capabilities: &hooks.capabilities,
+        run_first: hooks.run_hooks_first,
+        args: hooks.args.as_ref(),
+    };
+    Spec::compile(World::Hook, declared, base)
+        .map(Some)
+        .map_err(|e| format!("reconcile.hooks.{e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NO_POLICY: &ComponentDeletion = &ComponentDeletion {
+        timeout: None,
+        on_timeout: None,
+    };
+
+    fn declared<'a>(component: &'a str, sha256: Option<&'a str>, limits: &'a ComponentLimits) -> Declared<'a> {
+        Declared {
+            component,
+            sha256,
+            limits,
+            deletion: NO_POLICY,
+            capabilities: &[],
+            run_first: false,
+            args: None,
+        }
+    }
+
+    #[test]
+    fn paths_resolve_against_the_katalog_and_defaults_are_safe() {
+        let limits = ComponentLimits::default();
+        let spec = Spec::compile(World::Hook, declared("hook.wasm", None, &limits), Path::new("/k")).unwrap();
+        assert_eq!(spec.source, Source::Path(PathBuf::from("/k/hook.wasm")));
+        assert_eq!(spec.limits, Limits::default());
+        assert_eq!(*spec.grants, Grants::default());
+    }
+
+    #[test]
+    fn limits_parse_and_are_bounded() {
+        let limits = ComponentLimits {
+            timeout: Some("500ms".into()),
+            memory: Some("16Mi".into()),
+            result_size: Some("64Ki".into()),
+            kube_calls: Some(3),
+            kube_bytes: Some("1Mi".into()),
+            children: Some(5),
+            events: Some(2),
+            log_bytes: Some("4Ki".into()),
+            apply_timeout: Some("10s".into()),
+        };
+        let spec = Spec::compile(World::Hook, declared("a.wasm", None, &limits), Path::new(".")).unwrap();
+        assert_eq!(
+            spec.limits,
+            Limits {
+                timeout: Duration::from_millis(500),
+                memory: 16 << 20,
+                result_size: 64 << 10,
+                kube_calls: 3,
+                kube_bytes: 1 << 20,
+                children: 5,
+                events: 2,
+                log_bytes: 4 << 10,
+                apply_timeout: Duration::from_secs(10),
+            }
+        );
+        for (field, limits) in [
+            (
+                "limits.children",
+                ComponentLimits {
+                    children: Some(5000),
+                    ..Default::default()
+                },
+            ),
+            (
+                "limits.events",
+                ComponentLimits {
+                    events: Some(101),
+                    ..Default::default()
+                },
+            ),
+            (
+                "limits.kubeBytes",
+                ComponentLimits {
+                    kube_bytes: Some("1Ti".into()),
+                    ..Default::default()
+                },
+            ),
+            (
+                "limits.applyTimeout",
+                ComponentLimits {
+                    apply_timeout: Some("1h".into()),
+                    ..Default::default()
+                },
+            ),
+        ] {
+            let error = Spec::compile(World::Hook, declared("a.wasm", None, &limits), Path::new(".")).unwrap_err();
+            assert!(error.starts_with(field), "{field}: {error}");
+        }
+        let huge = ComponentLimits {
+            memory: Some("8Gi".into()),
+            ..Default::default()
+        };
+        let error = Spec::compile(World::Hook, declared("a.wasm", None, &huge), Path::new(".")).unwrap_err();
+        assert!(error.starts_with("limits.memory"), "{error}");
+        let never = ComponentLimits {
+            timeout: Some("0s".into()),
+            ..Default::default()
+        };
+        let error = Spec::compile(World::Hook, declared("a.wasm", None, &never), Path::new(".")).unwrap_err();
+        assert!(error.starts_with("limits.timeout"), "{error}");
+    }
+
+    #[test]
+    fn the_deletion_policy_blocks_by_default_and_names_a_bad_value() {
+        let limits = ComponentLimits::default();
+        let spec = Spec::compile(World::Hook, declared("a.wasm", None, &limits), Path::new(".")).unwrap();
+        assert_eq!(spec.deletion, Deletion::default());
+        assert!(!spec.deletion.release);
+        let release = ComponentDeletion {
+            timeout: Some("30s".into()),
+            on_timeout: Some("release".into()),
+        };
+        let spec = Spec::compile(
+            World::Hook,
+            Declared {
+                deletion: &release,
+                ..declared("a.wasm", None, &limits)
+            },
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(
+            spec.deletion,
+            Deletion {
+                timeout: Duration::from_secs(30),
+                release: true
+            }
+        );
+        let wrong = ComponentDeletion {
+            timeout: None,
+            on_timeout: Some("ignore".into()),
+        };
+        let error = Spec::compile(
+            World::Hook,
+            Declared {
+                deletion: &wrong,
+                ..declared("a.wasm", None, &limits)
+            },
+            Path::new("."),
+        )
+        .unwrap_err();
+        assert!(error.starts_with("deletion.onTimeout"), "{error}");
+    }
+
+    #[test]
+    fn urls_need_a_well_formed_pin() {
+        let limits = ComponentLimits::default();
+        let url = "https://example.com/hook.wasm";
+        let error = Spec::compile(World::Hook, declared(url, None, &limits), Path::new(".")).unwrap_err();
+        assert!(error.contains("needs a sha256 pin"), "{error}");
+        let error = Spec::compile(World::Hook, declared(url, Some("abc"), &limits), Path::new(".")).unwrap_err();
+        assert!(error.starts_with("sha256"), "{error}");
+        let pin = "AB".repeat(32);
+        let spec = Spec::compile(World::Hook, declared(url, Some(&pin), &limits), Path::new(".")).unwrap();
+        assert_eq!(spec.sha256.as_deref(), Some("ab".repeat(32).as_str()));
+        let error = Spec::compile(World::Hook, declared("oci://x/y", None, &limits), Path::new(".")).unwrap_err();
+        assert!(error.contains("unsupported scheme"), "{error}");
+    }
+}

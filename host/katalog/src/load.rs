@@ -1,0 +1,172 @@
+//! Reads Katalog files: YAML with positions, `include:` expansion, translation of the
+//! older shape, typed deserialization, then validation; several files merge into one
+//! [`Katalog`]. Every problem found is reported, each with its file, line and column.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::de::{self, Problem};
+use super::include::{self, Files};
+use super::loaded::{Diagnostic, Error, Katalog, LoadedCrd, Parsed, crd_node};
+use super::model::KatalogFile;
+use super::reads::StampReads;
+use super::yaml::{self, Node, NodeValue};
+use super::{API_VERSION, LEGACY_API_VERSION, legacy, motif, validate};
+
+/// Loads, merges and validates the files in order.
+pub fn load(paths: &[PathBuf]) -> Result<Katalog, Error> {
+    let mut sources = Vec::with_capacity(paths.len());
+    for path in paths {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+            path: path.clone(),
+            source,
+        })?;
+        sources.push((path.clone(), text));
+    }
+    load_sources(&sources)
+}
+
+/// [`load`] for texts already read (`include:` paths still resolve against each path).
+pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Katalog, Error> {
+    if sources.is_empty() {
+        return Err(Error::NoFiles);
+    }
+    let mut files = Files::default();
+    let mut problems = Vec::new();
+    let mut warnings = Vec::new();
+    let mut parsed = Vec::new();
+    for (path, text) in sources {
+        let index = files.paths.len();
+        files.paths.push(path.clone());
+        if let Some(file) = parse_one(text, index, &mut files, &mut problems, &mut warnings) {
+            parsed.push(file);
+        }
+    }
+    motif::merge_imports(&mut parsed, &mut files, &mut problems);
+
+    let mut katalog = Katalog::default();
+    let mut origins: BTreeMap<String, usize> = BTreeMap::new();
+    for Parsed { node, file } in &parsed {
+        if katalog.name.is_empty() {
+            katalog.name = file.metadata.name.clone();
+        }
+        katalog.finalizers.extend(file.spec.finalizers.iter().cloned());
+        katalog
+            .notes
+            .extend(file.notes.iter().flat_map(|n| n.0.iter().cloned()));
+        for (name, entry) in &file.spec.crds {
+            let source = files.paths[node.pos.file].clone();
+            if let Some(first) = origins.get(name) {
+                let pos = crd_node(node, name).map_or(node.pos, |n| n.pos);
+                problems.push(Problem {
+                    path: format!("spec.crds.{name}"),
+                    pos,
+                    message: format!(
+                        "CRD \"{name}\" is already declared in {}",
+                        files.paths[*first].display()
+                    ),
+                });
+                continue;
+            }
+            origins.insert(name.clone(), node.pos.file);
+            katalog.crds.insert(
+                name.clone(),
+                LoadedCrd {
+                    name: name.clone(),
+                    entry: entry.clone(),
+                    source,
+                    reads: crd_node(node, name).map(super::reads::in_node).unwrap_or_default(),
+                },
+            );
+        }
+    }
+    // Notes are functions every CRD's templates may call.
+    let by_notes = katalog.notes.iter().fold(StampReads::default(), |r, note| {
+        r.or(super::reads::in_text(&note.expression))
+    });
+    for crd in katalog.crds.values_mut() {
+        crd.reads = crd.reads.or(by_notes);
+    }
+    validate::check(&parsed, &katalog, &mut problems, &mut warnings);
+
+    let locate = |p: Problem| Diagnostic {
+        file: files.paths.get(p.pos.file).cloned().unwrap_or_default(),
+        line: p.pos.line,
+        column: p.pos.column,
+        path: p.path,
+        message: p.message,
+    };
+    let warnings: Vec<Diagnostic> = warnings.into_iter().map(locate).collect();
+    if !problems.is_empty() {
+        let mut errors: Vec<Diagnostic> = problems.into_iter().map(locate).collect();
+        // Stable: at one place, the first problem found (a type error before what validation
+        // then made of the stand-in value) is the one reported.
+        errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        errors.dedup_by(|b, a| (&a.file, a.line, a.column, &a.path) == (&b.file, b.line, b.column, &b.path));
+        return Err(Error::Invalid { errors, warnings });
+    }
+    katalog.warnings = warnings;
+    Ok(katalog)
+}
+
+fn parse_one(
+    text: &str,
+    index: usize,
+    files: &mut Files,
+    problems: &mut Vec<Problem>,
+    warnings: &mut Vec<Problem>,
+) -> Option<Parsed> {
+    let mut node = match yaml::parse_file(text, index) {
+        Ok(node) => node,
+        Err(e) => {
+            problems.push(Problem {
+                path: String::new(),
+                pos: e.pos,
+                message: format!("YAML error: {}", e.message),
+            });
+            return None;
+        }
+    };
+    if !matches!(node.value, NodeValue::Map(_)) {
+        problems.push(Problem {
+            path: String::new(),
+            pos: node.pos,
+            message: format!("a Katalog is a map, found {}", node.kind()),
+        });
+        return None;
+    }
+    let api_version = node
+        .get("apiVersion")
+        .and_then(Node::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if api_version != API_VERSION && api_version != LEGACY_API_VERSION {
+        let pos = node.get("apiVersion").map_or(node.pos, |n| n.pos);
+        problems.push(Problem {
+            path: "apiVersion".into(),
+            pos,
+            message: format!("\"{api_version}\" is not a Katalog apiVersion; use {API_VERSION}"),
+        });
+    }
+    let kind = node.get("kind").and_then(Node::as_str).unwrap_or_default().to_string();
+    if kind != "Katalog" {
+        let pos = node.get("kind").map_or(node.pos, |n| n.pos);
+        problems.push(Problem {
+            path: "kind".into(),
+            pos,
+            message: format!("\"{kind}\" is not Katalog"),
+        });
+    }
+    include::expand(&mut node, &mut Vec::new(), files, 0, problems);
+    legacy::translate(&mut node, problems, warnings);
+    match de::read::<KatalogFile>(&node, "") {
+        Ok((file, unknown)) => {
+            problems.extend(unknown);
+            Some(Parsed { node, file })
+        }
+        Err(problem) => {
+            problems.push(problem);
+            None
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! What loading produces: the merged [`Katalog`], its CRDs with their source files, and the
+//! located findings; also the parsed form each file passes through.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::model::{CrdEntry, KatalogFile, NoteSpec};
+use crate::reads::StampReads;
+use crate::yaml::Node;
+
+/// One finding, located in a file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Diagnostic {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    /// Dot path of the field (`spec.crds.web.operatorBox.reconcile.workers`); may be empty.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: ", self.file.display(), self.line, self.column)?;
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Loading errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No file was given.
+    #[error("no Katalog file given: pass -f KATALOG (default katalog.yaml in the current directory)")]
+    NoFiles,
+    /// A file does not exist or cannot be read.
+    #[error("cannot read Katalog file {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The Katalog has errors; every one is listed.
+    #[error("{}", list(errors))]
+    Invalid {
+        errors: Vec<Diagnostic>,
+        warnings: Vec<Diagnostic>,
+    },
+}
+
+fn list(errors: &[Diagnostic]) -> String {
+    let mut text = format!("the Katalog has {} error(s):", errors.len());
+    for error in errors {
+        text.push_str(&format!("\n  {error}"));
+    }
+    text
+}
+
+/// A CRD entry with the file it came from (relative paths resolve against its folder).
+#[derive(Debug, Clone)]
+pub struct LoadedCrd {
+    pub name: String,
+    pub entry: CrdEntry,
+    pub source: PathBuf,
+    /// Which of the runtime's stamps (`.health`, `.metrics`) its templates, conditions or the
+    /// Katalog's notes read.
+    pub reads: StampReads,
+}
+
+impl LoadedCrd {
+    /// Resolves a path written in the Katalog relative to the Katalog's folder.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        let base = self.source.parent().unwrap_or(Path::new("."));
+        base.join(path)
+    }
+
+    /// The plural, defaulting to the lowercased kind plus `s`.
+    pub fn plural(&self) -> String {
+        if self.entry.api_types.plural.is_empty() {
+            format!("{}s", self.entry.api_types.kind.to_lowercase())
+        } else {
+            self.entry.api_types.plural.clone()
+        }
+    }
+}
+
+/// Several Katalog files merged and validated.
+#[derive(Debug, Clone, Default)]
+pub struct Katalog {
+    /// The name of the first file's Katalog.
+    pub name: String,
+    /// Every CRD of every file, by name.
+    pub crds: BTreeMap<String, LoadedCrd>,
+    /// User notes of every file.
+    pub notes: Vec<NoteSpec>,
+    /// Katalog-wide finalizers.
+    pub finalizers: Vec<String>,
+    /// Findings that do not stop the Katalog from loading.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// One file after parsing: the node tree (kept for positions) and the typed model.
+pub(super) struct Parsed {
+    pub node: Node,
+    pub file: KatalogFile,
+}
+
+/// The node of `spec.crds.<name>`.
+pub(super) fn crd_node<'n>(root: &'n Node, name: &str) -> Option<&'n Node> {
+    root.get("spec")?.get("crds")?.get(name)
+}

@@ -1,0 +1,99 @@
+//! `admission`: validation and mutation rules (run at admission and at every reconcile),
+//! conversion and webhook settings.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::calls::ExternalCall;
+use crate::condition::{ConditionSpec, ValueType, with_condition_fields};
+
+/// `spec.crds.<name>.admission`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Admission {
+    #[serde(default)]
+    pub validation: Option<ValidationSpec>,
+    #[serde(default)]
+    pub mutation: Option<MutationSpec>,
+    /// Multi-version conversion (served by the gateway).
+    #[serde(default)]
+    pub conversion: Option<Value>,
+    /// Per-CRD webhook switches (served by the gateway).
+    #[serde(default)]
+    pub webhooks: Option<Value>,
+}
+
+/// `admission.validation`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidationSpec {
+    #[serde(default)]
+    pub external: Vec<ExternalCall>,
+    #[serde(default)]
+    pub rules: Vec<ValidationRule>,
+}
+
+/// Deny or warn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RuleAction {
+    /// The reconcile fails and nothing is applied (the default).
+    #[default]
+    Deny,
+    /// Reported as ValidationWarning; the reconcile continues.
+    Warn,
+}
+
+with_condition_fields! {
+    /// A validation rule: a condition that must hold, and what to say when it does not.
+    pub struct ValidationRule {
+        /// The message when the rule fails (templated).
+        #[serde(default)]
+        pub message: String,
+        #[serde(default)]
+        pub action: Option<RuleAction>,
+        /// Only check when these hold.
+        #[serde(default)]
+        pub when: Vec<ConditionSpec>,
+        #[serde(default)]
+        pub or: Vec<ConditionSpec>,
+        /// The serve field the error maps to.
+        #[serde(default)]
+        pub link: Option<String>,
+        /// `{reconcile: false}`: admission only.
+        #[serde(default)]
+        pub fires: Option<Value>,
+    }
+}
+
+/// `admission.mutation`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MutationSpec {
+    /// Mutate before validating (default false).
+    #[serde(default)]
+    pub mutate_first: bool,
+    #[serde(default)]
+    pub external: Vec<ExternalCall>,
+    #[serde(default)]
+    pub rules: Vec<MutationRule>,
+}
+
+/// A mutation rule: set `field` to `default` (when absent or empty) or to `override`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MutationRule {
+    pub field: String,
+    #[serde(default)]
+    pub default: Option<String>,
+    #[serde(default, rename = "override")]
+    pub override_: Option<String>,
+    #[serde(default)]
+    pub value_type: Option<ValueType>,
+    #[serde(default)]
+    pub when: Vec<ConditionSpec>,
+    #[serde(default)]
+    pub or: Vec<ConditionSpec>,
+    #[serde(default)]
+    pub fires: Option<Value>,
+}

@@ -1,0 +1,302 @@
+//! The Katalog as written (the newest grouped operatorBox shape; older shapes are
+//! translated before they reach these types). The doc comments are the format reference.
+//!
+//! Unknown keys are rejected by the loader's deserializer, which knows each struct's
+//! fields; sections that belong to features not hosted by this runtime yet (gateway,
+//! security, publishing) are kept as opaque values so their Katalogs still load.
+
+mod admission;
+mod calls;
+mod operator_box;
+mod resources;
+mod serve;
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use admission::{Admission, MutationRule, MutationSpec, RuleAction, ValidationRule, ValidationSpec};
+pub use calls::{ExternalCall, RetryBackoff};
+pub use operator_box::*;
+pub use resources::{ForEach, HookTemplates, KindSpec, RESOURCE_KINDS, ResourceEntry, kind_spec};
+pub use serve::{Serve, ServeTarget, TargetEntry};
+
+/// One Katalog file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KatalogFile {
+    /// `orkestra.orkspace.io/v1` (the older `orkestra.konductor.io/v1Alpha` is accepted).
+    pub api_version: String,
+    /// Always `Katalog`.
+    pub kind: String,
+    #[serde(default)]
+    pub metadata: Metadata,
+    #[serde(default)]
+    pub spec: Spec,
+    /// Template functions defined by this Katalog, callable in every template.
+    #[serde(default)]
+    pub notes: Option<Notes>,
+    /// Maturity and deprecation information.
+    #[serde(default)]
+    pub lifecycle: Option<Value>,
+    /// Named presets (reconciler, probes, resources, ...).
+    #[serde(default)]
+    pub profiles: Option<Value>,
+    /// Gateway settings (served by the gateway, not by this runtime).
+    #[serde(default)]
+    pub gateway: Option<Value>,
+    /// Admission and protection policy (served by the gateway).
+    #[serde(default)]
+    pub security: Option<Value>,
+    /// Registry publishing settings.
+    #[serde(default)]
+    pub publish: Option<Value>,
+    /// Notification teams used by `notify` on conditions.
+    #[serde(default)]
+    pub notification: Option<Value>,
+    /// Provider requirements.
+    #[serde(default)]
+    pub providers: Option<Value>,
+}
+
+/// Katalog metadata; `name` is written on managed CRs as `managed-by`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub author: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// `spec`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spec {
+    /// Finalizers added to every CR of every CRD (besides `orkestra.orkspace.io/cleanup`).
+    #[serde(default)]
+    pub finalizers: Vec<String>,
+    /// Katalog-level motif imports.
+    #[serde(default)]
+    pub imports: Vec<Value>,
+    /// The operators, keyed by a DNS-1123 name.
+    #[serde(default)]
+    pub crds: BTreeMap<String, CrdEntry>,
+}
+
+/// User notes: `{functions: [...]}` or a bare list.
+#[derive(Debug, Clone, Default)]
+pub struct Notes(pub Vec<NoteSpec>);
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NotesMap {
+    #[serde(default)]
+    functions: Vec<NoteSpec>,
+}
+
+impl<'de> Deserialize<'de> for Notes {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NotesVisitor;
+        impl<'de> serde::de::Visitor<'de> for NotesVisitor {
+            type Value = Notes;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of notes or {functions: [...]}")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Notes, A::Error> {
+                Vec::<NoteSpec>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq)).map(Notes)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Notes, A::Error> {
+                NotesMap::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(|m| Notes(m.functions))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Notes, E> {
+                Ok(Notes::default())
+            }
+        }
+        deserializer.deserialize_any(NotesVisitor)
+    }
+}
+
+/// One user note: a zero-argument function whose value is its template.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NoteSpec {
+    pub name: String,
+    /// The template the note evaluates.
+    pub expression: String,
+    #[serde(default)]
+    pub description: String,
+    /// Allow replacing a built-in function of the same name without a warning.
+    #[serde(default)]
+    pub shadow: bool,
+}
+
+/// `spec.crds.<name>`: one operator.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrdEntry {
+    /// `false` skips the CRD entirely (strip its finalizers first).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub description: String,
+    /// `typed` or `dynamic`; this runtime always handles objects dynamically.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// The kind this operator reconciles.
+    pub api_types: ApiTypes,
+    /// A CRD manifest installed by `ork dev`; generated from `apiTypes` when absent.
+    #[serde(default)]
+    pub crd_file: Option<String>,
+    /// Sample CRs applied by `ork dev --apply-cr`.
+    #[serde(default)]
+    pub cr_files: Vec<String>,
+    /// Prerequisite manifests applied in order by `ork dev`.
+    #[serde(default)]
+    pub setup: Option<Value>,
+    /// Namespaced (default) or cluster-scoped.
+    #[serde(default = "yes")]
+    pub namespaced: bool,
+    /// Watch only this namespace (empty: all).
+    #[serde(default)]
+    pub namespace: String,
+    /// Labels written onto every managed CR each reconcile (values templated).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations written onto every managed CR each reconcile (values templated).
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    /// Informer label filter; required for built-in kinds.
+    #[serde(default)]
+    pub label_selector: BTreeMap<String, String>,
+    /// Informer field filter (`metadata.namespace`, `metadata.name`).
+    #[serde(default)]
+    pub field_selector: BTreeMap<String, String>,
+    /// Start after these CRDs: a list (`started`), or a map to `started`/`healthy`.
+    #[serde(default)]
+    pub depends_on: DependsOn,
+    /// Extra data embedded in `.children.*` (pods, events, ...).
+    #[serde(default)]
+    pub enrich: Option<Value>,
+    #[serde(default)]
+    pub enrich_all: bool,
+    /// `false`: other CRDs' `cross:` reads of this one return nothing.
+    #[serde(default = "yes")]
+    pub cross_access: bool,
+    /// Per-CRD Live API switches.
+    #[serde(default)]
+    pub endpoints: Option<Value>,
+    /// Admission: validation, mutation, conversion, webhooks.
+    #[serde(default)]
+    pub admission: Admission,
+    /// Deletion protection overrides.
+    #[serde(default)]
+    pub deletion_protection: Option<Value>,
+    /// Self-service exposure through the gateway, and per-target operator boxes.
+    #[serde(default)]
+    pub serve: Option<Serve>,
+    /// What this operator does.
+    #[serde(default)]
+    pub operator_box: OperatorBox,
+    /// Filled by the runtime (Control Center grouping).
+    #[serde(default)]
+    pub katalog_name: Option<String>,
+    #[serde(default)]
+    pub katalog_namespace: Option<String>,
+}
+
+/// `apiTypes`: group, version, kind and plural of the primary resource.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiTypes {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub version: String,
+    pub kind: String,
+    #[serde(default)]
+    pub plural: String,
+    /// `/apis` (default) or `/api` for core kinds.
+    #[serde(default)]
+    pub api_path: Option<String>,
+    /// Typed mode only (Go import path); accepted and ignored here.
+    #[serde(default)]
+    pub location: Option<String>,
+    #[serde(default)]
+    pub object: Option<String>,
+    #[serde(default)]
+    pub object_list: Option<String>,
+    #[serde(default)]
+    pub alias: Option<String>,
+}
+
+/// When a dependency counts as met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum DependencyCondition {
+    Started,
+    Healthy,
+}
+
+/// `dependsOn` in its three forms: `[db]`, `{db: healthy}`, `{db: {condition: healthy}}`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DependsOn(pub Vec<(String, DependencyCondition)>);
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DependencyDetail {
+    condition: DependencyCondition,
+}
+
+impl<'de> Deserialize<'de> for DependsOn {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct DependsVisitor;
+        impl<'de> serde::de::Visitor<'de> for DependsVisitor {
+            type Value = DependsOn;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of CRD names or a map of CRD name to started/healthy")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<DependsOn, E> {
+                Ok(DependsOn::default())
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<DependsOn, A::Error> {
+                let mut out = Vec::new();
+                while let Some(name) = seq.next_element::<String>()? {
+                    out.push((name, DependencyCondition::Started));
+                }
+                Ok(DependsOn(out))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<DependsOn, A::Error> {
+                let mut out = Vec::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    let value: Value = map.next_value()?;
+                    let condition = match &value {
+                        Value::String(_) => serde_json::from_value(value.clone()),
+                        Value::Object(_) => serde_json::from_value::<DependencyDetail>(value.clone()).map(|d| d.condition),
+                        Value::Null => Ok(DependencyCondition::Started),
+                        _ => serde_json::from_value(Value::Null),
+                    }
+                    .map_err(|_| {
+                        serde::de::Error::custom(format!(
+                            "dependsOn.{name}: expected started or healthy (or {{condition: started|healthy}}), found {value}"
+                        ))
+                    })?;
+                    out.push((name, condition));
+                }
+                Ok(DependsOn(out))
+            }
+        }
+        deserializer.deserialize_any(DependsVisitor)
+    }
+}
+
+fn yes() -> bool {
+    true
+}

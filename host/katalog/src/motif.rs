@@ -1,0 +1,203 @@
+//! Motif imports: `reconcile.imports: [{motif: ./file.yaml, with: {...}}]` merges a motif's
+//! resource templates into `onReconcile` at load time. A motif declares its inputs; a missing
+//! required input or an undeclared one is an error. The values (given or defaulted) travel
+//! with each merged entry and are visible to its templates as `.inputs`.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::de::{self, Problem};
+use super::include::Files;
+use super::loaded::{Parsed, crd_node};
+use super::model::HookTemplates;
+use super::yaml::{self, Node, NodeValue};
+
+/// A motif file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MotifFile {
+    #[serde(default)]
+    api_version: String,
+    kind: String,
+    /// Name and description, for people reading the file.
+    #[serde(default)]
+    #[expect(dead_code, reason = "accepted so motif files may describe themselves")]
+    metadata: Option<Value>,
+    #[serde(default)]
+    inputs: Vec<MotifInput>,
+    #[serde(default)]
+    resources: HookTemplates,
+}
+
+/// One declared input.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MotifInput {
+    name: String,
+    #[serde(default)]
+    required: bool,
+    #[serde(default)]
+    default: Option<Value>,
+    #[serde(default)]
+    #[expect(dead_code, reason = "accepted so motif files may document their inputs")]
+    description: String,
+}
+
+/// Merges every CRD's motif imports into its `onReconcile`.
+pub(super) fn merge_imports(parsed: &mut [Parsed], files: &mut Files, problems: &mut Vec<Problem>) {
+    for Parsed { node, file } in parsed.iter_mut() {
+        for (name, entry) in file.spec.crds.iter_mut() {
+            let Some(reconcile) = entry.operator_box.reconcile.as_mut() else {
+                continue;
+            };
+            let imports = std::mem::take(&mut reconcile.imports);
+            let imports_node = crd_node(node, name)
+                .and_then(|n| n.get("operatorBox"))
+                .and_then(|n| n.get("reconcile"))
+                .and_then(|n| n.get("imports"));
+            for (i, import) in imports.iter().enumerate() {
+                let path = format!("spec.crds.{name}.operatorBox.reconcile.imports[{i}]");
+                let import_node = match imports_node.map(|n| &n.value) {
+                    Some(NodeValue::Seq(items)) => items.get(i),
+                    _ => None,
+                };
+                let pos = import_node.map_or(node.pos, |n| n.pos);
+                let Some(motif_path) = &import.motif else {
+                    let message = if import.oci.is_some() {
+                        "motifs from OCI registries are not supported by this runtime; vendor the motif file and use `motif:`"
+                    } else {
+                        "an import needs `motif:` (a file path)"
+                    };
+                    problems.push(Problem {
+                        path,
+                        pos,
+                        message: message.into(),
+                    });
+                    continue;
+                };
+                let Some(motif) = read_motif(motif_path, pos, &path, files, problems) else {
+                    continue;
+                };
+                let Some(inputs) = inputs(&motif, &import.with_, &path, pos, problems) else {
+                    continue;
+                };
+                let target = reconcile.on_reconcile.get_or_insert_with(HookTemplates::default);
+                for (key, entries) in motif.resources.resources() {
+                    if let Some(list) = target.resources_mut(key) {
+                        list.extend(entries.iter().cloned().map(|mut e| {
+                            e.inputs = Some(inputs.clone());
+                            e
+                        }));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn read_motif(
+    relative: &str,
+    pos: yaml::Pos,
+    path: &str,
+    files: &mut Files,
+    problems: &mut Vec<Problem>,
+) -> Option<MotifFile> {
+    let full = files.dir_of(pos.file).join(relative);
+    let text = match std::fs::read_to_string(&full) {
+        Ok(text) => text,
+        Err(e) => {
+            problems.push(Problem {
+                path: format!("{path}.motif"),
+                pos,
+                message: format!("cannot read motif {}: {e}", full.display()),
+            });
+            return None;
+        }
+    };
+    let index = files.paths.len();
+    files.paths.push(full);
+    let node: Node = match yaml::parse_file(&text, index) {
+        Ok(node) => node,
+        Err(e) => {
+            problems.push(Problem {
+                path: format!("{path}.motif"),
+                pos: e.pos,
+                message: format!("YAML error in motif: {}", e.message),
+            });
+            return None;
+        }
+    };
+    match de::read::<MotifFile>(&node, "") {
+        Ok((motif, unknown)) => {
+            problems.extend(unknown);
+            if motif.kind != "Motif" || (motif.api_version != super::API_VERSION && !motif.api_version.is_empty()) {
+                let message = format!(
+                    "a motif file has kind Motif and apiVersion {}, found {} {}",
+                    super::API_VERSION,
+                    motif.api_version,
+                    motif.kind
+                );
+                problems.push(Problem {
+                    path: "kind".into(),
+                    pos: node.pos,
+                    message,
+                });
+                return None;
+            }
+            Some(motif)
+        }
+        Err(problem) => {
+            problems.push(problem);
+            None
+        }
+    }
+}
+
+/// The input values: `with` over defaults; errors for missing required and unknown inputs.
+fn inputs(
+    motif: &MotifFile,
+    with: &BTreeMap<String, Value>,
+    path: &str,
+    pos: yaml::Pos,
+    problems: &mut Vec<Problem>,
+) -> Option<Value> {
+    let mut ok = true;
+    for key in with.keys() {
+        if !motif.inputs.iter().any(|i| &i.name == key) {
+            let names: Vec<&str> = motif.inputs.iter().map(|i| i.name.as_str()).collect();
+            problems.push(Problem {
+                path: format!("{path}.with.{key}"),
+                pos,
+                message: format!(
+                    "the motif declares no input \"{key}\" (inputs: {})",
+                    if names.is_empty() {
+                        "none".into()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            });
+            ok = false;
+        }
+    }
+    let mut values = serde_json::Map::new();
+    for input in &motif.inputs {
+        match (with.get(&input.name), &input.default) {
+            (Some(value), _) | (None, Some(value)) => {
+                values.insert(input.name.clone(), value.clone());
+            }
+            (None, None) if input.required => {
+                problems.push(Problem {
+                    path: format!("{path}.with"),
+                    pos,
+                    message: format!("the motif's required input \"{}\" is not given", input.name),
+                });
+                ok = false;
+            }
+            (None, None) => {}
+        }
+    }
+    ok.then_some(Value::Object(values))
+}

@@ -1,0 +1,257 @@
+//! Admission rules at reconcile time: mutation (a `default` when the field is absent or
+//! empty, an `override` always) and validation (`deny` stops the reconcile before any child
+//! is applied, `warn` is reported and the reconcile goes on). Rules marked
+//! `fires: {reconcile: false}` are admission-only and skipped here.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::condition::{Check, Conditions, ValueType};
+use crate::fields::{set_path, typed};
+use crate::resolver::Resolver;
+use crate::template::{Functions, Template};
+use crate::{Admission, RuleAction};
+
+#[derive(Debug, Clone)]
+struct Validation {
+    field: String,
+    check: Check,
+    guard: Conditions,
+    message: Template,
+    action: RuleAction,
+}
+
+#[derive(Debug, Clone)]
+struct Mutation {
+    path: Vec<String>,
+    value: Template,
+    overwrite: bool,
+    value_type: ValueType,
+    guard: Conditions,
+}
+
+/// The compiled reconcile-time rules of one CRD.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    validations: Vec<Validation>,
+    mutations: Vec<Mutation>,
+    mutate_first: bool,
+}
+
+/// What the validation rules said about one object.
+#[derive(Debug, Default, PartialEq)]
+pub struct Verdict {
+    pub denied: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Mutations that did not produce a value, and why; skipped, as upstream does, and
+    /// the CR is still reconciled.
+    pub skipped: Vec<String>,
+}
+
+/// Whether a rule with this `fires` value runs at reconcile.
+fn fires_at_reconcile(fires: &Option<Value>) -> bool {
+    fires.as_ref().and_then(|f| f["reconcile"].as_bool()).unwrap_or(true)
+}
+
+impl Rules {
+    pub fn compile(admission: &Admission, functions: &Functions) -> Result<Self, String> {
+        let mut rules = Rules::default();
+        if let Some(validation) = &admission.validation {
+            for (i, rule) in validation.rules.iter().enumerate() {
+                if !fires_at_reconcile(&rule.fires) {
+                    continue;
+                }
+                let at = |e: String| format!("admission.validation.rules[{i}].{e}");
+                rules.validations.push(Validation {
+                    field: rule.field.clone().unwrap_or_default(),
+                    check: Check::compile(&rule.condition(), functions)
+                        .map_err(|e| at(format!("{}: {}", e.key, e.message)))?,
+                    guard: Conditions::compile(&rule.when, &rule.or, functions)
+                        .map_err(|(path, e)| at(format!("{path}.{}: {}", e.key, e.message)))?,
+                    message: Template::compile(&rule.message, functions)
+                        .map_err(|e| at(format!("message: {}", e.message)))?,
+                    action: rule.action.unwrap_or_default(),
+                });
+            }
+        }
+        if let Some(mutation) = &admission.mutation {
+            rules.mutate_first = mutation.mutate_first;
+            for (i, rule) in mutation.rules.iter().enumerate() {
+                if !fires_at_reconcile(&rule.fires) {
+                    continue;
+                }
+                let at = |e: String| format!("admission.mutation.rules[{i}].{e}");
+                let (text, overwrite) = match (&rule.override_, &rule.default) {
+                    (Some(text), _) => (text, true),
+                    (None, Some(text)) => (text, false),
+                    (None, None) => return Err(at("default or override is required".into())),
+                };
+                rules.mutations.push(Mutation {
+                    path: rule.field.split('.').map(String::from).collect(),
+                    value: Template::compile(text, functions).map_err(|e| at(format!("value: {}", e.message)))?,
+                    overwrite,
+                    value_type: rule.value_type.unwrap_or(ValueType::Auto),
+                    guard: Conditions::compile(&rule.when, &rule.or, functions)
+                        .map_err(|(path, e)| at(format!("{path}.{}: {}", e.key, e.message)))?,
+                });
+            }
+        }
+        Ok(rules)
+    }
+
+    /// Whether there are validation rules (and so Validation* conditions to report).
+    pub fn validates(&self) -> bool {
+        !self.validations.is_empty()
+    }
+
+    /// Mutates and validates in the declared order; returns the object to reconcile (the
+    /// input itself unless a mutation wrote to it) and the verdict on it.
+    pub fn run<'o>(&self, object: &'o Value, notes: &[Template]) -> (Cow<'o, Value>, Verdict) {
+        let mut verdict = Verdict::default();
+        if self.mutate_first {
+            let mutated = self.mutate(object, notes, &mut verdict);
+            self.validate(&mutated, notes, &mut verdict);
+            (mutated, verdict)
+        } else {
+            self.validate(object, notes, &mut verdict);
+            (self.mutate(object, notes, &mut verdict), verdict)
+        }
+    }
+
+    fn mutate<'o>(&self, object: &'o Value, notes: &[Template], verdict: &mut Verdict) -> Cow<'o, Value> {
+        let mut mutated = Cow::Borrowed(object);
+        for rule in &self.mutations {
+            let resolver = Resolver::new(&mutated, notes);
+            if !rule.guard.passes(&resolver, None) {
+                continue;
+            }
+            let current = rule.path.iter().try_fold(&*mutated, |v, k| v.get(k.as_str()));
+            let empty = matches!(current, None | Some(Value::Null)) || current == Some(&Value::String(String::new()));
+            if !rule.overwrite && !empty {
+                continue;
+            }
+            match typed(&resolver, &rule.value, rule.value_type) {
+                Ok(value) => set_path(mutated.to_mut(), &rule.path, value),
+                Err(why) => verdict
+                    .skipped
+                    .push(format!("field \"{}\": {why}", rule.path.join("."))),
+            }
+        }
+        mutated
+    }
+
+    fn validate(&self, object: &Value, notes: &[Template], verdict: &mut Verdict) {
+        let resolver = Resolver::new(object, notes);
+        for rule in &self.validations {
+            if !rule.guard.passes(&resolver, None) || rule.check.passes(&resolver, None) {
+                continue;
+            }
+            let message = resolver.render(&rule.message).unwrap_or_else(|e| e.message);
+            let text = if rule.field.is_empty() {
+                message
+            } else {
+                format!("field \"{}\": {message}", rule.field)
+            };
+            match rule.action {
+                RuleAction::Deny => verdict.denied.push(text),
+                RuleAction::Warn => verdict.warnings.push(text),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rules(yaml: &str) -> Rules {
+        let node = crate::yaml::parse(yaml).unwrap();
+        let (admission, problems) = crate::read::<Admission>(&node, "admission").unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        Rules::compile(&admission, Functions::builtin()).unwrap()
+    }
+
+    const RULES: &str = "
+validation:
+  rules:
+    - {field: spec.replicas, lessThanOrEqual: '5', valueType: int, message: 'at most 5, got {{ .spec.replicas }}'}
+    - {field: spec.image, notContains: latest, action: warn, message: pin the image}
+    - {field: spec.tier, exists: true, message: a tier is required, fires: {reconcile: false}}
+mutation:
+  rules:
+    - {field: spec.replicas, default: '1', valueType: int}
+    - {field: spec.tier, override: gold, when: [{field: spec.vip, equals: 'true'}]}
+";
+
+    #[test]
+    fn deny_and_warn_name_the_field_and_render_the_message() {
+        let rules = rules(RULES);
+        let input = json!({"spec": {"replicas": 9, "image": "app:latest"}});
+        let (_, verdict) = rules.run(&input, &[]);
+        assert_eq!(verdict.denied, ["field \"spec.replicas\": at most 5, got 9"]);
+        assert_eq!(verdict.warnings, ["field \"spec.image\": pin the image"]);
+        let input = json!({"spec": {"replicas": 2, "image": "app:1.0"}});
+        let (_, verdict) = rules.run(&input, &[]);
+        assert_eq!(
+            verdict,
+            Verdict::default(),
+            "admission-only rules do not fire at reconcile"
+        );
+    }
+
+    #[test]
+    fn defaults_fill_only_what_is_missing_and_overrides_follow_their_conditions() {
+        let rules = rules(RULES);
+        let input = json!({"spec": {"vip": true}});
+        let (mutated, _) = rules.run(&input, &[]);
+        assert_eq!(mutated["spec"]["replicas"], 1);
+        assert_eq!(mutated["spec"]["tier"], "gold");
+        let input = json!({"spec": {"replicas": 3, "tier": "bronze"}});
+        let (mutated, _) = rules.run(&input, &[]);
+        assert_eq!(mutated["spec"], json!({"replicas": 3, "tier": "bronze"}));
+    }
+
+    #[test]
+    fn mutate_first_decides_what_validation_sees() {
+        let yaml = "
+validation:
+  rules: [{field: spec.replicas, exists: true, message: replicas missing}]
+mutation:
+  mutateFirst: MF
+  rules: [{field: spec.replicas, default: '2', valueType: int}]
+";
+        let input = json!({"spec": {}});
+        let (_, after) = rules(&yaml.replace("MF", "true")).run(&input, &[]);
+        assert!(after.denied.is_empty(), "validation sees the default");
+        let input = json!({"spec": {}});
+        let (mutated, before) = rules(&yaml.replace("MF", "false")).run(&input, &[]);
+        assert_eq!(before.denied, ["field \"spec.replicas\": replicas missing"]);
+        assert_eq!(mutated["spec"]["replicas"], 2);
+    }
+
+    #[test]
+    fn the_object_is_copied_only_when_a_mutation_writes() {
+        let rules = rules(RULES);
+        let settled = json!({"spec": {"replicas": 3, "image": "app:1.0"}});
+        let (object, _) = rules.run(&settled, &[]);
+        assert!(matches!(object, Cow::Borrowed(_)), "nothing to default: no copy");
+        let input = json!({"spec": {}});
+        let (object, _) = rules.run(&input, &[]);
+        assert!(matches!(object, Cow::Owned(_)));
+    }
+
+    #[test]
+    fn a_mutation_that_does_not_convert_is_skipped_and_said() {
+        let rules =
+            rules("mutation:\n  rules: [{field: spec.replicas, default: '{{ .spec.name }}', valueType: int}]\n");
+        let input = json!({"spec": {"name": "web"}});
+        let (object, verdict) = rules.run(&input, &[]);
+        assert_eq!(object["spec"].get("replicas"), None);
+        assert_eq!(
+            verdict.skipped,
+            ["field \"spec.replicas\": \"web\" does not convert to type int"]
+        );
+    }
+}

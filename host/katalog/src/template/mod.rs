@@ -1,0 +1,209 @@
+//! Go `text/template` for Katalogs: a template string is compiled once at load (every
+//! function name resolved, every syntax error reported with its column) and evaluated many
+//! times against JSON data without re-parsing.
+//!
+//! Pure: no kube or wasmtime imports.
+//!
+//! Differences from Go, on purpose: field access is nil-safe (`.spec.a.b` on a missing `a`
+//! is nil, not an error), nil prints as the empty string (Go prints `<no value>`), and `eq`
+//! compares a number with a numeric string by value. `define`/`template`/`block` are not
+//! supported: Katalogs share logic through notes.
+
+mod exec;
+pub mod funcs;
+mod lex;
+mod parse;
+pub mod value;
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use crate::sentinel::SentinelBits;
+
+pub use funcs::{Func, Functions};
+
+/// A syntax error: its byte offset in the template and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    pub offset: usize,
+    pub message: String,
+}
+
+impl ParseError {
+    pub(crate) fn at(offset: usize, message: impl Into<String>) -> Self {
+        Self {
+            offset,
+            message: message.into(),
+        }
+    }
+}
+
+/// An evaluation error: the byte offset of the failing command and what went wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecError {
+    pub offset: usize,
+    pub message: String,
+}
+
+impl ExecError {
+    pub(crate) fn at(offset: usize, message: impl Into<String>) -> Self {
+        Self {
+            offset,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "template syntax error at byte {}: {}", self.offset, self.message)
+    }
+}
+
+impl fmt::Display for ExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "template error at byte {}: {}", self.offset, self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+impl std::error::Error for ExecError {}
+
+/// The 1-based column of a byte offset within `src` (counted in characters).
+pub fn column(src: &str, offset: usize) -> usize {
+    src.get(..offset.min(src.len()))
+        .map_or(1, |prefix| prefix.chars().count() + 1)
+}
+
+/// What evaluation may consult besides the data: the clock, the user notes and the
+/// sentinels of the current event.
+#[derive(Debug, Clone, Copy)]
+pub struct Env<'a> {
+    pub now: jiff::Timestamp,
+    pub notes: &'a [Template],
+    pub sentinels: SentinelBits,
+}
+
+impl Env<'_> {
+    /// An environment at the current time, without notes or sentinels.
+    pub fn now() -> Env<'static> {
+        Env {
+            now: jiff::Timestamp::now(),
+            notes: &[],
+            sentinels: SentinelBits::default(),
+        }
+    }
+}
+
+/// A compiled template.
+#[derive(Debug, Clone)]
+pub struct Template {
+    source: String,
+    body: Body,
+}
+
+#[derive(Debug, Clone)]
+enum Body {
+    /// No `{{`: the text is the result, nothing to evaluate.
+    Literal,
+    Nodes(Vec<parse::Node>),
+}
+
+impl Template {
+    /// Compiles `source`, resolving function names against `functions`.
+    pub fn compile(source: &str, functions: &Functions) -> Result<Self, ParseError> {
+        let body = if source.contains("{{") {
+            Body::Nodes(parse::parse(lex::lex(source)?, functions)?)
+        } else {
+            Body::Literal
+        };
+        Ok(Self {
+            source: source.to_string(),
+            body,
+        })
+    }
+
+    /// The source text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// True when the source has no actions.
+    pub fn is_literal(&self) -> bool {
+        matches!(self.body, Body::Literal)
+    }
+
+    /// Renders to text.
+    pub fn render(&self, env: &Env<'_>, data: &Value) -> Result<String, ExecError> {
+        self.render_in(env, data, None)
+    }
+
+    /// Renders with `overlay` keys visible at the top level next to `data`'s own (they win).
+    pub fn render_in(
+        &self,
+        env: &Env<'_>,
+        data: &Value,
+        overlay: Option<&Map<String, Value>>,
+    ) -> Result<String, ExecError> {
+        match &self.body {
+            Body::Literal => Ok(self.source.clone()),
+            Body::Nodes(nodes) => {
+                let mut out = String::new();
+                exec::State::new(env, data, overlay, 0).render(nodes, data, &mut out)?;
+                Ok(out)
+            }
+        }
+    }
+
+    /// Evaluates to a value: a template that is exactly one action yields that action's
+    /// value with its type (a bool stays a bool); anything else yields the rendered text.
+    pub fn evaluate(&self, env: &Env<'_>, data: &Value) -> Result<Value, ExecError> {
+        self.evaluate_nested(env, data, None, 0)
+    }
+
+    /// [`Template::evaluate`] with overlay keys (see [`Template::render_in`]).
+    pub fn evaluate_in(
+        &self,
+        env: &Env<'_>,
+        data: &Value,
+        overlay: Option<&Map<String, Value>>,
+    ) -> Result<Value, ExecError> {
+        self.evaluate_nested(env, data, overlay, 0)
+    }
+
+    fn evaluate_nested(
+        &self,
+        env: &Env<'_>,
+        data: &Value,
+        overlay: Option<&Map<String, Value>>,
+        depth: usize,
+    ) -> Result<Value, ExecError> {
+        match &self.body {
+            Body::Nodes(nodes) => match nodes.as_slice() {
+                [parse::Node::Action(pipe)] if pipe.vars.is_empty() => {
+                    exec::State::new(env, data, overlay, depth).value(pipe, data)
+                }
+                _ => {
+                    let mut out = String::new();
+                    exec::State::new(env, data, overlay, depth).render(nodes, data, &mut out)?;
+                    Ok(Value::String(out))
+                }
+            },
+            Body::Literal => Ok(Value::String(self.source.clone())),
+        }
+    }
+
+    /// The names of the functions this template calls (for checks such as "sentinel used
+    /// but not declared").
+    pub fn functions_called(&self) -> Vec<(String, Func)> {
+        let mut found = Vec::new();
+        if let Body::Nodes(nodes) = &self.body {
+            parse::collect_functions(nodes, &mut found);
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,579 @@
+//! Table-driven tests of the template language and of every library function.
+
+use serde_json::{Value, json};
+
+use super::funcs::DOMAINS;
+use super::{Env, Functions, Template, column};
+use crate::sentinel::SentinelBits;
+
+/// Monday 2026-01-05 10:30:00 UTC.
+const NOW: &str = "2026-01-05T10:30:00Z";
+
+fn data() -> Value {
+    json!({
+        "apiVersion": "demo.orkestra.io/v1",
+        "kind": "Website",
+        "metadata": {
+            "name": "shop", "namespace": "web", "uid": "u-1", "resourceVersion": "42", "generation": 3,
+            "creationTimestamp": "2026-01-05T08:00:00Z",
+            "labels": {"tier": "gold"},
+            "annotations": {"orkestra.orkspace.io/serve-target": "site", "team": "blue"},
+            "ownerReferences": [{"kind": "Tenant", "name": "acme"}],
+        },
+        "spec": {
+            "image": "nginx", "tag": "1.27", "replicas": 3, "ratio": 2.5, "enabled": true, "empty": "",
+            "tags": ["a", "b", "c"], "limits": {"cpu": "500m", "memory": "1Gi"},
+            "schedule": "*/15 * * * *", "version": "v1.4.2", "cidr": "10.0.0.0/8", "ip": "10.1.2.3",
+            "expires": "2026-01-05T12:30:00Z",
+        },
+        "status": {
+            "phase": "Running", "observedGeneration": 3,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Done", "message": "all good"}],
+        },
+        "children": {
+            "deployment": {
+                "metadata": {"name": "shop", "generation": 2},
+                "spec": {"replicas": 2, "template": {"spec": {"containers": [
+                    {"name": "web", "image": "nginx:1.27", "env": [{"name": "MODE", "value": "prod"}],
+                     "ports": [{"name": "http", "containerPort": 80}, {"name": "metrics", "containerPort": 9090}]},
+                ]}}},
+                "status": {"replicas": 2, "readyReplicas": 2, "updatedReplicas": 2, "availableReplicas": 2, "observedGeneration": 2},
+                "_pods": [
+                    {"metadata": {"name": "shop-1"}, "status": {"podIP": "10.0.0.1", "conditions": [{"type": "Ready", "status": "True"}],
+                     "containerStatuses": [{"restartCount": 4, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}},
+                    {"metadata": {"name": "shop-2"}, "status": {"conditions": [{"type": "Ready", "status": "False"}],
+                     "containerStatuses": [{"restartCount": 1, "state": {"running": {}}}]}},
+                ],
+                "_warnings": [{"reason": "BackOff", "message": "restarting failed container"}],
+            },
+            "service": {
+                "spec": {"clusterIP": "10.96.0.10", "ports": [{"port": 80, "nodePort": 30080}]},
+                "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4", "hostname": "lb.example"}]}},
+            },
+            "endpoints": {"subsets": [{"addresses": [{"ip": "10.0.0.1"}]}]},
+            "job": {"status": {"succeeded": 1, "active": 0, "conditions": [{"type": "Complete", "status": "True"}]}},
+        },
+        "prom": {"data": {"result": [{"value": [1, "0.93"]}]}},
+    })
+}
+
+fn env() -> Env<'static> {
+    Env {
+        now: NOW.parse().unwrap(),
+        notes: &[],
+        sentinels: SentinelBits::default(),
+    }
+}
+
+fn render(src: &str) -> Result<String, String> {
+    let template = Template::compile(src, Functions::builtin()).map_err(|e| format!("parse: {e}"))?;
+    template.render(&env(), &data()).map_err(|e| format!("exec: {e}"))
+}
+
+/// (template, expected output). Every library function appears at least once.
+const CASES: &[(&str, &str)] = &[
+    // Language.
+    ("plain text", "plain text"),
+    ("{{ .metadata.name }}-{{ .spec.replicas }}", "shop-3"),
+    ("{{ .spec.missing }}|{{ .spec.missing.deeper }}", "|"),
+    ("{{ .spec.image | printf \"%s:%s\" .spec.tag }}", "1.27:nginx"),
+    ("{{ if .spec.enabled }}on{{ else }}off{{ end }}", "on"),
+    (
+        "{{ if .spec.empty }}a{{ else if eq .spec.replicas 3 }}b{{ else }}c{{ end }}",
+        "b",
+    ),
+    ("{{ with .spec.limits }}{{ .cpu }}{{ end }}", "500m"),
+    ("{{ with .spec.nothing }}x{{ else }}none{{ end }}", "none"),
+    (
+        "{{ range $i, $t := .spec.tags }}{{ $i }}={{ $t }};{{ end }}",
+        "0=a;1=b;2=c;",
+    ),
+    ("{{ range .spec.limits }}{{ . }},{{ end }}", "500m,1Gi,"),
+    ("{{ range $k, $v := .spec.limits }}{{ $k }} {{ end }}", "cpu memory "),
+    ("{{ range 3 }}{{ . }}{{ end }}", "012"),
+    ("{{ range .spec.none }}x{{ else }}empty{{ end }}", "empty"),
+    (
+        "{{ range .spec.tags }}{{ if eq . \"b\" }}{{ break }}{{ end }}{{ . }}{{ end }}",
+        "a",
+    ),
+    (
+        "{{ range .spec.tags }}{{ if eq . \"b\" }}{{ continue }}{{ end }}{{ . }}{{ end }}",
+        "ac",
+    ),
+    ("{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ end }}{{ $x }}", "2"),
+    ("{{ range .spec.tags }}{{ $.metadata.name }}{{ end }}", "shopshopshop"),
+    ("{{ (index .spec.tags 1) | upper }}", "B"),
+    ("{{ (.spec.limits).cpu }}", "500m"),
+    ("a  {{- \" b \" -}}  c{{/* comment */}}", "a b c"),
+    (
+        "{{ and .spec.enabled .spec.image }}|{{ or .spec.empty \"fallback\" }}",
+        "nginx|fallback",
+    ),
+    ("{{ and false (index .spec.tags 99) }}", "false"),
+    (
+        "{{ .spec.tags }} {{ .spec.limits }} {{ .spec.ratio }}",
+        "[a b c] map[cpu:500m memory:1Gi] 2.5",
+    ),
+    ("{{ 'a' }} {{ 0x1F }} {{ 1e3 }} {{ -2 }} {{ nil }}", "97 31 1000 -2 "),
+    // Go builtins.
+    ("{{ not .spec.enabled }}", "false"),
+    (
+        "{{ eq .spec.replicas 1 2 3 }} {{ eq .spec.replicas \"3\" }}",
+        "true true",
+    ),
+    ("{{ ne .spec.image \"nginx\" }}", "false"),
+    (
+        "{{ lt 1 2 }} {{ le 2 2 }} {{ gt \"b\" \"a\" }} {{ ge 1.5 2 }}",
+        "true true true false",
+    ),
+    (
+        "{{ len .spec.tags }} {{ len .spec.image }} {{ len .spec.none }}",
+        "3 5 0",
+    ),
+    ("{{ index .spec.limits \"memory\" }} {{ index .spec.tags 2 }}", "1Gi c"),
+    ("{{ slice .spec.tags 1 }} {{ slice .spec.image 0 2 }}", "[b c] ng"),
+    ("{{ print 1 2 \"x\" 3 }}", "1 2x3"),
+    (
+        "{{ printf \"%d|%5s|%-4s|%05.1f|%q|%t|%x|%v|%+d\" 7 \"ab\" \"c\" 3.14159 \"q\" true 255 .spec.tags 5 }}",
+        "7|   ab|c   |003.1|\"q\"|true|ff|[a b c]|+5",
+    ),
+    ("{{ printf \"%d %s\" 1 }}", "1 %!s(MISSING)"),
+    ("{{ println \"a\" 1 }}", "a 1\n"),
+    ("{{ html \"<a href='x'>\" }}", "&lt;a href=&#39;x&#39;&gt;"),
+    ("{{ js \"it's <b>\" }}", "it\\'s \\u003Cb\\u003E"),
+    ("{{ urlquery \"a b&c\" }}", "a+b%26c"),
+    // Strings.
+    (
+        "{{ toLower \"ABC\" }} {{ lower \"X\" }} {{ toUpper \"abc\" }} {{ upper \"y\" }}",
+        "abc x ABC Y",
+    ),
+    ("[{{ trimSpace \"  a  \" }}] [{{ trim \" b \" }}]", "[a] [b]"),
+    (
+        "{{ trimPrefix \"v\" .spec.version }} {{ trimSuffix \".2\" .spec.version }}",
+        "1.4.2 v1.4",
+    ),
+    (
+        "{{ hasPrefix \"ng\" .spec.image }} {{ hasSuffix \"y\" .spec.image }} {{ contains \"gin\" .spec.image }}",
+        "true false true",
+    ),
+    ("{{ replace \".\" \"-\" .spec.version }}", "v1-4-2"),
+    ("{{ split \",\" \"a,b\" }} {{ join \"+\" .spec.tags }}", "[a b] a+b+c"),
+    ("{{ repeat 3 \"ab\" }}", "ababab"),
+    (
+        "{{ camelToKebab \"myFieldName\" }} {{ camelToKebab \"HTTPServer\" }}",
+        "my-field-name http-server",
+    ),
+    ("{{ truncate 3 \"abcdef\" }}", "abc"),
+    ("{{ quote \"a\" }} {{ title \"hello world\" }}", "\"a\" Hello World"),
+    // Math.
+    (
+        "{{ add 1 2 3 }} {{ sub 10 4 }} {{ mul 2 3.5 }} {{ div 7 2 }} {{ div 7.0 2 }} {{ mod 7 3 }}",
+        "6 6 7 3 3.5 1",
+    ),
+    (
+        "{{ min 3 1 2 }} {{ max 3 1 2 }} {{ clamp 1 5 9 }} {{ abs -4 }}",
+        "1 3 5 4",
+    ),
+    ("{{ .spec.replicas | add 1 }}", "4"),
+    // Conditional.
+    (
+        "{{ .spec.missing | default \"nginx\" }} {{ .spec.image | default \"x\" }} {{ .spec.empty | default \"d\" }}",
+        "nginx nginx d",
+    ),
+    (
+        "{{ ternary \"yes\" \"no\" .spec.enabled }} {{ boolTernary false \"yes\" \"no\" }}",
+        "yes no",
+    ),
+    (
+        "{{ boolDefault true .spec.missing }} {{ boolDefault true \"no\" }}",
+        "true false",
+    ),
+    ("{{ coalesce .spec.empty .spec.missing \"third\" }}", "third"),
+    (
+        "{{ empty .spec.empty }} {{ Empty .spec.tags }} {{ notEmpty .spec.tags }}",
+        "true false true",
+    ),
+    // Type.
+    (
+        "{{ toInt \"42\" }} {{ toInt 3.9 }} {{ toFloat \"2.5\" }} {{ toBool \"yes\" }} {{ toString 5 }}",
+        "42 3 2.5 true 5",
+    ),
+    (
+        "{{ typeOf .spec.tags }} {{ typeOf .spec.ratio }} {{ typeOf .spec.replicas }} {{ typeOf nil }}",
+        "list float int nil",
+    ),
+    (
+        "{{ typeMap .spec }} {{ typeList .spec.tags }} {{ typeString .spec.image }} {{ typeNumber 1 }} {{ typeBool true }} {{ typeNull .x }}",
+        "true true true true true true",
+    ),
+    ("{{ isScalar .spec.image }} {{ isComposite .spec.tags }}", "true true"),
+    // Data.
+    ("{{ toBase64 \"hi\" }} {{ fromBase64 \"aGk=\" }}", "aGk= hi"),
+    ("{{ toJSON .spec.limits }}", "{\"cpu\":\"500m\",\"memory\":\"1Gi\"}"),
+    (
+        "{{ sha256sum \"abc\" }}",
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+    ),
+    ("{{ slugify \"Hello, World!\" }}", "hello-world"),
+    (
+        "{{ truncateName 10 \"a-very-long-name\" }} {{ truncateName \"short\" }}",
+        "a-ve-6c158 short",
+    ),
+    (
+        "{{ len (randomAlphanumeric 12) }} {{ len (randomHex 8) }} {{ len (randomBase64 6) }}",
+        "12 8 8",
+    ),
+    // Time (now is Monday 2026-01-05 10:30 UTC).
+    ("{{ now }}", "2026-01-05T10:30:00Z"),
+    (
+        "{{ timeAgo .metadata.creationTimestamp }} {{ timeSince .metadata.creationTimestamp }} {{ timeUntil .spec.expires }}",
+        "2h ago 2h30m0s 2h0m0s",
+    ),
+    (
+        "{{ timeFormat \"2006-01-02 15:04 Mon Jan\" }} {{ timeFormat \"DateOnly\" .spec.expires }} {{ timeFormat \"3:04PM\" }}",
+        "2026-01-05 10:30 Mon Jan 2026-01-05 10:30AM",
+    ),
+    (
+        "{{ isExpired .metadata.creationTimestamp }} {{ isExpired .spec.expires }}",
+        "true false",
+    ),
+    (
+        "{{ durationSeconds \"1h30m\" }} {{ durationSeconds \"2d\" }} {{ durationValid \"5x\" }}",
+        "5400 172800 false",
+    ),
+    (
+        "{{ durationAdd \"1d\" }} {{ durationAdd \"90m\" .spec.expires }}",
+        "2026-01-06T10:30:00Z 2026-01-05T14:00:00Z",
+    ),
+    ("{{ weekday }} {{ weekend }}", "true false"),
+    (
+        "{{ timeInWindow \"09:00\" \"18:00\" }} {{ timeNotInWindow \"09:00\" \"18:00\" }} {{ timeInWindow \"22:00\" \"06:00\" }}",
+        "true false false",
+    ),
+    ("{{ nextCron .spec.schedule }}", "2026-01-05T10:45:00Z"),
+    // Cron.
+    (
+        "{{ cronToMap \"0 6 * * 1\" }}",
+        "map[dom:* dow:1 hour:6 minute:0 month:*]",
+    ),
+    (
+        "{{ cronFromMap (cronToMap \"@daily\") }} {{ cronFromAny \"@hourly\" }}",
+        "0 0 * * * 0 * * * *",
+    ),
+    (
+        "{{ cronNormalize \"0  6 *  * *\" }} | {{ cronDescribe \"30 6 * * 1-5\" }}",
+        "0 6 * * * | at 06:30 on day-of-week 1-5",
+    ),
+    (
+        "{{ cronValid \"* * *\" }} {{ cronField \"hour\" \"0 6 * * *\" }}",
+        "false 6",
+    ),
+    (
+        "{{ cronMinute .spec.schedule }} {{ cronHour .spec.schedule }} {{ cronDom .spec.schedule }} {{ cronMonth .spec.schedule }} {{ cronDow .spec.schedule }}",
+        "*/15 * * * *",
+    ),
+    ("{{ cronExpr \"0\" \"12\" \"*\" \"*\" \"*\" }}", "0 12 * * *"),
+    // Semver.
+    (
+        "{{ semverMajor .spec.version }}.{{ semverMinor .spec.version }}.{{ semverPatch .spec.version }} {{ semverValid \"1.2\" }} {{ semverValid \"x\" }}",
+        "1.4.2 true false",
+    ),
+    (
+        "{{ semverCompare \">=1.2 <2\" .spec.version }} {{ semverCompare \"^2\" .spec.version }} {{ semverCompare \"~1.3 || >=1.4\" .spec.version }}",
+        "true false true",
+    ),
+    (
+        "{{ semverBump \"minor\" .spec.version }} {{ semverConstraint \">=1\" }}",
+        "1.5.0 true",
+    ),
+    // Network.
+    (
+        "{{ cidrContains .spec.cidr .spec.ip }} {{ cidrContains \"192.168.0.0/16\" .spec.ip }} {{ ipValid \"::1\" }} {{ ipIsPrivate .spec.ip }} {{ ipIsPrivate \"8.8.8.8\" }}",
+        "true false true true false",
+    ),
+    // Quantities.
+    (
+        "{{ parseQuantity .spec.limits.cpu }} {{ parseQuantity .spec.limits.memory }} {{ formatQuantity 2147483648 }} {{ formatQuantity \"Mi\" 1048576 }} {{ sumQuantity \"500m\" \"1.5\" }}",
+        "0.5 1073741824 2Gi 1Mi 2",
+    ),
+    // List/Map.
+    (
+        "{{ listHas \"b\" .spec.tags }} {{ listGet 1 .spec.tags }} {{ listGet -1 .spec.tags }} {{ listLen .spec.tags }}",
+        "true b c 3",
+    ),
+    (
+        "{{ mapGet \"cpu\" .spec.limits }} {{ mapKeys .spec.limits }} {{ mapValues .spec.limits }}",
+        "500m [cpu memory] [500m 1Gi]",
+    ),
+    (
+        "{{ mapPick .spec.limits \"cpu\" }} {{ mapOmit .spec.limits \"cpu\" }} {{ toList 1 \"a\" }}",
+        "map[cpu:500m] map[memory:1Gi] [1 a]",
+    ),
+    // Safe access and coercion.
+    (
+        "{{ get .children.deployment \"status\" \"readyReplicas\" }} {{ get .spec \"tags\" 0 }} [{{ get .spec \"no\" \"where\" }}]",
+        "2 a []",
+    ),
+    (
+        "{{ getOr .spec \"no\" \"dflt\" }} {{ getStringOr .spec \"empty\" \"s\" }} {{ getIntOr .spec \"replicas\" 0 }} {{ getBoolOr .spec \"enabled\" false }}",
+        "dflt s 3 true",
+    ),
+    (
+        "{{ asList .spec.image }} {{ asList nil }} {{ asMap .spec.image }} {{ asString 5 }}",
+        "[nginx] [] map[] 5",
+    ),
+    // Kubernetes.
+    (
+        "{{ name . }}/{{ namespace . }} {{ resourceName . }} {{ resourceNamespace . }} {{ resourceUID . }} {{ resourceVersion . }}",
+        "shop/web shop web u-1 42",
+    ),
+    (
+        "{{ (meta .).name }} {{ labels . }} {{ (annotations .).team }} {{ (spec .).image }} {{ (status .).phase }} {{ phase . }}",
+        "shop map[tier:gold] blue nginx Running Running",
+    ),
+    (
+        "{{ creationTimestamp . }} {{ ownerKind . }}/{{ ownerName . }}",
+        "2026-01-05T08:00:00Z Tenant/acme",
+    ),
+    (
+        "{{ hasCondition \"Ready\" . }} {{ conditionReason \"Ready\" . }} {{ conditionMessage \"Ready\" . }} {{ hasCondition \"Synced\" . }}",
+        "true Done all good false",
+    ),
+    (
+        "{{ resourceExists . }} {{ resourceExists .children.nothing }} {{ isTerminating . }}",
+        "true false false",
+    ),
+    (
+        "{{ generation . }} {{ observedGeneration . }} {{ isSynced . }} {{ getAnnotation \"team\" . }} {{ hasAnnotation \"x\" . }}",
+        "3 3 true blue false",
+    ),
+    // Replicas, services, containers, jobs.
+    (
+        "{{ replicasReady .children.deployment }} {{ allReplicasReady .children.deployment }} {{ rolloutComplete .children.deployment }}",
+        "true true true",
+    ),
+    (
+        "{{ desiredReplicas .children.deployment }} {{ readyReplicas .children.deployment }} {{ availableReplicas .children.deployment }} {{ updatedReplicas .children.deployment }}",
+        "2 2 2 2",
+    ),
+    (
+        "{{ serviceClusterIP .children.service }} {{ serviceNodePort .children.service }} {{ serviceLoadBalancerIP .children.service }} {{ serviceLoadBalancerHost .children.service }} {{ endpointsReady .children.endpoints }}",
+        "10.96.0.10 30080 1.2.3.4 lb.example true",
+    ),
+    (
+        "{{ containerImage .children.deployment }} {{ containerEnv \"MODE\" .children.deployment }} {{ containerPort .children.deployment }} {{ containerPortByName \"metrics\" .children.deployment }} {{ containerPorts .children.deployment }} {{ containerCount .children.deployment }}",
+        "nginx:1.27 prod 80 9090 [80 9090] 1",
+    ),
+    (
+        "{{ jobSucceeded .children.job }} {{ jobFailed .children.job }} {{ jobActive .children.job }}",
+        "true false false",
+    ),
+    // Enrichment.
+    (
+        "{{ podCount .children.deployment }} {{ readyPodCount .children.deployment }} {{ podNames .children.deployment }} {{ podIPs .children.deployment }}",
+        "2 1 [shop-1 shop-2] [10.0.0.1]",
+    ),
+    (
+        "{{ hasCrashingPod .children.deployment }} {{ podMaxRestarts .children.deployment }}",
+        "true 4",
+    ),
+    (
+        "{{ hasWarnings .children.deployment }} {{ warningCount .children.deployment }} {{ firstWarning .children.deployment }} / {{ firstWarningReason .children.deployment }}",
+        "true 1 restarting failed container / BackOff",
+    ),
+    // Serve provenance.
+    (
+        "{{ getServeTarget . }} [{{ getServeAlias . }}] [{{ getServeSource . }}] {{ hasServeTarget . }} {{ hasServeAlias . }} {{ hasServeSource . }} {{ isDirectApply . }}",
+        "site [] [] true false false false",
+    ),
+    // Prometheus.
+    (
+        "{{ promAboveThreshold 0.9 .prom }} {{ promBelowThreshold 0.9 .prom }} {{ promAboveThreshold 0.5 (toJSON .prom) }}",
+        "true false true",
+    ),
+];
+
+#[test]
+fn every_case_renders_as_expected() {
+    let mut failures = Vec::new();
+    for (src, want) in CASES {
+        match render(src) {
+            Ok(got) if got == *want => {}
+            Ok(got) => failures.push(format!("{src}\n    want {want:?}\n    got  {got:?}")),
+            Err(e) => failures.push(format!("{src}\n    want {want:?}\n    error {e}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_library_function_has_a_case() {
+    let all_cases: String = CASES.iter().map(|(src, _)| *src).collect::<Vec<_>>().join(" ");
+    let words: std::collections::HashSet<&str> =
+        all_cases.split(|c: char| !(c.is_alphanumeric() || c == '_')).collect();
+    let missing: Vec<&str> = DOMAINS
+        .iter()
+        .flat_map(|d| d.entries)
+        .map(|e| e.name)
+        .filter(|n| !words.contains(n))
+        .collect();
+    assert!(missing.is_empty(), "functions without a test case: {missing:?}");
+}
+
+#[test]
+fn parse_errors_carry_the_column() {
+    for (src, col, message) in [
+        ("{{ .spec.x | nosuch }}", 14, "function \"nosuch\" not defined"),
+        ("abc {{ if .x }}", 8, "unclosed {{if}}: missing {{end}}"),
+        ("{{ $y }}", 4, "undefined variable \"$y\""),
+        ("{{ .a }} {{ end }}", 13, "unexpected {{end}}"),
+        ("{{ .a | .b }}", 9, "non-function in pipeline after |"),
+        ("é {{ \"x }}", 6, "unterminated quoted string"),
+        ("{{ break }}", 4, "{{break}} outside {{range}}"),
+        ("{{ define \"x\" }}", 4, "not supported"),
+    ] {
+        let err = Template::compile(src, Functions::builtin()).unwrap_err();
+        assert!(err.message.contains(message), "{src}: {err:?}");
+        assert_eq!(column(src, err.offset), col, "{src}: {err:?}");
+    }
+}
+
+#[test]
+fn evaluation_errors_name_the_function_and_position() {
+    let err = render("ok {{ div 1 0 }}").unwrap_err();
+    assert!(err.contains("error calling div: division by zero"), "{err}");
+    let template = Template::compile("{{ .spec.image.x }}", Functions::builtin()).unwrap();
+    let err = template.render(&env(), &data()).unwrap_err();
+    assert_eq!(err.message, "can't evaluate field x in type string");
+    let err = render("{{ .spec.image 1 }}").unwrap_err();
+    assert!(err.contains("can't give argument to non-function"), "{err}");
+}
+
+#[test]
+fn evaluate_keeps_the_type_of_a_single_action() {
+    let template = Template::compile("{{ gt .spec.replicas 2 }}", Functions::builtin()).unwrap();
+    assert_eq!(template.evaluate(&env(), &data()).unwrap(), json!(true));
+    let template = Template::compile("n={{ .spec.replicas }}", Functions::builtin()).unwrap();
+    assert_eq!(template.evaluate(&env(), &data()).unwrap(), json!("n=3"));
+    assert!(
+        Template::compile("no actions", Functions::builtin())
+            .unwrap()
+            .is_literal()
+    );
+}
+
+#[test]
+fn notes_are_zero_argument_functions_that_may_call_each_other() {
+    let names = ["fullImage", "isProd", "loop"];
+    let functions = Functions::with_notes(names);
+    let notes: Vec<Template> = [
+        "{{ .spec.image }}:{{ .spec.tag }}",
+        "{{ eq (index .metadata.labels \"tier\") \"gold\" }}",
+        "{{ loop }}",
+    ]
+    .iter()
+    .map(|src| Template::compile(src, &functions).unwrap())
+    .collect();
+    let env = Env { notes: &notes, ..env() };
+    let template = Template::compile("{{ fullImage }} {{ if isProd }}prod{{ end }}", &functions).unwrap();
+    assert_eq!(template.render(&env, &data()).unwrap(), "nginx:1.27 prod");
+    let cyclic = Template::compile("{{ loop }}", &functions).unwrap();
+    assert!(
+        cyclic
+            .render(&env, &data())
+            .unwrap_err()
+            .message
+            .contains("more than 32 deep")
+    );
+}
+
+#[test]
+fn sentinels_read_the_bits_of_the_current_event() {
+    let template = Template::compile("{{ generationChanged }}/{{ labelsChanged }}", Functions::builtin()).unwrap();
+    let env = Env {
+        sentinels: SentinelBits(1),
+        ..env()
+    };
+    assert_eq!(template.render(&env, &data()).unwrap(), "true/false");
+    let called: Vec<String> = template.functions_called().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(called, ["generationChanged", "labelsChanged"]);
+}
+
+mod never_panics {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Template-ish text: actions, keywords, literals and noise.
+    fn templateish() -> impl Strategy<Value = String> {
+        let pieces = prop::sample::select(vec![
+            "{{",
+            "}}",
+            "{{-",
+            "-}}",
+            " ",
+            ".spec",
+            ".x",
+            "$",
+            "$v",
+            ":=",
+            "=",
+            "|",
+            "(",
+            ")",
+            "\"s\"",
+            "`r`",
+            "'c'",
+            "1",
+            "-2.5e3",
+            "if",
+            "else",
+            "end",
+            "range",
+            "with",
+            "break",
+            "continue",
+            "and",
+            "or",
+            "not",
+            "eq",
+            "index",
+            "printf \"%d %s %v\"",
+            "len",
+            "default",
+            "upper",
+            "div",
+            "slice",
+            "nil",
+            "true",
+            "/*",
+            "*/",
+            ",",
+            "\\n",
+            "é",
+        ]);
+        prop::collection::vec(pieces, 0..24).prop_map(|p| p.join(""))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn compiling_and_rendering_never_panics(src in templateish()) {
+            if let Ok(template) = Template::compile(&src, Functions::builtin()) {
+                let _ = template.render(&env(), &data());
+                let _ = template.evaluate(&env(), &data());
+            }
+        }
+
+        #[test]
+        fn compiling_arbitrary_text_never_panics(src in "\\PC{0,80}") {
+            let _ = Template::compile(&src, Functions::builtin());
+        }
+    }
+}

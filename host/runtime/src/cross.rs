@@ -1,0 +1,143 @@
+//! Cross reads: a CR's templates and gates see CRs of other CRDs of the same runtime as
+//! `.cross.<as>` (`found`, `metadata`, `spec`, `status`, `health`, `metrics`), read from the
+//! process's own informer caches: zero API calls. A CRD with `crossAccess: false` is never
+//! readable. A change to a read CR does not enqueue the reader; its next resync sees it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Value, json};
+
+use crate::counters::Counters;
+use crate::health::HealthBoard;
+use crate::observe::Cache;
+use crate::queue::WorkQueue;
+use orkestra_katalog::CrossSpec;
+use orkestra_katalog::resolver::Resolver;
+use orkestra_katalog::template::{Functions, Template};
+
+/// One `observe.cross` entry, compiled.
+#[derive(Debug, Clone)]
+pub struct CrossRead {
+    pub crd: String,
+    pub as_: String,
+    name: Option<Template>,
+    namespace: Option<Template>,
+    match_labels: BTreeMap<String, String>,
+}
+
+impl CrossRead {
+    pub fn compile(spec: &CrossSpec, functions: &Functions) -> Result<Self, String> {
+        let Some(crd) = spec.crd.clone() else {
+            return Err("labelSelector reads are not supported yet; name the crd".into());
+        };
+        if spec.source.is_some() {
+            return Err(format!(
+                "{crd}: reads from another runtime (source) are not supported yet"
+            ));
+        }
+        let selector = spec.selector.clone().unwrap_or(Value::Null);
+        let template = |key: &str| {
+            selector[key]
+                .as_str()
+                .map(|text| {
+                    Template::compile(text, functions).map_err(|e| format!("{crd}.selector.{key}: {}", e.message))
+                })
+                .transpose()
+        };
+        let match_labels = selector["matchLabels"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            .collect();
+        Ok(Self {
+            as_: spec.as_.clone().unwrap_or_else(|| crd.clone()),
+            name: template("name")?,
+            namespace: template("namespace")?,
+            match_labels,
+            crd,
+        })
+    }
+}
+
+/// One CRD of the runtime, as cross reads see it.
+pub struct Peer {
+    pub cache: Cache,
+    /// `crossAccess`.
+    pub access: bool,
+    /// For its live `.metrics`.
+    pub queue: WorkQueue,
+    pub counters: Arc<Counters>,
+    pub workers: usize,
+}
+
+/// The CRDs of a runtime, as cross reads see them.
+#[derive(Clone, Default)]
+pub struct Peers {
+    peers: Arc<HashMap<String, Peer>>,
+    health: HealthBoard,
+}
+
+impl Peers {
+    /// Every CRD of the runtime, by name.
+    pub fn new(crds: impl IntoIterator<Item = (String, Peer)>, health: HealthBoard) -> Self {
+        Self {
+            peers: Arc::new(crds.into_iter().collect()),
+            health,
+        }
+    }
+
+    /// `.cross` for one CR: every read under its `as` name.
+    pub fn read_all(&self, reads: &[CrossRead], resolver: &Resolver<'_, '_>, cr_namespace: &str) -> Value {
+        let entries: serde_json::Map<String, Value> = reads
+            .iter()
+            .map(|read| (read.as_.clone(), self.read(read, resolver, cr_namespace)))
+            .collect();
+        Value::Object(entries)
+    }
+
+    fn read(&self, read: &CrossRead, resolver: &Resolver<'_, '_>, cr_namespace: &str) -> Value {
+        let not_found = json!({"found": false});
+        let Some(peer) = self.peers.get(&read.crd).filter(|p| p.access) else {
+            return not_found;
+        };
+        let render = |t: &Option<Template>| t.as_ref().and_then(|t| resolver.render(t).ok());
+        let namespace = render(&read.namespace).unwrap_or_else(|| cr_namespace.to_string());
+        let key_of = |name: &str| match namespace.is_empty() {
+            true => name.to_string(),
+            false => format!("{namespace}/{name}"),
+        };
+        let found = match render(&read.name) {
+            Some(name) => peer.cache.get(&key_of(&name)),
+            // `strategy: first`: the first match in key order, so the choice is stable.
+            None => {
+                let mut keys = peer.cache.keys();
+                keys.sort();
+                keys.into_iter().filter_map(|k| peer.cache.get(&k)).find(|object| {
+                    read.match_labels
+                        .iter()
+                        .all(|(k, v)| object["metadata"]["labels"][k.as_str()].as_str() == Some(v.as_str()))
+                })
+            }
+        };
+        let Some(object) = found else { return not_found };
+        // Health and metrics live, as the peer's runtime knows them now (the peer stamps
+        // them on its CRs only if its own Katalog reads them).
+        let metrics = crate::feedback::live_metrics(
+            peer.queue.depth(),
+            peer.workers,
+            peer.counters.reconciles.load(Ordering::Relaxed),
+            peer.counters.failures.load(Ordering::Relaxed),
+        );
+        json!({
+            "found": true,
+            "metadata": object["metadata"],
+            "spec": object["spec"],
+            "status": object["status"],
+            "health": self.health.get(&read.crd).map(|h| crate::feedback::health(&h)),
+            "metrics": metrics,
+        })
+    }
+}

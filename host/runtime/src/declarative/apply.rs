@@ -1,0 +1,349 @@
+//! Child resources in, the cluster changed only where it differs: server-side apply with the
+//! field manager of the CRD (or component) that wants it, the CR's ownership stamped on it, no
+//! write when every field we manage already has its value, and never a touch on an object of
+//! the same name that is not provably this CR's (see [`orkestra_katalog::ownership`]).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use base64::Engine;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use kube::discovery::Scope;
+use serde_json::{Value, json};
+
+use crate::counters::Counters;
+use crate::discovery::KindCache;
+use crate::mux::ReconcileError;
+use crate::observe::Children;
+use crate::render::{GENERATED_AT, Replace};
+use orkestra_katalog::ownership::{self, Claim, Owner};
+
+/// How to apply one child.
+#[derive(Debug, Clone, Copy)]
+pub struct Mode<'a> {
+    /// Leave an existing object alone.
+    pub create_only: bool,
+    /// Take fields over from other field managers.
+    pub force: bool,
+    /// Set the CR as controller owner (same-namespace children only). Off for onDelete Jobs,
+    /// which must outlive the CR.
+    pub owned: bool,
+    /// When an existing object is deleted and created anew.
+    pub replace: Replace,
+    /// The field manager: the CRD's for its templates, the component's for what it returns.
+    pub manager: &'a str,
+}
+
+/// What [`Applier::delete_child`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deletion {
+    /// There was no such object.
+    Absent,
+    Deleted,
+    /// It exists but is not provably the CR's; the text says why. Nothing was written.
+    Refused(String),
+}
+
+/// Applies children for one CRD; remembers what discovery said about each kind.
+pub struct Applier {
+    client: kube::Client,
+    kinds: KindCache,
+    counters: Arc<Counters>,
+    children: Children,
+}
+
+/// The owner `cr` describes; a CR the API server never stored cannot own anything.
+fn owner_of(cr: &Value) -> Result<Owner<'_>, ReconcileError> {
+    Owner::of(cr).ok_or_else(|| {
+        ReconcileError::new(
+            "NotOwned",
+            "the custom resource has no UID yet, so nothing can be proven to be its",
+        )
+    })
+}
+
+impl Applier {
+    pub fn new(client: kube::Client, counters: Arc<Counters>) -> Self {
+        Self {
+            client,
+            kinds: KindCache::default(),
+            counters,
+            children: Children::default(),
+        }
+    }
+
+    /// Existing children are read from `children` where it holds them.
+    pub fn with_children(mut self, children: Children) -> Self {
+        self.children = children;
+        self
+    }
+
+    /// The API for `object`'s kind, its scope and the apiVersion the server serves it as.
+    async fn api(&self, object: &Value) -> Result<(Api<DynamicObject>, Scope, String), ReconcileError> {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default().to_string();
+        let kind = object["kind"].as_str().unwrap_or_default().to_string();
+        let (resource, scope) = self
+            .kinds
+            .resolve(&self.client, &api_version, &kind)
+            .await
+            .map_err(|e| {
+                ReconcileError::new(
+                    "UnknownKind",
+                    format!("{api_version} {kind} is not served by the API server: {e}"),
+                )
+            })?;
+        let api = match (&scope, object["metadata"]["namespace"].as_str()) {
+            (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            _ => Api::all_with(self.client.clone(), &resource),
+        };
+        Ok((api, scope, resource.api_version))
+    }
+
+    /// Applies `object` for `cr`. Returns the object as it is in the cluster afterwards and
+    /// whether this call wrote it.
+    pub async fn apply(&self, mut object: Value, cr: &Value, mode: Mode<'_>) -> Result<(Value, bool), ReconcileError> {
+        let owner = owner_of(cr)?;
+        let watched = (
+            object["apiVersion"].as_str().unwrap_or_default().to_string(),
+            object["kind"].as_str().unwrap_or_default().to_string(),
+        );
+        let (api, scope, served) = self.api(&object).await?;
+        // The version the server serves (an older one on an older cluster).
+        object["apiVersion"] = json!(served);
+        if scope == Scope::Cluster
+            && let Some(metadata) = object["metadata"].as_object_mut()
+        {
+            // The server drops it; keeping it would make every comparison a difference.
+            metadata.remove("namespace");
+        }
+        let in_owner_namespace = scope == Scope::Namespaced
+            && owner.namespace.is_some()
+            && object["metadata"]["namespace"].as_str() == owner.namespace;
+        ownership::stamp(&mut object, &owner, mode.owned && in_owner_namespace);
+        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let kind = object["kind"].as_str().unwrap_or_default().to_string();
+        let failed = |e: kube::Error| ReconcileError::new("ApplyFailed", format!("{kind} {name}: {e}"));
+        let key = match object["metadata"]["namespace"].as_str() {
+            Some(namespace) => format!("{namespace}/{name}"),
+            None => name.clone(),
+        };
+        let live = match self.children.get(&watched.0, &watched.1, &key) {
+            Some(seen) => Some(Value::clone(&seen)),
+            None => match api.get_opt(&name).await.map_err(failed)? {
+                Some(found) => Some(to_value(&found).map_err(|e| ReconcileError::new("ApplyFailed", e))?),
+                None => None,
+            },
+        };
+        if let Some(mut live) = live {
+            let legacy = match ownership::claim(&live, &owner) {
+                Claim::Ours => false,
+                Claim::Legacy => true,
+                Claim::NotOurs(whose) => {
+                    return Err(ReconcileError::new(
+                        "NotOwned",
+                        format!("{kind} {name} already exists and {whose}; it is left untouched"),
+                    ));
+                }
+            };
+            if let Some(managers) = ownership::migrated_managers(&live, mode.manager) {
+                // Fields the shared manager of older releases applied become this tenant's,
+                // so a field this tenant stops applying is removed as it should be.
+                let patch = json!({"metadata": {
+                    "resourceVersion": live["metadata"]["resourceVersion"], "managedFields": managers,
+                }});
+                live = self.merge(&api, &name, &patch, mode.manager).await?;
+            }
+            if legacy && mode.create_only {
+                // Adopted without rewriting what it holds: only the UID and kind labels.
+                tracing::info!(%kind, %name, owner = %owner.name, "adopting a child labelled by the older scheme");
+                let live = self
+                    .merge(&api, &name, &ownership::adoption_patch(&owner), mode.manager)
+                    .await?;
+                return Ok((live, true));
+            }
+            let expired = match mode.replace {
+                Replace::After(max_age) => live["metadata"]["annotations"][GENERATED_AT]
+                    .as_str()
+                    .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                    .is_none_or(|at| jiff::Timestamp::now().duration_since(at).unsigned_abs() >= max_age),
+                _ => false,
+            };
+            let drifted = !expired && !contains(&live, &comparable(&object));
+            if !expired && (mode.create_only || !drifted) {
+                return Ok((live, false));
+            }
+            if expired || mode.replace == Replace::OnDrift {
+                // Delete and create anew; while the old one terminates the create conflicts,
+                // which is an error the retry resolves.
+                self.counters.writes.fetch_add(1, Ordering::Relaxed);
+                api.delete(&name, &DeleteParams::background().preconditions(uid_of(&live)))
+                    .await
+                    .map_err(failed)?;
+                tracing::info!(%kind, %name, expired, "replacing the child");
+            }
+        }
+        if matches!(mode.replace, Replace::After(_)) {
+            let now = orkestra_katalog::calendar::rfc3339(jiff::Timestamp::now());
+            object["metadata"]["annotations"][GENERATED_AT] = json!(now);
+        }
+        let params = PatchParams::apply(mode.manager);
+        let params = if mode.force { params.force() } else { params };
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        let applied = api
+            .patch(&name, &params, &Patch::Apply(&object))
+            .await
+            .map_err(failed)?;
+        Ok((
+            to_value(&applied).map_err(|e| ReconcileError::new("ApplyFailed", e))?,
+            true,
+        ))
+    }
+
+    /// A merge patch of `name`, counted as a write; the object as stored afterwards.
+    async fn merge(
+        &self,
+        api: &Api<DynamicObject>,
+        name: &str,
+        patch: &Value,
+        manager: &str,
+    ) -> Result<Value, ReconcileError> {
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        let params = PatchParams {
+            field_manager: Some(manager.to_string()),
+            ..PatchParams::default()
+        };
+        let failed = |e: kube::Error| ReconcileError::new("ApplyFailed", format!("{name}: {e}"));
+        let stored = api.patch(name, &params, &Patch::Merge(patch)).await.map_err(failed)?;
+        to_value(&stored).map_err(|e| ReconcileError::new("ApplyFailed", e))
+    }
+
+    /// Whether `object`'s kind is cluster-scoped (no owner reference can collect it).
+    pub async fn is_cluster_scoped(&self, object: &Value) -> Result<bool, ReconcileError> {
+        Ok(self.api(object).await?.1 == Scope::Cluster)
+    }
+
+    /// Deletes the object named like `object` if it is provably `cr`'s; true when it was
+    /// (so a repeated call tells whether it is gone yet).
+    pub async fn delete_if_owned(&self, object: &Value, cr: &Value) -> Result<bool, ReconcileError> {
+        let deletion = self.delete_child(object, cr, DeleteParams::background()).await?;
+        Ok(deletion == Deletion::Deleted)
+    }
+
+    /// As [`Applier::delete_if_owned`], with foreground propagation: the object stays until
+    /// its own dependents are gone (ordered deletion waits for that).
+    pub async fn delete_if_owned_foreground(&self, object: &Value, cr: &Value) -> Result<bool, ReconcileError> {
+        let deletion = self.delete_child(object, cr, DeleteParams::foreground()).await?;
+        Ok(deletion == Deletion::Deleted)
+    }
+
+    /// Deletes the object named like `object` only when it is `cr`'s by its controller
+    /// reference or its UID labels (a legacy name label is not enough), and only that very
+    /// object (a UID precondition: not one created under the same name in between).
+    pub async fn delete_child(
+        &self,
+        object: &Value,
+        cr: &Value,
+        params: DeleteParams,
+    ) -> Result<Deletion, ReconcileError> {
+        let owner = owner_of(cr)?;
+        let (api, ..) = self.api(object).await?;
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let failed = |e: kube::Error| ReconcileError::new("DeleteFailed", format!("{} {name}: {e}", object["kind"]));
+        let Some(live) = api.get_opt(name).await.map_err(failed)? else {
+            return Ok(Deletion::Absent);
+        };
+        let live = to_value(&live).map_err(|e| ReconcileError::new("DeleteFailed", e))?;
+        match ownership::claim(&live, &owner) {
+            Claim::Ours => {}
+            Claim::Legacy => {
+                return Ok(Deletion::Refused(
+                    "carries only the older name label, which does not prove whose it is".into(),
+                ));
+            }
+            Claim::NotOurs(whose) => return Ok(Deletion::Refused(whose)),
+        }
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        match api.delete(name, &params.preconditions(uid_of(&live))).await {
+            Ok(_) => Ok(Deletion::Deleted),
+            // Gone or replaced in between: not ours to delete any more.
+            Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(Deletion::Absent),
+            Err(error) => Err(failed(error)),
+        }
+    }
+}
+
+/// An object from the API server as JSON. It always serializes; should it not, the failure
+/// is named rather than read as an empty object.
+fn to_value(object: &DynamicObject) -> Result<Value, String> {
+    serde_json::to_value(object).map_err(|e| format!("cannot read the object back: {e}"))
+}
+
+/// A precondition that holds only for this very object.
+fn uid_of(live: &Value) -> Preconditions {
+    Preconditions {
+        uid: live["metadata"]["uid"].as_str().map(String::from),
+        resource_version: None,
+    }
+}
+
+/// The object as the API server stores what we send: Secret `stringData` lands in `data`.
+fn comparable(object: &Value) -> Value {
+    let mut object = object.clone();
+    if object["kind"] == "Secret"
+        && let Some(Value::Object(string_data)) = object.as_object_mut().and_then(|o| o.remove("stringData"))
+    {
+        let encoded: serde_json::Map<String, Value> = string_data
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    json!(base64::engine::general_purpose::STANDARD.encode(v.as_str().unwrap_or_default())),
+                )
+            })
+            .collect();
+        object["data"] = Value::Object(encoded);
+    }
+    object
+}
+
+/// True when every field of `wanted` has the same value in `live` (lists element by
+/// element): nothing we manage differs, so there is nothing to write.
+pub fn contains(live: &Value, wanted: &Value) -> bool {
+    match (live, wanted) {
+        (Value::Object(live), Value::Object(wanted)) => {
+            wanted.iter().all(|(k, w)| live.get(k).is_some_and(|l| contains(l, w)))
+        }
+        (Value::Array(live), Value::Array(wanted)) => {
+            live.len() == wanted.len() && live.iter().zip(wanted).all(|(l, w)| contains(l, w))
+        }
+        (Value::Number(l), Value::Number(w)) => l.as_f64() == w.as_f64(),
+        (live, wanted) => live == wanted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contains_ignores_fields_the_server_added_but_not_values_we_manage() {
+        let live = json!({"spec": {"replicas": 3, "strategy": {"type": "RollingUpdate"}, "template": {"spec": {"containers": [{"name": "a", "image": "x", "terminationMessagePath": "/dev/t"}]}}}});
+        assert!(contains(
+            &live,
+            &json!({"spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "a", "image": "x"}]}}}})
+        ));
+        assert!(!contains(&live, &json!({"spec": {"replicas": 4}})));
+        assert!(!contains(
+            &live,
+            &json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "y"}]}}}})
+        ));
+        assert!(!contains(&live, &json!({"spec": {"paused": true}})));
+    }
+
+    #[test]
+    fn a_secret_compares_through_its_stored_form() {
+        let desired = json!({"kind": "Secret", "stringData": {"password": "hunter2"}});
+        let live = json!({"kind": "Secret", "data": {"password": "aHVudGVyMg=="}});
+        assert!(contains(&live, &comparable(&desired)));
+    }
+}

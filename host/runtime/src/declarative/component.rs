@@ -1,0 +1,392 @@
+//! The Wasm side of the declarative reconciler: builds the request a hook or constructor
+//! receives, calls it through its slot, and turns its response into what the host applies:
+//! children (checked against the grants, stamped as ours), status fields, events and the
+//! outcome.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use kube::api::DeleteParams;
+
+use super::Declarative;
+use super::apply::{self, Deletion};
+use crate::mux::{Action, INTERRUPTED, ReconcileError, Request};
+use crate::render::Replace;
+use crate::wasm::{self, Caller, EventType, Gvk, Hook, Outcome, Response, Slot, Spec};
+use orkestra_katalog::component::grants::{Access, Verb};
+use orkestra_katalog::labels::COMPONENT_CHILDREN;
+use orkestra_katalog::resolver::Resolver;
+use orkestra_katalog::text::bounded;
+use orkestra_katalog::tree::Tree;
+
+/// Longest guest-supplied message kept for a log line or an error (the Ready condition and
+/// Events cut further).
+const LOG_MESSAGE_LIMIT: usize = 1024;
+/// Longest name, kind or apiVersion in the remembered list of children.
+const NAME_LIMIT: usize = 253;
+/// Largest list of children remembered on a CR (its annotations hold 256 KiB in all).
+const REMEMBERED_LIMIT: usize = 128 << 10;
+
+/// What a call left for the rest of the reconcile.
+#[derive(Default)]
+pub struct Applied {
+    /// Children applied, by lowercase kind (first of each kind), as `.children` shows them.
+    pub children: Map<String, Value>,
+    pub wrote: bool,
+    /// Merged into `.status` after the Katalog's own fields.
+    pub status: Option<Map<String, Value>>,
+    pub action: Option<Action>,
+}
+
+impl Declarative {
+    /// Calls `hook` of the slot's serving component for `request` (`object` is the CR as the
+    /// templates saw it) and applies its response.
+    pub(super) async fn call_component(
+        &self,
+        slot: &Arc<Slot>,
+        hook: Hook,
+        request: &Request,
+        object: Option<&Value>,
+        context: &Map<String, Value>,
+    ) -> Result<Applied, ReconcileError> {
+        let Some(active) = slot.active() else {
+            let why = slot.last_error().unwrap_or_else(|| "it has not loaded yet".into());
+            return Err(ReconcileError::new("ComponentUnavailable", why));
+        };
+        let spec = &active.spec;
+        let wasm_request = self.wasm_request(request, object, context, spec.args.as_ref())?;
+        let caller = Caller {
+            component: slot.name.clone(),
+            key: request.key.clone(),
+            namespace: object
+                .and_then(|o| o["metadata"]["namespace"].as_str())
+                .map(String::from),
+            manager: self.managers.component.as_str().into(),
+        };
+        let response = slot
+            .host()
+            .call(&active.loaded, spec, hook, caller.clone(), &wasm_request)
+            .await
+            .map_err(|e| ReconcileError::new(e.reason(), format!("component {}: {e}", slot.name)))?;
+        let Some(response) = response else {
+            return Ok(Applied::default());
+        };
+        let Some(cr) = object else {
+            // Nothing to own children or status: only the log of the call remains.
+            if let Outcome::Error(failure) = response.outcome {
+                tracing::warn!(component = %slot.name, key = %request.key, reason = %bounded_reason(&failure.reason),
+                    "{}", bounded(failure.message, LOG_MESSAGE_LIMIT));
+            }
+            return Ok(Applied::default());
+        };
+        // What the host does for a response is bounded too: by the caps the call was checked
+        // against, by this deadline, and by the CR's deletion or the runtime's shutdown.
+        let applying = self.apply_response(slot, spec, &caller, request, cr, response);
+        match tokio::time::timeout(spec.limits.apply_timeout, applying).await {
+            Ok(applied) => applied,
+            Err(_) => Err(ReconcileError::new(
+                "ComponentApplyTimeout",
+                format!(
+                    "component {}: applying what it returned took longer than its limits.applyTimeout of {:?}",
+                    slot.name, spec.limits.apply_timeout
+                ),
+            )),
+        }
+    }
+
+    /// Records the events of a response, then (unless it failed) checks every child against
+    /// the grants, applies them, deletes the ones no longer returned and reads the status.
+    async fn apply_response(
+        &self,
+        slot: &Slot,
+        spec: &Spec,
+        caller: &Caller,
+        request: &Request,
+        cr: &Value,
+        response: Response,
+    ) -> Result<Applied, ReconcileError> {
+        for event in &response.events {
+            interrupted(request)?;
+            let reason = bounded_reason(&event.reason);
+            match event.event_type {
+                EventType::Normal => self.events.normal(cr, &reason, event.message.clone()),
+                EventType::Warning => self.events.warning(cr, &reason, event.message.clone()),
+            }
+        }
+        if let Outcome::Error(failure) = response.outcome {
+            // A failed call changes nothing; its events above explain it.
+            return Err(ReconcileError::new(bounded_reason(&failure.reason), failure.message));
+        }
+        let bad = |why: String| ReconcileError::new("ComponentBadResult", format!("component {}: {why}", slot.name));
+        let mut applied = Applied {
+            status: match &response.status {
+                None => None,
+                Some(text) => match serde_json::from_str::<Value>(text) {
+                    Ok(Value::Object(status)) => Some(status),
+                    Ok(other) => return Err(bad(format!("status is {}, not a JSON object", json_type(&other)))),
+                    Err(error) => return Err(bad(format!("status is not valid JSON: {error}"))),
+                },
+            },
+            ..Applied::default()
+        };
+        // Every child is checked before any is applied: a denied one fails the reconcile
+        // with nothing written.
+        let mut children = Vec::with_capacity(response.resources.len());
+        for (i, text) in response.resources.iter().enumerate() {
+            let bad = |why: String| bad(format!("resources[{i}]: {why}"));
+            let mut child: Value = serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+            if !child["metadata"].is_object() || !matches!(child["metadata"]["labels"], Value::Null | Value::Object(_))
+            {
+                return Err(bad("needs a metadata object (with labels, if any, as an object)".into()));
+            }
+            let (api_version, kind, name) = wasm::identity(&child).map_err(bad)?;
+            if let Some(long) = [&api_version, &kind, &name].into_iter().find(|f| f.len() > NAME_LIMIT) {
+                return Err(bad(format!(
+                    "{} bytes is longer than any Kubernetes name ({NAME_LIMIT})",
+                    long.len()
+                )));
+            }
+            let scoped = !self.applier.is_cluster_scoped(&child).await?;
+            if scoped && child["metadata"]["namespace"].as_str().is_none() {
+                child["metadata"]["namespace"] = cr["metadata"]["namespace"].clone();
+            }
+            let access = Access {
+                verb: Verb::Apply,
+                api_version: &api_version,
+                kind: &kind,
+                namespace: child["metadata"]["namespace"].as_str().filter(|_| scoped),
+            };
+            spec.grants
+                .check(access, caller.namespace.as_deref())
+                .map_err(|why| ReconcileError::new("ComponentForbidden", format!("component {}: {why}", slot.name)))?;
+            let namespace = child["metadata"]["namespace"]
+                .as_str()
+                .filter(|_| scoped)
+                .unwrap_or_default();
+            let identity = [
+                api_version,
+                kind,
+                namespace.to_string(),
+                child["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+            ];
+            children.push((identity, child));
+        }
+        let listed = serde_json::to_string(&children.iter().map(|(id, _)| id).collect::<Vec<_>>()).unwrap_or_default();
+        if listed.len() > REMEMBERED_LIMIT {
+            return Err(ReconcileError::new(
+                "ComponentLimitExceeded",
+                format!(
+                    "component {}: the list of its {} children would be {} bytes; at most {REMEMBERED_LIMIT} fit on the custom resource",
+                    slot.name,
+                    children.len(),
+                    listed.len()
+                ),
+            ));
+        }
+        let mode = apply::Mode {
+            create_only: false,
+            force: self.crd.for_object(cr).0.force_conflict,
+            owned: true,
+            replace: Replace::Never,
+            manager: &self.managers.component,
+        };
+        let mut returned: Vec<[String; 4]> = Vec::with_capacity(children.len());
+        for (identity, child) in children {
+            interrupted(request)?;
+            let (live, written) = self.applier.apply(child, cr, mode).await?;
+            applied.wrote |= written;
+            applied.children.entry(identity[1].to_lowercase()).or_insert(live);
+            returned.push(identity);
+        }
+        applied.wrote |= self.prune(spec, caller, request, cr, returned).await?;
+        applied.action = match response.outcome {
+            Outcome::RequeueAfter(ms) => Some(Action::RequeueAfter(std::time::Duration::from_millis(ms))),
+            _ => None,
+        };
+        Ok(applied)
+    }
+
+    /// Deletes the children the component returned last time and not this time, and
+    /// remembers this time's. The list is read from the CR, which its writer controls, so
+    /// each entry must be one the component may delete and a child this CR provably owns;
+    /// anything else is left alone. Returns whether it wrote.
+    async fn prune(
+        &self,
+        spec: &Spec,
+        caller: &Caller,
+        request: &Request,
+        cr: &Value,
+        mut returned: Vec<[String; 4]>,
+    ) -> Result<bool, ReconcileError> {
+        returned.sort();
+        returned.dedup();
+        let previous = remembered_children(cr, spec.limits.children);
+        if previous == returned {
+            return Ok(false);
+        }
+        let (component, key) = (&*caller.component, &request.key);
+        for entry in previous.iter().filter(|p| !returned.contains(p)) {
+            interrupted(request)?;
+            let [api_version, kind, namespace, name] = entry;
+            let access = Access {
+                verb: Verb::Delete,
+                api_version,
+                kind,
+                namespace: Some(namespace.as_str()).filter(|ns| !ns.is_empty()),
+            };
+            if let Err(why) = spec.grants.check(access, caller.namespace.as_deref()) {
+                tracing::warn!(component, key, %kind, %name, %namespace, "a child the component no longer returns stays: {why}");
+                let note = format!("{kind} {name} is no longer returned but stays: {why}");
+                self.events.warning(cr, "ChildNotPruned", note);
+                continue;
+            }
+            let mut child = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
+            if !namespace.is_empty() {
+                child["metadata"]["namespace"] = json!(namespace);
+            }
+            match self.applier.delete_child(&child, cr, DeleteParams::background()).await {
+                Ok(Deletion::Deleted) => {
+                    tracing::info!(component, key, %kind, %name, %namespace, "the component no longer returns this child: deleted");
+                }
+                Ok(Deletion::Absent) => {}
+                Ok(Deletion::Refused(why)) => {
+                    tracing::warn!(component, key, %kind, %name, %namespace, "listed as a child, but not deleted: it {why}");
+                }
+                // A kind the server does not serve holds nothing to delete.
+                Err(error) if error.reason == "UnknownKind" => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let list = serde_json::to_string(&returned).unwrap_or_default();
+        self.patch_object(
+            request,
+            json!({"metadata": {"annotations": {COMPONENT_CHILDREN: list}}}),
+        )
+        .await?;
+        Ok(true)
+    }
+
+    fn wasm_request(
+        &self,
+        request: &Request,
+        object: Option<&Value>,
+        context: &Map<String, Value>,
+        args: Option<&Value>,
+    ) -> Result<wasm::Request, ReconcileError> {
+        let mut shared = context.clone();
+        let mut args = args.cloned();
+        if let Some(object) = object {
+            let resolver = Resolver::new(object, &self.crd.notes);
+            for key in ["health", "metrics"] {
+                if let Some(value) = resolver.lookup(key) {
+                    shared.insert(key.into(), value.clone());
+                }
+            }
+            // Args are templates over the CR, like every other Katalog value.
+            if let (Some(raw), Some(functions)) = (&args, &self.functions) {
+                let rendered = Tree::compile(raw, functions).and_then(|tree| tree.render(&resolver));
+                args = Some(rendered.map_err(|e| ReconcileError::new("RenderFailed", format!("component args: {e}")))?);
+            }
+        }
+        if let Some(args) = args {
+            shared.insert("args".into(), args);
+        }
+        Ok(wasm::Request {
+            key: request.key.clone(),
+            gvk: Gvk {
+                group: self.crd.group.clone(),
+                version: self.crd.version.clone(),
+                kind: self.crd.kind.clone(),
+            },
+            target: request.target.clone(),
+            object: object.map(|o| o.to_string()),
+            event_id: request.event_id,
+            sentinels: orkestra_katalog::sentinel::NAMES
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| request.sentinels.is_set(*i))
+                .map(|(_, name)| name.to_string())
+                .collect(),
+            context: Value::Object(shared).to_string(),
+        })
+    }
+}
+
+/// The children a component returned last, as the CR remembers them: at most `limit`
+/// well-formed entries (a writer of the CR may have put anything there).
+fn remembered_children(cr: &Value, limit: usize) -> Vec<[String; 4]> {
+    let Some(text) = cr["metadata"]["annotations"][COMPONENT_CHILDREN].as_str() else {
+        return Vec::new();
+    };
+    let Ok(entries) = serde_json::from_str::<Vec<[String; 4]>>(text) else {
+        return Vec::new();
+    };
+    let mut entries: Vec<[String; 4]> = entries
+        .into_iter()
+        .filter(|entry| entry.iter().all(|field| field.len() <= NAME_LIMIT) && !entry[3].is_empty())
+        .take(limit)
+        .collect();
+    entries.sort();
+    entries.dedup();
+    entries
+}
+
+/// Stops the work of a reconcile whose CR is being deleted or whose runtime is stopping.
+fn interrupted(request: &Request) -> Result<(), ReconcileError> {
+    match request.interrupt.reason() {
+        Some(why) => Err(ReconcileError::new(INTERRUPTED, why)),
+        None => Ok(()),
+    }
+}
+
+/// What kind of JSON value it is, for a message.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A guest's reason as a Kubernetes reason: CamelCase letters and digits, at most 64.
+fn bounded_reason(reason: &str) -> String {
+    let cleaned: String = reason.chars().filter(char::is_ascii_alphanumeric).take(64).collect();
+    if cleaned.is_empty() {
+        "ComponentError".into()
+    } else {
+        cleaned
+    }
+}
+
+/// The `Component` condition: which version serves, or why the declared one does not.
+pub(super) fn component_condition(status: &mut Value, slot: &Slot, generation: &Value, now: jiff::Timestamp) {
+    let short = |digest: &str| digest.chars().take(12).collect::<String>();
+    let (state, reason, message) = match (slot.active(), slot.last_error()) {
+        (Some(active), None) => (
+            "True",
+            "Serving",
+            format!(
+                "{} revision {} (sha256 {}) serves",
+                slot.name,
+                active.revision,
+                short(&active.loaded.digest)
+            ),
+        ),
+        (Some(active), Some(error)) => (
+            "False",
+            "UpdateFailed",
+            format!(
+                "revision {} (sha256 {}) keeps serving; the new version did not load: {error}",
+                active.revision,
+                short(&active.loaded.digest)
+            ),
+        ),
+        (None, error) => ("False", "LoadFailed", error.unwrap_or_else(|| "not loaded yet".into())),
+    };
+    let message = bounded(message, super::status::MESSAGE_LIMIT);
+    super::status::set_condition(status, ["Component", state, reason, &message], generation, now);
+}

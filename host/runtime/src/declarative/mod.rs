@@ -1,0 +1,532 @@
+//! The declarative reconciler (Katalog templates only). On each reconcile: mark the CR as
+//! ours (finalizers, labels, annotations), render and apply its children (`onCreate` once,
+//! `onReconcile` with drift correction, DeleteIfOwned for entries whose conditions fail),
+//! then write status (Ready with observedGeneration, then the `emit.status` fields in order,
+//! `.children` visible), skipping every write whose result is already there so a reconcile
+//! never triggers itself. On deletion: the onDelete work, then our finalizers off.
+
+mod apply;
+mod component;
+mod finalize;
+mod lifecycle;
+mod record;
+mod status;
+
+pub use status::desired_status;
+use status::{failed_status, validation_conditions};
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde_json::{Map, Value, json};
+
+use std::sync::atomic::Ordering;
+
+use crate::compiled::{CompiledBox, CompiledCrd};
+use crate::counters::Counters;
+use crate::cross::Peers;
+use crate::mux::{Action, Form, INTERRUPTED, ReconcileError, Reconciler, Request};
+use crate::observe::{Children, api_for_key, split_key};
+use crate::render::{Entry, merge};
+use crate::wasm::{Hook, Slot, World};
+use orkestra_katalog::resolver::Resolver;
+use orkestra_katalog::rules::Verdict;
+use orkestra_katalog::template::Functions;
+
+/// The declarative reconciler of one CRD.
+pub struct Declarative {
+    client: kube::Client,
+    crd: Arc<CompiledCrd>,
+    applier: apply::Applier,
+    events: record::Events,
+    counters: Arc<Counters>,
+    peers: Peers,
+    http: reqwest::Client,
+    /// The Wasm component of this CRD or target: hooks, or a constructor.
+    component: Option<Arc<Slot>>,
+    /// Compiles the component's `args` templates (they follow the Katalog live).
+    functions: Option<Functions>,
+    managers: Managers,
+}
+
+/// The field managers of this reconciler's writes: one per CRD for its templates, one per
+/// component, so tenants never share one and `managedFields` says who wrote what.
+struct Managers {
+    templates: String,
+    component: String,
+}
+
+impl Declarative {
+    /// `counters.writes` counts every write this reconciler makes.
+    pub fn new(
+        client: kube::Client,
+        crd: Arc<CompiledCrd>,
+        counters: Arc<Counters>,
+        peers: Peers,
+        http: reqwest::Client,
+    ) -> Self {
+        Self {
+            peers,
+            http,
+            applier: apply::Applier::new(client.clone(), counters.clone()),
+            events: record::Events::new(client.clone()),
+            client,
+            counters,
+            managers: Managers {
+                templates: orkestra_katalog::ownership::field_manager("orkestra", &crd.crd_name(), None),
+                component: orkestra_katalog::ownership::field_manager("orkestra-wasm", &crd.crd_name(), None),
+            },
+            component: None,
+            functions: None,
+            crd,
+        }
+    }
+
+    /// Reads existing children from `children` (the owned-kind watches) where it holds them,
+    /// instead of asking the API server.
+    pub fn with_children(mut self, children: Children) -> Self {
+        self.applier = self.applier.with_children(children);
+        self
+    }
+
+    /// Runs `slot`'s component: hooks around the templates, or a constructor instead of them;
+    /// its `args` templates compile with `functions`.
+    pub fn with_component(mut self, slot: Arc<Slot>, functions: Functions) -> Self {
+        let target = slot.name.split_once('/').map(|(_, target)| target);
+        self.managers.component =
+            orkestra_katalog::ownership::field_manager("orkestra-wasm", &self.crd.crd_name(), target);
+        self.component = Some(slot);
+        self.functions = Some(functions);
+        self
+    }
+
+    fn is_constructor(&self) -> bool {
+        self.component
+            .as_ref()
+            .is_some_and(|s| s.declared().world == World::Constructor)
+    }
+
+    async fn run(&self, request: &Request) -> Result<Action, ReconcileError> {
+        let Some(object) = &request.object else {
+            if let Some(slot) = &self.component {
+                self.call_component(slot, Hook::NotFound, request, None, &Map::new())
+                    .await?;
+            }
+            return Ok(Action::Done);
+        };
+        let (compiled, _) = self.crd.for_object(object);
+        if !object["metadata"]["deletionTimestamp"].is_null() {
+            return self.finalize(request, compiled, object).await;
+        }
+        let now = jiff::Timestamp::now();
+        let (mutated, verdict) = self.crd.rules.run(object, &self.crd.notes);
+        for skipped in &verdict.skipped {
+            // As upstream: a mutation that cannot produce a value is skipped, the CR is reconciled.
+            tracing::warn!(key = %request.key, mutation = %skipped, "mutation rule skipped");
+        }
+        let mut context = Map::new();
+        if !compiled.cross.is_empty() {
+            let resolver = Resolver::new(&mutated, &self.crd.notes);
+            let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+            context.insert(
+                "cross".into(),
+                self.peers.read_all(&compiled.cross, &resolver, namespace),
+            );
+        }
+        let outcome = match self.call_externals(compiled, &mutated, &mut context).await {
+            Ok(()) => self.apply_all(request, object, &mutated, &verdict, &context, now).await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = &outcome
+            && error.reason == INTERRUPTED
+        {
+            // Nothing half-done is recorded: the run that handles the deletion (or the next
+            // start) is already due.
+            tracing::debug!(key = %request.key, why = %error.message, "reconcile stopped early");
+            return Ok(Action::Done);
+        }
+        if let Ok(done) = &outcome {
+            context.insert("children".into(), done.children.clone());
+        }
+        let mut status = match &outcome {
+            Ok(done) => {
+                let mut status = desired_status(compiled, &mutated, &self.crd.notes, now, &context);
+                for (key, value) in done.status.iter().flatten() {
+                    if key != "conditions" && key != "observedGeneration" {
+                        status[key.as_str()] = value.clone();
+                    }
+                }
+                status
+            }
+            Err(error) => failed_status(object, error, now),
+        };
+        if self.crd.rules.validates() {
+            validation_conditions(&mut status, &verdict, &object["metadata"]["generation"], now);
+        }
+        if let Some(slot) = &self.component {
+            component::component_condition(&mut status, slot, &object["metadata"]["generation"], now);
+        }
+        let status_written = self.patch_status(request, object, status).await?;
+        let kind = &self.crd.kind;
+        match outcome {
+            Ok(done) => {
+                // Only a reconcile that changed something reports: a resync of a settled CR
+                // stays silent, as it writes nothing either.
+                if done.wrote || status_written {
+                    let note = format!("{kind} {} reconciled", request.key);
+                    self.events.normal(object, &format!("{kind}Reconciled"), note);
+                    self.emit_declared(compiled, &mutated, &context, None).await;
+                }
+                Ok(done.action.unwrap_or(Action::Done))
+            }
+            Err(error) => {
+                self.events
+                    .warning(object, &format!("{kind}ReconcileError"), error.to_string());
+                self.emit_declared(compiled, &mutated, &context, Some(&error)).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// The `emit.events` whose `on` and conditions match this outcome; the reconcile's context
+    /// (`.cross`, `.external`, `.children` on success) and `.error` on failure are visible.
+    async fn emit_declared(
+        &self,
+        compiled: &CompiledBox,
+        object: &Value,
+        context: &Map<String, Value>,
+        error: Option<&ReconcileError>,
+    ) {
+        if compiled.events.is_empty() {
+            return;
+        }
+        let mut resolver = with_context(Resolver::new(object, &self.crd.notes), context);
+        if let Some(error) = error {
+            resolver.set("error", json!(error.to_string()));
+        }
+        for event in compiled.events.iter().filter(|e| e.fires_on(error.is_none())) {
+            if !event.conditions.passes(&resolver, None) {
+                continue;
+            }
+            match (resolver.render(&event.reason), resolver.render(&event.message)) {
+                (Ok(reason), Ok(message)) if event.warning => self.events.warning(object, &reason, message),
+                (Ok(reason), Ok(message)) => self.events.normal(object, &reason, message),
+                (Err(error), _) | (_, Err(error)) => {
+                    tracing::warn!(event = %event.name, error = %error.message, "emit.events entry did not render");
+                }
+            }
+        }
+    }
+
+    /// The external calls of the blocks whose gate passes, into `context["external"]`.
+    async fn call_externals(
+        &self,
+        compiled: &CompiledBox,
+        object: &Value,
+        context: &mut Map<String, Value>,
+    ) -> Result<(), ReconcileError> {
+        let blocks = [&compiled.on_create, &compiled.on_reconcile];
+        if blocks.iter().flat_map(|b| b.iter()).all(|b| b.external.is_empty()) {
+            return Ok(());
+        }
+        let mut resolver = with_context(Resolver::new(object, &self.crd.notes), context);
+        for block in blocks.into_iter().flatten().filter(|b| !b.external.is_empty()) {
+            if block.conditions.passes(&resolver, None) {
+                let outcome = crate::external::run(&self.http, &block.external, &mut resolver).await;
+                outcome.map_err(|e| ReconcileError::new("ExternalCallFailed", e))?;
+            }
+        }
+        if let Some(results) = resolver.lookup("external") {
+            context.insert("external".into(), results.clone());
+        }
+        Ok(())
+    }
+
+    /// Bookkeeping, the mutated fields, then (unless a deny rule failed) the children: the
+    /// templates' and the component's.
+    async fn apply_all(
+        &self,
+        request: &Request,
+        object: &Value,
+        mutated: &Value,
+        verdict: &Verdict,
+        context: &Map<String, Value>,
+        now: jiff::Timestamp,
+    ) -> Result<Done, ReconcileError> {
+        let wrote = self.write_metadata(request, object, mutated, now).await?;
+        if !verdict.denied.is_empty() {
+            return Err(ReconcileError::new("ValidationFailed", verdict.denied.join("; ")));
+        }
+        let (compiled, _) = self.crd.for_object(object);
+        let Some(slot) = &self.component else {
+            let (children, applied) = self.children(compiled, mutated, context).await?;
+            return Ok(Done {
+                children: Value::Object(children),
+                wrote: wrote || applied,
+                status: None,
+                action: None,
+            });
+        };
+        if self.is_constructor() {
+            let called = self
+                .call_component(slot, Hook::Reconcile, request, Some(mutated), context)
+                .await?;
+            return Ok(Done::from_call(called, Map::new(), wrote));
+        }
+        let first = slot.active().is_some_and(|a| a.spec.run_first);
+        let before = if first {
+            Some(
+                self.call_component(slot, Hook::Reconcile, request, Some(mutated), context)
+                    .await?,
+            )
+        } else {
+            None
+        };
+        let (children, applied) = self.children(compiled, mutated, context).await?;
+        let called = match before {
+            Some(called) => called,
+            None => {
+                // After the templates, the hook sees what they applied.
+                let mut seen = context.clone();
+                seen.insert("children".into(), Value::Object(children.clone()));
+                self.call_component(slot, Hook::Reconcile, request, Some(mutated), &seen)
+                    .await?
+            }
+        };
+        Ok(Done::from_call(called, children, wrote || applied))
+    }
+
+    /// One write for everything the CR itself needs: finalizers, the managed label, CRD
+    /// labels and the managed-by/-since annotations, the fields mutation rules set (persisted,
+    /// so users and other controllers see them), and, riding along, the runtime's stamps.
+    /// Nothing when all is in place. Returns whether it wrote. The patch carries the
+    /// resourceVersion, so a finalizer list changed by someone else in between is a conflict
+    /// and a retry, never a lost entry.
+    async fn write_metadata(
+        &self,
+        request: &Request,
+        object: &Value,
+        mutated: &Value,
+        now: jiff::Timestamp,
+    ) -> Result<bool, ReconcileError> {
+        let resolver = Resolver::new(object, &self.crd.notes);
+        let bookkeeping = lifecycle::bookkeeping_patch(&self.crd, object, &resolver, now)
+            .map_err(|e| ReconcileError::new("RenderFailed", e))?;
+        let mutation = added_fields(object, mutated);
+        let added = bookkeeping
+            .as_ref()
+            .is_some_and(|p| p["metadata"]["finalizers"].is_array() && !self.crd.remove_finalizers);
+        let mut patch = match (mutation, bookkeeping) {
+            (None, None) => return Ok(false),
+            (Some(mut patch), Some(bookkeeping)) => {
+                merge(&mut patch, bookkeeping);
+                patch
+            }
+            (Some(patch), None) | (None, Some(patch)) => patch,
+        };
+        for (annotation, stamp) in request.stamps.annotations().into_iter().flatten() {
+            patch["metadata"]["annotations"][annotation] = stamp.clone();
+        }
+        patch["metadata"]["resourceVersion"] = object["metadata"]["resourceVersion"].clone();
+        self.patch_object(request, patch).await?;
+        request.stamps.mark_written();
+        if added {
+            let note = format!("finalizers {} in place", self.crd.finalizers.join(", "));
+            self.events
+                .normal(object, &format!("{}FinalizerAdded", self.crd.kind), note);
+        }
+        Ok(true)
+    }
+
+    async fn patch_object(&self, request: &Request, patch: Value) -> Result<(), ReconcileError> {
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        self.api(request)
+            .patch(split_key(&request.key).1, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map_err(|e| ReconcileError::new("MetadataPatchFailed", e.to_string()))?;
+        Ok(())
+    }
+
+    fn api(&self, request: &Request) -> Api<DynamicObject> {
+        api_for_key(&self.client, &request.resource, &request.key).0
+    }
+
+    /// Applies the templates; returns `.children` (the applied objects by lowercase kind) and
+    /// whether anything was written.
+    async fn children(
+        &self,
+        compiled: &CompiledBox,
+        object: &Value,
+        context: &Map<String, Value>,
+    ) -> Result<(Map<String, Value>, bool), ReconcileError> {
+        let mut children = Map::new();
+        let mut wrote = false;
+        let resolver = with_context(Resolver::new(object, &self.crd.notes), context);
+        for (block, is_create) in [(&compiled.on_create, true), (&compiled.on_reconcile, false)] {
+            let Some(block) = block else { continue };
+            if !block.conditions.passes(&resolver, None) {
+                continue;
+            }
+            // Names applied by a passing entry are safe from DeleteIfOwned of a failing one.
+            let mut kept: Vec<(&str, String)> = Vec::new();
+            let mut failing: Vec<(&Entry, Resolver<'_, '_>)> = Vec::new();
+            for entry in &block.entries {
+                for scoped in expand(entry, &resolver) {
+                    if entry.conditions.passes(&scoped, None) {
+                        let rendered = entry
+                            .render(&scoped, object)
+                            .map_err(|e| ReconcileError::new("RenderFailed", format!("{}: {e}", entry.kind.key)))?;
+                        kept.push((
+                            entry.kind.key,
+                            rendered["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                        ));
+                        let mode = apply::Mode {
+                            create_only: entry.create_only(),
+                            force: entry.force.unwrap_or(compiled.force_conflict),
+                            owned: true,
+                            replace: entry.replace,
+                            manager: &self.managers.templates,
+                        };
+                        let (live, written) = self.applier.apply(rendered, object, mode).await?;
+                        wrote |= written;
+                        let key = live["kind"].as_str().unwrap_or(entry.kind.kind).to_lowercase();
+                        children.entry(key).or_insert(live);
+                    } else if !is_create && entry.reconcile {
+                        failing.push((entry, scoped));
+                    }
+                }
+            }
+            for (entry, scoped) in failing {
+                let target = child_ref(entry, &scoped, object)?;
+                let name = target["metadata"]["name"].as_str().unwrap_or_default();
+                if kept
+                    .iter()
+                    .any(|(kind, kept_name)| *kind == entry.kind.key && kept_name == name)
+                {
+                    continue;
+                }
+                if self.applier.delete_if_owned(&target, object).await? {
+                    wrote = true;
+                    tracing::info!(kind = %target["kind"], %name, "condition no longer holds: deleted the child we own");
+                }
+            }
+        }
+        Ok((children, wrote))
+    }
+}
+
+/// apiVersion, kind, name and namespace of an entry's object, to find or delete it. Custom
+/// entries carry their kind in the template, so only they are rendered whole.
+fn child_ref(entry: &Entry, scoped: &Resolver<'_, '_>, cr: &Value) -> Result<Value, ReconcileError> {
+    let failed = |e: String| ReconcileError::new("RenderFailed", format!("{}: {e}", entry.kind.key));
+    if entry.kind.api_version.is_empty() {
+        let rendered = entry.render(scoped, cr).map_err(failed)?;
+        return Ok(json!({
+            "apiVersion": rendered["apiVersion"], "kind": rendered["kind"],
+            "metadata": {"name": rendered["metadata"]["name"], "namespace": rendered["metadata"]["namespace"]},
+        }));
+    }
+    let name = entry
+        .render_name(scoped, cr["metadata"]["name"].as_str().unwrap_or_default())
+        .map_err(failed)?;
+    Ok(json!({
+        "apiVersion": entry.kind.api_version, "kind": entry.kind.kind,
+        "metadata": {"name": name, "namespace": cr["metadata"]["namespace"]},
+    }))
+}
+
+/// `resolver` with the reconcile's context entries (`.cross`, `.children`) added.
+fn with_context<'o, 'n>(mut resolver: Resolver<'o, 'n>, context: &Map<String, Value>) -> Resolver<'o, 'n> {
+    for (key, value) in context {
+        resolver.set(key, value.clone());
+    }
+    resolver
+}
+
+/// One resolver per element for a `forEach` entry (`.item` and `.<as>`), else one.
+fn expand<'o, 'n>(entry: &Entry, resolver: &Resolver<'o, 'n>) -> Vec<Resolver<'o, 'n>> {
+    let mut base = resolver.clone();
+    if let Some(inputs) = &entry.inputs {
+        base.set("inputs", inputs.clone());
+    }
+    let Some((path, alias)) = &entry.for_each else {
+        return vec![base];
+    };
+    let items = resolver
+        .lookup(path)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    items
+        .into_iter()
+        .map(|item| {
+            let mut scoped = base.clone();
+            if let Some(alias) = alias {
+                scoped.set(alias, item.clone());
+            }
+            scoped.set("item", item);
+            scoped
+        })
+        .collect()
+}
+
+/// A merge patch holding the fields `mutated` sets or changes against `object` (status
+/// aside: it has its own subresource); `None` when there are none.
+fn added_fields(object: &Value, mutated: &Value) -> Option<Value> {
+    match (object, mutated) {
+        (Value::Object(old), Value::Object(new)) => {
+            let patch: Map<String, Value> = new
+                .iter()
+                .filter(|(key, _)| key.as_str() != "status")
+                .filter_map(|(key, value)| {
+                    let changed = match old.get(key) {
+                        Some(previous) => added_fields(previous, value),
+                        None => Some(value.clone()),
+                    };
+                    changed.map(|c| (key.clone(), c))
+                })
+                .collect();
+            (!patch.is_empty()).then_some(Value::Object(patch))
+        }
+        (old, new) => (old != new).then(|| new.clone()),
+    }
+}
+
+/// What a successful reconcile did.
+struct Done {
+    /// `.children`.
+    children: Value,
+    wrote: bool,
+    /// Status fields a component returned.
+    status: Option<Map<String, Value>>,
+    action: Option<Action>,
+}
+
+impl Done {
+    fn from_call(called: component::Applied, mut children: Map<String, Value>, wrote: bool) -> Self {
+        for (kind, child) in called.children {
+            children.entry(kind).or_insert(child);
+        }
+        Self {
+            children: Value::Object(children),
+            wrote: wrote || called.wrote,
+            status: called.status,
+            action: called.action,
+        }
+    }
+}
+
+impl Reconciler for Declarative {
+    fn form(&self) -> Form {
+        match &self.component {
+            None => Form::Declarative,
+            Some(_) if self.is_constructor() => Form::Constructor,
+            Some(_) => Form::Hybrid,
+        }
+    }
+
+    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+        Box::pin(self.run(request))
+    }
+}

@@ -1,0 +1,164 @@
+//! Compiled admission gates: the enqueue gate (should this event become work?) and the
+//! reconcile gate (should this work run now?), one pair per effective operator box.
+//!
+//! A gate passes when its `sentinels:` shorthand (any listed sentinel true; absent = no
+//! constraint) and its `when`/`or` conditions both pass. The reconcile gate's external calls
+//! are made by the Kordinator before it asks; a failing call lets `failPolicy` decide (open:
+//! pass, closed: block). The enqueue gate sits on the watch path, where no call is made: its
+//! calls count as failed.
+//!
+//! Pure: no kube or wasmtime imports.
+
+use orkestra_katalog::condition::Conditions;
+use orkestra_katalog::resolver::Resolver;
+use orkestra_katalog::sentinel;
+use orkestra_katalog::template::Functions;
+use orkestra_katalog::{ExternalCall, FailPolicy, OperatorBox};
+
+/// One compiled gate.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    sentinels: u16,
+    conditions: Conditions,
+    /// External calls made before the conditions (reconcile gate: shared `preReconcile.external`
+    /// first, then the gate's own); their results are at `.external.<name>`.
+    pub external: Vec<crate::external::Call>,
+    /// `failPolicy` (default open): when a call fails, pass (open) or block (closed).
+    pub fail_open: bool,
+    /// Enqueue gates run on the watch path, where no call is made: a closed one with calls blocks.
+    blocked_by_externals: bool,
+}
+
+impl Gate {
+    /// Compiles a gate of the Katalog. `shared` are `preReconcile.external`; `call` says
+    /// whether this gate makes its calls (the reconcile gate) or cannot (the enqueue gate).
+    pub fn compile(
+        spec: &orkestra_katalog::Gate,
+        shared: &[ExternalCall],
+        call: bool,
+        functions: &Functions,
+    ) -> Result<Self, String> {
+        let conditions = Conditions::compile(&spec.when, &spec.or, functions)
+            .map_err(|(at, e)| format!("{at}.{}: {}", e.key, e.message))?;
+        let fail_open = spec.fail_policy != Some(FailPolicy::Closed);
+        let external = match call {
+            true => shared
+                .iter()
+                .chain(&spec.external)
+                .map(|c| crate::external::Call::compile(c, functions))
+                .collect::<Result<_, _>>()?,
+            false => Vec::new(),
+        };
+        Ok(Self {
+            sentinels: sentinel::mask(spec.sentinels.iter().map(String::as_str)),
+            conditions,
+            external,
+            fail_open,
+            blocked_by_externals: !call && !spec.external.is_empty() && !fail_open,
+        })
+    }
+
+    /// Whether the gate lets this event or item through (its calls, if any, already made
+    /// into `resolver`).
+    pub fn passes(&self, resolver: &Resolver<'_, '_>) -> bool {
+        if self.blocked_by_externals {
+            return false;
+        }
+        let shorthand = self.sentinels == 0 || resolver.sentinels().0 & self.sentinels != 0;
+        shorthand && self.conditions.passes(resolver, None)
+    }
+}
+
+/// The gates of one effective box and what the queue needs to know about it.
+#[derive(Debug, Clone, Default)]
+pub struct BoxGates {
+    pub enqueue: Option<Gate>,
+    pub reconcile: Option<Gate>,
+    /// The sentinels to compute for update events.
+    pub declared_sentinels: u16,
+    /// Every admitted event becomes its own queue item.
+    pub event_aware: bool,
+}
+
+impl BoxGates {
+    pub fn compile(operator_box: &OperatorBox, functions: &Functions) -> Result<Self, String> {
+        let Some(pre) = &operator_box.pre_reconcile else {
+            return Ok(Self::default());
+        };
+        let compile = |gate: &Option<orkestra_katalog::Gate>, call: bool| {
+            gate.as_ref()
+                .map(|g| Gate::compile(g, &pre.external, call, functions))
+                .transpose()
+        };
+        Ok(Self {
+            enqueue: compile(&pre.enqueue_gate, false)?,
+            reconcile: compile(&pre.reconcile_gate, true)?,
+            declared_sentinels: sentinel::mask(pre.sentinels.iter().map(String::as_str)),
+            event_aware: pre.reconcile_gate.as_ref().is_some_and(|g| g.event_aware),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use orkestra_katalog::sentinel::SentinelBits;
+
+    fn gates(text: &str) -> BoxGates {
+        let node = orkestra_katalog::yaml::parse(text).unwrap();
+        let (ob, problems) = orkestra_katalog::read::<OperatorBox>(&node, "").unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        BoxGates::compile(&ob, Functions::builtin()).unwrap()
+    }
+
+    #[test]
+    fn the_sentinel_shorthand_passes_when_any_listed_sentinel_fired() {
+        let g = gates(
+            "preReconcile: {sentinels: [generationChanged, labelsChanged], enqueueGate: {sentinels: [generationChanged]}}",
+        );
+        let gate = g.enqueue.unwrap();
+        let object = json!({"spec": {}});
+        let generation = SentinelBits(1 << sentinel::index("generationChanged").unwrap());
+        let labels = SentinelBits(1 << sentinel::index("labelsChanged").unwrap());
+        assert!(gate.passes(&Resolver::new(&object, &[]).with_sentinels(generation)));
+        assert!(!gate.passes(&Resolver::new(&object, &[]).with_sentinels(labels)));
+        assert_eq!(g.declared_sentinels.count_ones(), 2);
+    }
+
+    #[test]
+    fn shorthand_and_conditions_must_both_hold() {
+        let g = gates(
+            "preReconcile: {sentinels: [generationChanged], reconcileGate: {eventAware: true, sentinels: [generationChanged], when: [{field: spec.on, equals: 'true'}]}}",
+        );
+        assert!(g.event_aware);
+        let gate = g.reconcile.unwrap();
+        let fired = SentinelBits(1);
+        let on = json!({"spec": {"on": true}});
+        let off = json!({"spec": {"on": false}});
+        assert!(gate.passes(&Resolver::new(&on, &[]).with_sentinels(fired)));
+        assert!(!gate.passes(&Resolver::new(&off, &[]).with_sentinels(fired)));
+        assert!(!gate.passes(&Resolver::new(&on, &[])));
+    }
+
+    #[test]
+    fn enqueue_gates_cannot_call_so_policy_decides_while_reconcile_gates_carry_their_calls() {
+        let call = "external: [{name: flag, url: 'http://flags'}]";
+        let closed = gates(&format!(
+            "preReconcile: {{external: [{{name: shared, url: 'http://s'}}], enqueueGate: {{{call}, failPolicy: closed}}, reconcileGate: {{{call}, failPolicy: closed}}}}"
+        ));
+        let open = gates(&format!("preReconcile: {{enqueueGate: {{{call}, failPolicy: open}}}}"));
+        let object = json!({});
+        assert!(!closed.enqueue.unwrap().passes(&Resolver::new(&object, &[])));
+        assert!(open.enqueue.unwrap().passes(&Resolver::new(&object, &[])));
+        let reconcile = closed.reconcile.unwrap();
+        let names: Vec<&str> = reconcile.external.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["shared", "flag"], "shared calls first");
+        assert!(!reconcile.fail_open);
+        assert!(
+            reconcile.passes(&Resolver::new(&object, &[])),
+            "the calls were the Kordinator's to make"
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! `observe.events`: Kubernetes Event objects (`events.k8s.io/v1`) that match an entry's
+//! fields become triggers, routed by `keyFrom`, by `regarding` (when it names a primary),
+//! or to every primary; the Event's content rides along as `.events.<name>`.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::{Value, json};
+
+use super::primary::to_json;
+use super::secondary::PrimaryKind;
+use super::{Cache, Enqueue, Source, Trigger};
+use crate::gate::Gate;
+use orkestra_katalog::resolver::Resolver;
+use orkestra_katalog::template::Functions;
+use orkestra_katalog::{EventType, EventWatch, ObjectMatch};
+
+/// Runs every events entry of a CRD over one watch of Event objects.
+pub async fn watch_events(
+    api: Api<DynamicObject>,
+    entries: Vec<(String, EventWatch)>,
+    primary: PrimaryKind,
+    cache: Cache,
+    functions: Functions,
+    enqueue: Arc<dyn Enqueue>,
+) {
+    // A gate that does not compile disables its entry (the Katalog was validated: a defect).
+    let gates: Vec<Result<Option<Gate>, String>> = entries
+        .iter()
+        .map(|(_, entry)| {
+            entry
+                .enqueue_gate
+                .as_ref()
+                .map(|g| Gate::compile(g, &[], false, &functions))
+                .transpose()
+        })
+        .collect();
+    for ((name, _), gate) in entries.iter().zip(&gates) {
+        if let Err(error) = gate {
+            tracing::error!(events = %name, %error, "events gate does not compile; the entry is off");
+        }
+    }
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    while let Some(event) = stream.next().await {
+        let (object, kind) = match event {
+            Ok(Event::Apply(object)) => (object, EventType::Create),
+            Ok(Event::Delete(object)) => (object, EventType::Delete),
+            // Events from before we started are history, not signals.
+            Ok(Event::Init | Event::InitApply(_) | Event::InitDone) => continue,
+            Err(error) => {
+                tracing::warn!(%error, "events watch failed; retrying with backoff");
+                continue;
+            }
+        };
+        let Some((_, event)) = to_json(&object) else { continue };
+        for ((name, entry), gate) in entries.iter().zip(&gates) {
+            let Ok(gate) = gate else { continue };
+            let on = &entry.on;
+            if (!on.is_empty() && !on.contains(&kind)) || !matches(entry, &event) {
+                continue;
+            }
+            let context = json!({ name.as_str(): summary(&event) });
+            let mut resolver = Resolver::new(&event, &[]);
+            resolver.set("events", context.clone());
+            if gate.as_ref().is_some_and(|g| !g.passes(&resolver)) {
+                continue;
+            }
+            for key in route(entry, &event, &primary, &cache) {
+                enqueue.offer(Trigger {
+                    key,
+                    source: Source::Events,
+                    sentinels: Default::default(),
+                    events: Some(context.clone()),
+                });
+            }
+        }
+    }
+}
+
+/// What `.events.<name>` shows of an Event.
+fn summary(event: &Value) -> Value {
+    json!({
+        "reason": event["reason"],
+        "action": event["action"],
+        "type": event["type"],
+        "note": event["note"],
+        "reportingController": event["reportingController"],
+        "reportingInstance": event["reportingInstance"],
+        "regarding": event["regarding"],
+        "related": event["related"],
+        "name": event["metadata"]["name"],
+        "namespace": event["metadata"]["namespace"],
+    })
+}
+
+fn field_matches(want: &Option<String>, got: &Value) -> bool {
+    want.as_deref().is_none_or(|w| got.as_str() == Some(w))
+}
+
+fn object_matches(want: &Option<ObjectMatch>, got: &Value) -> bool {
+    let Some(want) = want else { return true };
+    field_matches(&want.api_version, &got["apiVersion"])
+        && field_matches(&want.kind, &got["kind"])
+        && field_matches(&want.name, &got["name"])
+        && field_matches(&want.namespace, &got["namespace"])
+}
+
+/// Every field set in the entry must equal the Event's.
+fn matches(entry: &EventWatch, event: &Value) -> bool {
+    field_matches(&entry.reason, &event["reason"])
+        && field_matches(&entry.action, &event["action"])
+        && field_matches(&entry.type_, &event["type"])
+        && field_matches(&entry.reporting_controller, &event["reportingController"])
+        && field_matches(&entry.reporting_instance, &event["reportingInstance"])
+        && field_matches(&entry.namespace, &event["metadata"]["namespace"])
+        && field_matches(&entry.name, &event["metadata"]["name"])
+        && object_matches(&entry.regarding, &event["regarding"])
+        && object_matches(&entry.related, &event["related"])
+}
+
+/// The primaries an Event concerns.
+fn route(entry: &EventWatch, event: &Value, primary: &PrimaryKind, cache: &Cache) -> Vec<String> {
+    let namespace = event["metadata"]["namespace"].as_str().unwrap_or_default();
+    let in_namespace = |ns: &str, name: &str| {
+        if ns.is_empty() {
+            name.to_string()
+        } else {
+            format!("{ns}/{name}")
+        }
+    };
+    if let Some(key_from) = &entry.key_from {
+        if let Some(label) = &key_from.label {
+            return match event["metadata"]["labels"][label.as_str()].as_str() {
+                Some(value) if value.contains('/') => vec![value.to_string()],
+                Some(value) => vec![in_namespace(namespace, value)],
+                None => vec![],
+            };
+        }
+        if let Some(name) = &key_from.name {
+            return vec![in_namespace(key_from.namespace.as_deref().unwrap_or(namespace), name)];
+        }
+    }
+    let regarding = &event["regarding"];
+    if regarding["kind"].as_str() == Some(primary.kind.as_str())
+        && let Some(name) = regarding["name"].as_str()
+    {
+        return vec![in_namespace(regarding["namespace"].as_str().unwrap_or(namespace), name)];
+    }
+    cache.keys()
+}

@@ -1,0 +1,239 @@
+//! Secondary watches: `observe.watch` entries and the implicit watches on owned children.
+//! Each change of a watched object (after its initial list) is filtered by `on:`, gets its
+//! sentinels, is routed to primary keys (owner reference, `keyFrom`, or every primary) and
+//! handed to the enqueue path.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::Value;
+
+use super::primary::{to_cached_json, to_json};
+use super::{Cache, Enqueue, Source, Trigger};
+use crate::gate::Gate;
+use orkestra_katalog::resolver::Resolver;
+use orkestra_katalog::sentinel;
+use orkestra_katalog::sentinel::SentinelBits;
+use orkestra_katalog::template::{Functions, Template};
+use orkestra_katalog::{EventType, Watch};
+
+/// The primary kind, for owner-reference routing.
+#[derive(Debug, Clone)]
+pub struct PrimaryKind {
+    pub group: String,
+    pub kind: String,
+}
+
+impl PrimaryKind {
+    /// The keys of primaries that own `object` (same namespace).
+    fn owners(&self, object: &Value) -> Vec<String> {
+        let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+        object["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|owner| {
+                let api_version = owner["apiVersion"].as_str().unwrap_or_default();
+                let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+                owner["kind"].as_str() == Some(self.kind.as_str()) && group == self.group
+            })
+            .filter_map(|owner| owner["name"].as_str())
+            .map(|name| {
+                if namespace.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{namespace}/{name}")
+                }
+            })
+            .collect()
+    }
+}
+
+/// One change of a watched object.
+struct Change {
+    kind: EventType,
+    object: Arc<Value>,
+    sentinels: SentinelBits,
+}
+
+/// Runs a watch and calls `route` for every change after the initial list.
+async fn changes(
+    api: Api<DynamicObject>,
+    config: watcher::Config,
+    declared: u16,
+    seen: Cache,
+    mut route: impl FnMut(Change),
+) {
+    // Keys listed by the current (re)list; what it no longer holds was deleted meanwhile.
+    let mut relisting: Option<HashSet<String>> = None;
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(Event::Init) => relisting = Some(HashSet::new()),
+            Ok(Event::InitApply(object)) => {
+                // The initial list is not a change: remember it, trigger nothing.
+                if let Some((key, value)) = to_cached_json(&object, declared) {
+                    if let Some(listed) = relisting.as_mut() {
+                        listed.insert(key.clone());
+                    }
+                    seen.insert(key, Arc::new(value));
+                }
+            }
+            Ok(Event::InitDone) => {
+                let Some(listed) = relisting.take() else { continue };
+                for key in seen.keys().into_iter().filter(|k| !listed.contains(k)) {
+                    if let Some(gone) = seen.remove(&key) {
+                        route(Change {
+                            kind: EventType::Delete,
+                            object: gone,
+                            sentinels: SentinelBits::default(),
+                        });
+                    }
+                }
+            }
+            Ok(Event::Apply(object)) => {
+                let Some((key, value)) = to_cached_json(&object, declared) else {
+                    continue;
+                };
+                let value = Arc::new(value);
+                // Stored before anyone hears of it: a reconcile it triggers reads this version.
+                let old = seen.insert(key, value.clone());
+                let kind = if old.is_some() {
+                    EventType::Update
+                } else {
+                    EventType::Create
+                };
+                let sentinels = sentinel::compute(old.as_deref(), &value, declared);
+                route(Change {
+                    kind,
+                    object: value,
+                    sentinels,
+                });
+            }
+            Ok(Event::Delete(object)) => {
+                let Some((key, value)) = to_json(&object) else { continue };
+                seen.remove(&key);
+                route(Change {
+                    kind: EventType::Delete,
+                    object: Arc::new(value),
+                    sentinels: SentinelBits::default(),
+                });
+            }
+            Err(error) => tracing::warn!(%error, "secondary watch failed; retrying with backoff"),
+        }
+    }
+}
+
+/// Runs one `observe.watch` entry.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the wiring of one watch; a struct would only rename them"
+)]
+pub async fn watch_secondary(
+    api: Api<DynamicObject>,
+    config: watcher::Config,
+    entry: Watch,
+    primary: PrimaryKind,
+    cache: Cache,
+    declared: u16,
+    functions: Functions,
+    enqueue: Arc<dyn Enqueue>,
+) {
+    let gate = match entry
+        .enqueue_gate
+        .as_ref()
+        .map(|g| Gate::compile(g, &[], false, &functions))
+        .transpose()
+    {
+        Ok(gate) => gate,
+        Err(error) => {
+            tracing::error!(kind = %entry.kind, %error, "watch gate does not compile; the watch is off");
+            return;
+        }
+    };
+    let key_name = entry
+        .key_from
+        .as_ref()
+        .and_then(|k| k.name.as_ref())
+        .and_then(|n| Template::compile(n, &functions).ok());
+    let on = if entry.on.is_empty() {
+        vec![EventType::Create, EventType::Update, EventType::Delete]
+    } else {
+        entry.on.clone()
+    };
+    changes(api, config, declared, Cache::default(), |change| {
+        if !on.contains(&change.kind) {
+            return;
+        }
+        let resolver = Resolver::new(&change.object, &[]).with_sentinels(change.sentinels);
+        if gate.as_ref().is_some_and(|g| !g.passes(&resolver)) {
+            return;
+        }
+        let namespace = change.object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let in_namespace = |name: &str| {
+            if namespace.is_empty() {
+                name.to_string()
+            } else {
+                format!("{namespace}/{name}")
+            }
+        };
+        let keys: Vec<String> = match &entry.key_from {
+            Some(key_from) if key_from.label.is_some() => {
+                let label = key_from.label.as_deref().unwrap_or_default();
+                match change.object["metadata"]["labels"][label].as_str() {
+                    Some(value) if value.contains('/') => vec![value.to_string()],
+                    Some(value) => vec![in_namespace(value)],
+                    None => vec![],
+                }
+            }
+            Some(key_from) => {
+                let name = key_name
+                    .as_ref()
+                    .and_then(|t| resolver.render(t).ok())
+                    .unwrap_or_default();
+                match &key_from.namespace {
+                    Some(ns) => vec![format!("{ns}/{name}")],
+                    None => vec![in_namespace(&name)],
+                }
+            }
+            None => {
+                let owners = primary.owners(&change.object);
+                if owners.is_empty() { cache.keys() } else { owners }
+            }
+        };
+        for key in keys {
+            enqueue.offer(Trigger {
+                key,
+                source: Source::Watch,
+                sentinels: change.sentinels,
+                events: None,
+            });
+        }
+    })
+    .await;
+}
+
+/// Runs an implicit watch on an owned kind: its objects are kept in `children` (the applier
+/// reads them there instead of asking the API server), and a changed or deleted child
+/// re-enqueues its owner.
+pub async fn watch_owned(
+    api: Api<DynamicObject>,
+    config: watcher::Config,
+    primary: PrimaryKind,
+    enqueue: Arc<dyn Enqueue>,
+    children: Cache,
+) {
+    changes(api, config, 0, children, |change| {
+        for key in primary.owners(&change.object) {
+            enqueue.offer(Trigger::new(key, Source::Owned));
+        }
+    })
+    .await;
+}

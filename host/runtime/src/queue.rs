@@ -1,0 +1,520 @@
+//! The work queue of one CRD: admitted triggers in, leases for workers out.
+//!
+//! - The same item is coalesced: at most one queued and one running; an item added while
+//!   it runs is marked dirty and queued once more when the run ends.
+//! - `eventAware` items carry an event id and never coalesce, but two items of one key
+//!   never run at once: each waits for the previous run of its key.
+//! - A failed run is retried after a per-key exponential backoff (5 ms doubling to 1000 s);
+//!   a success resets it. A delayed add keeps the earlier of two times.
+//! - A bounded add refuses a new item at the limit (an existing item still coalesces), so
+//!   the depth never exceeds it.
+//! - A key that keeps asking to run again at once (a hot loop: more than `HOT_STREAK`
+//!   requeues in a row of at most `HOT_REQUEUE`) is slowed, its delay doubling from 1 s to
+//!   `HOT_MAX`; a run that ends without such a requeue resets it.
+//!
+//! Pure: no kube or wasmtime imports; time comes from tokio (tests run on paused time).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use orkestra_katalog::sentinel::SentinelBits;
+
+/// First retry delay after a failure.
+pub const BACKOFF_BASE: Duration = Duration::from_millis(5);
+/// Retry delays stop growing here.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(1000);
+
+/// A requeue this soon or sooner counts towards a hot loop (the default requeue floor: a
+/// reconciler that asks for "as soon as possible").
+pub const HOT_REQUEUE: Duration = Duration::from_secs(1);
+/// Quick requeues of one key in a row before they are slowed.
+pub const HOT_STREAK: u32 = 10;
+/// Hot-loop delays stop growing here.
+pub const HOT_MAX: Duration = Duration::from_secs(60);
+
+/// The identity of queued work.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct QueueItem {
+    /// `namespace/name`, or `name` for cluster-scoped objects.
+    pub key: String,
+    /// `group/version/Kind` of the primary resource.
+    pub gvk: Arc<str>,
+    /// Present only for eventAware CRDs: every admitted event is its own item.
+    pub event_id: Option<u64>,
+}
+
+/// What travels with an item: the facts of the events that produced it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Payload {
+    /// Union of the sentinels of every coalesced event.
+    pub sentinels: SentinelBits,
+    /// The event context of the latest `observe.events` trigger (`.events.<name>`).
+    pub events: Option<serde_json::Value>,
+}
+
+impl Payload {
+    fn merge(&mut self, other: Payload) {
+        self.sentinels = SentinelBits(self.sentinels.0 | other.sentinels.0);
+        if other.events.is_some() {
+            self.events = other.events;
+        }
+    }
+}
+
+/// What `add` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Added {
+    /// A new queued item.
+    Queued,
+    /// Merged into an item already queued (or pending behind a running one).
+    Coalesced,
+    /// Refused: the queue holds `limit` items.
+    AtLimit,
+    /// Refused: the queue is shut down.
+    Closed,
+}
+
+/// How a run ended, as the worker reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    /// Success, and run again after this long.
+    RequeueAfter(Duration),
+    /// Failed: retry after the key's backoff.
+    Retry,
+}
+
+/// A running item; hand it back with [`WorkQueue::done`].
+#[derive(Debug)]
+pub struct Lease {
+    pub item: QueueItem,
+    pub payload: Payload,
+    /// How many times this key has failed in a row before this run.
+    pub failures: u32,
+}
+
+#[derive(Debug)]
+enum Slot {
+    /// Waiting, ready at the instant.
+    Queued { at: Instant, payload: Payload },
+    /// Being worked on; `pending` holds what arrived meanwhile.
+    Running { pending: Option<Payload> },
+}
+
+#[derive(Debug, Default)]
+struct State {
+    slots: HashMap<QueueItem, Slot>,
+    /// Queued items in arrival order (the instant in the slot decides readiness).
+    order: VecDeque<QueueItem>,
+    running_keys: HashSet<String>,
+    failures: HashMap<String, u32>,
+    /// Quick requeues in a row, by key.
+    hot: HashMap<String, u32>,
+    closed: bool,
+}
+
+/// A queue shared by the enqueue path (producers) and the workers.
+#[derive(Debug, Clone, Default)]
+pub struct WorkQueue {
+    state: Arc<Mutex<State>>,
+    notify: Arc<Notify>,
+}
+
+/// The least delay of quick requeue number `streak` in a row: none up to `HOT_STREAK`, then
+/// 1 s doubling to `HOT_MAX`.
+pub fn hot_delay(streak: u32) -> Duration {
+    match streak.checked_sub(HOT_STREAK + 1) {
+        None => Duration::ZERO,
+        Some(over) => Duration::from_secs(1).saturating_mul(1u32 << over.min(30)).min(HOT_MAX),
+    }
+}
+
+/// The backoff before retry number `failures` (1 = first retry).
+pub fn backoff(failures: u32) -> Duration {
+    let exponent = failures.saturating_sub(1).min(30);
+    BACKOFF_BASE.saturating_mul(1u32 << exponent).min(BACKOFF_MAX)
+}
+
+impl WorkQueue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A worker that panicked while holding the lock cannot have left the state half
+        // updated: every update is a few assignments. Keep going.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Queues `item` now.
+    pub fn add(&self, item: QueueItem, payload: Payload) -> Added {
+        self.add_at(item, payload, Instant::now(), None)
+    }
+
+    /// Queues `item` now unless the queue already holds `limit` items.
+    pub fn add_bounded(&self, item: QueueItem, payload: Payload, limit: usize) -> Added {
+        self.add_at(item, payload, Instant::now(), Some(limit))
+    }
+
+    /// Queues `item` after `delay` (an earlier time already set wins).
+    pub fn add_after(&self, item: QueueItem, payload: Payload, delay: Duration) -> Added {
+        self.add_at(item, payload, Instant::now() + delay, None)
+    }
+
+    fn add_at(&self, item: QueueItem, payload: Payload, at: Instant, limit: Option<usize>) -> Added {
+        let mut state = self.lock();
+        if state.closed {
+            return Added::Closed;
+        }
+        let queued = state.order.len();
+        let added = match state.slots.get_mut(&item) {
+            Some(Slot::Queued {
+                at: current,
+                payload: existing,
+            }) => {
+                *current = (*current).min(at);
+                existing.merge(payload);
+                Added::Coalesced
+            }
+            Some(Slot::Running { pending }) => {
+                match pending {
+                    Some(existing) => existing.merge(payload),
+                    None => *pending = Some(payload),
+                }
+                Added::Coalesced
+            }
+            None => {
+                if limit.is_some_and(|limit| queued >= limit) {
+                    return Added::AtLimit;
+                }
+                state.slots.insert(item.clone(), Slot::Queued { at, payload });
+                state.order.push_back(item);
+                Added::Queued
+            }
+        };
+        drop(state);
+        self.notify.notify_one();
+        added
+    }
+
+    /// Items waiting (ready or delayed), not counting running ones.
+    pub fn depth(&self) -> usize {
+        self.lock().order.len()
+    }
+
+    /// Items being worked on.
+    pub fn running(&self) -> usize {
+        self.lock().running_keys.len()
+    }
+
+    /// Waits for the next ready item whose key is not running; `None` once shut down.
+    pub async fn next(&self) -> Option<Lease> {
+        loop {
+            let notified = self.notify.notified();
+            let wake_at = {
+                let mut state = self.lock();
+                if state.closed {
+                    return None;
+                }
+                let now = Instant::now();
+                let mut earliest: Option<Instant> = None;
+                let mut chosen = None;
+                for (index, item) in state.order.iter().enumerate() {
+                    if state.running_keys.contains(&item.key) {
+                        continue;
+                    }
+                    if let Some(Slot::Queued { at, .. }) = state.slots.get(item) {
+                        if *at <= now {
+                            chosen = Some(index);
+                            break;
+                        }
+                        earliest = Some(earliest.map_or(*at, |e: Instant| e.min(*at)));
+                    }
+                }
+                if let Some(index) = chosen {
+                    let item = state.order.remove(index).expect("index from the scan");
+                    let payload = match state.slots.insert(item.clone(), Slot::Running { pending: None }) {
+                        Some(Slot::Queued { payload, .. }) => payload,
+                        _ => Payload::default(),
+                    };
+                    state.running_keys.insert(item.key.clone());
+                    let failures = state.failures.get(&item.key).copied().unwrap_or(0);
+                    return Some(Lease {
+                        item,
+                        payload,
+                        failures,
+                    });
+                }
+                earliest
+            };
+            match wake_at {
+                Some(at) => {
+                    tokio::select! {
+                        () = notified => {}
+                        () = tokio::time::sleep_until(at) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Ends a run: forgets or schedules the item as `outcome` says, and releases its key.
+    pub fn done(&self, lease: Lease, outcome: Outcome) {
+        let mut state = self.lock();
+        let Lease { item, .. } = lease;
+        state.running_keys.remove(&item.key);
+        let pending = match state.slots.remove(&item) {
+            Some(Slot::Running { pending }) => pending,
+            _ => None,
+        };
+        let now = Instant::now();
+        if !matches!(outcome, Outcome::RequeueAfter(delay) if delay <= HOT_REQUEUE) {
+            state.hot.remove(&item.key);
+        }
+        let retry_at = match outcome {
+            Outcome::Success => {
+                state.failures.remove(&item.key);
+                None
+            }
+            Outcome::RequeueAfter(delay) => {
+                state.failures.remove(&item.key);
+                let delay = if delay <= HOT_REQUEUE {
+                    let streak = state.hot.entry(item.key.clone()).or_insert(0);
+                    *streak += 1;
+                    delay.max(hot_delay(*streak))
+                } else {
+                    delay
+                };
+                Some(now + delay)
+            }
+            Outcome::Retry => {
+                let failures = state.failures.entry(item.key.clone()).or_insert(0);
+                *failures += 1;
+                Some(now + backoff(*failures))
+            }
+        };
+        // Something arrived during the run: run again now. Otherwise honour the schedule.
+        let at = match (&pending, retry_at) {
+            (Some(_), _) => Some(now),
+            (None, at) => at,
+        };
+        if let Some(at) = at
+            && !state.closed
+        {
+            state.slots.insert(
+                item.clone(),
+                Slot::Queued {
+                    at,
+                    payload: pending.unwrap_or_default(),
+                },
+            );
+            state.order.push_back(item);
+        }
+        drop(state);
+        // Another worker may be waiting for this key.
+        self.notify.notify_waiters();
+        self.notify.notify_one();
+    }
+
+    /// Stops intake and wakes every waiting worker; queued items are dropped (a restart's
+    /// initial list brings them back).
+    pub fn shutdown(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        state.order.clear();
+        state.slots.retain(|_, slot| matches!(slot, Slot::Running { .. }));
+        drop(state);
+        self.notify.notify_waiters();
+    }
+
+    /// Whether [`WorkQueue::shutdown`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(key: &str) -> QueueItem {
+        QueueItem {
+            key: key.into(),
+            gvk: "demo.io/v1/Web".into(),
+            event_id: None,
+        }
+    }
+
+    fn event(key: &str, id: u64) -> QueueItem {
+        QueueItem {
+            event_id: Some(id),
+            ..item(key)
+        }
+    }
+
+    fn with(bits: u16) -> Payload {
+        Payload {
+            sentinels: SentinelBits(bits),
+            events: None,
+        }
+    }
+
+    /// Polls once: a ready item or nothing, without letting paused time move.
+    async fn next_now(queue: &WorkQueue) -> Option<Lease> {
+        use futures::FutureExt;
+        tokio::task::yield_now().await;
+        queue.next().now_or_never().flatten()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn queue_should_coalesce_the_same_item_and_merge_sentinels() {
+        let queue = WorkQueue::new();
+        assert_eq!(queue.add(item("ns/a"), with(0b01)), Added::Queued);
+        assert_eq!(queue.add(item("ns/a"), with(0b10)), Added::Coalesced);
+        assert_eq!(queue.depth(), 1);
+        let lease = queue.next().await.unwrap();
+        assert_eq!(lease.payload.sentinels, SentinelBits(0b11));
+        queue.done(lease, Outcome::Success);
+        assert!(next_now(&queue).await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_item_added_while_running_runs_once_more_after() {
+        let queue = WorkQueue::new();
+        queue.add(item("ns/a"), with(0));
+        let lease = queue.next().await.unwrap();
+        assert_eq!(queue.add(item("ns/a"), with(1)), Added::Coalesced);
+        assert_eq!(queue.add(item("ns/a"), with(2)), Added::Coalesced);
+        assert!(next_now(&queue).await.is_none(), "never two runs of one key at once");
+        queue.done(lease, Outcome::Success);
+        let again = next_now(&queue).await.expect("the pending run");
+        assert_eq!(again.payload.sentinels, SentinelBits(3));
+        queue.done(again, Outcome::Success);
+        assert!(next_now(&queue).await.is_none(), "at most one pending run");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn event_aware_items_stay_separate_but_one_key_runs_at_a_time() {
+        let queue = WorkQueue::new();
+        queue.add(event("ns/a", 1), with(1));
+        queue.add(event("ns/a", 2), with(2));
+        queue.add(event("ns/b", 3), with(4));
+        assert_eq!(queue.depth(), 3);
+        let first = queue.next().await.unwrap();
+        assert_eq!(first.item.event_id, Some(1));
+        let other = next_now(&queue).await.unwrap();
+        assert_eq!(other.item.key, "ns/b", "the second event of ns/a waits for the first");
+        queue.done(first, Outcome::Success);
+        let second = next_now(&queue).await.unwrap();
+        assert_eq!(
+            (second.item.event_id, second.payload.sentinels),
+            (Some(2), SentinelBits(2))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failures_back_off_exponentially_and_success_resets() {
+        let queue = WorkQueue::new();
+        queue.add(item("ns/a"), with(0));
+        for failures in 1..=4u32 {
+            let lease = queue.next().await.unwrap();
+            assert_eq!(lease.failures, failures - 1);
+            queue.done(lease, Outcome::Retry);
+            let wait = backoff(failures);
+            tokio::time::advance(wait - Duration::from_micros(500)).await;
+            assert!(next_now(&queue).await.is_none(), "not before {wait:?}");
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        let lease = queue.next().await.unwrap();
+        assert_eq!(lease.failures, 4);
+        queue.done(lease, Outcome::Success);
+        queue.add(item("ns/a"), with(0));
+        assert_eq!(queue.next().await.unwrap().failures, 0);
+        assert_eq!(backoff(1), Duration::from_millis(5));
+        assert_eq!(backoff(2), Duration::from_millis(10));
+        assert_eq!(backoff(40), BACKOFF_MAX);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hot_loop_is_slowed_and_a_calm_run_resets_it() {
+        let queue = WorkQueue::new();
+        queue.add(item("ns/a"), with(0));
+        for _ in 0..HOT_STREAK {
+            let lease = next_now(&queue).await.expect("quick requeues run at once at first");
+            queue.done(lease, Outcome::RequeueAfter(Duration::ZERO));
+        }
+        for streak in HOT_STREAK + 1..=HOT_STREAK + 8 {
+            let lease = next_now(&queue).await.unwrap();
+            queue.done(lease, Outcome::RequeueAfter(Duration::ZERO));
+            let wait = hot_delay(streak);
+            tokio::time::advance(wait - Duration::from_millis(1)).await;
+            assert!(
+                next_now(&queue).await.is_none(),
+                "quick requeue {streak} waits {wait:?}"
+            );
+            tokio::time::advance(Duration::from_millis(2)).await;
+        }
+        assert_eq!(hot_delay(HOT_STREAK + 1), Duration::from_secs(1));
+        assert_eq!(hot_delay(HOT_STREAK + 8), HOT_MAX);
+        // A requeue that is not quick, or a plain success, ends the streak.
+        let lease = next_now(&queue).await.unwrap();
+        let calm = HOT_REQUEUE + Duration::from_secs(1);
+        queue.done(lease, Outcome::RequeueAfter(calm));
+        tokio::time::advance(calm).await;
+        let lease = next_now(&queue).await.unwrap();
+        queue.done(lease, Outcome::RequeueAfter(Duration::ZERO));
+        assert!(next_now(&queue).await.is_some(), "the streak starts over");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delayed_add_keeps_the_earlier_time() {
+        let queue = WorkQueue::new();
+        queue.add_after(item("ns/a"), with(0), Duration::from_secs(10));
+        queue.add_after(item("ns/a"), with(0), Duration::from_secs(60));
+        tokio::time::advance(Duration::from_secs(9)).await;
+        assert!(next_now(&queue).await.is_none());
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(next_now(&queue).await.is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requeue_after_success_schedules_the_next_run() {
+        let queue = WorkQueue::new();
+        queue.add(item("ns/a"), with(0));
+        let lease = queue.next().await.unwrap();
+        queue.done(lease, Outcome::RequeueAfter(Duration::from_secs(30)));
+        tokio::time::advance(Duration::from_secs(29)).await;
+        assert!(next_now(&queue).await.is_none());
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(next_now(&queue).await.is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bounded_add_never_exceeds_the_limit_but_still_coalesces() {
+        let queue = WorkQueue::new();
+        for i in 0..3 {
+            assert_eq!(queue.add_bounded(item(&format!("ns/{i}")), with(0), 3), Added::Queued);
+        }
+        assert_eq!(queue.add_bounded(item("ns/9"), with(0), 3), Added::AtLimit);
+        assert_eq!(queue.add_bounded(item("ns/0"), with(1), 3), Added::Coalesced);
+        assert_eq!(queue.depth(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_wakes_waiting_workers_and_refuses_new_work() {
+        let queue = WorkQueue::new();
+        let waiting = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.next().await.is_none() }
+        });
+        tokio::task::yield_now().await;
+        queue.shutdown();
+        assert!(waiting.await.unwrap(), "a waiting worker gets None");
+        assert_eq!(queue.add(item("ns/a"), with(0)), Added::Closed);
+    }
+}

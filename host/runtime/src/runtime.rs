@@ -1,0 +1,560 @@
+//! The runtime: every enabled CRD of a Katalog run through the pipeline, each isolated from
+//! the others (own informers, queue, workers, health).
+//!
+//! Per CRD, top to bottom:
+//! 1. pending until every `dependsOn` entry is started (or healthy) and the CRD is served
+//!    by the API server (a CRD installed later starts then);
+//! 2. observe: the primary informer, `observe.watch`, `observe.events` and the implicit
+//!    watches on owned kinds, all handing triggers to one [`Admission`];
+//! 3. after the first complete list: `workers` Kordinator workers, and a resync that
+//!    offers every cached CR again;
+//! 4. on shutdown (in reverse dependency order): intake stops, in-flight reconciles finish.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::Scope;
+use kube::runtime::watcher;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+
+use crate::compiled::{self, CompiledCrd, Notes};
+use crate::counters::Counters;
+use crate::declarative::Declarative;
+use crate::enqueue::{Admission, Stats};
+use crate::health::{Event, HealthBoard};
+use crate::kordinator::Kordinator;
+use crate::mux::MuxReconciler;
+use crate::observe::{self, Cache, Children, Enqueue, Source, Trigger};
+use crate::queue::WorkQueue;
+use crate::wasm::{Components, Slot, WasmHost};
+use orkestra_katalog::template::Functions;
+use orkestra_katalog::{DependencyCondition, Katalog};
+
+/// How often a pending CRD checks its dependencies and whether its CRD exists.
+const PENDING_RETRY: Duration = Duration::from_millis(500);
+
+/// Runtime errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Compile(#[from] compiled::Error),
+    #[error("no custom reconciler may be registered for unknown CRD \"{0}\"")]
+    UnknownCrd(String),
+    #[error("the Wasm host cannot start: {0}")]
+    Wasm(String),
+}
+
+/// Everything observable about one running CRD.
+#[derive(Clone)]
+pub struct CrdHandle {
+    pub crd: Arc<CompiledCrd>,
+    pub queue: WorkQueue,
+    pub cache: Cache,
+    /// Its children as the owned-kind watches see them.
+    pub children: Children,
+    pub stats: Arc<Stats>,
+    pub counters: Arc<Counters>,
+}
+
+/// A Katalog's CRDs, ready to run.
+pub struct Runtime {
+    client: kube::Client,
+    functions: Functions,
+    crds: Vec<CrdHandle>,
+    reconcilers: HashMap<String, MuxReconciler>,
+    health: HealthBoard,
+    /// One connection pool for every external call of the runtime.
+    http: reqwest::Client,
+    /// Every declared Wasm component, by slot name.
+    components: Components,
+}
+
+/// How often component files are checked for a new version.
+pub const COMPONENT_POLL: Duration = Duration::from_millis(100);
+
+impl Runtime {
+    /// Compiles every enabled CRD; each gets the declarative reconciler unless another is
+    /// registered with [`Runtime::with_reconciler`].
+    pub fn new(client: kube::Client, katalog: &Katalog) -> Result<Self, Error> {
+        Self::with_wasm(client, katalog, None)
+    }
+
+    /// [`Runtime::new`] with the Wasm host's artifact cache in `wasm_cache` (default:
+    /// [`WasmHost::default_cache_dir`]). The Wasm engine is created only when a CRD
+    /// declares a component.
+    pub fn with_wasm(client: kube::Client, katalog: &Katalog, wasm_cache: Option<PathBuf>) -> Result<Self, Error> {
+        let notes = Notes::compile(katalog)?;
+        let health = HealthBoard::default();
+        let mut crds = Vec::new();
+        for crd in katalog.crds.values().filter(|c| c.entry.enabled) {
+            let compiled = Arc::new(CompiledCrd::compile_in(katalog, crd, &notes)?);
+            health.register(&compiled.name, compiled.failure_threshold);
+            crds.push(CrdHandle {
+                crd: compiled,
+                queue: WorkQueue::new(),
+                cache: Cache::default(),
+                children: Children::default(),
+                stats: Arc::new(Stats::default()),
+                counters: Arc::new(Counters::default()),
+            });
+        }
+        let http = reqwest::Client::new();
+        let components = Components::default();
+        let declared: Vec<(String, Arc<crate::wasm::Spec>)> =
+            crds.iter().flat_map(|h| component_specs(&h.crd)).collect();
+        if !declared.is_empty() {
+            let cache = wasm_cache.unwrap_or_else(WasmHost::default_cache_dir);
+            let host = WasmHost::new(Some(client.clone()), http.clone(), cache).map_err(Error::Wasm)?;
+            for (name, spec) in declared {
+                components.add(&name, &host, spec);
+            }
+        }
+        Ok(Self {
+            client,
+            functions: notes.functions,
+            crds,
+            reconcilers: HashMap::new(),
+            health,
+            http,
+            components,
+        })
+    }
+
+    /// The Wasm components, for reloads and the Live API.
+    pub fn components(&self) -> Components {
+        self.components.clone()
+    }
+
+    /// Replaces the reconcilers of a CRD (a constructor, or per-target routing).
+    pub fn with_reconciler(mut self, crd: &str, mux: MuxReconciler) -> Result<Self, Error> {
+        if !self.crds.iter().any(|c| &*c.crd.name == crd) {
+            return Err(Error::UnknownCrd(crd.to_string()));
+        }
+        self.reconcilers.insert(crd.to_string(), mux);
+        Ok(self)
+    }
+
+    /// The health of every CRD.
+    pub fn health(&self) -> HealthBoard {
+        self.health.clone()
+    }
+
+    /// The queue, cache and counters of a CRD.
+    pub fn crd(&self, name: &str) -> Option<CrdHandle> {
+        self.crds.iter().find(|c| &*c.crd.name == name).cloned()
+    }
+
+    /// Runs until `shutdown` resolves, then stops the CRDs in reverse dependency order,
+    /// letting in-flight reconciles finish.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let slots = self.components.slots();
+        // Without components there is nothing to load or watch.
+        let mut file_watch = None;
+        if !slots.is_empty() {
+            tracing::info!(components = slots.len(), "loading Wasm components");
+            // A component that does not load fails only its own CRs' reconciles.
+            let _ = self.components.reload_where(|_| true).await;
+            file_watch = Some(tokio::spawn(self.components.clone().watch_files(COMPONENT_POLL)));
+        }
+        let order = start_order(&self.crds);
+        let mut stops: BTreeMap<String, watch::Sender<bool>> = BTreeMap::new();
+        let mut tasks: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
+        let peers = crate::cross::Peers::new(
+            self.crds.iter().map(|h| {
+                let peer = crate::cross::Peer {
+                    cache: h.cache.clone(),
+                    access: h.crd.cross_access,
+                    queue: h.queue.clone(),
+                    counters: h.counters.clone(),
+                    workers: h.crd.workers,
+                };
+                (h.crd.name.to_string(), peer)
+            }),
+            self.health.clone(),
+        );
+        for handle in &self.crds {
+            let (stop, stopped) = watch::channel(false);
+            stops.insert(handle.crd.name.to_string(), stop);
+            let mux = self.reconcilers.get(&*handle.crd.name).cloned().unwrap_or_else(|| {
+                let declarative = |slot: Option<Arc<Slot>>| {
+                    let reconciler = Declarative::new(
+                        self.client.clone(),
+                        handle.crd.clone(),
+                        handle.counters.clone(),
+                        peers.clone(),
+                        self.http.clone(),
+                    )
+                    .with_children(handle.children.clone());
+                    Arc::new(match slot {
+                        Some(slot) => reconciler.with_component(slot, self.functions.clone()),
+                        None => reconciler,
+                    })
+                };
+                let crd_slot = self.components.get(&handle.crd.name);
+                let mut mux = MuxReconciler::new(declarative(crd_slot.clone()));
+                // A target with a component of its own gets its own reconciler.
+                for target in handle.crd.targets.keys() {
+                    if let Some(slot) = self.components.get(&format!("{}/{target}", handle.crd.name)) {
+                        mux = mux.with_target(target.clone(), declarative(Some(slot)));
+                    }
+                }
+                mux
+            });
+            let crd_run = CrdRun {
+                slots: self
+                    .components
+                    .slots()
+                    .into_iter()
+                    .filter(|s| s.name.split('/').next() == Some(&*handle.crd.name))
+                    .collect(),
+                client: self.client.clone(),
+                functions: self.functions.clone(),
+                handle: handle.clone(),
+                mux,
+                health: self.health.clone(),
+                http: self.http.clone(),
+            };
+            tasks.insert(handle.crd.name.to_string(), tokio::spawn(crd_run.run(stopped)));
+        }
+        shutdown.await;
+        if let Some(file_watch) = file_watch {
+            file_watch.abort();
+        }
+        tracing::info!("shutting down: stopping intake, finishing in-flight reconciles");
+        for name in order.iter().rev() {
+            if let Some(stop) = stops.get(name) {
+                let _ = stop.send(true);
+            }
+            if let Some(task) = tasks.remove(name) {
+                let _ = task.await;
+            }
+        }
+    }
+}
+
+/// The components a compiled CRD declares, by slot name: `crd` for the CRD's box and
+/// `crd/target` for a target whose component differs from it.
+pub fn component_specs(crd: &CompiledCrd) -> Vec<(String, Arc<crate::wasm::Spec>)> {
+    let base = crd.crd_box().component.clone();
+    let mut specs: Vec<(String, Arc<crate::wasm::Spec>)> =
+        base.iter().map(|spec| (crd.name.to_string(), spec.clone())).collect();
+    let mut targets: Vec<_> = crd.targets.iter().collect();
+    targets.sort_by(|a, b| a.0.cmp(b.0));
+    for (target, compiled) in targets {
+        if let Some(spec) = &compiled.component
+            && base.as_ref() != Some(spec)
+        {
+            specs.push((format!("{}/{target}", crd.name), spec.clone()));
+        }
+    }
+    specs
+}
+
+/// CRD names in dependency order (dependencies first); cycles were rejected at load.
+fn start_order(crds: &[CrdHandle]) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    let mut remaining: Vec<&CrdHandle> = crds.iter().collect();
+    while !remaining.is_empty() {
+        let before = remaining.len();
+        remaining.retain(|c| {
+            let ready = c
+                .crd
+                .depends_on
+                .iter()
+                .all(|(d, _)| order.contains(d) || !crds.iter().any(|o| &*o.crd.name == d));
+            if ready {
+                order.push(c.crd.name.to_string());
+            }
+            !ready
+        });
+        if remaining.len() == before {
+            order.extend(remaining.drain(..).map(|c| c.crd.name.to_string()));
+        }
+    }
+    order
+}
+
+/// One CRD's life.
+struct CrdRun {
+    /// The CRD's components: each reload offers every CR again.
+    slots: Vec<Arc<Slot>>,
+    client: kube::Client,
+    functions: Functions,
+    handle: CrdHandle,
+    mux: MuxReconciler,
+    health: HealthBoard,
+    http: reqwest::Client,
+}
+
+impl CrdRun {
+    async fn run(self, mut stopped: watch::Receiver<bool>) {
+        let crd = self.handle.crd.clone();
+        let Some((resource, scope)) = self.wait_until_startable(&mut stopped).await else {
+            return;
+        };
+        let resource = Arc::new(resource);
+        let admission: Arc<dyn Enqueue> = Arc::new(Admission::new(
+            crd.clone(),
+            self.handle.cache.clone(),
+            self.handle.queue.clone(),
+            self.handle.stats.clone(),
+        ));
+
+        let mut observers = JoinSet::new();
+        let namespace = crd.namespace.clone().filter(|_| scope == Scope::Namespaced);
+        let primary_api: Api<DynamicObject> = match &namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource.as_ref()),
+            None => Api::all_with(self.client.clone(), resource.as_ref()),
+        };
+        let mut config = watcher::Config::default();
+        if let Some(labels) = &crd.label_selector {
+            config = config.labels(labels);
+        }
+        if let Some(fields) = &crd.field_selector {
+            config = config.fields(fields);
+        }
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let mut ready = Some(ready_tx);
+        let (cache, declared, enqueue) = (self.handle.cache.clone(), crd.declared_sentinels(), admission.clone());
+        observers.spawn(observe::supervise(format!("{} primary", crd.name), move || {
+            let observer = observe::PrimaryObserver::new(cache.clone(), declared, enqueue.clone(), ready.take());
+            observe::watch_primary(primary_api.clone(), config.clone(), observer)
+        }));
+        self.start_secondary(&mut observers, &admission).await;
+
+        let stop_requested = async {
+            // The guard wait_for returns is not Send: drop it here.
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        tokio::select! {
+            _ = ready_rx => {}
+            () = stop_requested => {
+                observers.shutdown().await;
+                return;
+            }
+        }
+        self.health.record(&crd.name, Event::Started);
+        tracing::info!(crd = %crd.name, gvk = %crd.gvk, workers = crd.workers, cached = self.handle.cache.len(), "CRD started");
+
+        let kordinator = Arc::new(Kordinator {
+            client: self.client.clone(),
+            http: self.http.clone(),
+            crd: crd.clone(),
+            resource,
+            cache: self.handle.cache.clone(),
+            queue: self.handle.queue.clone(),
+            mux: self.mux.clone(),
+            health: self.health.clone(),
+            counters: self.handle.counters.clone(),
+        });
+        let mut workers = JoinSet::new();
+        for _ in 0..crd.workers {
+            workers.spawn(kordinator.clone().work());
+        }
+        let resync = {
+            let cache = self.handle.cache.clone();
+            let admission = admission.clone();
+            let period = crd.resync;
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+                let mut start = 0usize;
+                loop {
+                    tick.tick().await;
+                    // Round-robin: with a bounded queue the first keys offered win, so each
+                    // resync starts one further along and every CR gets its turn.
+                    let mut keys = cache.keys();
+                    keys.sort();
+                    if !keys.is_empty() {
+                        start %= keys.len();
+                        keys.rotate_left(start);
+                        start += 1;
+                    }
+                    for key in keys {
+                        admission.offer(Trigger::new(key, Source::Resync));
+                    }
+                }
+            })
+        };
+
+        let mut reoffers = JoinSet::new();
+        for slot in &self.slots {
+            let mut reloads = slot.reloads();
+            let cache = self.handle.cache.clone();
+            let admission = admission.clone();
+            // A swapped (or refused) component should show on its CRs now, not at the next
+            // event: its output or its Component condition changes.
+            reoffers.spawn(async move {
+                while reloads.changed().await.is_ok() {
+                    for key in cache.keys() {
+                        admission.offer(Trigger::new(key, Source::Resync));
+                    }
+                }
+            });
+        }
+
+        let _ = stopped.wait_for(|s| *s).await;
+        reoffers.shutdown().await;
+        resync.abort();
+        observers.shutdown().await;
+        self.handle.queue.shutdown();
+        while workers.join_next().await.is_some() {}
+        tracing::info!(crd = %crd.name, "CRD stopped");
+    }
+
+    /// Pending until dependencies are met and the API server serves the kind.
+    async fn wait_until_startable(&self, stopped: &mut watch::Receiver<bool>) -> Option<(ApiResource, Scope)> {
+        let crd = &self.handle.crd;
+        let gvk = GroupVersionKind::gvk(&crd.group, &crd.version, &crd.kind);
+        let mut logged = false;
+        loop {
+            if *stopped.borrow() {
+                return None;
+            }
+            let unmet: Vec<&str> = crd
+                .depends_on
+                .iter()
+                .filter(|(name, condition)| {
+                    let health = self.health.get(name);
+                    !health.is_some_and(|h| match condition {
+                        DependencyCondition::Started => h.is_started(),
+                        DependencyCondition::Healthy => h.is_healthy(),
+                    })
+                })
+                .map(|(name, _)| name.as_str())
+                .collect();
+            if unmet.is_empty() {
+                match kube::discovery::pinned_kind(&self.client, &gvk).await {
+                    Ok((resource, caps)) => return Some((resource, caps.scope)),
+                    Err(error) if !logged => {
+                        tracing::warn!(crd = %crd.name, gvk = %crd.gvk, %error, "the API server does not serve this kind yet; waiting for its CRD");
+                        logged = true;
+                    }
+                    Err(_) => {}
+                }
+            } else if !logged {
+                tracing::info!(crd = %crd.name, waiting_for = ?unmet, "pending on dependencies");
+                logged = true;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(PENDING_RETRY) => {}
+                () = self.health.changed() => {}
+                _ = stopped.changed() => {}
+            }
+        }
+    }
+
+    async fn start_secondary(&self, observers: &mut JoinSet<()>, admission: &Arc<dyn Enqueue>) {
+        let crd = &self.handle.crd;
+        let primary = observe::secondary::PrimaryKind {
+            group: crd.group.clone(),
+            kind: crd.kind.clone(),
+        };
+        for entry in &crd.watches {
+            let Some(api) = self
+                .api_for(&entry.api_version, &entry.kind, entry.namespace.as_deref())
+                .await
+            else {
+                continue;
+            };
+            let mut config = watcher::Config::default();
+            if let Some(name) = &entry.name {
+                config = config.fields(&format!("metadata.name={name}"));
+            }
+            if !entry.label_selector.is_empty() {
+                let labels: Vec<String> = entry.label_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                config = config.labels(&labels.join(","));
+            }
+            let (entry, primary, cache) = (entry.clone(), primary.clone(), self.handle.cache.clone());
+            let (declared, functions, admission) =
+                (crd.declared_sentinels(), self.functions.clone(), admission.clone());
+            observers.spawn(observe::supervise(
+                format!("{} watch of {}", crd.name, entry.kind),
+                move || {
+                    observe::watch_secondary(
+                        api.clone(),
+                        config.clone(),
+                        entry.clone(),
+                        primary.clone(),
+                        cache.clone(),
+                        declared,
+                        functions.clone(),
+                        admission.clone(),
+                    )
+                },
+            ));
+        }
+        if !crd.events.is_empty()
+            && let Some(api) = self
+                .api_for("events.k8s.io/v1", "Event", crd.namespace.as_deref())
+                .await
+        {
+            let (events, primary, cache) = (crd.events.clone(), primary.clone(), self.handle.cache.clone());
+            let (functions, admission) = (self.functions.clone(), admission.clone());
+            observers.spawn(observe::supervise(format!("{} events", crd.name), move || {
+                observe::watch_events(
+                    api.clone(),
+                    events.clone(),
+                    primary.clone(),
+                    cache.clone(),
+                    functions.clone(),
+                    admission.clone(),
+                )
+            }));
+        }
+        let watched: Vec<(&str, &str)> = crd
+            .watches
+            .iter()
+            .map(|w| (w.api_version.as_str(), w.kind.as_str()))
+            .collect();
+        for (api_version, kind) in &crd.owned_kinds {
+            // An explicit watch of the kind takes priority over the implicit one.
+            if watched.contains(&(api_version.as_str(), kind.as_str())) {
+                continue;
+            }
+            let Some(api) = self.api_for(api_version, kind, crd.namespace.as_deref()).await else {
+                continue;
+            };
+            // Only this CRD's children: what the applier needs, and no more held in memory.
+            let owned_by_us = format!(
+                "{}={}",
+                orkestra_katalog::labels::OWNER_KIND_LABEL,
+                orkestra_katalog::ownership::kind_label(&crd.kind, &crd.group)
+            );
+            let config = watcher::Config::default().labels(&owned_by_us);
+            let (primary, admission) = (primary.clone(), admission.clone());
+            let children = self.handle.children.register(api_version, kind);
+            observers.spawn(observe::supervise(
+                format!("{} children of kind {kind}", crd.name),
+                move || {
+                    observe::watch_owned(
+                        api.clone(),
+                        config.clone(),
+                        primary.clone(),
+                        admission.clone(),
+                        children.clone(),
+                    )
+                },
+            ));
+        }
+    }
+
+    /// An API for a secondary kind, found through discovery; `None` (logged) when unknown.
+    async fn api_for(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Option<Api<DynamicObject>> {
+        match crate::discovery::resolve(&self.client, api_version, kind).await {
+            Ok((resource, scope)) => Some(match (namespace, scope) {
+                (Some(ns), Scope::Namespaced) => Api::namespaced_with(self.client.clone(), ns, &resource),
+                _ => Api::all_with(self.client.clone(), &resource),
+            }),
+            Err(error) => {
+                tracing::warn!(crd = %self.handle.crd.name, %api_version, %kind, %error, "cannot watch this kind: not served");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! One call into a component: a fresh store from the pool, the per-call limits (epoch
+//! deadline, wall clock, memory, result size, kube budget), the export for the call's kind,
+//! and each way it can fail told apart.
+
+use std::sync::Arc;
+
+use wasmtime::Store;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::WasiCtx;
+
+use super::bindings::types::{Outcome, Request, Response};
+use super::engine::{EPOCH_TICK, Loaded, Pre, WasmHost};
+use super::state::{CallState, Caller, MemoryCap};
+use orkestra_katalog::component::{Limits, Spec};
+
+/// Which export a call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// `on-reconcile` of a hook, `reconcile` of a constructor.
+    Reconcile,
+    /// `on-delete` of a hook, `finalize` of a constructor.
+    Delete,
+    /// `on-not-found` (hooks only; a constructor is not called).
+    NotFound,
+}
+
+/// How a call failed; each has its own Ready reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    #[error("did not finish within its timeout of {0:?}")]
+    Timeout(std::time::Duration),
+    #[error("{0}")]
+    MemoryLimit(String),
+    #[error("trapped: {0}")]
+    Trapped(String),
+    #[error("returned {size} bytes; its resultSize limit is {limit}")]
+    ResultTooLarge { size: usize, limit: usize },
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("cannot start an instance: {0}")]
+    Instantiate(String),
+    /// More children or events than its limits allow; nothing of the call is used.
+    #[error("returned {count} {what}; its limits.{what} is {limit}")]
+    TooMany {
+        what: &'static str,
+        count: usize,
+        limit: usize,
+    },
+}
+
+impl CallError {
+    /// The reason on the Ready condition.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            CallError::Timeout(_) => "ComponentTimeout",
+            CallError::MemoryLimit(_) => "ComponentMemoryLimit",
+            CallError::Trapped(_) => "ComponentTrapped",
+            CallError::ResultTooLarge { .. } => "ComponentResultTooLarge",
+            CallError::Forbidden(_) => "ComponentForbidden",
+            CallError::Instantiate(_) => "ComponentUnavailable",
+            CallError::TooMany { .. } => "ComponentLimitExceeded",
+        }
+    }
+}
+
+impl WasmHost {
+    /// Runs one export of `loaded` on a fresh instance. `Ok(None)`: the world has no such
+    /// export (a constructor's not-found).
+    pub async fn call(
+        &self,
+        loaded: &Loaded,
+        spec: &Spec,
+        hook: Hook,
+        caller: Caller,
+        request: &Request,
+    ) -> Result<Option<Response>, CallError> {
+        let limits = spec.limits;
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| CallError::Instantiate("the Wasm host is shutting down".into()))?;
+        let mut store = Store::new(&self.engine, self.state(caller, spec.grants.clone(), &limits));
+        store.limiter(|state| &mut state.memory);
+        // Every tick the guest yields to the async runtime, so a guest that computes for its
+        // whole timeout delays nobody else; past the timeout it traps.
+        let deadline = std::time::Instant::now() + limits.timeout;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            Ok(if std::time::Instant::now() >= deadline {
+                wasmtime::UpdateDeadline::Interrupt
+            } else {
+                // tokio's own yield: a plain re-poll could be scheduled ahead of everyone
+                // else again (the LIFO slot).
+                wasmtime::UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
+            })
+        });
+        let run = run(&mut store, &loaded.pre, hook, request);
+        // The epoch stops guest code; the wall clock also stops a guest waiting on the host.
+        let finished = tokio::time::timeout(limits.timeout + EPOCH_TICK * 2, run).await;
+        let state = store.data();
+        if state.logs_dropped > 0 {
+            let (component, key) = (&*state.caller.component, &state.caller.key);
+            tracing::warn!(
+                component,
+                key,
+                dropped = state.logs_dropped,
+                "log lines past the component's limits.logBytes were dropped"
+            );
+        }
+        let Ok(result) = finished else {
+            return Err(CallError::Timeout(limits.timeout));
+        };
+        let response = match result {
+            Ok(response) => response,
+            Err(error) => {
+                let memory = || {
+                    CallError::MemoryLimit(format!(
+                        "exceeded its memory limit of {} bytes (all its memories and tables together)",
+                        state.memory.max
+                    ))
+                };
+                return Err(match error.downcast_ref::<wasmtime::Trap>() {
+                    _ if state.memory.hit => memory(),
+                    Some(wasmtime::Trap::Interrupt) => CallError::Timeout(limits.timeout),
+                    Some(wasmtime::Trap::AllocationTooLarge) => memory(),
+                    _ => CallError::Trapped(match &state.last_error {
+                        Some(line) => format!("{line} ({})", trap_cause(&error)),
+                        None => trap_cause(&error),
+                    }),
+                });
+            }
+        };
+        let Some(response) = response else {
+            return Ok(None);
+        };
+        // Counts as well as bytes: an empty event or child costs the host a write all the same.
+        for (what, count, limit) in [
+            ("children", response.resources.len(), limits.children),
+            ("events", response.events.len(), limits.events),
+        ] {
+            if count > limit {
+                return Err(CallError::TooMany { what, count, limit });
+            }
+        }
+        let size = response_size(&response);
+        if size > limits.result_size {
+            return Err(CallError::ResultTooLarge {
+                size,
+                limit: limits.result_size,
+            });
+        }
+        if let Some(denied) = &state.denied
+            && !matches!(response.outcome, Outcome::Error(_))
+        {
+            // A denial the guest ignored still fails its reconcile: the call did not do what
+            // it set out to.
+            return Err(CallError::Forbidden(denied.clone()));
+        }
+        Ok(Some(response))
+    }
+
+    fn state(
+        &self,
+        caller: Caller,
+        grants: Arc<orkestra_katalog::component::grants::Grants>,
+        limits: &Limits,
+    ) -> CallState {
+        CallState {
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+            memory: MemoryCap::new(limits.memory),
+            cluster: self.cluster.clone(),
+            grants,
+            caller,
+            kube_calls_left: limits.kube_calls,
+            kube_bytes_left: limits.kube_bytes,
+            kube_bytes: limits.kube_bytes,
+            log_bytes_left: limits.log_bytes,
+            logs_dropped: 0,
+            denied: None,
+            last_error: None,
+        }
+    }
+}
+
+async fn run(
+    store: &mut Store<CallState>,
+    pre: &Pre,
+    hook: Hook,
+    request: &Request,
+) -> wasmtime::Result<Option<Response>> {
+    match pre {
+        Pre::Hook(pre) => {
+            let instance = pre.instantiate_async(&mut *store).await?;
+            let hooks = instance.orkestra_operator_hooks();
+            let response = match hook {
+                Hook::Reconcile => hooks.call_on_reconcile(&mut *store, request).await?,
+                Hook::Delete => hooks.call_on_delete(&mut *store, request).await?,
+                Hook::NotFound => hooks.call_on_not_found(&mut *store, request).await?,
+            };
+            Ok(Some(response))
+        }
+        Pre::Constructor(pre) => {
+            if hook == Hook::NotFound {
+                return Ok(None);
+            }
+            let instance = pre.instantiate_async(&mut *store).await?;
+            let reconciler = instance.orkestra_operator_reconciler();
+            let response = match hook {
+                Hook::Delete => reconciler.call_finalize(&mut *store, request).await?,
+                _ => reconciler.call_reconcile(&mut *store, request).await?,
+            };
+            Ok(Some(response))
+        }
+    }
+}
+
+/// Longest description of a trap kept.
+const TRAP_LIMIT: usize = 1024;
+/// Guest frames named in a trap's description.
+const TRAP_FRAMES: usize = 4;
+
+/// What stopped the guest, most telling first: the root cause (the trap, the exit status,
+/// the host error), then any context above it, then the innermost guest frames. Bounded.
+fn trap_cause(error: &wasmtime::Error) -> String {
+    let backtrace = error.downcast_ref::<wasmtime::WasmBacktrace>();
+    let shown = backtrace.map(ToString::to_string);
+    let mut text = match error.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        Some(exit) => format!("it called exit with status {}", exit.0),
+        None => error.root_cause().to_string(),
+    };
+    let root = error.root_cause().to_string();
+    for cause in error.chain().map(|c| c.to_string()) {
+        if cause != root && Some(&cause) != shown.as_ref() {
+            text.push_str("; ");
+            text.push_str(&cause);
+        }
+    }
+    if let Some(backtrace) = backtrace {
+        // Named frames only: a stripped component's would all read "?".
+        let frames: Vec<&str> = backtrace
+            .frames()
+            .iter()
+            .filter_map(|f| f.func_name())
+            .take(TRAP_FRAMES)
+            .collect();
+        if !frames.is_empty() {
+            text.push_str(" (in ");
+            text.push_str(&frames.join(" <- "));
+            text.push(')');
+        }
+    }
+    orkestra_katalog::text::bounded(text, TRAP_LIMIT)
+}
+
+/// Bytes of what a call returned.
+fn response_size(response: &Response) -> usize {
+    let outcome = match &response.outcome {
+        Outcome::Error(failure) => failure.reason.len() + failure.message.len(),
+        _ => 0,
+    };
+    outcome
+        + response.resources.iter().map(String::len).sum::<usize>()
+        + response.status.as_ref().map_or(0, String::len)
+        + response
+            .events
+            .iter()
+            .map(|e| e.reason.len() + e.message.len())
+            .sum::<usize>()
+}

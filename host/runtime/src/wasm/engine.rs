@@ -1,0 +1,311 @@
+//! One wasmtime engine per process: its settings (component model, epoch interruption, the
+//! pooling allocator with an on-demand fallback), the epoch ticker, the linker every component
+//! is checked against, and loading (bytes, pin, compile or cached artifact, pre-instantiation).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::Semaphore;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::bindings::{constructor::ConstructorPre, hook::HookPre};
+use super::cache::{self, ArtifactCache};
+use super::state::{CallState, Cluster};
+use orkestra_katalog::component::{MAX_MEMORY, Source, Spec, World};
+
+/// How often the epoch advances; a call's deadline is its timeout in ticks, plus one.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Calls running at once across all components (pool slots; more wait for a permit).
+pub const MAX_CONCURRENT_CALLS: usize = 64;
+
+/// Bytes of each pooled memory kept mapped between calls (reset, not unmapped).
+const KEEP_RESIDENT: usize = 4 << 20;
+
+/// Largest component the host fetches or reads.
+const MAX_COMPONENT_BYTES: u64 = 128 << 20;
+
+/// Why a component did not load.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("component {source_ref}: {message}")]
+pub struct LoadError {
+    pub source_ref: String,
+    pub message: String,
+}
+
+/// A component ready to call: its pre-instantiated template.
+pub struct Loaded {
+    pub digest: String,
+    pub world: World,
+    pub(super) pre: Pre,
+    pub loaded_at: SystemTime,
+    /// Compile (or artifact load) and pre-instantiation time.
+    pub load_time: Duration,
+    /// Whether the compiled code was already here (in memory or in the disk cache).
+    pub cached: bool,
+    /// Keeps the compiled code shared with other slots of the same digest while this
+    /// version serves.
+    _component: Arc<Component>,
+}
+
+pub(super) enum Pre {
+    Hook(HookPre<CallState>),
+    Constructor(ConstructorPre<CallState>),
+}
+
+/// The process's Wasm host.
+pub struct WasmHost {
+    pub(super) engine: Engine,
+    linker: Linker<CallState>,
+    cache: ArtifactCache,
+    /// Compiled components by digest, while some loaded version uses them: a component
+    /// used by several targets compiles once, and a swapped-out one is freed.
+    compiled: Mutex<HashMap<String, Weak<Component>>>,
+    pub(super) permits: Semaphore,
+    pub(super) cluster: Option<Cluster>,
+    http: reqwest::Client,
+    /// Whether instances come from the pooling allocator (false: on-demand fallback).
+    pub pooling: bool,
+}
+
+/// How instances are allocated, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Allocation {
+    /// Pooled, with memory kept resident and reset page by page (Linux 6.7+).
+    PoolingResident,
+    Pooling,
+    OnDemand,
+}
+
+fn config(allocation: Allocation) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    // A pure WASI 0.2 host: component-model async bookkeeping only costs here.
+    config.concurrency_support(false);
+    if allocation != Allocation::OnDemand {
+        let mut pool = PoolingAllocationConfig::default();
+        let calls = MAX_CONCURRENT_CALLS as u32;
+        // Interpreted guests (Python, JavaScript) bring several core modules, memories and
+        // large instance metadata; size the pool for them.
+        pool.total_component_instances(calls)
+            .total_core_instances(calls * 8)
+            .total_memories(calls * 4)
+            .total_tables(calls * 8)
+            .total_stacks(calls)
+            .max_core_instances_per_component(32)
+            .max_memories_per_component(8)
+            .max_tables_per_component(32)
+            .max_component_instance_size(16 << 20)
+            .max_core_instance_size(16 << 20)
+            .max_memory_size(MAX_MEMORY);
+        if allocation == Allocation::PoolingResident {
+            // A fresh instance per call would page-fault on every page it touches after an
+            // madvise reset. Keep the low memory (a Rust guest's stack and heap start), tables
+            // and fiber stacks resident instead, resetting only the pages a call dirtied: the
+            // largest single saving per call. Without PAGEMAP_SCAN this would memset the whole
+            // region every call, so it is required here.
+            pool.linear_memory_keep_resident(KEEP_RESIDENT)
+                .table_keep_resident(64 << 10)
+                .async_stack_keep_resident(128 << 10)
+                .pagemap_scan(wasmtime::Enabled::Yes);
+        }
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    config
+}
+
+impl WasmHost {
+    /// The engine, its ticker and linker; compiled artifacts go to `cache_dir`; components
+    /// named by URL are fetched with `http` (the runtime's one client).
+    pub fn new(
+        cluster: Option<kube::Client>,
+        http: reqwest::Client,
+        cache_dir: std::path::PathBuf,
+    ) -> Result<Arc<Self>, String> {
+        let mut engine = None;
+        for allocation in [Allocation::PoolingResident, Allocation::Pooling, Allocation::OnDemand] {
+            match Engine::new(&config(allocation)) {
+                Ok(built) => {
+                    engine = Some((built, allocation));
+                    break;
+                }
+                // Old kernels lack PAGEMAP_SCAN; small VMs and some containers cannot reserve
+                // the pool's address space.
+                Err(error) => tracing::info!(?allocation, %error, "instance allocation unavailable; trying the next"),
+            }
+        }
+        let Some((engine, allocation)) = engine else {
+            return Err("cannot create the Wasm engine with any instance allocator".into());
+        };
+        if allocation == Allocation::OnDemand {
+            tracing::warn!("the pooling allocator is unavailable; instances are allocated on demand (slower)");
+        }
+        let pooling = allocation != Allocation::OnDemand;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| e.to_string())?;
+        super::bindings::hook::Hook::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
+            .map_err(|e| e.to_string())?;
+        let cache = ArtifactCache::open(cache_dir, &engine)?;
+        spawn_ticker(&engine).map_err(|e| format!("cannot start the epoch ticker: {e}"))?;
+        Ok(Arc::new(Self {
+            engine,
+            linker,
+            cache,
+            compiled: Mutex::new(HashMap::new()),
+            permits: Semaphore::new(MAX_CONCURRENT_CALLS),
+            cluster: cluster.map(|client| Cluster {
+                client,
+                kinds: crate::discovery::KindCache::default(),
+            }),
+            http,
+            pooling,
+        }))
+    }
+
+    /// The default artifact folder: `$ORK_CACHE_DIR/wasm` or `~/.cache/orkestra/wasm`.
+    pub fn default_cache_dir() -> std::path::PathBuf {
+        crate::control_plane::cache_root().join("wasm")
+    }
+
+    /// Fetches, verifies, compiles (or loads the cached artifact) and pre-instantiates.
+    pub async fn load(&self, spec: &Spec) -> Result<Loaded, LoadError> {
+        let fail = |message: String| LoadError {
+            source_ref: spec.source.to_string(),
+            message,
+        };
+        let started = Instant::now();
+        let bytes = self.fetch(&spec.source).await.map_err(fail)?;
+        let digest = cache::digest(&bytes);
+        if let Some(pin) = &spec.sha256
+            && *pin != digest
+        {
+            return Err(fail(format!("sha256 is {digest}, but the Katalog pins {pin}")));
+        }
+        let known = self
+            .compiled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&digest)
+            .and_then(Weak::upgrade);
+        let (component, cached) = match known {
+            Some(component) => (component, true),
+            None => {
+                let (component, cached) = self.compile(&digest, bytes).await.map_err(fail)?;
+                let component = Arc::new(component);
+                let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+                compiled.retain(|_, used| used.strong_count() > 0);
+                compiled.insert(digest.clone(), Arc::downgrade(&component));
+                (component, cached)
+            }
+        };
+        let pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            fail(format!(
+                "it needs an import this host does not provide ({}); a component may import only \
+                 WASI 0.2 and orkestra:operator/{{kube, log}}",
+                error_chain(&e)
+            ))
+        })?;
+        let pre = match spec.world {
+            World::Hook => HookPre::new(pre).map(Pre::Hook),
+            World::Constructor => ConstructorPre::new(pre).map(Pre::Constructor),
+        }
+        .map_err(|e| {
+            fail(format!(
+                "it does not implement the {} world of orkestra:operator@0.1.0 ({})",
+                spec.world.name(),
+                error_chain(&e)
+            ))
+        })?;
+        Ok(Loaded {
+            digest,
+            world: spec.world,
+            pre,
+            loaded_at: SystemTime::now(),
+            load_time: started.elapsed(),
+            cached,
+            _component: component,
+        })
+    }
+
+    async fn fetch(&self, source: &Source) -> Result<Vec<u8>, String> {
+        match source {
+            Source::Path(path) => {
+                let len = tokio::fs::metadata(path)
+                    .await
+                    .map_err(|e| format!("cannot read it: {e}"))?
+                    .len();
+                if len > MAX_COMPONENT_BYTES {
+                    return Err(format!("it is {len} bytes; the limit is {MAX_COMPONENT_BYTES}"));
+                }
+                tokio::fs::read(path).await.map_err(|e| format!("cannot read it: {e}"))
+            }
+            Source::Url(url) => {
+                let response = self
+                    .http
+                    .get(url)
+                    .timeout(Duration::from_secs(60))
+                    .send()
+                    .await
+                    .and_then(|r| r.error_for_status())
+                    .map_err(|e| format!("cannot fetch it: {e}"))?;
+                let mut bytes = Vec::new();
+                let mut response = response;
+                while let Some(chunk) = response.chunk().await.map_err(|e| format!("cannot fetch it: {e}"))? {
+                    if bytes.len() + chunk.len() > MAX_COMPONENT_BYTES as usize {
+                        return Err(format!("it is over the limit of {MAX_COMPONENT_BYTES} bytes"));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(bytes)
+            }
+        }
+    }
+
+    /// A cached artifact when there is one, else a compile on the blocking pool.
+    async fn compile(&self, digest: &str, bytes: Vec<u8>) -> Result<(Component, bool), String> {
+        if let Some(artifact) = self.cache.get(digest) {
+            // SAFETY: the artifact was written by this host into a private folder and its
+            // checksum matched (see `cache`); wasmtime still refuses other versions' output.
+            match unsafe { Component::deserialize(&self.engine, &artifact) } {
+                Ok(component) => return Ok((component, true)),
+                Err(error) => tracing::warn!(%error, digest, "a cached artifact did not load; compiling again"),
+            }
+        }
+        let engine = self.engine.clone();
+        let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
+            .await
+            .map_err(|e| format!("the compiler stopped: {e}"))?
+            .map_err(|e| format!("it is not a valid component: {}", error_chain(&e)))?;
+        match component.serialize() {
+            Ok(artifact) => {
+                if let Err(error) = self.cache.put(digest, &artifact) {
+                    tracing::warn!(%error, dir = %self.cache.dir().display(), "cannot store the compiled artifact");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot serialize the compiled component"),
+        }
+        Ok((component, false))
+    }
+}
+
+/// The messages of an error and its causes, on one line.
+fn error_chain(error: &wasmtime::Error) -> String {
+    error.chain().map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
+}
+
+/// A dedicated OS thread advances the epoch, so a busy async runtime cannot starve it; it
+/// ends with the engine. Without it a looping guest could not be stopped, so it is required.
+fn spawn_ticker(engine: &Engine) -> std::io::Result<()> {
+    let weak = engine.weak();
+    std::thread::Builder::new().name("wasm-epoch".into()).spawn(move || {
+        while let Some(engine) = weak.upgrade() {
+            engine.increment_epoch();
+            drop(engine);
+            std::thread::sleep(EPOCH_TICK);
+        }
+    })?;
+    Ok(())
+}

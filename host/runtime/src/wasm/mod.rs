@@ -1,0 +1,17 @@
+//! The Wasm host: components (hooks and constructors) compiled once per digest, called on a
+//! fresh sandboxed instance per reconcile, limited per call, checked against their grants,
+//! and swapped live.
+
+mod bindings;
+mod cache;
+mod call;
+mod engine;
+pub mod slot;
+mod state;
+
+pub use bindings::types::{Event, EventType, Failure, Gvk, Outcome, Request, Response};
+pub use call::{CallError, Hook};
+pub use engine::{EPOCH_TICK, LoadError, Loaded, MAX_CONCURRENT_CALLS, WasmHost};
+pub use orkestra_katalog::component::{Deletion, Limits, Source, Spec, World};
+pub use slot::{Active, Components, Slot, SlotStatus};
+pub use state::{Caller, identity};

@@ -1,0 +1,235 @@
+//! Hot swap. A slot is one declared component of a CRD or serve target: what serves now
+//! (a loaded template with the spec it was loaded for) and what is declared. A reload loads
+//! the declared spec off the hot path and swaps it in atomically; calls in flight keep the
+//! `Arc` of the old one and finish on it; a load that fails leaves the old one serving and
+//! records why.
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use super::engine::{LoadError, Loaded, WasmHost};
+use orkestra_katalog::component::{Source, Spec};
+
+/// What serves: a loaded component and the spec it was loaded for.
+pub struct Active {
+    pub loaded: Arc<Loaded>,
+    pub spec: Arc<Spec>,
+    pub revision: u64,
+}
+
+/// Size and modification time of a component file, to notice a replaced file.
+type FileStamp = Option<(SystemTime, u64)>;
+
+/// One swappable component.
+pub struct Slot {
+    /// `crd`, or `crd/target` for a target's own component.
+    pub name: Arc<str>,
+    host: Arc<WasmHost>,
+    declared: Mutex<Arc<Spec>>,
+    active: RwLock<Option<Arc<Active>>>,
+    last_error: Mutex<Option<String>>,
+    stamp: Mutex<FileStamp>,
+    /// One reload at a time per slot.
+    reloading: tokio::sync::Mutex<()>,
+    /// Counts finished reloads (swapped or failed), so the runtime can reconcile the
+    /// slot's custom resources again.
+    reloads: tokio::sync::watch::Sender<u64>,
+}
+
+/// A slot as the Live API shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlotStatus {
+    pub name: String,
+    pub world: &'static str,
+    pub source: String,
+    /// 0 until a version loads; each swap adds one.
+    pub revision: u64,
+    pub digest: Option<String>,
+    pub loaded_at: Option<String>,
+    pub load_ms: Option<f64>,
+    pub cached: Option<bool>,
+    /// Why the declared version is not the one serving (or why nothing serves).
+    pub last_error: Option<String>,
+}
+
+impl Slot {
+    pub fn new(name: Arc<str>, host: Arc<WasmHost>, spec: Arc<Spec>) -> Arc<Self> {
+        Arc::new(Self {
+            name,
+            host,
+            stamp: Mutex::new(file_stamp(&spec.source)),
+            declared: Mutex::new(spec),
+            active: RwLock::new(None),
+            last_error: Mutex::new(None),
+            reloading: tokio::sync::Mutex::new(()),
+            reloads: tokio::sync::watch::Sender::new(0),
+        })
+    }
+
+    pub fn host(&self) -> &Arc<WasmHost> {
+        &self.host
+    }
+
+    /// What serves now.
+    pub fn active(&self) -> Option<Arc<Active>> {
+        self.active.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Why the declared version does not serve, if it does not.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn declared(&self) -> Arc<Spec> {
+        self.declared.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Declares another spec (a changed Katalog); takes effect at the next reload.
+    pub fn declare(&self, spec: Arc<Spec>) {
+        *self.declared.lock().unwrap_or_else(|e| e.into_inner()) = spec;
+    }
+
+    /// Changes after every finished reload.
+    pub fn reloads(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reloads.subscribe()
+    }
+
+    /// Loads the declared spec and swaps it in; on failure the old version keeps serving.
+    pub async fn reload(&self) -> Result<(), LoadError> {
+        let result = self.load_and_swap().await;
+        self.reloads.send_modify(|n| *n += 1);
+        result
+    }
+
+    async fn load_and_swap(&self) -> Result<(), LoadError> {
+        let _one = self.reloading.lock().await;
+        let spec = self.declared();
+        let stamp = file_stamp(&spec.source);
+        let result = self.host.load(&spec).await;
+        *self.stamp.lock().unwrap_or_else(|e| e.into_inner()) = stamp;
+        match result {
+            Ok(loaded) => {
+                let mut active = self.active.write().unwrap_or_else(|e| e.into_inner());
+                let revision = active.as_ref().map_or(0, |a| a.revision) + 1;
+                tracing::info!(
+                    component = %self.name, revision, digest = %loaded.digest,
+                    load_ms = loaded.load_time.as_secs_f64() * 1e3, cached = loaded.cached,
+                    "component serving"
+                );
+                *active = Some(Arc::new(Active {
+                    loaded: Arc::new(loaded),
+                    spec,
+                    revision,
+                }));
+                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                Ok(())
+            }
+            Err(error) => {
+                let serving = self.active().map(|a| a.revision);
+                match serving {
+                    Some(revision) => {
+                        tracing::warn!(component = %self.name, %error, revision, "new version did not load; the previous one keeps serving")
+                    }
+                    None => {
+                        tracing::error!(component = %self.name, %error, "component did not load; its custom resources cannot reconcile")
+                    }
+                }
+                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
+                Err(error)
+            }
+        }
+    }
+
+    /// Whether the component file changed since the last load.
+    fn file_changed(&self) -> bool {
+        let spec = self.declared();
+        let now = file_stamp(&spec.source);
+        now.is_some() && now != *self.stamp.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn status(&self) -> SlotStatus {
+        let active = self.active();
+        let declared = self.declared();
+        SlotStatus {
+            name: self.name.to_string(),
+            world: declared.world.name(),
+            source: declared.source.to_string(),
+            revision: active.as_ref().map_or(0, |a| a.revision),
+            digest: active.as_ref().map(|a| a.loaded.digest.clone()),
+            loaded_at: active.as_ref().map(|a| {
+                jiff::Timestamp::try_from(a.loaded.loaded_at)
+                    .map(|t| t.to_string())
+                    .unwrap_or_default()
+            }),
+            load_ms: active.as_ref().map(|a| a.loaded.load_time.as_secs_f64() * 1e3),
+            cached: active.as_ref().map(|a| a.loaded.cached),
+            last_error: self.last_error(),
+        }
+    }
+}
+
+fn file_stamp(source: &Source) -> FileStamp {
+    match source {
+        Source::Path(path) => std::fs::metadata(path)
+            .ok()
+            .and_then(|m| Some((m.modified().ok()?, m.len()))),
+        Source::Url(_) => None,
+    }
+}
+
+/// Every slot of a runtime.
+#[derive(Clone, Default)]
+pub struct Components {
+    slots: Arc<RwLock<Vec<Arc<Slot>>>>,
+}
+
+impl Components {
+    /// Adds the slot `name` (replacing one of that name).
+    pub fn add(&self, name: &str, host: &Arc<WasmHost>, spec: Arc<Spec>) -> Arc<Slot> {
+        let slot = Slot::new(name.into(), host.clone(), spec);
+        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        slots.retain(|s| &*s.name != name);
+        slots.push(slot.clone());
+        slot
+    }
+
+    pub fn slots(&self) -> Vec<Arc<Slot>> {
+        self.slots.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<Slot>> {
+        self.slots().into_iter().find(|s| &*s.name == name)
+    }
+
+    /// Reloads the slots `picked` selects, one after the other; returns each one's name and
+    /// outcome.
+    pub async fn reload_where(&self, picked: impl Fn(&Slot) -> bool) -> Vec<(Arc<str>, Result<(), LoadError>)> {
+        let mut outcomes = Vec::new();
+        for slot in self.slots().into_iter().filter(|s| picked(s)) {
+            outcomes.push((slot.name.clone(), slot.reload().await));
+        }
+        outcomes
+    }
+
+    pub fn statuses(&self) -> Vec<SlotStatus> {
+        self.slots().iter().map(|s| s.status()).collect()
+    }
+
+    /// Polls the component files every `period` and reloads a slot whose file changed.
+    pub async fn watch_files(self, period: Duration) {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            for slot in self.slots() {
+                if slot.file_changed() {
+                    tracing::info!(component = %slot.name, "component file changed; reloading");
+                    let _ = slot.reload().await;
+                }
+            }
+        }
+    }
+}

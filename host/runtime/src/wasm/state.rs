@@ -1,0 +1,478 @@
+//! What one call's store holds, and the host side of the `kube` and `log` imports: every
+//! kube call is checked against the component's grants and its per-call budget first.
+
+use std::sync::Arc;
+
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::discovery::Scope;
+use serde_json::Value;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::kube::{KubeError, ObjectRef};
+use super::bindings::{kube as wit_kube, log as wit_log, types as wit_types};
+use crate::discovery::KindCache;
+use orkestra_katalog::component::grants::{Access, Grants, Verb};
+
+/// Longest log line kept; longer ones are cut.
+const LOG_LINE_LIMIT: usize = 1024;
+/// What a log line costs the host beyond its text (timestamp, level, target, the component
+/// and key fields): an empty line is not free.
+const LOG_LINE_COST: usize = 96;
+/// Longest name, kind, apiVersion or namespace a guest may pass (Kubernetes names are at most
+/// 253 bytes); longer ones are refused before anything else happens.
+const NAME_LIMIT: usize = 253;
+/// Largest object a guest may send to apply or patch (the API server's request limit).
+const OBJECT_LIMIT: usize = 3 << 20;
+/// Objects asked for in the first page of a list; later pages are sized to what is left of
+/// the byte budget, so a list of huge objects never lands in host memory all at once.
+const FIRST_PAGE: u32 = 10;
+const MAX_PAGE: u32 = 200;
+/// Core instances, memories and tables one instance may create (the pool's per-component
+/// limits; interpreted guests need several).
+const MAX_INSTANCES: usize = 32;
+const MAX_MEMORIES: usize = 8;
+const MAX_TABLES: usize = 32;
+/// Host bytes per table element (a pointer).
+const TABLE_ELEMENT_BYTES: usize = std::mem::size_of::<usize>();
+
+/// The cluster, as a component may reach it.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: kube::Client,
+    pub kinds: KindCache,
+}
+
+/// Who is calling, for log records, grant checks and writes.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The component's slot (`crd` or `crd/target`).
+    pub component: Arc<str>,
+    /// The custom resource's key.
+    pub key: String,
+    /// The custom resource's namespace (`self` in grants).
+    pub namespace: Option<String>,
+    /// The field manager of what it applies through `kube.apply`: its own, never shared
+    /// with another tenant.
+    pub manager: Arc<str>,
+}
+
+/// The resource limiter of one call: every memory and table the instance creates or grows
+/// is counted against one budget (a component with several core instances cannot multiply
+/// its limit), and their numbers are capped. A hit is remembered so the failure can be told
+/// apart from other traps.
+pub struct MemoryCap {
+    pub max: usize,
+    /// Bytes held now by the instance's memories and tables.
+    pub used: usize,
+    /// The last growth allowed, taken back if it then failed.
+    pending: usize,
+    pub hit: bool,
+}
+
+impl MemoryCap {
+    pub fn new(max: usize) -> Self {
+        Self {
+            max,
+            used: 0,
+            pending: 0,
+            hit: false,
+        }
+    }
+
+    fn grow(&mut self, what: &str, bytes: usize) -> wasmtime::Result<bool> {
+        if self.used.saturating_add(bytes) > self.max {
+            self.hit = true;
+            return Err(wasmtime::format_err!(
+                "memory limit of {} bytes reached: the instance holds {} bytes and its {what} asked for {bytes} more",
+                self.max,
+                self.used
+            ));
+        }
+        self.used += bytes;
+        self.pending = bytes;
+        Ok(true)
+    }
+}
+
+impl wasmtime::ResourceLimiter for MemoryCap {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.grow("memory", desired.saturating_sub(current))
+    }
+
+    fn memory_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.used -= std::mem::take(&mut self.pending);
+        Ok(())
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        // Table elements live in host memory.
+        self.grow(
+            "table",
+            desired.saturating_sub(current).saturating_mul(TABLE_ELEMENT_BYTES),
+        )
+    }
+
+    fn table_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.used -= std::mem::take(&mut self.pending);
+        Ok(())
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+}
+
+/// The data of one call's store.
+pub struct CallState {
+    pub wasi: WasiCtx,
+    pub table: ResourceTable,
+    pub memory: MemoryCap,
+    pub cluster: Option<Cluster>,
+    pub grants: Arc<Grants>,
+    pub caller: Caller,
+    pub kube_calls_left: u32,
+    /// Bytes of objects the kube interface may still hand over.
+    pub kube_bytes_left: usize,
+    /// The budget the limits gave, for messages.
+    pub kube_bytes: usize,
+    /// Bytes the guest may still log (each line at its cost to the host).
+    pub log_bytes_left: usize,
+    /// Lines dropped once the log budget was spent.
+    pub logs_dropped: u64,
+    /// The first denial, kept so a guest that swallows it still fails its reconcile.
+    pub denied: Option<String>,
+    /// The last error-level line the guest logged (a panic message), to explain a trap.
+    pub last_error: Option<String>,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl wit_types::Host for CallState {}
+
+impl wit_log::Host for CallState {
+    fn log(&mut self, level: wit_log::Level, message: String) -> wasmtime::Result<()> {
+        let message = orkestra_katalog::text::bounded(message, LOG_LINE_LIMIT);
+        if matches!(level, wit_log::Level::Error) {
+            // Kept even past the budget: it explains a trap (a panic logs here first).
+            self.last_error = Some(message.clone());
+        }
+        let (component, key) = (&*self.caller.component, &self.caller.key);
+        let cost = message.len() + component.len() + key.len() + LOG_LINE_COST;
+        if cost > self.log_bytes_left {
+            self.log_bytes_left = 0;
+            self.logs_dropped += 1;
+            return Ok(());
+        }
+        self.log_bytes_left -= cost;
+        match level {
+            wit_log::Level::Debug => tracing::debug!(target: "guest", component, key, "{message}"),
+            wit_log::Level::Info => tracing::info!(target: "guest", component, key, "{message}"),
+            wit_log::Level::Warn => tracing::warn!(target: "guest", component, key, "{message}"),
+            wit_log::Level::Error => tracing::error!(target: "guest", component, key, "{message}"),
+        }
+        Ok(())
+    }
+}
+
+/// The namespace an access is checked in, and the API to make it with.
+struct Target {
+    api: Api<DynamicObject>,
+    namespace: Option<String>,
+    api_version: String,
+}
+
+impl CallState {
+    /// Budget, grant and kind resolution for one kube call.
+    async fn admit(
+        &mut self,
+        verb: Verb,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Result<Target, KubeError> {
+        for (field, value) in [
+            ("apiVersion", api_version),
+            ("kind", kind),
+            ("namespace", namespace.unwrap_or_default()),
+        ] {
+            if value.len() > NAME_LIMIT {
+                return Err(KubeError::Rejected(format!(
+                    "{field} is {} bytes; Kubernetes names are at most {NAME_LIMIT}",
+                    value.len()
+                )));
+            }
+        }
+        let Some(cluster) = self.cluster.clone() else {
+            return Err(KubeError::Unavailable("this host has no cluster connection".into()));
+        };
+        self.spend_call()?;
+        let (resource, scope) = cluster
+            .kinds
+            .resolve(&cluster.client, api_version, kind)
+            .await
+            .map_err(|e| KubeError::Unavailable(format!("{api_version} {kind} is not served: {e}")))?;
+        let namespace = match scope {
+            Scope::Cluster => None,
+            // A namespaced kind without a namespace means the custom resource's own, except
+            // for a list, where it means every namespace.
+            Scope::Namespaced => namespace
+                .map(String::from)
+                .or_else(|| (verb != Verb::List).then(|| self.caller.namespace.clone()).flatten()),
+        };
+        let access = Access {
+            verb,
+            api_version,
+            kind,
+            namespace: namespace.as_deref(),
+        };
+        if let Err(message) = self.grants.check(access, self.caller.namespace.as_deref()) {
+            tracing::warn!(component = %self.caller.component, key = %self.caller.key, "denied: {message}");
+            self.denied.get_or_insert_with(|| message.clone());
+            return Err(KubeError::Forbidden(message));
+        }
+        let api = match &namespace {
+            Some(ns) => Api::namespaced_with(cluster.client.clone(), ns, &resource),
+            None => Api::all_with(cluster.client.clone(), &resource),
+        };
+        Ok(Target {
+            api,
+            namespace,
+            api_version: resource.api_version.clone(),
+        })
+    }
+}
+
+impl CallState {
+    /// A non-apply write under the component's own field manager.
+    fn patch_params(&self) -> PatchParams {
+        PatchParams {
+            field_manager: Some(self.caller.manager.to_string()),
+            ..PatchParams::default()
+        }
+    }
+
+    /// One request to the API server, if the budget has one left.
+    fn spend_call(&mut self) -> Result<(), KubeError> {
+        if self.kube_calls_left == 0 {
+            return Err(KubeError::Unavailable(
+                "the per-call budget of kube calls is spent (limits.kubeCalls)".into(),
+            ));
+        }
+        self.kube_calls_left -= 1;
+        Ok(())
+    }
+
+    /// An object on its way to the guest, if the byte budget still holds it.
+    fn hand_over(&mut self, object: &impl serde::Serialize) -> Result<String, KubeError> {
+        let text = to_json(object)?;
+        if text.len() > self.kube_bytes_left {
+            self.kube_bytes_left = 0;
+            return Err(KubeError::Unavailable(format!(
+                "the per-call budget of {} kube bytes is spent (limits.kubeBytes)",
+                self.kube_bytes
+            )));
+        }
+        self.kube_bytes_left -= text.len();
+        Ok(text)
+    }
+}
+
+/// A name a guest passes, refused when no Kubernetes object could have it.
+fn check_name(name: &str) -> Result<(), KubeError> {
+    if name.is_empty() || name.len() > NAME_LIMIT {
+        return Err(KubeError::Rejected(format!(
+            "a name must be 1 to {NAME_LIMIT} bytes, not {}",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+/// An object a guest sends, refused past the API server's request limit before it is parsed.
+fn check_object(what: &str, text: &str) -> Result<(), KubeError> {
+    if text.len() > OBJECT_LIMIT {
+        return Err(KubeError::Rejected(format!(
+            "{what}: {} bytes is more than the API server takes ({OBJECT_LIMIT})",
+            text.len()
+        )));
+    }
+    Ok(())
+}
+
+fn kube_error(error: kube::Error) -> KubeError {
+    match error {
+        kube::Error::Api(status) if status.code == 404 => KubeError::NotFound,
+        kube::Error::Api(status) => KubeError::Rejected(status.message),
+        other => KubeError::Unavailable(other.to_string()),
+    }
+}
+
+fn to_json(object: &impl serde::Serialize) -> Result<String, KubeError> {
+    serde_json::to_string(object).map_err(|e| KubeError::Unavailable(format!("cannot encode the object: {e}")))
+}
+
+impl wit_kube::Host for CallState {
+    async fn get(&mut self, object: ObjectRef) -> wasmtime::Result<Result<String, KubeError>> {
+        Ok(async {
+            check_name(&object.name)?;
+            let target = self
+                .admit(
+                    Verb::Get,
+                    &object.api_version,
+                    &object.kind,
+                    object.namespace.as_deref(),
+                )
+                .await?;
+            let found = target.api.get(&object.name).await.map_err(kube_error)?;
+            self.hand_over(&found)
+        }
+        .await)
+    }
+
+    async fn list_objects(
+        &mut self,
+        api_version: String,
+        kind: String,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> wasmtime::Result<Result<Vec<String>, KubeError>> {
+        Ok(async {
+            if label_selector.as_ref().is_some_and(|l| l.len() > OBJECT_LIMIT / 1024) {
+                return Err(KubeError::Rejected("the label selector is too long".into()));
+            }
+            let target = self
+                .admit(Verb::List, &api_version, &kind, namespace.as_deref())
+                .await?;
+            // Page by page, each page a kube call and every object counted against the byte
+            // budget as it arrives: a list stops where the budget does.
+            let mut items = Vec::new();
+            let mut page = FIRST_PAGE;
+            let mut next: Option<String> = None;
+            loop {
+                let mut params = ListParams::default().limit(page);
+                if let Some(selector) = &label_selector {
+                    params = params.labels(selector);
+                }
+                if let Some(token) = next.take() {
+                    self.spend_call()?;
+                    params = params.continue_token(&token);
+                }
+                let list = target.api.list(&params).await.map_err(kube_error)?;
+                for item in &list.items {
+                    items.push(self.hand_over(item)?);
+                }
+                match list.metadata.continue_.filter(|t| !t.is_empty()) {
+                    Some(token) => next = Some(token),
+                    None => return Ok(items),
+                }
+                let average = items.iter().map(String::len).sum::<usize>() / items.len().max(1);
+                page = (self.kube_bytes_left / average.max(1)).clamp(1, MAX_PAGE as usize) as u32;
+            }
+        }
+        .await)
+    }
+
+    async fn apply(&mut self, object: String) -> wasmtime::Result<Result<String, KubeError>> {
+        Ok(async {
+            check_object("apply", &object)?;
+            let mut value: Value = serde_json::from_str(&object)
+                .map_err(|e| KubeError::Rejected(format!("apply: the object is not JSON: {e}")))?;
+            let (api_version, kind, name) = identity(&value).map_err(KubeError::Rejected)?;
+            check_name(&name)?;
+            let namespace = value["metadata"]["namespace"].as_str().map(String::from);
+            let target = self
+                .admit(Verb::Apply, &api_version, &kind, namespace.as_deref())
+                .await?;
+            value["apiVersion"] = Value::String(target.api_version.clone());
+            if let Some(ns) = &target.namespace {
+                value["metadata"]["namespace"] = Value::String(ns.clone());
+            }
+            let params = PatchParams::apply(&self.caller.manager).force();
+            let stored = target
+                .api
+                .patch(&name, &params, &Patch::Apply(&value))
+                .await
+                .map_err(kube_error)?;
+            self.hand_over(&stored)
+        }
+        .await)
+    }
+
+    async fn delete(&mut self, object: ObjectRef) -> wasmtime::Result<Result<(), KubeError>> {
+        Ok(async {
+            check_name(&object.name)?;
+            let target = self
+                .admit(
+                    Verb::Delete,
+                    &object.api_version,
+                    &object.kind,
+                    object.namespace.as_deref(),
+                )
+                .await?;
+            target
+                .api
+                .delete(&object.name, &DeleteParams::background())
+                .await
+                .map_err(kube_error)?;
+            Ok(())
+        }
+        .await)
+    }
+
+    async fn patch_status(&mut self, object: ObjectRef, status: String) -> wasmtime::Result<Result<String, KubeError>> {
+        Ok(async {
+            check_name(&object.name)?;
+            check_object("patch-status", &status)?;
+            let status: Value = serde_json::from_str(&status)
+                .map_err(|e| KubeError::Rejected(format!("patch-status: the status is not JSON: {e}")))?;
+            let target = self
+                .admit(
+                    Verb::PatchStatus,
+                    &object.api_version,
+                    &object.kind,
+                    object.namespace.as_deref(),
+                )
+                .await?;
+            let patch = serde_json::json!({ "status": status });
+            let stored = target
+                .api
+                .patch_status(&object.name, &self.patch_params(), &Patch::Merge(&patch))
+                .await
+                .map_err(kube_error)?;
+            self.hand_over(&stored)
+        }
+        .await)
+    }
+}
+
+/// apiVersion, kind and name of an object a guest hands over.
+pub fn identity(object: &Value) -> Result<(String, String, String), String> {
+    let field = |value: &Value, name: &str| {
+        value
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .ok_or_else(|| format!("the object has no {name}"))
+    };
+    Ok((
+        field(&object["apiVersion"], "apiVersion")?,
+        field(&object["kind"], "kind")?,
+        field(&object["metadata"]["name"], "metadata.name")?,
+    ))
+}

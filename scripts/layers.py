@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Checks the layering of the host crates (CI runs it):
+
+1. orkestra-katalog stays pure: none of kube, wasmtime, tokio, an HTTP stack or axum in its
+   dependency tree (normal and dev), so it builds, tests and fuzzes without them.
+2. No import cycles between the top-level modules of each host crate. A module's own files
+   may refer to each other (a reconciler split into impl blocks); test code is left out.
+"""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+FORBIDDEN = ("kube", "kube-client", "kube-runtime", "wasmtime", "tokio", "reqwest", "hyper", "axum")
+
+
+def impure_dependencies():
+    tree = subprocess.run(
+        ["cargo", "tree", "-p", "orkestra-katalog", "-e", "normal,dev", "--prefix", "none", "--locked"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout
+    names = {line.split()[0] for line in tree.splitlines() if line.strip()}
+    return sorted(n for n in names if n in FORBIDDEN)
+
+
+def module_edges(src_dir):
+    edges = {}
+    for folder, _, files in os.walk(src_dir):
+        for name in files:
+            if not name.endswith(".rs"):
+                continue
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, src_dir)
+            if rel in ("lib.rs", "main.rs"):
+                continue
+            top = rel.split(os.sep)[0].removesuffix(".rs")
+            code = re.sub(r"//.*", "", open(path, encoding="utf-8").read())
+            code = code.split("#[cfg(test)]")[0]
+            if os.sep not in rel:
+                # In a top-level file, `super::` is the crate root.
+                code = code.replace("super::", "crate::")
+            used = set(re.findall(r"\bcrate::([a-z_][a-z0-9_]*)", code))
+            for group in re.findall(r"\bcrate::\{([^}]*)\}", code):
+                used |= {item.strip().split("::")[0] for item in group.split(",")}
+            edges[top] = edges.get(top, set()) | {u for u in used if u and u != top and u[0].islower()}
+    return edges
+
+
+def cycles(edges):
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for next_node in edges.get(node, ()):
+            if next_node not in index:
+                visit(next_node)
+                low[node] = min(low[node], low[next_node])
+            elif next_node in on_stack:
+                low[node] = min(low[node], index[next_node])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def main():
+    failed = False
+    impure = impure_dependencies()
+    if impure:
+        print(f"orkestra-katalog must stay pure, but depends on: {', '.join(impure)}")
+        failed = True
+    for crate in ("katalog", "runtime", "cli"):
+        for cycle in cycles(module_edges(os.path.join(ROOT, "host", crate, "src"))):
+            print(f"host/{crate}: import cycle between modules {' -> '.join(cycle)}")
+            failed = True
+    if not failed:
+        print("layers: orkestra-katalog is pure; no import cycles between modules")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
