@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::{WatchStreamExt, watcher};
-use orkestra::crd_install;
 use orkestra_katalog::Katalog;
+use orkestra_kube::crd_install;
 use orkestra_test_support::{eventually, namespace};
 use serde_json::json;
 

@@ -109,7 +109,7 @@ impl Harness {
         );
         let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
         if install {
-            orkestra::crd_install::install_crds(&ns.client, &katalog, WAIT)
+            orkestra_kube::crd_install::install_crds(&ns.client, &katalog, WAIT)
                 .await
                 .unwrap();
         }
@@ -546,7 +546,7 @@ async fn depends_on_keeps_a_crd_pending_until_its_dependency_is_healthy() {
             .collect(),
         ..katalog.clone()
     };
-    orkestra::crd_install::install_crds(&h.ns.client, &only("app"), WAIT)
+    orkestra_kube::crd_install::install_crds(&h.ns.client, &only("app"), WAIT)
         .await
         .unwrap();
     h.create("App", "a", json!({})).await;
@@ -558,7 +558,7 @@ async fn depends_on_keeps_a_crd_pending_until_its_dependency_is_healthy() {
     );
     assert_eq!(h.health.get("db").unwrap().state, State::Pending);
 
-    orkestra::crd_install::install_crds(&h.ns.client, &only("db"), WAIT)
+    orkestra_kube::crd_install::install_crds(&h.ns.client, &only("db"), WAIT)
         .await
         .unwrap();
     h.wait_state("db", State::Started).await;

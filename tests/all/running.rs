@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use orkestra::runtime::{CrdHandle, Runtime};
-use orkestra::wasm::Components;
 use orkestra_katalog::Katalog;
 use orkestra_test_support::{TestNamespace, eventually, guests, namespace};
+use orkestra_wasm::Components;
 use serde_json::{Value, json};
 
 use crate::pipeline::WAIT;
@@ -40,7 +40,7 @@ impl Running {
         for crd in katalog.crds.values_mut() {
             crd.entry.namespace = ns.name.clone();
         }
-        orkestra::crd_install::install_crds(&ns.client, &katalog, WAIT)
+        orkestra_kube::crd_install::install_crds(&ns.client, &katalog, WAIT)
             .await
             .unwrap();
         let runtime = Runtime::new(ns.client.clone(), &katalog).unwrap();
@@ -95,7 +95,7 @@ impl Running {
     }
 
     pub async fn apply(&self, path: &Path) {
-        orkestra::manifests::apply_file(&self.ns.client, path, &self.ns.name)
+        orkestra_kube::manifests::apply_file(&self.ns.client, path, &self.ns.name)
             .await
             .unwrap();
     }

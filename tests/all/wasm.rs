@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, ResourceQuota, Service};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use orkestra::wasm::Components;
 use orkestra_test_support::{TestNamespace, eventually, guests, kubectl};
+use orkestra_wasm::Components;
 use serde_json::{Value, json};
 
 use crate::ork::ORK;
@@ -587,7 +587,7 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
     let app = axum::Router::new().route("/hook.wasm", axum::routing::get(move || async move { bytes }));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let cache = tempfile::tempdir().unwrap();
-    let host = orkestra::wasm::WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm")).unwrap();
+    let host = orkestra_wasm::WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm")).unwrap();
     let spec = |pin: &str| {
         let limits = orkestra_katalog::ComponentLimits::default();
         let declared = orkestra_katalog::component::Declared {
@@ -599,7 +599,7 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
             run_first: false,
             args: None,
         };
-        orkestra::wasm::Spec::compile(orkestra::wasm::World::Hook, declared, Path::new(".")).unwrap()
+        orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new(".")).unwrap()
     };
     let loaded = host.load(&spec(&digest)).await.unwrap();
     assert_eq!(loaded.digest, digest);
@@ -611,8 +611,8 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
             .contains(&format!("sha256 is {digest}, but the Katalog pins {wrong}")),
         "{refused}"
     );
-    let missing = orkestra::wasm::Spec {
-        source: orkestra::wasm::Source::Url(format!("http://{addr}/nothing.wasm")),
+    let missing = orkestra_wasm::Spec {
+        source: orkestra_wasm::Source::Url(format!("http://{addr}/nothing.wasm")),
         ..spec(&digest)
     };
     let refused = host.load(&missing).await.err().unwrap();
@@ -621,8 +621,8 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
         "{refused}"
     );
     // A component of the other world is refused by name.
-    let constructor = orkestra::wasm::Spec {
-        world: orkestra::wasm::World::Constructor,
+    let constructor = orkestra_wasm::Spec {
+        world: orkestra_wasm::World::Constructor,
         ..spec(&digest)
     };
     let refused = host.load(&constructor).await.err().unwrap();
@@ -640,7 +640,7 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("hook.wasm");
     std::fs::copy(&slow, &live).unwrap();
-    let host = orkestra::wasm::WasmHost::new(None, reqwest::Client::new(), dir.path().join("cache")).unwrap();
+    let host = orkestra_wasm::WasmHost::new(None, reqwest::Client::new(), dir.path().join("cache")).unwrap();
     let limits = orkestra_katalog::ComponentLimits::default();
     let declared = orkestra_katalog::component::Declared {
         component: live.to_str().unwrap(),
@@ -651,13 +651,13 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
         run_first: false,
         args: None,
     };
-    let spec = orkestra::wasm::Spec::compile(orkestra::wasm::World::Hook, declared, Path::new(".")).unwrap();
+    let spec = orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new(".")).unwrap();
     let components = Components::default();
     let slot = components.add("swap", &host, std::sync::Arc::new(spec));
     slot.reload().await.unwrap();
-    let request = orkestra::wasm::Request {
+    let request = orkestra_wasm::Request {
         key: "ns/a".into(),
-        gvk: orkestra::wasm::Gvk {
+        gvk: orkestra_wasm::Gvk {
             group: "a.io".into(),
             version: "v1".into(),
             kind: "A".into(),
@@ -668,20 +668,20 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
         sentinels: vec![],
         context: "{}".into(),
     };
-    let caller = || orkestra::wasm::Caller {
+    let caller = || orkestra_wasm::Caller {
         component: "swap".into(),
         key: "ns/a".into(),
         namespace: Some("ns".into()),
         manager: "orkestra-wasm/test".into(),
     };
-    let call = |active: std::sync::Arc<orkestra::wasm::Active>| {
+    let call = |active: std::sync::Arc<orkestra_wasm::Active>| {
         let (host, request) = (host.clone(), request.clone());
         async move {
             let response = host
                 .call(
                     &active.loaded,
                     &active.spec,
-                    orkestra::wasm::Hook::Reconcile,
+                    orkestra_wasm::Hook::Reconcile,
                     caller(),
                     &request,
                 )
@@ -705,7 +705,7 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
     );
 
     // on-not-found gets no object; a constructor has no such export and is not called.
-    let not_found = orkestra::wasm::Request {
+    let not_found = orkestra_wasm::Request {
         object: None,
         ..request.clone()
     };
@@ -714,11 +714,11 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
         .call(
             &active.loaded,
             &active.spec,
-            orkestra::wasm::Hook::NotFound,
+            orkestra_wasm::Hook::NotFound,
             caller(),
             &not_found,
         )
         .await
         .unwrap();
-    assert!(matches!(response.map(|r| r.outcome), Some(orkestra::wasm::Outcome::Ok)));
+    assert!(matches!(response.map(|r| r.outcome), Some(orkestra_wasm::Outcome::Ok)));
 }

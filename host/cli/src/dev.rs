@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use orkestra::{crd_install, manifests};
+use orkestra_kube::{crd_install, manifests};
 
 use super::KatalogArgs;
 use super::control_plane::{install, instance_dir, start, watch};

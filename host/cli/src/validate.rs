@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use orkestra::compiled::{CompiledCrd, Notes};
-use orkestra::wasm::Source;
 use orkestra_katalog::Diagnostic;
+use orkestra_wasm::Source;
 use serde_json::json;
 
 use super::KatalogArgs;

@@ -256,7 +256,7 @@ async fn compare() {
         .expect("a namespace");
     let katalog =
         orkestra_katalog::load_sources(&[("katalog.yaml".into(), katalog_text(&setup.name))]).expect("the Katalog");
-    orkestra::crd_install::install_crds(&setup.client, &katalog, Duration::from_secs(60))
+    orkestra_kube::crd_install::install_crds(&setup.client, &katalog, Duration::from_secs(60))
         .await
         .expect("the CRD");
     tokio::time::sleep(Duration::from_secs(45)).await;

@@ -142,7 +142,7 @@ async fn flood(log: Counted) {
     for crd in katalog.crds.values_mut() {
         crd.entry.namespace = ns.name.clone();
     }
-    orkestra::crd_install::install_crds(&ns.client, &katalog, Duration::from_secs(60))
+    orkestra_kube::crd_install::install_crds(&ns.client, &katalog, Duration::from_secs(60))
         .await
         .expect("install the CRDs");
     let host = Runtime::new(ns.client.clone(), &katalog).expect("compile the Katalogs");
@@ -153,7 +153,7 @@ async fn flood(log: Counted) {
     }));
 
     let client = &ns.client;
-    orkestra::manifests::apply_file(client, &katalogs().join("site-hook/samples/site.yaml"), &ns.name)
+    orkestra_kube::manifests::apply_file(client, &katalogs().join("site-hook/samples/site.yaml"), &ns.name)
         .await
         .expect("the sample site");
     let sites = crs(client, &ns.name, "hooks.orkestra.io", "Site");

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use orkestra::wasm::{Caller, Components, Gvk, Hook, Request, Spec, WasmHost, World};
 use orkestra_katalog::ComponentLimits;
 use orkestra_katalog::component::Declared;
+use orkestra_wasm::{Caller, Components, Gvk, Hook, Request, Spec, WasmHost, World};
 use serde_json::{Value, json};
 
 /// A CR of about 4 KB.

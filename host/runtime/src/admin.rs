@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::reload::Reloader;
-use crate::wasm::Components;
+use orkestra_wasm::Components;
 
 #[derive(Clone)]
 struct Admin {

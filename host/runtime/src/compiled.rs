@@ -160,7 +160,7 @@ pub struct CompiledBox {
     /// `observe.cross`: reads of other CRDs' CRs, made before the templates.
     pub cross: Vec<crate::cross::CrossRead>,
     /// The Wasm component: hooks around the templates, or a constructor owning reconcile.
-    pub component: Option<Arc<crate::wasm::Spec>>,
+    pub component: Option<Arc<orkestra_katalog::component::Spec>>,
 }
 
 impl CompiledBox {

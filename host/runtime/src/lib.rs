@@ -1,6 +1,6 @@
 //! Orkestra-rs runtime: one native host process runs the declarative pipeline for every CRD
-//! of a Katalog (compiled by [`orkestra_katalog`]), and sandboxed WebAssembly components
-//! supply hooks and reconcilers.
+//! of a Katalog (loaded by `orkestra_katalog`), and sandboxed WebAssembly components
+//! (hosted by `orkestra_wasm`) supply hooks and reconcilers.
 //!
 //! Modules, in the order data flows:
 //! - [`compiled`]: a loaded Katalog compiled into what the pipeline runs.
@@ -9,33 +9,26 @@
 //!   one request each reconcile receives.
 //! - [`declarative`] with [`render`], [`external`], [`cross`]: the reconciler, the templates
 //!   it renders, its HTTP calls and reads of other CRDs.
-//! - [`wasm`]: the component host.
 //! - [`health`], [`feedback`], [`counters`]: the health state machine, the stamps gates read,
 //!   the counts behind them.
 //! - [`runtime`], [`reload`], [`admin`]: wiring, live reloads and the admin endpoint.
-//! - [`crd_install`], [`manifests`], [`discovery`]: CRDs and sample CRs applied for
-//!   `ork dev` and tests; what the API server serves.
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
 
 pub mod admin;
 pub mod compiled;
 pub mod control_plane;
 pub mod counters;
-pub mod crd_install;
 pub mod cross;
 pub mod declarative;
-pub mod discovery;
 pub mod enqueue;
 pub mod external;
 pub mod feedback;
 pub mod gate;
 pub mod health;
 pub mod kordinator;
-pub mod manifests;
 pub mod mux;
 pub mod observe;
 pub mod queue;
 pub mod reload;
 pub mod render;
 pub mod runtime;
-pub mod wasm;

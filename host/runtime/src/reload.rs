@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use crate::compiled::{CompiledCrd, Notes};
-use crate::wasm::{Components, LoadError, Slot};
+use orkestra_wasm::{Components, LoadError, Slot};
 
 /// What a reload did.
 #[derive(Debug, Default, serde::Serialize)]

@@ -32,9 +32,9 @@ use crate::kordinator::Kordinator;
 use crate::mux::MuxReconciler;
 use crate::observe::{self, Cache, Children, Enqueue, Source, Trigger};
 use crate::queue::WorkQueue;
-use crate::wasm::{Components, Slot, WasmHost};
 use orkestra_katalog::template::Functions;
 use orkestra_katalog::{DependencyCondition, Katalog};
+use orkestra_wasm::{Components, Slot, WasmHost};
 
 /// How often a pending CRD checks its dependencies and whether its CRD exists.
 const PENDING_RETRY: Duration = Duration::from_millis(500);
@@ -86,7 +86,7 @@ impl Runtime {
     }
 
     /// [`Runtime::new`] with the Wasm host's artifact cache in `wasm_cache` (default:
-    /// [`WasmHost::default_cache_dir`]). The Wasm engine is created only when a CRD
+    /// `$ORK_CACHE_DIR/wasm` or `~/.cache/orkestra/wasm`). The Wasm engine is created only when a CRD
     /// declares a component.
     pub fn with_wasm(client: kube::Client, katalog: &Katalog, wasm_cache: Option<PathBuf>) -> Result<Self, Error> {
         let notes = Notes::compile(katalog)?;
@@ -106,10 +106,10 @@ impl Runtime {
         }
         let http = reqwest::Client::new();
         let components = Components::default();
-        let declared: Vec<(String, Arc<crate::wasm::Spec>)> =
+        let declared: Vec<(String, Arc<orkestra_wasm::Spec>)> =
             crds.iter().flat_map(|h| component_specs(&h.crd)).collect();
         if !declared.is_empty() {
-            let cache = wasm_cache.unwrap_or_else(WasmHost::default_cache_dir);
+            let cache = wasm_cache.unwrap_or_else(|| crate::control_plane::cache_root().join("wasm"));
             let host = WasmHost::new(Some(client.clone()), http.clone(), cache).map_err(Error::Wasm)?;
             for (name, spec) in declared {
                 components.add(&name, &host, spec);
@@ -240,9 +240,9 @@ impl Runtime {
 
 /// The components a compiled CRD declares, by slot name: `crd` for the CRD's box and
 /// `crd/target` for a target whose component differs from it.
-pub fn component_specs(crd: &CompiledCrd) -> Vec<(String, Arc<crate::wasm::Spec>)> {
+pub fn component_specs(crd: &CompiledCrd) -> Vec<(String, Arc<orkestra_wasm::Spec>)> {
     let base = crd.crd_box().component.clone();
-    let mut specs: Vec<(String, Arc<crate::wasm::Spec>)> =
+    let mut specs: Vec<(String, Arc<orkestra_wasm::Spec>)> =
         base.iter().map(|spec| (crd.name.to_string(), spec.clone())).collect();
     let mut targets: Vec<_> = crd.targets.iter().collect();
     targets.sort_by(|a, b| a.0.cmp(b.0));
@@ -546,7 +546,7 @@ impl CrdRun {
 
     /// An API for a secondary kind, found through discovery; `None` (logged) when unknown.
     async fn api_for(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Option<Api<DynamicObject>> {
-        match crate::discovery::resolve(&self.client, api_version, kind).await {
+        match orkestra_kube::discovery::resolve(&self.client, api_version, kind).await {
             Ok((resource, scope)) => Some(match (namespace, scope) {
                 (Some(ns), Scope::Namespaced) => Api::namespaced_with(self.client.clone(), ns, &resource),
                 _ => Api::all_with(self.client.clone(), &resource),

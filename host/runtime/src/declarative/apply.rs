@@ -12,11 +12,11 @@ use kube::discovery::Scope;
 use serde_json::{Value, json};
 
 use crate::counters::Counters;
-use crate::discovery::KindCache;
 use crate::mux::ReconcileError;
 use crate::observe::Children;
 use crate::render::{GENERATED_AT, Replace};
 use orkestra_katalog::ownership::{self, Claim, Owner};
+use orkestra_kube::discovery::KindCache;
 
 /// How to apply one child.
 #[derive(Debug, Clone, Copy)]

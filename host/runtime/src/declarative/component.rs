@@ -13,12 +13,12 @@ use super::Declarative;
 use super::apply::{self, Deletion};
 use crate::mux::{Action, INTERRUPTED, ReconcileError, Request};
 use crate::render::Replace;
-use crate::wasm::{self, Caller, EventType, Gvk, Hook, Outcome, Response, Slot, Spec};
 use orkestra_katalog::component::grants::{Access, Verb};
 use orkestra_katalog::labels::COMPONENT_CHILDREN;
 use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::text::bounded;
 use orkestra_katalog::tree::Tree;
+use orkestra_wasm::{Caller, EventType, Gvk, Hook, Outcome, Response, Slot, Spec};
 
 /// Longest guest-supplied message kept for a log line or an error (the Ready condition and
 /// Events cut further).
@@ -140,7 +140,7 @@ impl Declarative {
             {
                 return Err(bad("needs a metadata object (with labels, if any, as an object)".into()));
             }
-            let (api_version, kind, name) = wasm::identity(&child).map_err(bad)?;
+            let (api_version, kind, name) = orkestra_wasm::identity(&child).map_err(bad)?;
             if let Some(long) = [&api_version, &kind, &name].into_iter().find(|f| f.len() > NAME_LIMIT) {
                 return Err(bad(format!(
                     "{} bytes is longer than any Kubernetes name ({NAME_LIMIT})",
@@ -273,7 +273,7 @@ impl Declarative {
         object: Option<&Value>,
         context: &Map<String, Value>,
         args: Option<&Value>,
-    ) -> Result<wasm::Request, ReconcileError> {
+    ) -> Result<orkestra_wasm::Request, ReconcileError> {
         let mut shared = context.clone();
         let mut args = args.cloned();
         if let Some(object) = object {
@@ -292,7 +292,7 @@ impl Declarative {
         if let Some(args) = args {
             shared.insert("args".into(), args);
         }
-        Ok(wasm::Request {
+        Ok(orkestra_wasm::Request {
             key: request.key.clone(),
             gvk: Gvk {
                 group: self.crd.group.clone(),

@@ -8,8 +8,8 @@ use super::{Declarative, apply, child_ref, expand, lifecycle};
 use crate::compiled::CompiledBox;
 use crate::mux::{Action, INTERRUPTED, ReconcileError, Request};
 use crate::render::{Block, Replace};
-use crate::wasm::{Hook, Slot};
 use orkestra_katalog::resolver::Resolver;
+use orkestra_wasm::{Hook, Slot};
 
 /// How often a CR being deleted looks again at its onDelete Jobs or ordered groups.
 const CLEANUP_POLL: std::time::Duration = std::time::Duration::from_secs(2);

@@ -29,10 +29,10 @@ use crate::cross::Peers;
 use crate::mux::{Action, Form, INTERRUPTED, ReconcileError, Reconciler, Request};
 use crate::observe::{Children, api_for_key, split_key};
 use crate::render::{Entry, merge};
-use crate::wasm::{Hook, Slot, World};
 use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::rules::Verdict;
 use orkestra_katalog::template::Functions;
+use orkestra_wasm::{Hook, Slot, World};
 
 /// The declarative reconciler of one CRD.
 pub struct Declarative {

@@ -11,8 +11,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::kube::{KubeError, ObjectRef};
 use super::bindings::{kube as wit_kube, log as wit_log, types as wit_types};
-use crate::discovery::KindCache;
 use orkestra_katalog::component::grants::{Access, Grants, Verb};
+use orkestra_kube::discovery::KindCache;
 
 /// Longest log line kept; longer ones are cut.
 const LOG_LINE_LIMIT: usize = 1024;

@@ -158,16 +158,11 @@ impl WasmHost {
             permits: Semaphore::new(MAX_CONCURRENT_CALLS),
             cluster: cluster.map(|client| Cluster {
                 client,
-                kinds: crate::discovery::KindCache::default(),
+                kinds: orkestra_kube::discovery::KindCache::default(),
             }),
             http,
             pooling,
         }))
-    }
-
-    /// The default artifact folder: `$ORK_CACHE_DIR/wasm` or `~/.cache/orkestra/wasm`.
-    pub fn default_cache_dir() -> std::path::PathBuf {
-        crate::control_plane::cache_root().join("wasm")
     }
 
     /// Fetches, verifies, compiles (or loads the cached artifact) and pre-instantiates.

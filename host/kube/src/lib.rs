@@ -1,0 +1,7 @@
+//! What the runtime, the Wasm host and `ork dev` need from an API server beyond kube's
+//! client: finding a kind (with fallbacks to older API versions), applying manifests, and
+//! installing a Katalog's CRDs.
+
+pub mod crd_install;
+pub mod discovery;
+pub mod manifests;
