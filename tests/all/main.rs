@@ -5,6 +5,7 @@
 mod cli;
 mod cluster;
 mod control_plane;
+mod failure;
 mod isolation;
 mod katalogs;
 mod kinds;

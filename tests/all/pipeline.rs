@@ -12,8 +12,9 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use orkestra::failure::{Reason, ReconcileError};
 use orkestra::health::State;
-use orkestra::mux::{Action, Form, MuxReconciler, ReconcileError, Reconciler, Request};
+use orkestra::mux::{Action, Form, MuxReconciler, Reconciler, Request};
 use orkestra::runtime::{CrdHandle, Runtime};
 use orkestra_katalog::sentinel;
 use orkestra_test_support::{TestNamespace, eventually, namespace};
@@ -80,7 +81,7 @@ impl Reconciler for Recorder {
             tokio::time::sleep(self.delay).await;
             self.finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             if self.calls.lock().unwrap().len() <= self.fail_first {
-                return Err(ReconcileError::new("Flaky", "not yet"));
+                return Err(ReconcileError::new(Reason::component("Flaky"), "not yet"));
             }
             Ok(Action::Done)
         })

@@ -12,10 +12,11 @@ use serde_json::Value;
 
 use crate::gate::BoxGates;
 use crate::health::DEFAULT_FAILURE_THRESHOLD;
+use crate::observe::{CompiledEvents, CompiledWatch};
 use orkestra_katalog::condition::{Conditions, ValueType};
 use orkestra_katalog::effective_box::EffectiveBoxes;
 use orkestra_katalog::template::{Functions, Template};
-use orkestra_katalog::{DependencyCondition, EventWatch, Katalog, LoadedCrd, OperatorBox, RESOURCE_KINDS, Watch};
+use orkestra_katalog::{DependencyCondition, Katalog, LoadedCrd, OperatorBox, RESOURCE_KINDS};
 
 /// Concurrent reconciles per CRD when the Katalog does not say (controller-runtime's
 /// default, and what upstream's generic reconciler falls back to).
@@ -201,8 +202,17 @@ impl CompiledBox {
                 .map(|t| crate::render::Block::compile(t, drift, functions).map_err(|e| format!("{name}.{e}")))
                 .transpose()
         };
+        let component = orkestra_katalog::component::declared_in(&reconcile, base)?;
+        if let Some(spec) = &component
+            && let Some(args) = &spec.args
+        {
+            // Compiled again once per declaration at run time (args follow reloads); here a
+            // Katalog whose args do not compile does not load.
+            orkestra_katalog::tree::Tree::compile(args, functions)
+                .map_err(|e| format!("reconcile.{}.args: {e}", spec.world.field()))?;
+        }
         Ok(Self {
-            component: orkestra_katalog::component::declared_in(&reconcile, base)?.map(Arc::new),
+            component: component.map(Arc::new),
             on_create: block(&reconcile.on_create, false, "onCreate")?,
             on_reconcile: block(&reconcile.on_reconcile, true, "onReconcile")?,
             on_delete: block(&reconcile.on_delete, false, "onDelete")?,
@@ -316,8 +326,8 @@ pub struct CompiledCrd {
     pub failure_threshold: u32,
     pub retry: Option<RetryPolicy>,
     pub behaviour: Behaviour,
-    pub watches: Vec<Watch>,
-    pub events: Vec<(String, EventWatch)>,
+    pub watches: Vec<Arc<CompiledWatch>>,
+    pub events: Arc<Vec<CompiledEvents>>,
     /// `(apiVersion, kind)` of every kind the templates manage: owned children re-enqueue
     /// their parent.
     pub owned_kinds: Vec<(String, String)>,
@@ -441,6 +451,24 @@ impl CompiledCrd {
                 }
             }
         }
+        let watches = observe
+            .watch
+            .iter()
+            .enumerate()
+            .map(|(i, watch)| {
+                CompiledWatch::compile(watch, &notes.functions)
+                    .map(Arc::new)
+                    .map_err(|e| fail(format!("observe.watch[{i}].{e}")))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let events = observe
+            .events
+            .iter()
+            .map(|(name, entry)| {
+                CompiledEvents::compile(name, entry, &notes.functions)
+                    .map_err(|e| fail(format!("observe.events.{name}.{e}")))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
         let runtime = entry.operator_box.runtime.clone().unwrap_or_default();
         let mut finalizers = vec![CLEANUP_FINALIZER.to_string()];
         finalizers.extend(
@@ -489,8 +517,8 @@ impl CompiledCrd {
             failure_threshold: queue.failure_threshold.unwrap_or(DEFAULT_FAILURE_THRESHOLD),
             retry: queue.retry_backoff.as_ref().map(RetryPolicy::from_spec),
             behaviour,
-            watches: observe.watch.clone(),
-            events: observe.events.clone().into_iter().collect(),
+            watches,
+            events: Arc::new(events),
             owned_kinds,
             notes: notes.templates.clone(),
             katalog: String::new(),
@@ -563,5 +591,41 @@ mod tests {
             ..Default::default()
         });
         assert_eq!((shorthand.initial, shorthand.attempts), (Duration::from_secs(5), 3));
+    }
+
+    /// What loading and compiling say about `operator_box`: the first error, located.
+    fn first_error(operator_box: &str) -> String {
+        let text = format!(
+            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n{operator_box}"
+        );
+        let katalog = match orkestra_katalog::load_sources(&[("k.yaml".into(), text)]) {
+            Ok(katalog) => katalog,
+            Err(error) => return error.to_string(),
+        };
+        let notes = Notes::compile(&katalog).expect("notes");
+        CompiledCrd::compile(&katalog.crds["web"], &notes).map_or_else(|e| e.to_string(), |_| "compiles".into())
+    }
+
+    #[test]
+    fn watch_gates_and_keys_compile_with_the_katalog() {
+        let watch = "        observe:\n          watch:\n            - apiVersion: v1\n              kind: ConfigMap\n";
+        let bad_key = first_error(&format!(
+            "{watch}              keyFrom: {{name: '{{{{ .metadata.name | nosuch }}}}'}}\n"
+        ));
+        assert!(
+            bad_key.contains("keyFrom.name") && bad_key.contains("nosuch"),
+            "{bad_key}"
+        );
+        let bad_gate = first_error(&format!(
+            "{watch}              enqueueGate: {{when: [{{field: '{{{{ nosuch }}}}', equals: x}}]}}\n"
+        ));
+        assert!(
+            bad_gate.contains("enqueueGate") && bad_gate.contains("nosuch"),
+            "{bad_gate}"
+        );
+        let good = first_error(&format!(
+            "{watch}              keyFrom: {{name: '{{{{ .metadata.name }}}}'}}\n"
+        ));
+        assert_eq!(good, "compiles");
     }
 }

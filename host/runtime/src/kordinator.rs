@@ -7,6 +7,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use futures::FutureExt;
 use kube::api::{Patch, PatchParams};
@@ -15,12 +16,17 @@ use serde_json::Value;
 
 use crate::compiled::CompiledCrd;
 use crate::counters::Counters;
+use crate::failure::{ReconcileError, Retry};
 use crate::feedback;
 use crate::health::{Event, HealthBoard};
 use crate::mux::{Action, Interrupt, MuxReconciler, Request, StampPatch};
 use crate::observe::Cache;
 use crate::queue::{Lease, Outcome, WorkQueue};
 use orkestra_katalog::resolver::Resolver;
+
+/// How soon a reconcile whose write found the CR changed runs again (time for the watch to
+/// deliver the new version).
+const STALE_RETRY: Duration = Duration::from_millis(200);
 
 /// The workers of one CRD share one Kordinator.
 pub struct Kordinator {
@@ -60,14 +66,15 @@ impl Kordinator {
 
     /// Calls the reconciler, retrying errors in place when `queue.retryBackoff` says so.
     /// A panic is not retried here: it goes straight back to the queue.
-    async fn reconcile(&self, request: &Request) -> std::thread::Result<Result<Action, crate::mux::ReconcileError>> {
+    async fn reconcile(&self, request: &Request) -> std::thread::Result<Result<Action, ReconcileError>> {
         let mut retry = 0;
         loop {
             self.counters.reconciles.fetch_add(1, Ordering::Relaxed);
             let result = AssertUnwindSafe(self.mux.reconcile(request)).catch_unwind().await;
             // Decide before waiting: no reference into the result may live across the sleep.
             let delay = match (&result, self.crd.retry) {
-                (Ok(Err(error)), Some(policy)) if retry < policy.attempts => {
+                // A stale write goes back to the queue: in place it would fail the same way.
+                (Ok(Err(error)), Some(policy)) if retry < policy.attempts && error.retry() != Retry::Soon => {
                     retry += 1;
                     let delay = policy.delay(retry);
                     tracing::debug!(crd = %self.crd.name, key = %request.key, retry, ?delay, reason = %error.reason, "retrying in place");
@@ -126,6 +133,7 @@ impl Kordinator {
             resource: self.resource.clone(),
             object: object.clone(),
             target: target.map(String::from),
+            compiled: compiled.clone(),
             sentinels: lease.payload.sentinels,
             event_id: lease.item.event_id,
             interrupt: self.interrupt(key, object.as_deref()),
@@ -165,9 +173,19 @@ impl Kordinator {
                     },
                 }
             }
+            Ok(Err(error)) if error.retry() == Retry::Soon => {
+                // Not a failure: the CR changed under our write; the watch brings the new
+                // version, and the queue's hot-loop backoff holds a CR that keeps changing.
+                tracing::debug!(crd = %self.crd.name, %key, message = %error.message, "the custom resource changed under a write; running again");
+                Outcome::RequeueAfter(STALE_RETRY)
+            }
             Ok(Err(error)) => {
                 self.counters.failures.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(crd = %self.crd.name, %key, reason = %error.reason, message = %error.message, "reconcile failed");
+                if error.retry() == Retry::Backoff {
+                    tracing::info!(crd = %self.crd.name, %key, reason = %error.reason, message = %error.message, "the API server is busy or unreachable; backing off");
+                } else {
+                    tracing::warn!(crd = %self.crd.name, %key, reason = %error.reason, message = %error.message, "reconcile failed");
+                }
                 self.health.record(&self.crd.name, Event::Failed(error.to_string()));
                 Outcome::Retry
             }

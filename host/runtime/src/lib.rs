@@ -5,8 +5,8 @@
 //! Modules, in the order data flows:
 //! - [`compiled`]: a loaded Katalog compiled into what the pipeline runs.
 //! - [`observe`], [`enqueue`], [`queue`]: watches in, keyed work items out.
-//! - [`kordinator`], [`gate`], [`mux`]: workers, the gates in front of reconcile, and the
-//!   one request each reconcile receives.
+//! - [`kordinator`], [`gate`], [`mux`], [`failure`]: workers, the gates in front of
+//!   reconcile, the one request each reconcile receives, and why one failed.
 //! - [`declarative`] with [`render`], [`external`], [`cross`]: the reconciler, the templates
 //!   it renders, its HTTP calls and reads of other CRDs.
 //! - [`health`], [`feedback`], [`counters`]: the health state machine, the stamps gates read,
@@ -22,6 +22,7 @@ pub mod cross;
 pub mod declarative;
 pub mod enqueue;
 pub mod external;
+pub mod failure;
 pub mod feedback;
 pub mod gate;
 pub mod health;

@@ -14,6 +14,8 @@ use futures::future::BoxFuture;
 use kube::core::ApiResource;
 use serde_json::{Map, Value};
 
+use crate::compiled::CompiledBox;
+use crate::failure::ReconcileError;
 use orkestra_katalog::sentinel::SentinelBits;
 
 /// One unit of work handed to a reconciler.
@@ -28,6 +30,9 @@ pub struct Request {
     pub object: Option<Arc<Value>>,
     /// The serve target whose box applies, if any.
     pub target: Option<String>,
+    /// The effective box of the CR (its target's, else the CRD's), resolved once by the
+    /// Kordinator for the gate, the reconciler and the requeue alike.
+    pub compiled: Arc<CompiledBox>,
     /// Union of the sentinels of the events behind this run.
     pub sentinels: SentinelBits,
     /// Present for eventAware CRDs.
@@ -71,10 +76,6 @@ impl StampPatch {
     }
 }
 
-/// The reason of a reconcile that stopped early because [`Interrupt`] said so; it is not a
-/// failure (the next run, if any, is already due).
-pub const INTERRUPTED: &str = "Interrupted";
-
 /// Whether a reconcile should stop early, and why: the runtime is shutting down, or the CR is
 /// being deleted (its deletion runs next). Reconcilers ask between the steps of long work.
 #[derive(Clone, Default)]
@@ -108,29 +109,6 @@ pub enum Action {
     Done,
     /// Run again after this long.
     RequeueAfter(Duration),
-}
-
-/// A failed reconcile: a short reason (bounded, for metrics) and a message, bounded too: it
-/// may carry a guest's text, and it reaches logs, Events and the health board on every retry.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{reason}: {message}")]
-pub struct ReconcileError {
-    pub reason: String,
-    pub message: String,
-}
-
-/// Longest reason kept (Kubernetes condition reasons are at most 1024 bytes; ours are short).
-const REASON_LIMIT: usize = 128;
-/// Longest message kept.
-const MESSAGE_LIMIT: usize = 1024;
-
-impl ReconcileError {
-    pub fn new(reason: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            reason: orkestra_katalog::text::bounded(reason.into(), REASON_LIMIT),
-            message: orkestra_katalog::text::bounded(message.into(), MESSAGE_LIMIT),
-        }
-    }
 }
 
 /// The three forms a reconciler takes.
@@ -189,7 +167,7 @@ mod tests {
             Form::Constructor
         }
         fn reconcile<'a>(&'a self, _: &'a Request) -> BoxFuture<'a, Result<Action, ReconcileError>> {
-            Box::pin(async move { Err(ReconcileError::new(self.0, "called")) })
+            Box::pin(async move { Err(ReconcileError::new(crate::failure::Reason::component(self.0), "called")) })
         }
     }
 
@@ -202,6 +180,7 @@ mod tests {
             ))),
             object: None,
             target: target.map(String::from),
+            compiled: crate::compiled::compile_for_test("        {}\n").crd_box().clone(),
             sentinels: SentinelBits::default(),
             event_id: None,
             interrupt: Interrupt::default(),
@@ -212,7 +191,7 @@ mod tests {
     #[tokio::test]
     async fn mux_routes_by_target_and_falls_back_to_the_crd_reconciler() {
         let mux = MuxReconciler::new(Arc::new(Named("crd"))).with_target("v2", Arc::new(Named("v2")));
-        let reason = |r: Result<Action, ReconcileError>| r.unwrap_err().reason;
+        let reason = |r: Result<Action, ReconcileError>| r.unwrap_err().reason.as_str().to_string();
         assert_eq!(reason(mux.reconcile(&request(Some("v2"))).await), "v2");
         assert_eq!(reason(mux.reconcile(&request(Some("other"))).await), "crd");
         assert_eq!(reason(mux.reconcile(&request(None)).await), "crd");

@@ -214,7 +214,6 @@ impl Runtime {
                     .filter(|s| s.name.split('/').next() == Some(&*handle.crd.name))
                     .collect(),
                 client: self.client.clone(),
-                functions: self.functions.clone(),
                 handle: handle.clone(),
                 mux,
                 health: self.health.clone(),
@@ -285,7 +284,6 @@ struct CrdRun {
     /// The CRD's components: each reload offers every CR again.
     slots: Vec<Arc<Slot>>,
     client: kube::Client,
-    functions: Functions,
     handle: CrdHandle,
     mux: MuxReconciler,
     health: HealthBoard,
@@ -455,7 +453,8 @@ impl CrdRun {
             group: crd.group.clone(),
             kind: crd.kind.clone(),
         };
-        for entry in &crd.watches {
+        for watch in &crd.watches {
+            let entry = &watch.entry;
             let Some(api) = self
                 .api_for(&entry.api_version, &entry.kind, entry.namespace.as_deref())
                 .await
@@ -470,20 +469,18 @@ impl CrdRun {
                 let labels: Vec<String> = entry.label_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 config = config.labels(&labels.join(","));
             }
-            let (entry, primary, cache) = (entry.clone(), primary.clone(), self.handle.cache.clone());
-            let (declared, functions, admission) =
-                (crd.declared_sentinels(), self.functions.clone(), admission.clone());
+            let (watch, primary, cache) = (watch.clone(), primary.clone(), self.handle.cache.clone());
+            let (declared, admission) = (crd.declared_sentinels(), admission.clone());
             observers.spawn(observe::supervise(
                 format!("{} watch of {}", crd.name, entry.kind),
                 move || {
                     observe::watch_secondary(
                         api.clone(),
                         config.clone(),
-                        entry.clone(),
+                        watch.clone(),
                         primary.clone(),
                         cache.clone(),
                         declared,
-                        functions.clone(),
                         admission.clone(),
                     )
                 },
@@ -495,14 +492,13 @@ impl CrdRun {
                 .await
         {
             let (events, primary, cache) = (crd.events.clone(), primary.clone(), self.handle.cache.clone());
-            let (functions, admission) = (self.functions.clone(), admission.clone());
+            let admission = admission.clone();
             observers.spawn(observe::supervise(format!("{} events", crd.name), move || {
                 observe::watch_events(
                     api.clone(),
                     events.clone(),
                     primary.clone(),
                     cache.clone(),
-                    functions.clone(),
                     admission.clone(),
                 )
             }));
@@ -510,7 +506,7 @@ impl CrdRun {
         let watched: Vec<(&str, &str)> = crd
             .watches
             .iter()
-            .map(|w| (w.api_version.as_str(), w.kind.as_str()))
+            .map(|w| (w.entry.api_version.as_str(), w.entry.kind.as_str()))
             .collect();
         for (api_version, kind) in &crd.owned_kinds {
             // An explicit watch of the kind takes priority over the implicit one.

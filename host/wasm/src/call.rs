@@ -48,21 +48,6 @@ pub enum CallError {
     },
 }
 
-impl CallError {
-    /// The reason on the Ready condition.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            CallError::Timeout(_) => "ComponentTimeout",
-            CallError::MemoryLimit(_) => "ComponentMemoryLimit",
-            CallError::Trapped(_) => "ComponentTrapped",
-            CallError::ResultTooLarge { .. } => "ComponentResultTooLarge",
-            CallError::Forbidden(_) => "ComponentForbidden",
-            CallError::Instantiate(_) => "ComponentUnavailable",
-            CallError::TooMany { .. } => "ComponentLimitExceeded",
-        }
-    }
-}
-
 impl WasmHost {
     /// Runs one export of `loaded` on a fresh instance. `Ok(None)`: the world has no such
     /// export (a constructor's not-found).

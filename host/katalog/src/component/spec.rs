@@ -27,6 +27,14 @@ impl World {
             World::Constructor => "constructor",
         }
     }
+
+    /// The Katalog field that declares it, under `reconcile`.
+    pub fn field(self) -> &'static str {
+        match self {
+            World::Hook => "hooks",
+            World::Constructor => "constructor",
+        }
+    }
 }
 
 /// Where the component's bytes come from.

@@ -12,7 +12,7 @@ use kube::discovery::Scope;
 use serde_json::{Value, json};
 
 use crate::counters::Counters;
-use crate::mux::ReconcileError;
+use crate::failure::{Reason, ReconcileError};
 use crate::observe::Children;
 use crate::render::{GENERATED_AT, Replace};
 use orkestra_katalog::ownership::{self, Claim, Owner};
@@ -56,7 +56,7 @@ pub struct Applier {
 fn owner_of(cr: &Value) -> Result<Owner<'_>, ReconcileError> {
     Owner::of(cr).ok_or_else(|| {
         ReconcileError::new(
-            "NotOwned",
+            Reason::NotOwned,
             "the custom resource has no UID yet, so nothing can be proven to be its",
         )
     })
@@ -87,9 +87,10 @@ impl Applier {
             .resolve(&self.client, &api_version, &kind)
             .await
             .map_err(|e| {
-                ReconcileError::new(
-                    "UnknownKind",
-                    format!("{api_version} {kind} is not served by the API server: {e}"),
+                ReconcileError::api(
+                    Reason::UnknownKind,
+                    format!("{api_version} {kind} is not served by the API server"),
+                    e,
                 )
             })?;
         let api = match (&scope, object["metadata"]["namespace"].as_str()) {
@@ -122,7 +123,7 @@ impl Applier {
         ownership::stamp(&mut object, &owner, mode.owned && in_owner_namespace);
         let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
         let kind = object["kind"].as_str().unwrap_or_default().to_string();
-        let failed = |e: kube::Error| ReconcileError::new("ApplyFailed", format!("{kind} {name}: {e}"));
+        let failed = |e: kube::Error| ReconcileError::api(Reason::ApplyFailed, format!("{kind} {name}"), e);
         let key = match object["metadata"]["namespace"].as_str() {
             Some(namespace) => format!("{namespace}/{name}"),
             None => name.clone(),
@@ -130,7 +131,7 @@ impl Applier {
         let live = match self.children.get(&watched.0, &watched.1, &key) {
             Some(seen) => Some(Value::clone(&seen)),
             None => match api.get_opt(&name).await.map_err(failed)? {
-                Some(found) => Some(to_value(&found).map_err(|e| ReconcileError::new("ApplyFailed", e))?),
+                Some(found) => Some(to_value(&found).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?),
                 None => None,
             },
         };
@@ -140,7 +141,7 @@ impl Applier {
                 Claim::Legacy => true,
                 Claim::NotOurs(whose) => {
                     return Err(ReconcileError::new(
-                        "NotOwned",
+                        Reason::NotOwned,
                         format!("{kind} {name} already exists and {whose}; it is left untouched"),
                     ));
                 }
@@ -194,7 +195,7 @@ impl Applier {
             .await
             .map_err(failed)?;
         Ok((
-            to_value(&applied).map_err(|e| ReconcileError::new("ApplyFailed", e))?,
+            to_value(&applied).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?,
             true,
         ))
     }
@@ -212,9 +213,9 @@ impl Applier {
             field_manager: Some(manager.to_string()),
             ..PatchParams::default()
         };
-        let failed = |e: kube::Error| ReconcileError::new("ApplyFailed", format!("{name}: {e}"));
+        let failed = |e: kube::Error| ReconcileError::api(Reason::ApplyFailed, name, e);
         let stored = api.patch(name, &params, &Patch::Merge(patch)).await.map_err(failed)?;
-        to_value(&stored).map_err(|e| ReconcileError::new("ApplyFailed", e))
+        to_value(&stored).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))
     }
 
     /// Whether `object`'s kind is cluster-scoped (no owner reference can collect it).
@@ -248,11 +249,12 @@ impl Applier {
         let owner = owner_of(cr)?;
         let (api, ..) = self.api(object).await?;
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        let failed = |e: kube::Error| ReconcileError::new("DeleteFailed", format!("{} {name}: {e}", object["kind"]));
+        let failed =
+            |e: kube::Error| ReconcileError::api(Reason::DeleteFailed, format!("{} {name}", object["kind"]), e);
         let Some(live) = api.get_opt(name).await.map_err(failed)? else {
             return Ok(Deletion::Absent);
         };
-        let live = to_value(&live).map_err(|e| ReconcileError::new("DeleteFailed", e))?;
+        let live = to_value(&live).map_err(|e| ReconcileError::new(Reason::DeleteFailed, e))?;
         match ownership::claim(&live, &owner) {
             Claim::Ours => {}
             Claim::Legacy => {

@@ -3,7 +3,7 @@
 //! children (checked against the grants, stamped as ours), status fields, events and the
 //! outcome.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
@@ -11,14 +11,16 @@ use kube::api::DeleteParams;
 
 use super::Declarative;
 use super::apply::{self, Deletion};
-use crate::mux::{Action, INTERRUPTED, ReconcileError, Request};
+use crate::failure::{Reason, ReconcileError, guest_reason};
+use crate::mux::{Action, Request};
 use crate::render::Replace;
 use orkestra_katalog::component::grants::{Access, Verb};
 use orkestra_katalog::labels::COMPONENT_CHILDREN;
 use orkestra_katalog::resolver::Resolver;
+use orkestra_katalog::template::Functions;
 use orkestra_katalog::text::bounded;
 use orkestra_katalog::tree::Tree;
-use orkestra_wasm::{Caller, EventType, Gvk, Hook, Outcome, Response, Slot, Spec};
+use orkestra_wasm::{CallError, Caller, EventType, Gvk, Hook, Outcome, Response, Slot, Spec};
 
 /// Longest guest-supplied message kept for a log line or an error (the Ready condition and
 /// Events cut further).
@@ -52,10 +54,10 @@ impl Declarative {
     ) -> Result<Applied, ReconcileError> {
         let Some(active) = slot.active() else {
             let why = slot.last_error().unwrap_or_else(|| "it has not loaded yet".into());
-            return Err(ReconcileError::new("ComponentUnavailable", why));
+            return Err(ReconcileError::new(Reason::ComponentUnavailable, why));
         };
         let spec = &active.spec;
-        let wasm_request = self.wasm_request(request, object, context, spec.args.as_ref())?;
+        let wasm_request = self.wasm_request(request, object, context, spec)?;
         let caller = Caller {
             component: slot.name.clone(),
             key: request.key.clone(),
@@ -68,14 +70,14 @@ impl Declarative {
             .host()
             .call(&active.loaded, spec, hook, caller.clone(), &wasm_request)
             .await
-            .map_err(|e| ReconcileError::new(e.reason(), format!("component {}: {e}", slot.name)))?;
+            .map_err(|e| ReconcileError::new(call_reason(&e), format!("component {}: {e}", slot.name)))?;
         let Some(response) = response else {
             return Ok(Applied::default());
         };
         let Some(cr) = object else {
             // Nothing to own children or status: only the log of the call remains.
             if let Outcome::Error(failure) = response.outcome {
-                tracing::warn!(component = %slot.name, key = %request.key, reason = %bounded_reason(&failure.reason),
+                tracing::warn!(component = %slot.name, key = %request.key, reason = %guest_reason(&failure.reason),
                     "{}", bounded(failure.message, LOG_MESSAGE_LIMIT));
             }
             return Ok(Applied::default());
@@ -86,7 +88,7 @@ impl Declarative {
         match tokio::time::timeout(spec.limits.apply_timeout, applying).await {
             Ok(applied) => applied,
             Err(_) => Err(ReconcileError::new(
-                "ComponentApplyTimeout",
+                Reason::ComponentApplyTimeout,
                 format!(
                     "component {}: applying what it returned took longer than its limits.applyTimeout of {:?}",
                     slot.name, spec.limits.apply_timeout
@@ -108,7 +110,7 @@ impl Declarative {
     ) -> Result<Applied, ReconcileError> {
         for event in &response.events {
             interrupted(request)?;
-            let reason = bounded_reason(&event.reason);
+            let reason = guest_reason(&event.reason);
             match event.event_type {
                 EventType::Normal => self.events.normal(cr, &reason, event.message.clone()),
                 EventType::Warning => self.events.warning(cr, &reason, event.message.clone()),
@@ -116,9 +118,10 @@ impl Declarative {
         }
         if let Outcome::Error(failure) = response.outcome {
             // A failed call changes nothing; its events above explain it.
-            return Err(ReconcileError::new(bounded_reason(&failure.reason), failure.message));
+            return Err(ReconcileError::new(Reason::component(&failure.reason), failure.message));
         }
-        let bad = |why: String| ReconcileError::new("ComponentBadResult", format!("component {}: {why}", slot.name));
+        let bad =
+            |why: String| ReconcileError::new(Reason::ComponentBadResult, format!("component {}: {why}", slot.name));
         let mut applied = Applied {
             status: match &response.status {
                 None => None,
@@ -157,9 +160,9 @@ impl Declarative {
                 kind: &kind,
                 namespace: child["metadata"]["namespace"].as_str().filter(|_| scoped),
             };
-            spec.grants
-                .check(access, caller.namespace.as_deref())
-                .map_err(|why| ReconcileError::new("ComponentForbidden", format!("component {}: {why}", slot.name)))?;
+            spec.grants.check(access, caller.namespace.as_deref()).map_err(|why| {
+                ReconcileError::new(Reason::ComponentForbidden, format!("component {}: {why}", slot.name))
+            })?;
             let namespace = child["metadata"]["namespace"]
                 .as_str()
                 .filter(|_| scoped)
@@ -175,7 +178,7 @@ impl Declarative {
         let listed = serde_json::to_string(&children.iter().map(|(id, _)| id).collect::<Vec<_>>()).unwrap_or_default();
         if listed.len() > REMEMBERED_LIMIT {
             return Err(ReconcileError::new(
-                "ComponentLimitExceeded",
+                Reason::ComponentLimitExceeded,
                 format!(
                     "component {}: the list of its {} children would be {} bytes; at most {REMEMBERED_LIMIT} fit on the custom resource",
                     slot.name,
@@ -186,7 +189,7 @@ impl Declarative {
         }
         let mode = apply::Mode {
             create_only: false,
-            force: self.crd.for_object(cr).0.force_conflict,
+            force: request.compiled.force_conflict,
             owned: true,
             replace: Replace::Never,
             manager: &self.managers.component,
@@ -254,7 +257,7 @@ impl Declarative {
                     tracing::warn!(component, key, %kind, %name, %namespace, "listed as a child, but not deleted: it {why}");
                 }
                 // A kind the server does not serve holds nothing to delete.
-                Err(error) if error.reason == "UnknownKind" => {}
+                Err(error) if error.reason == Reason::UnknownKind => {}
                 Err(error) => return Err(error),
             }
         }
@@ -272,10 +275,10 @@ impl Declarative {
         request: &Request,
         object: Option<&Value>,
         context: &Map<String, Value>,
-        args: Option<&Value>,
+        spec: &Arc<Spec>,
     ) -> Result<orkestra_wasm::Request, ReconcileError> {
         let mut shared = context.clone();
-        let mut args = args.cloned();
+        let mut args = spec.args.clone();
         if let Some(object) = object {
             let resolver = Resolver::new(object, &self.crd.notes);
             for key in ["health", "metrics"] {
@@ -284,9 +287,11 @@ impl Declarative {
                 }
             }
             // Args are templates over the CR, like every other Katalog value.
-            if let (Some(raw), Some(functions)) = (&args, &self.functions) {
-                let rendered = Tree::compile(raw, functions).and_then(|tree| tree.render(&resolver));
-                args = Some(rendered.map_err(|e| ReconcileError::new("RenderFailed", format!("component args: {e}")))?);
+            if let Some(compiled) = &self.args {
+                let rendered = compiled.tree(spec).and_then(|tree| tree.render(&resolver));
+                args = Some(
+                    rendered.map_err(|e| ReconcileError::new(Reason::RenderFailed, format!("component args: {e}")))?,
+                );
             }
         }
         if let Some(args) = args {
@@ -335,7 +340,7 @@ fn remembered_children(cr: &Value, limit: usize) -> Vec<[String; 4]> {
 /// Stops the work of a reconcile whose CR is being deleted or whose runtime is stopping.
 fn interrupted(request: &Request) -> Result<(), ReconcileError> {
     match request.interrupt.reason() {
-        Some(why) => Err(ReconcileError::new(INTERRUPTED, why)),
+        Some(why) => Err(ReconcileError::new(Reason::Interrupted, why)),
         None => Ok(()),
     }
 }
@@ -349,16 +354,6 @@ fn json_type(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-/// A guest's reason as a Kubernetes reason: CamelCase letters and digits, at most 64.
-fn bounded_reason(reason: &str) -> String {
-    let cleaned: String = reason.chars().filter(char::is_ascii_alphanumeric).take(64).collect();
-    if cleaned.is_empty() {
-        "ComponentError".into()
-    } else {
-        cleaned
     }
 }
 
@@ -389,4 +384,50 @@ pub(super) fn component_condition(status: &mut Value, slot: &Slot, generation: &
     };
     let message = bounded(message, super::status::MESSAGE_LIMIT);
     super::status::set_condition(status, ["Component", state, reason, &message], generation, now);
+}
+
+/// The reason of a failed call.
+fn call_reason(error: &CallError) -> Reason {
+    match error {
+        CallError::Timeout(_) => Reason::ComponentTimeout,
+        CallError::MemoryLimit(_) => Reason::ComponentMemoryLimit,
+        CallError::Trapped(_) => Reason::ComponentTrapped,
+        CallError::ResultTooLarge { .. } => Reason::ComponentResultTooLarge,
+        CallError::Forbidden(_) => Reason::ComponentForbidden,
+        CallError::Instantiate(_) => Reason::ComponentUnavailable,
+        CallError::TooMany { .. } => Reason::ComponentLimitExceeded,
+    }
+}
+
+/// A component's `args`, compiled once per declaration. They follow the Katalog live: a
+/// reload that declares the component anew (a new [`Spec`]) compiles its args once more.
+pub(super) struct ComponentArgs {
+    functions: Functions,
+    compiled: Mutex<Option<(Arc<Spec>, CompiledArgs)>>,
+}
+
+/// Args compiled, or why they do not compile.
+type CompiledArgs = Result<Arc<Tree>, String>;
+
+impl ComponentArgs {
+    pub(super) fn new(functions: Functions) -> Self {
+        Self {
+            functions,
+            compiled: Mutex::new(None),
+        }
+    }
+
+    /// The compiled args of `spec` (which has args).
+    fn tree(&self, spec: &Arc<Spec>) -> CompiledArgs {
+        let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+        match &*compiled {
+            Some((seen, tree)) if Arc::ptr_eq(seen, spec) => tree.clone(),
+            _ => {
+                let raw = spec.args.as_ref().unwrap_or(&Value::Null);
+                let tree = Tree::compile(raw, &self.functions).map(Arc::new);
+                *compiled = Some((spec.clone(), tree.clone()));
+                tree
+            }
+        }
+    }
 }

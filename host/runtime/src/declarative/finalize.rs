@@ -6,7 +6,8 @@ use serde_json::{Map, Value, json};
 use super::status::failed_status;
 use super::{Declarative, apply, child_ref, expand, lifecycle};
 use crate::compiled::CompiledBox;
-use crate::mux::{Action, INTERRUPTED, ReconcileError, Request};
+use crate::failure::{Reason, ReconcileError};
+use crate::mux::{Action, Request};
 use crate::render::{Block, Replace};
 use orkestra_katalog::resolver::Resolver;
 use orkestra_wasm::{Hook, Slot};
@@ -43,7 +44,7 @@ impl Declarative {
                     Some(action) => Held::Waiting(action),
                     None => Held::Done,
                 },
-                Err(error) if error.reason == INTERRUPTED => return Ok(Action::Done),
+                Err(error) if error.reason == Reason::Interrupted => return Ok(Action::Done),
                 Err(error) => Held::Failed(error),
             };
             if let Some(action) = self.hold_finalizer(request, slot, object, held).await? {
@@ -120,7 +121,7 @@ impl Declarative {
             return Ok(None);
         }
         let blocked = ReconcileError::new(
-            "DeletionBlocked",
+            Reason::DeletionBlocked,
             format!(
                 "on-delete has not succeeded within {timeout} ({cause}); the finalizer stays (deletion.onTimeout: block)"
             ),
@@ -160,7 +161,7 @@ impl Declarative {
                     if entry.kind.key == "jobs" {
                         let rendered = entry
                             .render(&scoped, object)
-                            .map_err(|e| ReconcileError::new("RenderFailed", format!("onDelete.jobs: {e}")))?;
+                            .map_err(|e| ReconcileError::new(Reason::RenderFailed, format!("onDelete.jobs: {e}")))?;
                         let mode = apply::Mode {
                             create_only: true,
                             force: false,
@@ -213,7 +214,7 @@ impl Declarative {
                 let waited = deleting_for(object, jiff::Timestamp::now());
                 if waited > block.timeout {
                     return Err(ReconcileError::new(
-                        "DeletionTimedOut",
+                        Reason::DeletionTimedOut,
                         format!(
                             "ordered deletion still waiting after {}s; the finalizer stays",
                             block.timeout.as_secs()

@@ -26,7 +26,8 @@ use std::sync::atomic::Ordering;
 use crate::compiled::{CompiledBox, CompiledCrd};
 use crate::counters::Counters;
 use crate::cross::Peers;
-use crate::mux::{Action, Form, INTERRUPTED, ReconcileError, Reconciler, Request};
+use crate::failure::{Reason, ReconcileError};
+use crate::mux::{Action, Form, Reconciler, Request};
 use crate::observe::{Children, api_for_key, split_key};
 use crate::render::{Entry, merge};
 use orkestra_katalog::resolver::Resolver;
@@ -45,8 +46,8 @@ pub struct Declarative {
     http: reqwest::Client,
     /// The Wasm component of this CRD or target: hooks, or a constructor.
     component: Option<Arc<Slot>>,
-    /// Compiles the component's `args` templates (they follow the Katalog live).
-    functions: Option<Functions>,
+    /// The component's `args` templates, compiled once per declaration.
+    args: Option<component::ComponentArgs>,
     managers: Managers,
 }
 
@@ -78,7 +79,7 @@ impl Declarative {
                 component: orkestra_katalog::ownership::field_manager("orkestra-wasm", &crd.crd_name(), None),
             },
             component: None,
-            functions: None,
+            args: None,
             crd,
         }
     }
@@ -97,7 +98,7 @@ impl Declarative {
         self.managers.component =
             orkestra_katalog::ownership::field_manager("orkestra-wasm", &self.crd.crd_name(), target);
         self.component = Some(slot);
-        self.functions = Some(functions);
+        self.args = Some(component::ComponentArgs::new(functions));
         self
     }
 
@@ -115,7 +116,7 @@ impl Declarative {
             }
             return Ok(Action::Done);
         };
-        let (compiled, _) = self.crd.for_object(object);
+        let compiled = &request.compiled;
         if !object["metadata"]["deletionTimestamp"].is_null() {
             return self.finalize(request, compiled, object).await;
         }
@@ -139,7 +140,7 @@ impl Declarative {
             Err(error) => Err(error),
         };
         if let Err(error) = &outcome
-            && error.reason == INTERRUPTED
+            && error.reason == Reason::Interrupted
         {
             // Nothing half-done is recorded: the run that handles the deletion (or the next
             // start) is already due.
@@ -234,7 +235,7 @@ impl Declarative {
         for block in blocks.into_iter().flatten().filter(|b| !b.external.is_empty()) {
             if block.conditions.passes(&resolver, None) {
                 let outcome = crate::external::run(&self.http, &block.external, &mut resolver).await;
-                outcome.map_err(|e| ReconcileError::new("ExternalCallFailed", e))?;
+                outcome.map_err(|e| ReconcileError::new(Reason::ExternalCallFailed, e))?;
             }
         }
         if let Some(results) = resolver.lookup("external") {
@@ -256,9 +257,9 @@ impl Declarative {
     ) -> Result<Done, ReconcileError> {
         let wrote = self.write_metadata(request, object, mutated, now).await?;
         if !verdict.denied.is_empty() {
-            return Err(ReconcileError::new("ValidationFailed", verdict.denied.join("; ")));
+            return Err(ReconcileError::new(Reason::ValidationFailed, verdict.denied.join("; ")));
         }
-        let (compiled, _) = self.crd.for_object(object);
+        let compiled = &request.compiled;
         let Some(slot) = &self.component else {
             let (children, applied) = self.children(compiled, mutated, context).await?;
             return Ok(Done {
@@ -312,7 +313,7 @@ impl Declarative {
     ) -> Result<bool, ReconcileError> {
         let resolver = Resolver::new(object, &self.crd.notes);
         let bookkeeping = lifecycle::bookkeeping_patch(&self.crd, object, &resolver, now)
-            .map_err(|e| ReconcileError::new("RenderFailed", e))?;
+            .map_err(|e| ReconcileError::new(Reason::RenderFailed, e))?;
         let mutation = added_fields(object, mutated);
         let added = bookkeeping
             .as_ref()
@@ -344,7 +345,13 @@ impl Declarative {
         self.api(request)
             .patch(split_key(&request.key).1, &PatchParams::default(), &Patch::Merge(patch))
             .await
-            .map_err(|e| ReconcileError::new("MetadataPatchFailed", e.to_string()))?;
+            .map_err(|e| {
+                ReconcileError::stale(
+                    Reason::MetadataPatchFailed,
+                    format!("{} {}", self.crd.kind, request.key),
+                    e,
+                )
+            })?;
         Ok(())
     }
 
@@ -374,9 +381,9 @@ impl Declarative {
             for entry in &block.entries {
                 for scoped in expand(entry, &resolver) {
                     if entry.conditions.passes(&scoped, None) {
-                        let rendered = entry
-                            .render(&scoped, object)
-                            .map_err(|e| ReconcileError::new("RenderFailed", format!("{}: {e}", entry.kind.key)))?;
+                        let rendered = entry.render(&scoped, object).map_err(|e| {
+                            ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.kind.key))
+                        })?;
                         kept.push((
                             entry.kind.key,
                             rendered["metadata"]["name"].as_str().unwrap_or_default().to_string(),
@@ -419,7 +426,7 @@ impl Declarative {
 /// apiVersion, kind, name and namespace of an entry's object, to find or delete it. Custom
 /// entries carry their kind in the template, so only they are rendered whole.
 fn child_ref(entry: &Entry, scoped: &Resolver<'_, '_>, cr: &Value) -> Result<Value, ReconcileError> {
-    let failed = |e: String| ReconcileError::new("RenderFailed", format!("{}: {e}", entry.kind.key));
+    let failed = |e: String| ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.kind.key));
     if entry.kind.api_version.is_empty() {
         let rendered = entry.render(scoped, cr).map_err(failed)?;
         return Ok(json!({

@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Declarative, with_context};
 use crate::compiled::CompiledBox;
-use crate::mux::{ReconcileError, Request};
+use crate::failure::{Reason, ReconcileError};
+use crate::mux::Request;
 use crate::observe::split_key;
 use orkestra_katalog::fields::{set_path, typed};
 use orkestra_katalog::resolver::Resolver;
@@ -38,7 +39,7 @@ impl Declarative {
                 &Patch::Merge(json!({"status": status})),
             )
             .await
-            .map_err(|e| ReconcileError::new("StatusPatchFailed", e.to_string()))?;
+            .map_err(|e| ReconcileError::api(Reason::StatusPatchFailed, format!("status of {}", request.key), e))?;
         Ok(true)
     }
 }
@@ -93,7 +94,7 @@ pub(super) fn failed_status(object: &Value, error: &ReconcileError, now: jiff::T
     let message = orkestra_katalog::text::bounded(error.message.clone(), MESSAGE_LIMIT);
     set_condition(
         &mut status,
-        ["Ready", "False", &error.reason, &message],
+        ["Ready", "False", error.reason.as_str(), &message],
         &object["metadata"]["generation"],
         now,
     );

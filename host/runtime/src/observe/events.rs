@@ -18,31 +18,39 @@ use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::template::Functions;
 use orkestra_katalog::{EventType, EventWatch, ObjectMatch};
 
+/// One `observe.events` entry with its gate compiled.
+#[derive(Debug)]
+pub struct CompiledEvents {
+    pub name: String,
+    pub entry: EventWatch,
+    gate: Option<Gate>,
+}
+
+impl CompiledEvents {
+    /// Errors start with the field (`enqueueGate.`).
+    pub fn compile(name: &str, entry: &EventWatch, functions: &Functions) -> Result<Self, String> {
+        let gate = entry
+            .enqueue_gate
+            .as_ref()
+            .map(|g| Gate::compile(g, &[], false, functions))
+            .transpose()
+            .map_err(|e| format!("enqueueGate.{e}"))?;
+        Ok(Self {
+            name: name.to_string(),
+            entry: entry.clone(),
+            gate,
+        })
+    }
+}
+
 /// Runs every events entry of a CRD over one watch of Event objects.
 pub async fn watch_events(
     api: Api<DynamicObject>,
-    entries: Vec<(String, EventWatch)>,
+    entries: Arc<Vec<CompiledEvents>>,
     primary: PrimaryKind,
     cache: Cache,
-    functions: Functions,
     enqueue: Arc<dyn Enqueue>,
 ) {
-    // A gate that does not compile disables its entry (the Katalog was validated: a defect).
-    let gates: Vec<Result<Option<Gate>, String>> = entries
-        .iter()
-        .map(|(_, entry)| {
-            entry
-                .enqueue_gate
-                .as_ref()
-                .map(|g| Gate::compile(g, &[], false, &functions))
-                .transpose()
-        })
-        .collect();
-    for ((name, _), gate) in entries.iter().zip(&gates) {
-        if let Err(error) = gate {
-            tracing::error!(events = %name, %error, "events gate does not compile; the entry is off");
-        }
-    }
     let mut stream = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
@@ -58,8 +66,7 @@ pub async fn watch_events(
             }
         };
         let Some((_, event)) = to_json(&object) else { continue };
-        for ((name, entry), gate) in entries.iter().zip(&gates) {
-            let Ok(gate) = gate else { continue };
+        for CompiledEvents { name, entry, gate } in entries.iter() {
             let on = &entry.on;
             if (!on.is_empty() && !on.contains(&kind)) || !matches(entry, &event) {
                 continue;

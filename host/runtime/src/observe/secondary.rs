@@ -128,38 +128,50 @@ async fn changes(
     }
 }
 
+/// One `observe.watch` entry with its gate and key template compiled.
+#[derive(Debug)]
+pub struct CompiledWatch {
+    pub entry: Watch,
+    gate: Option<Gate>,
+    /// `keyFrom.name`: the primary's name, rendered over the watched object.
+    key_name: Option<Template>,
+}
+
+impl CompiledWatch {
+    /// Errors start with the field (`enqueueGate.`, `keyFrom.name:`).
+    pub fn compile(entry: &Watch, functions: &Functions) -> Result<Self, String> {
+        let gate = entry
+            .enqueue_gate
+            .as_ref()
+            .map(|g| Gate::compile(g, &[], false, functions))
+            .transpose()
+            .map_err(|e| format!("enqueueGate.{e}"))?;
+        let key_name = entry
+            .key_from
+            .as_ref()
+            .and_then(|k| k.name.as_ref())
+            .map(|n| Template::compile(n, functions))
+            .transpose()
+            .map_err(|e| format!("keyFrom.name: {}", e.message))?;
+        Ok(Self {
+            entry: entry.clone(),
+            gate,
+            key_name,
+        })
+    }
+}
+
 /// Runs one `observe.watch` entry.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the wiring of one watch; a struct would only rename them"
-)]
 pub async fn watch_secondary(
     api: Api<DynamicObject>,
     config: watcher::Config,
-    entry: Watch,
+    watch: Arc<CompiledWatch>,
     primary: PrimaryKind,
     cache: Cache,
     declared: u16,
-    functions: Functions,
     enqueue: Arc<dyn Enqueue>,
 ) {
-    let gate = match entry
-        .enqueue_gate
-        .as_ref()
-        .map(|g| Gate::compile(g, &[], false, &functions))
-        .transpose()
-    {
-        Ok(gate) => gate,
-        Err(error) => {
-            tracing::error!(kind = %entry.kind, %error, "watch gate does not compile; the watch is off");
-            return;
-        }
-    };
-    let key_name = entry
-        .key_from
-        .as_ref()
-        .and_then(|k| k.name.as_ref())
-        .and_then(|n| Template::compile(n, &functions).ok());
+    let entry = &watch.entry;
     let on = if entry.on.is_empty() {
         vec![EventType::Create, EventType::Update, EventType::Delete]
     } else {
@@ -170,7 +182,7 @@ pub async fn watch_secondary(
             return;
         }
         let resolver = Resolver::new(&change.object, &[]).with_sentinels(change.sentinels);
-        if gate.as_ref().is_some_and(|g| !g.passes(&resolver)) {
+        if watch.gate.as_ref().is_some_and(|g| !g.passes(&resolver)) {
             return;
         }
         let namespace = change.object["metadata"]["namespace"]
@@ -193,16 +205,20 @@ pub async fn watch_secondary(
                     None => vec![],
                 }
             }
-            Some(key_from) => {
-                let name = key_name
-                    .as_ref()
-                    .and_then(|t| resolver.render(t).ok())
-                    .unwrap_or_default();
-                match &key_from.namespace {
+            Some(key_from) => match watch.key_name.as_ref().map(|t| resolver.render(t)) {
+                Some(Ok(name)) if !name.is_empty() => match &key_from.namespace {
                     Some(ns) => vec![format!("{ns}/{name}")],
                     None => vec![in_namespace(&name)],
+                },
+                Some(Err(error)) => {
+                    tracing::warn!(kind = %entry.kind, error = %error.message, "keyFrom.name does not render; the change is dropped");
+                    vec![]
                 }
-            }
+                _ => {
+                    tracing::debug!(kind = %entry.kind, "keyFrom.name is empty for this object; the change is dropped");
+                    vec![]
+                }
+            },
             None => {
                 let owners = primary.owners(&change.object);
                 if owners.is_empty() { cache.keys() } else { owners }
