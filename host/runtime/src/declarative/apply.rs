@@ -128,14 +128,7 @@ impl Applier {
             Some(namespace) => format!("{namespace}/{name}"),
             None => name.clone(),
         };
-        let live = match self.children.get(&watched.0, &watched.1, &key) {
-            Some(seen) => Some(Value::clone(&seen)),
-            None => match api.get_opt(&name).await.map_err(failed)? {
-                Some(found) => Some(to_value(&found).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?),
-                None => None,
-            },
-        };
-        if let Some(mut live) = live {
+        if let Some(mut live) = self.live(&api, &watched, &key, &name).await? {
             let legacy = match ownership::claim(&live, &owner) {
                 Claim::Ours => false,
                 Claim::Legacy => true,
@@ -162,13 +155,7 @@ impl Applier {
                     .await?;
                 return Ok((live, true));
             }
-            let expired = match mode.replace {
-                Replace::After(max_age) => live["metadata"]["annotations"][GENERATED_AT]
-                    .as_str()
-                    .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-                    .is_none_or(|at| jiff::Timestamp::now().duration_since(at).unsigned_abs() >= max_age),
-                _ => false,
-            };
+            let expired = expired(&live, mode.replace);
             let drifted = !expired && !contains(&live, &comparable(&object));
             if !expired && (mode.create_only || !drifted) {
                 return Ok((live, false));
@@ -216,6 +203,61 @@ impl Applier {
         let failed = |e: kube::Error| ReconcileError::api(Reason::ApplyFailed, name, e);
         let stored = api.patch(name, &params, &Patch::Merge(patch)).await.map_err(failed)?;
         to_value(&stored).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))
+    }
+
+    /// The live create-only object `reference` (apiVersion, kind, name, namespace) names,
+    /// when [`Applier::apply`] would leave it as it is: it exists, is provably `cr`'s, needs
+    /// no migration and has not expired. Spares rendering what would not be written (a TLS
+    /// key pair, random passwords). `None`: render and apply.
+    pub async fn unchanged(
+        &self,
+        reference: &Value,
+        cr: &Value,
+        mode: Mode<'_>,
+    ) -> Result<Option<Value>, ReconcileError> {
+        if !mode.create_only {
+            return Ok(None);
+        }
+        let owner = owner_of(cr)?;
+        let (api, scope, _) = self.api(reference).await?;
+        let watched = (
+            reference["apiVersion"].as_str().unwrap_or_default().to_string(),
+            reference["kind"].as_str().unwrap_or_default().to_string(),
+        );
+        let name = reference["metadata"]["name"].as_str().unwrap_or_default();
+        let key = match (scope, reference["metadata"]["namespace"].as_str()) {
+            (Scope::Namespaced, Some(namespace)) => format!("{namespace}/{name}"),
+            _ => name.to_string(),
+        };
+        let live = self.live(&api, &watched, &key, name).await?;
+        Ok(live.filter(|live| {
+            ownership::claim(live, &owner) == Claim::Ours
+                && ownership::migrated_managers(live, mode.manager).is_none()
+                && !expired(live, mode.replace)
+        }))
+    }
+
+    /// The object as the owned-kind watch holds it, else as the API server has it.
+    async fn live(
+        &self,
+        api: &Api<DynamicObject>,
+        watched: &(String, String),
+        key: &str,
+        name: &str,
+    ) -> Result<Option<Value>, ReconcileError> {
+        if let Some(seen) = self.children.get(&watched.0, &watched.1, key) {
+            return Ok(Some(Value::clone(&seen)));
+        }
+        let context = || format!("{} {name}", watched.1);
+        match api.get_opt(name).await {
+            Ok(Some(found)) => {
+                Ok(Some(to_value(&found).map_err(|e| {
+                    ReconcileError::new(Reason::ApplyFailed, format!("{}: {e}", context()))
+                })?))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(ReconcileError::api(Reason::ApplyFailed, context(), e)),
+        }
     }
 
     /// Whether `object`'s kind is cluster-scoped (no owner reference can collect it).
@@ -271,6 +313,18 @@ impl Applier {
             Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(Deletion::Absent),
             Err(error) => Err(failed(error)),
         }
+    }
+}
+
+/// Whether a `rotateAfter` object is older than its maximum age (by its generated-at
+/// annotation; without one it counts as expired).
+fn expired(live: &Value, replace: Replace) -> bool {
+    match replace {
+        Replace::After(max_age) => live["metadata"]["annotations"][GENERATED_AT]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .is_none_or(|at| jiff::Timestamp::now().duration_since(at).unsigned_abs() >= max_age),
+        _ => false,
     }
 }
 

@@ -381,13 +381,6 @@ impl Declarative {
             for entry in &block.entries {
                 for scoped in expand(entry, &resolver) {
                     if entry.conditions.passes(&scoped, None) {
-                        let rendered = entry.render(&scoped, object).map_err(|e| {
-                            ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.kind.key))
-                        })?;
-                        kept.push((
-                            entry.kind.key,
-                            rendered["metadata"]["name"].as_str().unwrap_or_default().to_string(),
-                        ));
                         let mode = apply::Mode {
                             create_only: entry.create_only(),
                             force: entry.force.unwrap_or(compiled.force_conflict),
@@ -395,7 +388,28 @@ impl Declarative {
                             replace: entry.replace,
                             manager: &self.managers.templates,
                         };
-                        let (live, written) = self.applier.apply(rendered, object, mode).await?;
+                        // A create-only child that exists as it should is not rendered again.
+                        let unchanged = match entry.namespace.is_none() && !entry.kind.api_version.is_empty() {
+                            true => {
+                                self.applier
+                                    .unchanged(&child_ref(entry, &scoped, object)?, object, mode)
+                                    .await?
+                            }
+                            false => None,
+                        };
+                        let (live, written) = match unchanged {
+                            Some(live) => (live, false),
+                            None => {
+                                let rendered = entry.render(&scoped, object).map_err(|e| {
+                                    ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.kind.key))
+                                })?;
+                                self.applier.apply(rendered, object, mode).await?
+                            }
+                        };
+                        kept.push((
+                            entry.kind.key,
+                            live["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                        ));
                         wrote |= written;
                         let key = live["kind"].as_str().unwrap_or(entry.kind.kind).to_lowercase();
                         children.entry(key).or_insert(live);
