@@ -58,7 +58,7 @@ impl PrimaryObserver {
         match event {
             Event::Init => self.relisting = Some(HashSet::new()),
             Event::InitApply(object) | Event::Apply(object) => {
-                let Some((key, value)) = to_cached_json(&object, self.declared_sentinels) else {
+                let Some((key, value)) = to_cached_json(object, self.declared_sentinels) else {
                     return;
                 };
                 if let Some(seen) = self.relisting.as_mut() {
@@ -120,12 +120,10 @@ pub(super) fn to_json(object: &DynamicObject) -> Option<(String, Value)> {
 
 /// As [`to_json`], for a cache: without `managedFields` (most of a small object's metadata,
 /// read by nothing but the `managedFieldsChanged` sentinel) unless `declared` asks for it.
-pub(super) fn to_cached_json(object: &DynamicObject, declared: u16) -> Option<(String, Value)> {
-    let (key, mut value) = to_json(object)?;
-    if declared & (1 << sentinel::MANAGED_FIELDS_CHANGED) == 0
-        && let Some(metadata) = value["metadata"].as_object_mut()
-    {
-        metadata.remove("managedFields");
+/// They are dropped before the conversion, so they are never copied.
+pub(super) fn to_cached_json(mut object: DynamicObject, declared: u16) -> Option<(String, Value)> {
+    if declared & (1 << sentinel::MANAGED_FIELDS_CHANGED) == 0 {
+        object.metadata.managed_fields = None;
     }
-    Some((key, value))
+    to_json(&object)
 }

@@ -76,7 +76,7 @@ async fn changes(
             Ok(Event::Init) => relisting = Some(HashSet::new()),
             Ok(Event::InitApply(object)) => {
                 // The initial list is not a change: remember it, trigger nothing.
-                if let Some((key, value)) = to_cached_json(&object, declared) {
+                if let Some((key, value)) = to_cached_json(object, declared) {
                     if let Some(listed) = relisting.as_mut() {
                         listed.insert(key.clone());
                     }
@@ -96,7 +96,7 @@ async fn changes(
                 }
             }
             Ok(Event::Apply(object)) => {
-                let Some((key, value)) = to_cached_json(&object, declared) else {
+                let Some((key, value)) = to_cached_json(object, declared) else {
                     continue;
                 };
                 let value = Arc::new(value);
