@@ -254,3 +254,38 @@ async fn ordered_deletion_waits_for_each_group_to_be_gone_before_the_next() {
     assert!(services.get_opt("o-second").await.unwrap().is_none());
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_failure_that_repeats_is_one_event_whose_series_counts_it() {
+    let operator_box = "        reconcile:
+          onReconcile:
+            configMaps:
+              - {name: broken, data: {value: '{{ div 1 .spec.zero }}'}}
+";
+    let h = Harness::start("series", &crd("app", "App", operator_box), &[], true).await;
+    h.create("App", "a", json!({"zero": 0})).await;
+    let events: Api<Event> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let params = ListParams::default().fields("regarding.name=a");
+    let errors = eventually("the failure to repeat", WAIT, || async {
+        let list = events.list(&params).await.ok()?.items;
+        let errors: Vec<Event> = list
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("AppReconcileError"))
+            .collect();
+        errors
+            .iter()
+            .any(|e| e.series.as_ref().is_some_and(|s| s.count >= 3))
+            .then_some(errors)
+    })
+    .await
+    .unwrap();
+    assert_eq!(errors.len(), 1, "repeats join one Event: {errors:?}");
+    let event = &errors[0];
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(event.reporting_controller.as_deref(), Some("orkestra"));
+    assert!(
+        event.note.as_deref().is_some_and(|n| n.contains("RenderFailed")),
+        "{:?}",
+        event.note
+    );
+}

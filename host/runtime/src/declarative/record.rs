@@ -3,13 +3,23 @@
 //! path: an event is queued and written by a few publishers in the background, so a worker
 //! never waits on one; one that cannot be written (or finds the queue full) is logged, never
 //! a reason to fail a reconcile.
+//!
+//! A repeat of a recent event (same CR, type, reason and note) updates the earlier Event's
+//! series count instead of creating another. Only the last [`REMEMBERED`] events are kept
+//! for that, by a hash of what they say, so memory does not grow with the number of CRs.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use futures::StreamExt;
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use serde_json::Value;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 /// The Events API's limit on a note.
@@ -18,47 +28,73 @@ const NOTE_LIMIT: usize = 1024;
 const QUEUED: usize = 1024;
 /// Events written at once.
 const PUBLISHERS: usize = 4;
+/// Recent events remembered for series.
+const REMEMBERED: usize = 256;
+/// A repeat within this long of the last one joins its series.
+const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
+/// Who reports.
+const CONTROLLER: &str = "orkestra";
 
-type Queued = (ObjectReference, Event);
+/// One event to write.
+struct Queued {
+    regarding: ObjectReference,
+    type_: &'static str,
+    reason: String,
+    note: String,
+}
+
+impl Queued {
+    /// What makes a repeat: the same CR, type, reason and note.
+    fn key(&self) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        (
+            &self.regarding.namespace,
+            &self.regarding.name,
+            &self.regarding.uid,
+            self.type_,
+            &self.reason,
+            &self.note,
+        )
+            .hash(&mut hasher);
+        hasher.finish()
+    }
+}
 
 pub struct Events {
-    recorder: Recorder,
+    client: kube::Client,
     /// Started with the first event (a tokio runtime is running then).
     queue: OnceLock<mpsc::Sender<Queued>>,
 }
 
 impl Events {
     pub fn new(client: kube::Client) -> Self {
-        let reporter = Reporter {
-            controller: "orkestra".into(),
-            instance: None,
-        };
         Self {
-            recorder: Recorder::new(client, reporter),
+            client,
             queue: OnceLock::new(),
         }
     }
 
     pub fn normal(&self, cr: &Value, reason: &str, note: String) {
-        self.publish(cr, EventType::Normal, reason, note);
+        self.publish(cr, "Normal", reason, note);
     }
 
     pub fn warning(&self, cr: &Value, reason: &str, note: String) {
-        self.publish(cr, EventType::Warning, reason, note);
+        self.publish(cr, "Warning", reason, note);
     }
 
     /// The queue, and the publishers that drain it until the recorder is dropped.
     fn queue(&self) -> &mpsc::Sender<Queued> {
         self.queue.get_or_init(|| {
             let (sender, receiver) = mpsc::channel::<Queued>(QUEUED);
-            let recorder = self.recorder.clone();
+            let client = self.client.clone();
+            let recent = Arc::new(Mutex::new(Recent::default()));
             let queued = futures::stream::unfold(receiver, |mut receiver| async move {
                 receiver.recv().await.map(|item| (item, receiver))
             });
-            tokio::spawn(queued.for_each_concurrent(PUBLISHERS, move |(reference, event)| {
-                let recorder = recorder.clone();
+            tokio::spawn(queued.for_each_concurrent(PUBLISHERS, move |event| {
+                let (client, recent) = (client.clone(), recent.clone());
                 async move {
-                    if let Err(error) = recorder.publish(&event, &reference).await {
+                    if let Err(error) = write(&client, &recent, &event).await {
                         tracing::debug!(%error, reason = %event.reason, "could not record the event");
                     }
                 }
@@ -67,26 +103,207 @@ impl Events {
         })
     }
 
-    fn publish(&self, cr: &Value, type_: EventType, reason: &str, note: String) {
+    fn publish(&self, cr: &Value, type_: &'static str, reason: &str, note: String) {
         let text = |field: &Value| field.as_str().map(String::from);
-        let reference = ObjectReference {
-            api_version: text(&cr["apiVersion"]),
-            kind: text(&cr["kind"]),
-            name: text(&cr["metadata"]["name"]),
-            namespace: text(&cr["metadata"]["namespace"]),
-            uid: text(&cr["metadata"]["uid"]),
-            resource_version: text(&cr["metadata"]["resourceVersion"]),
-            ..ObjectReference::default()
-        };
-        let event = Event {
+        let event = Queued {
+            regarding: ObjectReference {
+                api_version: text(&cr["apiVersion"]),
+                kind: text(&cr["kind"]),
+                name: text(&cr["metadata"]["name"]),
+                namespace: text(&cr["metadata"]["namespace"]),
+                uid: text(&cr["metadata"]["uid"]),
+                resource_version: text(&cr["metadata"]["resourceVersion"]),
+                ..ObjectReference::default()
+            },
             type_,
             reason: reason.into(),
-            note: Some(orkestra_katalog::text::bounded(note, NOTE_LIMIT)),
-            action: "Reconcile".into(),
-            secondary: None,
+            note: orkestra_katalog::text::bounded(note, NOTE_LIMIT),
         };
-        if self.queue().try_send((reference, event)).is_err() {
+        if self.queue().try_send(event).is_err() {
             tracing::debug!(reason, "event dropped: the queue of events to write is full");
         }
+    }
+}
+
+/// Writes one event: a new Event, or the next count of a recent one's series. A repeat that
+/// arrives while its first Event is still being created only counts; the creator adds it.
+async fn write(client: &kube::Client, recent: &Mutex<Recent>, event: &Queued) -> Result<(), kube::Error> {
+    let namespace = event.regarding.namespace.as_deref().unwrap_or("default");
+    let api: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let (key, now) = (event.key(), Timestamp::now());
+    let next = recent.lock().unwrap_or_else(|e| e.into_inner()).next(key, now);
+    let created = match next {
+        Next::Counted => return Ok(()),
+        Next::Series(name, count) => match patch_series(&api, &name, count, now).await {
+            // The API server has let the Event expire: start anew.
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                {
+                    let mut recent = recent.lock().unwrap_or_else(|e| e.into_inner());
+                    recent.forget(key);
+                    recent.next(key, now);
+                }
+                api.create(&PostParams::default(), &new_event(event, now)).await
+            }
+            other => return other,
+        },
+        Next::Create => api.create(&PostParams::default(), &new_event(event, now)).await,
+    };
+    let name = match created {
+        Ok(created) => created.metadata.name.unwrap_or_default(),
+        Err(error) => {
+            recent.lock().unwrap_or_else(|e| e.into_inner()).forget(key);
+            return Err(error);
+        }
+    };
+    let repeats = recent
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .created(key, name.clone(), now);
+    if repeats > 1 {
+        patch_series(&api, &name, repeats, Timestamp::now()).await?;
+    }
+    Ok(())
+}
+
+async fn patch_series(api: &Api<Event>, name: &str, count: i32, now: Timestamp) -> Result<(), kube::Error> {
+    let series = json!({"series": {"count": count, "lastObservedTime": MicroTime(now)}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&series))
+        .await
+        .map(|_| ())
+}
+
+fn new_event(event: &Queued, now: Timestamp) -> Event {
+    let name = event.regarding.name.as_deref().unwrap_or(CONTROLLER);
+    Event {
+        metadata: ObjectMeta {
+            // As client-go names them: the CR's name and the time in hex.
+            name: Some(format!("{name}.{:x}", now.as_nanosecond())),
+            namespace: event.regarding.namespace.clone(),
+            ..ObjectMeta::default()
+        },
+        event_time: Some(MicroTime(now)),
+        action: Some("Reconcile".into()),
+        reason: Some(event.reason.clone()),
+        note: Some(event.note.clone()),
+        type_: Some(event.type_.into()),
+        regarding: Some(event.regarding.clone()),
+        reporting_controller: Some(CONTROLLER.into()),
+        reporting_instance: Some(CONTROLLER.into()),
+        ..Event::default()
+    }
+}
+
+/// The last [`REMEMBERED`] events, by key.
+#[derive(Default)]
+struct Recent(HashMap<u64, Seen>);
+
+/// What is known of a recent event.
+#[derive(Debug, Clone, PartialEq)]
+enum Seen {
+    /// Its Event is being created; this many occurrences so far.
+    Creating(i32),
+    /// Its Event, the count so far, and when it was last seen.
+    Written(String, i32, Timestamp),
+}
+
+/// What to do with an occurrence.
+#[derive(Debug, PartialEq)]
+enum Next {
+    /// Create an Event.
+    Create,
+    /// Set the series of this Event to this count.
+    Series(String, i32),
+    /// Nothing: its Event is being created and will carry the count.
+    Counted,
+}
+
+impl Recent {
+    /// Records an occurrence of `key` at `now` and says what to write.
+    fn next(&mut self, key: u64, now: Timestamp) -> Next {
+        match self.0.get_mut(&key) {
+            Some(Seen::Creating(count)) => {
+                *count = count.saturating_add(1);
+                Next::Counted
+            }
+            Some(Seen::Written(name, count, last)) if now.duration_since(*last).unsigned_abs() < SERIES_WINDOW => {
+                *count = count.saturating_add(1);
+                *last = now;
+                Next::Series(name.clone(), *count)
+            }
+            _ => {
+                self.remember(key, Seen::Creating(1));
+                Next::Create
+            }
+        }
+    }
+
+    /// Its Event exists now; returns the occurrences it stands for.
+    fn created(&mut self, key: u64, name: String, now: Timestamp) -> i32 {
+        let count = match self.0.get(&key) {
+            Some(Seen::Creating(count)) => *count,
+            _ => 1,
+        };
+        self.remember(key, Seen::Written(name, count, now));
+        count
+    }
+
+    /// The Event could not be written: the next occurrence tries anew.
+    fn forget(&mut self, key: u64) {
+        self.0.remove(&key);
+    }
+
+    fn remember(&mut self, key: u64, seen: Seen) {
+        if self.0.len() >= REMEMBERED && !self.0.contains_key(&key) {
+            // Forget the written one seen longest ago (one being created is kept).
+            let oldest = self
+                .0
+                .iter()
+                .filter_map(|(k, seen)| match seen {
+                    Seen::Written(_, _, last) => Some((*last, *k)),
+                    Seen::Creating(_) => None,
+                })
+                .min()
+                .map(|(_, k)| k);
+            if let Some(oldest) = oldest {
+                self.0.remove(&oldest);
+            }
+        }
+        self.0.insert(key, seen);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_join_the_series_within_the_window_only() {
+        let mut recent = Recent::default();
+        let start = Timestamp::now();
+        assert_eq!(recent.next(7, start), Next::Create);
+        assert_eq!(recent.next(7, start), Next::Counted, "its Event is still being created");
+        assert_eq!(recent.created(7, "web.1".into(), start), 2, "the creator writes both");
+        assert_eq!(recent.next(7, start), Next::Series("web.1".into(), 3));
+        assert_eq!(recent.next(8, start), Next::Create, "another event");
+        let later = start + SERIES_WINDOW + Duration::from_secs(1);
+        assert_eq!(recent.next(7, later), Next::Create, "too long ago: a new Event");
+    }
+
+    #[test]
+    fn only_the_most_recent_are_remembered() {
+        let mut recent = Recent::default();
+        let start = Timestamp::now();
+        for key in 0..(REMEMBERED as u64 + 50) {
+            let at = start + Duration::from_secs(key);
+            recent.next(key, at);
+            recent.created(key, format!("e{key}"), at);
+        }
+        assert_eq!(recent.0.len(), REMEMBERED);
+        assert_eq!(recent.next(0, start), Next::Create, "the oldest is forgotten");
+        let last = REMEMBERED as u64 + 49;
+        assert!(matches!(
+            recent.next(last, start + Duration::from_secs(last)),
+            Next::Series(..)
+        ));
     }
 }
