@@ -191,6 +191,14 @@ async fn a_constructor_owns_reconcile_and_its_errors_reach_ready() {
             .contains("at most 5")
     );
     assert!(deployments.get_opt("huge").await.unwrap().is_none());
+    // Counted under the one label for every component's own reason: a guest cannot grow
+    // the set of failure labels.
+    let by_reason = run.counters("cache").failures_by_reason();
+    assert!(
+        by_reason.get("ComponentFailed").is_some_and(|n| *n >= 1),
+        "{by_reason:?}"
+    );
+    assert!(!by_reason.contains_key("TooManyReplicas"), "{by_reason:?}");
 
     kubectl(&[
         "delete",

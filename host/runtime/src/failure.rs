@@ -56,6 +56,8 @@ pub enum Reason {
     Component(String),
     /// The run stopped early (shutdown, or the CR is being deleted): not a failure.
     Interrupted,
+    /// A step of the run panicked (a defect of the host): counted, and the item retried.
+    Panicked,
 }
 
 /// Longest reason a component may give.
@@ -118,6 +120,7 @@ impl Reason {
             Reason::ComponentResultTooLarge => "ComponentResultTooLarge",
             Reason::Component(_) => "ComponentFailed",
             Reason::Interrupted => "Interrupted",
+            Reason::Panicked => "Panicked",
         }
     }
 }

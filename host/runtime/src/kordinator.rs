@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::compiled::CompiledCrd;
 use crate::counters::Counters;
-use crate::failure::{ReconcileError, Retry};
+use crate::failure::{Reason, ReconcileError, Retry};
 use crate::feedback;
 use crate::health::{Event, HealthBoard};
 use crate::mux::{Action, Interrupt, MuxReconciler, Request, StampPatch};
@@ -52,7 +52,7 @@ impl Kordinator {
                 Ok(outcome) => outcome,
                 Err(panic) => {
                     let message = panic_message(panic.as_ref());
-                    self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                    self.counters.failed(&Reason::Panicked);
                     self.counters.panics.fetch_add(1, Ordering::Relaxed);
                     tracing::error!(crd = %self.crd.name, key = %lease.item.key, %message, "a reconcile step panicked; counted as a failure");
                     self.health
@@ -180,7 +180,7 @@ impl Kordinator {
                 Outcome::RequeueAfter(STALE_RETRY)
             }
             Ok(Err(error)) => {
-                self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                self.counters.failed(&error.reason);
                 if error.retry() == Retry::Backoff {
                     tracing::info!(crd = %self.crd.name, %key, reason = %error.reason, message = %error.message, "the API server is busy or unreachable; backing off");
                 } else {
@@ -191,7 +191,7 @@ impl Kordinator {
             }
             Err(panic) => {
                 let message = panic_message(panic.as_ref());
-                self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                self.counters.failed(&Reason::Panicked);
                 self.counters.panics.fetch_add(1, Ordering::Relaxed);
                 tracing::error!(crd = %self.crd.name, %key, %message, "reconciler panicked; counted as a failure");
                 self.health
