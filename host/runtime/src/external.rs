@@ -45,15 +45,21 @@ impl Call {
         }
         let url = spec.url.as_deref().ok_or_else(|| at("url is required".into()))?;
         let method = spec.method.as_deref().unwrap_or("GET").to_uppercase();
+        let status = |value: &Value| {
+            value
+                .as_u64()
+                .filter(|code| (100..=599).contains(code))
+                .map(|code| code as u16)
+                .ok_or_else(|| {
+                    at(format!(
+                        "expectedStatus: {value} is not an HTTP status code (100 to 599)"
+                    ))
+                })
+        };
         let expected = match &spec.expected_status {
             None => Vec::new(),
-            Some(Value::Number(n)) => vec![n.as_u64().unwrap_or_default() as u16],
-            Some(Value::Array(list)) => list.iter().filter_map(Value::as_u64).map(|n| n as u16).collect(),
-            Some(other) => {
-                return Err(at(format!(
-                    "expectedStatus: {other} is not a status code or a list of them"
-                )));
-            }
+            Some(Value::Array(list)) => list.iter().map(status).collect::<Result<_, _>>()?,
+            Some(one) => vec![status(one)?],
         };
         Ok(Self {
             name: spec.name.clone(),
@@ -208,5 +214,11 @@ mod tests {
                 .unwrap_err()
                 .contains("timeout")
         );
+        let single = call("{name: a, url: 'http://x', expectedStatus: 404}").unwrap();
+        assert!(single.accepts(404) && !single.accepts(200));
+        for bad in ["-1", "70000", "2.5", "[200, ok]"] {
+            let error = call(&format!("{{name: a, url: 'http://x', expectedStatus: {bad}}}")).unwrap_err();
+            assert!(error.contains("is not an HTTP status code"), "{bad}: {error}");
+        }
     }
 }

@@ -175,7 +175,7 @@ impl Declarative {
             ];
             children.push((identity, child));
         }
-        let listed = serde_json::to_string(&children.iter().map(|(id, _)| id).collect::<Vec<_>>()).unwrap_or_default();
+        let listed = Value::from_iter(children.iter().map(|(id, _)| json!(id))).to_string();
         if listed.len() > REMEMBERED_LIMIT {
             return Err(ReconcileError::new(
                 Reason::ComponentLimitExceeded,
@@ -261,7 +261,7 @@ impl Declarative {
                 Err(error) => return Err(error),
             }
         }
-        let list = serde_json::to_string(&returned).unwrap_or_default();
+        let list = json!(returned).to_string();
         self.patch_object(
             request,
             json!({"metadata": {"annotations": {COMPONENT_CHILDREN: list}}}),
