@@ -30,6 +30,14 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// The `enqueueGate` of a watch or events entry, if it has one: no external calls;
+    /// errors start with `enqueueGate.`.
+    pub fn compile_watch(spec: Option<&orkestra_katalog::Gate>, functions: &Functions) -> Result<Option<Self>, String> {
+        spec.map(|g| Self::compile(g, &[], false, functions))
+            .transpose()
+            .map_err(|e| format!("enqueueGate.{e}"))
+    }
+
     /// Compiles a gate of the Katalog. `shared` are `preReconcile.external`; `call` says
     /// whether this gate makes its calls (the reconcile gate) or cannot (the enqueue gate).
     pub fn compile(

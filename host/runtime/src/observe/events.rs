@@ -29,12 +29,7 @@ pub struct CompiledEvents {
 impl CompiledEvents {
     /// Errors start with the field (`enqueueGate.`).
     pub fn compile(name: &str, entry: &EventWatch, functions: &Functions) -> Result<Self, String> {
-        let gate = entry
-            .enqueue_gate
-            .as_ref()
-            .map(|g| Gate::compile(g, &[], false, functions))
-            .transpose()
-            .map_err(|e| format!("enqueueGate.{e}"))?;
+        let gate = Gate::compile_watch(entry.enqueue_gate.as_ref(), functions)?;
         Ok(Self {
             name: name.to_string(),
             entry: entry.clone(),

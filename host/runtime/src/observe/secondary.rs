@@ -140,12 +140,7 @@ pub struct CompiledWatch {
 impl CompiledWatch {
     /// Errors start with the field (`enqueueGate.`, `keyFrom.name:`).
     pub fn compile(entry: &Watch, functions: &Functions) -> Result<Self, String> {
-        let gate = entry
-            .enqueue_gate
-            .as_ref()
-            .map(|g| Gate::compile(g, &[], false, functions))
-            .transpose()
-            .map_err(|e| format!("enqueueGate.{e}"))?;
+        let gate = Gate::compile_watch(entry.enqueue_gate.as_ref(), functions)?;
         let key_name = entry
             .key_from
             .as_ref()
