@@ -206,9 +206,10 @@ impl Applier {
     }
 
     /// The live create-only object `reference` (apiVersion, kind, name, namespace) names,
-    /// when [`Applier::apply`] would leave it as it is: it exists, is provably `cr`'s, needs
-    /// no migration and has not expired. Spares rendering what would not be written (a TLS
-    /// key pair, random passwords). `None`: render and apply.
+    /// when the owned-kind watch holds it and [`Applier::apply`] would leave it as it is: it
+    /// is provably `cr`'s, needs no migration and has not expired. Spares rendering what
+    /// would not be written (a TLS key pair, random passwords). `None`: render and apply
+    /// (which asks the API server for an object the watch does not hold).
     pub async fn unchanged(
         &self,
         reference: &Value,
@@ -219,18 +220,20 @@ impl Applier {
             return Ok(None);
         }
         let owner = owner_of(cr)?;
-        let (api, scope, _) = self.api(reference).await?;
-        let watched = (
-            reference["apiVersion"].as_str().unwrap_or_default().to_string(),
-            reference["kind"].as_str().unwrap_or_default().to_string(),
-        );
-        let name = reference["metadata"]["name"].as_str().unwrap_or_default();
+        // Discovery is remembered per kind: no request after the first.
+        let (_, scope, _) = self.api(reference).await?;
+        fn text(value: &Value) -> &str {
+            value.as_str().unwrap_or_default()
+        }
+        let name = text(&reference["metadata"]["name"]);
         let key = match (scope, reference["metadata"]["namespace"].as_str()) {
             (Scope::Namespaced, Some(namespace)) => format!("{namespace}/{name}"),
             _ => name.to_string(),
         };
-        let live = self.live(&api, &watched, &key, name).await?;
-        Ok(live.filter(|live| {
+        let live = self
+            .children
+            .get(text(&reference["apiVersion"]), text(&reference["kind"]), &key);
+        Ok(live.map(|live| Value::clone(&live)).filter(|live| {
             ownership::claim(live, &owner) == Claim::Ours
                 && ownership::migrated_managers(live, mode.manager).is_none()
                 && !expired(live, mode.replace)

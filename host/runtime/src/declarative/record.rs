@@ -137,11 +137,7 @@ async fn write(client: &kube::Client, recent: &Mutex<Recent>, event: &Queued) ->
         Next::Series(name, count) => match patch_series(&api, &name, count, now).await {
             // The API server has let the Event expire: start anew.
             Err(kube::Error::Api(status)) if status.code == 404 => {
-                {
-                    let mut recent = recent.lock().unwrap_or_else(|e| e.into_inner());
-                    recent.forget(key);
-                    recent.next(key, now);
-                }
+                recent.lock().unwrap_or_else(|e| e.into_inner()).restart(key);
                 api.create(&PostParams::default(), &new_event(event, now)).await
             }
             other => return other,
@@ -245,6 +241,11 @@ impl Recent {
         };
         self.remember(key, Seen::Written(name, count, now));
         count
+    }
+
+    /// Its Event is gone (expired): this occurrence creates a new one.
+    fn restart(&mut self, key: u64) {
+        self.remember(key, Seen::Creating(1));
     }
 
     /// The Event could not be written: the next occurrence tries anew.
