@@ -58,14 +58,36 @@ fn validate_lists_every_error_with_file_line_and_column() {
     let path = dir.path().join("katalog.yaml");
     std::fs::write(
         &path,
-        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {group: a.io, version: v1, kind: Web}\n      operatorBox:\n        reconcile:\n          workers: 99\n          onCreate:\n            deployments:\n              - {image: '{{ .spec.image | nosuch }}', replica: 2}\n",
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {group: a.io, version: v1, kind: Web}\n      operatorBox:\n        reconcile:\n          workers: 99\n          onCreate:\n            deployments:\n              - {image: '{{ .spec.image | nosuch }}', replica: 2}\n            external:\n              - {name: ping, url: 'http://x', expectedStatus: 700}\n    db:\n      apiTypes: {group: a.io, version: v1, kind: Db}\n      operatorBox: {reconcile: {resync: soon}}\n",
     )
     .unwrap();
     let output = run(&["validate", "-f", path.to_str().unwrap(), "-o", "json"], &[]);
     assert_eq!(output.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let errors = report["errors"].as_array().unwrap();
-    assert_eq!(errors.len(), 3, "{report}");
+    // Five mistakes, all at once: a range, a template, a key, a status code only the compile
+    // pass checks, and a duration in a second CRD.
+    let places: Vec<(u64, &str)> = errors
+        .iter()
+        .map(|e| (e["line"].as_u64().unwrap(), e["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        places,
+        [
+            (9, "spec.crds.web.operatorBox.reconcile.workers"),
+            (12, "spec.crds.web.operatorBox.reconcile.onCreate.deployments[0].image"),
+            (
+                12,
+                "spec.crds.web.operatorBox.reconcile.onCreate.deployments[0].replica"
+            ),
+            (
+                14,
+                "spec.crds.web.operatorBox.reconcile.onCreate.external[0].expectedStatus"
+            ),
+            (17, "spec.crds.db.operatorBox.reconcile.resync"),
+        ],
+        "{report}"
+    );
     assert_eq!(
         (errors[0]["line"].as_u64(), errors[0]["column"].as_u64()),
         (Some(9), Some(20))

@@ -23,7 +23,7 @@ fn katalog_with(kind: &str, group: &str) -> (tempfile::TempDir, Katalog) {
         kind.to_lowercase()
     );
     std::fs::write(&path, text).unwrap();
-    let katalog = orkestra_katalog::load(&[path]).unwrap();
+    let katalog = orkestra_katalog::load(&[path]).unwrap().katalog;
     (dir, katalog)
 }
 

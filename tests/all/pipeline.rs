@@ -110,7 +110,7 @@ impl Harness {
         );
         let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
         if install {
-            orkestra_kube::crd_install::install_crds(&ns.client, &katalog, WAIT)
+            orkestra_kube::crd_install::install_crds(&ns.client, &katalog.katalog, WAIT)
                 .await
                 .unwrap();
         }
@@ -537,7 +537,9 @@ async fn depends_on_keeps_a_crd_pending_until_its_dependency_is_healthy() {
         "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n{}",
         crds.replace("GROUP", &h.group).replace("NS", &h.ns.name)
     );
-    let katalog = orkestra_katalog::load_sources(&[("k.yaml".into(), katalog_text)]).unwrap();
+    let katalog = orkestra_katalog::load_sources(&[("k.yaml".into(), katalog_text)])
+        .unwrap()
+        .katalog;
     let only = |name: &str| orkestra_katalog::Katalog {
         crds: katalog
             .crds

@@ -2,12 +2,15 @@
 //! fresh namespace (so tests of the same Katalog never share CRs), the runtime started, and
 //! helpers to create CRs and wait for their status.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use orkestra::runtime::{CrdHandle, Runtime};
 use orkestra_katalog::Katalog;
+use orkestra_katalog::compile::CompiledCrd;
 use orkestra_test_support::{TestNamespace, eventually, guests, namespace};
 use orkestra_wasm::Components;
 use serde_json::{Value, json};
@@ -37,10 +40,11 @@ impl Running {
         }
         let mut katalog = orkestra_katalog::load(files).unwrap();
         let ns = namespace(prefix).await.unwrap();
+        // Each test watches only its own namespace.
         for crd in katalog.crds.values_mut() {
-            crd.entry.namespace = ns.name.clone();
+            Arc::make_mut(crd).namespace = Some(ns.name.clone());
         }
-        orkestra_kube::crd_install::install_crds(&ns.client, &katalog, WAIT)
+        orkestra_kube::crd_install::install_crds(&ns.client, &katalog.katalog, WAIT)
             .await
             .unwrap();
         let runtime = Runtime::new(ns.client.clone(), &katalog).unwrap();
@@ -68,11 +72,19 @@ impl Running {
         Self {
             ns,
             components,
-            katalog,
+            katalog: katalog.katalog,
             handles,
             stop: Some(stop),
             task,
         }
+    }
+
+    /// The compiled CRDs it runs, by name (what a reload compares with).
+    pub fn running(&self) -> BTreeMap<String, Arc<CompiledCrd>> {
+        self.handles
+            .iter()
+            .map(|h| (h.crd.name.to_string(), h.crd.clone()))
+            .collect()
     }
 
     /// Applies every CRD's sample CRs (`crFiles`).

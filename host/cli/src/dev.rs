@@ -38,14 +38,14 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let mut plane = start(dir, args.port, true).await?;
     let client = plane.client().await?;
 
-    let crds = crd_install::install_crds(&client, &katalog, Duration::from_secs(60))
+    let crds = crd_install::install_crds(&client, &katalog.katalog, Duration::from_secs(60))
         .await
         .context("installing the Katalog's CRDs")?;
     for crd in &crds {
         println!("installed CRD {crd}");
     }
     if args.apply_cr {
-        for crd in katalog.crds.values().filter(|c| c.entry.enabled) {
+        for crd in katalog.katalog.crds.values().filter(|c| c.entry.enabled) {
             for file in &crd.entry.cr_files {
                 let path = crd.resolve(file);
                 let applied = manifests::apply_file(&client, &path, "default")

@@ -58,7 +58,7 @@ impl KatalogArgs {
         }
     }
 
-    fn load(&self) -> anyhow::Result<orkestra_katalog::Katalog> {
+    fn load(&self) -> anyhow::Result<orkestra_katalog::Compiled> {
         Ok(orkestra_katalog::load(&self.files())?)
     }
 }

@@ -53,5 +53,11 @@ pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
     for error in body["errors"].as_array().into_iter().flatten() {
         eprintln!("error: {}", error.as_str().unwrap_or_default());
     }
+    for crd in body["restartNeeded"].as_array().into_iter().flatten() {
+        eprintln!(
+            "note: CRD {} changed beyond its components; the change applies at the next restart",
+            crd.as_str().unwrap_or_default()
+        );
+    }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -44,19 +44,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs the Katalog's runtime until SIGINT/SIGTERM; a second signal exits at once. The
-/// Katalog `files` are watched: a changed component declaration swaps that component.
+/// Katalog `files` are watched: a changed component declaration swaps that component, any
+/// other change is logged as needing a restart.
 pub async fn serve(
     client: kube::Client,
-    katalog: &orkestra_katalog::Katalog,
+    katalog: &orkestra_katalog::Compiled,
     files: &[std::path::PathBuf],
     admin: &AdminArgs,
 ) -> anyhow::Result<()> {
     let runtime = orkestra::runtime::Runtime::new(client, katalog)?;
     let components = runtime.components();
-    let reloader = orkestra::reload::Reloader::new(files.to_vec(), components.clone());
-    // The Katalog is watched only for its components' declarations.
-    let watcher = (!components.slots().is_empty())
-        .then(|| tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL)));
+    let reloader = orkestra::reload::Reloader::new(files.to_vec(), components.clone(), runtime.running());
+    // Components swap live; any other change is reported as needing a restart.
+    let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
     let endpoint = (!admin.no_admin).then(|| {
         let addr = admin.admin_addr;
         tokio::spawn(async move {
@@ -66,12 +66,7 @@ pub async fn serve(
             }
         })
     });
-    let names: Vec<String> = katalog
-        .crds
-        .values()
-        .filter(|c| c.entry.enabled)
-        .map(|c| c.name.clone())
-        .collect();
+    let names: Vec<&str> = katalog.enabled().map(|c| &*c.name).collect();
     eprintln!("runtime: reconciling {} CRD(s): {}", names.len(), names.join(", "));
     runtime
         .run(async {
@@ -84,9 +79,7 @@ pub async fn serve(
             });
         })
         .await;
-    if let Some(watcher) = watcher {
-        watcher.abort();
-    }
+    watcher.abort();
     if let Some(endpoint) = endpoint {
         endpoint.abort();
     }

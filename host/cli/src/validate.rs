@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use orkestra::compiled::{CompiledCrd, Notes};
 use orkestra_katalog::Diagnostic;
 use orkestra_wasm::Source;
 use serde_json::json;
@@ -29,10 +28,9 @@ pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let (crds, errors, warnings): (Vec<String>, Vec<Diagnostic>, Vec<Diagnostic>) =
         match orkestra_katalog::load(&args.katalog.files()) {
             Ok(k) => {
-                let (errors, mut missing) = compile_errors(&k);
-                let mut warnings = k.warnings;
-                warnings.append(&mut missing);
-                (k.crds.keys().cloned().collect(), errors, warnings)
+                let mut warnings = k.katalog.warnings.clone();
+                warnings.extend(missing_components(&k));
+                (k.crds.keys().cloned().collect(), vec![], warnings)
             }
             Err(orkestra_katalog::Error::Invalid { errors, warnings }) => (vec![], errors, warnings),
             // A file that cannot be read has no position: report it as a plain error.
@@ -70,38 +68,26 @@ pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     Ok(if valid { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// What the runtime would refuse at start: every CRD compiled as `ork run` compiles it.
-/// Also warns about component files that do not exist yet (not an error: they are often
-/// built after the Katalog is written).
-fn compile_errors(katalog: &orkestra_katalog::Katalog) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
-    let diagnostic = |crd: &str, message: String| Diagnostic {
-        file: Default::default(),
-        line: 0,
-        column: 0,
-        path: format!("spec.crds.{crd}"),
-        message: format!("spec.crds.{crd}: {message}"),
-    };
-    let notes = match Notes::compile(katalog) {
-        Ok(notes) => notes,
-        Err(e) => return (vec![diagnostic(&e.crd, e.message)], vec![]),
-    };
-    let (mut errors, mut missing) = (Vec::new(), Vec::new());
+/// Component files that do not exist yet: a warning, not an error (they are often built
+/// after the Katalog is written).
+fn missing_components(katalog: &orkestra_katalog::Compiled) -> Vec<Diagnostic> {
+    let mut missing = Vec::new();
     for crd in katalog.crds.values() {
-        match CompiledCrd::compile_in(katalog, crd, &notes) {
-            Err(e) => errors.push(diagnostic(&e.crd, e.message)),
-            Ok(compiled) => {
-                for (slot, spec) in orkestra::runtime::component_specs(&compiled) {
-                    if let Source::Path(path) = &spec.source
-                        && !path.exists()
-                    {
-                        let message = format!("component of {slot}: {} does not exist (yet)", path.display());
-                        missing.push(diagnostic(&crd.name, message));
-                    }
-                }
+        for (slot, spec) in orkestra::runtime::component_specs(crd) {
+            if let Source::Path(path) = &spec.source
+                && !path.exists()
+            {
+                missing.push(Diagnostic {
+                    file: Default::default(),
+                    line: 0,
+                    column: 0,
+                    path: format!("spec.crds.{}", crd.name),
+                    message: format!("component of {slot}: {} does not exist (yet)", path.display()),
+                });
             }
         }
     }
-    (errors, missing)
+    missing
 }
 
 fn plain(diagnostic: &Diagnostic) -> String {

@@ -7,7 +7,8 @@
 //!
 //! Modules, in the order data flows:
 //! - [`load`] (with [`yaml`], `include`, `motif`, `legacy`, `de`, `validate`): files in,
-//!   the typed model ([`model`]) out.
+//!   the typed model ([`model`]) out, then [`compile`]: every CRD ready to run, or every
+//!   error with its file, line and column.
 //! - [`template`], [`cron`], [`duration`], [`calendar`]: the expression language; [`tree`]:
 //!   JSON whose strings are templates.
 //! - [`sentinel`]: old and new object in, the facts of an update out.
@@ -19,6 +20,7 @@
 //! - [`text`]: bounded, char-safe text for anything a tenant supplies.
 
 pub mod calendar;
+pub mod compile;
 pub mod component;
 pub mod condition;
 pub mod cron;
@@ -44,6 +46,7 @@ pub mod tree;
 mod validate;
 pub mod yaml;
 
+pub use compile::Compiled;
 pub use de::{Problem, read};
 pub use load::{load, load_sources};
 pub use loaded::{Diagnostic, Error, Katalog, LoadedCrd};

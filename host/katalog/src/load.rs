@@ -5,16 +5,18 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::compile::{self, Compiled};
 use super::de::{self, Problem};
 use super::include::{self, Files};
 use super::loaded::{Diagnostic, Error, Katalog, LoadedCrd, Parsed, crd_node};
 use super::model::KatalogFile;
 use super::reads::StampReads;
+use super::template::Functions;
 use super::yaml::{self, Node, NodeValue};
 use super::{API_VERSION, LEGACY_API_VERSION, legacy, motif, validate};
 
-/// Loads, merges and validates the files in order.
-pub fn load(paths: &[PathBuf]) -> Result<Katalog, Error> {
+/// Loads, merges, validates and compiles the files in order.
+pub fn load(paths: &[PathBuf]) -> Result<Compiled, Error> {
     let mut sources = Vec::with_capacity(paths.len());
     for path in paths {
         let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
@@ -27,7 +29,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Katalog, Error> {
 }
 
 /// [`load`] for texts already read (`include:` paths still resolve against each path).
-pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Katalog, Error> {
+pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
     if sources.is_empty() {
         return Err(Error::NoFiles);
     }
@@ -87,8 +89,8 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Katalog, Error> {
     for crd in katalog.crds.values_mut() {
         crd.reads = crd.reads.or(by_notes);
     }
-    validate::check(&parsed, &katalog, &mut problems, &mut warnings);
-
+    let functions = Functions::with_notes(katalog.notes.iter().map(|n| n.name.as_str()));
+    validate::check(&parsed, &katalog, &functions, &mut problems, &mut warnings);
     let locate = |p: Problem| Diagnostic {
         file: files.paths.get(p.pos.file).cloned().unwrap_or_default(),
         line: p.pos.line,
@@ -97,16 +99,50 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Katalog, Error> {
         message: p.message,
     };
     let warnings: Vec<Diagnostic> = warnings.into_iter().map(locate).collect();
-    if !problems.is_empty() {
-        let mut errors: Vec<Diagnostic> = problems.into_iter().map(locate).collect();
-        // Stable: at one place, the first problem found (a type error before what validation
-        // then made of the stand-in value) is the one reported.
-        errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
-        errors.dedup_by(|b, a| (&a.file, a.line, a.column, &a.path) == (&b.file, b.line, b.column, &b.path));
-        return Err(Error::Invalid { errors, warnings });
+    // Compiled even when invalid, so every error is reported at once; where validation
+    // already found a problem (and reading left a stand-in value) the compile pass adds
+    // nothing.
+    match compile::compile(katalog, functions) {
+        Ok(mut compiled) if problems.is_empty() => {
+            compiled.katalog.warnings = warnings;
+            return Ok(compiled);
+        }
+        Ok(_) => {}
+        Err(errors) => {
+            let seen: Vec<String> = problems.iter().map(|p| p.path.clone()).collect();
+            let overlaps = |path: &str| {
+                seen.iter().any(|s| {
+                    let under = |a: &str, b: &str| {
+                        a.strip_prefix(b)
+                            .is_some_and(|r| r.is_empty() || r.starts_with(['.', '[']))
+                    };
+                    under(path, s) || under(s, path)
+                })
+            };
+            let fresh: Vec<_> = errors.into_iter().filter(|e| !overlaps(&e.path)).collect();
+            problems.extend(fresh.into_iter().map(|e| locate_in(&parsed, e)));
+        }
     }
-    katalog.warnings = warnings;
-    Ok(katalog)
+    let mut errors: Vec<Diagnostic> = problems.into_iter().map(locate).collect();
+    // Stable: at one place, the first problem found (a type error before what validation
+    // then made of the stand-in value) is the one reported.
+    errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+    errors.dedup_by(|b, a| (&a.file, a.line, a.column, &a.path) == (&b.file, b.line, b.column, &b.path));
+    Err(Error::Invalid { errors, warnings })
+}
+
+/// A compile error placed in the file that holds its path (the deepest match of any file).
+fn locate_in(parsed: &[Parsed], error: compile::Error) -> Problem {
+    let pos = parsed
+        .iter()
+        .map(|p| p.node.at_path(&error.path))
+        .max_by_key(|(_, found)| *found)
+        .map_or_else(Default::default, |(node, _)| node.pos);
+    Problem {
+        pos,
+        path: error.path,
+        message: error.message,
+    }
 }
 
 fn parse_one(

@@ -33,30 +33,25 @@ pub struct Resolver<'o, 'n> {
 }
 
 impl<'o, 'n> Resolver<'o, 'n> {
-    /// A resolver over a borrowed object (a Kubernetes object as JSON), at the current time.
+    /// A resolver over a borrowed object (a Kubernetes object as JSON), at the current time,
+    /// with the object's [`stamps`] in its context.
     pub fn new(object: &'o Value, notes: &'n [Template]) -> Self {
-        Self::from_cow(Cow::Borrowed(object), notes)
+        Self::in_context(object, notes, &stamps(object))
+    }
+
+    /// A resolver whose context starts as `context`: what one reconcile shares between its
+    /// stages (the stamps parsed once, cross reads, call results). Nothing is parsed here.
+    pub fn in_context(object: &'o Value, notes: &'n [Template], context: &Map<String, Value>) -> Self {
+        Self::from_cow(Cow::Borrowed(object), notes, context.clone())
     }
 
     /// A resolver that owns its object.
     pub fn owned(object: Value, notes: &'n [Template]) -> Resolver<'static, 'n> {
-        Resolver::from_cow(Cow::Owned(object), notes)
+        let context = stamps(&object);
+        Resolver::from_cow(Cow::Owned(object), notes, context)
     }
 
-    fn from_cow(object: Cow<'o, Value>, notes: &'n [Template]) -> Self {
-        // The health and metrics the runtime stamped after the CR's last reconcile: the
-        // feedback loop that lets a gate read the operator's own state.
-        let mut context = Map::new();
-        for (key, annotation) in [
-            ("health", crate::labels::HEALTH),
-            ("metrics", crate::labels::CROSS_METRICS),
-        ] {
-            if let Some(text) = object["metadata"]["annotations"][annotation].as_str()
-                && let Ok(value) = serde_json::from_str::<Value>(text)
-            {
-                context.insert(key.to_string(), value);
-            }
-        }
+    fn from_cow(object: Cow<'o, Value>, notes: &'n [Template], context: Map<String, Value>) -> Self {
         Self {
             object,
             context,
@@ -147,6 +142,24 @@ impl<'o, 'n> Resolver<'o, 'n> {
             None => lookup(&self.object, path),
         }
     }
+}
+
+/// The health and metrics the runtime stamped on `object` after its last reconcile, as
+/// `health` and `metrics` context entries: the feedback loop that lets a gate read the
+/// operator's own state. An annotation that is not JSON is left out.
+pub fn stamps(object: &Value) -> Map<String, Value> {
+    let mut context = Map::new();
+    for (key, annotation) in [
+        ("health", crate::labels::HEALTH),
+        ("metrics", crate::labels::CROSS_METRICS),
+    ] {
+        if let Some(text) = object["metadata"]["annotations"][annotation].as_str()
+            && let Ok(value) = serde_json::from_str::<Value>(text)
+        {
+            context.insert(key.to_string(), value);
+        }
+    }
+    context
 }
 
 /// Follows a dot path through maps (and list indexes); a leading dot is allowed.

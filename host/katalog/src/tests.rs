@@ -27,7 +27,9 @@ fn every_example_katalog_loads_without_errors_or_warnings() {
         if !path.exists() {
             continue;
         }
-        let katalog = load(std::slice::from_ref(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let katalog = load(std::slice::from_ref(&path))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .katalog;
         assert!(
             katalog.warnings.is_empty(),
             "{}: {:?}",
@@ -78,7 +80,7 @@ fn every_invalid_katalog_fails_with_its_expected_text() {
 
 #[test]
 fn the_older_flat_shape_is_translated_with_a_warning() {
-    let katalog = load(&[testdata("valid/g2-flat.yaml")]).unwrap();
+    let katalog = load(&[testdata("valid/g2-flat.yaml")]).unwrap().katalog;
     let crd = &katalog.crds["processor"].entry;
     let ob = &crd.operator_box;
     let reconcile = ob.reconcile.as_ref().unwrap();
@@ -113,7 +115,7 @@ fn the_older_flat_shape_is_translated_with_a_warning() {
 
 #[test]
 fn includes_merge_under_inline_values_and_lists_append() {
-    let katalog = load(&[testdata("valid/with-includes.yaml")]).unwrap();
+    let katalog = load(&[testdata("valid/with-includes.yaml")]).unwrap().katalog;
     let ob = &katalog.crds["web"].entry.operator_box;
     let reconcile = ob.reconcile.as_ref().unwrap();
     assert_eq!(reconcile.workers, Some(7), "inline wins");
@@ -166,7 +168,7 @@ fn several_files_merge_and_a_crd_declared_twice_is_an_error() {
         path
     };
     let (a, b, c) = (write("a", "one"), write("b", "two"), write("c", "one"));
-    let katalog = load(&[a.clone(), b]).unwrap();
+    let katalog = load(&[a.clone(), b]).unwrap().katalog;
     assert_eq!(katalog.name, "a");
     assert_eq!(katalog.crds.keys().collect::<Vec<_>>(), ["one", "two"]);
     let text = error_text_of(&[a.clone(), c]);
@@ -203,13 +205,13 @@ fn shadowing_a_builtin_note_warns_unless_declared() {
         .unwrap();
     };
     write(false);
-    let warnings = load(std::slice::from_ref(&path)).unwrap().warnings;
+    let warnings = load(std::slice::from_ref(&path)).unwrap().katalog.warnings;
     assert!(
         warnings[0].message.contains("replaces the built-in function"),
         "{warnings:?}"
     );
     write(true);
-    assert!(load(std::slice::from_ref(&path)).unwrap().warnings.is_empty());
+    assert!(load(std::slice::from_ref(&path)).unwrap().katalog.warnings.is_empty());
 }
 
 #[test]
@@ -284,7 +286,7 @@ mod never_panics {
 
 #[test]
 fn motif_resources_join_on_reconcile_with_their_inputs() {
-    let katalog = load(&[testdata("valid/with-motif.yaml")]).unwrap();
+    let katalog = load(&[testdata("valid/with-motif.yaml")]).unwrap().katalog;
     let reconcile = katalog.crds["build"].entry.operator_box.reconcile.as_ref().unwrap();
     let on_reconcile = reconcile.on_reconcile.as_ref().unwrap();
     assert_eq!(on_reconcile.config_maps.len(), 1, "inline entries stay");

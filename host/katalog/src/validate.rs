@@ -27,16 +27,22 @@ const AUTOSCALE_METRICS: &[&str] = &[
 struct Checker<'a> {
     problems: &'a mut Vec<Problem>,
     warnings: &'a mut Vec<Problem>,
-    functions: Functions,
+    functions: &'a Functions,
 }
 
-/// Runs every check over the parsed files.
-pub(super) fn check(parsed: &[Parsed], katalog: &Katalog, problems: &mut Vec<Problem>, warnings: &mut Vec<Problem>) {
-    let note_names: Vec<&str> = katalog.notes.iter().map(|n| n.name.as_str()).collect();
+/// Runs every check over the parsed files. `functions` is the Katalog's table, the one the
+/// compile pass then uses (a template is parsed once, here, with its position).
+pub(super) fn check(
+    parsed: &[Parsed],
+    katalog: &Katalog,
+    functions: &Functions,
+    problems: &mut Vec<Problem>,
+    warnings: &mut Vec<Problem>,
+) {
     let mut checker = Checker {
         problems,
         warnings,
-        functions: Functions::with_notes(note_names),
+        functions,
     };
     for Parsed { node, file } in parsed {
         checker.notes(node, katalog);
@@ -480,7 +486,7 @@ impl Checker<'_> {
     fn sentinel_uses(&mut self, node: &Node, path: &str, declared: &BTreeSet<String>) {
         match &node.value {
             NodeValue::String(text) if text.contains("{{") => {
-                let Ok(template) = Template::compile(text, &self.functions) else {
+                let Ok(template) = Template::compile(text, self.functions) else {
                     return;
                 };
                 for (name, func) in template.functions_called() {
@@ -624,7 +630,7 @@ impl Checker<'_> {
 
     fn condition(&mut self, spec: &ConditionSpec, path: &str, node: &Node) {
         // Template syntax errors are reported by the template walk, with their column.
-        if let Err(error) = Check::compile(spec, &self.functions)
+        if let Err(error) = Check::compile(spec, self.functions)
             && error.offset.is_none()
         {
             let pos = node.get(error.key).map_or(node.pos, |k| k.pos);
@@ -648,7 +654,7 @@ impl Checker<'_> {
     /// allowed (declaration is checked per gate), elsewhere they are an error.
     fn templates(&mut self, node: &Node, path: &str, scope: Scope) {
         match &node.value {
-            NodeValue::String(text) if text.contains("{{") => match Template::compile(text, &self.functions) {
+            NodeValue::String(text) if text.contains("{{") => match Template::compile(text, self.functions) {
                 Ok(template) => {
                     if scope == Scope::Outside {
                         for (name, func) in template.functions_called() {

@@ -78,6 +78,35 @@ impl Node {
             .map(|(_, v)| v)
     }
 
+    /// The node a dot path (`spec.crds.web.onCreate.deployments[0].image`) leads to, and how
+    /// many of its steps were found: where a step is missing, the deepest node reached.
+    pub fn at_path(&self, path: &str) -> (&Node, usize) {
+        let mut node = self;
+        let mut found = 0;
+        let steps = path.split('.').filter(|s| !s.is_empty()).flat_map(|segment| {
+            // `key[1][2]`: the key, then each index.
+            let mut parts = segment.split('[');
+            let key = parts.next().map(|k| (k, None));
+            key.into_iter()
+                .chain(parts.map(|i| ("", i.trim_end_matches(']').parse::<usize>().ok())))
+        });
+        for (key, index) in steps {
+            let next = match (key, index, &node.value) {
+                ("", Some(i), NodeValue::Seq(items)) => items.get(i),
+                ("", _, _) => None,
+                (key, _, _) => node.get(key),
+            };
+            match next {
+                Some(next) => {
+                    node = next;
+                    found += 1;
+                }
+                None => break,
+            }
+        }
+        (node, found)
+    }
+
     /// The value under `key` in a map, mutably.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
         match &mut self.value {

@@ -238,7 +238,8 @@ fn difference(
 }
 
 fn show(made: &BTreeMap<(String, String), f64>) -> String {
-    let total: f64 = made.values().sum();
+    // A fold from 0.0: an empty float sum is -0.0, which would print as "-0".
+    let total: f64 = made.values().fold(0.0, |sum, n| sum + n);
     let parts: Vec<String> = made
         .iter()
         .map(|((verb, resource), n)| format!("{verb} {resource} {n}"))
@@ -256,7 +257,7 @@ async fn compare() {
         .expect("a namespace");
     let katalog =
         orkestra_katalog::load_sources(&[("katalog.yaml".into(), katalog_text(&setup.name))]).expect("the Katalog");
-    orkestra_kube::crd_install::install_crds(&setup.client, &katalog, Duration::from_secs(60))
+    orkestra_kube::crd_install::install_crds(&setup.client, &katalog.katalog, Duration::from_secs(60))
         .await
         .expect("the CRD");
     tokio::time::sleep(Duration::from_secs(45)).await;

@@ -140,9 +140,9 @@ async fn flood(log: Counted) {
     ];
     let mut katalog = orkestra_katalog::load(&files).expect("load the Katalogs");
     for crd in katalog.crds.values_mut() {
-        crd.entry.namespace = ns.name.clone();
+        std::sync::Arc::make_mut(crd).namespace = Some(ns.name.clone());
     }
-    orkestra_kube::crd_install::install_crds(&ns.client, &katalog, Duration::from_secs(60))
+    orkestra_kube::crd_install::install_crds(&ns.client, &katalog.katalog, Duration::from_secs(60))
         .await
         .expect("install the CRDs");
     let host = Runtime::new(ns.client.clone(), &katalog).expect("compile the Katalogs");

@@ -73,7 +73,11 @@ async fn reload(
     } else {
         StatusCode::UNPROCESSABLE_ENTITY
     };
-    let body =
-        json!({ "reloaded": outcome.reloaded, "errors": outcome.errors, "components": admin.components.statuses() });
+    let body = json!({
+        "reloaded": outcome.reloaded,
+        "errors": outcome.errors,
+        "restartNeeded": outcome.restart_needed,
+        "components": admin.components.statuses(),
+    });
     (status, Json(body)).into_response()
 }

@@ -3,7 +3,7 @@
 //! process's own informer caches: zero API calls. A CRD with `crossAccess: false` is never
 //! readable. A change to a read CR does not enqueue the reader; its next resync sees it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -13,54 +13,9 @@ use crate::counters::Counters;
 use crate::health::HealthBoard;
 use crate::observe::Cache;
 use crate::queue::WorkQueue;
-use orkestra_katalog::CrossSpec;
+use orkestra_katalog::compile::CrossRead;
 use orkestra_katalog::resolver::Resolver;
-use orkestra_katalog::template::{Functions, Template};
-
-/// One `observe.cross` entry, compiled.
-#[derive(Debug, Clone)]
-pub struct CrossRead {
-    pub crd: String,
-    pub as_: String,
-    name: Option<Template>,
-    namespace: Option<Template>,
-    match_labels: BTreeMap<String, String>,
-}
-
-impl CrossRead {
-    pub fn compile(spec: &CrossSpec, functions: &Functions) -> Result<Self, String> {
-        let Some(crd) = spec.crd.clone() else {
-            return Err("labelSelector reads are not supported yet; name the crd".into());
-        };
-        if spec.source.is_some() {
-            return Err(format!(
-                "{crd}: reads from another runtime (source) are not supported yet"
-            ));
-        }
-        let selector = spec.selector.clone().unwrap_or(Value::Null);
-        let template = |key: &str| {
-            selector[key]
-                .as_str()
-                .map(|text| {
-                    Template::compile(text, functions).map_err(|e| format!("{crd}.selector.{key}: {}", e.message))
-                })
-                .transpose()
-        };
-        let match_labels = selector["matchLabels"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-            .collect();
-        Ok(Self {
-            as_: spec.as_.clone().unwrap_or_else(|| crd.clone()),
-            name: template("name")?,
-            namespace: template("namespace")?,
-            match_labels,
-            crd,
-        })
-    }
-}
+use orkestra_katalog::template::Template;
 
 /// One CRD of the runtime, as cross reads see it.
 pub struct Peer {

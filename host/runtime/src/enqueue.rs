@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::compiled::CompiledCrd;
 use crate::observe::{Cache, Enqueue, Trigger, split_key};
 use crate::queue::{Added, Payload, QueueItem, WorkQueue};
+use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::resolver::Resolver;
 
 /// Why a trigger did not become work.
@@ -135,7 +135,9 @@ impl Admission {
         }
 
         let resolver = || {
-            let mut resolver = Resolver::new(object_ref, &self.crd.notes).with_sentinels(trigger.sentinels);
+            let context = self.crd.context_of(object_ref);
+            let mut resolver =
+                Resolver::in_context(object_ref, &self.crd.notes, &context).with_sentinels(trigger.sentinels);
             if let Some(events) = &trigger.events {
                 resolver.set("events", events.clone());
             }
@@ -210,8 +212,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::compiled::compile_for_test;
     use crate::observe::Source;
+    use crate::testing::compile_for_test;
 
     fn admission(operator_box: &str) -> (Admission, WorkQueue, Cache) {
         let (queue, cache) = (WorkQueue::new(), Cache::default());

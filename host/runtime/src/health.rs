@@ -5,9 +5,6 @@
 
 use serde::Serialize;
 
-/// Failures in a row before a CRD counts as degraded, unless the Katalog says otherwise.
-pub const DEFAULT_FAILURE_THRESHOLD: u32 = 5;
-
 /// Where a CRD stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -14,7 +14,6 @@ use kube::api::{Patch, PatchParams};
 use kube::core::ApiResource;
 use serde_json::Value;
 
-use crate::compiled::CompiledCrd;
 use crate::counters::Counters;
 use crate::failure::{Reason, ReconcileError, Retry};
 use crate::feedback;
@@ -22,6 +21,7 @@ use crate::health::{Event, HealthBoard};
 use crate::mux::{Action, Interrupt, MuxReconciler, Request, StampPatch};
 use crate::observe::Cache;
 use crate::queue::{Lease, Outcome, WorkQueue};
+use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::resolver::Resolver;
 
 /// How soon a reconcile whose write found the CR changed runs again (time for the watch to
@@ -95,8 +95,10 @@ impl Kordinator {
         let empty = Value::Null;
         let object_ref = object.as_deref().unwrap_or(&empty);
         let (compiled, target) = self.crd.for_object(object_ref);
+        let context = Arc::new(self.crd.context_of(object_ref));
         let resolver = || {
-            let mut resolver = Resolver::new(object_ref, &self.crd.notes).with_sentinels(lease.payload.sentinels);
+            let mut resolver =
+                Resolver::in_context(object_ref, &self.crd.notes, &context).with_sentinels(lease.payload.sentinels);
             if let Some(events) = &lease.payload.events {
                 resolver.set("events", events.clone());
             }
@@ -134,6 +136,7 @@ impl Kordinator {
             object: object.clone(),
             target: target.map(String::from),
             compiled: compiled.clone(),
+            context: context.clone(),
             sentinels: lease.payload.sentinels,
             event_id: lease.item.event_id,
             interrupt: self.interrupt(key, object.as_deref()),
@@ -232,7 +235,7 @@ impl Kordinator {
     }
 
     /// Makes the gate's external calls, then asks it; a failed call lets `failPolicy` decide.
-    async fn gate_passes(&self, gate: &crate::gate::Gate, mut resolver: Resolver<'_, '_>) -> bool {
+    async fn gate_passes(&self, gate: &orkestra_katalog::compile::Gate, mut resolver: Resolver<'_, '_>) -> bool {
         if !gate.external.is_empty()
             && let Err(error) = crate::external::run(&self.http, &gate.external, &mut resolver).await
         {

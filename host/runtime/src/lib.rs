@@ -2,11 +2,11 @@
 //! of a Katalog (loaded by `orkestra_katalog`), and sandboxed WebAssembly components
 //! (hosted by `orkestra_wasm`) supply hooks and reconcilers.
 //!
+//! It runs what `orkestra_katalog::compile` made of the Katalog; nothing is compiled here.
 //! Modules, in the order data flows:
-//! - [`compiled`]: a loaded Katalog compiled into what the pipeline runs.
 //! - [`observe`], [`enqueue`], [`queue`]: watches in, keyed work items out.
-//! - [`kordinator`], [`gate`], [`mux`], [`failure`]: workers, the gates in front of
-//!   reconcile, the one request each reconcile receives, and why one failed.
+//! - [`kordinator`], [`mux`], [`failure`]: workers and the gates in front of reconcile, the
+//!   one request each reconcile receives, and why one failed.
 //! - [`declarative`] with [`render`], [`external`], [`cross`]: the reconciler, the templates
 //!   it renders, its HTTP calls and reads of other CRDs.
 //! - [`health`], [`feedback`], [`counters`]: the health state machine, the stamps gates read,
@@ -15,7 +15,6 @@
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
 
 pub mod admin;
-pub mod compiled;
 pub mod control_plane;
 pub mod counters;
 pub mod cross;
@@ -24,7 +23,6 @@ pub mod enqueue;
 pub mod external;
 pub mod failure;
 pub mod feedback;
-pub mod gate;
 pub mod health;
 pub mod kordinator;
 pub mod mux;
@@ -33,3 +31,20 @@ pub mod queue;
 pub mod reload;
 pub mod render;
 pub mod runtime;
+
+/// Compiles a one-CRD Katalog (CRD `web`, kind `Web`) whose operatorBox is `operator_box`
+/// (YAML indented by 8 spaces); for tests of the stages that read compiled CRDs.
+#[cfg(test)]
+mod testing {
+    use std::sync::Arc;
+
+    use orkestra_katalog::compile::CompiledCrd;
+
+    pub(crate) fn compile_for_test(operator_box: &str) -> Arc<CompiledCrd> {
+        let text = format!(
+            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n{operator_box}"
+        );
+        let compiled = orkestra_katalog::load_sources(&[("k.yaml".into(), text)]).expect("a valid test Katalog");
+        compiled.crds["web"].clone()
+    }
+}

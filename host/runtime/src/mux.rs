@@ -14,8 +14,8 @@ use futures::future::BoxFuture;
 use kube::core::ApiResource;
 use serde_json::{Map, Value};
 
-use crate::compiled::CompiledBox;
 use crate::failure::ReconcileError;
+use orkestra_katalog::compile::CompiledBox;
 use orkestra_katalog::sentinel::SentinelBits;
 
 /// One unit of work handed to a reconciler.
@@ -33,6 +33,8 @@ pub struct Request {
     /// The effective box of the CR (its target's, else the CRD's), resolved once by the
     /// Kordinator for the gate, the reconciler and the requeue alike.
     pub compiled: Arc<CompiledBox>,
+    /// What every resolver of this run starts from (the CR's stamps, parsed once).
+    pub context: Arc<Map<String, Value>>,
     /// Union of the sentinels of the events behind this run.
     pub sentinels: SentinelBits,
     /// Present for eventAware CRDs.
@@ -180,7 +182,8 @@ mod tests {
             ))),
             object: None,
             target: target.map(String::from),
-            compiled: crate::compiled::compile_for_test("        {}\n").crd_box().clone(),
+            compiled: crate::testing::compile_for_test("        {}\n").crd_box().clone(),
+            context: Arc::default(),
             sentinels: SentinelBits::default(),
             event_id: None,
             interrupt: Interrupt::default(),

@@ -23,7 +23,6 @@ use kube::runtime::watcher;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
-use crate::compiled::{self, CompiledCrd, Notes};
 use crate::counters::Counters;
 use crate::declarative::Declarative;
 use crate::enqueue::{Admission, Stats};
@@ -32,8 +31,9 @@ use crate::kordinator::Kordinator;
 use crate::mux::MuxReconciler;
 use crate::observe::{self, Cache, Children, Enqueue, Source, Trigger};
 use crate::queue::WorkQueue;
+use orkestra_katalog::DependencyCondition;
+use orkestra_katalog::compile::{Compiled, CompiledCrd};
 use orkestra_katalog::template::Functions;
-use orkestra_katalog::{DependencyCondition, Katalog};
 use orkestra_wasm::{Components, Slot, WasmHost};
 
 /// How often a pending CRD checks its dependencies and whether its CRD exists.
@@ -42,8 +42,6 @@ const PENDING_RETRY: Duration = Duration::from_millis(500);
 /// Runtime errors.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error(transparent)]
-    Compile(#[from] compiled::Error),
     #[error("no custom reconciler may be registered for unknown CRD \"{0}\"")]
     UnknownCrd(String),
     #[error("the Wasm host cannot start: {0}")]
@@ -79,21 +77,19 @@ pub struct Runtime {
 pub const COMPONENT_POLL: Duration = Duration::from_millis(100);
 
 impl Runtime {
-    /// Compiles every enabled CRD; each gets the declarative reconciler unless another is
+    /// Runs every enabled CRD of the compiled Katalog; each gets the declarative reconciler unless another is
     /// registered with [`Runtime::with_reconciler`].
-    pub fn new(client: kube::Client, katalog: &Katalog) -> Result<Self, Error> {
+    pub fn new(client: kube::Client, katalog: &Compiled) -> Result<Self, Error> {
         Self::with_wasm(client, katalog, None)
     }
 
     /// [`Runtime::new`] with the Wasm host's artifact cache in `wasm_cache` (default:
     /// `$ORK_CACHE_DIR/wasm` or `~/.cache/orkestra/wasm`). The Wasm engine is created only when a CRD
     /// declares a component.
-    pub fn with_wasm(client: kube::Client, katalog: &Katalog, wasm_cache: Option<PathBuf>) -> Result<Self, Error> {
-        let notes = Notes::compile(katalog)?;
+    pub fn with_wasm(client: kube::Client, katalog: &Compiled, wasm_cache: Option<PathBuf>) -> Result<Self, Error> {
         let health = HealthBoard::default();
         let mut crds = Vec::new();
-        for crd in katalog.crds.values().filter(|c| c.entry.enabled) {
-            let compiled = Arc::new(CompiledCrd::compile_in(katalog, crd, &notes)?);
+        for compiled in katalog.enabled().cloned() {
             health.register(&compiled.name, compiled.failure_threshold);
             crds.push(CrdHandle {
                 crd: compiled,
@@ -117,13 +113,21 @@ impl Runtime {
         }
         Ok(Self {
             client,
-            functions: notes.functions,
+            functions: katalog.notes.functions.clone(),
             crds,
             reconcilers: HashMap::new(),
             health,
             http,
             components,
         })
+    }
+
+    /// The compiled CRDs this runtime runs, by name (what a reload compares with).
+    pub fn running(&self) -> std::collections::BTreeMap<String, Arc<CompiledCrd>> {
+        self.crds
+            .iter()
+            .map(|h| (h.crd.name.to_string(), h.crd.clone()))
+            .collect()
     }
 
     /// The Wasm components, for reloads and the Live API.

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::condition::ConditionSpec;
 
 /// An HTTP call whose result lands in `.external.<name>`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExternalCall {
     pub name: String,

@@ -23,7 +23,7 @@ pub use resources::{ForEach, HookTemplates, KindSpec, RESOURCE_KINDS, ResourceEn
 pub use serve::{Serve, ServeTarget, TargetEntry};
 
 /// One Katalog file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KatalogFile {
     /// `orkestra.orkspace.io/v1` (the older `orkestra.konductor.io/v1Alpha` is accepted).
@@ -61,7 +61,7 @@ pub struct KatalogFile {
 }
 
 /// Katalog metadata; `name` is written on managed CRs as `managed-by`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Metadata {
     #[serde(default)]
@@ -77,7 +77,7 @@ pub struct Metadata {
 }
 
 /// `spec`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Spec {
     /// Finalizers added to every CR of every CRD (besides `orkestra.orkspace.io/cleanup`).
@@ -92,10 +92,10 @@ pub struct Spec {
 }
 
 /// User notes: `{functions: [...]}` or a bare list.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Notes(pub Vec<NoteSpec>);
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct NotesMap {
     #[serde(default)]
@@ -125,7 +125,7 @@ impl<'de> Deserialize<'de> for Notes {
 }
 
 /// One user note: a zero-argument function whose value is its template.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NoteSpec {
     pub name: String,
@@ -139,7 +139,7 @@ pub struct NoteSpec {
 }
 
 /// `spec.crds.<name>`: one operator.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CrdEntry {
     /// `false` skips the CRD entirely (strip its finalizers first).
@@ -213,7 +213,7 @@ pub struct CrdEntry {
 }
 
 /// `apiTypes`: group, version, kind and plural of the primary resource.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiTypes {
     #[serde(default)]

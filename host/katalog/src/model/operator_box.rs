@@ -10,7 +10,7 @@ use super::resources::HookTemplates;
 use crate::condition::{ConditionSpec, ConditionsSpec, ValueType};
 
 /// What one CRD (or one serve target) does.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OperatorBox {
     #[serde(default)]
@@ -26,7 +26,7 @@ pub struct OperatorBox {
 }
 
 /// `observe`: what besides the primary CRs can trigger a reconcile.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Observe {
     /// Reads of other CRDs' CRs into `.cross.<as>`.
@@ -50,7 +50,7 @@ pub enum EventType {
 }
 
 /// `observe.watch[]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Watch {
     pub api_version: String,
@@ -78,7 +78,7 @@ pub struct Watch {
 }
 
 /// `keyFrom`: exactly one of `label` and `name`; `namespace` only with `name`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyFrom {
     /// A label on the watched object whose value is `ns/name` or `name` of the primary.
@@ -92,7 +92,7 @@ pub struct KeyFrom {
 }
 
 /// `observe.events.<name>`: which Event objects match (all set fields must match).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventWatch {
     #[serde(default)]
@@ -123,7 +123,7 @@ pub struct EventWatch {
 }
 
 /// Match on an object reference of an Event.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMatch {
     #[serde(default)]
@@ -137,7 +137,7 @@ pub struct ObjectMatch {
 }
 
 /// `observe.cross[]`: a read of another CRD's CR.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CrossSpec {
     /// The CRD (Katalog key) to read; or `labelSelector`.
@@ -160,7 +160,7 @@ pub struct CrossSpec {
 }
 
 /// `cross.source`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CrossSource {
     #[serde(default)]
@@ -190,7 +190,7 @@ pub enum FailPolicy {
 }
 
 /// `preReconcile`: the two admission gates.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PreReconcile {
     /// Calls shared by both gates, run first.
@@ -208,7 +208,7 @@ pub struct PreReconcile {
 }
 
 /// An enqueue or reconcile gate.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Gate {
     #[serde(default)]
@@ -228,7 +228,7 @@ pub struct Gate {
 }
 
 /// `runtime`: lifecycle settings.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Runtime {
     #[serde(default)]
@@ -258,7 +258,7 @@ pub struct Runtime {
 }
 
 /// `runtime.autoscale`: the operator autoscaler.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Autoscale {
     /// Evaluation tick (default 15s).
@@ -274,7 +274,7 @@ pub struct Autoscale {
 }
 
 /// `autoscale.do`: the overrides applied while the conditions hold.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AutoscaleDo {
     #[serde(default)]
@@ -286,7 +286,7 @@ pub struct AutoscaleDo {
 }
 
 /// `reconcile`: which reconciler runs, how it is tuned, and the declarative templates.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reconcile {
     /// `true` (default): the declarative reconciler; `false`: a constructor owns reconcile.
@@ -332,7 +332,7 @@ pub struct Reconcile {
 }
 
 /// `reconcile.queue`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Queue {
     #[serde(default)]
@@ -350,7 +350,7 @@ pub struct Queue {
 }
 
 /// `queue.behaviour`: what to do when the queue fills.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Behaviour {
     #[serde(default)]
@@ -360,7 +360,7 @@ pub struct Behaviour {
 }
 
 /// At depth >= maxDepth.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OnLimit {
     #[serde(default)]
@@ -372,7 +372,7 @@ pub struct OnLimit {
 }
 
 /// At `value`% of maxDepth.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OnThreshold {
     pub value: u32,
@@ -385,7 +385,7 @@ pub struct OnThreshold {
 }
 
 /// `reconcile.requeue`: re-enqueue after a successful reconcile.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Requeue {
     /// A templated duration; empty or `0s` means none.
@@ -419,7 +419,7 @@ impl Requeue {
 }
 
 /// A kind a hook or constructor manages (RBAC and an implicit watch).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ManagedResource {
     #[serde(default)]
@@ -435,7 +435,7 @@ pub struct ManagedResource {
 }
 
 /// `reconcile.hooks`: code called by the declarative reconciler.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HooksSpec {
     /// Upstream Go hooks (import path); a Katalog using them loads, but only Wasm
@@ -478,7 +478,7 @@ pub struct HooksSpec {
 }
 
 /// `reconcile.constructor`: code that owns reconcile (`default: false`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConstructorSpec {
     #[serde(default)]
@@ -579,7 +579,7 @@ pub struct Capability {
 }
 
 /// `reconcile.imports[]`: a motif whose resource templates join onReconcile.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Import {
     #[serde(default)]
@@ -592,7 +592,7 @@ pub struct Import {
 }
 
 /// `emit`: what the reconciler reports.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Emit {
     #[serde(default)]
@@ -603,7 +603,7 @@ pub struct Emit {
 }
 
 /// `emit.status`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusSpec {
     /// Write the Ready/Validation conditions and observedGeneration (default true).
@@ -615,7 +615,7 @@ pub struct StatusSpec {
 }
 
 /// One status field.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusField {
     /// Relative to `.status`; dots make nested maps.
@@ -636,7 +636,7 @@ pub struct StatusField {
 }
 
 /// `emit.events.<name>`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EmitEvent {
     /// Normal (default) or Warning.

@@ -9,7 +9,7 @@ use super::calls::ExternalCall;
 use crate::condition::ConditionSpec;
 
 /// One template block.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HookTemplates {
     /// A label for logs and events.
@@ -145,7 +145,7 @@ impl HookTemplates {
 }
 
 /// `forEach`: one declaration per element of a list field.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ForEach {
     /// A dot path to a list (`spec.regions`).
@@ -157,7 +157,7 @@ pub struct ForEach {
 
 /// One resource template. The fields every kind has are typed; kind-specific fields are
 /// kept as written (checked against [`RESOURCE_KINDS`]) and rendered per kind.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceEntry {
     /// Templated; each kind has a default (`<cr>-deployment`, `<cr>-svc`, ...).
@@ -216,7 +216,7 @@ const POD: &[&str] = &[
 ];
 
 /// A resource kind: its Katalog key, apiVersion, Kind, scope and kind-specific fields.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KindSpec {
     pub key: &'static str,
     pub api_version: &'static str,

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::operator_box::OperatorBox;
 
 /// `spec.crds.<name>.serve`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Serve {
     #[serde(default)]
@@ -47,7 +47,7 @@ pub struct Serve {
 }
 
 /// `serve.target`: a name, or named entries (one `primary: true`, the others aliases).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ServeTarget {
     Single(String),
     Entries(BTreeMap<String, TargetEntry>),
@@ -77,7 +77,7 @@ impl<'de> Deserialize<'de> for ServeTarget {
 }
 
 /// One serve target or alias.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetEntry {
     #[serde(default)]

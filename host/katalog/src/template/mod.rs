@@ -16,6 +16,7 @@ mod parse;
 pub mod value;
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -107,14 +108,22 @@ pub struct Template {
 enum Body {
     /// No `{{`: the text is the result, nothing to evaluate.
     Literal,
-    Nodes(Vec<parse::Node>),
+    /// Shared: one Katalog's identical templates hold one parse.
+    Nodes(Arc<Vec<parse::Node>>),
 }
 
 impl Template {
     /// Compiles `source`, resolving function names against `functions`.
     pub fn compile(source: &str, functions: &Functions) -> Result<Self, ParseError> {
         let body = if source.contains("{{") {
-            Body::Nodes(parse::parse(lex::lex(source)?, functions)?)
+            match functions.parsed(source) {
+                Some(nodes) => Body::Nodes(nodes),
+                None => {
+                    let nodes = Arc::new(parse::parse(lex::lex(source)?, functions)?);
+                    functions.remember(source, &nodes);
+                    Body::Nodes(nodes)
+                }
+            }
         } else {
             Body::Literal
         };

@@ -577,3 +577,29 @@ mod never_panics {
         }
     }
 }
+
+#[test]
+fn a_katalogs_table_parses_each_template_text_once() {
+    let functions = Functions::with_notes(["tier"]);
+    let text = "{{ .spec.image | default \"nginx\" }}";
+    let (a, b) = (
+        Template::compile(text, &functions).unwrap(),
+        Template::compile(text, &functions).unwrap(),
+    );
+    let nodes = |t: &Template| match &t.body {
+        super::Body::Nodes(nodes) => nodes.clone(),
+        super::Body::Literal => panic!("{text} is not a literal"),
+    };
+    assert!(
+        std::sync::Arc::ptr_eq(&nodes(&a), &nodes(&b)),
+        "the second compile reuses the parse"
+    );
+    // The built-in table keeps no parses (it outlives every Katalog).
+    let (c, d) = (
+        Template::compile(text, Functions::builtin()).unwrap(),
+        Template::compile(text, Functions::builtin()).unwrap(),
+    );
+    assert!(!std::sync::Arc::ptr_eq(&nodes(&c), &nodes(&d)));
+    let data = json!({"spec": {}});
+    assert_eq!(a.render(&Env::now(), &data).unwrap(), "nginx");
+}

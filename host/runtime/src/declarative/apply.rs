@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use crate::counters::Counters;
 use crate::failure::{Reason, ReconcileError};
 use crate::observe::Children;
-use crate::render::{GENERATED_AT, Replace};
+use crate::render::GENERATED_AT;
+use orkestra_katalog::compile::Replace;
 use orkestra_katalog::ownership::{self, Claim, Owner};
 use orkestra_kube::discovery::KindCache;
 

@@ -13,7 +13,7 @@ use super::Declarative;
 use super::apply::{self, Deletion};
 use crate::failure::{Reason, ReconcileError, guest_reason};
 use crate::mux::{Action, Request};
-use crate::render::Replace;
+use orkestra_katalog::compile::Replace;
 use orkestra_katalog::component::grants::{Access, Verb};
 use orkestra_katalog::labels::COMPONENT_CHILDREN;
 use orkestra_katalog::resolver::Resolver;
@@ -279,15 +279,11 @@ impl Declarative {
     ) -> Result<orkestra_wasm::Request, ReconcileError> {
         let mut shared = context.clone();
         let mut args = spec.args.clone();
+        // The context carries the CR's stamps (`health`, `metrics`) when the Katalog reads them.
         if let Some(object) = object {
-            let resolver = Resolver::new(object, &self.crd.notes);
-            for key in ["health", "metrics"] {
-                if let Some(value) = resolver.lookup(key) {
-                    shared.insert(key.into(), value.clone());
-                }
-            }
             // Args are templates over the CR, like every other Katalog value.
             if let Some(compiled) = &self.args {
+                let resolver = Resolver::in_context(object, &self.crd.notes, context);
                 let rendered = compiled.tree(spec).and_then(|tree| tree.render(&resolver));
                 args = Some(
                     rendered.map_err(|e| ReconcileError::new(Reason::RenderFailed, format!("component args: {e}")))?,
@@ -305,7 +301,12 @@ impl Declarative {
                 kind: self.crd.kind.clone(),
             },
             target: request.target.clone(),
-            object: object.map(|o| o.to_string()),
+            object: object.map(|o| match request.object.as_deref() {
+                // The CR as the informer holds it (no mutation rule changed it): its text is
+                // the same for every call at this resourceVersion.
+                Some(cached) if std::ptr::eq(cached, o) => self.serialized.text(&request.key, o).to_string(),
+                _ => o.to_string(),
+            }),
             event_id: request.event_id,
             sentinels: orkestra_katalog::sentinel::NAMES
                 .iter()

@@ -5,10 +5,11 @@ use serde_json::{Map, Value, json};
 
 use super::status::failed_status;
 use super::{Declarative, apply, child_ref, expand, lifecycle};
-use crate::compiled::CompiledBox;
 use crate::failure::{Reason, ReconcileError};
 use crate::mux::{Action, Request};
-use crate::render::{Block, Replace};
+use crate::render::Render;
+use orkestra_katalog::compile::CompiledBox;
+use orkestra_katalog::compile::{Block, Replace};
 use orkestra_katalog::resolver::Resolver;
 use orkestra_wasm::{Hook, Slot};
 
@@ -37,7 +38,7 @@ impl Declarative {
             .normal(object, "Deleting", format!("cleaning up {kind} {}", request.key));
         if let Some(slot) = &self.component {
             let called = self
-                .call_component(slot, Hook::Delete, request, Some(object), &Map::new())
+                .call_component(slot, Hook::Delete, request, Some(object), &request.context)
                 .await;
             let held = match called {
                 Ok(done) => match done.action {
@@ -55,7 +56,7 @@ impl Declarative {
             // A constructor's children are collected by their owner references.
             Ok(true)
         } else {
-            self.clean_up(compiled, object).await
+            self.clean_up(compiled, object, &request.context).await
         };
         match cleaned {
             Ok(true) => {}
@@ -142,8 +143,13 @@ impl Declarative {
     }
 
     /// Returns false while an onDelete Job is still running.
-    async fn clean_up(&self, compiled: &CompiledBox, object: &Value) -> Result<bool, ReconcileError> {
-        let resolver = Resolver::new(object, &self.crd.notes);
+    async fn clean_up(
+        &self,
+        compiled: &CompiledBox,
+        object: &Value,
+        context: &Map<String, Value>,
+    ) -> Result<bool, ReconcileError> {
+        let resolver = Resolver::in_context(object, &self.crd.notes, context);
         if let Some(block) = &compiled.on_delete {
             // A failing block gate means: no cleanup, the finalizer goes at once.
             if !block.conditions.passes(&resolver, None) {

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::compiled::CompiledCrd;
+use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::labels::{MANAGED_BY, MANAGED_LABEL, MANAGED_SINCE};
 use orkestra_katalog::resolver::Resolver;
 
@@ -91,7 +91,7 @@ pub fn bookkeeping_patch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compiled::compile_for_test;
+    use crate::testing::compile_for_test;
 
     #[test]
     fn bookkeeping_adds_what_is_missing_once_and_nothing_after() {

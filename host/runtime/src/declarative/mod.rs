@@ -10,6 +10,7 @@ mod component;
 mod finalize;
 mod lifecycle;
 mod record;
+mod serialized;
 mod status;
 
 pub use status::desired_status;
@@ -23,13 +24,14 @@ use serde_json::{Map, Value, json};
 
 use std::sync::atomic::Ordering;
 
-use crate::compiled::{CompiledBox, CompiledCrd};
 use crate::counters::Counters;
 use crate::cross::Peers;
 use crate::failure::{Reason, ReconcileError};
 use crate::mux::{Action, Form, Reconciler, Request};
 use crate::observe::{Children, api_for_key, split_key};
-use crate::render::{Entry, merge};
+use crate::render::{Render, merge};
+use orkestra_katalog::compile::Entry;
+use orkestra_katalog::compile::{CompiledBox, CompiledCrd};
 use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::rules::Verdict;
 use orkestra_katalog::template::Functions;
@@ -48,6 +50,8 @@ pub struct Declarative {
     component: Option<Arc<Slot>>,
     /// The component's `args` templates, compiled once per declaration.
     args: Option<component::ComponentArgs>,
+    /// The CRs as JSON text for the component, per resourceVersion.
+    serialized: serialized::SerializedCrs,
     managers: Managers,
 }
 
@@ -80,6 +84,7 @@ impl Declarative {
             },
             component: None,
             args: None,
+            serialized: Default::default(),
             crd,
         }
     }
@@ -110,8 +115,9 @@ impl Declarative {
 
     async fn run(&self, request: &Request) -> Result<Action, ReconcileError> {
         let Some(object) = &request.object else {
+            self.serialized.forget(&request.key);
             if let Some(slot) = &self.component {
-                self.call_component(slot, Hook::NotFound, request, None, &Map::new())
+                self.call_component(slot, Hook::NotFound, request, None, &request.context)
                     .await?;
             }
             return Ok(Action::Done);
@@ -126,9 +132,10 @@ impl Declarative {
             // As upstream: a mutation that cannot produce a value is skipped, the CR is reconciled.
             tracing::warn!(key = %request.key, mutation = %skipped, "mutation rule skipped");
         }
-        let mut context = Map::new();
+        // One context for every stage of this run, starting from the stamps parsed once.
+        let mut context = (*request.context).clone();
         if !compiled.cross.is_empty() {
-            let resolver = Resolver::new(&mutated, &self.crd.notes);
+            let resolver = Resolver::in_context(&mutated, &self.crd.notes, &context);
             let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
             context.insert(
                 "cross".into(),
@@ -202,7 +209,7 @@ impl Declarative {
         if compiled.events.is_empty() {
             return;
         }
-        let mut resolver = with_context(Resolver::new(object, &self.crd.notes), context);
+        let mut resolver = Resolver::in_context(object, &self.crd.notes, context);
         if let Some(error) = error {
             resolver.set("error", json!(error.to_string()));
         }
@@ -231,7 +238,7 @@ impl Declarative {
         if blocks.iter().flat_map(|b| b.iter()).all(|b| b.external.is_empty()) {
             return Ok(());
         }
-        let mut resolver = with_context(Resolver::new(object, &self.crd.notes), context);
+        let mut resolver = Resolver::in_context(object, &self.crd.notes, context);
         for block in blocks.into_iter().flatten().filter(|b| !b.external.is_empty()) {
             if block.conditions.passes(&resolver, None) {
                 let outcome = crate::external::run(&self.http, &block.external, &mut resolver).await;
@@ -311,7 +318,7 @@ impl Declarative {
         mutated: &Value,
         now: jiff::Timestamp,
     ) -> Result<bool, ReconcileError> {
-        let resolver = Resolver::new(object, &self.crd.notes);
+        let resolver = Resolver::in_context(object, &self.crd.notes, &request.context);
         let bookkeeping = lifecycle::bookkeeping_patch(&self.crd, object, &resolver, now)
             .map_err(|e| ReconcileError::new(Reason::RenderFailed, e))?;
         let mutation = added_fields(object, mutated);
@@ -369,7 +376,7 @@ impl Declarative {
     ) -> Result<(Map<String, Value>, bool), ReconcileError> {
         let mut children = Map::new();
         let mut wrote = false;
-        let resolver = with_context(Resolver::new(object, &self.crd.notes), context);
+        let resolver = Resolver::in_context(object, &self.crd.notes, context);
         for (block, is_create) in [(&compiled.on_create, true), (&compiled.on_reconcile, false)] {
             let Some(block) = block else { continue };
             if !block.conditions.passes(&resolver, None) {
@@ -458,13 +465,6 @@ fn child_ref(entry: &Entry, scoped: &Resolver<'_, '_>, cr: &Value) -> Result<Val
 }
 
 /// `resolver` with the reconcile's context entries (`.cross`, `.children`) added.
-fn with_context<'o, 'n>(mut resolver: Resolver<'o, 'n>, context: &Map<String, Value>) -> Resolver<'o, 'n> {
-    for (key, value) in context {
-        resolver.set(key, value.clone());
-    }
-    resolver
-}
-
 /// One resolver per element for a `forEach` entry (`.item` and `.<as>`), else one.
 fn expand<'o, 'n>(entry: &Entry, resolver: &Resolver<'o, 'n>) -> Vec<Resolver<'o, 'n>> {
     let mut base = resolver.clone();

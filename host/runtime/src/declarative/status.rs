@@ -7,11 +7,11 @@ use std::sync::atomic::Ordering;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
-use super::{Declarative, with_context};
-use crate::compiled::CompiledBox;
+use super::Declarative;
 use crate::failure::{Reason, ReconcileError};
 use crate::mux::Request;
 use crate::observe::split_key;
+use orkestra_katalog::compile::CompiledBox;
 use orkestra_katalog::fields::{set_path, typed};
 use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::rules::Verdict;
@@ -126,7 +126,7 @@ pub fn desired_status(
             now,
         );
     }
-    let resolver = with_context(Resolver::new(object, notes).at(now), context);
+    let resolver = Resolver::in_context(object, notes, context).at(now);
     for field in &compiled.status_fields {
         let value = if field.conditions.is_empty() || field.conditions.passes(&resolver, None) {
             match typed(&resolver, &field.value, field.value_type) {
@@ -151,7 +151,7 @@ pub fn desired_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compiled::compile_for_test as crd;
+    use crate::testing::compile_for_test as crd;
 
     const STATE_MACHINE: &str = "        emit:
           status:

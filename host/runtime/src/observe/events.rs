@@ -13,30 +13,9 @@ use serde_json::{Value, json};
 use super::primary::to_json;
 use super::secondary::PrimaryKind;
 use super::{Cache, Enqueue, Source, Trigger};
-use crate::gate::Gate;
+use orkestra_katalog::compile::CompiledEvents;
 use orkestra_katalog::resolver::Resolver;
-use orkestra_katalog::template::Functions;
 use orkestra_katalog::{EventType, EventWatch, ObjectMatch};
-
-/// One `observe.events` entry with its gate compiled.
-#[derive(Debug)]
-pub struct CompiledEvents {
-    pub name: String,
-    pub entry: EventWatch,
-    gate: Option<Gate>,
-}
-
-impl CompiledEvents {
-    /// Errors start with the field (`enqueueGate.`).
-    pub fn compile(name: &str, entry: &EventWatch, functions: &Functions) -> Result<Self, String> {
-        let gate = Gate::compile_watch(entry.enqueue_gate.as_ref(), functions)?;
-        Ok(Self {
-            name: name.to_string(),
-            entry: entry.clone(),
-            gate,
-        })
-    }
-}
 
 /// Runs every events entry of a CRD over one watch of Event objects.
 pub async fn watch_events(

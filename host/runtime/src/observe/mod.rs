@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use events::{CompiledEvents, watch_events};
+pub use events::watch_events;
 pub use primary::{PrimaryObserver, watch_primary};
-pub use secondary::{CompiledWatch, watch_owned, watch_secondary};
+pub use secondary::{watch_owned, watch_secondary};
 
 use orkestra_katalog::sentinel::SentinelBits;
 

@@ -14,12 +14,11 @@ use serde_json::Value;
 
 use super::primary::{to_cached_json, to_json};
 use super::{Cache, Enqueue, Source, Trigger};
-use crate::gate::Gate;
+use orkestra_katalog::EventType;
+use orkestra_katalog::compile::CompiledWatch;
 use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::sentinel;
 use orkestra_katalog::sentinel::SentinelBits;
-use orkestra_katalog::template::{Functions, Template};
-use orkestra_katalog::{EventType, Watch};
 
 /// The primary kind, for owner-reference routing.
 #[derive(Debug, Clone)]
@@ -125,34 +124,6 @@ async fn changes(
             }
             Err(error) => tracing::warn!(%error, "secondary watch failed; retrying with backoff"),
         }
-    }
-}
-
-/// One `observe.watch` entry with its gate and key template compiled.
-#[derive(Debug)]
-pub struct CompiledWatch {
-    pub entry: Watch,
-    gate: Option<Gate>,
-    /// `keyFrom.name`: the primary's name, rendered over the watched object.
-    key_name: Option<Template>,
-}
-
-impl CompiledWatch {
-    /// Errors start with the field (`enqueueGate.`, `keyFrom.name:`).
-    pub fn compile(entry: &Watch, functions: &Functions) -> Result<Self, String> {
-        let gate = Gate::compile_watch(entry.enqueue_gate.as_ref(), functions)?;
-        let key_name = entry
-            .key_from
-            .as_ref()
-            .and_then(|k| k.name.as_ref())
-            .map(|n| Template::compile(n, functions))
-            .transpose()
-            .map_err(|e| format!("keyFrom.name: {}", e.message))?;
-        Ok(Self {
-            entry: entry.clone(),
-            gate,
-            key_name,
-        })
     }
 }
 

@@ -20,11 +20,12 @@ mod time;
 mod types;
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use serde_json::Value;
 
 use super::Env;
+use super::parse::Node;
 
 /// A native function: the evaluation environment and the evaluated arguments in, a value or
 /// a message out (the caller adds the function name and position).
@@ -157,7 +158,15 @@ pub const DOMAINS: &[Domain] = &[
 #[derive(Debug, Clone)]
 pub struct Functions {
     map: HashMap<String, Func>,
+    /// Parsed templates by source, shared by the clones of one Katalog's table: validation
+    /// and every compiled box draw from it, so each template text is parsed once per load.
+    /// Only the Katalog's own text is ever compiled, so it cannot grow at run time; the
+    /// built-in table has none.
+    parsed: Option<Arc<ParseCache>>,
 }
+
+/// Template parses by source text.
+type ParseCache = Mutex<HashMap<String, Arc<Vec<Node>>>>;
 
 static BUILTIN: LazyLock<Functions> = LazyLock::new(|| {
     let mut map = HashMap::new();
@@ -171,7 +180,7 @@ static BUILTIN: LazyLock<Functions> = LazyLock::new(|| {
     for (i, name) in crate::sentinel::NAMES.iter().enumerate() {
         map.insert((*name).to_string(), Func::Sentinel(i));
     }
-    Functions { map }
+    Functions { map, parsed: None }
 });
 
 impl Functions {
@@ -187,7 +196,25 @@ impl Functions {
         for (i, name) in names.into_iter().enumerate() {
             functions.map.insert(name.to_string(), Func::Note(i));
         }
+        functions.parsed = Some(Arc::default());
         functions
+    }
+
+    /// A parse of `source` made earlier with this table.
+    pub(in crate::template) fn parsed(&self, source: &str) -> Option<Arc<Vec<Node>>> {
+        let cache = self.parsed.as_ref()?;
+        cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(source)
+            .cloned()
+    }
+
+    pub(in crate::template) fn remember(&self, source: &str, nodes: &Arc<Vec<Node>>) {
+        if let Some(cache) = &self.parsed {
+            let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+            cache.insert(source.to_string(), nodes.clone());
+        }
     }
 
     /// Looks a name up.

@@ -6,14 +6,14 @@
 //! are made by the Kordinator before it asks; a failing call lets `failPolicy` decide (open:
 //! pass, closed: block). The enqueue gate sits on the watch path, where no call is made: its
 //! calls count as failed.
-//!
-//! Pure: no kube or wasmtime imports.
 
-use orkestra_katalog::condition::Conditions;
-use orkestra_katalog::resolver::Resolver;
-use orkestra_katalog::sentinel;
-use orkestra_katalog::template::Functions;
-use orkestra_katalog::{ExternalCall, FailPolicy, OperatorBox};
+use super::call::Call;
+use super::{Error, conditions};
+use crate::condition::Conditions;
+use crate::resolver::Resolver;
+use crate::sentinel;
+use crate::template::Functions;
+use crate::{ExternalCall, FailPolicy, OperatorBox};
 
 /// One compiled gate.
 #[derive(Debug, Clone)]
@@ -22,7 +22,7 @@ pub struct Gate {
     conditions: Conditions,
     /// External calls made before the conditions (reconcile gate: shared `preReconcile.external`
     /// first, then the gate's own); their results are at `.external.<name>`.
-    pub external: Vec<crate::external::Call>,
+    pub external: Vec<Call>,
     /// `failPolicy` (default open): when a call fails, pass (open) or block (closed).
     pub fail_open: bool,
     /// Enqueue gates run on the watch path, where no call is made: a closed one with calls blocks.
@@ -30,31 +30,37 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// The `enqueueGate` of a watch or events entry, if it has one: no external calls;
-    /// errors start with `enqueueGate.`.
-    pub fn compile_watch(spec: Option<&orkestra_katalog::Gate>, functions: &Functions) -> Result<Option<Self>, String> {
+    /// The `enqueueGate` of a watch or events entry, if it has one: no external calls.
+    pub fn compile_watch(spec: Option<&crate::Gate>, functions: &Functions) -> Result<Option<Self>, Error> {
         spec.map(|g| Self::compile(g, &[], false, functions))
             .transpose()
-            .map_err(|e| format!("enqueueGate.{e}"))
+            .map_err(|e| e.within("enqueueGate"))
     }
 
     /// Compiles a gate of the Katalog. `shared` are `preReconcile.external`; `call` says
     /// whether this gate makes its calls (the reconcile gate) or cannot (the enqueue gate).
+    /// Errors in a shared call are the caller's to place (they start with `shared[i]`).
     pub fn compile(
-        spec: &orkestra_katalog::Gate,
+        spec: &crate::Gate,
         shared: &[ExternalCall],
         call: bool,
         functions: &Functions,
-    ) -> Result<Self, String> {
-        let conditions = Conditions::compile(&spec.when, &spec.or, functions)
-            .map_err(|(at, e)| format!("{at}.{}: {}", e.key, e.message))?;
+    ) -> Result<Self, Error> {
+        let conditions = conditions(&spec.when, &spec.or, functions)?;
         let fail_open = spec.fail_policy != Some(FailPolicy::Closed);
         let external = match call {
-            true => shared
-                .iter()
-                .chain(&spec.external)
-                .map(|c| crate::external::Call::compile(c, functions))
-                .collect::<Result<_, _>>()?,
+            true => {
+                let shared = shared.iter().enumerate().map(|(i, c)| (format!("shared[{i}]"), c));
+                let own = spec
+                    .external
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (format!("external[{i}]"), c));
+                shared
+                    .chain(own)
+                    .map(|(at, c)| Call::compile(c, functions).map_err(|e| e.within(&at)))
+                    .collect::<Result<_, _>>()?
+            }
             false => Vec::new(),
         };
         Ok(Self {
@@ -89,18 +95,25 @@ pub struct BoxGates {
 }
 
 impl BoxGates {
-    pub fn compile(operator_box: &OperatorBox, functions: &Functions) -> Result<Self, String> {
+    /// Errors start with `preReconcile`.
+    pub fn compile(operator_box: &OperatorBox, functions: &Functions) -> Result<Self, Error> {
         let Some(pre) = &operator_box.pre_reconcile else {
             return Ok(Self::default());
         };
-        let compile = |gate: &Option<orkestra_katalog::Gate>, call: bool| {
+        let compile = |gate: &Option<crate::Gate>, name: &str, call: bool| {
+            let place = |e: Error| match e.path.strip_prefix("shared") {
+                // A shared call sits beside the gates, as `preReconcile.external[i]`.
+                Some(rest) => Error::at(format!("external{rest}"), e.message),
+                None => e.within(name),
+            };
             gate.as_ref()
-                .map(|g| Gate::compile(g, &pre.external, call, functions))
+                .map(|g| Gate::compile(g, &pre.external, call, functions).map_err(place))
                 .transpose()
+                .map_err(|e| e.within("preReconcile"))
         };
         Ok(Self {
-            enqueue: compile(&pre.enqueue_gate, false)?,
-            reconcile: compile(&pre.reconcile_gate, true)?,
+            enqueue: compile(&pre.enqueue_gate, "enqueueGate", false)?,
+            reconcile: compile(&pre.reconcile_gate, "reconcileGate", true)?,
             declared_sentinels: sentinel::mask(pre.sentinels.iter().map(String::as_str)),
             event_aware: pre.reconcile_gate.as_ref().is_some_and(|g| g.event_aware),
         })
@@ -112,11 +125,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use orkestra_katalog::sentinel::SentinelBits;
+    use crate::sentinel::SentinelBits;
 
     fn gates(text: &str) -> BoxGates {
-        let node = orkestra_katalog::yaml::parse(text).unwrap();
-        let (ob, problems) = orkestra_katalog::read::<OperatorBox>(&node, "").unwrap();
+        let node = crate::yaml::parse(text).unwrap();
+        let (ob, problems) = crate::read::<OperatorBox>(&node, "").unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         BoxGates::compile(&ob, Functions::builtin()).unwrap()
     }

@@ -1,0 +1,225 @@
+//! Resource template blocks (`onCreate`, `onReconcile`, `onDelete`), compiled: every string
+//! holding `{{` of every entry is a template; rendering them is the runtime's.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Error, Gather, call::Call, conditions, template};
+use crate::condition::Conditions;
+use crate::template::{Functions, Template};
+use crate::tree::Tree;
+use crate::{HookTemplates, KindSpec, ResourceEntry, kind_spec};
+
+/// One resource template, compiled.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub kind: &'static KindSpec,
+    pub name: Option<Template>,
+    pub namespace: Option<Template>,
+    pub labels: Vec<(String, Template)>,
+    pub annotations: Vec<(String, Template)>,
+    pub fields: BTreeMap<String, Tree>,
+    pub conditions: Conditions,
+    /// `(list path, as)`.
+    pub for_each: Option<(String, Option<String>)>,
+    /// Drift-correct every reconcile (onReconcile, or onCreate with `reconcile: true`).
+    pub reconcile: bool,
+    pub force: Option<bool>,
+    /// Motif inputs, visible as `.inputs`.
+    pub inputs: Option<Value>,
+    /// When an existing object is deleted and created anew instead of patched.
+    pub replace: Replace,
+    /// A Secret's `once`: created if absent, never overwritten.
+    pub once: bool,
+}
+
+/// When an existing child is replaced rather than patched or left alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Replace {
+    #[default]
+    Never,
+    /// On drift (Pods: most of a Pod's spec cannot change in place).
+    OnDrift,
+    /// Once it is older than this (a `once` Secret with `rotateAfter`), by its generated-at
+    /// annotation.
+    After(Duration),
+}
+
+/// How an entry's existing object is replaced. `rotateAfter` only means something on a `once`
+/// Secret (anything else is already rewritten on every drift).
+fn replace(kind: &KindSpec, entry: &ResourceEntry) -> Result<Replace, Error> {
+    if kind.key == "pods" {
+        return Ok(Replace::OnDrift);
+    }
+    let rotate = |message: String| Error::at("rotateAfter", message);
+    match entry.fields.get("rotateAfter") {
+        Some(Value::String(text)) if kind.key == "secrets" => {
+            if entry.fields.get("once") != Some(&Value::Bool(true)) && !entry.fields.contains_key("tls") {
+                return Err(rotate("rotateAfter needs once: true (or tls)".into()));
+            }
+            Ok(Replace::After(crate::duration::parse(text).map_err(rotate)?))
+        }
+        Some(other) if kind.key == "secrets" => Err(rotate(format!("{other} is not a duration"))),
+        _ => Ok(Replace::Never),
+    }
+}
+
+/// A block (`onCreate`, `onReconcile`, `onDelete`), compiled.
+#[derive(Debug, Clone, Default)]
+pub struct Block {
+    pub conditions: Conditions,
+    pub entries: Vec<Entry>,
+    /// onDelete `ordered: true`: groups deleted one after the other, each gone before the next.
+    pub groups: Vec<Block>,
+    /// One deadline for the whole ordered sequence, from the CR's deletionTimestamp.
+    pub timeout: Duration,
+    /// HTTP calls made before the entries (results in `.external.<name>`).
+    pub external: Vec<Call>,
+}
+
+/// Default deadline of an ordered deletion.
+const ORDERED_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl Block {
+    /// Compiles a block; `drift` is true for onReconcile (every entry drift-corrects). Every
+    /// entry's error is reported.
+    pub fn compile(templates: &HookTemplates, drift: bool, functions: &Functions) -> Result<Self, Vec<Error>> {
+        let mut gather = Gather::default();
+        let conditions = gather.ok(conditions(&templates.when, &templates.or, functions));
+        let mut entries = Vec::new();
+        for (key, list) in templates.resources() {
+            let Some(kind) = kind_spec(key) else { continue };
+            entries.extend(gather.each(list.iter().enumerate().map(|(i, entry)| {
+                Entry::compile(kind, entry, drift, functions).map_err(|e| e.within(&format!("{key}[{i}]")))
+            })));
+        }
+        let groups = match templates.ordered {
+            true => templates
+                .groups
+                .iter()
+                .enumerate()
+                .filter_map(|(i, g)| gather.all(&format!("groups[{i}]"), Block::compile(g, drift, functions)))
+                .collect(),
+            false => {
+                if !templates.groups.is_empty() {
+                    gather.push(Error::at("groups", "they need ordered: true"));
+                }
+                Vec::new()
+            }
+        };
+        let timeout = match &templates.timeout {
+            Some(text) => gather.ok(crate::duration::parse(text).map_err(|e| Error::at("timeout", e))),
+            None => Some(ORDERED_TIMEOUT),
+        };
+        let external = gather.each(
+            templates
+                .external
+                .iter()
+                .enumerate()
+                .map(|(i, call)| Call::compile(call, functions).map_err(|e| e.within(&format!("external[{i}]")))),
+        );
+        let (Some(conditions), Some(timeout)) = (conditions, timeout) else {
+            return Err(gather.0);
+        };
+        gather.finish()?;
+        Ok(Self {
+            conditions,
+            entries,
+            groups,
+            timeout,
+            external,
+        })
+    }
+}
+
+impl Entry {
+    fn compile(
+        kind: &'static KindSpec,
+        entry: &ResourceEntry,
+        drift: bool,
+        functions: &Functions,
+    ) -> Result<Self, Error> {
+        let optional = |key: &str, text: &Option<String>| {
+            text.as_deref()
+                .map(|t| template(t, functions).map_err(|e| e.within(key)))
+                .transpose()
+        };
+        let pairs = |key: &str, map: &BTreeMap<String, String>| {
+            map.iter()
+                .map(|(k, v)| {
+                    let compiled = template(v, functions).map_err(|e| e.within(k).within(key))?;
+                    Ok((k.clone(), compiled))
+                })
+                .collect::<Result<Vec<_>, Error>>()
+        };
+        Ok(Self {
+            kind,
+            name: optional("name", &entry.name)?,
+            namespace: optional("namespace", &entry.namespace)?,
+            labels: pairs("labels", &entry.labels)?,
+            annotations: pairs("annotations", &entry.annotations)?,
+            fields: entry
+                .fields
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), super::tree(v, functions).map_err(|e| e.within(k))?)))
+                .collect::<Result<_, Error>>()?,
+            conditions: conditions(&entry.when, &entry.or, functions)?,
+            for_each: entry.for_each.as_ref().map(|f| (f.field.clone(), f.as_.clone())),
+            reconcile: drift || entry.reconcile == Some(true),
+            force: entry.force_conflict,
+            inputs: entry.inputs.clone(),
+            replace: replace(kind, entry)?,
+            // A generated certificate is a credential too: made once, then left alone.
+            once: kind.key == "secrets"
+                && (entry.fields.get("once") == Some(&Value::Bool(true)) || entry.fields.contains_key("tls")),
+        })
+    }
+
+    /// Create once, never overwrite: Jobs always, Secrets marked `once` (generated
+    /// credentials), and anything outside drift correction.
+    pub fn create_only(&self) -> bool {
+        !self.reconcile || self.kind.key == "jobs" || self.once
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A block from its YAML alone (an onReconcile block when `drift`).
+    fn block_of(yaml: &str, drift: bool) -> Result<Block, String> {
+        let node = crate::yaml::parse(yaml).unwrap();
+        let (spec, problems) = crate::read::<HookTemplates>(&node, "").unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        Block::compile(&spec, drift, Functions::builtin()).map_err(|errors| errors[0].to_string())
+    }
+
+    #[test]
+    fn rotation_is_for_once_secrets_and_pods_are_replaced_on_drift() {
+        let block = |yaml: &str| block_of(yaml, true);
+        let secret = block("secrets: [{once: true, rotateAfter: 90d}]").unwrap();
+        assert_eq!(
+            secret.entries[0].replace,
+            Replace::After(std::time::Duration::from_secs(90 * 86400))
+        );
+        assert!(secret.entries[0].create_only(), "a once secret is never patched");
+        let error = block("secrets: [{rotateAfter: 90d}]").unwrap_err();
+        assert!(error.contains("rotateAfter needs once: true"), "{error}");
+        let pod = block("pods: [{image: busybox}]").unwrap();
+        assert_eq!(pod.entries[0].replace, Replace::OnDrift);
+        assert!(!pod.entries[0].create_only());
+    }
+
+    #[test]
+    fn ordered_groups_compile_with_their_deadline() {
+        let compile = |yaml: &str| block_of(yaml, false);
+        let block = compile("{ordered: true, timeout: 90s, groups: [{configMaps: [{}]}, {services: [{}]}]}").unwrap();
+        assert_eq!(block.groups.len(), 2);
+        assert_eq!(block.timeout, std::time::Duration::from_secs(90));
+        assert_eq!(compile("{ordered: true, groups: []}").unwrap().timeout, ORDERED_TIMEOUT);
+        let error = compile("{groups: [{configMaps: [{}]}]}").unwrap_err();
+        assert!(error.contains("ordered: true"), "{error}");
+    }
+}

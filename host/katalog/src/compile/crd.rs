@@ -1,0 +1,481 @@
+//! One CRD compiled: its watch, queue and workers, its boxes, rules, stamps and finalizers,
+//! and what it was compiled from (so a reload can tell what changed).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{
+    CLEANUP_FINALIZER, CompiledBox, CompiledEvents, CompiledWatch, DEFAULT_FAILURE_THRESHOLD, DEFAULT_RESYNC,
+    DEFAULT_WORKERS, Error, Gather, Notes, conditions, template,
+};
+use crate::condition::Conditions;
+use crate::effective_box::EffectiveBoxes;
+use crate::loaded::{Katalog, LoadedCrd};
+use crate::template::Template;
+use crate::{DependencyCondition, NoteSpec, RESOURCE_KINDS};
+
+/// What a CRD is compiled from, less its component declarations. Compiling is
+/// deterministic, so equal origins give equal compiled forms: that is how a reload tells a
+/// component swap (applied live) from a change to the pipeline (which needs a restart).
+#[derive(Debug, PartialEq)]
+struct Origin {
+    entry: crate::CrdEntry,
+    notes: Vec<NoteSpec>,
+    katalog: String,
+    finalizers: Vec<String>,
+}
+
+impl Origin {
+    fn of(katalog: &Katalog, crd: &LoadedCrd) -> Self {
+        let mut entry = crd.entry.clone();
+        let boxes = std::iter::once(&mut entry.operator_box).chain(
+            entry
+                .serve
+                .iter_mut()
+                .filter_map(|s| match &mut s.target {
+                    Some(crate::ServeTarget::Entries(targets)) => Some(targets),
+                    _ => None,
+                })
+                .flat_map(|targets| targets.values_mut())
+                .filter_map(|t| t.operator_box.as_mut()),
+        );
+        for ob in boxes {
+            if let Some(reconcile) = &mut ob.reconcile {
+                reconcile.hooks = None;
+                reconcile.constructor = None;
+            }
+        }
+        Self {
+            entry,
+            notes: katalog.notes.clone(),
+            katalog: katalog.name.clone(),
+            finalizers: katalog.finalizers.clone(),
+        }
+    }
+}
+
+/// `queue.retryBackoff`: retries of a failed reconcile inside the worker, before the error
+/// goes back to the queue's own backoff.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    pub initial: Duration,
+    pub max: Duration,
+    pub multiplier: f64,
+    /// Retries after the first failure.
+    pub attempts: u32,
+}
+
+impl RetryPolicy {
+    /// Upstream's defaults: 500ms, doubling, at most 30s, 3 retries.
+    pub const DEFAULT: RetryPolicy = RetryPolicy {
+        initial: Duration::from_millis(500),
+        max: Duration::from_secs(30),
+        multiplier: 2.0,
+        attempts: 3,
+    };
+
+    fn from_spec(spec: &crate::RetryBackoff) -> Result<Self, Error> {
+        let parse = |key: &str, text: &Option<String>, default| match text.as_deref() {
+            Some(text) => crate::duration::parse(text).map_err(|e| Error::at(key, e)),
+            None => Ok(default),
+        };
+        let multiplier = match spec.multiplier {
+            Some(m) if m < 1.0 || !m.is_finite() => {
+                return Err(Error::at("multiplier", format!("{m} must be 1 or more")));
+            }
+            m => m.unwrap_or(Self::DEFAULT.multiplier),
+        };
+        Ok(Self {
+            initial: parse("initial", &spec.initial, Self::DEFAULT.initial)?,
+            max: parse("max", &spec.max, Self::DEFAULT.max)?,
+            multiplier,
+            attempts: spec.max_attempts.unwrap_or(Self::DEFAULT.attempts),
+        })
+    }
+
+    /// The wait before retry `n` (1-based).
+    pub fn delay(&self, n: u32) -> Duration {
+        let factor = self
+            .multiplier
+            .powi(i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX));
+        self.initial.mul_f64(factor.min(1e9)).min(self.max)
+    }
+}
+
+/// Queue behaviour at capacity (always from the CRD-level box).
+#[derive(Debug, Clone, Default)]
+pub struct Behaviour {
+    /// Reference depth; 0 means unlimited.
+    pub max_depth: usize,
+    /// At depth >= maxDepth: drop (tier 1 when `conditions` is empty; tier 2 otherwise).
+    pub on_limit: Option<(bool, Conditions)>,
+    /// At `percent`% of maxDepth: drop when the conditions (if any) pass.
+    pub on_threshold: Option<(u32, Conditions)>,
+}
+
+/// One CRD, ready to run.
+#[derive(Debug, Clone)]
+pub struct CompiledCrd {
+    pub name: Arc<str>,
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+    /// `group/version/Kind`.
+    pub gvk: Arc<str>,
+    pub namespaced: bool,
+    /// Watch only this namespace.
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub depends_on: Vec<(String, DependencyCondition)>,
+    pub workers: usize,
+    pub resync: Duration,
+    pub failure_threshold: u32,
+    pub retry: Option<RetryPolicy>,
+    pub behaviour: Behaviour,
+    pub watches: Vec<Arc<CompiledWatch>>,
+    pub events: Arc<Vec<CompiledEvents>>,
+    /// `(apiVersion, kind)` of every kind the templates manage: owned children re-enqueue
+    /// their parent.
+    pub owned_kinds: Vec<(String, String)>,
+    pub notes: Arc<Vec<Template>>,
+    /// The Katalog's name, written on each CR as `managed-by`.
+    pub katalog: String,
+    /// Finalizers this runtime puts on each CR (the cleanup finalizer first).
+    pub finalizers: Vec<String>,
+    /// `runtime.removeFinalizers`: strip them instead (testing).
+    pub remove_finalizers: bool,
+    /// CRD-level labels written onto each CR (values templated).
+    pub labels: Vec<(String, Template)>,
+    /// Stamp `.health` on each CR after reconcile: the Katalog reads it and
+    /// `endpoints.health` is on (the default).
+    pub stamp_health: bool,
+    /// Stamp `.metrics` on each CR after reconcile: the Katalog reads it.
+    pub stamp_metrics: bool,
+    /// `crossAccess` (default on): other CRDs' cross reads may see this one's CRs.
+    pub cross_access: bool,
+    /// `admission` validation and mutation rules, run at every reconcile.
+    pub rules: crate::rules::Rules,
+    pub boxes: EffectiveBoxes,
+    /// What it was compiled from, for [`CompiledCrd::runs_like`].
+    origin: Arc<Origin>,
+    compiled: Arc<CompiledBox>,
+    /// The compiled box of each serve target.
+    pub targets: HashMap<String, Arc<CompiledBox>>,
+}
+
+fn selector(map: &BTreeMap<String, String>) -> Option<String> {
+    (!map.is_empty()).then(|| {
+        map.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
+impl CompiledCrd {
+    /// The CRD's name in the cluster, `plural.group`.
+    pub fn crd_name(&self) -> String {
+        format!("{}.{}", self.plural, self.group)
+    }
+
+    /// Compiles a CRD of `katalog`; error paths are relative to the CRD's entry.
+    pub(super) fn compile(katalog: &Katalog, crd: &LoadedCrd, notes: &Notes) -> Result<Self, Vec<Error>> {
+        let mut gather = Gather::default();
+        let entry = &crd.entry;
+        let types = &entry.api_types;
+        let boxes = EffectiveBoxes::build(entry);
+        // Component paths are relative to the Katalog file that declares the CRD.
+        let base = crd.source.parent().unwrap_or(std::path::Path::new("."));
+        let compiled = gather.all("operatorBox", CompiledBox::compile(boxes.crd(), &notes.functions, base));
+        let mut targets = HashMap::new();
+        for target in boxes.targets() {
+            let effective = boxes
+                .for_object(&serde_json::json!({"metadata": {"annotations": {crate::labels::SERVE_ALIAS: target}}}));
+            let compiled_target = CompiledBox::compile(effective.operator_box, &notes.functions, base);
+            // The merged box: what the CRD-level part got wrong is reported above already.
+            let own = compiled_target.map_err(|errors| {
+                let known = |e: &Error| gather.0.iter().any(|k| k.path == format!("operatorBox.{}", e.path));
+                errors.into_iter().filter(|e| !known(e)).collect::<Vec<_>>()
+            });
+            let own = own.map_err(|errors| errors.into_iter().map(|e| e.within("operatorBox")).collect());
+            if let Some(compiled_target) = gather.all(&format!("serve.target.{target}"), own) {
+                targets.insert(target.to_string(), Arc::new(compiled_target));
+            }
+        }
+        let reconcile = entry.operator_box.reconcile.clone().unwrap_or_default();
+        let queue = &reconcile.queue;
+        let mut behaviour_conditions = |key: &str, when, or| {
+            let compiled = conditions(when, or, &notes.functions);
+            gather.ok(compiled.map_err(|e| e.within(&format!("operatorBox.reconcile.queue.behaviour.{key}"))))
+        };
+        let behaviour = Behaviour {
+            max_depth: queue.max_depth as usize,
+            on_limit: match queue.behaviour.as_ref().and_then(|b| b.on_limit.as_ref()) {
+                Some(l) => behaviour_conditions("onLimit", &l.when, &l.or).map(|c| (l.drop, c)),
+                None => None,
+            },
+            on_threshold: match queue.behaviour.as_ref().and_then(|b| b.on_threshold.as_ref()) {
+                Some(t) => behaviour_conditions("onThreshold", &t.when, &t.or).map(|c| (t.value, c)),
+                None => None,
+            },
+        };
+        let observe = entry.operator_box.observe.clone().unwrap_or_default();
+        let mut owned_kinds: Vec<(String, String)> = Vec::new();
+        for block in [&reconcile.on_create, &reconcile.on_reconcile].into_iter().flatten() {
+            for (key, entries) in block.resources() {
+                let Some(kind) = RESOURCE_KINDS.iter().find(|k| k.key == key) else {
+                    continue;
+                };
+                for entry in entries {
+                    let (api_version, kind_name) = if key == "custom" {
+                        let text = |k: &str| {
+                            entry
+                                .fields
+                                .get(k)
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string()
+                        };
+                        (text("apiVersion"), text("kind"))
+                    } else {
+                        (kind.api_version.to_string(), kind.kind.to_string())
+                    };
+                    // Cluster-scoped children cannot carry an owner reference to a namespaced CR.
+                    if kind.namespaced
+                        && !api_version.is_empty()
+                        && !owned_kinds.contains(&(api_version.clone(), kind_name.clone()))
+                    {
+                        owned_kinds.push((api_version, kind_name));
+                    }
+                }
+            }
+        }
+        let watches = gather.each(observe.watch.iter().enumerate().map(|(i, watch)| {
+            CompiledWatch::compile(watch, &notes.functions)
+                .map(Arc::new)
+                .map_err(|e| e.within(&format!("operatorBox.observe.watch[{i}]")))
+        }));
+        let events = gather.each(observe.events.iter().map(|(name, entry)| {
+            CompiledEvents::compile(name, entry, &notes.functions)
+                .map_err(|e| e.within(&format!("operatorBox.observe.events.{name}")))
+        }));
+        let runtime = entry.operator_box.runtime.clone().unwrap_or_default();
+        // The cleanup finalizer first, then the CRD's own, then the Katalog-wide ones.
+        let mut finalizers = vec![CLEANUP_FINALIZER.to_string()];
+        for finalizer in runtime.finalizers.iter().chain(&katalog.finalizers) {
+            if !finalizers.contains(finalizer) {
+                finalizers.push(finalizer.clone());
+            }
+        }
+        let labels = gather.each(entry.labels.iter().map(|(k, v)| {
+            template(v, &notes.functions)
+                .map(|t| (k.clone(), t))
+                .map_err(|e| e.within(k).within("labels"))
+        }));
+        let resync = match reconcile.resync.as_deref() {
+            Some(text) => {
+                gather.ok(crate::duration::parse(text).map_err(|e| Error::at("operatorBox.reconcile.resync", e)))
+            }
+            None => Some(DEFAULT_RESYNC),
+        };
+        let retry = queue.retry_backoff.as_ref().map(RetryPolicy::from_spec).transpose();
+        let retry = gather.ok(retry.map_err(|e| e.within("operatorBox.reconcile.queue.retryBackoff")));
+        let rules = crate::rules::Rules::compile(&entry.admission, &notes.functions).map_err(|message| {
+            // The message names its rule first: `admission.validation.rules[0].message: ...`.
+            match message.split_once(": ") {
+                Some((path, message)) => Error::at(path, message),
+                None => Error::at("admission", message),
+            }
+        });
+        let rules = gather.ok(rules);
+        let (Some(compiled), Some(resync), Some(retry), Some(rules)) = (compiled, resync, retry, rules) else {
+            return Err(gather.0);
+        };
+        gather.finish()?;
+        let group_prefix = if types.group.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", types.group)
+        };
+        Ok(Self {
+            name: crd.name.as_str().into(),
+            group: types.group.clone(),
+            version: if types.version.is_empty() {
+                "v1".into()
+            } else {
+                types.version.clone()
+            },
+            kind: types.kind.clone(),
+            plural: crd.plural(),
+            gvk: format!("{group_prefix}{}/{}", types.version, types.kind).into(),
+            namespaced: entry.namespaced,
+            namespace: (!entry.namespace.is_empty()).then(|| entry.namespace.clone()),
+            label_selector: selector(&entry.label_selector),
+            field_selector: selector(&entry.field_selector),
+            depends_on: entry.depends_on.0.clone(),
+            workers: reconcile.workers.map_or(DEFAULT_WORKERS, |w| w.clamp(1, 50) as usize),
+            resync,
+            failure_threshold: queue.failure_threshold.unwrap_or(DEFAULT_FAILURE_THRESHOLD),
+            retry,
+            behaviour,
+            watches,
+            events: Arc::new(events),
+            owned_kinds,
+            notes: notes.templates.clone(),
+            katalog: katalog.name.clone(),
+            finalizers,
+            remove_finalizers: runtime.remove_finalizers,
+            labels,
+            stamp_health: crd.reads.health
+                && entry
+                    .endpoints
+                    .as_ref()
+                    .and_then(|e| e["health"].as_bool())
+                    .unwrap_or(true),
+            stamp_metrics: crd.reads.metrics,
+            cross_access: entry.cross_access,
+            rules,
+            boxes,
+            origin: Arc::new(Origin::of(katalog, crd)),
+            compiled: Arc::new(compiled),
+            targets,
+        })
+    }
+
+    /// Whether `other`, a later compile of this CRD, runs the same pipeline: everything but
+    /// its components (which reload on their own) is as it was.
+    pub fn runs_like(&self, other: &CompiledCrd) -> bool {
+        self.origin == other.origin
+    }
+
+    /// The compiled box for a CR and the target it came through.
+    pub fn for_object<'a>(&'a self, object: &Value) -> (&'a Arc<CompiledBox>, Option<&'a str>) {
+        let effective = self.boxes.for_object(object);
+        match effective.target.and_then(|t| self.targets.get_key_value(t)) {
+            Some((target, compiled)) => (compiled, Some(target.as_str())),
+            None => (&self.compiled, None),
+        }
+    }
+
+    /// What every resolver of one run over `object` starts from: the stamps, parsed once
+    /// and only when the Katalog reads them.
+    pub fn context_of(&self, object: &Value) -> serde_json::Map<String, Value> {
+        match self.stamp_health || self.stamp_metrics {
+            true => crate::resolver::stamps(object),
+            false => serde_json::Map::new(),
+        }
+    }
+
+    /// The CRD-level compiled box.
+    pub fn crd_box(&self) -> &Arc<CompiledBox> {
+        &self.compiled
+    }
+
+    /// The union of the sentinels declared by any box (what the informer computes).
+    pub fn declared_sentinels(&self) -> u16 {
+        self.targets
+            .values()
+            .fold(self.compiled.gates.declared_sentinels, |m, b| {
+                m | b.gates.declared_sentinels
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_delays_grow_by_the_multiplier_up_to_the_max() {
+        let policy = RetryPolicy::DEFAULT;
+        let delays: Vec<Duration> = (1..=8).map(|n| policy.delay(n)).collect();
+        assert_eq!(delays[..4], [500, 1000, 2000, 4000].map(Duration::from_millis));
+        assert_eq!(delays[7], Duration::from_secs(30));
+        let shorthand = RetryPolicy::from_spec(&crate::RetryBackoff {
+            initial: Some("5s".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!((shorthand.initial, shorthand.attempts), (Duration::from_secs(5), 3));
+    }
+
+    /// What loading (which compiles) says about `operator_box`: the errors, located.
+    fn first_error(operator_box: &str) -> String {
+        let text = format!(
+            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n{operator_box}"
+        );
+        crate::load_sources(&[("k.yaml".into(), text)]).map_or_else(|e| e.to_string(), |_| "compiles".into())
+    }
+
+    #[test]
+    fn watch_gates_and_keys_compile_with_the_katalog() {
+        let watch = "        observe:\n          watch:\n            - apiVersion: v1\n              kind: ConfigMap\n";
+        let bad_key = first_error(&format!(
+            "{watch}              keyFrom: {{name: '{{{{ .metadata.name | nosuch }}}}'}}\n"
+        ));
+        assert!(
+            bad_key.contains("keyFrom.name") && bad_key.contains("nosuch"),
+            "{bad_key}"
+        );
+        let bad_gate = first_error(&format!(
+            "{watch}              enqueueGate: {{when: [{{field: '{{{{ nosuch }}}}', equals: x}}]}}\n"
+        ));
+        assert!(
+            bad_gate.contains("enqueueGate") && bad_gate.contains("nosuch"),
+            "{bad_gate}"
+        );
+        let good = first_error(&format!(
+            "{watch}              keyFrom: {{name: '{{{{ .metadata.name }}}}'}}\n"
+        ));
+        assert_eq!(good, "compiles");
+    }
+
+    fn katalog(reconcile: &str) -> crate::Compiled {
+        let text = format!(
+            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n        reconcile:\n{reconcile}"
+        );
+        crate::load_sources(&[("k.yaml".into(), text)]).unwrap()
+    }
+
+    #[test]
+    fn a_component_swap_runs_like_before_and_a_template_change_does_not() {
+        let hooks = |file: &str, data: &str| {
+            format!(
+                "          hooks: {{component: {file}}}\n          onReconcile:\n            configMaps: [{{data: {{a: '{data}'}}}}]\n"
+            )
+        };
+        let running = katalog(&hooks("a.wasm", "{{ .spec.a }}"));
+        let swapped = katalog(&hooks("b.wasm", "{{ .spec.a }}"));
+        let edited = katalog(&hooks("a.wasm", "{{ .spec.b }}"));
+        let web = |k: &crate::Compiled| k.crds["web"].clone();
+        assert!(web(&running).runs_like(&web(&swapped)));
+        assert_ne!(web(&running).crd_box().component, web(&swapped).crd_box().component);
+        assert!(!web(&running).runs_like(&web(&edited)));
+        assert!(web(&running).runs_like(&web(&katalog(&hooks("a.wasm", "{{ .spec.a }}")))));
+    }
+
+    #[test]
+    fn what_only_the_compile_pass_finds_is_located_in_the_file() {
+        let error = first_error(
+            "        observe:\n          cross:\n            - crd: web\n              source: {host: 'http://peer:8080'}\n",
+        );
+        assert!(
+            error.contains(
+                "k.yaml:11:23: spec.crds.web.operatorBox.observe.cross[0].source: web: reads from another runtime"
+            ),
+            "{error}"
+        );
+        let status = first_error(
+            "        reconcile:\n          onCreate:\n            external:\n              - {name: ping, url: 'http://x', expectedStatus: 700}\n",
+        );
+        assert!(
+            status.contains("k.yaml:11:63: spec.crds.web.operatorBox.reconcile.onCreate.external[0].expectedStatus: 700 is not an HTTP status code"),
+            "{status}"
+        );
+    }
+}
