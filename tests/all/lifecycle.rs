@@ -283,8 +283,11 @@ async fn a_failure_that_repeats_is_one_event_whose_series_counts_it() {
     let event = &errors[0];
     assert_eq!(event.type_.as_deref(), Some("Warning"));
     assert_eq!(event.reporting_controller.as_deref(), Some("orkestra"));
+    // The note says why and where in the Katalog: the entry that did not render.
     assert!(
-        event.note.as_deref().is_some_and(|n| n.contains("RenderFailed")),
+        event.note.as_deref().is_some_and(
+            |n| n.contains("RenderFailed") && n.contains("operatorBox.reconcile.onReconcile.configMaps[0]: ")
+        ),
         "{:?}",
         event.note
     );

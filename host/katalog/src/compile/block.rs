@@ -15,6 +15,9 @@ use crate::{HookTemplates, KindSpec, ResourceEntry, kind_spec};
 /// One resource template, compiled.
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// Where the Katalog declares it (`operatorBox.reconcile.onCreate.deployments[0]`), for
+    /// errors met while rendering it.
+    pub at: String,
     pub kind: &'static KindSpec,
     pub name: Option<Template>,
     pub namespace: Option<Template>,
@@ -83,16 +86,23 @@ pub struct Block {
 const ORDERED_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl Block {
-    /// Compiles a block; `drift` is true for onReconcile (every entry drift-corrects). Every
-    /// entry's error is reported.
-    pub fn compile(templates: &HookTemplates, drift: bool, functions: &Functions) -> Result<Self, Vec<Error>> {
+    /// Compiles the block the Katalog declares at `at`; `drift` is true for onReconcile
+    /// (every entry drift-corrects). Every entry's error is reported.
+    pub fn compile(
+        templates: &HookTemplates,
+        drift: bool,
+        functions: &Functions,
+        at: &str,
+    ) -> Result<Self, Vec<Error>> {
         let mut gather = Gather::default();
         let conditions = gather.ok(conditions(&templates.when, &templates.or, functions));
         let mut entries = Vec::new();
         for (key, list) in templates.resources() {
             let Some(kind) = kind_spec(key) else { continue };
             entries.extend(gather.each(list.iter().enumerate().map(|(i, entry)| {
-                Entry::compile(kind, entry, drift, functions).map_err(|e| e.within(&format!("{key}[{i}]")))
+                let place = format!("{key}[{i}]");
+                let compiled = Entry::compile(kind, entry, drift, functions, format!("{at}.{place}"));
+                compiled.map_err(|e| e.within(&place))
             })));
         }
         let groups = match templates.ordered {
@@ -100,7 +110,10 @@ impl Block {
                 .groups
                 .iter()
                 .enumerate()
-                .filter_map(|(i, g)| gather.all(&format!("groups[{i}]"), Block::compile(g, drift, functions)))
+                .filter_map(|(i, g)| {
+                    let place = format!("groups[{i}]");
+                    gather.all(&place, Block::compile(g, drift, functions, &format!("{at}.{place}")))
+                })
                 .collect(),
             false => {
                 if !templates.groups.is_empty() {
@@ -140,6 +153,7 @@ impl Entry {
         entry: &ResourceEntry,
         drift: bool,
         functions: &Functions,
+        at: String,
     ) -> Result<Self, Error> {
         let optional = |key: &str, text: &Option<String>| {
             text.as_deref()
@@ -155,6 +169,7 @@ impl Entry {
                 .collect::<Result<Vec<_>, Error>>()
         };
         Ok(Self {
+            at,
             kind,
             name: optional("name", &entry.name)?,
             namespace: optional("namespace", &entry.namespace)?,
@@ -193,7 +208,7 @@ mod tests {
         let node = crate::yaml::parse(yaml).unwrap();
         let (spec, problems) = crate::read::<HookTemplates>(&node, "").unwrap();
         assert!(problems.is_empty(), "{problems:?}");
-        Block::compile(&spec, drift, Functions::builtin()).map_err(|errors| errors[0].to_string())
+        Block::compile(&spec, drift, Functions::builtin(), "b").map_err(|errors| errors[0].to_string())
     }
 
     #[test]

@@ -117,9 +117,9 @@ pub struct CompiledBox {
 }
 
 impl CompiledBox {
-    /// Compiles `ob`; component paths resolve against `base`. Error paths are relative to
-    /// the box; every part's errors are reported.
-    pub(super) fn compile(ob: &OperatorBox, functions: &Functions, base: &Path) -> Result<Self, Vec<Error>> {
+    /// Compiles `ob`, declared at `at` in its CRD's entry; component paths resolve against
+    /// `base`. Error paths are relative to the box; every part's errors are reported.
+    pub(super) fn compile(ob: &OperatorBox, functions: &Functions, base: &Path, at: &str) -> Result<Self, Vec<Error>> {
         let mut gather = Gather::default();
         let runtime = ob.runtime.clone().unwrap_or_default();
         let reconcile = ob.reconcile.clone().unwrap_or_default();
@@ -160,7 +160,10 @@ impl CompiledBox {
         }));
         let mut block = |templates: &Option<crate::HookTemplates>, drift: bool, name: &str| match templates {
             Some(t) => gather
-                .all(&format!("reconcile.{name}"), Block::compile(t, drift, functions))
+                .all(
+                    &format!("reconcile.{name}"),
+                    Block::compile(t, drift, functions, &format!("{at}.reconcile.{name}")),
+                )
                 .map(Some),
             None => Some(None),
         };

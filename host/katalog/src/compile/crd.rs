@@ -191,12 +191,16 @@ impl CompiledCrd {
         let boxes = EffectiveBoxes::build(entry);
         // Component paths are relative to the Katalog file that declares the CRD.
         let base = crd.source.parent().unwrap_or(std::path::Path::new("."));
-        let compiled = gather.all("operatorBox", CompiledBox::compile(boxes.crd(), &notes.functions, base));
+        let compiled = gather.all(
+            "operatorBox",
+            CompiledBox::compile(boxes.crd(), &notes.functions, base, "operatorBox"),
+        );
         let mut targets = HashMap::new();
         for target in boxes.targets() {
             let effective = boxes
                 .for_object(&serde_json::json!({"metadata": {"annotations": {crate::labels::SERVE_ALIAS: target}}}));
-            let compiled_target = CompiledBox::compile(effective.operator_box, &notes.functions, base);
+            let at = format!("serve.target.{target}.operatorBox");
+            let compiled_target = CompiledBox::compile(effective.operator_box, &notes.functions, base, &at);
             // The merged box: what the CRD-level part got wrong is reported above already.
             let own = compiled_target.map_err(|errors| {
                 let known = |e: &Error| gather.0.iter().any(|k| k.path == format!("operatorBox.{}", e.path));

@@ -7,6 +7,7 @@
 
 mod admission;
 mod calls;
+mod components;
 mod operator_box;
 mod resources;
 mod serve;
@@ -18,6 +19,7 @@ use serde_json::Value;
 
 pub use admission::{Admission, MutationRule, MutationSpec, RuleAction, ValidationRule, ValidationSpec};
 pub use calls::{ExternalCall, RetryBackoff};
+pub use components::*;
 pub use operator_box::*;
 pub use resources::{ForEach, HookTemplates, KindSpec, RESOURCE_KINDS, ResourceEntry, kind_spec};
 pub use serve::{Serve, ServeTarget, TargetEntry};

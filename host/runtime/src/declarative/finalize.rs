@@ -167,7 +167,7 @@ impl Declarative {
                     if entry.kind.key == "jobs" {
                         let rendered = entry
                             .render(&scoped, object)
-                            .map_err(|e| ReconcileError::new(Reason::RenderFailed, format!("onDelete.jobs: {e}")))?;
+                            .map_err(|e| ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.at)))?;
                         let mode = apply::Mode {
                             create_only: true,
                             force: false,

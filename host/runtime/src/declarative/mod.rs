@@ -408,7 +408,7 @@ impl Declarative {
                             Some(live) => (live, false),
                             None => {
                                 let rendered = entry.render(&scoped, object).map_err(|e| {
-                                    ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.kind.key))
+                                    ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.at))
                                 })?;
                                 self.applier.apply(rendered, object, mode).await?
                             }
@@ -447,7 +447,7 @@ impl Declarative {
 /// apiVersion, kind, name and namespace of an entry's object, to find or delete it. Custom
 /// entries carry their kind in the template, so only they are rendered whole.
 fn child_ref(entry: &Entry, scoped: &Resolver<'_, '_>, cr: &Value) -> Result<Value, ReconcileError> {
-    let failed = |e: String| ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.kind.key));
+    let failed = |e: String| ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.at));
     if entry.kind.api_version.is_empty() {
         let rendered = entry.render(scoped, cr).map_err(failed)?;
         return Ok(json!({

@@ -18,6 +18,7 @@ mod semver;
 mod strings;
 mod time;
 mod types;
+mod workloads;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
@@ -138,7 +139,7 @@ pub const DOMAINS: &[Domain] = &[
     },
     Domain {
         name: "Replicas, services, containers, jobs",
-        entries: kubernetes::WORKLOADS,
+        entries: workloads::WORKLOADS,
     },
     Domain {
         name: "Enrichment",

@@ -1,19 +1,15 @@
-//! Katalog checks beyond the shape: every template compiles (errors give the column inside
-//! the template), every condition compiles, sentinels are declared before use and used only
-//! in gates, dependsOn has no cycle, values are in range, resource templates use only their
-//! kind's keys. All problems are collected.
+//! Checks of an operator box: sentinels, gates, watches, events, runtime, reconcile, its
+//! template blocks and emit.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use super::loaded::{Katalog, Parsed, crd_node};
-use super::model::{CrdEntry, Gate, HookTemplates, KeyFrom, OperatorBox, ServeTarget, kind_spec};
-use super::yaml::{Node, NodeValue, Pos};
-use crate::condition::{Check, ConditionSpec};
-use crate::de::Problem;
+use super::{Checker, Scope, item};
+use crate::model::{Gate, HookTemplates, KeyFrom, OperatorBox, kind_spec};
 use crate::resolver::CONTEXT_KEYS;
 use crate::sentinel;
-use crate::template::{Func, Functions, Template};
+use crate::template::{Func, Template};
 use crate::text::closest;
+use crate::yaml::{Node, NodeValue};
 
 /// Metric names an autoscale condition may read.
 const AUTOSCALE_METRICS: &[&str] = &[
@@ -24,185 +20,22 @@ const AUTOSCALE_METRICS: &[&str] = &[
     "errorRatePercent",
 ];
 
-struct Checker<'a> {
-    problems: &'a mut Vec<Problem>,
-    warnings: &'a mut Vec<Problem>,
-    functions: &'a Functions,
-}
-
-/// Runs every check over the parsed files. `functions` is the Katalog's table, the one the
-/// compile pass then uses (a template is parsed once, here, with its position).
-pub(super) fn check(
-    parsed: &[Parsed],
-    katalog: &Katalog,
-    functions: &Functions,
-    problems: &mut Vec<Problem>,
-    warnings: &mut Vec<Problem>,
-) {
-    let mut checker = Checker {
-        problems,
-        warnings,
-        functions,
-    };
-    for Parsed { node, file } in parsed {
-        checker.notes(node, katalog);
-        for (name, entry) in &file.spec.crds {
-            let Some(crd) = crd_node(node, name) else { continue };
-            let key_pos = node
-                .get("spec")
-                .and_then(|s| s.get("crds"))
-                .and_then(Node::entries)
-                .and_then(|e| e.iter().find(|(k, _)| k.key_text() == *name))
-                .map_or(crd.pos, |(k, _)| k.pos);
-            checker.crd(name, entry, crd, key_pos, katalog);
-        }
-    }
-    checker.dependency_cycles(katalog, parsed);
-}
+/// Keys every resource template accepts.
+const COMMON_RESOURCE_KEYS: &[&str] = &[
+    "name",
+    "namespace",
+    "labels",
+    "annotations",
+    "reconcile",
+    "when",
+    "or",
+    "forEach",
+    "sleep",
+    "forceConflict",
+];
 
 impl Checker<'_> {
-    fn error(&mut self, path: impl Into<String>, pos: Pos, message: impl Into<String>) {
-        self.problems.push(Problem {
-            path: path.into(),
-            pos,
-            message: message.into(),
-        });
-    }
-
-    fn warn(&mut self, path: impl Into<String>, pos: Pos, message: impl Into<String>) {
-        self.warnings.push(Problem {
-            path: path.into(),
-            pos,
-            message: message.into(),
-        });
-    }
-
-    fn notes(&mut self, root: &Node, katalog: &Katalog) {
-        let Some(notes) = root.get("notes") else { return };
-        let list = notes.get("functions").unwrap_or(notes);
-        let NodeValue::Seq(items) = &list.value else { return };
-        let mut seen = BTreeSet::new();
-        for (i, item) in items.iter().enumerate() {
-            let path = format!("notes[{i}]");
-            let name = item.get("name").and_then(Node::as_str).unwrap_or_default();
-            if !seen.insert(name.to_string()) || katalog.notes.iter().filter(|n| n.name == name).count() > 1 {
-                self.error(
-                    format!("{path}.name"),
-                    item.pos,
-                    format!("note \"{name}\" is defined more than once"),
-                );
-            }
-            let shadow = item.get("shadow").is_some_and(|s| s.value == NodeValue::Bool(true));
-            if Functions::is_builtin(name) && !shadow {
-                self.warn(
-                    format!("{path}.name"),
-                    item.pos,
-                    format!("note \"{name}\" replaces the built-in function of that name; set shadow: true if that is intended"),
-                );
-            }
-            if let Some(expression) = item.get("expression") {
-                self.templates(expression, &format!("{path}.expression"), Scope::Outside);
-            }
-        }
-    }
-
-    fn crd(&mut self, name: &str, entry: &CrdEntry, node: &Node, key_pos: Pos, katalog: &Katalog) {
-        let base = format!("spec.crds.{name}");
-        let at = |key: &str| node.get(key).map_or(node.pos, |n| n.pos);
-        if !is_dns1123_label(name) {
-            self.error(
-                &base,
-                key_pos,
-                "a CRD name must be a DNS-1123 label: lowercase letters, digits and '-', at most 63 characters",
-            );
-        }
-        let types = &entry.api_types;
-        let types_pos = node.get("apiTypes").map_or(node.pos, |n| n.pos);
-        if types.kind.is_empty() {
-            self.error(format!("{base}.apiTypes.kind"), types_pos, "is required");
-        }
-        let builtin = is_builtin_group(&types.group);
-        if !builtin && types.version.is_empty() {
-            self.error(
-                format!("{base}.apiTypes.version"),
-                types_pos,
-                "is required for a custom resource",
-            );
-        }
-        if builtin && entry.crd_file.is_none() && entry.label_selector.is_empty() && entry.enabled {
-            self.error(
-                format!("{base}.labelSelector"),
-                types_pos,
-                format!(
-                    "a built-in kind ({}) can be a primary resource only with a labelSelector",
-                    types.kind
-                ),
-            );
-        }
-        for (dependency, _) in &entry.depends_on.0 {
-            if !katalog.crds.contains_key(dependency) {
-                let names: Vec<&str> = katalog.crds.keys().map(String::as_str).collect();
-                let hint = closest(dependency, &names)
-                    .map(|c| format!(" (did you mean \"{c}\"?)"))
-                    .unwrap_or_default();
-                self.error(
-                    format!("{base}.dependsOn"),
-                    at("dependsOn"),
-                    format!("unknown CRD \"{dependency}\"{hint}"),
-                );
-            }
-        }
-        for key in ["labels", "annotations"] {
-            if let Some(map) = node.get(key) {
-                self.templates(map, &format!("{base}.{key}"), Scope::Outside);
-            }
-        }
-        if let Some(admission) = node.get("admission") {
-            self.templates(admission, &format!("{base}.admission"), Scope::Outside);
-            self.admission_conditions(entry, &format!("{base}.admission"), admission);
-        }
-        let box_path = format!("{base}.operatorBox");
-        if let Some(box_node) = node.get("operatorBox") {
-            self.operator_box(&entry.operator_box, box_node, &box_path);
-        }
-        if let Some(serve) = &entry.serve {
-            self.serve(serve, node.get("serve"), &format!("{base}.serve"));
-        }
-    }
-
-    fn admission_conditions(&mut self, entry: &CrdEntry, path: &str, node: &Node) {
-        if let Some(validation) = &entry.admission.validation {
-            for (i, rule) in validation.rules.iter().enumerate() {
-                let rule_path = format!("{path}.validation.rules[{i}]");
-                let rule_node = item(node.get("validation").and_then(|v| v.get("rules")), i).unwrap_or(node);
-                self.condition(&rule.condition(), &rule_path, rule_node);
-                self.conditions(&rule.when, &rule.or, &rule_path, rule_node);
-                if rule.message.is_empty() {
-                    self.error(
-                        format!("{rule_path}.message"),
-                        rule_node.pos,
-                        "a validation rule needs a message",
-                    );
-                }
-            }
-        }
-        if let Some(mutation) = &entry.admission.mutation {
-            for (i, rule) in mutation.rules.iter().enumerate() {
-                let rule_path = format!("{path}.mutation.rules[{i}]");
-                let rule_node = item(node.get("mutation").and_then(|v| v.get("rules")), i).unwrap_or(node);
-                self.conditions(&rule.when, &rule.or, &rule_path, rule_node);
-                if rule.default.is_some() == rule.override_.is_some() {
-                    self.error(
-                        &rule_path,
-                        rule_node.pos,
-                        "a mutation rule sets exactly one of `default` and `override`",
-                    );
-                }
-            }
-        }
-    }
-
-    fn operator_box(&mut self, ob: &OperatorBox, node: &Node, path: &str) {
+    pub(super) fn operator_box(&mut self, ob: &OperatorBox, node: &Node, path: &str) {
         // Every template outside preReconcile: sentinels are not available there.
         for (key, child) in node.entries().unwrap_or_default() {
             let scope = if key.key_text() == "preReconcile" {
@@ -578,197 +411,6 @@ impl Checker<'_> {
             }
         }
     }
-
-    fn serve(&mut self, serve: &super::model::Serve, node: Option<&Node>, path: &str) {
-        let Some(node) = node else { return };
-        self.templates(node, path, Scope::Outside);
-        for (name, field) in &serve.fields {
-            if field.get("value").is_some() && field.get("values").is_some() {
-                let pos = node.get("fields").and_then(|f| f.get(name)).map_or(node.pos, |n| n.pos);
-                self.error(
-                    format!("{path}.fields.{name}"),
-                    pos,
-                    "set `value` (one transform) or `values` (a fan-out), not both",
-                );
-            }
-        }
-        let Some(ServeTarget::Entries(targets)) = &serve.target else {
-            return;
-        };
-        let primaries = targets.values().filter(|t| t.primary).count();
-        if primaries != 1 {
-            self.error(
-                format!("{path}.target"),
-                node.pos,
-                format!("a target map needs exactly one `primary: true` entry, found {primaries}"),
-            );
-        }
-        for (name, target) in targets {
-            let target_node = node.get("target").and_then(|t| t.get(name)).unwrap_or(node);
-            if !is_dns1123_label(name) {
-                self.error(
-                    format!("{path}.target.{name}"),
-                    target_node.pos,
-                    "a target name must be a DNS-1123 label",
-                );
-            }
-            if let (Some(ob), Some(box_node)) = (&target.operator_box, target_node.get("operatorBox")) {
-                self.operator_box(ob, box_node, &format!("{path}.target.{name}.operatorBox"));
-            }
-        }
-    }
-
-    /// Compiles every condition of both lists, reporting each one that fails.
-    fn conditions(&mut self, when: &[ConditionSpec], or: &[ConditionSpec], path: &str, node: &Node) {
-        for (list, specs) in [("when", when), ("or", or)] {
-            for (i, spec) in specs.iter().enumerate() {
-                let condition_node = item(node.get(list), i).unwrap_or(node);
-                self.condition(spec, &format!("{path}.{list}[{i}]"), condition_node);
-            }
-        }
-    }
-
-    fn condition(&mut self, spec: &ConditionSpec, path: &str, node: &Node) {
-        // Template syntax errors are reported by the template walk, with their column.
-        if let Err(error) = Check::compile(spec, self.functions)
-            && error.offset.is_none()
-        {
-            let pos = node.get(error.key).map_or(node.pos, |k| k.pos);
-            self.error(format!("{path}.{}", error.key), pos, error.message);
-        }
-    }
-
-    fn duration(&mut self, value: Option<&str>, path: &str, node: &Node) {
-        let Some(text) = value else { return };
-        if text.contains("{{") {
-            return;
-        }
-        if let Err(message) = crate::duration::parse(text) {
-            let key = path.rsplit('.').next().unwrap_or_default();
-            let pos = node.get(key).map_or(node.pos, |n| n.pos);
-            self.error(path, pos, message);
-        }
-    }
-
-    /// Compiles every string holding `{{` under `node`; inside gates sentinel functions are
-    /// allowed (declaration is checked per gate), elsewhere they are an error.
-    fn templates(&mut self, node: &Node, path: &str, scope: Scope) {
-        match &node.value {
-            NodeValue::String(text) if text.contains("{{") => match Template::compile(text, self.functions) {
-                Ok(template) => {
-                    if scope == Scope::Outside {
-                        for (name, func) in template.functions_called() {
-                            if matches!(func, Func::Sentinel(_)) {
-                                self.error(
-                                    path,
-                                    node.pos,
-                                    format!("sentinel \"{name}\" is only available in preReconcile gates"),
-                                );
-                            }
-                        }
-                    }
-                }
-                Err(e) => {
-                    let column = crate::template::column(text, e.offset);
-                    self.error(
-                        path,
-                        node.pos,
-                        format!(
-                            "template syntax error at column {column} of the template: {}",
-                            e.message
-                        ),
-                    );
-                }
-            },
-            NodeValue::Map(entries) => {
-                for (key, value) in entries {
-                    self.templates(value, &format!("{path}.{}", key.key_text()), scope);
-                }
-            }
-            NodeValue::Seq(items) => {
-                for (i, value) in items.iter().enumerate() {
-                    self.templates(value, &format!("{path}[{i}]"), scope);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn dependency_cycles(&mut self, katalog: &Katalog, parsed: &[Parsed]) {
-        let graph: BTreeMap<&str, Vec<&str>> = katalog
-            .crds
-            .iter()
-            .map(|(name, crd)| {
-                (
-                    name.as_str(),
-                    crd.entry.depends_on.0.iter().map(|(d, _)| d.as_str()).collect(),
-                )
-            })
-            .collect();
-        let mut reported = BTreeSet::new();
-        for start in graph.keys() {
-            if let Some(cycle) = find_cycle(&graph, start)
-                && reported.insert(canonical(&cycle))
-            {
-                let pos = parsed
-                    .iter()
-                    .find_map(|p| crd_node(&p.node, start).and_then(|n| n.get("dependsOn")).map(|n| n.pos))
-                    .unwrap_or_default();
-                self.error(
-                    format!("spec.crds.{start}.dependsOn"),
-                    pos,
-                    format!("dependency cycle detected: {}", cycle.join(" → ")),
-                );
-            }
-        }
-    }
-}
-
-/// True for a group served by Kubernetes itself (core, `apps`, `*.k8s.io`, ...): such kinds
-/// have no CRD to install.
-pub fn is_builtin_group(group: &str) -> bool {
-    group.is_empty() || !group.contains('.') || group.ends_with(".k8s.io") || group == "k8s.io"
-}
-
-/// True for a DNS-1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
-pub fn is_dns1123_label(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes[0] != b'-'
-        && bytes[bytes.len() - 1] != b'-'
-}
-
-/// Keys every resource template accepts.
-const COMMON_RESOURCE_KEYS: &[&str] = &[
-    "name",
-    "namespace",
-    "labels",
-    "annotations",
-    "reconcile",
-    "when",
-    "or",
-    "forEach",
-    "sleep",
-    "forceConflict",
-];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Scope {
-    /// Inside preReconcile: sentinel functions allowed (when declared).
-    Gate,
-    Outside,
-}
-
-/// The `i`-th element of a list node.
-fn item(list: Option<&Node>, i: usize) -> Option<&Node> {
-    match &list?.value {
-        NodeValue::Seq(items) => items.get(i),
-        _ => None,
-    }
 }
 
 /// The metric name in `metrics.X` or `cross.<as>.metrics.X`.
@@ -780,39 +422,4 @@ fn autoscale_metric(field: &str) -> Option<&str> {
     let rest = field.strip_prefix("cross.")?;
     let (_, metric) = rest.split_once(".metrics.")?;
     Some(metric)
-}
-
-/// A cycle reachable from `start` that returns to `start`, as a path of names.
-fn find_cycle<'a>(graph: &BTreeMap<&'a str, Vec<&'a str>>, start: &'a str) -> Option<Vec<String>> {
-    fn visit<'a>(
-        graph: &BTreeMap<&'a str, Vec<&'a str>>,
-        start: &'a str,
-        node: &'a str,
-        path: &mut Vec<&'a str>,
-    ) -> bool {
-        for next in graph.get(node).map(Vec::as_slice).unwrap_or_default() {
-            if *next == start {
-                path.push(next);
-                return true;
-            }
-            if path.contains(next) {
-                continue;
-            }
-            path.push(next);
-            if visit(graph, start, next, path) {
-                return true;
-            }
-            path.pop();
-        }
-        false
-    }
-    let mut path = vec![start];
-    visit(graph, start, start, &mut path).then(|| path.into_iter().map(String::from).collect())
-}
-
-/// The same cycle found from different starts reports once.
-fn canonical(cycle: &[String]) -> Vec<String> {
-    let mut members: Vec<String> = cycle[..cycle.len().saturating_sub(1)].to_vec();
-    members.sort();
-    members
 }

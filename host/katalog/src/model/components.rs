@@ -1,0 +1,182 @@
+//! The component declarations of a `reconcile` section: hooks, a constructor, their limits,
+//! grants and deletion policy, and motif imports.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::calls::ExternalCall;
+
+/// A kind a hook or constructor manages (RBAC and an implicit watch).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedResource {
+    #[serde(default)]
+    pub api_version: Option<String>,
+    #[serde(default)]
+    pub group: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub plural: Option<String>,
+}
+
+/// `reconcile.hooks`: code called by the declarative reconciler.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HooksSpec {
+    /// Upstream Go hooks (import path); a Katalog using them loads, but only Wasm
+    /// components run here.
+    #[serde(default)]
+    pub location: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub fetch: Option<Value>,
+    #[serde(default)]
+    pub function: Option<String>,
+    #[serde(default)]
+    pub alias: Option<String>,
+    /// A Wasm component (world `hook`): a path (relative to the Katalog file) or an
+    /// http(s) URL, which needs `sha256`.
+    #[serde(default)]
+    pub component: Option<String>,
+    /// The component's sha256 (hex); required for URLs, checked for paths when given.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    #[serde(default)]
+    pub limits: ComponentLimits,
+    /// While on-delete keeps failing: how long the finalizer waits, and then what.
+    #[serde(default)]
+    pub deletion: ComponentDeletion,
+    /// What the component may touch through the kube interface and its returned resources.
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
+    #[serde(default)]
+    pub managed_resources: Vec<ManagedResource>,
+    /// Hooks before the templates instead of after.
+    #[serde(default)]
+    pub run_hooks_first: bool,
+    /// Values (templated per CR) handed to the hook.
+    #[serde(default)]
+    pub args: Option<Value>,
+    #[serde(default)]
+    pub external: Vec<ExternalCall>,
+}
+
+/// `reconcile.constructor`: code that owns reconcile (`default: false`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConstructorSpec {
+    #[serde(default)]
+    pub location: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub fetch: Option<Value>,
+    #[serde(default)]
+    pub function: Option<String>,
+    #[serde(default)]
+    pub alias: Option<String>,
+    /// A Wasm component (world `constructor`): a path (relative to the Katalog file) or an
+    /// http(s) URL, which needs `sha256`.
+    #[serde(default)]
+    pub component: Option<String>,
+    /// The component's sha256 (hex); required for URLs, checked for paths when given.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    #[serde(default)]
+    pub limits: ComponentLimits,
+    /// While on-delete keeps failing: how long the finalizer waits, and then what.
+    #[serde(default)]
+    pub deletion: ComponentDeletion,
+    /// What the component may touch through the kube interface and its returned resources.
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
+    #[serde(default)]
+    pub managed_resources: Vec<ManagedResource>,
+    #[serde(default)]
+    pub args: Option<Value>,
+}
+
+/// Per-call limits of a component; each has a safe default.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComponentLimits {
+    /// Wall-clock time per call (default `2s`).
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Linear memory of one instance (default `64Mi`).
+    #[serde(default)]
+    pub memory: Option<String>,
+    /// Size of what one call returns (default `1Mi`).
+    #[serde(default)]
+    pub result_size: Option<String>,
+    /// Kube calls per call (default 50); each page of a list is one.
+    #[serde(default)]
+    pub kube_calls: Option<u32>,
+    /// Bytes of objects the kube interface hands over per call (default `4Mi`).
+    #[serde(default)]
+    pub kube_bytes: Option<String>,
+    /// Child resources one call may return (default 100).
+    #[serde(default)]
+    pub children: Option<u32>,
+    /// Events one call may return (default 10).
+    #[serde(default)]
+    pub events: Option<u32>,
+    /// Log bytes per call, each line counted with what it costs the host (default `64Ki`).
+    #[serde(default)]
+    pub log_bytes: Option<String>,
+    /// Time the host may spend on what one call returned: events, children, pruning
+    /// (default `30s`).
+    #[serde(default)]
+    pub apply_timeout: Option<String>,
+}
+
+/// What happens while a component's on-delete (or finalize) keeps failing: the finalizer
+/// stays until `timeout` after the deletion began, then `onTimeout` decides.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComponentDeletion {
+    /// Counted from the CR's deletionTimestamp (default `5m`).
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// `block` (default): the finalizer stays, Ready says DeletionBlocked with the guest's
+    /// reason, and retries go on with backoff. `release`: the finalizer goes, with a Warning.
+    #[serde(default)]
+    pub on_timeout: Option<String>,
+}
+
+/// One grant: verbs on kinds in namespaces. Nothing is granted by default.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Capability {
+    /// `v1`, `apps/v1`, ...; `*` for any.
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// Kinds (`ConfigMap`); `*` for any.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// `get`, `list`, `apply`, `delete`, `patch-status`, or `*`.
+    #[serde(default)]
+    pub verbs: Vec<String>,
+    /// Namespaces; `self` is the custom resource's own (the default), `*` any.
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+}
+
+/// `reconcile.imports[]`: a motif whose resource templates join onReconcile.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Import {
+    #[serde(default)]
+    pub motif: Option<String>,
+    #[serde(default)]
+    pub oci: Option<String>,
+    /// Values for the motif's inputs.
+    #[serde(default, rename = "with")]
+    pub with_: BTreeMap<String, Value>,
+}
