@@ -166,10 +166,12 @@ fn dev_installs_the_crds_and_applies_the_sample_crs() {
 fn a_failed_build_step_is_named_and_leaves_no_cache_entry() {
     let temp = tempfile::tempdir().unwrap();
     let cache = temp.path().join("cache");
-    // Stand-ins that make the first step fail the way a broken mirror would.
+    // Stand-ins: no Go (so the Debian fallback is chosen), and a first step that fails the
+    // way a broken mirror would.
     let fake = temp.path().join("bin");
     std::fs::create_dir_all(&fake).unwrap();
     for (name, body) in [
+        ("go", "exit 127"),
         ("dpkg-query", "exit 1"),
         (
             "apt-get",
@@ -187,6 +189,10 @@ fn a_failed_build_step_is_named_and_leaves_no_cache_entry() {
     );
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Go was not found on PATH: using the v1.20.2 fallback"),
+        "the fallback is said: {stderr}"
+    );
     assert!(
         stderr.contains("building the control plane failed at step \"installing Debian build dependencies\""),
         "{stderr}"

@@ -25,11 +25,22 @@ fn up_serves_kubectl_and_sigterm_leaves_no_process() {
     let namespaces = kubectl_with(&dir.join("kubeconfig"), &["get", "ns", "-o", "name"]).unwrap();
     assert!(namespaces.contains("namespace/default"), "{namespaces}");
     assert!(namespaces.contains("namespace/kube-system"), "{namespaces}");
-    assert_eq!(
-        processes_mentioning(&dir).len(),
-        4,
-        "ork, etcd, kube-apiserver, kube-controller-manager"
-    );
+    let release = orkestra::control_plane::Release::pick(None);
+    if orkestra::control_plane::Binaries::resolve(&release).simulates_nodes() {
+        assert_eq!(
+            processes_mentioning(&dir).len(),
+            6,
+            "ork, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok"
+        );
+        let nodes = kubectl_with(&dir.join("kubeconfig"), &["get", "nodes", "-o", "name"]).unwrap();
+        assert_eq!(nodes.trim(), "node/ork-node-0", "one simulated node by default");
+    } else {
+        assert_eq!(
+            processes_mentioning(&dir).len(),
+            4,
+            "ork, etcd, kube-apiserver, kube-controller-manager"
+        );
+    }
 
     let status = ork.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
     assert!(status.success(), "ork exits 0 on SIGTERM: {status}");
@@ -152,4 +163,34 @@ fn a_second_instance_in_the_same_dir_is_refused() {
     // The first instance kept serving.
     kubectl_with(&dir.join("kubeconfig"), &["get", "ns", "default"]).unwrap();
     assert!(first.signal_and_wait(libc::SIGTERM, Duration::from_secs(30)).success());
+}
+
+#[test]
+fn install_of_a_release_that_does_not_exist_fails_clearly_and_caches_nothing() {
+    if orkestra::control_plane::Release::pick(None).recipe != orkestra::control_plane::Recipe::Modules {
+        return; // Without Go there is only the v1.20.2 fallback, whatever is asked.
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let env = [("ORK_CACHE_DIR", cache.path().to_str().unwrap())];
+    let output = run(&["control-plane", "install", "--version", "1.37"], &env);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("\"1.37\" is not a Kubernetes release such as v1.37.2"),
+        "{stderr}"
+    );
+    let output = run(&["control-plane", "install", "--version", "v1.99.0"], &env);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("k8s.io/kubernetes@v1.99.0 is not on the Go module proxy"),
+        "{stderr}"
+    );
+    let entries: Vec<_> = std::fs::read_dir(cache.path().join("control-plane"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("kubernetes-") || name.starts_with(".build-"))
+        .collect();
+    assert!(entries.is_empty(), "a failed build leaves no cache entry: {entries:?}");
 }

@@ -53,7 +53,7 @@ async fn tiers_scale_what_each_app_gets_and_admission_guards_the_tier() {
         example.ns.client.clone(),
         &example.ns.name,
         &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("autoscaling", "v2beta2", "HorizontalPodAutoscaler"),
+            &GroupVersionKind::gvk("autoscaling", "v2", "HorizontalPodAutoscaler"),
             "horizontalpodautoscalers",
         ),
     );
@@ -61,7 +61,7 @@ async fn tiers_scale_what_each_app_gets_and_admission_guards_the_tier() {
         example.ns.client.clone(),
         &example.ns.name,
         &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget"),
+            &GroupVersionKind::gvk("policy", "v1", "PodDisruptionBudget"),
             "poddisruptionbudgets",
         ),
     );
@@ -204,52 +204,14 @@ async fn config_watch_sites_read_their_settings_and_react_to_edits() {
 async fn pipeline_runs_build_then_test_as_jobs_finish() {
     let example = example("pipeline").await;
     let pipelines = example.crs("ci.orkestra.io", "Pipeline");
-    example
-        .status(&pipelines, "release", |s| s["phase"] == "Running/build")
-        .await;
-    let jobs = example.api::<Job>();
-    // No kubelet here: finish each Job as one would report it.
-    let finish = |name: &'static str| {
-        let jobs = jobs.clone();
-        async move {
-            let done = json!({"status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}});
-            jobs.patch_status(name, &PatchParams::default(), &Patch::Merge(done))
-                .await
-                .unwrap();
-        }
-    };
-    eventually("the build Job", WAIT, || async {
-        jobs.get_opt("release-build").await.ok().flatten()
-    })
-    .await
-    .unwrap();
-    assert!(
-        jobs.get_opt("release-test").await.unwrap().is_none(),
-        "test waits for build"
-    );
-    finish("release-build").await;
+    // The Jobs' Pods run on a simulated node and succeed: nothing is finished by hand. The
+    // phase moves to Running/test only once build's Job succeeded, and to Succeeded only
+    // once test's did, so reaching it means both ran, one after the other.
     let status = example
-        .status(&pipelines, "release", |s| s["phase"] == "Running/test")
-        .await;
-    // Fields read the phase the CR was in, so currentStep follows one reconcile later.
-    assert!(
-        status["currentStep"] == "build" || status["currentStep"] == "test",
-        "{status}"
-    );
-    example
-        .status(&pipelines, "release", |s| s["currentStep"] == "test")
-        .await;
-    eventually("the test Job", WAIT, || async {
-        jobs.get_opt("release-test").await.ok().flatten()
-    })
-    .await
-    .unwrap();
-    finish("release-test").await;
-    // Cleared once no step runs (one reconcile after the phase moved on).
-    example
         .status(&pipelines, "release", |s| {
             s["phase"] == "Succeeded" && s["currentStep"] == ""
         })
         .await;
+    assert_eq!(status["image"], "busybox:1.36", "{status}");
     example.stop().await;
 }

@@ -1,6 +1,6 @@
 //! Every resource key of a HookTemplates block renders to an object the real API server
-//! accepts (at the version it serves: batch/v1beta1 CronJob, autoscaling/v2beta2 HPA and
-//! policy/v1beta1 PDB on 1.20), and a resync over all of them writes nothing.
+//! accepts (at their GA versions: batch/v1 CronJob, autoscaling/v2 HPA and policy/v1 PDB,
+//! which the current control plane serves), and a resync over all of them writes nothing.
 
 use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -66,12 +66,12 @@ async fn every_kind_is_applied_as_the_server_serves_it_and_then_left_alone() {
 
     #[rustfmt::skip]
     let expect = [
-        ("batch/v1beta1", "CronJob", "cronjobs", true, "k-cronjob".to_string(), "/spec/schedule", json!("*/5 * * * *")),
+        ("batch/v1", "CronJob", "cronjobs", true, "k-cronjob".to_string(), "/spec/schedule", json!("*/5 * * * *")),
         ("networking.k8s.io/v1", "Ingress", "ingresses", true, "k-ingress".into(), "/spec/rules/0/http/paths/0/backend/service/name", json!("k-svc")),
         ("v1", "PersistentVolume", "persistentvolumes", false, format!("{ns}-pv"), "/spec/hostPath/path", json!("/tmp/data")),
         ("v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, "k-pvc".into(), "/spec/resources/requests/storage", json!("1Gi")),
-        ("autoscaling/v2beta2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", true, "k-hpa".into(), "/spec/scaleTargetRef/name", json!("k-deployment")),
-        ("policy/v1beta1", "PodDisruptionBudget", "poddisruptionbudgets", true, "k-pdb".into(), "/spec/selector/matchLabels/app", json!("k")),
+        ("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", true, "k-hpa".into(), "/spec/scaleTargetRef/name", json!("k-deployment")),
+        ("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", true, "k-pdb".into(), "/spec/selector/matchLabels/app", json!("k")),
         ("v1", "Namespace", "namespaces", false, format!("{ns}-team"), "/metadata/labels/orkestra-owner", json!("k")),
         ("rbac.authorization.k8s.io/v1", "Role", "roles", true, "k-role".into(), "/rules/0/verbs/0", json!("get")),
         ("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", true, "k-binding".into(), "/subjects/0/namespace", json!(ns)),

@@ -102,11 +102,12 @@ async fn a_cr_is_marked_as_ours_and_on_deletion_loses_only_our_finalizers() {
 
 #[tokio::test]
 async fn on_delete_jobs_outlive_the_cr_and_hold_it_until_they_finish() {
-    // No kubelet runs here, so the job controller fails the Job at its deadline: finished.
+    // Its Pod asks for a node that does not exist, so it never runs and the job controller
+    // fails the Job at its deadline: finished, a few seconds after the CR's deletion.
     let operator_box = "        reconcile:
           onDelete:
             jobs:
-              - {name: '{{ .metadata.name }}-farewell', image: busybox, command: ['true'], activeDeadlineSeconds: 3, backoffLimit: 0}
+              - {name: '{{ .metadata.name }}-farewell', image: busybox, command: ['true'], activeDeadlineSeconds: 3, backoffLimit: 0, nodeSelector: {disk: none}}
 ";
     let h = Harness::start("on-delete", &crd("app", "App", operator_box), &[], true).await;
     h.create("App", "b", json!({})).await;

@@ -10,6 +10,7 @@ mod isolation;
 mod katalogs;
 mod kinds;
 mod lifecycle;
+mod nodes;
 mod ork;
 mod pipeline;
 mod reconcile;

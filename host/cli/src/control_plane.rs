@@ -6,25 +6,65 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use orkestra::control_plane::{self, ControlPlane, InstallEvent, Options};
+use orkestra::control_plane::{self, ControlPlane, InstallEvent, Options, Recipe, Release};
 
 use super::progress::Progress;
 
 #[derive(Debug, Subcommand)]
 pub enum ControlPlaneCommand {
-    /// Make sure kube-apiserver, kube-controller-manager and etcd exist (building them once
-    /// per machine into a versioned cache) and print their paths.
+    /// Make sure the control plane exists (building it once per machine into a versioned
+    /// cache) and print the paths of its programs.
     ///
+    /// With Go on PATH: kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
+    /// of one current release, its etcd, and kwok, from the Go module proxy. Without Go:
+    /// etcd, kube-apiserver and kube-controller-manager v1.20.2 from Debian's source.
     /// ORK_KUBE_APISERVER_BIN, ORK_KUBE_CONTROLLER_MANAGER_BIN and ORK_ETCD_BIN point at
     /// existing binaries instead; ORK_CACHE_DIR moves the cache.
-    Install,
-    /// Start etcd, kube-apiserver and kube-controller-manager on loopback and write
-    /// DIR/kubeconfig; stop them all on SIGINT or SIGTERM.
+    #[command(disable_version_flag = true)]
+    Install(VersionArgs),
+    /// Start the control plane on loopback, with simulated nodes, and write DIR/kubeconfig;
+    /// stop it all on SIGINT or SIGTERM.
+    #[command(disable_version_flag = true)]
     Up(UpArgs),
+}
+
+/// Which Kubernetes release.
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// The Kubernetes release (vMAJOR.MINOR.PATCH) to build from the Go module proxy.
+    /// Default: ORK_KUBERNETES_VERSION, else the pinned release.
+    #[arg(long, value_name = "VERSION")]
+    pub version: Option<String>,
+}
+
+impl VersionArgs {
+    /// The release, said aloud when the fallback replaces what was asked.
+    pub fn release(&self) -> Release {
+        let release = Release::pick(self.version.as_deref());
+        if release.recipe == Recipe::Debian {
+            eprintln!(
+                "Go was not found on PATH: using the {} fallback built from Debian's source package (no scheduler, no simulated nodes)",
+                release.version
+            );
+        }
+        release
+    }
+}
+
+/// How the local control plane runs.
+#[derive(Debug, Args)]
+pub struct PlaneArgs {
+    #[command(flatten)]
+    pub version: VersionArgs,
+    /// Simulated nodes (kwok) that Pods are scheduled on; 0 for none.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub nodes: u32,
 }
 
 #[derive(Debug, Args)]
 pub struct UpArgs {
+    #[command(flatten)]
+    pub plane: PlaneArgs,
     /// Instance directory (kubeconfig, pki, etcd data, logs); kept after exit. Default: a
     /// temporary directory removed at exit.
     #[arg(long, value_name = "DIR")]
@@ -39,14 +79,27 @@ pub struct UpArgs {
 
 pub async fn control_plane(command: ControlPlaneCommand) -> anyhow::Result<ExitCode> {
     match command {
-        ControlPlaneCommand::Install => {
-            let binaries = install().await?;
-            println!("etcd                     {}", binaries.etcd.display());
-            println!("kube-apiserver           {}", binaries.kube_apiserver.display());
-            println!(
-                "kube-controller-manager  {}",
-                binaries.kube_controller_manager.display()
+        ControlPlaneCommand::Install(version) => {
+            let binaries = install(&version.release()).await?;
+            let optional = [
+                ("kube-scheduler", &binaries.kube_scheduler),
+                ("kubectl", &binaries.kubectl),
+                ("kwok", &binaries.kwok),
+            ];
+            let listed = [
+                ("etcd", &binaries.etcd),
+                ("kube-apiserver", &binaries.kube_apiserver),
+                ("kube-controller-manager", &binaries.kube_controller_manager),
+            ]
+            .into_iter()
+            .chain(
+                optional
+                    .into_iter()
+                    .filter_map(|(name, path)| Some((name, path.as_ref()?))),
             );
+            for (name, path) in listed {
+                println!("{name:<25}{}", path.display());
+            }
             Ok(ExitCode::SUCCESS)
         }
         ControlPlaneCommand::Up(args) => up(args).await,
@@ -54,11 +107,12 @@ pub async fn control_plane(command: ControlPlaneCommand) -> anyhow::Result<ExitC
 }
 
 /// Runs the installer on a blocking thread, showing its steps.
-pub async fn install() -> anyhow::Result<control_plane::Binaries> {
-    tokio::task::spawn_blocking(|| {
+pub async fn install(release: &Release) -> anyhow::Result<control_plane::Binaries> {
+    let release = release.clone();
+    tokio::task::spawn_blocking(move || {
         let progress = Progress::start("checking the control plane binaries");
         let mut headline = String::new();
-        let (binaries, built) = control_plane::install(|event| match event {
+        let (binaries, built) = control_plane::install(&release, |event| match event {
             InstallEvent::Step { index, total, title } => {
                 headline = format!("[{index}/{total}] {title}");
                 progress.set(headline.clone());
@@ -67,7 +121,7 @@ pub async fn install() -> anyhow::Result<control_plane::Binaries> {
         })?;
         progress.finish();
         if built {
-            eprintln!("built the control plane into {}", control_plane::cache_dir().display());
+            eprintln!("built the control plane into {}", release.cache_dir().display());
         }
         Ok(binaries)
     })
@@ -77,15 +131,23 @@ pub async fn install() -> anyhow::Result<control_plane::Binaries> {
 
 /// Starts a control plane with a progress spinner; the temporary directory (if any) must be
 /// kept alive by the caller.
-pub async fn start(dir: PathBuf, port: Option<u16>, controller_manager: bool) -> anyhow::Result<ControlPlane> {
-    let progress = Progress::start(if controller_manager {
-        "starting etcd, kube-apiserver and kube-controller-manager"
-    } else {
-        "starting etcd and kube-apiserver"
+pub async fn start(
+    dir: PathBuf,
+    port: Option<u16>,
+    controller_manager: bool,
+    binaries: control_plane::Binaries,
+    nodes: u32,
+) -> anyhow::Result<ControlPlane> {
+    let progress = Progress::start(match (controller_manager, binaries.simulates_nodes() && nodes > 0) {
+        (true, true) => "starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok",
+        (true, false) => "starting etcd, kube-apiserver and kube-controller-manager",
+        (false, _) => "starting etcd and kube-apiserver",
     });
     let mut options = Options::new(dir);
     options.port = port;
     options.controller_manager = controller_manager;
+    options.binaries = binaries;
+    options.nodes = nodes;
     let plane = ControlPlane::start(options).await?;
     progress.finish();
     Ok(plane)
@@ -125,8 +187,9 @@ pub async fn watch(plane: &mut ControlPlane) -> anyhow::Result<()> {
 }
 
 async fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
+    let binaries = install(&args.plane.version.release()).await?;
     let (dir, _temp) = instance_dir(args.dir, "ork-control-plane-")?;
-    let mut plane = start(dir, args.port, !args.no_controller_manager).await?;
+    let mut plane = start(dir, args.port, !args.no_controller_manager, binaries, args.plane.nodes).await?;
     println!(
         "control plane ready: server {} kubeconfig {} (Ctrl-C to stop)",
         plane.server(),

@@ -26,6 +26,8 @@ pub struct DevArgs {
     #[arg(long, value_name = "PORT")]
     port: Option<u16>,
     #[command(flatten)]
+    plane: super::control_plane::PlaneArgs,
+    #[command(flatten)]
     admin: super::run::AdminArgs,
 }
 
@@ -33,9 +35,9 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     // Load first: a wrong Katalog should fail before a minute of start-up.
     let katalog = args.katalog.load()?;
     // A newcomer's first run builds the control plane; later runs find it in the cache.
-    install().await?;
+    let binaries = install(&args.plane.version.release()).await?;
     let (dir, _temp) = instance_dir(args.dir, "ork-dev-")?;
-    let mut plane = start(dir, args.port, true).await?;
+    let mut plane = start(dir, args.port, true, binaries, args.plane.nodes).await?;
     let client = plane.client().await?;
 
     let crds = crd_install::install_crds(&client, &katalog.katalog, Duration::from_secs(60))

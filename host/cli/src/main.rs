@@ -30,6 +30,8 @@ enum Command {
     /// Run the runtime for a Katalog against the cluster of KUBECONFIG (or in-cluster config).
     Run(run::RunArgs),
     /// Start a local control plane, install the Katalog's CRDs and run the runtime against it.
+    // `--version` picks the Kubernetes release here, not the version of ork.
+    #[command(disable_version_flag = true)]
     Dev(dev::DevArgs),
     /// Check Katalog files without a cluster; exit 0 when valid, 1 otherwise.
     Validate(validate::ValidateArgs),

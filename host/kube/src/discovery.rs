@@ -1,7 +1,8 @@
 //! Finding a kind on the API server, falling back to the earlier API version of kinds whose
 //! schema did not change at GA, so Katalogs written for current clusters also run on older
-//! ones (the local control plane is 1.20, which predates batch/v1 CronJob, autoscaling/v2 and
-//! policy/v1).
+//! ones. Only a server before 1.23 takes a fallback (batch/v1 CronJob and policy/v1 are GA
+//! since 1.21, autoscaling/v2 since 1.23): the v1.20.2 control plane built on machines
+//! without Go, or an old cluster. A current server never does.
 
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::Scope;

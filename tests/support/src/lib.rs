@@ -83,9 +83,15 @@ pub fn kubectl(args: &[&str]) -> anyhow::Result<String> {
     kubectl_with(&cluster.kubeconfig, args)
 }
 
-/// Runs kubectl with a given kubeconfig and returns its stdout; fails with its stderr.
+/// Runs kubectl with a given kubeconfig and returns its stdout; fails with its stderr. The
+/// kubectl built with the control plane (the same release) when there is one.
 pub fn kubectl_with(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let output = std::process::Command::new("kubectl")
+    let release = orkestra::control_plane::Release::pick(None);
+    let program = orkestra::control_plane::Binaries::in_cache(&release)
+        .kubectl
+        .filter(|path| path.exists())
+        .unwrap_or_else(|| PathBuf::from("kubectl"));
+    let output = std::process::Command::new(program)
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(args)

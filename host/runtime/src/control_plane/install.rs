@@ -1,5 +1,6 @@
 //! `ork control-plane install`: makes sure the control plane binaries exist, building them
-//! once per machine into the versioned cache (see [`super::binaries`]).
+//! once per machine into the versioned cache (see [`super::binaries`]): a current release
+//! from the Go module proxy, or, on a machine without Go, v1.20.2 from Debian's source.
 //!
 //! The build runs in a temporary directory next to the cache entry and is renamed into place
 //! only when every step succeeded, so a failed or interrupted build never leaves a
@@ -10,11 +11,25 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::binaries::{self, Binaries, DEBIAN_SOURCE_VERSION, KUBERNETES_VERSION};
+use super::binaries::{self, Binaries, DEBIAN_SOURCE_VERSION, KUBERNETES_VERSION, Recipe, Release};
 use super::process::log_tail;
 use super::{Error, lock_file};
 
-const BUILD_SCRIPT: &str = include_str!("build.sh");
+const DEBIAN_SCRIPT: &str = include_str!("build.sh");
+const MODULES_SCRIPT: &str = include_str!("build-modules.sh");
+/// The pinned modules of [`KUBERNETES_VERSION`] and kwok, written out for the build.
+const PINNED: &[(&str, &str)] = &[
+    ("kubernetes/go.mod", include_str!("modules/kubernetes/go.mod")),
+    ("kubernetes/go.sum", include_str!("modules/kubernetes/go.sum")),
+    ("kubernetes/tools.go", include_str!("modules/kubernetes/tools.go")),
+    (
+        "kubernetes/etcd/main.go",
+        include_str!("modules/kubernetes/etcd/main.go"),
+    ),
+    ("kwok/go.mod", include_str!("modules/kwok/go.mod")),
+    ("kwok/go.sum", include_str!("modules/kwok/go.sum")),
+    ("kwok/tools.go", include_str!("modules/kwok/tools.go")),
+];
 
 /// What the installer reports while it works.
 #[derive(Debug, Clone)]
@@ -25,7 +40,7 @@ pub enum InstallEvent {
     Output(String),
 }
 
-/// Ensures the binaries exist and returns their paths and whether a build ran.
+/// Ensures the binaries of `release` exist and returns their paths and whether a build ran.
 ///
 /// Environment overrides (`ORK_ETCD_BIN`, `ORK_KUBE_APISERVER_BIN`,
 /// `ORK_KUBE_CONTROLLER_MANAGER_BIN`) are used as they are and never built.
@@ -33,8 +48,8 @@ pub enum InstallEvent {
 /// # Errors
 /// [`Error::MissingBinary`] when an override points at nothing, [`Error::BuildFailed`]
 /// naming the failed step and the build log.
-pub fn install(mut on_event: impl FnMut(InstallEvent)) -> Result<(Binaries, bool), Error> {
-    let resolved = Binaries::resolve();
+pub fn install(release: &Release, mut on_event: impl FnMut(InstallEvent)) -> Result<(Binaries, bool), Error> {
+    let resolved = Binaries::resolve(release);
     if resolved.complete() {
         return Ok((resolved, false));
     }
@@ -50,7 +65,7 @@ pub fn install(mut on_event: impl FnMut(InstallEvent)) -> Result<(Binaries, bool
         resolved.check(true)?;
     }
 
-    let final_dir = binaries::cache_dir();
+    let final_dir = release.cache_dir();
     let parent = final_dir.parent().unwrap_or(Path::new("/")).to_path_buf();
     std::fs::create_dir_all(&parent).map_err(|source| Error::Io {
         action: format!("create the cache directory {}", parent.display()),
@@ -58,15 +73,14 @@ pub fn install(mut on_event: impl FnMut(InstallEvent)) -> Result<(Binaries, bool
     })?;
     let _lock = lock_file(&parent.join(".install.lock"), true)?;
     // Another install may have finished while we waited for the lock.
-    let cached = Binaries::in_dir(&final_dir);
-    if cached.complete() {
-        return Ok((Binaries::resolve(), false));
+    if Binaries::in_cache(release).complete() {
+        return Ok((Binaries::resolve(release), false));
     }
     remove_stale_builds(&parent);
 
     let work = parent.join(format!(".build-{}", std::process::id()));
     let log_path = parent.join("build.log");
-    let result = run_build(&work, &log_path, &mut on_event).and_then(|()| {
+    let result = run_build(release, &work, &log_path, &mut on_event).and_then(|()| {
         // A previous incomplete entry (files deleted by hand) is replaced whole.
         if final_dir.exists() {
             std::fs::remove_dir_all(&final_dir).map_err(|source| Error::Io {
@@ -81,17 +95,54 @@ pub fn install(mut on_event: impl FnMut(InstallEvent)) -> Result<(Binaries, bool
     });
     let _ = std::fs::remove_dir_all(&work);
     result?;
-    Ok((Binaries::resolve(), true))
+    Ok((Binaries::resolve(release), true))
 }
 
-fn run_build(work: &Path, log_path: &Path, on_event: &mut impl FnMut(InstallEvent)) -> Result<(), Error> {
+fn run_build(
+    release: &Release,
+    work: &Path,
+    log_path: &Path,
+    on_event: &mut impl FnMut(InstallEvent),
+) -> Result<(), Error> {
     let io = |action: &str| {
         let action = action.to_string();
         move |source| Error::Io { action, source }
     };
     std::fs::create_dir_all(work).map_err(io("create the build directory"))?;
     let script = work.join("build.sh");
-    std::fs::write(&script, BUILD_SCRIPT).map_err(io("write the build script"))?;
+    let out = work.join("out").display().to_string();
+    let args: Vec<String> = match release.recipe {
+        Recipe::Debian => {
+            std::fs::write(&script, DEBIAN_SCRIPT).map_err(io("write the build script"))?;
+            let version = &release.version;
+            vec![
+                out,
+                work.display().to_string(),
+                DEBIAN_SOURCE_VERSION.into(),
+                version.clone(),
+            ]
+        }
+        Recipe::Modules => {
+            std::fs::write(&script, MODULES_SCRIPT).map_err(io("write the build script"))?;
+            let pinned = work.join("pinned");
+            for (path, text) in PINNED {
+                let path = pinned.join(path);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(io("create the pinned module directory"))?;
+                }
+                std::fs::write(&path, text).map_err(io("write the pinned modules"))?;
+            }
+            let go_cache = binaries::cache_root().join("go");
+            vec![
+                out,
+                work.display().to_string(),
+                release.version.clone(),
+                KUBERNETES_VERSION.into(),
+                pinned.display().to_string(),
+                go_cache.display().to_string(),
+            ]
+        }
+    };
     let mut log = File::create(log_path).map_err(io("create the build log"))?;
 
     // stderr is folded into stdout so the log keeps the order in which things happened.
@@ -99,10 +150,7 @@ fn run_build(work: &Path, log_path: &Path, on_event: &mut impl FnMut(InstallEven
         .arg("-c")
         .arg("exec bash \"$0\" \"$@\" 2>&1")
         .arg(&script)
-        .arg(work.join("out"))
-        .arg(work)
-        .arg(DEBIAN_SOURCE_VERSION)
-        .arg(KUBERNETES_VERSION)
+        .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()

@@ -1,12 +1,15 @@
-//! A real local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager) run
-//! as plain processes on loopback, for `ork dev`, `ork control-plane up` and the tests.
+//! A real local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
+//! kube-scheduler) run as plain processes on loopback, for `ork dev`, `ork control-plane up`
+//! and the tests, with nodes that kwok simulates: Pods are scheduled, become Ready, and the
+//! Pods of Jobs complete, without a container runtime.
 //!
 //! Each instance owns a directory (`DIR/kubeconfig`, `DIR/pki`, `DIR/etcd`, `DIR/logs`) and
-//! free loopback ports, so several run side by side. There is no scheduler or kubelet: Pods
-//! stay Pending.
+//! free loopback ports, so several run side by side. The v1.20.2 fallback (machines without
+//! Go) has no scheduler and no nodes: its Pods stay Pending.
 
 mod binaries;
 mod install;
+mod nodes;
 mod process;
 
 use std::fs::File;
@@ -16,8 +19,8 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 pub use binaries::{
-    Binaries, DEBIAN_SOURCE_VERSION, ENV_APISERVER, ENV_CACHE_DIR, ENV_CONTROLLER_MANAGER, ENV_ETCD,
-    KUBERNETES_VERSION, cache_dir, cache_root,
+    Binaries, DEBIAN_KUBERNETES_VERSION, DEBIAN_SOURCE_VERSION, ENV_APISERVER, ENV_CACHE_DIR, ENV_CONTROLLER_MANAGER,
+    ENV_ETCD, ENV_VERSION, KUBERNETES_VERSION, KWOK_VERSION, Recipe, Release, cache_dir, cache_root,
 };
 pub use install::{InstallEvent, install};
 use process::{Process, log_tail};
@@ -31,13 +34,15 @@ pub const INSTALL_COMMAND: &str = "ork control-plane install";
 pub enum Error {
     /// A binary is not where it should be.
     #[error(
-        "{name} not found at {}: run `{INSTALL_COMMAND}` to build it, or set {var} to an existing binary",
-        path.display()
+        "{name} not found at {}: run `{INSTALL_COMMAND}` to build it{}",
+        path.display(),
+        var.map(|var| format!(", or set {var} to an existing binary")).unwrap_or_default()
     )]
     MissingBinary {
         name: &'static str,
         path: PathBuf,
-        var: &'static str,
+        /// The environment variable that points at an existing binary instead, if any.
+        var: Option<&'static str>,
     },
     /// A helper program (openssl) is missing.
     #[error("`{tool}` is needed to {purpose} but was not found: install it (Debian: apt-get install {package})")]
@@ -124,19 +129,22 @@ pub struct Options {
     pub controller_manager: bool,
     /// The binaries to run.
     pub binaries: Binaries,
+    /// Simulated nodes (with a scheduler) when the binaries have them; 0 for none.
+    pub nodes: u32,
     /// How long to wait for /readyz.
     pub ready_timeout: Duration,
 }
 
 impl Options {
-    /// Defaults: free port, controller manager on, binaries from [`Binaries::resolve`], 90 s
-    /// to become ready.
+    /// Defaults: free port, controller manager on, the binaries of the release
+    /// [`Release::pick`] chooses, one simulated node, 90 s to become ready.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
             port: None,
             controller_manager: true,
-            binaries: Binaries::resolve(),
+            binaries: Binaries::resolve(&Release::pick(None)),
+            nodes: 1,
             ready_timeout: Duration::from_secs(90),
         }
     }
@@ -161,6 +169,8 @@ impl ControlPlane {
     /// Call it from a thread that outlives the control plane (see [`Process::spawn`]).
     pub async fn start(options: Options) -> Result<Self, Error> {
         options.binaries.check(options.controller_manager)?;
+        // Before 1.24 the insecure ports were open unless closed; later releases refuse the flags.
+        let legacy = options.binaries.minor_version()? < 24;
         let dir = prepare_dir(&options.dir)?;
         let lock = lock_file(&dir.join("ork.lock"), false)?;
         let port = match options.port {
@@ -209,7 +219,6 @@ impl ControlPlane {
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
                 &format!("--secure-port={port}"),
-                "--insecure-port=0",
                 &format!("--cert-dir={}", cert_dir.display()),
                 &format!("--token-auth-file={}", pki.tokens.display()),
                 "--authorization-mode=RBAC",
@@ -221,7 +230,10 @@ impl ControlPlane {
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
                 "--v=0",
-            ]),
+            ])
+            .into_iter()
+            .chain(legacy.then(|| "--insecure-port=0".to_string()))
+            .collect::<Vec<_>>(),
             &dir.join("logs/kube-apiserver.log"),
         )?);
 
@@ -245,12 +257,40 @@ impl ControlPlane {
                     "--bind-address=127.0.0.1",
                     // No serving ports of its own, so instances never collide.
                     "--secure-port=0",
-                    "--port=0",
                     "--v=0",
-                ]),
+                ])
+                .into_iter()
+                .chain(legacy.then(|| "--port=0".to_string()))
+                .collect::<Vec<_>>(),
                 &dir.join("logs/kube-controller-manager.log"),
             )?);
             plane.wait_controller_manager(options.ready_timeout).await?;
+        }
+        if let (Some(scheduler), Some(kwok)) = (&options.binaries.kube_scheduler, &options.binaries.kwok)
+            && options.nodes > 0
+        {
+            plane.processes.push(Process::spawn(
+                "kube-scheduler",
+                scheduler,
+                &strings(&[
+                    &format!("--kubeconfig={}", kubeconfig.display()),
+                    "--leader-elect=false",
+                    "--secure-port=0",
+                    "--v=0",
+                ]),
+                &dir.join("logs/kube-scheduler.log"),
+            )?);
+            plane.processes.push(Process::spawn(
+                "kwok",
+                kwok,
+                &nodes::kwok_args(&kubeconfig, kwok),
+                &dir.join("logs/kwok.log"),
+            )?);
+            let client = plane.client().await?;
+            nodes::create(&client, options.nodes).await?;
+            plane
+                .wait_nodes_ready(&client, options.nodes, options.ready_timeout)
+                .await?;
         }
         Ok(plane)
     }
@@ -351,6 +391,21 @@ impl ControlPlane {
                     "kube-controller-manager did not create the default ServiceAccount",
                     timeout,
                 ));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// kwok marks a node Ready once it manages it.
+    async fn wait_nodes_ready(&mut self, client: &kube::Client, count: u32, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check_running()?;
+            if nodes::ready(client).await >= count {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(self.not_ready("kwok did not make the simulated nodes Ready", timeout));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
