@@ -117,11 +117,6 @@ pub fn cache_root() -> PathBuf {
     home.join(".cache").join("orkestra")
 }
 
-/// The cache directory of the release [`Release::pick`] chooses with no version given.
-pub fn cache_dir() -> PathBuf {
-    Release::pick(None).cache_dir()
-}
-
 impl Binaries {
     /// The binaries of `release` in its cache directory (whether or not they exist).
     pub fn in_cache(release: &Release) -> Self {

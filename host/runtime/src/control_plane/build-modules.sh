@@ -9,7 +9,7 @@
 # release gets a go.mod generated from its own (each k8s.io staging module replaced by its
 # v0.X release) and a go.sum resolved now.
 #
-# usage: build-modules.sh OUT WORK VERSION PINNED_VERSION PINNED GO_CACHE
+# usage: build-modules.sh OUT WORK VERSION PINNED_VERSION PINNED GO_CACHE KWOK_VERSION
 set -euo pipefail
 
 out=$1
@@ -18,6 +18,7 @@ version=$3
 pinned_version=$4
 pinned=$5
 go_cache=$6
+kwok_version=$7
 total=5
 
 step() { echo "::step $1 $total $2"; }
@@ -98,7 +99,8 @@ done
 said=$("$out/kubectl" version --client)
 [[ $said == *"Client Version: $version"* ]] || fail "kubectl reports \"$said\", expected $version"
 "$out/etcd" --version | head -n1
-"$out/kwok" --version | head -n1
+said=$("$out/kwok" --version 2>&1)
+[[ $said == *"$kwok_version"* ]] || fail "kwok reports \"$said\", expected $kwok_version"
 {
   echo "kubernetes=$version"
   echo "recipe=go-modules"

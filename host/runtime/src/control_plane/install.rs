@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::binaries::{self, Binaries, DEBIAN_SOURCE_VERSION, KUBERNETES_VERSION, Recipe, Release};
+use super::binaries::{self, Binaries, DEBIAN_SOURCE_VERSION, KUBERNETES_VERSION, KWOK_VERSION, Recipe, Release};
 use super::process::log_tail;
 use super::{Error, lock_file};
 
@@ -140,6 +140,7 @@ fn run_build(
                 KUBERNETES_VERSION.into(),
                 pinned.display().to_string(),
                 go_cache.display().to_string(),
+                KWOK_VERSION.into(),
             ]
         }
     };

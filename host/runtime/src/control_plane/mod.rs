@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 pub use binaries::{
     Binaries, DEBIAN_KUBERNETES_VERSION, DEBIAN_SOURCE_VERSION, ENV_APISERVER, ENV_CACHE_DIR, ENV_CONTROLLER_MANAGER,
-    ENV_ETCD, ENV_VERSION, KUBERNETES_VERSION, KWOK_VERSION, Recipe, Release, cache_dir, cache_root,
+    ENV_ETCD, ENV_VERSION, KUBERNETES_VERSION, KWOK_VERSION, Recipe, Release, cache_root,
 };
 pub use install::{InstallEvent, install};
 use process::{Process, log_tail};
