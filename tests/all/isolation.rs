@@ -155,16 +155,21 @@ async fn a_forged_children_list_deletes_nothing_the_cr_does_not_own() {
         team_ns.metadata.deletion_timestamp.is_none(),
         "a namespace is out of its grants"
     );
+    // Events are recorded off the reconcile's path: they may land after the status.
     let events: Api<Event> = Api::namespaced(client.clone(), &ns);
-    let refused = events.list(&ListParams::default()).await.unwrap();
-    assert!(
+    eventually("the refusal on the CR's Events", WAIT, || async {
+        let refused = events.list(&ListParams::default()).await.ok()?;
         refused
             .items
             .iter()
-            .any(|e| e.reason.as_deref() == Some("ChildNotPruned")
-                && e.message.as_deref().unwrap_or("").contains("kube-system")),
-        "the refusal is on the CR's Events"
-    );
+            .any(|e| {
+                e.reason.as_deref() == Some("ChildNotPruned")
+                    && e.message.as_deref().unwrap_or("").contains("kube-system")
+            })
+            .then_some(())
+    })
+    .await
+    .unwrap();
     system.delete(&important, &DeleteParams::default()).await.unwrap();
     namespaces.delete(&team, &DeleteParams::default()).await.unwrap();
     h.stop().await;

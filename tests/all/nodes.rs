@@ -5,9 +5,11 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, DynamicObject, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use serde_json::json;
+use orkestra::health::State;
+use serde_json::{Value, json};
 
 use crate::pipeline::{Harness, WAIT, crd};
 use orkestra_test_support::eventually;
@@ -111,4 +113,90 @@ spec:
     assert_eq!(status.code, 422, "{status:?}");
     assert!(status.message.contains("min must not exceed max"), "{}", status.message);
     assert!(pools.get_opt("bad").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_dependent_waits_until_its_dependency_s_deployment_is_available() {
+    // The Db's Deployment asks for a node pool that does not exist yet: it reconciles fine,
+    // but its children are not ready, so `healthyWhen: childrenReady` keeps it unhealthy.
+    // The pool's label is the test's own (NS is its namespace), so no other test's Pods go there.
+    let db = crd(
+        "db",
+        "Db",
+        "        reconcile:
+          onReconcile:
+            deployments:
+              - {image: postgres, nodeSelector: {'NS.test.orkestra.io/pool': ready}}
+",
+    )
+    .replace(
+        "      namespace: NS\n",
+        "      namespace: NS\n      healthyWhen: childrenReady\n",
+    );
+    let app = crd(
+        "app",
+        "App",
+        "        reconcile:\n          onReconcile:\n            configMaps:\n              - {data: {db: main}}\n",
+    )
+    .replace(
+        "      namespace: NS\n",
+        "      namespace: NS\n      dependsOn: {db: healthy}\n",
+    );
+    let h = Harness::start("depends-ready", &(db + &app), &[], true).await;
+    let pool = format!("{}.test.orkestra.io/pool", h.ns.name);
+    h.create("Db", "main", json!({})).await;
+    h.create("App", "web", json!({})).await;
+
+    let waiting = eventually("the Db to reconcile and wait for its Deployment", WAIT, || async {
+        let health = h.health.get("db")?;
+        (health.total_reconciles > 0).then_some(health)?.waiting_for()
+    })
+    .await
+    .unwrap();
+    assert!(
+        waiting.contains("Deployment main-deployment: 0 of 1 replicas updated")
+            || waiting.contains("Deployment main-deployment: 0 of 1 replicas available"),
+        "{waiting}"
+    );
+    assert_eq!(h.health.get("db").unwrap().state, State::Started);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        h.health.get("app").unwrap().state,
+        State::Pending,
+        "a dependency that reconciles but whose Deployment is not Available is not healthy"
+    );
+    let configs: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    assert!(
+        configs.get_opt("web-config").await.unwrap().is_none(),
+        "the App was not reconciled"
+    );
+
+    // The pool appears: the Pod is scheduled and turns Ready, the Deployment Available, the
+    // Db healthy, and only then does the App start.
+    let nodes: Api<Node> = Api::all(h.ns.client.clone());
+    let node = nodes.list(&Default::default()).await.unwrap().items[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    let label = |value: Value| json!({"metadata": {"labels": {&pool: value}}});
+    nodes
+        .patch(&node, &PatchParams::default(), &Patch::Merge(label(json!("ready"))))
+        .await
+        .unwrap();
+    let started = eventually("the App's ConfigMap", READY, || async {
+        configs.get_opt("web-config").await.ok().flatten()
+    })
+    .await;
+    nodes
+        .patch(&node, &PatchParams::default(), &Patch::Merge(label(Value::Null)))
+        .await
+        .unwrap();
+    started.unwrap();
+    let db = h.health.get("db").unwrap();
+    assert!(db.is_healthy(), "{db:?}");
+    let deployments: Api<Deployment> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let available = deployments.get("main-deployment").await.unwrap().status.unwrap();
+    assert_eq!(available.available_replicas, Some(1), "{available:?}");
+    h.stop().await;
 }

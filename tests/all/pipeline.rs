@@ -14,7 +14,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use orkestra::failure::{Reason, ReconcileError};
 use orkestra::health::State;
-use orkestra::mux::{Action, Form, MuxReconciler, Reconciler, Request};
+use orkestra::mux::{Action, Form, MuxReconciler, Reconciled, Reconciler, Request};
 use orkestra::runtime::{CrdHandle, Runtime};
 use orkestra_katalog::sentinel;
 use orkestra_test_support::{TestNamespace, eventually, namespace};
@@ -58,7 +58,7 @@ impl Reconciler for Recorder {
         Form::Constructor
     }
 
-    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Reconciled, ReconcileError>> {
         Box::pin(async move {
             let sentinels = sentinel::NAMES
                 .iter()
@@ -83,7 +83,7 @@ impl Reconciler for Recorder {
             if self.calls.lock().unwrap().len() <= self.fail_first {
                 return Err(ReconcileError::new(Reason::component("Flaky"), "not yet"));
             }
-            Ok(Action::Done)
+            Ok(Action::Done.into())
         })
     }
 }

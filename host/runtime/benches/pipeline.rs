@@ -22,7 +22,7 @@ use orkestra::enqueue::{Admission, Stats};
 use orkestra::failure::ReconcileError;
 use orkestra::health::HealthBoard;
 use orkestra::kordinator::Kordinator;
-use orkestra::mux::{Action, Form, MuxReconciler, Reconciler, Request};
+use orkestra::mux::{Action, Form, MuxReconciler, Reconciled, Reconciler, Request};
 use orkestra::observe::{Cache, PrimaryObserver};
 use orkestra::queue::WorkQueue;
 use orkestra_katalog::compile::CompiledCrd;
@@ -43,13 +43,13 @@ impl Reconciler for NoOp {
         Form::Constructor
     }
 
-    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Reconciled, ReconcileError>> {
         Box::pin(async move {
             if let Some(at) = self.enqueued_at.lock().unwrap().remove(&request.key) {
                 self.latencies.lock().unwrap().push(at.elapsed());
             }
             self.done.fetch_add(1, Ordering::Relaxed);
-            Ok(Action::Done)
+            Ok(Action::Done.into())
         })
     }
 }

@@ -105,7 +105,10 @@ mod tests {
         let mut record = Health::new(3);
         record = record
             .step(crate::health::Event::Started)
-            .step(crate::health::Event::Succeeded);
+            .step(crate::health::Event::Succeeded {
+                key: "ns/a".into(),
+                waiting: None,
+            });
         let stamps = Stamps {
             health: Some(health(&record)),
             metrics: Some(metrics(2, 10, 1)),

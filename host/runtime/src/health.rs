@@ -11,7 +11,8 @@ use serde::Serialize;
 pub enum State {
     /// Not started: waiting for its CRD, its dependencies, or start-up.
     Pending,
-    /// Workers running, no successful reconcile yet.
+    /// Workers running, no successful reconcile yet (or, with `healthyWhen: childrenReady`,
+    /// some CR's children are not ready yet).
     Started,
     /// The last reconcile succeeded (or failures stay under the threshold).
     Healthy,
@@ -25,7 +26,12 @@ pub enum State {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     Started,
-    Succeeded,
+    /// A reconcile of CR `key` succeeded; `waiting` says which of its children is not ready
+    /// yet, when its CRD waits for them (else `None`, as for a CR deleted or gone).
+    Succeeded {
+        key: String,
+        waiting: Option<String>,
+    },
     Failed(String),
     Gated,
     /// The CRD (the API resource) is gone from the cluster.
@@ -43,6 +49,9 @@ pub struct Health {
     /// Kept after recovery, as upstream does.
     pub last_error: Option<String>,
     pub failure_threshold: u32,
+    /// CRs whose children are not all ready, with the first holdout of each.
+    #[serde(skip)]
+    pub waiting: std::collections::BTreeMap<String, String>,
 }
 
 impl Health {
@@ -54,13 +63,28 @@ impl Health {
             failed_reconciles: 0,
             last_error: None,
             failure_threshold: failure_threshold.max(1),
+            waiting: Default::default(),
         }
     }
 
-    /// Healthy for dependents: at least one successful reconcile and no failure since.
-    /// (A dependency with no CRs never gets there: depend on it as `started`.)
+    /// Healthy for dependents: at least one successful reconcile, no failure since, and no
+    /// CR waiting for its children. (A dependency with no CRs never gets there: depend on it
+    /// as `started`.)
     pub fn is_healthy(&self) -> bool {
-        matches!(self.state, State::Healthy | State::Gated) && self.consecutive_fails == 0 && self.total_reconciles > 0
+        matches!(self.state, State::Healthy | State::Gated)
+            && self.consecutive_fails == 0
+            && self.total_reconciles > 0
+            && self.waiting.is_empty()
+    }
+
+    /// Why the CRD is not healthy though it reconciles: one CR's first unready child, and
+    /// how many CRs wait.
+    pub fn waiting_for(&self) -> Option<String> {
+        let (key, why) = self.waiting.iter().next()?;
+        Some(match self.waiting.len() {
+            1 => format!("{key} waits for {why}"),
+            n => format!("{key} waits for {why} ({} more custom resources wait)", n - 1),
+        })
     }
 
     /// Started for dependents: workers are running.
@@ -73,11 +97,19 @@ impl Health {
         let mut next = self.clone();
         match event {
             Event::Started => next.state = State::Started,
-            Event::Succeeded => {
-                next.state = State::Healthy;
+            Event::Succeeded { key, waiting } => {
+                match waiting {
+                    Some(why) => next.waiting.insert(key, why),
+                    None => next.waiting.remove(&key),
+                };
+                next.state = match next.waiting.is_empty() {
+                    true => State::Healthy,
+                    false => State::Started,
+                };
                 next.consecutive_fails = 0;
                 next.total_reconciles += 1;
             }
+
             Event::Failed(error) => {
                 next.consecutive_fails += 1;
                 next.total_reconciles += 1;
@@ -106,32 +138,38 @@ mod tests {
         events.iter().fold(Health::new(threshold), |h, e| h.step(e.clone()))
     }
 
+    fn ok(key: &str) -> Event {
+        Event::Succeeded {
+            key: key.into(),
+            waiting: None,
+        }
+    }
+
+    fn waits(key: &str) -> Event {
+        Event::Succeeded {
+            key: key.into(),
+            waiting: Some("Deployment web: 0 of 1 replicas available".into()),
+        }
+    }
+
     #[test]
     fn states_follow_the_documented_transitions() {
         let fail = || Event::Failed("boom".into());
         let table: &[(&[Event], State, u32)] = &[
             (&[], State::Pending, 0),
             (&[Event::Started], State::Started, 0),
-            (&[Event::Started, Event::Succeeded], State::Healthy, 0),
+            (&[Event::Started, ok("a")], State::Healthy, 0),
             (&[Event::Started, fail(), fail()], State::Started, 2),
             (&[Event::Started, fail(), fail(), fail()], State::Degraded, 3),
-            (
-                &[Event::Started, fail(), fail(), fail(), Event::Succeeded],
-                State::Healthy,
-                0,
-            ),
-            (&[Event::Started, Event::Succeeded, Event::Gated], State::Gated, 0),
-            (&[Event::Started, Event::Gated, Event::Succeeded], State::Healthy, 0),
+            (&[Event::Started, fail(), fail(), fail(), ok("a")], State::Healthy, 0),
+            (&[Event::Started, ok("a"), Event::Gated], State::Gated, 0),
+            (&[Event::Started, Event::Gated, ok("a")], State::Healthy, 0),
             (
                 &[Event::Started, fail(), fail(), fail(), Event::Gated],
                 State::Degraded,
                 3,
             ),
-            (
-                &[Event::Started, Event::Succeeded, Event::Disappeared],
-                State::Degraded,
-                0,
-            ),
+            (&[Event::Started, ok("a"), Event::Disappeared], State::Degraded, 0),
         ];
         for (events, state, fails) in table {
             let health = run(3, events);
@@ -141,12 +179,39 @@ mod tests {
 
     #[test]
     fn counters_and_last_error_are_kept() {
-        let health = run(5, &[Event::Started, Event::Failed("first".into()), Event::Succeeded]);
+        let health = run(5, &[Event::Started, Event::Failed("first".into()), ok("a")]);
         assert_eq!((health.total_reconciles, health.failed_reconciles), (2, 1));
         assert_eq!(health.last_error.as_deref(), Some("first"), "kept after recovery");
         assert!(health.is_healthy() && health.is_started());
         assert!(!Health::new(5).is_started());
         assert!(!run(1, &[Event::Started, Event::Failed("x".into())]).is_healthy());
+    }
+
+    #[test]
+    fn a_crd_waiting_for_children_is_started_until_every_cr_has_them_ready() {
+        let health = run(3, &[Event::Started, waits("ns/a"), ok("ns/b")]);
+        assert_eq!(health.state, State::Started, "b is fine, a still waits");
+        assert!(!health.is_healthy());
+        assert_eq!(
+            health.waiting_for().as_deref(),
+            Some("ns/a waits for Deployment web: 0 of 1 replicas available")
+        );
+        let ready = health.step(ok("ns/a"));
+        assert_eq!(ready.state, State::Healthy);
+        assert!(ready.is_healthy() && ready.waiting_for().is_none());
+
+        let two = run(3, &[Event::Started, waits("ns/a"), waits("ns/b")]);
+        assert!(two.waiting_for().unwrap().ends_with("(1 more custom resources wait)"));
+        let deleted = two.step(ok("ns/a")).step(ok("ns/b"));
+        assert_eq!(
+            deleted.state,
+            State::Healthy,
+            "no CR left waiting (a deleted CR's run waits for nothing)"
+        );
+        assert!(deleted.is_healthy());
+        let failing = run(3, &[Event::Started, waits("ns/a"), Event::Failed("x".into())]);
+        assert_eq!(failing.state, State::Started);
+        assert!(!failing.is_healthy() && failing.waiting_for().is_some());
     }
 }
 

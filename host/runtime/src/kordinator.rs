@@ -18,7 +18,7 @@ use crate::counters::Counters;
 use crate::failure::{Reason, ReconcileError, Retry};
 use crate::feedback;
 use crate::health::{Event, HealthBoard};
-use crate::mux::{Action, Interrupt, MuxReconciler, Request, StampPatch};
+use crate::mux::{Action, Interrupt, MuxReconciler, Reconciled, Request, StampPatch};
 use crate::observe::Cache;
 use crate::queue::{Lease, Outcome, WorkQueue};
 use orkestra_katalog::compile::CompiledCrd;
@@ -66,7 +66,7 @@ impl Kordinator {
 
     /// Calls the reconciler, retrying errors in place when `queue.retryBackoff` says so.
     /// A panic is not retried here: it goes straight back to the queue.
-    async fn reconcile(&self, request: &Request) -> std::thread::Result<Result<Action, ReconcileError>> {
+    async fn reconcile(&self, request: &Request) -> std::thread::Result<Result<Reconciled, ReconcileError>> {
         let mut retry = 0;
         loop {
             self.counters.reconciles.fetch_add(1, Ordering::Relaxed);
@@ -144,8 +144,16 @@ impl Kordinator {
         };
         let result = self.reconcile(&request).await;
         let outcome = match result {
-            Ok(Ok(action)) => {
-                self.health.record(&self.crd.name, Event::Succeeded);
+            Ok(Ok(Reconciled { action, waiting })) => {
+                // A CR being deleted or gone reports nothing waiting, which ends its wait.
+                let waiting = waiting.filter(|_| self.crd.health_waits_for_children);
+                self.health.record(
+                    &self.crd.name,
+                    Event::Succeeded {
+                        key: key.clone(),
+                        waiting,
+                    },
+                );
                 match action {
                     // Never sooner than the floor: a reconciler asking for 0 would hold a
                     // worker and the API server for as long as it keeps asking.

@@ -9,8 +9,8 @@
 //!   one request each reconcile receives, and why one failed.
 //! - [`declarative`] with [`render`], [`external`], [`cross`]: the reconciler, the templates
 //!   it renders, its HTTP calls and reads of other CRDs.
-//! - [`health`], [`feedback`], [`counters`]: the health state machine, the stamps gates read,
-//!   the counts behind them.
+//! - [`health`], [`readiness`], [`feedback`], [`counters`]: the health state machine, what
+//!   makes a child ready, the stamps gates read, the counts behind them.
 //! - [`runtime`], [`reload`], [`admin`]: wiring, live reloads and the admin endpoint.
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
 
@@ -28,6 +28,7 @@ pub mod kordinator;
 pub mod mux;
 pub mod observe;
 pub mod queue;
+pub mod readiness;
 pub mod reload;
 pub mod render;
 pub mod runtime;

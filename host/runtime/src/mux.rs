@@ -113,6 +113,21 @@ pub enum Action {
     RequeueAfter(Duration),
 }
 
+/// What a successful reconcile reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reconciled {
+    pub action: Action,
+    /// The first of the CR's children that is not ready yet (and how many more are not),
+    /// for a reconciler that knows its children; `None` when all are ready.
+    pub waiting: Option<String>,
+}
+
+impl From<Action> for Reconciled {
+    fn from(action: Action) -> Self {
+        Self { action, waiting: None }
+    }
+}
+
 /// The three forms a reconciler takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
@@ -124,7 +139,7 @@ pub enum Form {
 /// A reconciler for one CRD (or one serve target of it).
 pub trait Reconciler: Send + Sync {
     fn form(&self) -> Form;
-    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Action, ReconcileError>>;
+    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Reconciled, ReconcileError>>;
 }
 
 /// Routes each request to the reconciler of its target, else to the CRD-level one.
@@ -153,7 +168,7 @@ impl MuxReconciler {
         target.and_then(|t| self.targets.get(t)).unwrap_or(&self.default)
     }
 
-    pub async fn reconcile(&self, request: &Request) -> Result<Action, ReconcileError> {
+    pub async fn reconcile(&self, request: &Request) -> Result<Reconciled, ReconcileError> {
         self.route(request.target.as_deref()).reconcile(request).await
     }
 }
@@ -168,7 +183,7 @@ mod tests {
         fn form(&self) -> Form {
             Form::Constructor
         }
-        fn reconcile<'a>(&'a self, _: &'a Request) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+        fn reconcile<'a>(&'a self, _: &'a Request) -> BoxFuture<'a, Result<Reconciled, ReconcileError>> {
             Box::pin(async move { Err(ReconcileError::new(crate::failure::Reason::component(self.0), "called")) })
         }
     }
@@ -194,7 +209,7 @@ mod tests {
     #[tokio::test]
     async fn mux_routes_by_target_and_falls_back_to_the_crd_reconciler() {
         let mux = MuxReconciler::new(Arc::new(Named("crd"))).with_target("v2", Arc::new(Named("v2")));
-        let reason = |r: Result<Action, ReconcileError>| r.unwrap_err().reason.as_str().to_string();
+        let reason = |r: Result<Reconciled, ReconcileError>| r.unwrap_err().reason.as_str().to_string();
         assert_eq!(reason(mux.reconcile(&request(Some("v2"))).await), "v2");
         assert_eq!(reason(mux.reconcile(&request(Some("other"))).await), "crd");
         assert_eq!(reason(mux.reconcile(&request(None)).await), "crd");

@@ -414,21 +414,25 @@ impl CrdRun {
         let crd = &self.handle.crd;
         let gvk = GroupVersionKind::gvk(&crd.group, &crd.version, &crd.kind);
         let mut logged = false;
+        // What the last log line said the CRD waits for: say it again when it changes.
+        let mut said: Vec<String> = Vec::new();
         loop {
             if *stopped.borrow() {
                 return None;
             }
-            let unmet: Vec<&str> = crd
+            let unmet: Vec<String> = crd
                 .depends_on
                 .iter()
-                .filter(|(name, condition)| {
+                .filter_map(|(name, condition)| {
                     let health = self.health.get(name);
-                    !health.is_some_and(|h| match condition {
+                    let met = health.as_ref().is_some_and(|h| match condition {
                         DependencyCondition::Started => h.is_started(),
                         DependencyCondition::Healthy => h.is_healthy(),
-                    })
+                    });
+                    // Say what a dependency that reconciles fine still waits for.
+                    let why = health.and_then(|h| h.waiting_for());
+                    (!met).then(|| why.map_or_else(|| name.clone(), |why| format!("{name} ({why})")))
                 })
-                .map(|(name, _)| name.as_str())
                 .collect();
             if unmet.is_empty() {
                 match kube::discovery::pinned_kind(&self.client, &gvk).await {
@@ -439,9 +443,9 @@ impl CrdRun {
                     }
                     Err(_) => {}
                 }
-            } else if !logged {
+            } else if unmet != said {
                 tracing::info!(crd = %crd.name, waiting_for = ?unmet, "pending on dependencies");
-                logged = true;
+                said = unmet;
             }
             tokio::select! {
                 () = tokio::time::sleep(PENDING_RETRY) => {}

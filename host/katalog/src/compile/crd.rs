@@ -132,6 +132,8 @@ pub struct CompiledCrd {
     pub label_selector: Option<String>,
     pub field_selector: Option<String>,
     pub depends_on: Vec<(String, DependencyCondition)>,
+    /// Healthy only once every CR's children are ready (`healthyWhen: childrenReady`).
+    pub health_waits_for_children: bool,
     pub workers: usize,
     pub resync: Duration,
     pub failure_threshold: u32,
@@ -322,6 +324,7 @@ impl CompiledCrd {
             label_selector: selector(&entry.label_selector),
             field_selector: selector(&entry.field_selector),
             depends_on: entry.depends_on.0.clone(),
+            health_waits_for_children: entry.healthy_when == crate::HealthyWhen::ChildrenReady,
             workers: reconcile.workers.map_or(DEFAULT_WORKERS, |w| w.clamp(1, 50) as usize),
             resync,
             failure_threshold: queue.failure_threshold.unwrap_or(DEFAULT_FAILURE_THRESHOLD),

@@ -184,6 +184,9 @@ pub struct CrdEntry {
     /// Start after these CRDs: a list (`started`), or a map to `started`/`healthy`.
     #[serde(default)]
     pub depends_on: DependsOn,
+    /// What makes this CRD healthy (for `dependsOn: {this: healthy}` and the health state).
+    #[serde(default)]
+    pub healthy_when: HealthyWhen,
     /// Extra data embedded in `.children.*` (pods, events, ...).
     #[serde(default)]
     pub enrich: Option<Value>,
@@ -245,6 +248,18 @@ pub struct ApiTypes {
 pub enum DependencyCondition {
     Started,
     Healthy,
+}
+
+/// When a CRD counts as healthy. Upstream knows only the first: the operator reconciles.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HealthyWhen {
+    /// Reconciles succeed (upstream's meaning).
+    #[default]
+    Reconciled,
+    /// Reconciles succeed and every CR's children are ready: Deployments Available, Jobs
+    /// complete, claims Bound, custom resources with a true `Ready` condition.
+    ChildrenReady,
 }
 
 /// `dependsOn` in its three forms: `[db]`, `{db: healthy}`, `{db: {condition: healthy}}`.

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use kube::api::DeleteParams;
 
 use super::Declarative;
+use super::applied::Applied;
 use super::apply::{self, Deletion};
 use crate::failure::{Reason, ReconcileError, guest_reason};
 use crate::mux::{Action, Request};
@@ -29,17 +30,6 @@ const LOG_MESSAGE_LIMIT: usize = 1024;
 const NAME_LIMIT: usize = 253;
 /// Largest list of children remembered on a CR (its annotations hold 256 KiB in all).
 const REMEMBERED_LIMIT: usize = 128 << 10;
-
-/// What a call left for the rest of the reconcile.
-#[derive(Default)]
-pub struct Applied {
-    /// Children applied, by lowercase kind (first of each kind), as `.children` shows them.
-    pub children: Map<String, Value>,
-    pub wrote: bool,
-    /// Merged into `.status` after the Katalog's own fields.
-    pub status: Option<Map<String, Value>>,
-    pub action: Option<Action>,
-}
 
 impl Declarative {
     /// Calls `hook` of the slot's serving component for `request` (`object` is the CR as the
@@ -199,7 +189,7 @@ impl Declarative {
             interrupted(request)?;
             let (live, written) = self.applier.apply(child, cr, mode).await?;
             applied.wrote |= written;
-            applied.children.entry(identity[1].to_lowercase()).or_insert(live);
+            applied.add(live);
             returned.push(identity);
         }
         applied.wrote |= self.prune(spec, caller, request, cr, returned).await?;

@@ -5,6 +5,7 @@
 //! `.children` visible), skipping every write whose result is already there so a reconcile
 //! never triggers itself. On deletion: the onDelete work, then our finalizers off.
 
+mod applied;
 mod apply;
 mod component;
 mod finalize;
@@ -12,6 +13,8 @@ mod lifecycle;
 mod record;
 mod serialized;
 mod status;
+
+use applied::Applied;
 
 pub use status::desired_status;
 use status::{failed_status, validation_conditions};
@@ -27,7 +30,7 @@ use std::sync::atomic::Ordering;
 use crate::counters::Counters;
 use crate::cross::Peers;
 use crate::failure::{Reason, ReconcileError};
-use crate::mux::{Action, Form, Reconciler, Request};
+use crate::mux::{Action, Form, Reconciled, Reconciler, Request};
 use crate::observe::{Children, api_for_key, split_key};
 use crate::render::{Render, merge};
 use orkestra_katalog::compile::Entry;
@@ -113,18 +116,18 @@ impl Declarative {
             .is_some_and(|s| s.declared().world == World::Constructor)
     }
 
-    async fn run(&self, request: &Request) -> Result<Action, ReconcileError> {
+    async fn run(&self, request: &Request) -> Result<Reconciled, ReconcileError> {
         let Some(object) = &request.object else {
             self.serialized.forget(&request.key);
             if let Some(slot) = &self.component {
                 self.call_component(slot, Hook::NotFound, request, None, &request.context)
                     .await?;
             }
-            return Ok(Action::Done);
+            return Ok(Action::Done.into());
         };
         let compiled = &request.compiled;
         if !object["metadata"]["deletionTimestamp"].is_null() {
-            return self.finalize(request, compiled, object).await;
+            return self.finalize(request, compiled, object).await.map(Reconciled::from);
         }
         let now = jiff::Timestamp::now();
         let (mutated, verdict) = self.crd.rules.run(object, &self.crd.notes);
@@ -152,7 +155,7 @@ impl Declarative {
             // Nothing half-done is recorded: the run that handles the deletion (or the next
             // start) is already due.
             tracing::debug!(key = %request.key, why = %error.message, "reconcile stopped early");
-            return Ok(Action::Done);
+            return Ok(Action::Done.into());
         }
         if let Ok(done) = &outcome {
             context.insert("children".into(), done.children.clone());
@@ -186,7 +189,10 @@ impl Declarative {
                     self.events.normal(object, &format!("{kind}Reconciled"), note);
                     self.emit_declared(compiled, &mutated, &context, None).await;
                 }
-                Ok(done.action.unwrap_or(Action::Done))
+                Ok(Reconciled {
+                    action: done.action.unwrap_or(Action::Done),
+                    waiting: done.waiting,
+                })
             }
             Err(error) => {
                 self.events
@@ -268,19 +274,14 @@ impl Declarative {
         }
         let compiled = &request.compiled;
         let Some(slot) = &self.component else {
-            let (children, applied) = self.children(compiled, mutated, context).await?;
-            return Ok(Done {
-                children: Value::Object(children),
-                wrote: wrote || applied,
-                status: None,
-                action: None,
-            });
+            let applied = self.children(compiled, mutated, context).await?;
+            return Ok(Done::from_call(Applied::default(), applied, wrote));
         };
         if self.is_constructor() {
             let called = self
                 .call_component(slot, Hook::Reconcile, request, Some(mutated), context)
                 .await?;
-            return Ok(Done::from_call(called, Map::new(), wrote));
+            return Ok(Done::from_call(called, Applied::default(), wrote));
         }
         let first = slot.active().is_some_and(|a| a.spec.run_first);
         let before = if first {
@@ -291,18 +292,18 @@ impl Declarative {
         } else {
             None
         };
-        let (children, applied) = self.children(compiled, mutated, context).await?;
+        let applied = self.children(compiled, mutated, context).await?;
         let called = match before {
             Some(called) => called,
             None => {
                 // After the templates, the hook sees what they applied.
                 let mut seen = context.clone();
-                seen.insert("children".into(), Value::Object(children.clone()));
+                seen.insert("children".into(), Value::Object(applied.children.clone()));
                 self.call_component(slot, Hook::Reconcile, request, Some(mutated), &seen)
                     .await?
             }
         };
-        Ok(Done::from_call(called, children, wrote || applied))
+        Ok(Done::from_call(called, applied, wrote))
     }
 
     /// One write for everything the CR itself needs: finalizers, the managed label, CRD
@@ -366,16 +367,14 @@ impl Declarative {
         api_for_key(&self.client, &request.resource, &request.key).0
     }
 
-    /// Applies the templates; returns `.children` (the applied objects by lowercase kind) and
-    /// whether anything was written.
+    /// Applies the templates: what they applied, and whether anything was written.
     async fn children(
         &self,
         compiled: &CompiledBox,
         object: &Value,
         context: &Map<String, Value>,
-    ) -> Result<(Map<String, Value>, bool), ReconcileError> {
-        let mut children = Map::new();
-        let mut wrote = false;
+    ) -> Result<Applied, ReconcileError> {
+        let mut applied = Applied::default();
         let resolver = Resolver::in_context(object, &self.crd.notes, context);
         for (block, is_create) in [(&compiled.on_create, true), (&compiled.on_reconcile, false)] {
             let Some(block) = block else { continue };
@@ -417,9 +416,8 @@ impl Declarative {
                             entry.kind.key,
                             live["metadata"]["name"].as_str().unwrap_or_default().to_string(),
                         ));
-                        wrote |= written;
-                        let key = live["kind"].as_str().unwrap_or(entry.kind.kind).to_lowercase();
-                        children.entry(key).or_insert(live);
+                        applied.wrote |= written;
+                        applied.add(live);
                     } else if !is_create && entry.reconcile {
                         failing.push((entry, scoped));
                     }
@@ -435,12 +433,12 @@ impl Declarative {
                     continue;
                 }
                 if self.applier.delete_if_owned(&target, object).await? {
-                    wrote = true;
+                    applied.wrote = true;
                     tracing::info!(kind = %target["kind"], %name, "condition no longer holds: deleted the child we own");
                 }
             }
         }
-        Ok((children, wrote))
+        Ok(applied)
     }
 }
 
@@ -522,18 +520,24 @@ struct Done {
     /// Status fields a component returned.
     status: Option<Map<String, Value>>,
     action: Option<Action>,
+    /// The first child not ready yet, if any.
+    waiting: Option<String>,
 }
 
 impl Done {
-    fn from_call(called: component::Applied, mut children: Map<String, Value>, wrote: bool) -> Self {
+    /// The component's call and the templates' children together (the templates' first of a
+    /// kind wins `.children`), `wrote` adding the CR's own write.
+    fn from_call(called: Applied, templates: Applied, wrote: bool) -> Self {
+        let mut children = templates.children;
         for (kind, child) in called.children {
             children.entry(kind).or_insert(child);
         }
         Self {
             children: Value::Object(children),
-            wrote: wrote || called.wrote,
+            wrote: wrote || templates.wrote || called.wrote,
             status: called.status,
             action: called.action,
+            waiting: templates.holdouts.and(called.holdouts).summary(),
         }
     }
 }
@@ -547,7 +551,7 @@ impl Reconciler for Declarative {
         }
     }
 
-    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Reconciled, ReconcileError>> {
         Box::pin(self.run(request))
     }
 }
