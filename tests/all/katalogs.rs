@@ -215,3 +215,85 @@ async fn pipeline_runs_build_then_test_as_jobs_finish() {
     assert_eq!(status["image"], "busybox:1.36", "{status}");
     example.stop().await;
 }
+
+#[tokio::test]
+async fn config_copy_copies_the_watched_configmap_and_copies_it_again_when_it_changes() {
+    let example = example("config-copy").await;
+    assert_eq!(
+        example.katalog.crds["sharedConfig"].entry.api_types.plural, "sharedconfigs",
+        "apiTypes came from crd.yaml"
+    );
+    let shared = example.crs("copy.orkestra.io", "SharedConfig");
+    // No status subresource: the status is written through the object, without
+    // observedGeneration (each write moves the generation).
+    let status = example.status(&shared, "shared", ready).await;
+    assert_eq!(status["copiedFrom"], "settings");
+    assert!(status["conditions"][0].get("observedGeneration").is_none(), "{status}");
+    let configs = example.api::<ConfigMap>();
+    let copy = configs.get("shared-copy").await.unwrap();
+    let data = copy.data.clone().unwrap();
+    assert_eq!(
+        (
+            data["logLevel"].as_str(),
+            data["region"].as_str(),
+            data["copiedBy"].as_str()
+        ),
+        ("info", "eu-west-1", "orkestra")
+    );
+    assert_eq!(
+        copy.metadata.labels.unwrap()["copy.orkestra.io/of"],
+        "settings",
+        "a label written as {{key, value}}"
+    );
+    for item in ["alpha", "beta"] {
+        let extra = configs.get(&format!("shared-{item}")).await.unwrap();
+        assert_eq!(extra.data.unwrap()["extra"], item, "forEach with as: item");
+    }
+
+    // Settled: resyncs and the status written through the object cost no write.
+    let counters = example.counters("sharedConfig");
+    let writes = || counters.writes.load(std::sync::atomic::Ordering::Relaxed);
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let settled = writes();
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(writes(), settled, "a settled SharedConfig writes nothing");
+
+    // An edit to the source reaches the copy through the watch.
+    configs
+        .patch(
+            "settings",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"logLevel": "debug"}})),
+        )
+        .await
+        .unwrap();
+    eventually("the copy to follow its source", WAIT, || async {
+        let copy = configs.get("shared-copy").await.ok()?;
+        (copy.data?.get("logLevel")?.as_str() == "debug").then_some(())
+    })
+    .await
+    .unwrap();
+
+    // A CR may not send the copy to read another namespace.
+    example
+        .create(
+            &shared,
+            "SharedConfig",
+            "thief",
+            json!({"source": "kube-root-ca.crt", "sourceNamespace": "kube-system"}),
+        )
+        .await;
+    let refused = example
+        .status(&shared, "thief", |s| s["conditions"][0]["status"] == "False")
+        .await;
+    assert_eq!(refused["conditions"][0]["reason"], "CopySourceFailed", "{refused}");
+    assert!(
+        refused["conditions"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("kube-system"),
+        "{refused}"
+    );
+    assert!(configs.get_opt("thief-copy").await.unwrap().is_none());
+    example.stop().await;
+}

@@ -23,6 +23,7 @@ pub mod calendar;
 pub mod compile;
 pub mod component;
 pub mod condition;
+mod crd_file;
 pub mod cron;
 mod de;
 pub mod duration;

@@ -13,7 +13,7 @@ use super::model::KatalogFile;
 use super::reads::StampReads;
 use super::template::Functions;
 use super::yaml::{self, Node, NodeValue};
-use super::{API_VERSION, LEGACY_API_VERSION, legacy, motif, validate};
+use super::{API_VERSION, LEGACY_API_VERSION, crd_file, legacy, motif, validate};
 
 /// Loads, merges, validates and compiles the files in order.
 pub fn load(paths: &[PathBuf]) -> Result<Compiled, Error> {
@@ -195,6 +195,7 @@ fn parse_one(
     }
     include::expand(&mut node, &mut Vec::new(), files, 0, problems);
     legacy::translate(&mut node, problems, warnings);
+    crd_file::fill(&mut node, files, problems);
     match de::read::<KatalogFile>(&node, "") {
         Ok((file, unknown)) => {
             problems.extend(unknown);

@@ -29,6 +29,9 @@ pub enum Reason {
     MetadataPatchFailed,
     /// An `external` call failed and is not allowed to.
     ExternalCallFailed,
+    /// The source of a `fromConfigMap`/`fromSecret` copy is missing, unreadable, or in a
+    /// namespace the CR may not name.
+    CopySourceFailed,
     /// onDelete Jobs did not finish within their deadline.
     DeletionTimedOut,
     /// A component's on-delete has not succeeded within its deadline (`onTimeout: block`).
@@ -107,6 +110,7 @@ impl Reason {
             Reason::StatusPatchFailed => "StatusPatchFailed",
             Reason::MetadataPatchFailed => "MetadataPatchFailed",
             Reason::ExternalCallFailed => "ExternalCallFailed",
+            Reason::CopySourceFailed => "CopySourceFailed",
             Reason::DeletionTimedOut => "DeletionTimedOut",
             Reason::DeletionBlocked => "DeletionBlocked",
             Reason::ComponentUnavailable => "ComponentUnavailable",

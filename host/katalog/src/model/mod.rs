@@ -76,6 +76,16 @@ pub struct Metadata {
     pub version: String,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Where the Katalog belongs (Control Center grouping); CRs are watched per CRD entry.
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default)]
+    pub license: String,
+    /// Written as on any Kubernetes object; informational here.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// `spec`.
@@ -152,7 +162,8 @@ pub struct CrdEntry {
     /// `typed` or `dynamic`; this runtime always handles objects dynamically.
     #[serde(default)]
     pub mode: Option<String>,
-    /// The kind this operator reconciles.
+    /// The kind this operator reconciles (read from `crdFile` when absent).
+    #[serde(default)]
     pub api_types: ApiTypes,
     /// A CRD manifest installed by `ork dev`; generated from `apiTypes` when absent.
     #[serde(default)]
@@ -218,7 +229,7 @@ pub struct CrdEntry {
 }
 
 /// `apiTypes`: group, version, kind and plural of the primary resource.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiTypes {
     #[serde(default)]

@@ -166,9 +166,9 @@ pub struct ResourceEntry {
     /// Default: the CR's namespace.
     #[serde(default)]
     pub namespace: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "string_map")]
     pub labels: BTreeMap<String, String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "string_map")]
     pub annotations: BTreeMap<String, String>,
     /// onCreate entries: also drift-correct every reconcile.
     #[serde(default)]
@@ -522,4 +522,40 @@ impl KindSpec {
 /// The kind of a template block key.
 pub fn kind_spec(key: &str) -> Option<&'static KindSpec> {
     RESOURCE_KINDS.iter().find(|k| k.key == key)
+}
+
+/// `labels` / `annotations`: a map, or upstream's list of `{key, value}` pairs.
+fn string_map<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<String, String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Pair {
+        key: String,
+        #[serde(default)]
+        value: String,
+    }
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = BTreeMap<String, String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a map of strings, or a list of {key, value}")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(BTreeMap::new())
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some((key, value)) = map.next_entry::<String, String>()? {
+                out.insert(key, value);
+            }
+            Ok(out)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some(Pair { key, value }) = seq.next_element()? {
+                out.insert(key, value);
+            }
+            Ok(out)
+        }
+    }
+    deserializer.deserialize_any(Visitor)
 }

@@ -100,16 +100,24 @@ impl Checker<'_> {
     fn crd(&mut self, name: &str, entry: &CrdEntry, node: &Node, key_pos: Pos, katalog: &Katalog) {
         let base = format!("spec.crds.{name}");
         let at = |key: &str| node.get(key).map_or(node.pos, |n| n.pos);
-        if !is_dns1123_label(name) {
+        if !is_crd_key(name) {
             self.error(
                 &base,
                 key_pos,
-                "a CRD name must be a DNS-1123 label: lowercase letters, digits and '-', at most 63 characters",
+                "a CRD name is letters, digits and '-' (camelCase allowed), starting and ending with a letter or digit, at most 63 characters",
             );
         }
         let types = &entry.api_types;
         let types_pos = node.get("apiTypes").map_or(node.pos, |n| n.pos);
-        if types.kind.is_empty() {
+        if node.get("apiTypes").is_none() {
+            if entry.crd_file.is_none() {
+                self.error(
+                    format!("{base}.apiTypes"),
+                    key_pos,
+                    "is required (group, version, kind), unless crdFile names a CRD manifest to read them from",
+                );
+            }
+        } else if types.kind.is_empty() {
             self.error(format!("{base}.apiTypes.kind"), types_pos, "is required");
         }
         let builtin = is_builtin_group(&types.group);
@@ -120,7 +128,12 @@ impl Checker<'_> {
                 "is required for a custom resource",
             );
         }
-        if builtin && entry.crd_file.is_none() && entry.label_selector.is_empty() && entry.enabled {
+        if builtin
+            && node.get("apiTypes").is_some()
+            && entry.crd_file.is_none()
+            && entry.label_selector.is_empty()
+            && entry.enabled
+        {
             self.error(
                 format!("{base}.labelSelector"),
                 types_pos,
@@ -342,6 +355,12 @@ impl Checker<'_> {
 /// have no CRD to install.
 pub fn is_builtin_group(group: &str) -> bool {
     group.is_empty() || !group.contains('.') || group.ends_with(".k8s.io") || group == "k8s.io"
+}
+
+/// True for a CRD key of the Katalog: a DNS-1123 label in which capitals are allowed too
+/// (upstream's packs name CRDs `declarativeApp`). It never names a Kubernetes object.
+fn is_crd_key(s: &str) -> bool {
+    is_dns1123_label(&s.to_ascii_lowercase())
 }
 
 /// True for a DNS-1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.

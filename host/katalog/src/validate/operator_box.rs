@@ -389,8 +389,9 @@ impl Checker<'_> {
                         );
                     }
                 }
+                // `as: item` names what `.item` is anyway: upstream's most common spelling.
                 if let Some(for_each) = &entry.for_each
-                    && let Some(alias) = &for_each.as_
+                    && let Some(alias) = for_each.as_.as_ref().filter(|a| *a != "item")
                     && (CONTEXT_KEYS.contains(&alias.as_str())
                         || ["spec", "status", "metadata", "kind", "apiVersion"].contains(&alias.as_str()))
                 {

@@ -352,16 +352,18 @@ fn comparable(object: &Value) -> Value {
     if object["kind"] == "Secret"
         && let Some(Value::Object(string_data)) = object.as_object_mut().and_then(|o| o.remove("stringData"))
     {
-        let encoded: serde_json::Map<String, Value> = string_data
-            .into_iter()
-            .map(|(k, v)| {
-                (
-                    k,
-                    json!(base64::engine::general_purpose::STANDARD.encode(v.as_str().unwrap_or_default())),
-                )
-            })
-            .collect();
-        object["data"] = Value::Object(encoded);
+        // Over any `data` sent along (a copied Secret's), as the API server merges them.
+        let mut data = match object.get("data") {
+            Some(Value::Object(data)) => data.clone(),
+            _ => serde_json::Map::new(),
+        };
+        data.extend(string_data.into_iter().map(|(k, v)| {
+            (
+                k,
+                json!(base64::engine::general_purpose::STANDARD.encode(v.as_str().unwrap_or_default())),
+            )
+        }));
+        object["data"] = Value::Object(data);
     }
     object
 }

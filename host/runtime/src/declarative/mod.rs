@@ -8,6 +8,7 @@
 mod applied;
 mod apply;
 mod component;
+mod copy;
 mod finalize;
 mod lifecycle;
 mod record;
@@ -56,6 +57,8 @@ pub struct Declarative {
     /// The CRs as JSON text for the component, per resourceVersion.
     serialized: serialized::SerializedCrs,
     managers: Managers,
+    /// The kind has no status subresource: status goes through the object itself.
+    status_inline: std::sync::atomic::AtomicBool,
 }
 
 /// The field managers of this reconciler's writes: one per CRD for its templates, one per
@@ -88,6 +91,7 @@ impl Declarative {
             component: None,
             args: None,
             serialized: Default::default(),
+            status_inline: Default::default(),
             crd,
         }
     }
@@ -406,9 +410,10 @@ impl Declarative {
                         let (live, written) = match unchanged {
                             Some(live) => (live, false),
                             None => {
-                                let rendered = entry.render(&scoped, object).map_err(|e| {
+                                let mut rendered = entry.render(&scoped, object).map_err(|e| {
                                     ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.at))
                                 })?;
+                                self.copy_source(entry, &scoped, object, &mut rendered).await?;
                                 self.applier.apply(rendered, object, mode).await?
                             }
                         };

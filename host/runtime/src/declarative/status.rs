@@ -22,25 +22,67 @@ pub(super) const MESSAGE_LIMIT: usize = 256;
 
 impl Declarative {
     /// Writes `status` unless it is already there; returns whether it wrote.
+    ///
+    /// A kind without a status subresource (a CRD from a `crdFile` may lack one) answers 404
+    /// on `/status` although the object exists. Its status is then written through the
+    /// object itself, from then on, without the observedGeneration fields: there every
+    /// write moves the generation, so they could never be true and would never settle.
     pub(super) async fn patch_status(
         &self,
         request: &Request,
         object: &Value,
-        status: Value,
+        mut status: Value,
     ) -> Result<bool, ReconcileError> {
+        let inline = self.status_inline.load(Ordering::Relaxed);
+        if inline {
+            without_observed_generation(&mut status);
+        }
         if object.get("status") == Some(&status) || (object.get("status").is_none() && status == json!({})) {
             return Ok(false);
         }
+        let name = split_key(&request.key).1;
+        let failed = |e| ReconcileError::api(Reason::StatusPatchFailed, format!("status of {}", request.key), e);
+        if !inline {
+            self.counters.writes.fetch_add(1, Ordering::Relaxed);
+            let patch = Patch::Merge(json!({"status": status}));
+            match self
+                .api(request)
+                .patch_status(name, &PatchParams::default(), &patch)
+                .await
+            {
+                Ok(_) => return Ok(true),
+                Err(kube::Error::Api(answer))
+                    if answer.code == 404 && self.api(request).get_opt(name).await.is_ok_and(|o| o.is_some()) =>
+                {
+                    tracing::info!(kind = %self.crd.kind, "this kind has no status subresource: status is written through the object itself, without observedGeneration");
+                    self.status_inline.store(true, Ordering::Relaxed);
+                    without_observed_generation(&mut status);
+                    if object.get("status") == Some(&status) {
+                        return Ok(false);
+                    }
+                }
+                Err(error) => return Err(failed(error)),
+            }
+        }
         self.counters.writes.fetch_add(1, Ordering::Relaxed);
         self.api(request)
-            .patch_status(
-                split_key(&request.key).1,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"status": status})),
-            )
+            .patch(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
             .await
-            .map_err(|e| ReconcileError::api(Reason::StatusPatchFailed, format!("status of {}", request.key), e))?;
+            .map_err(failed)?;
         Ok(true)
+    }
+}
+
+/// Drops `observedGeneration` from a status and its conditions.
+fn without_observed_generation(status: &mut Value) {
+    if let Some(fields) = status.as_object_mut() {
+        fields.remove("observedGeneration");
+    }
+    let conditions = status.get_mut("conditions").and_then(Value::as_array_mut);
+    for condition in conditions.into_iter().flatten() {
+        if let Some(fields) = condition.as_object_mut() {
+            fields.remove("observedGeneration");
+        }
     }
 }
 

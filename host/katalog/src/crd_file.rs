@@ -1,0 +1,193 @@
+//! A CRD entry that names its manifest (`crdFile:`) and no `apiTypes` takes group, version,
+//! kind, plural and scope from that manifest, as upstream does; one that has both must agree
+//! with it. Runs on the node tree before deserialization, so what it fills in reads (and
+//! errs) like what a user wrote, placed at the `crdFile` line.
+
+use serde_json::Value;
+
+use super::de::Problem;
+use super::include::Files;
+use super::yaml::{self, Node, NodeValue, Pos};
+
+/// Fills in `apiTypes` (and `namespaced`) of every CRD entry of `root` that has a local
+/// `crdFile` and no `apiTypes`; checks the two against each other where both are given.
+pub fn fill(root: &mut Node, files: &Files, problems: &mut Vec<Problem>) {
+    let Some(NodeValue::Map(crds)) = root
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("crds"))
+        .map(|c| &mut c.value)
+    else {
+        return;
+    };
+    for (key, entry) in crds.iter_mut() {
+        let name = key.key_text();
+        let Some(file) = entry.get("crdFile") else {
+            continue;
+        };
+        let base = format!("spec.crds.{name}");
+        let at = file.pos;
+        let Some(relative) = file.as_str().map(str::to_string) else {
+            continue; // the type error is reported when the entry is read
+        };
+        let written = entry.get("apiTypes").is_some();
+        if relative.starts_with("http://") || relative.starts_with("https://") {
+            if !written {
+                problems.push(Problem {
+                    path: format!("{base}.apiTypes"),
+                    pos: at,
+                    message: format!(
+                        "is required with a crdFile fetched over HTTP ({relative}): the loader reads only local files; write apiTypes or download the manifest beside the Katalog"
+                    ),
+                });
+            }
+            continue;
+        }
+        let path = files.dir_of(at.file).join(&relative);
+        let found = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            .and_then(|text| definition(&text).map_err(|e| format!("{}: {e}", path.display())));
+        let types = match found {
+            Ok(types) => types,
+            // apiTypes says what the CRD is; the manifest matters only to `ork dev`, which
+            // reports a file it cannot read when it installs it.
+            Err(_) if written => continue,
+            Err(message) => {
+                problems.push(Problem {
+                    path: format!("{base}.crdFile"),
+                    pos: at,
+                    message: format!("{message} (apiTypes is not given, so it is read from this file)"),
+                });
+                continue;
+            }
+        };
+        match entry.get("apiTypes") {
+            Some(given) => check(given, &types, &base, &relative, problems),
+            None => {
+                entry.insert(scalar("apiTypes", at), types.node(at));
+                if entry.get("namespaced").is_none() {
+                    entry.insert(
+                        scalar("namespaced", at),
+                        Node::new(NodeValue::Bool(types.namespaced), at),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// What a CustomResourceDefinition manifest says.
+#[derive(Debug, PartialEq)]
+struct Definition {
+    group: String,
+    version: String,
+    kind: String,
+    plural: String,
+    namespaced: bool,
+}
+
+impl Definition {
+    fn node(&self, at: Pos) -> Node {
+        let text = |s: &str| Node::new(NodeValue::String(s.to_string()), at);
+        let entries = [
+            ("group", &self.group),
+            ("version", &self.version),
+            ("kind", &self.kind),
+            ("plural", &self.plural),
+        ]
+        .into_iter()
+        .map(|(k, v)| (scalar(k, at), text(v)))
+        .collect();
+        Node::new(NodeValue::Map(entries), at)
+    }
+}
+
+/// The first CustomResourceDefinition of a (multi-document) manifest. Its version is the
+/// storage version (else the first served one), as clients should address it.
+fn definition(text: &str) -> Result<Definition, String> {
+    let documents = yaml::parse_documents(text).map_err(|e| format!("YAML error at {}: {}", e.pos, e.message))?;
+    let crd = documents
+        .iter()
+        .map(Node::to_json)
+        .find(|d| d["kind"] == "CustomResourceDefinition")
+        .ok_or("no CustomResourceDefinition in it")?;
+    let spec = &crd["spec"];
+    let text = |v: &Value, what: &str| {
+        v.as_str()
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| format!("its CustomResourceDefinition has no {what}"))
+    };
+    let versions = spec["versions"].as_array().cloned().unwrap_or_default();
+    let version = versions
+        .iter()
+        .find(|v| v["storage"] == true)
+        .or_else(|| versions.iter().find(|v| v["served"] != false))
+        .map(|v| text(&v["name"], "spec.versions[].name"))
+        .unwrap_or_else(|| text(&spec["version"], "spec.versions"))?;
+    Ok(Definition {
+        group: text(&spec["group"], "spec.group")?,
+        version,
+        kind: text(&spec["names"]["kind"], "spec.names.kind")?,
+        plural: text(&spec["names"]["plural"], "spec.names.plural")?,
+        namespaced: spec["scope"].as_str() != Some("Cluster"),
+    })
+}
+
+/// Both given: group and kind must name the same resource.
+fn check(given: &Node, types: &Definition, base: &str, file: &str, problems: &mut Vec<Problem>) {
+    for (field, theirs) in [("group", &types.group), ("kind", &types.kind)] {
+        if let Some(ours) = given.get(field)
+            && let Some(text) = ours.as_str()
+            && text != theirs
+        {
+            problems.push(Problem {
+                path: format!("{base}.apiTypes.{field}"),
+                pos: ours.pos,
+                message: format!("is \"{text}\" but {file} defines \"{theirs}\""),
+            });
+        }
+    }
+}
+
+fn scalar(text: &str, at: Pos) -> Node {
+    Node::new(NodeValue::String(text.to_string()), at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: hellos.demo.io}
+spec:
+  group: demo.io
+  scope: Cluster
+  names: {kind: Hello, plural: hellos}
+  versions:
+    - {name: v1alpha1, served: true, storage: false}
+    - {name: v1, served: true, storage: true}
+";
+
+    #[test]
+    fn a_manifest_gives_group_storage_version_kind_plural_and_scope() {
+        let found = definition(&format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: x}}\n---\n{CRD}"
+        ))
+        .unwrap();
+        assert_eq!(
+            found,
+            Definition {
+                group: "demo.io".into(),
+                version: "v1".into(),
+                kind: "Hello".into(),
+                plural: "hellos".into(),
+                namespaced: false,
+            }
+        );
+        let err = definition("apiVersion: v1\nkind: ConfigMap\n").unwrap_err();
+        assert!(err.contains("no CustomResourceDefinition"), "{err}");
+        let err = definition(&CRD.replace("  group: demo.io\n", "")).unwrap_err();
+        assert!(err.contains("spec.group"), "{err}");
+    }
+}
