@@ -19,6 +19,7 @@ fn every_command_has_help() {
         &["run", "--help"],
         &["dev", "--help"],
         &["validate", "--help"],
+        &["migrate", "--help"],
         &["control-plane", "--help"],
         &["control-plane", "install", "--help"],
         &["control-plane", "up", "--help"],
@@ -50,6 +51,54 @@ fn validate_accepts_the_example_and_names_a_missing_file() {
         report["errors"][0]["message"],
         "cannot read Katalog file /nonexistent/katalog.yaml"
     );
+}
+
+#[test]
+fn migrate_rewrites_a_konductor_katalog_that_validate_refuses_into_one_it_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.yaml");
+    std::fs::write(
+        &old,
+        "apiVersion: orkestra.konductor.io/v1Alpha
+kind: Katalog
+spec:
+  crds:
+    - name: website
+      apiTypes: {group: demo.orkestra.io, version: v1, kind: Website}
+      validation:
+        - {field: spec.image, operator: exists, action: deny, message: an image is required}
+      reconciler:
+        onCreate:
+          deployments:
+            - image: '{{ .spec.image }}'
+",
+    )
+    .unwrap();
+    let refused = run(&["validate", "-f", old.to_str().unwrap()], &[]);
+    assert_eq!(refused.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("old.yaml:5:5: spec.crds:") && said.contains("ork migrate"),
+        "{said}"
+    );
+
+    let migrated = run(&["migrate", "-f", old.to_str().unwrap()], &[]);
+    assert!(
+        migrated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&migrated.stderr)
+    );
+    assert!(String::from_utf8_lossy(&migrated.stderr).contains("a map keyed by name"));
+    let new = dir.path().join("new.yaml");
+    std::fs::write(&new, &migrated.stdout).unwrap();
+    let accepted = run(&["validate", "-f", new.to_str().unwrap()], &[]);
+    assert!(
+        accepted.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&accepted.stderr),
+        String::from_utf8_lossy(&migrated.stdout)
+    );
+    assert!(String::from_utf8_lossy(&accepted.stdout).contains("valid: 1 CRD(s): website"));
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 mod control_plane;
 mod dev;
+mod migrate;
 mod progress;
 mod reload;
 mod run;
@@ -35,6 +36,9 @@ enum Command {
     Dev(dev::DevArgs),
     /// Check Katalog files without a cluster; exit 0 when valid, 1 otherwise.
     Validate(validate::ValidateArgs),
+    /// Rewrite a Katalog in an older schema (konductor v1Alpha, the flat operatorBox,
+    /// renamed keys) in the current one.
+    Migrate(migrate::MigrateArgs),
     /// Ask a running runtime to re-read its Katalog and reload its Wasm components.
     Reload(reload::ReloadArgs),
     /// Build and run the local Kubernetes control plane (etcd, kube-apiserver,
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Dev(args) => dev::dev(args).await,
             Command::Validate(args) => validate::validate(args),
+            Command::Migrate(args) => migrate::migrate(args),
             Command::Reload(args) => reload::reload(args).await,
             Command::ControlPlane(command) => control_plane::control_plane(command).await,
         }

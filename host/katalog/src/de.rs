@@ -33,6 +33,8 @@ const RENAMED: &[(&str, &str, &str, &str)] = &[
 #[derive(Debug, Default)]
 pub struct Collector {
     problems: RefCell<Vec<Problem>>,
+    /// Renamed keys met: the old key's path and its new name (what `ork migrate` rewrites).
+    renames: RefCell<Vec<(String, &'static str)>>,
 }
 
 impl Collector {
@@ -71,6 +73,13 @@ pub fn read<T: serde::de::DeserializeOwned>(node: &Node, path: &str) -> Result<(
     let collector = Collector::default();
     let value = from_node(node, path, &collector)?;
     Ok((value, collector.into_problems()))
+}
+
+/// The renamed keys `T` meets in `node`: each old key's dot path and its new name.
+pub fn renames<T: serde::de::DeserializeOwned>(node: &Node) -> Vec<(String, &'static str)> {
+    let collector = Collector::default();
+    let _ = from_node::<T>(node, "", &collector);
+    collector.renames.into_inner()
 }
 
 /// A deserialization error; path and position are filled in by the innermost node that
@@ -162,7 +171,10 @@ impl<'de, 'c> NodeDe<'de, 'c> {
             .iter()
             .find(|(s, old, _, _)| (*s == "*" || *s == struct_name) && *old == text);
         let message = match renamed {
-            Some((_, old, new, since)) => format!("`{old}` was renamed to `{new}` in {since}; use `{new}`"),
+            Some((_, old, new, since)) => {
+                self.collector.renames.borrow_mut().push((path.clone(), new));
+                format!("`{old}` was renamed to `{new}` in {since}; use `{new}` (`ork migrate` rewrites it)")
+            }
             None => match closest(&text, fields) {
                 Some(best) => format!("unknown field `{text}`; the closest valid key is `{best}`"),
                 None => format!("unknown field `{text}`"),
@@ -526,7 +538,10 @@ mod tests {
     #[test]
     fn renamed_legacy_keys_name_the_new_key() {
         let (_, problems) = read("name: a\ninner:\n  anyOf: [x]\n");
-        assert_eq!(problems[0].message, "`anyOf` was renamed to `or` in v0.7.16; use `or`");
+        assert_eq!(
+            problems[0].message,
+            "`anyOf` was renamed to `or` in v0.7.16; use `or` (`ork migrate` rewrites it)"
+        );
         assert_eq!(problems[0].path, "inner.anyOf");
     }
 

@@ -7,6 +7,8 @@ use super::yaml::{Node, NodeValue};
 
 /// CRD-entry keys that moved: (old key, new path relative to the CRD entry).
 const CRD_MOVES: &[(&str, &[&str])] = &[
+    // The konductor-era CRD entry held the reconciler itself.
+    ("reconciler", &["operatorBox", "reconcile"]),
     ("validation", &["admission", "validation"]),
     ("mutation", &["admission", "mutation"]),
     ("conversion", &["admission", "conversion"]),
@@ -73,12 +75,35 @@ pub fn translate(root: &mut Node, problems: &mut Vec<Problem>, warnings: &mut Ve
         return;
     };
     let NodeValue::Map(entries) = &mut crds.value else {
+        if matches!(crds.value, NodeValue::Seq(_)) {
+            problems.push(Problem {
+                path: "spec.crds".into(),
+                pos: crds.pos,
+                message: "is a list of entries with `name:` (the konductor v1Alpha shape); it is a map keyed by CRD name now: `ork migrate -f FILE` rewrites it".into(),
+            });
+        }
         return;
     };
     for (name, entry) in entries.iter_mut() {
         let base = format!("spec.crds.{}", name.key_text());
         let mut moved = Vec::new();
         apply(entry, CRD_MOVES, &base, &mut moved, problems);
+        // The older admission sections were the rule lists themselves.
+        for section in ["validation", "mutation"] {
+            if let Some(rules) = entry
+                .get_mut("admission")
+                .and_then(|a| a.get_mut(section))
+                .filter(|r| matches!(r.value, NodeValue::Seq(_)))
+            {
+                let pos = rules.pos;
+                let list = std::mem::replace(rules, Node::new(NodeValue::Null, pos));
+                *rules = Node::new(
+                    NodeValue::Map(vec![(Node::new(NodeValue::String("rules".into()), pos), list)]),
+                    pos,
+                );
+                moved.push(format!("{section}: [...] → admission.{section}.rules"));
+            }
+        }
         if let Some(operator_box) = entry.get_mut("operatorBox") {
             apply(
                 operator_box,

@@ -34,6 +34,7 @@ pub mod labels;
 mod legacy;
 pub mod load;
 mod loaded;
+pub mod migrate;
 pub mod model;
 mod motif;
 pub mod ownership;
