@@ -45,7 +45,7 @@ pub fn fill(root: &mut Node, files: &Files, problems: &mut Vec<Problem>) {
         let path = files.dir_of(at.file).join(&relative);
         let found = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))
-            .and_then(|text| definition(&text).map_err(|e| format!("{}: {e}", path.display())));
+            .and_then(|text| definition(&text, &name).map_err(|e| format!("{}: {e}", path.display())));
         let types = match found {
             Ok(types) => types,
             // apiTypes says what the CRD is; the manifest matters only to `ork dev`, which
@@ -101,15 +101,35 @@ impl Definition {
     }
 }
 
-/// The first CustomResourceDefinition of a (multi-document) manifest. Its version is the
-/// storage version (else the first served one), as clients should address it.
-fn definition(text: &str) -> Result<Definition, String> {
+/// The CustomResourceDefinition of a manifest meant for the CRD entry `key`: the only one,
+/// or (a file holding several) the one whose kind, singular or plural is the key. Its
+/// version is the storage version (else the first served one), as clients address it.
+fn definition(text: &str, key: &str) -> Result<Definition, String> {
     let documents = yaml::parse_documents(text).map_err(|e| format!("YAML error at {}: {}", e.pos, e.message))?;
-    let crd = documents
+    let crds: Vec<Value> = documents
         .iter()
         .map(Node::to_json)
-        .find(|d| d["kind"] == "CustomResourceDefinition")
-        .ok_or("no CustomResourceDefinition in it")?;
+        .filter(|d| d["kind"] == "CustomResourceDefinition")
+        .collect();
+    let wanted = key.to_ascii_lowercase().replace('-', "");
+    let crd = match crds.as_slice() {
+        [] => return Err("no CustomResourceDefinition in it".into()),
+        [only] => only,
+        several => several
+            .iter()
+            .find(|c| {
+                let names = &c["spec"]["names"];
+                ["kind", "singular", "plural"]
+                    .iter()
+                    .any(|n| names[*n].as_str().is_some_and(|v| v.to_ascii_lowercase() == wanted))
+            })
+            .ok_or_else(|| {
+                format!(
+                    "it holds {} CustomResourceDefinitions and none has the kind, singular or plural \"{key}\"; write apiTypes to say which",
+                    several.len()
+                )
+            })?,
+    };
     let spec = &crd["spec"];
     let text = |v: &Value, what: &str| {
         v.as_str()
@@ -171,9 +191,10 @@ spec:
 
     #[test]
     fn a_manifest_gives_group_storage_version_kind_plural_and_scope() {
-        let found = definition(&format!(
-            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: x}}\n---\n{CRD}"
-        ))
+        let found = definition(
+            &format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: x}}\n---\n{CRD}"),
+            "hello",
+        )
         .unwrap();
         assert_eq!(
             found,
@@ -185,9 +206,25 @@ spec:
                 namespaced: false,
             }
         );
-        let err = definition("apiVersion: v1\nkind: ConfigMap\n").unwrap_err();
+        let err = definition("apiVersion: v1\nkind: ConfigMap\n", "x").unwrap_err();
         assert!(err.contains("no CustomResourceDefinition"), "{err}");
-        let err = definition(&CRD.replace("  group: demo.io\n", "")).unwrap_err();
+        let err = definition(&CRD.replace("  group: demo.io\n", ""), "x").unwrap_err();
         assert!(err.contains("spec.group"), "{err}");
+    }
+
+    #[test]
+    fn a_manifest_of_several_crds_gives_each_entry_the_one_named_like_it() {
+        let two = format!(
+            "{CRD}---\n{}",
+            CRD.replace("Hello", "Greeting").replace("hellos", "greetings")
+        );
+        assert_eq!(definition(&two, "hello").unwrap().kind, "Hello");
+        assert_eq!(definition(&two, "greetings").unwrap().kind, "Greeting");
+        assert_eq!(definition(&two, "Greeting").unwrap().kind, "Greeting");
+        let err = definition(&two, "other").unwrap_err();
+        assert!(
+            err.contains("holds 2 CustomResourceDefinitions") && err.contains("\"other\""),
+            "{err}"
+        );
     }
 }

@@ -112,7 +112,7 @@ fn pipeline() -> Pipeline {
         latencies: Mutex::default(),
     });
     let health = HealthBoard::default();
-    health.register(&crd.name, 5);
+    health.register(&crd.name, orkestra_katalog::FailureThreshold::InARow(5));
     // No API server: stamping is switched off in the Katalog, so the client is never used.
     let offline = kube::Config::new("http://127.0.0.1:9".parse().expect("uri"));
     let kordinator = Arc::new(Kordinator {

@@ -102,7 +102,7 @@ mod tests {
 
     #[test]
     fn a_stamp_is_written_once_and_read_back_by_the_resolver() {
-        let mut record = Health::new(3);
+        let mut record = Health::new(orkestra_katalog::FailureThreshold::InARow(3));
         record = record
             .step(crate::health::Event::Started)
             .step(crate::health::Event::Succeeded {

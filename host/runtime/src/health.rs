@@ -5,6 +5,12 @@
 
 use serde::Serialize;
 
+use orkestra_katalog::FailureThreshold;
+
+/// How many of the latest reconciles a rate threshold looks at, and how many it needs.
+const RATE_WINDOW: u32 = 20;
+const RATE_MINIMUM: u32 = 4;
+
 /// Where a CRD stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -39,7 +45,7 @@ pub enum Event {
 }
 
 /// The health record of one CRD.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
     pub state: State,
@@ -48,21 +54,28 @@ pub struct Health {
     pub failed_reconciles: u64,
     /// Kept after recovery, as upstream does.
     pub last_error: Option<String>,
-    pub failure_threshold: u32,
+    pub failure_threshold: FailureThreshold,
+    /// The latest outcomes, newest in bit 0 (1: failed), and how many of them are known.
+    #[serde(skip)]
+    recent: (u32, u32),
     /// CRs whose children are not all ready, with the first holdout of each.
     #[serde(skip)]
     pub waiting: std::collections::BTreeMap<String, String>,
 }
 
 impl Health {
-    pub fn new(failure_threshold: u32) -> Self {
+    pub fn new(failure_threshold: FailureThreshold) -> Self {
         Self {
             state: State::Pending,
             consecutive_fails: 0,
             total_reconciles: 0,
             failed_reconciles: 0,
             last_error: None,
-            failure_threshold: failure_threshold.max(1),
+            failure_threshold: match failure_threshold {
+                FailureThreshold::InARow(n) => FailureThreshold::InARow(n.max(1)),
+                rate => rate,
+            },
+            recent: (0, 0),
             waiting: Default::default(),
         }
     }
@@ -92,6 +105,23 @@ impl Health {
         self.state != State::Pending
     }
 
+    fn remember(&mut self, failed: bool) {
+        let (bits, known) = self.recent;
+        let mask = (1u32 << RATE_WINDOW) - 1;
+        self.recent = (((bits << 1) | u32::from(failed)) & mask, (known + 1).min(RATE_WINDOW));
+    }
+
+    /// Whether the failures so far reach `failureThreshold`.
+    fn over_threshold(&self) -> bool {
+        match self.failure_threshold {
+            FailureThreshold::InARow(n) => self.consecutive_fails >= n,
+            FailureThreshold::Rate(rate) => {
+                let (bits, known) = self.recent;
+                known >= RATE_MINIMUM && f64::from(bits.count_ones()) / f64::from(known) >= rate
+            }
+        }
+    }
+
     /// The next record after `event`.
     pub fn step(&self, event: Event) -> Health {
         let mut next = self.clone();
@@ -108,6 +138,7 @@ impl Health {
                 };
                 next.consecutive_fails = 0;
                 next.total_reconciles += 1;
+                next.remember(false);
             }
 
             Event::Failed(error) => {
@@ -115,7 +146,8 @@ impl Health {
                 next.total_reconciles += 1;
                 next.failed_reconciles += 1;
                 next.last_error = Some(error);
-                if next.consecutive_fails >= next.failure_threshold {
+                next.remember(true);
+                if next.over_threshold() {
                     next.state = State::Degraded;
                 }
             }
@@ -135,7 +167,11 @@ mod tests {
     use super::*;
 
     fn run(threshold: u32, events: &[Event]) -> Health {
-        events.iter().fold(Health::new(threshold), |h, e| h.step(e.clone()))
+        events
+            .iter()
+            .fold(Health::new(FailureThreshold::InARow(threshold)), |h, e| {
+                h.step(e.clone())
+            })
     }
 
     fn ok(key: &str) -> Event {
@@ -183,8 +219,33 @@ mod tests {
         assert_eq!((health.total_reconciles, health.failed_reconciles), (2, 1));
         assert_eq!(health.last_error.as_deref(), Some("first"), "kept after recovery");
         assert!(health.is_healthy() && health.is_started());
-        assert!(!Health::new(5).is_started());
+        assert!(!Health::new(FailureThreshold::InARow(5)).is_started());
         assert!(!run(1, &[Event::Started, Event::Failed("x".into())]).is_healthy());
+    }
+
+    #[test]
+    fn a_rate_threshold_degrades_on_the_share_of_recent_failures_not_on_a_streak() {
+        let fail = || Event::Failed("x".into());
+        let half = |events: &[Event]| {
+            events
+                .iter()
+                .fold(Health::new(FailureThreshold::Rate(0.5)), |h, e| h.step(e.clone()))
+        };
+        // Alternating: never two failures in a row, yet half of them failed.
+        let alternating = half(&[Event::Started, ok("a"), fail(), ok("a"), fail()]);
+        assert_eq!(alternating.state, State::Degraded, "{alternating:?}");
+        assert_eq!(
+            half(&[Event::Started, fail(), fail()]).state,
+            State::Started,
+            "too few to judge"
+        );
+        let mostly_fine = half(&[Event::Started, ok("a"), ok("a"), ok("a"), ok("a"), fail()]);
+        assert_eq!(mostly_fine.state, State::Healthy, "one in five");
+        assert_eq!(
+            alternating.step(ok("a")).state,
+            State::Healthy,
+            "a success recovers, as upstream"
+        );
     }
 
     #[test]
@@ -225,7 +286,7 @@ pub struct HealthBoard {
 
 impl HealthBoard {
     /// Registers a CRD as pending.
-    pub fn register(&self, crd: &str, failure_threshold: u32) {
+    pub fn register(&self, crd: &str, failure_threshold: FailureThreshold) {
         self.write().insert(crd.to_string(), Health::new(failure_threshold));
         self.changed.notify_waiters();
     }

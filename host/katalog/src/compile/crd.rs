@@ -136,7 +136,7 @@ pub struct CompiledCrd {
     pub health_waits_for_children: bool,
     pub workers: usize,
     pub resync: Duration,
-    pub failure_threshold: u32,
+    pub failure_threshold: crate::FailureThreshold,
     pub retry: Option<RetryPolicy>,
     pub behaviour: Behaviour,
     pub watches: Vec<Arc<CompiledWatch>>,
@@ -327,7 +327,9 @@ impl CompiledCrd {
             health_waits_for_children: entry.healthy_when == crate::HealthyWhen::ChildrenReady,
             workers: reconcile.workers.map_or(DEFAULT_WORKERS, |w| w.clamp(1, 50) as usize),
             resync,
-            failure_threshold: queue.failure_threshold.unwrap_or(DEFAULT_FAILURE_THRESHOLD),
+            failure_threshold: queue
+                .failure_threshold
+                .unwrap_or(crate::FailureThreshold::InARow(DEFAULT_FAILURE_THRESHOLD)),
             retry,
             behaviour,
             watches,

@@ -341,9 +341,10 @@ pub struct Queue {
     /// Reference depth for `behaviour` (0: unlimited).
     #[serde(default)]
     pub max_depth: u32,
-    /// Consecutive failures before the CRD is degraded (default 5).
+    /// When the CRD is degraded: after this many failures in a row (default 5), or, written
+    /// as a fraction, once that share of its recent reconciles failed.
     #[serde(default)]
-    pub failure_threshold: Option<u32>,
+    pub failure_threshold: Option<FailureThreshold>,
     #[serde(default)]
     pub retry_backoff: Option<RetryBackoff>,
     #[serde(default)]
@@ -480,4 +481,48 @@ pub struct EmitEvent {
     pub when: Vec<ConditionSpec>,
     #[serde(default)]
     pub or: Vec<ConditionSpec>,
+}
+
+/// `queue.failureThreshold`: a count of failures in a row, or a share of recent reconciles.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum FailureThreshold {
+    InARow(u32),
+    /// In (0, 1): the share of the last reconciles (a window of 20) that failed.
+    Rate(f64),
+}
+
+impl<'de> Deserialize<'de> for FailureThreshold {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = FailureThreshold;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a count of failures in a row (1 or more) or a failure rate between 0 and 1")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<FailureThreshold, E> {
+                match u32::try_from(v) {
+                    Ok(n) if n >= 1 => Ok(FailureThreshold::InARow(n)),
+                    _ => Err(E::custom(format!(
+                        "failureThreshold {v}: give 1 or more failures in a row, or a rate between 0 and 1"
+                    ))),
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<FailureThreshold, E> {
+                self.visit_u64(u64::try_from(v).unwrap_or(0))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<FailureThreshold, E> {
+                if v > 0.0 && v < 1.0 {
+                    Ok(FailureThreshold::Rate(v))
+                } else if v >= 1.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX) {
+                    Ok(FailureThreshold::InARow(v as u32))
+                } else {
+                    Err(E::custom(format!(
+                        "failureThreshold {v}: give 1 or more failures in a row, or a rate between 0 and 1"
+                    )))
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
