@@ -9,7 +9,7 @@ use crate::resolver::CONTEXT_KEYS;
 use crate::sentinel;
 use crate::template::{Func, Template};
 use crate::text::closest;
-use crate::yaml::{Node, NodeValue};
+use crate::yaml::{Node, NodeValue, Pos};
 
 /// Metric names an autoscale condition may read.
 const AUTOSCALE_METRICS: &[&str] = &[
@@ -378,16 +378,20 @@ impl Checker<'_> {
                         let mut candidates: Vec<&str> = COMMON_RESOURCE_KEYS.to_vec();
                         candidates.extend(keys.iter().copied());
                         let best = closest(extra, &candidates).unwrap_or_default();
-                        let pos = entry_node
-                            .entries()
-                            .and_then(|e| e.iter().find(|(k, _)| k.key_text() == *extra))
-                            .map_or(entry_node.pos, |(k, _)| k.pos);
+                        let pos = key_pos(entry_node, extra);
                         self.error(
                             format!("{entry_path}.{extra}"),
                             pos,
                             format!("unknown field `{extra}` for {key}; the closest valid key is `{best}`"),
                         );
                     }
+                }
+                if entry.fields.contains_key("toNamespaces") {
+                    self.warn(
+                        format!("{entry_path}.toNamespaces"),
+                        key_pos(entry_node, "toNamespaces"),
+                        "copies into other namespaces are not supported yet: the object is written only where `namespace` says (default the custom resource's)",
+                    );
                 }
                 // `as: item` names what `.item` is anyway: upstream's most common spelling.
                 if let Some(for_each) = &entry.for_each
@@ -423,4 +427,11 @@ fn autoscale_metric(field: &str) -> Option<&str> {
     let rest = field.strip_prefix("cross.")?;
     let (_, metric) = rest.split_once(".metrics.")?;
     Some(metric)
+}
+
+/// Where `key` is written in a map (the map itself when it is not there).
+fn key_pos(map: &Node, key: &str) -> Pos {
+    map.entries()
+        .and_then(|e| e.iter().find(|(k, _)| k.key_text() == key))
+        .map_or(map.pos, |(k, _)| k.pos)
 }
