@@ -69,6 +69,11 @@ const BOX_MOVES: &[(&str, &[&str])] = &[
     ("or", &["preReconcile", "reconcileGate", "or"]),
 ];
 
+/// preReconcile keys that moved: a gate written straight under `preReconcile` is the
+/// reconcile gate.
+const PRE_RECONCILE_MOVES: &[(&str, &[&str])] =
+    &[("when", &["reconcileGate", "when"]), ("or", &["reconcileGate", "or"])];
+
 /// Translates every CRD entry under `spec.crds` of a Katalog file.
 pub fn translate(root: &mut Node, problems: &mut Vec<Problem>, warnings: &mut Vec<Problem>) {
     let Some(crds) = root.get_mut("spec").and_then(|s| s.get_mut("crds")) else {
@@ -112,6 +117,10 @@ pub fn translate(root: &mut Node, problems: &mut Vec<Problem>, warnings: &mut Ve
                 &mut moved,
                 problems,
             );
+            if let Some(pre) = operator_box.get_mut("preReconcile") {
+                let path = format!("{base}.operatorBox.preReconcile");
+                apply(pre, PRE_RECONCILE_MOVES, &path, &mut moved, problems);
+            }
         }
         if let Some(NodeValue::Map(targets)) = entry
             .get_mut("serve")

@@ -1,7 +1,9 @@
 //! Motif imports: `reconcile.imports: [{motif: ./file.yaml, with: {...}}]` merges a motif's
-//! resource templates into `onReconcile` at load time. A motif declares its inputs; a missing
-//! required input or an undeclared one is an error. The values (given or defaulted) travel
-//! with each merged entry and are visible to its templates as `.inputs`.
+//! resource templates into `onReconcile`, its `status` fields after the CRD's own and its
+//! notes into the Katalog's, at load time; `spec.imports` at Katalog level brings notes to
+//! every CRD. A motif declares its inputs (with an optional `type`); a missing required
+//! input, an undeclared one or a value of another type is an error. The values (given or
+//! defaulted) travel with each merged entry and are visible to its templates as `.inputs`.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +13,7 @@ use serde_json::Value;
 use super::de::{self, Problem};
 use super::include::Files;
 use super::loaded::{Parsed, crd_node};
-use super::model::HookTemplates;
+use super::model::{HookTemplates, NoteSpec, StatusSpec};
 use super::yaml::{self, Node, NodeValue};
 
 /// A motif file.
@@ -29,6 +31,12 @@ struct MotifFile {
     inputs: Vec<MotifInput>,
     #[serde(default)]
     resources: HookTemplates,
+    /// Status fields the importing CRD writes after its own.
+    #[serde(default)]
+    status: Option<StatusSpec>,
+    /// Template functions for every CRD of the importing Katalog.
+    #[serde(default)]
+    notes: Vec<NoteSpec>,
 }
 
 /// One declared input.
@@ -40,14 +48,52 @@ struct MotifInput {
     required: bool,
     #[serde(default)]
     default: Option<Value>,
+    /// string, integer, number, boolean, list or map: what a given value must be.
+    #[serde(default, rename = "type")]
+    type_: Option<String>,
     #[serde(default)]
     #[expect(dead_code, reason = "accepted so motif files may document their inputs")]
     description: String,
 }
 
-/// Merges every CRD's motif imports into its `onReconcile`.
+/// Merges every CRD's motif imports into it, and Katalog-level imports' notes.
 pub(super) fn merge_imports(parsed: &mut [Parsed], files: &mut Files, problems: &mut Vec<Problem>) {
     for Parsed { node, file } in parsed.iter_mut() {
+        let imports = std::mem::take(&mut file.spec.imports);
+        let imports_node = node.get("spec").and_then(|s| s.get("imports"));
+        for (i, import) in imports.iter().enumerate() {
+            let path = format!("spec.imports[{i}]");
+            let pos = match imports_node.map(|n| &n.value) {
+                Some(NodeValue::Seq(items)) => items.get(i).map_or(node.pos, |n| n.pos),
+                _ => node.pos,
+            };
+            let Some(motif_path) = import.get("motif").and_then(Value::as_str) else {
+                problems.push(Problem {
+                    path,
+                    pos,
+                    message: "a Katalog-level import needs `motif:` (a file path)".into(),
+                });
+                continue;
+            };
+            let Some(motif) = read_motif(motif_path, pos, &path, files, problems) else {
+                continue;
+            };
+            if motif
+                .resources
+                .resources()
+                .iter()
+                .any(|(_, entries)| !entries.is_empty())
+                || motif.status.is_some()
+            {
+                problems.push(Problem {
+                    path,
+                    pos,
+                    message: "a Katalog-level import brings only notes; import a motif with resources or status under a CRD's reconcile.imports".into(),
+                });
+                continue;
+            }
+            add_notes(&mut file.notes, motif.notes);
+        }
         for (name, entry) in file.spec.crds.iter_mut() {
             let Some(reconcile) = entry.operator_box.reconcile.as_mut() else {
                 continue;
@@ -92,6 +138,12 @@ pub(super) fn merge_imports(parsed: &mut [Parsed], files: &mut Files, problems: 
                         }));
                     }
                 }
+                if let Some(status) = motif.status {
+                    let emit = entry.operator_box.emit.get_or_insert_with(Default::default);
+                    let fields = &mut emit.status.get_or_insert_with(Default::default).fields;
+                    fields.extend(status.fields);
+                }
+                add_notes(&mut file.notes, motif.notes);
             }
         }
     }
@@ -186,6 +238,19 @@ fn inputs(
     for input in &motif.inputs {
         match (with.get(&input.name), &input.default) {
             (Some(value), _) | (None, Some(value)) => {
+                if let Some(wanted) = &input.type_
+                    && !is_of_type(value, wanted)
+                {
+                    problems.push(Problem {
+                        path: format!("{path}.with.{}", input.name),
+                        pos,
+                        message: format!(
+                            "the motif's input \"{}\" must be of type {wanted}, given {value}",
+                            input.name
+                        ),
+                    });
+                    ok = false;
+                }
                 values.insert(input.name.clone(), value.clone());
             }
             (None, None) if input.required => {
@@ -200,4 +265,27 @@ fn inputs(
         }
     }
     ok.then_some(Value::Object(values))
+}
+
+/// Whether `value` is of a motif input's declared type (an unknown type name accepts all).
+fn is_of_type(value: &Value, wanted: &str) -> bool {
+    match wanted {
+        "string" => value.is_string(),
+        "integer" | "int" => value.is_i64() || value.is_u64(),
+        "number" | "float" => value.is_number(),
+        "boolean" | "bool" => value.is_boolean(),
+        "list" | "array" => value.is_array(),
+        "map" | "object" => value.is_object(),
+        _ => true,
+    }
+}
+
+/// Adds a motif's notes; one imported twice (by two CRDs) is added once.
+fn add_notes(notes: &mut Option<super::model::Notes>, imported: Vec<NoteSpec>) {
+    let notes = &mut notes.get_or_insert_with(Default::default).0;
+    for note in imported {
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
 }

@@ -25,10 +25,17 @@ struct Validation {
 #[derive(Debug, Clone)]
 struct Mutation {
     path: Vec<String>,
-    value: Template,
+    value: MutationValue,
     overwrite: bool,
     value_type: ValueType,
     guard: Conditions,
+}
+
+/// What a mutation sets: a template's value in the rule's type, or a YAML value as written.
+#[derive(Debug, Clone)]
+enum MutationValue {
+    Template(Template),
+    Literal(Value),
 }
 
 /// The compiled reconcile-time rules of one CRD.
@@ -69,8 +76,12 @@ impl Rules {
                         .map_err(|e| at(format!("{}: {}", e.key, e.message)))?,
                     guard: Conditions::compile(&rule.when, &rule.or, functions)
                         .map_err(|(path, e)| at(format!("{path}.{}: {}", e.key, e.message)))?,
-                    message: Template::compile(&rule.message, functions)
-                        .map_err(|e| at(format!("message: {}", e.message)))?,
+                    // Upstream lets a rule go without a message; say which rule it is.
+                    message: match rule.message.is_empty() {
+                        true => Template::compile("does not pass its validation rule", functions),
+                        false => Template::compile(&rule.message, functions),
+                    }
+                    .map_err(|e| at(format!("message: {}", e.message)))?,
                     action: rule.action.unwrap_or_default(),
                 });
             }
@@ -82,14 +93,20 @@ impl Rules {
                     continue;
                 }
                 let at = |e: String| format!("admission.mutation.rules[{i}].{e}");
-                let (text, overwrite) = match (&rule.override_, &rule.default) {
-                    (Some(text), _) => (text, true),
-                    (None, Some(text)) => (text, false),
+                let (written, overwrite) = match (&rule.override_, &rule.default) {
+                    (Some(value), _) => (value, true),
+                    (None, Some(value)) => (value, false),
                     (None, None) => return Err(at("default or override is required".into())),
+                };
+                let value = match written {
+                    Value::String(text) => MutationValue::Template(
+                        Template::compile(text, functions).map_err(|e| at(format!("value: {}", e.message)))?,
+                    ),
+                    other => MutationValue::Literal(other.clone()),
                 };
                 rules.mutations.push(Mutation {
                     path: rule.field.split('.').map(String::from).collect(),
-                    value: Template::compile(text, functions).map_err(|e| at(format!("value: {}", e.message)))?,
+                    value,
                     overwrite,
                     value_type: rule.value_type.unwrap_or(ValueType::Auto),
                     guard: Conditions::compile(&rule.when, &rule.or, functions)
@@ -131,7 +148,11 @@ impl Rules {
             if !rule.overwrite && !empty {
                 continue;
             }
-            match typed(&resolver, &rule.value, rule.value_type) {
+            let value = match &rule.value {
+                MutationValue::Template(template) => typed(&resolver, template, rule.value_type),
+                MutationValue::Literal(value) => Ok(value.clone()),
+            };
+            match value {
                 Ok(value) => set_path(mutated.to_mut(), &rule.path, value),
                 Err(why) => verdict
                     .skipped
@@ -253,5 +274,27 @@ mutation:
             verdict.skipped,
             ["field \"spec.replicas\": \"web\" does not convert to type int"]
         );
+    }
+
+    #[test]
+    fn upstream_forms_a_rule_without_a_message_and_defaults_written_as_yaml_values() {
+        let rules = rules(
+            "
+validation:
+  rules: [{field: spec.image, operator: exists, action: deny}]
+mutation:
+  rules:
+    - {field: spec.env, default: {}}
+    - {field: spec.replicas, default: 2}
+    - {field: spec.ports, default: [80]}
+",
+        );
+        let input = json!({"spec": {}});
+        let (mutated, verdict) = rules.run(&input, &[]);
+        assert_eq!(
+            verdict.denied,
+            ["field \"spec.image\": does not pass its validation rule"]
+        );
+        assert_eq!(mutated["spec"], json!({"env": {}, "replicas": 2, "ports": [80]}));
     }
 }

@@ -299,3 +299,65 @@ fn motif_resources_join_on_reconcile_with_their_inputs() {
     );
     assert!(reconcile.imports.is_empty(), "imports are consumed at load");
 }
+
+#[test]
+fn motifs_bring_notes_to_the_katalog_status_fields_to_their_crd_and_check_input_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    write(
+        "notes.yaml",
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Motif\nnotes:\n  - {name: fullImage, expression: '{{ .spec.image }}:{{ .spec.tag }}'}\n",
+    );
+    write(
+        "web.yaml",
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Motif
+inputs:
+  - {name: port, type: integer, default: 80}
+resources:
+  services:
+    - {port: '{{ .inputs.port }}'}
+status:
+  fields:
+    - {path: image, value: '{{ fullImage }}'}
+",
+    );
+    let katalog = |with: &str| {
+        format!(
+            "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+spec:
+  imports:
+    - motif: ./notes.yaml
+  crds:
+    web:
+      apiTypes: {{group: a.io, version: v1, kind: Web}}
+      operatorBox:
+        reconcile:
+          imports:
+            - {{motif: ./web.yaml, with: {with}}}
+        emit:
+          status:
+            fields:
+              - {{path: phase, value: Running}}
+"
+        )
+    };
+    let good = write("good.yaml", &katalog("{port: 8080}"));
+    let compiled = load(&[good]).unwrap();
+    assert!(compiled.katalog.notes.iter().any(|n| n.name == "fullImage"));
+    let status = &compiled.crds["web"].crd_box().status_fields;
+    let paths: Vec<String> = status.iter().map(|f| f.path.join(".")).collect();
+    assert_eq!(paths, ["phase", "image"], "the motif's fields after the CRD's own");
+
+    let bad = write("bad.yaml", &katalog("{port: eighty}"));
+    let text = error_text_of(&[bad]);
+    assert!(
+        text.contains("spec.crds.web.operatorBox.reconcile.imports[0].with.port: the motif's input \"port\" must be of type integer, given \"eighty\""),
+        "{text}"
+    );
+}

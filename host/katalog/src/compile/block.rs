@@ -178,7 +178,13 @@ impl Entry {
             fields: entry
                 .fields
                 .iter()
-                .map(|(k, v)| Ok((k.clone(), super::tree(v, functions).map_err(|e| e.within(k))?)))
+                .map(|(k, v)| {
+                    let written = match (kind.key, k.as_str()) {
+                        ("custom", "metadata") => custom_metadata(v),
+                        _ => std::borrow::Cow::Borrowed(v),
+                    };
+                    Ok((k.clone(), super::tree(&written, functions).map_err(|e| e.within(k))?))
+                })
                 .collect::<Result<_, Error>>()?,
             conditions: conditions(&entry.when, &entry.or, functions)?,
             for_each: entry.for_each.as_ref().map(|f| (f.field.clone(), f.as_.clone())),
@@ -197,6 +203,31 @@ impl Entry {
     pub fn create_only(&self) -> bool {
         !self.reconcile || self.kind.key == "jobs" || self.once
     }
+}
+
+/// A custom entry's `metadata` as Kubernetes takes it: upstream's `labels`/`annotations`
+/// lists of `{key, value}` become maps, and its `namespaced` hint (the API server says
+/// which scope a kind has) is dropped.
+fn custom_metadata(metadata: &Value) -> std::borrow::Cow<'_, Value> {
+    let Value::Object(fields) = metadata else {
+        return std::borrow::Cow::Borrowed(metadata);
+    };
+    let listed = |k: &str| fields.get(k).is_some_and(Value::is_array);
+    if !fields.contains_key("namespaced") && !listed("labels") && !listed("annotations") {
+        return std::borrow::Cow::Borrowed(metadata);
+    }
+    let mut fields = fields.clone();
+    fields.remove("namespaced");
+    for key in ["labels", "annotations"] {
+        if let Some(Value::Array(pairs)) = fields.get(key) {
+            let map: serde_json::Map<String, Value> = pairs
+                .iter()
+                .filter_map(|p| Some((p["key"].as_str()?.to_string(), p["value"].clone())))
+                .collect();
+            fields.insert(key.into(), Value::Object(map));
+        }
+    }
+    std::borrow::Cow::Owned(Value::Object(fields))
 }
 
 #[cfg(test)]
@@ -236,5 +267,18 @@ mod tests {
         assert_eq!(compile("{ordered: true, groups: []}").unwrap().timeout, ORDERED_TIMEOUT);
         let error = compile("{groups: [{configMaps: [{}]}]}").unwrap_err();
         assert!(error.contains("ordered: true"), "{error}");
+    }
+
+    #[test]
+    fn custom_metadata_takes_upstream_label_lists_and_drops_the_scope_hint() {
+        let block = block_of(
+            "custom: [{apiVersion: a.io/v1, kind: Vault, metadata: {name: v, namespaced: true, labels: [{key: team, value: '{{ .spec.team }}'}]}}]",
+            true,
+        )
+        .unwrap();
+        let cr = serde_json::json!({"spec": {"team": "blue"}});
+        let resolver = crate::resolver::Resolver::new(&cr, &[]);
+        let metadata = block.entries[0].fields["metadata"].render(&resolver).unwrap();
+        assert_eq!(metadata, serde_json::json!({"name": "v", "labels": {"team": "blue"}}));
     }
 }

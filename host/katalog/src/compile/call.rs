@@ -66,14 +66,23 @@ impl Call {
             name: spec.name.clone(),
             url: template(url, functions).map_err(|e| e.within("url"))?,
             method,
-            headers: spec
-                .headers
-                .iter()
-                .map(|(k, v)| {
-                    let compiled = template(v, functions).map_err(|e| e.within(k).within("headers"))?;
-                    Ok((k.clone(), compiled))
-                })
-                .collect::<Result<_, Error>>()?,
+            headers: {
+                let mut headers = spec
+                    .headers
+                    .iter()
+                    .map(|(k, v)| {
+                        let compiled = template(v, functions).map_err(|e| e.within(k).within("headers"))?;
+                        Ok((k.clone(), compiled))
+                    })
+                    .collect::<Result<Vec<_>, Error>>()?;
+                if let Some(token) = &spec.token
+                    && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+                {
+                    let bearer = template(&format!("Bearer {token}"), functions).map_err(|e| e.within("token"))?;
+                    headers.push(("Authorization".into(), bearer));
+                }
+                headers
+            },
             body: spec
                 .body
                 .as_ref()
@@ -137,5 +146,20 @@ mod tests {
                 "{bad}: {error}"
             );
         }
+    }
+
+    #[test]
+    fn a_token_becomes_a_bearer_header_unless_one_is_written() {
+        let cr = serde_json::json!({"spec": {"key": "s3cret"}});
+        let resolver = crate::resolver::Resolver::new(&cr, &[]);
+        let with_token = call("{name: a, url: 'http://x', token: '{{ .spec.key }}'}").unwrap();
+        let sent: Vec<(String, String)> = with_token
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), resolver.render(v).unwrap()))
+            .collect();
+        assert_eq!(sent, [("Authorization".to_string(), "Bearer s3cret".to_string())]);
+        let written = call("{name: a, url: 'http://x', token: t, headers: {authorization: Basic x}}").unwrap();
+        assert_eq!(written.headers.len(), 1, "the written header wins");
     }
 }

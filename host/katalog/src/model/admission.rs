@@ -84,10 +84,11 @@ pub struct MutationSpec {
 #[serde(rename_all = "camelCase")]
 pub struct MutationRule {
     pub field: String,
+    /// A template (a string), or any other YAML value set as written (`{}`, `[]`, `2`).
     #[serde(default)]
-    pub default: Option<String>,
+    pub default: Option<Value>,
     #[serde(default, rename = "override")]
-    pub override_: Option<String>,
+    pub override_: Option<Value>,
     #[serde(default)]
     pub value_type: Option<ValueType>,
     #[serde(default)]

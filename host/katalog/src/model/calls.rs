@@ -39,6 +39,10 @@ pub struct ExternalCall {
     pub retry_backoff: Option<RetryBackoff>,
     #[serde(default)]
     pub auth: Option<Value>,
+    /// A bearer token (templated): sent as `Authorization: Bearer <token>` unless the
+    /// headers set Authorization themselves.
+    #[serde(default)]
+    pub token: Option<String>,
     #[serde(default)]
     pub fires: Option<Value>,
     #[serde(default)]

@@ -315,7 +315,7 @@ pub struct Reconcile {
     pub requeue: Option<Requeue>,
     /// In-memory rewrites of spec values before everything else (`{spec: {path: template}}`).
     #[serde(default)]
-    pub normalize: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    pub normalize: Option<Normalize>,
     /// Motif imports merged into onReconcile.
     #[serde(default)]
     pub imports: Vec<Import>,
@@ -525,4 +525,16 @@ impl<'de> Deserialize<'de> for FailureThreshold {
         }
         deserializer.deserialize_any(Visitor)
     }
+}
+
+/// `reconcile.normalize`: spec fields rewritten in memory before reconcile (not run yet).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Normalize {
+    /// Record what normalization changed.
+    #[serde(default)]
+    pub audit: bool,
+    /// `{spec: {path: template}}`.
+    #[serde(flatten)]
+    pub sections: BTreeMap<String, BTreeMap<String, String>>,
 }

@@ -45,7 +45,9 @@ fn data() -> Value {
                      "containerStatuses": [{"restartCount": 1, "state": {"running": {}}}]}},
                 ],
                 "_warnings": [{"reason": "BackOff", "message": "restarting failed container"}],
+                "_replicasets": [{"metadata": {"name": "shop-1"}}, {"metadata": {"name": "shop-2"}}],
             },
+            "nightly": {"status": {"lastScheduleTime": "2026-01-05T02:00:00Z"}},
             "service": {
                 "spec": {"clusterIP": "10.96.0.10", "ports": [{"port": 80, "nodePort": 30080}]},
                 "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4", "hostname": "lb.example"}]}},
@@ -380,6 +382,18 @@ const CASES: &[(&str, &str)] = &[
     (
         "{{ hasWarnings .children.deployment }} {{ warningCount .children.deployment }} {{ firstWarning .children.deployment }} / {{ firstWarningReason .children.deployment }}",
         "true 1 restarting failed container / BackOff",
+    ),
+    (
+        "{{ podContainerReasons .children.deployment }} {{ firstWarningMessage .children.deployment }} {{ deploymentReplicaSetCount .children.deployment }}/{{ deploymentReplicaSetCount .children.job }}",
+        "[CrashLoopBackOff] restarting failed container 2/0",
+    ),
+    (
+        "[{{ cronJobLastScheduleTime .children.cronjob }}] {{ cronJobLastScheduleTime .children.nightly }}",
+        "[] 2026-01-05T02:00:00Z",
+    ),
+    (
+        "{{ concat .spec.tags (split \",\" \"d,e\") }} {{ concat \"a-\" .spec.image \"-\" 2 }} {{ len (concat .spec.tags .nothing) }}",
+        "[a b c d e] a-nginx-2 3",
     ),
     // Serve provenance.
     (

@@ -120,6 +120,24 @@ impl Checker<'_> {
         } else if types.kind.is_empty() {
             self.error(format!("{base}.apiTypes.kind"), types_pos, "is required");
         }
+        // Accepted as upstream writes them, not run yet: say so rather than ignore them.
+        let normalize = entry.operator_box.reconcile.as_ref().and_then(|r| r.normalize.as_ref());
+        for (present, key, what) in [
+            (
+                entry.enrich.is_some() || entry.enrich_all,
+                "enrich",
+                "children are not enriched yet (no _pods, _warnings, _replicasets)",
+            ),
+            (
+                normalize.is_some(),
+                "operatorBox",
+                "reconcile.normalize is not run yet: the spec is reconciled as written",
+            ),
+        ] {
+            if present {
+                self.warn(format!("{base}.{key}"), at(key), what);
+            }
+        }
         let builtin = is_builtin_group(&types.group);
         if !builtin && types.version.is_empty() {
             self.error(
@@ -181,13 +199,6 @@ impl Checker<'_> {
                 let rule_node = item(node.get("validation").and_then(|v| v.get("rules")), i).unwrap_or(node);
                 self.condition(&rule.condition(), &rule_path, rule_node);
                 self.conditions(&rule.when, &rule.or, &rule_path, rule_node);
-                if rule.message.is_empty() {
-                    self.error(
-                        format!("{rule_path}.message"),
-                        rule_node.pos,
-                        "a validation rule needs a message",
-                    );
-                }
             }
         }
         if let Some(mutation) = &entry.admission.mutation {

@@ -10,6 +10,12 @@ use crate::template::value::{as_i64, display, equal};
 
 pub const FUNCS: &[Entry] = &[
     Entry {
+        name: "concat",
+        func: concat,
+        usage: "concat A B ...",
+        doc: "lists joined into one list; given anything but lists, their text joined",
+    },
+    Entry {
         name: "listHas",
         func: list_has,
         usage: "listHas ITEM LIST",
@@ -278,4 +284,13 @@ fn as_map(_: &Env<'_>, args: &[&Value]) -> Result {
 fn as_string(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(string(display(args[0])))
+}
+
+fn concat(_: &Env<'_>, args: &[&Value]) -> Result {
+    at_least(args, 1)?;
+    if args.iter().all(|a| matches!(a, Value::Array(_) | Value::Null)) {
+        let items = args.iter().filter_map(|a| a.as_array()).flatten().cloned().collect();
+        return Ok(Value::Array(items));
+    }
+    Ok(string(args.iter().map(|a| display(a).into_owned()).collect::<String>()))
 }

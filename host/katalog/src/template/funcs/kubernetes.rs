@@ -201,6 +201,18 @@ pub const ENRICHMENT: &[Entry] = &[
         doc: "highest container restart count in _pods",
     },
     Entry {
+        name: "podContainerReasons",
+        func: pod_container_reasons,
+        usage: "podContainerReasons OBJ",
+        doc: "the distinct waiting or terminated reasons of the containers in _pods",
+    },
+    Entry {
+        name: "deploymentReplicaSetCount",
+        func: replica_set_count,
+        usage: "deploymentReplicaSetCount OBJ",
+        doc: "number of enriched _replicasets",
+    },
+    Entry {
         name: "hasWarnings",
         func: has_warnings,
         usage: "hasWarnings OBJ",
@@ -217,6 +229,12 @@ pub const ENRICHMENT: &[Entry] = &[
         func: first_warning,
         usage: "firstWarning OBJ",
         doc: "message of the first of _warnings",
+    },
+    Entry {
+        name: "firstWarningMessage",
+        func: first_warning,
+        usage: "firstWarningMessage OBJ",
+        doc: "message of the first of _warnings (as firstWarning)",
     },
     Entry {
         name: "firstWarningReason",
@@ -450,6 +468,24 @@ fn pod_max_restarts(_: &Env<'_>, args: &[&Value]) -> Result {
         .max()
         .unwrap_or(0);
     Ok(Value::from(max))
+}
+fn pod_container_reasons(_: &Env<'_>, args: &[&Value]) -> Result {
+    let mut reasons: Vec<Value> = Vec::new();
+    for status in pods(obj(args)?).iter().flat_map(container_statuses) {
+        for state in ["waiting", "terminated"] {
+            if let Some(reason) = at(&status, &["state", state, "reason"]).as_str()
+                && !reasons.iter().any(|r| r == reason)
+            {
+                reasons.push(string(reason));
+            }
+        }
+    }
+    Ok(Value::Array(reasons))
+}
+fn replica_set_count(_: &Env<'_>, args: &[&Value]) -> Result {
+    Ok(Value::from(
+        at(obj(args)?, &["_replicasets"]).as_array().map_or(0, Vec::len),
+    ))
 }
 fn has_warnings(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(!warnings(obj(args)?).is_empty()))

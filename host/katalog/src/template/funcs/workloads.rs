@@ -118,6 +118,12 @@ pub const WORKLOADS: &[Entry] = &[
         doc: "number of containers",
     },
     Entry {
+        name: "cronJobLastScheduleTime",
+        func: cron_job_last_schedule_time,
+        usage: "cronJobLastScheduleTime CRONJOB",
+        doc: "status.lastScheduleTime (empty before the first run)",
+    },
+    Entry {
         name: "jobSucceeded",
         func: job_succeeded,
         usage: "jobSucceeded JOB",
@@ -167,6 +173,9 @@ fn rollout_complete(_: &Env<'_>, args: &[&Value]) -> Result {
 }
 fn desired_replicas(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(desired(obj(args)?)))
+}
+fn cron_job_last_schedule_time(_: &Env<'_>, args: &[&Value]) -> Result {
+    Ok(text_at(obj(args)?, &["status", "lastScheduleTime"]))
 }
 fn ready_replicas(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(int_at(obj(args)?, &["status", "readyReplicas"])))
