@@ -7,8 +7,8 @@ use super::yaml::{Node, NodeValue};
 
 /// CRD-entry keys that moved: (old key, new path relative to the CRD entry).
 const CRD_MOVES: &[(&str, &[&str])] = &[
-    // The konductor-era CRD entry held the reconciler itself.
-    ("reconciler", &["operatorBox", "reconcile"]),
+    // The konductor-era CRD entry held the whole (flat) operator box as `reconciler`.
+    ("reconciler", &["operatorBox"]),
     ("validation", &["admission", "validation"]),
     ("mutation", &["admission", "mutation"]),
     ("conversion", &["admission", "conversion"]),

@@ -194,7 +194,7 @@ spec:
         for said in [
             "apiVersion orkestra.konductor.io/v1Alpha → orkestra.orkspace.io/v1",
             "a map keyed by name",
-            "reconciler → operatorBox.reconcile",
+            "reconciler → operatorBox",
             "workers → operatorBox.reconcile.workers",
             "validation: [...] → admission.validation.rules",
             "operatorBox.reconcile.hooks.resources → managedResources",

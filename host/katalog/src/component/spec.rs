@@ -289,6 +289,14 @@ pub fn declared_in(reconcile: &crate::Reconcile, base: &Path) -> Result<Option<S
         return Ok(None);
     };
     let Some(component) = &hooks.component else {
+        // Hooks that name Go code would silently not run: refuse them as constructors are.
+        if hooks.location.is_some() || hooks.function.is_some() {
+            return Err(
+                "reconcile.hooks.component: this runtime hosts hooks as Wasm components; give one \
+                        (Go hooks by location are not hosted)"
+                    .into(),
+            );
+        }
         return Ok(None);
     };
     let declared = Declared {
