@@ -100,7 +100,14 @@ fn the_older_flat_shape_is_translated_with_a_warning() {
         Some("spec.enabled"),
         "a box-level when guards reconciling"
     );
-    assert_eq!(katalog.warnings.len(), 1);
+    assert_eq!(katalog.warnings.len(), 2, "{:?}", katalog.warnings);
+    assert!(
+        katalog.warnings[1]
+            .to_string()
+            .contains("runtime.autoscale is not run yet"),
+        "{:?}",
+        katalog.warnings
+    );
     let warning = katalog.warnings[0].to_string();
     assert!(
         warning.contains("written in the older flat shape; translated:"),

@@ -122,7 +122,13 @@ impl Checker<'_> {
         }
         // Accepted as upstream writes them, not run yet: say so rather than ignore them.
         let normalize = entry.operator_box.reconcile.as_ref().and_then(|r| r.normalize.as_ref());
+        let autoscale = entry.operator_box.runtime.as_ref().and_then(|r| r.autoscale.as_ref());
         for (present, key, what) in [
+            (
+                autoscale.is_some(),
+                "operatorBox",
+                "runtime.autoscale is not run yet: the CRD keeps its configured workers and resync",
+            ),
             (
                 entry.enrich.is_some() || entry.enrich_all,
                 "enrich",

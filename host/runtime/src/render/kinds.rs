@@ -29,7 +29,6 @@ fn pod_spec(fields: &Map<String, Value>, name: &str, restart: Option<&str>) -> R
         &[
             "command",
             "args",
-            "env",
             "resources",
             "volumeMounts",
             "imagePullPolicy",
@@ -43,16 +42,30 @@ fn pod_spec(fields: &Map<String, Value>, name: &str, restart: Option<&str>) -> R
         let protocol = fields.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
         container["ports"] = json!([{"containerPort": port, "protocol": protocol}]);
     }
+    if let Some(env) = fields.get("env") {
+        container["env"] = env_list(env);
+    }
     if let Some(env_from) = fields.get("envFrom") {
         // Katalog shape: {secretRef: [{name}], configMapRef: [{name}]}; Kubernetes: a list.
+        // A reference may be the bare name (`configMapRef: app-config`), as upstream writes.
+        let named = |item: &Value| match item {
+            Value::String(name) => json!({"name": name}),
+            other => other.clone(),
+        };
         let mut list = Vec::new();
-        for (key, reference) in [("secretRef", "secretRef"), ("configMapRef", "configMapRef")] {
+        for key in ["secretRef", "configMapRef"] {
             for item in env_from[key].as_array().into_iter().flatten() {
-                list.push(json!({ reference: item }));
+                list.push(json!({ key: named(item) }));
             }
         }
-        if let Some(items) = env_from.as_array() {
-            list.extend(items.iter().cloned());
+        for item in env_from.as_array().into_iter().flatten() {
+            let mut item = item.clone();
+            for key in ["secretRef", "configMapRef"] {
+                if let Some(reference) = item.get(key).map(named) {
+                    item[key] = reference;
+                }
+            }
+            list.push(item);
         }
         container["envFrom"] = Value::Array(list);
     }
@@ -82,6 +95,30 @@ fn pod_spec(fields: &Map<String, Value>, name: &str, restart: Option<&str>) -> R
         spec["restartPolicy"] = json!(restart);
     }
     Ok(spec)
+}
+
+/// `env` as Kubernetes takes it: a list stays; upstream's map of name to `{value}`,
+/// `{secretKeyRef}`, `{configMapKeyRef}` (or a bare value) becomes the list.
+fn env_list(env: &Value) -> Value {
+    let Value::Object(by_name) = env else {
+        return env.clone();
+    };
+    let items = by_name
+        .iter()
+        .map(|(name, source)| {
+            let mut item = match source {
+                Value::Object(fields) if ["value", "valueFrom"].iter().any(|k| fields.contains_key(*k)) => {
+                    source.clone()
+                }
+                Value::Object(_) => json!({"valueFrom": source}),
+                Value::String(text) => json!({"value": text}),
+                other => json!({"value": other.to_string()}),
+            };
+            item["name"] = json!(name);
+            item
+        })
+        .collect();
+    Value::Array(items)
 }
 
 /// Labels that select the pods of a CR's workloads (and that its Services select by default).

@@ -160,6 +160,36 @@ mod tests {
     }
 
     #[test]
+    fn upstream_env_maps_and_bare_env_from_names_become_kubernetes_lists() {
+        let objects = rendered(
+            "            deployments:
+              - image: nginx
+                env:
+                  TIER: {value: '{{ .spec.tier }}'}
+                  DB_USER: {secretKeyRef: {name: db, key: user}}
+                  PLAIN: 3
+                envFrom:
+                  - configMapRef: '{{ .metadata.name }}-config'
+                  - secretRef: {name: keys}
+",
+            cr(),
+        );
+        let container = &objects[0]["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(
+            container["env"],
+            json!([
+                {"name": "DB_USER", "valueFrom": {"secretKeyRef": {"name": "db", "key": "user"}}},
+                {"name": "PLAIN", "value": "3"},
+                {"name": "TIER", "value": "gold"},
+            ])
+        );
+        assert_eq!(
+            container["envFrom"],
+            json!([{"configMapRef": {"name": "shop-config"}}, {"secretRef": {"name": "keys"}}])
+        );
+    }
+
+    #[test]
     fn services_configmaps_secrets_jobs_and_custom_resources_render() {
         let objects = rendered(
             "            services:\n              - {name: '{{ .metadata.name }}', port: 80, targetPort: 8080}\n            configMaps:\n              - data: {tier: '{{ .spec.tier }}', count: 3}\n            secrets:\n              - data: {password: hunter2}\n            jobs:\n              - {image: busybox, command: [sh, -c, 'echo {{ .metadata.name }}'], backoffLimit: 2}\n            custom:\n              - {apiVersion: x.io/v1, kind: Gadget, spec: {size: '{{ .spec.replicas }}'}}\n",
