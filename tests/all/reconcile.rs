@@ -578,3 +578,40 @@ async fn a_reconcile_gate_asks_an_external_service_and_its_fail_policy_decides_o
     assert!(h.handle("app").counters.gated.load(Ordering::Relaxed) >= 2);
     h.stop().await;
 }
+
+#[tokio::test]
+async fn normalize_rewrites_spec_for_the_reconcile_only_while_mutations_are_persisted() {
+    let operator_box = "        reconcile:
+          resync: 1s
+          normalize:
+            audit: true
+            spec:
+              tier: '{{ lower .spec.tier }}'
+          onReconcile:
+            configMaps:
+              - {name: '{{ .metadata.name }}-tier', data: {x: '{{ .spec.tier }}', owner: '{{ .spec.owner }}'}}
+";
+    let crds = format!(
+        "{}      admission:
+        mutation:
+          rules:
+            - {{field: spec.owner, default: '{{{{ .spec.tier }}}}-team'}}
+",
+        crd("app", "App", operator_box)
+    );
+    let h = Harness::start("normalize", &crds, &[], true).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    h.create("App", "n", json!({"tier": "GOLD"})).await;
+    let config = eventually("the ConfigMap", WAIT, || async {
+        configmaps.get_opt("n-tier").await.ok().flatten()?.data
+    })
+    .await
+    .unwrap();
+    assert_eq!(config["x"], "gold", "templates see the normalized value");
+    assert_eq!(config["owner"], "gold-team", "so do mutation rules");
+    let app = h.api("App").get("n").await.unwrap();
+    assert_eq!(app.data["spec"]["tier"], "GOLD", "normalization is never written back");
+    assert_eq!(app.data["spec"]["owner"], "gold-team", "the mutation is");
+    h.writes_nothing_once_settled("app").await;
+    h.stop().await;
+}

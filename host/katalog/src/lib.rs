@@ -37,6 +37,7 @@ mod loaded;
 pub mod migrate;
 pub mod model;
 mod motif;
+pub mod normalize;
 pub mod ownership;
 mod reads;
 pub mod resolver;

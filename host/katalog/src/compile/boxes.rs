@@ -114,6 +114,8 @@ pub struct CompiledBox {
     pub cross: Vec<CrossRead>,
     /// The Wasm component: hooks around the templates, or a constructor owning reconcile.
     pub component: Option<Arc<crate::component::Spec>>,
+    /// `reconcile.normalize`: spec values rewritten in memory first.
+    pub normalize: crate::normalize::Normalizer,
 }
 
 impl CompiledBox {
@@ -199,6 +201,15 @@ impl CompiledBox {
             EmitEvent::compile(name, spec, functions).map_err(|e| e.within(&format!("emit.events.{name}")))
         }));
         let gates = gather.ok(BoxGates::compile(ob, functions));
+        let normalize = match &reconcile.normalize {
+            Some(spec) => gather.ok(crate::normalize::Normalizer::compile(spec, functions).map_err(|e| {
+                match e.split_once(": ") {
+                    Some((field, message)) => Error::at(format!("reconcile.normalize.{field}"), message),
+                    None => Error::at("reconcile.normalize", e),
+                }
+            })),
+            None => Some(Default::default()),
+        };
         let parts = (
             requeue,
             requeue_floor,
@@ -207,6 +218,7 @@ impl CompiledBox {
             on_delete,
             component,
             gates,
+            normalize,
         );
         let (
             Some(requeue),
@@ -216,6 +228,7 @@ impl CompiledBox {
             Some(on_delete),
             Some(component),
             Some(gates),
+            Some(normalize),
         ) = parts
         else {
             return Err(gather.0);
@@ -236,6 +249,7 @@ impl CompiledBox {
             requeue_floor,
             status_conditions: status.conditions.unwrap_or(true),
             status_fields,
+            normalize,
         })
     }
 

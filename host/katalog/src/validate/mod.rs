@@ -121,7 +121,6 @@ impl Checker<'_> {
             self.error(format!("{base}.apiTypes.kind"), types_pos, "is required");
         }
         // Accepted as upstream writes them, not run yet: say so rather than ignore them.
-        let normalize = entry.operator_box.reconcile.as_ref().and_then(|r| r.normalize.as_ref());
         let autoscale = entry.operator_box.runtime.as_ref().and_then(|r| r.autoscale.as_ref());
         for (present, key, what) in [
             (
@@ -133,11 +132,6 @@ impl Checker<'_> {
                 entry.enrich.is_some() || entry.enrich_all,
                 "enrich",
                 "children are not enriched yet (no _pods, _warnings, _replicasets)",
-            ),
-            (
-                normalize.is_some(),
-                "operatorBox",
-                "reconcile.normalize is not run yet: the spec is reconciled as written",
             ),
         ] {
             if present {

@@ -134,7 +134,14 @@ impl Declarative {
             return self.finalize(request, compiled, object).await.map(Reconciled::from);
         }
         let now = jiff::Timestamp::now();
-        let (mutated, verdict) = self.crd.rules.run(object, &self.crd.notes);
+        let normalized = self.normalize(request, object);
+        let (mutated, verdict) = self.crd.rules.run(&normalized, &self.crd.notes);
+        // Mutations are persisted; normalization never is.
+        let checked = Checked {
+            mutation: added_fields(&normalized, &mutated),
+            verdict,
+        };
+        let verdict = &checked.verdict;
         for skipped in &verdict.skipped {
             // As upstream: a mutation that cannot produce a value is skipped, the CR is reconciled.
             tracing::warn!(key = %request.key, mutation = %skipped, "mutation rule skipped");
@@ -150,7 +157,7 @@ impl Declarative {
             );
         }
         let outcome = match self.call_externals(compiled, &mutated, &mut context).await {
-            Ok(()) => self.apply_all(request, object, &mutated, &verdict, &context, now).await,
+            Ok(()) => self.apply_all(request, object, &mutated, &checked, &context, now).await,
             Err(error) => Err(error),
         };
         if let Err(error) = &outcome
@@ -177,7 +184,7 @@ impl Declarative {
             Err(error) => failed_status(object, error, now),
         };
         if self.crd.rules.validates() {
-            validation_conditions(&mut status, &verdict, &object["metadata"]["generation"], now);
+            validation_conditions(&mut status, verdict, &object["metadata"]["generation"], now);
         }
         if let Some(slot) = &self.component {
             component::component_condition(&mut status, slot, &object["metadata"]["generation"], now);
@@ -205,6 +212,23 @@ impl Declarative {
                 Err(error)
             }
         }
+    }
+
+    /// The CR with `reconcile.normalize` applied (in memory only); with `audit`, each change
+    /// is logged, and a template that fails is always logged (its value stays as written).
+    fn normalize<'o>(&self, request: &Request, object: &'o Value) -> std::borrow::Cow<'o, Value> {
+        let normalizer = &request.compiled.normalize;
+        let (normalized, changes) = normalizer.apply(object, &self.crd.notes);
+        for change in changes {
+            match change {
+                Ok(change) if normalizer.audit => {
+                    tracing::info!(key = %request.key, path = %change.path, before = %change.before, after = %change.after, "normalized");
+                }
+                Ok(_) => {}
+                Err(why) => tracing::warn!(key = %request.key, %why, "normalize entry skipped"),
+            }
+        }
+        normalized
     }
 
     /// The `emit.events` whose `on` and conditions match this outcome; the reconcile's context
@@ -268,13 +292,16 @@ impl Declarative {
         request: &Request,
         object: &Value,
         mutated: &Value,
-        verdict: &Verdict,
+        checked: &Checked,
         context: &Map<String, Value>,
         now: jiff::Timestamp,
     ) -> Result<Done, ReconcileError> {
-        let wrote = self.write_metadata(request, object, mutated, now).await?;
-        if !verdict.denied.is_empty() {
-            return Err(ReconcileError::new(Reason::ValidationFailed, verdict.denied.join("; ")));
+        let wrote = self
+            .write_metadata(request, object, checked.mutation.clone(), now)
+            .await?;
+        let denied = &checked.verdict.denied;
+        if !denied.is_empty() {
+            return Err(ReconcileError::new(Reason::ValidationFailed, denied.join("; ")));
         }
         let compiled = &request.compiled;
         let Some(slot) = &self.component else {
@@ -320,13 +347,12 @@ impl Declarative {
         &self,
         request: &Request,
         object: &Value,
-        mutated: &Value,
+        mutation: Option<Value>,
         now: jiff::Timestamp,
     ) -> Result<bool, ReconcileError> {
         let resolver = Resolver::in_context(object, &self.crd.notes, &request.context);
         let bookkeeping = lifecycle::bookkeeping_patch(&self.crd, object, &resolver, now)
             .map_err(|e| ReconcileError::new(Reason::RenderFailed, e))?;
-        let mutation = added_fields(object, mutated);
         let added = bookkeeping
             .as_ref()
             .is_some_and(|p| p["metadata"]["finalizers"].is_array() && !self.crd.remove_finalizers);
@@ -515,6 +541,13 @@ fn added_fields(object: &Value, mutated: &Value) -> Option<Value> {
         }
         (old, new) => (old != new).then(|| new.clone()),
     }
+}
+
+/// What the admission rules made of the CR: their verdict, and the fields mutation set (a
+/// merge patch to persist).
+struct Checked {
+    verdict: Verdict,
+    mutation: Option<Value>,
 }
 
 /// What a successful reconcile did.
