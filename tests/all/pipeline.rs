@@ -94,6 +94,8 @@ pub(crate) struct Harness {
     pub(crate) group: String,
     runtime_crds: Vec<CrdHandle>,
     pub(crate) health: orkestra::health::HealthBoard,
+    /// What its Live API serves.
+    pub(crate) peers: orkestra::cross::Peers,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -122,6 +124,7 @@ impl Harness {
         }
         let runtime_crds: Vec<CrdHandle> = katalog.crds.keys().filter_map(|n| runtime.crd(n)).collect();
         let health = runtime.health();
+        let peers = runtime.peers();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(runtime.run(async {
             let _ = stopped.await;
@@ -131,6 +134,7 @@ impl Harness {
             group,
             runtime_crds,
             health,
+            peers,
             stop: Some(stop),
             task: Some(task),
         }

@@ -615,3 +615,83 @@ async fn normalize_rewrites_spec_for_the_reconcile_only_while_mutations_are_pers
     h.writes_nothing_once_settled("app").await;
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_cross_read_with_source_reads_another_runtime_through_its_live_api() {
+    // Runtime one: Producers, with their Live API on a loopback port.
+    let producer_box = "        reconcile: {resync: 1s}
+        emit:
+          status:
+            fields:
+              - {path: endpoint, value: '{{ .spec.host }}:8080'}
+";
+    let producer_crds = crd("producer", "Producer", producer_box)
+        + "    secret:\n      apiTypes: {group: GROUP, version: v1, kind: Secret}\n      namespace: NS\n      crossAccess: false\n      operatorBox: {}\n";
+    let producers = Harness::start("producer", &producer_crds, &[], true).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let live = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(axum::serve(listener, orkestra::admin::live(producers.peers.clone())).into_future());
+    producers.create("Producer", "p", json!({"host": "10.0.0.7"})).await;
+    producers.create("Secret", "s", json!({})).await;
+
+    // Runtime two: Consumers read it over HTTP, by endpoint and by host.
+    let consumer_box = format!(
+        "        reconcile: {{resync: 1s}}
+        observe:
+          cross:
+            - crd: producer
+              as: producer
+              source: {{endpoint: '{live}/katalog/producer/cr/{ns}/{{{{ .spec.producer }}}}', cacheFor: 1s}}
+            - crd: producer
+              as: health
+              source: {{host: '{live}', protocol: health}}
+            - crd: secret
+              as: secret
+              selector: {{name: s, namespace: {ns}}}
+              source: {{host: '{live}'}}
+        emit:
+          status:
+            fields:
+              - {{path: producerEndpoint, value: '{{{{ .cross.producer.status.endpoint }}}}'}}
+              - {{path: found, type: bool, value: '{{{{ .cross.producer.found }}}}'}}
+              - {{path: producerState, value: '{{{{ .cross.health.health.state }}}}'}}
+              - {{path: secretFound, type: bool, value: '{{{{ .cross.secret.found }}}}'}}
+",
+        ns = producers.ns.name
+    );
+    let consumers = Harness::start("consumer", &crd("consumer", "Consumer", &consumer_box), &[], true).await;
+    consumers.create("Consumer", "c", json!({"producer": "p"})).await;
+    let status = eventually("the producer's endpoint, read from the other runtime", WAIT, || async {
+        let c = consumers.api("Consumer").get("c").await.ok()?;
+        (c.data["status"]["producerEndpoint"] == "10.0.0.7:8080").then(|| c.data["status"].clone())
+    })
+    .await
+    .unwrap();
+    assert_eq!(status["found"], true);
+    assert_eq!(status["producerState"], "healthy", "{status}");
+    assert_eq!(status["secretFound"], false, "crossAccess: false holds over HTTP too");
+
+    // A change on the producer's side arrives once the answer's cacheFor runs out.
+    producers
+        .patch("Producer", "p", json!({"spec": {"host": "10.0.0.8"}}))
+        .await;
+    eventually("the new endpoint", WAIT, || async {
+        let c = consumers.api("Consumer").get("c").await.ok()?;
+        (c.data["status"]["producerEndpoint"] == "10.0.0.8:8080").then_some(())
+    })
+    .await
+    .unwrap();
+    // A CR the other runtime does not have is not found, and says nothing else.
+    consumers
+        .create("Consumer", "lonely", json!({"producer": "missing"}))
+        .await;
+    eventually("a read that finds nothing", WAIT, || async {
+        let c = consumers.api("Consumer").get("lonely").await.ok()?;
+        (c.data["status"]["found"] == false).then_some(())
+    })
+    .await
+    .unwrap();
+    server.abort();
+    consumers.stop().await;
+    producers.stop().await;
+}

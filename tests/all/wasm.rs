@@ -480,7 +480,7 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = listener.local_addr().unwrap();
-    let router = orkestra::admin::router(run.components.clone(), reloader);
+    let router = orkestra::admin::router(run.components.clone(), reloader, Default::default());
     let endpoint = tokio::spawn(async move { axum::serve(listener, router).await });
     run.apply(&katalogs_dir().join("site-hook/samples/site.yaml")).await;
     let sites = run.crs("hooks.orkestra.io", "Site");

@@ -54,6 +54,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let runtime = orkestra::runtime::Runtime::new(client, katalog)?;
     let components = runtime.components();
+    let peers = runtime.peers();
     let reloader = orkestra::reload::Reloader::new(files.to_vec(), components.clone(), runtime.running());
     // Components swap live; any other change is reported as needing a restart.
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
@@ -61,7 +62,7 @@ pub async fn serve(
         let addr = admin.admin_addr;
         tokio::spawn(async move {
             // Another runtime on this machine may hold the port; reconciling matters more.
-            if let Err(error) = orkestra::admin::serve(addr, components, reloader).await {
+            if let Err(error) = orkestra::admin::serve(addr, components, reloader, peers).await {
                 tracing::warn!(%addr, %error, "the admin endpoint is not available (use --admin-addr)");
             }
         })

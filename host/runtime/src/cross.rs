@@ -2,6 +2,7 @@
 //! `.cross.<as>` (`found`, `metadata`, `spec`, `status`, `health`, `metrics`), read from the
 //! process's own informer caches: zero API calls. A CRD with `crossAccess: false` is never
 //! readable. A change to a read CR does not enqueue the reader; its next resync sees it.
+//! Reads with `source:` go to another runtime ([`crate::cross_remote`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use std::sync::atomic::Ordering;
 use serde_json::{Value, json};
 
 use crate::counters::Counters;
+use crate::cross_remote::RemoteReads;
 use crate::health::HealthBoard;
 use crate::observe::Cache;
 use crate::queue::WorkQueue;
@@ -33,29 +35,55 @@ pub struct Peer {
 pub struct Peers {
     peers: Arc<HashMap<String, Peer>>,
     health: HealthBoard,
+    remote: Option<RemoteReads>,
 }
 
 impl Peers {
-    /// Every CRD of the runtime, by name.
-    pub fn new(crds: impl IntoIterator<Item = (String, Peer)>, health: HealthBoard) -> Self {
+    /// Every CRD of the runtime, by name; `http` makes the reads of other runtimes.
+    pub fn new(crds: impl IntoIterator<Item = (String, Peer)>, health: HealthBoard, http: reqwest::Client) -> Self {
         Self {
             peers: Arc::new(crds.into_iter().collect()),
             health,
+            remote: Some(RemoteReads::new(http)),
         }
     }
 
+    /// A CRD of the runtime, when other CRDs (and runtimes) may read it.
+    pub fn readable(&self, crd: &str) -> Option<&Peer> {
+        self.peers.get(crd).filter(|p| p.access)
+    }
+
+    /// The runtime's health board.
+    pub fn health(&self) -> &HealthBoard {
+        &self.health
+    }
+
     /// `.cross` for one CR: every read under its `as` name.
-    pub fn read_all(&self, reads: &[CrossRead], resolver: &Resolver<'_, '_>, cr_namespace: &str) -> Value {
-        let entries: serde_json::Map<String, Value> = reads
-            .iter()
-            .map(|read| (read.as_.clone(), self.read(read, resolver, cr_namespace)))
-            .collect();
+    pub async fn read_all(&self, reads: &[CrossRead], resolver: &Resolver<'_, '_>, cr_namespace: &str) -> Value {
+        let mut entries = serde_json::Map::new();
+        for read in reads {
+            let value = match (&read.remote, &self.remote) {
+                (Some(remote), Some(reads)) => reads.read(read, remote, resolver).await,
+                _ => self.read(read, resolver, cr_namespace),
+            };
+            entries.insert(read.as_.clone(), value);
+        }
         Value::Object(entries)
+    }
+
+    /// `.metrics` of a CRD, live.
+    pub fn live_metrics(&self, peer: &Peer) -> Value {
+        crate::feedback::live_metrics(
+            peer.queue.depth(),
+            peer.workers,
+            peer.counters.reconciles.load(Ordering::Relaxed),
+            peer.counters.failures.load(Ordering::Relaxed),
+        )
     }
 
     fn read(&self, read: &CrossRead, resolver: &Resolver<'_, '_>, cr_namespace: &str) -> Value {
         let not_found = json!({"found": false});
-        let Some(peer) = self.peers.get(&read.crd).filter(|p| p.access) else {
+        let Some(peer) = self.readable(&read.crd) else {
             return not_found;
         };
         let render = |t: &Option<Template>| t.as_ref().and_then(|t| resolver.render(t).ok());
@@ -80,12 +108,7 @@ impl Peers {
         let Some(object) = found else { return not_found };
         // Health and metrics live, as the peer's runtime knows them now (the peer stamps
         // them on its CRs only if its own Katalog reads them).
-        let metrics = crate::feedback::live_metrics(
-            peer.queue.depth(),
-            peer.workers,
-            peer.counters.reconciles.load(Ordering::Relaxed),
-            peer.counters.failures.load(Ordering::Relaxed),
-        );
+        let metrics = self.live_metrics(peer);
         json!({
             "found": true,
             "metadata": object["metadata"],

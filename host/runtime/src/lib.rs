@@ -7,8 +7,9 @@
 //! - [`observe`], [`enqueue`], [`queue`]: watches in, keyed work items out.
 //! - [`kordinator`], [`mux`], [`failure`]: workers and the gates in front of reconcile, the
 //!   one request each reconcile receives, and why one failed.
-//! - [`declarative`] with [`render`], [`external`], [`cross`]: the reconciler, the templates
-//!   it renders, its HTTP calls and reads of other CRDs.
+//! - [`declarative`] with [`render`], [`external`], [`cross`], [`cross_remote`]: the
+//!   reconciler, the templates it renders, its HTTP calls, reads of other CRDs (of this
+//!   runtime or another).
 //! - [`health`], [`readiness`], [`feedback`], [`counters`]: the health state machine, what
 //!   makes a child ready, the stamps gates read, the counts behind them.
 //! - [`runtime`], [`reload`], [`admin`]: wiring, live reloads and the admin endpoint.
@@ -18,6 +19,7 @@ pub mod admin;
 pub mod control_plane;
 pub mod counters;
 pub mod cross;
+pub mod cross_remote;
 pub mod declarative;
 pub mod enqueue;
 pub mod external;

@@ -123,6 +123,24 @@ impl Runtime {
     }
 
     /// The compiled CRDs this runtime runs, by name (what a reload compares with).
+    /// Its CRDs as cross reads and the Live API see them.
+    pub fn peers(&self) -> crate::cross::Peers {
+        crate::cross::Peers::new(
+            self.crds.iter().map(|h| {
+                let peer = crate::cross::Peer {
+                    cache: h.cache.clone(),
+                    access: h.crd.cross_access,
+                    queue: h.queue.clone(),
+                    counters: h.counters.clone(),
+                    workers: h.crd.workers,
+                };
+                (h.crd.name.to_string(), peer)
+            }),
+            self.health.clone(),
+            self.http.clone(),
+        )
+    }
+
     pub fn running(&self) -> std::collections::BTreeMap<String, Arc<CompiledCrd>> {
         self.crds
             .iter()
@@ -169,19 +187,7 @@ impl Runtime {
         let order = start_order(&self.crds);
         let mut stops: BTreeMap<String, watch::Sender<bool>> = BTreeMap::new();
         let mut tasks: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
-        let peers = crate::cross::Peers::new(
-            self.crds.iter().map(|h| {
-                let peer = crate::cross::Peer {
-                    cache: h.cache.clone(),
-                    access: h.crd.cross_access,
-                    queue: h.queue.clone(),
-                    counters: h.counters.clone(),
-                    workers: h.crd.workers,
-                };
-                (h.crd.name.to_string(), peer)
-            }),
-            self.health.clone(),
-        );
+        let peers = self.peers();
         for handle in &self.crds {
             let (stop, stopped) = watch::channel(false);
             stops.insert(handle.crd.name.to_string(), stop);

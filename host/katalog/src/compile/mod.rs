@@ -22,7 +22,7 @@ pub use block::{Block, Entry, Replace};
 pub use boxes::{CompiledBox, EmitEvent, EmitOn, Requeue, StatusField};
 pub use call::Call;
 pub use crd::{Behaviour, CompiledCrd, RetryPolicy};
-pub use cross::CrossRead;
+pub use cross::{CrossRead, Protocol, Remote, Token};
 pub use gate::{BoxGates, Gate};
 pub use watch::{CompiledEvents, CompiledWatch};
 

@@ -153,7 +153,7 @@ impl Declarative {
             let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
             context.insert(
                 "cross".into(),
-                self.peers.read_all(&compiled.cross, &resolver, namespace),
+                self.peers.read_all(&compiled.cross, &resolver, namespace).await,
             );
         }
         let outcome = match self.call_externals(compiled, &mutated, &mut context).await {
