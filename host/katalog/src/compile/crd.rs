@@ -471,11 +471,11 @@ mod tests {
     #[test]
     fn what_only_the_compile_pass_finds_is_located_in_the_file() {
         let error = first_error(
-            "        observe:\n          cross:\n            - crd: web\n              source: {host: 'http://peer:8080'}\n",
+            "        observe:\n          cross:\n            - crd: web\n              source: {host: 'http://peer:8080', protocol: events}\n",
         );
         assert!(
             error.contains(
-                "k.yaml:11:23: spec.crds.web.operatorBox.observe.cross[0].source: web: reads from another runtime"
+                "k.yaml:11:60: spec.crds.web.operatorBox.observe.cross[0].source.protocol: events is not supported yet"
             ),
             "{error}"
         );
