@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::de::{self, Problem};
 use super::include::Files;
 use super::loaded::{Parsed, crd_node};
-use super::model::{HookTemplates, NoteSpec, StatusSpec};
+use super::model::{HookTemplates, Import, NoteSpec, StatusSpec};
 use super::yaml::{self, Node, NodeValue};
 
 /// A motif file.
@@ -63,19 +63,7 @@ pub(super) fn merge_imports(parsed: &mut [Parsed], files: &mut Files, problems: 
         let imports_node = node.get("spec").and_then(|s| s.get("imports"));
         for (i, import) in imports.iter().enumerate() {
             let path = format!("spec.imports[{i}]");
-            let pos = match imports_node.map(|n| &n.value) {
-                Some(NodeValue::Seq(items)) => items.get(i).map_or(node.pos, |n| n.pos),
-                _ => node.pos,
-            };
-            let Some(motif_path) = import.get("motif").and_then(Value::as_str) else {
-                problems.push(Problem {
-                    path,
-                    pos,
-                    message: "a Katalog-level import needs `motif:` (a file path)".into(),
-                });
-                continue;
-            };
-            let Some(motif) = read_motif(motif_path, pos, &path, files, problems) else {
+            let Some((motif, pos)) = imported(import, imports_node, i, node.pos, &path, files, problems) else {
                 continue;
             };
             if motif
@@ -105,25 +93,7 @@ pub(super) fn merge_imports(parsed: &mut [Parsed], files: &mut Files, problems: 
                 .and_then(|n| n.get("imports"));
             for (i, import) in imports.iter().enumerate() {
                 let path = format!("spec.crds.{name}.operatorBox.reconcile.imports[{i}]");
-                let import_node = match imports_node.map(|n| &n.value) {
-                    Some(NodeValue::Seq(items)) => items.get(i),
-                    _ => None,
-                };
-                let pos = import_node.map_or(node.pos, |n| n.pos);
-                let Some(motif_path) = &import.motif else {
-                    let message = if import.oci.is_some() {
-                        "motifs from OCI registries are not supported by this runtime; vendor the motif file and use `motif:`"
-                    } else {
-                        "an import needs `motif:` (a file path)"
-                    };
-                    problems.push(Problem {
-                        path,
-                        pos,
-                        message: message.into(),
-                    });
-                    continue;
-                };
-                let Some(motif) = read_motif(motif_path, pos, &path, files, problems) else {
+                let Some((motif, pos)) = imported(import, imports_node, i, node.pos, &path, files, problems) else {
                     continue;
                 };
                 let Some(inputs) = inputs(&motif, &import.with_, &path, pos, problems) else {
@@ -147,6 +117,37 @@ pub(super) fn merge_imports(parsed: &mut [Parsed], files: &mut Files, problems: 
             }
         }
     }
+}
+
+/// The motif import `i` of a list (whose node is `list`) names, read, and where the import
+/// is written (`fallback` when the list has no node).
+fn imported(
+    import: &Import,
+    list: Option<&Node>,
+    i: usize,
+    fallback: yaml::Pos,
+    path: &str,
+    files: &mut Files,
+    problems: &mut Vec<Problem>,
+) -> Option<(MotifFile, yaml::Pos)> {
+    let pos = match list.map(|n| &n.value) {
+        Some(NodeValue::Seq(items)) => items.get(i).map_or(fallback, |n| n.pos),
+        _ => fallback,
+    };
+    let Some(motif_path) = &import.motif else {
+        let message = if import.oci.is_some() {
+            "motifs from OCI registries are not supported by this runtime; vendor the motif file and use `motif:`"
+        } else {
+            "an import needs `motif:` (a file path)"
+        };
+        problems.push(Problem {
+            path: path.to_string(),
+            pos,
+            message: message.into(),
+        });
+        return None;
+    };
+    read_motif(motif_path, pos, path, files, problems).map(|motif| (motif, pos))
 }
 
 fn read_motif(

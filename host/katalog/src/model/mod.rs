@@ -95,9 +95,9 @@ pub struct Spec {
     /// Finalizers added to every CR of every CRD (besides `orkestra.orkspace.io/cleanup`).
     #[serde(default)]
     pub finalizers: Vec<String>,
-    /// Katalog-level motif imports.
+    /// Katalog-level motif imports (their notes).
     #[serde(default)]
-    pub imports: Vec<Value>,
+    pub imports: Vec<Import>,
     /// The operators, keyed by a DNS-1123 name.
     #[serde(default)]
     pub crds: BTreeMap<String, CrdEntry>,
