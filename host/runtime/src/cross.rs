@@ -35,7 +35,7 @@ pub struct Peer {
 pub struct Peers {
     peers: Arc<HashMap<String, Peer>>,
     health: HealthBoard,
-    remote: Option<RemoteReads>,
+    remote: RemoteReads,
 }
 
 impl Peers {
@@ -44,7 +44,7 @@ impl Peers {
         Self {
             peers: Arc::new(crds.into_iter().collect()),
             health,
-            remote: Some(RemoteReads::new(http)),
+            remote: RemoteReads::new(http),
         }
     }
 
@@ -62,9 +62,9 @@ impl Peers {
     pub async fn read_all(&self, reads: &[CrossRead], resolver: &Resolver<'_, '_>, cr_namespace: &str) -> Value {
         let mut entries = serde_json::Map::new();
         for read in reads {
-            let value = match (&read.remote, &self.remote) {
-                (Some(remote), Some(reads)) => reads.read(read, remote, resolver).await,
-                _ => self.read(read, resolver, cr_namespace),
+            let value = match &read.remote {
+                Some(remote) => self.remote.read(read, remote, resolver).await,
+                None => self.read(read, resolver, cr_namespace),
             };
             entries.insert(read.as_.clone(), value);
         }

@@ -20,7 +20,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 const BODY_LIMIT: usize = 1 << 20;
 
 /// Remote reads of one runtime, with their cache.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct RemoteReads {
     http: reqwest::Client,
     cache: Arc<Mutex<HashMap<String, (Instant, Value)>>>,

@@ -14,6 +14,7 @@ use super::Declarative;
 use crate::failure::{Reason, ReconcileError};
 use orkestra_katalog::compile::Entry;
 use orkestra_katalog::resolver::Resolver;
+use orkestra_katalog::template::value::display;
 use orkestra_katalog::tree::Tree;
 
 impl Declarative {
@@ -35,7 +36,7 @@ impl Declarative {
         };
         let failed =
             |why: String| ReconcileError::new(Reason::CopySourceFailed, format!("{}.{field}: {why}", entry.at));
-        let name = text(source.render(scoped).map_err(&failed)?);
+        let name = display(&source.render(scoped).map_err(&failed)?).into_owned();
         if name.is_empty() {
             return Err(failed("renders empty".into()));
         }
@@ -43,7 +44,7 @@ impl Declarative {
         let namespace = match entry.fields.get("fromNamespace") {
             None => own.to_string(),
             Some(tree) => {
-                let namespace = text(tree.render(scoped).map_err(&failed)?);
+                let namespace = display(&tree.render(scoped).map_err(&failed)?).into_owned();
                 if namespace.is_empty() {
                     own.to_string()
                 } else if namespace != own && !matches!(tree, Tree::Literal(_)) {
@@ -75,14 +76,5 @@ impl Declarative {
             rendered[key] = Value::Object(merged);
         }
         Ok(())
-    }
-}
-
-/// A rendered value as text (a number or boolean as written).
-fn text(value: Value) -> String {
-    match value {
-        Value::String(s) => s,
-        Value::Null => String::new(),
-        other => other.to_string(),
     }
 }
