@@ -63,10 +63,10 @@ pub fn fill(root: &mut Node, files: &Files, problems: &mut Vec<Problem>) {
         match entry.get("apiTypes") {
             Some(given) => check(given, &types, &base, &relative, problems),
             None => {
-                entry.insert(scalar("apiTypes", at), types.node(at));
+                entry.insert(Node::string("apiTypes", at), types.node(at));
                 if entry.get("namespaced").is_none() {
                     entry.insert(
-                        scalar("namespaced", at),
+                        Node::string("namespaced", at),
                         Node::new(NodeValue::Bool(types.namespaced), at),
                     );
                 }
@@ -87,7 +87,6 @@ struct Definition {
 
 impl Definition {
     fn node(&self, at: Pos) -> Node {
-        let text = |s: &str| Node::new(NodeValue::String(s.to_string()), at);
         let entries = [
             ("group", &self.group),
             ("version", &self.version),
@@ -95,7 +94,7 @@ impl Definition {
             ("plural", &self.plural),
         ]
         .into_iter()
-        .map(|(k, v)| (scalar(k, at), text(v)))
+        .map(|(k, v)| (Node::string(k, at), Node::string(v.as_str(), at)))
         .collect();
         Node::new(NodeValue::Map(entries), at)
     }
@@ -167,10 +166,6 @@ fn check(given: &Node, types: &Definition, base: &str, file: &str, problems: &mu
             });
         }
     }
-}
-
-fn scalar(text: &str, at: Pos) -> Node {
-    Node::new(NodeValue::String(text.to_string()), at)
 }
 
 #[cfg(test)]

@@ -102,10 +102,7 @@ pub fn translate(root: &mut Node, problems: &mut Vec<Problem>, warnings: &mut Ve
             {
                 let pos = rules.pos;
                 let list = std::mem::replace(rules, Node::new(NodeValue::Null, pos));
-                *rules = Node::new(
-                    NodeValue::Map(vec![(Node::new(NodeValue::String("rules".into()), pos), list)]),
-                    pos,
-                );
+                *rules = Node::new(NodeValue::Map(vec![(Node::string("rules", pos), list)]), pos);
                 moved.push(format!("{section}: [...] → admission.{section}.rules"));
             }
         }
@@ -168,7 +165,7 @@ fn place(node: &mut Node, path: &[&str], key: Node, value: Node) -> Result<(), s
     let mut current = node;
     for segment in parents {
         if current.get(segment).is_none() {
-            let new_key = Node::new(NodeValue::String((*segment).to_string()), key.pos);
+            let new_key = Node::string(*segment, key.pos);
             current.insert(new_key, Node::new(NodeValue::Map(vec![]), key.pos));
         }
         current = match current.get_mut(segment) {
@@ -179,7 +176,7 @@ fn place(node: &mut Node, path: &[&str], key: Node, value: Node) -> Result<(), s
     }
     match current.get_mut(last) {
         None => {
-            let new_key = Node::new(NodeValue::String((*last).to_string()), key.pos);
+            let new_key = Node::string(*last, key.pos);
             current.insert(new_key, value);
             Ok(())
         }

@@ -79,11 +79,7 @@ fn crds_as_map(root: &mut Node, changes: &mut Vec<String>) -> Result<(), String>
     for (index, mut item) in std::mem::take(items).into_iter().enumerate() {
         let name = item
             .remove("name")
-            .and_then(|(key, value)| {
-                value
-                    .as_str()
-                    .map(|n| Node::new(NodeValue::String(n.to_string()), key.pos))
-            })
+            .and_then(|(key, value)| value.as_str().map(|n| Node::string(n, key.pos)))
             .ok_or_else(|| {
                 format!(
                     "{}: spec.crds[{index}]: a list entry needs a `name` to become a map key",

@@ -54,6 +54,11 @@ impl Node {
         Self { value, pos }
     }
 
+    /// A string scalar at `pos` (for nodes the loader writes itself).
+    pub fn string(text: impl Into<String>, pos: Pos) -> Self {
+        Self::new(NodeValue::String(text.into()), pos)
+    }
+
     /// The text of a string scalar.
     pub fn as_str(&self) -> Option<&str> {
         match &self.value {
