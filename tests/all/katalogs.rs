@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use orkestra_test_support::eventually;
@@ -295,5 +295,135 @@ async fn config_copy_copies_the_watched_configmap_and_copies_it_again_when_it_ch
         "{refused}"
     );
     assert!(configs.get_opt("thief-copy").await.unwrap().is_none());
+    example.stop().await;
+}
+
+#[tokio::test]
+async fn secret_spread_copies_into_the_allowed_namespaces_it_names_and_cleans_up_after_itself() {
+    let client = orkestra_test_support::client().await.unwrap();
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("spread.orkestra.io", "v1", "SecretSpread"),
+        "secretspreads",
+    );
+    let spreads = Api::<DynamicObject>::all_with(client.clone(), &resource);
+    // Cluster-scoped objects outlive a test's namespace: start from none left by a past run
+    // (whose runtime is gone, so its finalizer is taken off by hand).
+    for name in ["db-credentials", "greedy"] {
+        let unfinalized = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+        let _ = spreads.patch(name, &PatchParams::default(), &unfinalized).await;
+        let _ = spreads.delete(name, &Default::default()).await;
+    }
+    eventually("old spreads to go", WAIT, || async {
+        // Before the first run the kind is not even served.
+        spreads
+            .list(&Default::default())
+            .await
+            .map_or(true, |list| list.items.is_empty())
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    let example = example("secret-spread").await;
+    let secrets = |ns: &str| Api::<Secret>::namespaced(client.clone(), ns);
+    let password = |secret: Secret| String::from_utf8(secret.data.unwrap()["password"].0.clone()).unwrap();
+    for ns in ["team-alpha", "team-beta"] {
+        let copy = eventually("the copy", WAIT, || async {
+            secrets(ns).get_opt("db-credentials").await.ok()?
+        })
+        .await
+        .unwrap();
+        assert_eq!(password(copy), "first-password", "{ns}");
+    }
+    let spread = eventually("Ready", WAIT, || async {
+        let spread = spreads.get("db-credentials").await.ok()?;
+        ready(&spread.data["status"]).then_some(spread)
+    })
+    .await
+    .unwrap();
+    assert_eq!(spread.data["status"]["copiedTo"], "team-alpha,team-beta");
+
+    // An edit to the source reaches every copy through the watch.
+    secrets("platform")
+        .patch(
+            "db-credentials",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"password": "second-password"}})),
+        )
+        .await
+        .unwrap();
+    for ns in ["team-alpha", "team-beta"] {
+        eventually("the copy to follow its source", WAIT, || async {
+            (password(secrets(ns).get("db-credentials").await.ok()?) == "second-password").then_some(())
+        })
+        .await
+        .unwrap();
+    }
+
+    // A shorter list takes the copy out of the namespace it no longer names.
+    spreads
+        .patch(
+            "db-credentials",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"targetNamespaces": ["team-alpha"]}})),
+        )
+        .await
+        .unwrap();
+    eventually("the dropped copy to go", WAIT, || async {
+        secrets("team-beta")
+            .get_opt("db-credentials")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await
+    .unwrap();
+
+    // A spread may not send a copy where the Katalog does not allow, and writes nothing.
+    let greedy: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "spread.orkestra.io/v1", "kind": "SecretSpread", "metadata": {"name": "greedy"},
+        "spec": {"secretName": "db-credentials", "sourceNamespace": "platform",
+                 "targetNamespaces": ["team-alpha", example.ns.name]},
+    }))
+    .unwrap();
+    spreads.create(&Default::default(), &greedy).await.unwrap();
+    let refused = eventually("the refusal", WAIT, || async {
+        let status = spreads.get("greedy").await.ok()?.data["status"].clone();
+        (status["conditions"][0]["status"] == "False").then_some(status)
+    })
+    .await
+    .unwrap();
+    assert_eq!(refused["conditions"][0]["reason"], "NamespaceRefused", "{refused}");
+    assert!(
+        refused["conditions"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&example.ns.name),
+        "{refused}"
+    );
+    assert!(
+        secrets(&example.ns.name)
+            .get_opt("db-credentials")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Deleting the spread deletes its copies (no owner reference can reach across
+    // namespaces), and leaves the source alone.
+    for name in ["greedy", "db-credentials"] {
+        spreads.delete(name, &Default::default()).await.unwrap();
+    }
+    eventually("the copies to go", WAIT, || async {
+        secrets("team-alpha")
+            .get_opt("db-credentials")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(secrets("platform").get_opt("db-credentials").await.unwrap().is_some());
     example.stop().await;
 }

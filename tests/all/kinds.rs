@@ -100,3 +100,128 @@ async fn every_kind_is_applied_as_the_server_serves_it_and_then_left_alone() {
     h.writes_nothing_once_settled("app").await;
     h.stop().await;
 }
+
+const PROFILED: &str = "        reconcile:
+          resync: 1s
+          onReconcile:
+            deployments:
+              - image: nginx
+                port: 8080
+                resources: {profile: burst}
+                probes:
+                  readiness: {path: /ready, profile: fast}
+                  liveness: {type: tcp, profile: standard}
+                securityContext: {profile: '{{ .spec.security }}'}
+                podSecurity: {profile: restricted}
+                rollingUpdate: {profile: safe}
+            statefulSets:
+              - image: postgres
+                volumeClaimTemplates: [{name: data, storage: 1Gi}]
+                rollingUpdate: {profile: safe}
+            hpa:
+              - {maxReplicas: 5, behavior: {profile: api}}
+            pdb:
+              - {behavior: {profile: relaxed}}
+            resourceQuotas:
+              - {profile: '{{ .spec.size }}'}
+            networkPolicies:
+              - {name: '{{ .metadata.name }}-deny', podSelector: {}, profile: deny-all}
+              - {name: '{{ .metadata.name }}-dns', podSelector: {}, profile: allow-dns-egress}
+              - {name: '{{ .metadata.name }}-monitoring', podSelector: {}, profile: allow-monitoring}
+";
+
+#[tokio::test]
+async fn profiles_expand_into_objects_the_server_keeps_as_they_are() {
+    let profiles = "profiles:\n  networkPolicies:\n    - name: allow-monitoring\n      policyTypes: [Ingress]\n      ingress: [{from: [{namespaceSelector: {team: platform}}]}]\n";
+    let h = Harness::start_with("profiles", profiles, &crd("sized", "Sized", PROFILED), &[], true).await;
+    h.create("Sized", "p", json!({"security": "hardened", "size": "medium"}))
+        .await;
+    eventually("Ready", WAIT, || async {
+        let sized = h.api("Sized").get("p").await.ok()?;
+        (sized.data["status"]["conditions"][0]["status"] == "True").then_some(())
+    })
+    .await
+    .unwrap();
+    let get = |api_version: &'static str, kind: &'static str, plural: &'static str, name: &'static str| {
+        let api = api(&h, api_version, kind, plural, true);
+        async move { serde_json::to_value(api.get(name).await.unwrap()).unwrap() }
+    };
+    let deployment = get("apps/v1", "Deployment", "deployments", "p-deployment").await;
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["resources"]["limits"], json!({"cpu": "2", "memory": "2Gi"}));
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/ready");
+    assert_eq!(container["readinessProbe"]["failureThreshold"], 2);
+    assert_eq!(container["livenessProbe"]["tcpSocket"]["port"], 8080);
+    assert_eq!(
+        container["securityContext"]["readOnlyRootFilesystem"], true,
+        "chosen by the CR"
+    );
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"],
+        1000
+    );
+    assert_eq!(
+        deployment["spec"]["strategy"]["rollingUpdate"],
+        json!({"maxSurge": 1, "maxUnavailable": 0})
+    );
+    let set = get("apps/v1", "StatefulSet", "statefulsets", "p-statefulset").await;
+    assert_eq!(
+        set["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"],
+        "1Gi"
+    );
+    assert_eq!(set["spec"]["updateStrategy"]["type"], "RollingUpdate");
+    let hpa = get(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        "p-hpa",
+    )
+    .await;
+    assert_eq!(hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"], 600);
+    assert_eq!(
+        hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+        60
+    );
+    let pdb = get("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", "p-pdb").await;
+    assert_eq!(pdb["spec"]["maxUnavailable"], "25%");
+    let quota = get("v1", "ResourceQuota", "resourcequotas", "p-quota").await;
+    assert_eq!(quota["spec"]["hard"]["pods"], "20", "medium, chosen by the CR");
+    let deny = get("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", "p-deny").await;
+    assert_eq!(deny["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+    let dns = get("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", "p-dns").await;
+    assert_eq!(dns["spec"]["egress"][0]["ports"][0]["port"], 53);
+    let monitoring = get(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        "p-monitoring",
+    )
+    .await;
+    assert_eq!(
+        monitoring["spec"]["ingress"][0]["from"][0]["namespaceSelector"],
+        json!({"matchLabels": {"team": "platform"}}),
+        "the user's profile, its selector read as matchLabels"
+    );
+    // What the presets set is stored as written: resyncs find nothing to correct.
+    h.writes_nothing_once_settled("sized").await;
+
+    // A size no profile has fails this CR's reconcile, by name.
+    h.create("Sized", "odd", json!({"security": "baseline", "size": "huge"}))
+        .await;
+    let condition = eventually("the refusal", WAIT, || async {
+        let odd = h.api("Sized").get("odd").await.ok()?;
+        let condition = odd.data["status"]["conditions"][0].clone();
+        (condition["status"] == "False").then_some(condition)
+    })
+    .await
+    .unwrap();
+    assert_eq!(condition["reason"], "RenderFailed", "{condition}");
+    assert!(
+        condition["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown resourceQuotas profile \"huge\""),
+        "{condition}"
+    );
+    h.stop().await;
+}

@@ -41,6 +41,9 @@ pub(crate) struct Recorder {
     delay: Duration,
     /// The first this-many calls fail.
     fail_first: usize,
+    /// Calls running now, and the most that ever ran at once.
+    running: std::sync::atomic::AtomicUsize,
+    peak: std::sync::atomic::AtomicUsize,
 }
 
 impl Recorder {
@@ -78,7 +81,10 @@ impl Reconciler for Recorder {
             {
                 panic!("the reconciler of {} exploded", request.key);
             }
+            let running = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak.fetch_max(running, Ordering::SeqCst);
             tokio::time::sleep(self.delay).await;
+            self.running.fetch_sub(1, Ordering::SeqCst);
             self.finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             if self.calls.lock().unwrap().len() <= self.fail_first {
                 return Err(ReconcileError::new(Reason::component("Flaky"), "not yet"));
@@ -104,10 +110,21 @@ impl Harness {
     /// Loads `crds` (the YAML under `spec.crds`, with `GROUP` and `NS` substituted),
     /// installs the CRDs, registers the recorders and starts the runtime.
     pub(crate) async fn start(prefix: &str, crds: &str, recorders: &[(&str, Arc<Recorder>)], install: bool) -> Self {
+        Self::start_with(prefix, "", crds, recorders, install).await
+    }
+
+    /// [`Harness::start`] with top-level Katalog sections (`profiles:`, ...) before `spec`.
+    pub(crate) async fn start_with(
+        prefix: &str,
+        sections: &str,
+        crds: &str,
+        recorders: &[(&str, Arc<Recorder>)],
+        install: bool,
+    ) -> Self {
         let ns = namespace(prefix).await.unwrap();
         let group = format!("{}.pipeline.orkestra.io", ns.name);
         let text = format!(
-            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {{name: {prefix}}}\nspec:\n  crds:\n{}",
+            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {{name: {prefix}}}\n{sections}spec:\n  crds:\n{}",
             crds.replace("GROUP", &group).replace("NS", &ns.name)
         );
         let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
@@ -736,4 +753,76 @@ async fn shutdown_stops_intake_and_lets_in_flight_reconciles_finish() {
     );
     assert!(started.elapsed() >= Duration::from_millis(1500), "stop waited for it");
     assert!(queue.is_closed(), "intake is closed");
+}
+
+#[tokio::test]
+async fn autoscale_adds_workers_while_the_queue_is_deep_and_restores_them_after_the_cooldown() {
+    let recorder = Arc::new(Recorder {
+        delay: Duration::from_millis(400),
+        ..Recorder::default()
+    });
+    let operator_box = "        reconcile: {workers: 1, resync: 60s}
+        runtime:
+          autoscale:
+            interval: 200ms
+            cooldown: 1s
+            conditions:
+              when:
+                - field: metrics.queueDepth
+                  greaterThan: 2
+            do: {workers: 4, resync: 45s}
+";
+    let harness = Harness::start(
+        "autoscale",
+        &crd("ingest", "Ingest", operator_box),
+        &[("ingest", recorder.clone())],
+        true,
+    )
+    .await;
+    harness.wait_state("ingest", State::Started).await;
+    let tuning = harness.handle("ingest").tuning.clone();
+    assert_eq!(
+        (tuning.workers(), tuning.scaled()),
+        (1, false),
+        "configured values at start"
+    );
+    for i in 0..16 {
+        harness.create("Ingest", &format!("item-{i}"), json!({})).await;
+    }
+    eventually("the autoscaler to scale", WAIT, || async {
+        tuning.scaled().then_some(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(tuning.workers(), 4);
+    assert_eq!(
+        *tuning.resync().borrow(),
+        Duration::from_secs(45),
+        "the resync override"
+    );
+    eventually("four reconciles at once", WAIT, || async {
+        (recorder.peak.load(Ordering::SeqCst) == 4).then_some(())
+    })
+    .await
+    .unwrap();
+    // The queue drains, the condition stops holding, and after the cooldown the CRD runs
+    // with its configured values again.
+    eventually("the configured values to return", WAIT, || async {
+        (!tuning.scaled()).then_some(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(tuning.workers(), 1);
+    assert_eq!(*tuning.resync().borrow(), Duration::from_secs(60));
+    assert!(
+        recorder.peak.load(Ordering::SeqCst) <= 4,
+        "never more than the autoscaler's workers"
+    );
+    for i in 0..16 {
+        assert!(
+            recorder.count(&harness.key(&format!("item-{i}"))) >= 1,
+            "item-{i} reconciled"
+        );
+    }
+    harness.stop().await;
 }

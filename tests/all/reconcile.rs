@@ -649,6 +649,9 @@ async fn a_cross_read_with_source_reads_another_runtime_through_its_live_api() {
               as: secret
               selector: {{name: s, namespace: {ns}}}
               source: {{host: '{live}'}}
+            - crd: producer
+              as: info
+              source: {{host: '{live}', protocol: info}}
         emit:
           status:
             fields:
@@ -656,6 +659,7 @@ async fn a_cross_read_with_source_reads_another_runtime_through_its_live_api() {
               - {{path: found, type: bool, value: '{{{{ .cross.producer.found }}}}'}}
               - {{path: producerState, value: '{{{{ .cross.health.health.state }}}}'}}
               - {{path: secretFound, type: bool, value: '{{{{ .cross.secret.found }}}}'}}
+              - {{path: producerWorkers, value: '{{{{ .cross.info.info.workers.current }}}} ({{{{ .cross.info.info.workers.source }}}})'}}
 ",
         ns = producers.ns.name
     );
@@ -670,6 +674,10 @@ async fn a_cross_read_with_source_reads_another_runtime_through_its_live_api() {
     assert_eq!(status["found"], true);
     assert_eq!(status["producerState"], "healthy", "{status}");
     assert_eq!(status["secretFound"], false, "crossAccess: false holds over HTTP too");
+    assert_eq!(
+        status["producerWorkers"], "1 (configured)",
+        "the info protocol: {status}"
+    );
 
     // A change on the producer's side arrives once the answer's cacheFor runs out.
     producers

@@ -40,9 +40,11 @@ impl Running {
         }
         let mut katalog = orkestra_katalog::load(files).unwrap();
         let ns = namespace(prefix).await.unwrap();
-        // Each test watches only its own namespace.
-        for crd in katalog.crds.values_mut() {
-            Arc::make_mut(crd).namespace = Some(ns.name.clone());
+        // Each test watches only its own namespace (a cluster-scoped kind has none to keep to).
+        for (name, crd) in katalog.crds.iter_mut() {
+            if katalog.katalog.crds[name].entry.namespaced {
+                Arc::make_mut(crd).namespace = Some(ns.name.clone());
+            }
         }
         orkestra_kube::crd_install::install_crds(&ns.client, &katalog.katalog, WAIT)
             .await

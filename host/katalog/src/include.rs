@@ -19,6 +19,7 @@ const SECTIONS: &[&str] = &[
     "tokens",
     "clusters",
     "auth",
+    "profiles",
 ];
 /// Lists whose entries may carry `include:`.
 const ENTRY_LISTS: &[&str] = &["watch", "external"];

@@ -39,6 +39,7 @@ pub mod model;
 mod motif;
 pub mod normalize;
 pub mod ownership;
+pub mod profile;
 mod reads;
 pub mod resolver;
 pub mod rules;

@@ -44,7 +44,9 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
             parsed.push(file);
         }
     }
-    motif::merge_imports(&mut parsed, &mut files, &mut problems);
+    let mut profiles = Vec::new();
+    motif::merge_imports(&mut parsed, &mut files, &mut profiles, &mut problems);
+    super::profile::apply(&mut parsed, &profiles, &mut problems);
 
     let mut katalog = Katalog::default();
     let mut origins: BTreeMap<String, usize> = BTreeMap::new();

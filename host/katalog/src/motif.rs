@@ -14,6 +14,7 @@ use super::de::{self, Problem};
 use super::include::Files;
 use super::loaded::{Parsed, crd_node};
 use super::model::{HookTemplates, Import, NoteSpec, StatusSpec};
+use super::profile::Imported;
 use super::yaml::{self, Node, NodeValue};
 
 /// A motif file.
@@ -37,6 +38,9 @@ struct MotifFile {
     /// Template functions for every CRD of the importing Katalog.
     #[serde(default)]
     notes: Vec<NoteSpec>,
+    /// Profiles for every CRD of the importing Katalog.
+    #[serde(default)]
+    profiles: Option<Value>,
 }
 
 /// One declared input.
@@ -56,16 +60,35 @@ struct MotifInput {
     description: String,
 }
 
-/// Merges every CRD's motif imports into it, and Katalog-level imports' notes.
-pub(super) fn merge_imports(parsed: &mut [Parsed], files: &mut Files, problems: &mut Vec<Problem>) {
+/// Merges every CRD's motif imports into it, and Katalog-level imports' notes; the motifs'
+/// profiles (each motif's once) go to `profiles`.
+pub(super) fn merge_imports(
+    parsed: &mut [Parsed],
+    files: &mut Files,
+    profiles: &mut Vec<Imported>,
+    problems: &mut Vec<Problem>,
+) {
+    let mut add_profiles = |motif: &mut MotifFile, origin: &str, pos: yaml::Pos| {
+        let origin = format!("motif {origin}");
+        if let Some(found) = motif.profiles.take()
+            && !profiles.iter().any(|p| p.origin == origin)
+        {
+            profiles.push(Imported {
+                origin,
+                profiles: found,
+                pos,
+            });
+        }
+    };
     for Parsed { node, file } in parsed.iter_mut() {
         let imports = std::mem::take(&mut file.spec.imports);
         let imports_node = node.get("spec").and_then(|s| s.get("imports"));
         for (i, import) in imports.iter().enumerate() {
             let path = format!("spec.imports[{i}]");
-            let Some((motif, pos)) = imported(import, imports_node, i, node.pos, &path, files, problems) else {
+            let Some((mut motif, pos)) = imported(import, imports_node, i, node.pos, &path, files, problems) else {
                 continue;
             };
+            add_profiles(&mut motif, import.motif.as_deref().unwrap_or_default(), pos);
             if motif
                 .resources
                 .resources()
@@ -76,7 +99,7 @@ pub(super) fn merge_imports(parsed: &mut [Parsed], files: &mut Files, problems: 
                 problems.push(Problem {
                     path,
                     pos,
-                    message: "a Katalog-level import brings only notes; import a motif with resources or status under a CRD's reconcile.imports".into(),
+                    message: "a Katalog-level import brings only notes and profiles; import a motif with resources or status under a CRD's reconcile.imports".into(),
                 });
                 continue;
             }
@@ -93,9 +116,10 @@ pub(super) fn merge_imports(parsed: &mut [Parsed], files: &mut Files, problems: 
                 .and_then(|n| n.get("imports"));
             for (i, import) in imports.iter().enumerate() {
                 let path = format!("spec.crds.{name}.operatorBox.reconcile.imports[{i}]");
-                let Some((motif, pos)) = imported(import, imports_node, i, node.pos, &path, files, problems) else {
+                let Some((mut motif, pos)) = imported(import, imports_node, i, node.pos, &path, files, problems) else {
                     continue;
                 };
+                add_profiles(&mut motif, import.motif.as_deref().unwrap_or_default(), pos);
                 let Some(inputs) = inputs(&motif, &import.with_, &path, pos, problems) else {
                     continue;
                 };

@@ -100,14 +100,7 @@ fn the_older_flat_shape_is_translated_with_a_warning() {
         Some("spec.enabled"),
         "a box-level when guards reconciling"
     );
-    assert_eq!(katalog.warnings.len(), 2, "{:?}", katalog.warnings);
-    assert!(
-        katalog.warnings[1]
-            .to_string()
-            .contains("runtime.autoscale is not run yet"),
-        "{:?}",
-        katalog.warnings
-    );
+    assert_eq!(katalog.warnings.len(), 1, "{:?}", katalog.warnings);
     let warning = katalog.warnings[0].to_string();
     assert!(
         warning.contains("written in the older flat shape; translated:"),
@@ -366,5 +359,144 @@ spec:
     assert!(
         text.contains("spec.crds.web.operatorBox.reconcile.imports[0].with.port: the motif's input \"port\" must be of type integer, given \"eighty\""),
         "{text}"
+    );
+}
+
+#[test]
+fn copies_go_only_where_the_katalog_lets_a_custom_resource_place_them() {
+    let katalog = r#"
+apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: spread}
+spec:
+  crds:
+    spread:
+      apiTypes: {group: demo.orkestra.io, version: v1, kind: Spread, plural: spreads}
+      operatorBox:
+        runtime:
+          allowedNamespaces: [team-a, team-b]
+          restrictedNamespaces: []
+        reconcile:
+          onReconcile:
+            configMaps:
+              - name: copy
+                toNamespaces: ["{{ .spec.targets }}", audit, "{{ .spec.one }}"]
+                data: {k: v}
+"#;
+    let compiled = load_sources(&[(PathBuf::from("spread.yaml"), katalog.to_string())]).unwrap();
+    let crd = &compiled.crds["spread"];
+    let guard = crd.crd_box();
+    let entry = &guard.on_reconcile.as_ref().unwrap().entries[0];
+    let placements = |spec: serde_json::Value, own: Option<&str>| {
+        let cr = serde_json::json!({"metadata": {"name": "x"}, "spec": spec});
+        entry.placements(&resolver::Resolver::new(&cr, &[]), own, guard)
+    };
+    // A list from the spec, a literal, a duplicate and the CR's own namespace.
+    assert_eq!(
+        placements(
+            serde_json::json!({"targets": ["team-a", "team-b"], "one": "home"}),
+            Some("home")
+        )
+        .unwrap(),
+        Some(vec![
+            "team-a".to_string(),
+            "team-b".into(),
+            "audit".into(),
+            "home".into()
+        ])
+    );
+    // Comma-separated text is a list too; an empty one adds nothing.
+    assert_eq!(
+        placements(serde_json::json!({"targets": "team-b, team-a", "one": ""}), None).unwrap(),
+        Some(vec!["team-b".to_string(), "team-a".into(), "audit".into()])
+    );
+    // A namespace the CR picked that the Katalog does not allow is refused, by name.
+    let refused = placements(serde_json::json!({"targets": ["kube-system"], "one": ""}), Some("home")).unwrap_err();
+    assert!(
+        refused.contains("\"kube-system\"") && refused.contains("allowedNamespaces"),
+        "{refused}"
+    );
+    let bad = placements(serde_json::json!({"targets": ["Not_A_Name"], "one": ""}), None).unwrap_err();
+    assert!(bad.contains("is not a namespace name"), "{bad}");
+    let odd = placements(serde_json::json!({"targets": [{"ns": "x"}], "one": ""}), None).unwrap_err();
+    assert!(odd.contains("is not a namespace name"), "{odd}");
+}
+
+#[test]
+fn a_literal_target_namespace_must_be_a_namespace_name() {
+    let katalog = r#"
+apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: spread}
+spec:
+  crds:
+    spread:
+      apiTypes: {group: demo.orkestra.io, version: v1, kind: Spread, plural: spreads}
+      operatorBox:
+        reconcile:
+          onReconcile:
+            secrets:
+              - name: copy
+                toNamespaces: [Team_A, 3]
+"#;
+    let error = load_sources(&[(PathBuf::from("spread.yaml"), katalog.to_string())])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("toNamespaces[0]") && error.contains("\"Team_A\" is not a namespace name"),
+        "{error}"
+    );
+    assert!(
+        error.contains("toNamespaces[1]: must be a namespace name or a template"),
+        "{error}"
+    );
+}
+
+#[test]
+fn reconciler_profiles_come_from_the_katalog_or_the_built_ins_and_an_unknown_one_is_named() {
+    let katalog = |profile: &str| {
+        format!(
+            r#"
+apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: tuned}}
+profiles:
+  reconciler:
+    - {{name: batch, description: low churn, workers: 6, resync: 2m, queue: {{failureThreshold: 0.5}}}}
+spec:
+  crds:
+    tuned:
+      apiTypes: {{group: demo.orkestra.io, version: v1, kind: Tuned, plural: tuneds}}
+      operatorBox:
+        reconcile:
+          profile: {profile}
+          workers: 4
+"#
+        )
+    };
+    let load = |profile: &str| load_sources(&[(PathBuf::from("tuned.yaml"), katalog(profile))]);
+    let batch = load("batch").unwrap();
+    let crd = &batch.crds["tuned"];
+    assert_eq!(
+        (crd.workers, crd.resync),
+        (4, std::time::Duration::from_secs(120)),
+        "inline workers win"
+    );
+    assert_eq!(
+        crd.failure_threshold,
+        crate::FailureThreshold::Rate(0.5),
+        "from the user profile"
+    );
+    let development = load("Development").unwrap();
+    assert_eq!(
+        development.crds["tuned"].resync,
+        std::time::Duration::from_secs(30),
+        "names match in any case"
+    );
+    let error = load("batchy").unwrap_err().to_string();
+    assert!(
+        error.contains("tuned.yaml:14:20")
+            && error.contains("unknown reconciler profile \"batchy\"; the closest is \"batch\""),
+        "{error}"
     );
 }

@@ -25,6 +25,7 @@ use orkestra::kordinator::Kordinator;
 use orkestra::mux::{Action, Form, MuxReconciler, Reconciled, Reconciler, Request};
 use orkestra::observe::{Cache, PrimaryObserver};
 use orkestra::queue::WorkQueue;
+use orkestra::tuning::Tuning;
 use orkestra_katalog::compile::CompiledCrd;
 use serde_json::json;
 
@@ -98,11 +99,13 @@ struct Pipeline {
 fn pipeline() -> Pipeline {
     let crd = crd();
     let (cache, queue) = (Cache::default(), WorkQueue::new());
+    let tuning = Arc::new(Tuning::new(&crd));
     let admission = Arc::new(Admission::new(
         crd.clone(),
         cache.clone(),
         queue.clone(),
         Arc::new(Stats::default()),
+        tuning.clone(),
     ));
     let (ready, _) = tokio::sync::oneshot::channel();
     let observer = PrimaryObserver::new(cache.clone(), crd.declared_sentinels(), admission, Some(ready));
@@ -129,6 +132,7 @@ fn pipeline() -> Pipeline {
         mux: MuxReconciler::new(reconciler.clone()),
         health,
         counters: Arc::new(Counters::default()),
+        tuning,
     });
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..crd.workers {

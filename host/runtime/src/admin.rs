@@ -74,7 +74,21 @@ fn unknown_crd(crd: &str) -> Response {
 
 async fn crd_summary(State(peers): State<Peers>, Path(crd): Path<String>) -> Response {
     match peers.readable(&crd) {
-        Some(peer) => Json(json!({"name": crd, "metrics": peers.live_metrics(peer)})).into_response(),
+        Some(peer) => {
+            let source = if peer.tuning.scaled() {
+                "autoscaler"
+            } else {
+                "configured"
+            };
+            Json(json!({
+                "name": crd,
+                "workers": {"current": peer.tuning.workers(), "source": source},
+                "queue": {"depth": peer.queue.depth(), "maxDepth": peer.tuning.max_depth()},
+                "resync": orkestra_katalog::duration::format_go(peer.tuning.resync().borrow().as_secs_f64()),
+                "metrics": peers.live_metrics(peer),
+            }))
+            .into_response()
+        }
         None => unknown_crd(&crd),
     }
 }

@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
@@ -15,6 +14,7 @@ use crate::cross_remote::RemoteReads;
 use crate::health::HealthBoard;
 use crate::observe::Cache;
 use crate::queue::WorkQueue;
+use crate::tuning::Tuning;
 use orkestra_katalog::compile::CrossRead;
 use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::template::Template;
@@ -27,7 +27,7 @@ pub struct Peer {
     /// For its live `.metrics`.
     pub queue: WorkQueue,
     pub counters: Arc<Counters>,
-    pub workers: usize,
+    pub tuning: Arc<Tuning>,
 }
 
 /// The CRDs of a runtime, as cross reads see them.
@@ -73,11 +73,16 @@ impl Peers {
 
     /// `.metrics` of a CRD, live.
     pub fn live_metrics(&self, peer: &Peer) -> Value {
-        crate::feedback::live_metrics(
-            peer.queue.depth(),
-            peer.workers,
-            peer.counters.reconciles.load(Ordering::Relaxed),
-            peer.counters.failures.load(Ordering::Relaxed),
+        crate::feedback::live_metrics(&peer.queue, &peer.tuning, &peer.counters)
+    }
+
+    /// `.cross.<crd>.metrics` of every readable CRD, live: what autoscale conditions read of
+    /// their siblings.
+    pub fn all_metrics(&self) -> Value {
+        let crds = self.peers.iter().filter(|(_, peer)| peer.access);
+        Value::Object(
+            crds.map(|(name, peer)| (name.clone(), json!({"metrics": self.live_metrics(peer)})))
+                .collect(),
         )
     }
 

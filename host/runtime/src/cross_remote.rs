@@ -140,6 +140,8 @@ fn shaped(protocol: Protocol, answer: Value) -> Value {
         }),
         Protocol::Health => json!({"found": true, "health": answer}),
         Protocol::Metrics => json!({"found": true, "metrics": answer["metrics"]}),
+        Protocol::Info => json!({"found": true, "info": answer}),
+        Protocol::Events => json!({"found": true, "events": answer["events"]}),
     }
 }
 
@@ -160,6 +162,13 @@ mod tests {
         assert_eq!(health["health"]["state"], "healthy");
         let metrics = shaped(Protocol::Metrics, json!({"name": "p", "metrics": {"queueDepth": 3}}));
         assert_eq!(metrics["metrics"]["queueDepth"], 3);
+        let info = shaped(Protocol::Info, json!({"name": "p", "workers": {"current": 2}}));
+        assert_eq!(info["info"]["workers"]["current"], 2);
+        let events = shaped(
+            Protocol::Events,
+            json!({"name": "p", "events": [{"type": "Normal", "reason": "Ready"}]}),
+        );
+        assert_eq!(events["events"][0]["reason"], "Ready");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::observe::{Cache, Enqueue, Trigger, split_key};
 use crate::queue::{Added, Payload, QueueItem, WorkQueue};
+use crate::tuning::Tuning;
 use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::resolver::Resolver;
 
@@ -76,16 +77,18 @@ pub struct Admission {
     cache: Cache,
     queue: WorkQueue,
     stats: Arc<Stats>,
+    tuning: Arc<Tuning>,
     event_ids: AtomicU64,
 }
 
 impl Admission {
-    pub fn new(crd: Arc<CompiledCrd>, cache: Cache, queue: WorkQueue, stats: Arc<Stats>) -> Self {
+    pub fn new(crd: Arc<CompiledCrd>, cache: Cache, queue: WorkQueue, stats: Arc<Stats>, tuning: Arc<Tuning>) -> Self {
         Self {
             crd,
             cache,
             queue,
             stats,
+            tuning,
             event_ids: AtomicU64::new(1),
         }
     }
@@ -156,10 +159,12 @@ impl Admission {
         };
         let behaviour = &self.crd.behaviour;
         let depth = self.queue.depth();
+        // The configured reference depth, or the autoscaler's while it is in force.
+        let max_depth = self.tuning.max_depth();
         let mut bound = None;
-        if behaviour.max_depth > 0 {
+        if max_depth > 0 {
             if let Some((percent, conditions)) = &behaviour.on_threshold {
-                let at = (behaviour.max_depth * (*percent as usize)).div_ceil(100);
+                let at = (max_depth * (*percent as usize)).div_ceil(100);
                 if depth >= at && (conditions.is_empty() || conditions.passes(&resolver(), None)) {
                     return Err(Dropped::Threshold);
                 }
@@ -169,8 +174,8 @@ impl Admission {
             {
                 if conditions.is_empty() {
                     // Tier 1: the queue refuses atomically, so the depth never passes the limit.
-                    bound = Some(behaviour.max_depth);
-                } else if depth >= behaviour.max_depth && conditions.passes(&resolver(), None) {
+                    bound = Some(max_depth);
+                } else if depth >= max_depth && conditions.passes(&resolver(), None) {
                     return Err(Dropped::Limit);
                 }
             }
@@ -217,12 +222,9 @@ mod tests {
 
     fn admission(operator_box: &str) -> (Admission, WorkQueue, Cache) {
         let (queue, cache) = (WorkQueue::new(), Cache::default());
-        let admission = Admission::new(
-            compile_for_test(operator_box),
-            cache.clone(),
-            queue.clone(),
-            Arc::new(Stats::default()),
-        );
+        let crd = compile_for_test(operator_box);
+        let tuning = Arc::new(Tuning::new(&crd));
+        let admission = Admission::new(crd, cache.clone(), queue.clone(), Arc::new(Stats::default()), tuning);
         (admission, queue, cache)
     }
 

@@ -32,6 +32,9 @@ pub enum Reason {
     /// The source of a `fromConfigMap`/`fromSecret` copy is missing, unreadable, or in a
     /// namespace the CR may not name.
     CopySourceFailed,
+    /// A template put a child (`namespace`, `toNamespaces`) in a namespace the Katalog does
+    /// not let a custom resource pick.
+    NamespaceRefused,
     /// onDelete Jobs did not finish within their deadline.
     DeletionTimedOut,
     /// A component's on-delete has not succeeded within its deadline (`onTimeout: block`).
@@ -111,6 +114,7 @@ impl Reason {
             Reason::MetadataPatchFailed => "MetadataPatchFailed",
             Reason::ExternalCallFailed => "ExternalCallFailed",
             Reason::CopySourceFailed => "CopySourceFailed",
+            Reason::NamespaceRefused => "NamespaceRefused",
             Reason::DeletionTimedOut => "DeletionTimedOut",
             Reason::DeletionBlocked => "DeletionBlocked",
             Reason::ComponentUnavailable => "ComponentUnavailable",

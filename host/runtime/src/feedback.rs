@@ -8,9 +8,14 @@
 //! write when there is one, and a change to nothing but them never enqueues the CR: the loop
 //! cannot feed itself. Pure: no kube or wasmtime imports.
 
+use std::sync::atomic::Ordering;
+
 use serde_json::{Map, Value, json};
 
+use crate::counters::Counters;
 use crate::health::{Health, State};
+use crate::queue::WorkQueue;
+use crate::tuning::Tuning;
 use orkestra_katalog::labels::{CROSS_METRICS, HEALTH};
 
 /// What gets stamped for a CRD (either part may be switched off).
@@ -31,16 +36,21 @@ pub fn health(health: &Health) -> Value {
     })
 }
 
-/// The `.metrics` stamp: workers and the error rate in whole percent.
-pub fn metrics(workers: usize, reconciles: u64, failures: u64) -> Value {
+/// The `.metrics` stamp: workers now, whether the autoscaler set them, and the error rate
+/// in whole percent.
+pub fn metrics(tuning: &Tuning, counters: &Counters) -> Value {
+    let (reconciles, failures) = (
+        counters.reconciles.load(Ordering::Relaxed),
+        counters.failures.load(Ordering::Relaxed),
+    );
     let error_rate = (failures * 100).checked_div(reconciles).unwrap_or(0);
-    json!({"workers": workers, "errorRatePercent": error_rate})
+    json!({"workers": tuning.workers(), "autoscaleActive": tuning.scaled(), "errorRatePercent": error_rate})
 }
 
 /// `.metrics` as gates and cross reads see it, live: the stamp's values and the queue depth.
-pub fn live_metrics(queue_depth: usize, workers: usize, reconciles: u64, failures: u64) -> Value {
-    let mut metrics = metrics(workers, reconciles, failures);
-    metrics["queueDepth"] = json!(queue_depth);
+pub fn live_metrics(queue: &WorkQueue, tuning: &Tuning, counters: &Counters) -> Value {
+    let mut metrics = metrics(tuning, counters);
+    metrics["queueDepth"] = json!(queue.depth());
     metrics
 }
 
@@ -109,9 +119,13 @@ mod tests {
                 key: "ns/a".into(),
                 waiting: None,
             });
+        let tuning = Tuning::new(&crate::testing::compile_for_test("        reconcile: {workers: 2}\n"));
+        let counters = Counters::default();
+        counters.reconciles.store(10, Ordering::Relaxed);
+        counters.failures.store(1, Ordering::Relaxed);
         let stamps = Stamps {
             health: Some(health(&record)),
-            metrics: Some(metrics(2, 10, 1)),
+            metrics: Some(metrics(&tuning, &counters)),
         };
         let object = json!({"metadata": {"name": "a"}});
         let patch = patch(&object, &stamps).expect("a first stamp");
@@ -129,7 +143,13 @@ mod tests {
             None,
             "never stamped: it moves on its own"
         );
-        assert_eq!(live_metrics(4, 2, 10, 1)["queueDepth"], 4, "gates see it live");
+        assert_eq!(resolver.lookup("metrics.workers"), Some(&json!(2)));
+        assert_eq!(resolver.lookup("metrics.autoscaleActive"), Some(&json!(false)));
+        assert_eq!(
+            live_metrics(&WorkQueue::new(), &tuning, &counters)["queueDepth"],
+            0,
+            "gates see it live"
+        );
     }
 
     #[test]

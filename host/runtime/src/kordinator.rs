@@ -21,6 +21,7 @@ use crate::health::{Event, HealthBoard};
 use crate::mux::{Action, Interrupt, MuxReconciler, Reconciled, Request, StampPatch};
 use crate::observe::Cache;
 use crate::queue::{Lease, Outcome, WorkQueue};
+use crate::tuning::Tuning;
 use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::resolver::Resolver;
 
@@ -40,6 +41,7 @@ pub struct Kordinator {
     pub mux: MuxReconciler,
     pub health: HealthBoard,
     pub counters: Arc<Counters>,
+    pub tuning: Arc<Tuning>,
 }
 
 impl Kordinator {
@@ -47,7 +49,9 @@ impl Kordinator {
     /// panic anywhere in an item's run (its gate, its reconcile, its stamp) fails that item
     /// only, and the worker goes on.
     pub async fn work(self: Arc<Self>) {
-        while let Some(lease) = self.queue.next().await {
+        // A slot first: the autoscaler decides how many workers take items.
+        while let Some(slot) = self.tuning.slot().await {
+            let Some(lease) = self.queue.next().await else { break };
             let outcome = match AssertUnwindSafe(self.run(&lease)).catch_unwind().await {
                 Ok(outcome) => outcome,
                 Err(panic) => {
@@ -61,6 +65,7 @@ impl Kordinator {
                 }
             };
             self.queue.done(lease, outcome);
+            drop(slot);
         }
     }
 
@@ -70,7 +75,9 @@ impl Kordinator {
         let mut retry = 0;
         loop {
             self.counters.reconciles.fetch_add(1, Ordering::Relaxed);
+            let started = std::time::Instant::now();
             let result = AssertUnwindSafe(self.mux.reconcile(request)).catch_unwind().await;
+            self.counters.record(started.elapsed(), !matches!(result, Ok(Ok(_))));
             // Decide before waiting: no reference into the result may live across the sleep.
             let delay = match (&result, self.crd.retry) {
                 // A stale write goes back to the queue: in place it would fail the same way.
@@ -258,24 +265,16 @@ impl Kordinator {
         let health = self.health.get(&self.crd.name);
         feedback::Stamps {
             health: health.filter(|_| self.crd.stamp_health).map(|h| feedback::health(&h)),
-            metrics: self.crd.stamp_metrics.then(|| {
-                feedback::metrics(
-                    self.crd.workers,
-                    self.counters.reconciles.load(Ordering::Relaxed),
-                    self.counters.failures.load(Ordering::Relaxed),
-                )
-            }),
+            metrics: self
+                .crd
+                .stamp_metrics
+                .then(|| feedback::metrics(&self.tuning, &self.counters)),
         }
     }
 
     /// `.metrics` as gates see it, queue depth included.
     fn live_metrics(&self) -> Value {
-        feedback::live_metrics(
-            self.queue.depth(),
-            self.crd.workers,
-            self.counters.reconciles.load(Ordering::Relaxed),
-            self.counters.failures.load(Ordering::Relaxed),
-        )
+        feedback::live_metrics(&self.queue, &self.tuning, &self.counters)
     }
 
     /// Writes `stamps` on the CR where they differ from what it carries. Best effort: a failed

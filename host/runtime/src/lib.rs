@@ -12,10 +12,13 @@
 //!   runtime or another).
 //! - [`health`], [`readiness`], [`feedback`], [`counters`]: the health state machine, what
 //!   makes a child ready, the stamps gates read, the counts behind them.
+//! - [`tuning`], [`autoscale`]: the workers, queue depth and resync a CRD runs with, and the
+//!   autoscaler that moves them.
 //! - [`runtime`], [`reload`], [`admin`]: wiring, live reloads and the admin endpoint.
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
 
 pub mod admin;
+pub mod autoscale;
 pub mod control_plane;
 pub mod counters;
 pub mod cross;
@@ -34,6 +37,7 @@ pub mod readiness;
 pub mod reload;
 pub mod render;
 pub mod runtime;
+pub mod tuning;
 
 /// Compiles a one-CRD Katalog (CRD `web`, kind `Web`) whose operatorBox is `operator_box`
 /// (YAML indented by 8 spaces); for tests of the stages that read compiled CRDs.

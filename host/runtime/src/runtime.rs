@@ -31,6 +31,7 @@ use crate::kordinator::Kordinator;
 use crate::mux::MuxReconciler;
 use crate::observe::{self, Cache, Children, Enqueue, Source, Trigger};
 use crate::queue::WorkQueue;
+use crate::tuning::Tuning;
 use orkestra_katalog::DependencyCondition;
 use orkestra_katalog::compile::{Compiled, CompiledCrd};
 use orkestra_katalog::template::Functions;
@@ -58,6 +59,8 @@ pub struct CrdHandle {
     pub children: Children,
     pub stats: Arc<Stats>,
     pub counters: Arc<Counters>,
+    /// Workers, queue depth and resync now (the autoscaler moves them).
+    pub tuning: Arc<Tuning>,
 }
 
 /// A Katalog's CRDs, ready to run.
@@ -92,6 +95,7 @@ impl Runtime {
         for compiled in katalog.enabled().cloned() {
             health.register(&compiled.name, compiled.failure_threshold);
             crds.push(CrdHandle {
+                tuning: Arc::new(Tuning::new(&compiled)),
                 crd: compiled,
                 queue: WorkQueue::new(),
                 cache: Cache::default(),
@@ -132,7 +136,7 @@ impl Runtime {
                     access: h.crd.cross_access,
                     queue: h.queue.clone(),
                     counters: h.counters.clone(),
-                    workers: h.crd.workers,
+                    tuning: h.tuning.clone(),
                 };
                 (h.crd.name.to_string(), peer)
             }),
@@ -228,6 +232,7 @@ impl Runtime {
                 mux,
                 health: self.health.clone(),
                 http: self.http.clone(),
+                peers: peers.clone(),
             };
             tasks.insert(handle.crd.name.to_string(), tokio::spawn(crd_run.run(stopped)));
         }
@@ -298,6 +303,8 @@ struct CrdRun {
     mux: MuxReconciler,
     health: HealthBoard,
     http: reqwest::Client,
+    /// The runtime's CRDs, for the autoscaler's `cross.<crd>.metrics`.
+    peers: crate::cross::Peers,
 }
 
 impl CrdRun {
@@ -312,6 +319,7 @@ impl CrdRun {
             self.handle.cache.clone(),
             self.handle.queue.clone(),
             self.handle.stats.clone(),
+            self.handle.tuning.clone(),
         ));
 
         let mut observers = JoinSet::new();
@@ -360,20 +368,38 @@ impl CrdRun {
             mux: self.mux.clone(),
             health: self.health.clone(),
             counters: self.handle.counters.clone(),
+            tuning: self.handle.tuning.clone(),
         });
         let mut workers = JoinSet::new();
-        for _ in 0..crd.workers {
+        for _ in 0..Tuning::tasks(&crd) {
             workers.spawn(kordinator.clone().work());
         }
+        let autoscaler = crd.autoscale.clone().map(|rule| {
+            tokio::spawn(crate::autoscale::run(
+                crd.clone(),
+                rule,
+                self.handle.tuning.clone(),
+                self.handle.queue.clone(),
+                self.handle.counters.clone(),
+                self.peers.clone(),
+            ))
+        });
         let resync = {
             let cache = self.handle.cache.clone();
             let admission = admission.clone();
-            let period = crd.resync;
+            let mut period = self.handle.tuning.resync();
             tokio::spawn(async move {
-                let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
                 let mut start = 0usize;
                 loop {
-                    tick.tick().await;
+                    // A new period (the autoscaler's) counts from when it is set.
+                    let wait = *period.borrow_and_update();
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        changed = period.changed() => match changed {
+                            Ok(()) => continue,
+                            Err(_) => return,
+                        },
+                    }
                     // Round-robin: with a bounded queue the first keys offered win, so each
                     // resync starts one further along and every CR gets its turn.
                     let mut keys = cache.keys();
@@ -409,8 +435,12 @@ impl CrdRun {
         let _ = stopped.wait_for(|s| *s).await;
         reoffers.shutdown().await;
         resync.abort();
+        if let Some(autoscaler) = autoscaler {
+            autoscaler.abort();
+        }
         observers.shutdown().await;
         self.handle.queue.shutdown();
+        self.handle.tuning.close();
         while workers.join_next().await.is_some() {}
         tracing::info!(crd = %crd.name, "CRD stopped");
     }
@@ -517,16 +547,9 @@ impl CrdRun {
                 )
             }));
         }
-        let watched: Vec<(&str, &str)> = crd
-            .watches
-            .iter()
-            .map(|w| (w.entry.api_version.as_str(), w.entry.kind.as_str()))
-            .collect();
+        // Always, even beside an explicit watch of the kind: only this watch keeps the
+        // children the applier reads and prunes from, and it holds only this CRD's.
         for (api_version, kind) in &crd.owned_kinds {
-            // An explicit watch of the kind takes priority over the implicit one.
-            if watched.contains(&(api_version.as_str(), kind.as_str())) {
-                continue;
-            }
             let Some(api) = self.api_for(api_version, kind, crd.namespace.as_deref()).await else {
                 continue;
             };

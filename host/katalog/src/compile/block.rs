@@ -36,6 +36,53 @@ pub struct Entry {
     pub replace: Replace,
     /// A Secret's `once`: created if absent, never overwritten.
     pub once: bool,
+    /// Profiles whose name is a template: chosen when the entry renders.
+    pub profiles: Vec<ProfileChoice>,
+}
+
+/// A templated `profile:` of an entry, with every preset it may choose, compiled.
+#[derive(Debug, Clone)]
+pub struct ProfileChoice {
+    /// Where the profile is written under the entry's fields (empty: the entry itself).
+    pub path: Vec<String>,
+    pub class: &'static str,
+    pub options: BTreeMap<String, Tree>,
+}
+
+impl Entry {
+    /// Puts the preset each templated profile names (rendered in `fields`) in its place.
+    pub fn choose_profiles(
+        &self,
+        fields: &mut serde_json::Map<String, Value>,
+        resolver: &crate::resolver::Resolver<'_, '_>,
+    ) -> Result<(), String> {
+        for choice in &self.profiles {
+            let mut holder = &*fields;
+            for step in &choice.path {
+                holder = holder
+                    .get(step)
+                    .and_then(Value::as_object)
+                    .ok_or("a profile's holder did not render")?;
+            }
+            let name = crate::template::value::display(holder.get("profile").unwrap_or(&Value::Null)).into_owned();
+            let at = choice.path.iter().map(|p| format!("{p}.")).collect::<String>() + "profile";
+            let Some(option) = choice.options.get(&name.to_lowercase()) else {
+                let known = choice.options.keys().map(String::as_str);
+                return Err(format!(
+                    "{at}: {}",
+                    crate::profile::children::unknown(choice.class, &name, known)
+                ));
+            };
+            let preset = match option.render(resolver)? {
+                Value::Object(preset) => preset,
+                _ => {
+                    return Err(format!("{at}: the {} profile \"{name}\" is not a map", choice.class));
+                }
+            };
+            crate::profile::children::place(choice.class, fields, &choice.path, &preset);
+        }
+        Ok(())
+    }
 }
 
 /// When an existing child is replaced rather than patched or left alone.
@@ -195,6 +242,27 @@ impl Entry {
             // A generated certificate is a credential too: made once, then left alone.
             once: kind.key == "secrets"
                 && (entry.fields.get("once") == Some(&Value::Bool(true)) || entry.fields.contains_key("tls")),
+            profiles: entry
+                .profiles
+                .iter()
+                .map(|choice| {
+                    let class = choice.class;
+                    let options = choice
+                        .options
+                        .iter()
+                        .map(|(name, preset)| {
+                            let tree = super::tree(preset, functions)
+                                .map_err(|e| e.within(&format!("profiles.{class}.{name}")))?;
+                            Ok((name.clone(), tree))
+                        })
+                        .collect::<Result<_, Error>>()?;
+                    Ok(ProfileChoice {
+                        path: choice.path.clone(),
+                        class,
+                        options,
+                    })
+                })
+                .collect::<Result<_, Error>>()?,
         })
     }
 

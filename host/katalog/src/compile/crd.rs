@@ -14,7 +14,7 @@ use super::{
 use crate::condition::Conditions;
 use crate::effective_box::EffectiveBoxes;
 use crate::loaded::{Katalog, LoadedCrd};
-use crate::template::Template;
+use crate::template::{Functions, Template};
 use crate::{DependencyCondition, NoteSpec, RESOURCE_KINDS};
 
 /// What a CRD is compiled from, less its component declarations. Compiling is
@@ -116,6 +116,45 @@ pub struct Behaviour {
     pub on_threshold: Option<(u32, Conditions)>,
 }
 
+/// `runtime.autoscale`: while `conditions` hold over the CRD's live metrics (checked every
+/// `interval`), its workers, queue depth limit and resync take the `do` values; once they
+/// have not held for `cooldown`, the configured ones return.
+#[derive(Debug, Clone)]
+pub struct Autoscale {
+    pub interval: Duration,
+    pub cooldown: Duration,
+    pub conditions: Conditions,
+    pub workers: Option<usize>,
+    pub queue_depth: Option<usize>,
+    pub resync: Option<Duration>,
+}
+
+const AUTOSCALE_INTERVAL: Duration = Duration::from_secs(15);
+const AUTOSCALE_COOLDOWN: Duration = Duration::from_secs(120);
+
+impl Autoscale {
+    fn compile(spec: &crate::model::Autoscale, functions: &Functions) -> Result<Self, Error> {
+        let duration = |key: &str, text: &Option<String>, default: Duration| match text {
+            Some(text) => crate::duration::parse(text).map_err(|e| Error::at(key, e)),
+            None => Ok(default),
+        };
+        Ok(Self {
+            interval: duration("interval", &spec.interval, AUTOSCALE_INTERVAL)?.max(Duration::from_millis(100)),
+            cooldown: duration("cooldown", &spec.cooldown, AUTOSCALE_COOLDOWN)?,
+            conditions: conditions(&spec.conditions.when, &spec.conditions.or, functions)
+                .map_err(|e| e.within("conditions"))?,
+            workers: spec.do_.workers.map(|w| (w as usize).clamp(1, 50)),
+            queue_depth: spec.do_.queue_depth.map(|d| d as usize),
+            resync: spec
+                .do_
+                .resync
+                .as_ref()
+                .map(|text| crate::duration::parse(text).map_err(|e| Error::at("do.resync", e)))
+                .transpose()?,
+        })
+    }
+}
+
 /// One CRD, ready to run.
 #[derive(Debug, Clone)]
 pub struct CompiledCrd {
@@ -136,6 +175,7 @@ pub struct CompiledCrd {
     pub health_waits_for_children: bool,
     pub workers: usize,
     pub resync: Duration,
+    pub autoscale: Option<Autoscale>,
     pub failure_threshold: crate::FailureThreshold,
     pub retry: Option<RetryPolicy>,
     pub behaviour: Behaviour,
@@ -289,6 +329,10 @@ impl CompiledCrd {
             }
             None => Some(DEFAULT_RESYNC),
         };
+        let autoscale = runtime.autoscale.as_ref().map(|spec| {
+            Autoscale::compile(spec, &notes.functions).map_err(|e| e.within("operatorBox.runtime.autoscale"))
+        });
+        let autoscale = autoscale.and_then(|compiled| gather.ok(compiled));
         let retry = queue.retry_backoff.as_ref().map(RetryPolicy::from_spec).transpose();
         let retry = gather.ok(retry.map_err(|e| e.within("operatorBox.reconcile.queue.retryBackoff")));
         let rules = crate::rules::Rules::compile(&entry.admission, &notes.functions).map_err(|message| {
@@ -327,6 +371,7 @@ impl CompiledCrd {
             health_waits_for_children: entry.healthy_when == crate::HealthyWhen::ChildrenReady,
             workers: reconcile.workers.map_or(DEFAULT_WORKERS, |w| w.clamp(1, 50) as usize),
             resync,
+            autoscale,
             failure_threshold: queue
                 .failure_threshold
                 .unwrap_or(crate::FailureThreshold::InARow(DEFAULT_FAILURE_THRESHOLD)),
@@ -471,11 +516,11 @@ mod tests {
     #[test]
     fn what_only_the_compile_pass_finds_is_located_in_the_file() {
         let error = first_error(
-            "        observe:\n          cross:\n            - crd: web\n              source: {host: 'http://peer:8080', protocol: events}\n",
+            "        observe:\n          cross:\n            - crd: web\n              source: {host: 'http://peer:8080', protocol: grpc}\n",
         );
         assert!(
             error.contains(
-                "k.yaml:11:60: spec.crds.web.operatorBox.observe.cross[0].source.protocol: events is not supported yet"
+                "k.yaml:11:60: spec.crds.web.operatorBox.observe.cross[0].source.protocol: grpc is not a protocol"
             ),
             "{error}"
         );

@@ -45,6 +45,10 @@ pub enum Protocol {
     Health,
     /// The CRD's live metrics: `/katalog/{crd}` (its `metrics`).
     Metrics,
+    /// Everything `/katalog/{crd}` says of the CRD (config and live stats).
+    Info,
+    /// One CR's recent events: `/katalog/{crd}/cr/{ns}/{name}/events`.
+    Events,
 }
 
 #[derive(Debug, Clone)]
@@ -52,6 +56,9 @@ pub enum Token {
     Written(Template),
     FromEnv(String),
 }
+
+/// The protocols of a remote read.
+const PROTOCOLS: [&str; 5] = ["cr", "health", "metrics", "info", "events"];
 
 /// How long a remote answer is reused when `cacheFor` is not given.
 pub const DEFAULT_CACHE_FOR: Duration = Duration::from_secs(30);
@@ -98,10 +105,16 @@ impl Remote {
             "cr" => Protocol::Cr,
             "health" => Protocol::Health,
             "metrics" => Protocol::Metrics,
+            "info" => Protocol::Info,
+            "events" => Protocol::Events,
             other => {
+                let best = crate::text::closest(other, &PROTOCOLS).unwrap_or("cr");
                 return Err(Error::at(
                     "protocol",
-                    format!("{other} is not supported yet (cr, health and metrics are)"),
+                    format!(
+                        "{other} is not a protocol; the closest is {best} (one of {})",
+                        PROTOCOLS.join(", ")
+                    ),
                 ));
             }
         };
@@ -110,15 +123,19 @@ impl Remote {
             (None, Some(host)) => {
                 let host = host.trim_end_matches('/');
                 match protocol {
-                    Protocol::Cr => {
+                    Protocol::Cr | Protocol::Events => {
                         let name = selector["name"].as_str().ok_or_else(|| {
-                            Error::at("host", "a cr read by host needs selector.name (or give endpoint)")
+                            Error::at(
+                                "host",
+                                "a cr or events read by host needs selector.name (or give endpoint)",
+                            )
                         })?;
                         let namespace = selector["namespace"].as_str().unwrap_or("{{ .metadata.namespace }}");
-                        format!("{host}/katalog/{crd}/cr/{namespace}/{name}")
+                        let events = if protocol == Protocol::Events { "/events" } else { "" };
+                        format!("{host}/katalog/{crd}/cr/{namespace}/{name}{events}")
                     }
                     Protocol::Health => format!("{host}/katalog/{crd}/health"),
-                    Protocol::Metrics => format!("{host}/katalog/{crd}"),
+                    Protocol::Metrics | Protocol::Info => format!("{host}/katalog/{crd}"),
                 }
             }
             (None, None) => {

@@ -9,6 +9,7 @@ mod call;
 mod crd;
 mod cross;
 mod gate;
+mod placement;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -18,12 +19,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use block::{Block, Entry, Replace};
+pub use block::{Block, Entry, ProfileChoice, Replace};
 pub use boxes::{CompiledBox, EmitEvent, EmitOn, Requeue, StatusField};
 pub use call::Call;
-pub use crd::{Behaviour, CompiledCrd, RetryPolicy};
+pub use crd::{Autoscale, Behaviour, CompiledCrd, RetryPolicy};
 pub use cross::{CrossRead, Protocol, Remote, Token};
 pub use gate::{BoxGates, Gate};
+pub use placement::admit;
 pub use watch::{CompiledEvents, CompiledWatch};
 
 use crate::NoteSpec;

@@ -262,6 +262,9 @@ pub struct Runtime {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Autoscale {
+    /// A preset that stands for the whole block (`burst`); expanded at load.
+    #[serde(default)]
+    pub profile: Option<String>,
     /// Evaluation tick (default 15s).
     #[serde(default)]
     pub interval: Option<String>,
@@ -270,7 +273,7 @@ pub struct Autoscale {
     pub cooldown: Option<String>,
     #[serde(default)]
     pub conditions: ConditionsSpec,
-    #[serde(rename = "do")]
+    #[serde(rename = "do", default)]
     pub do_: AutoscaleDo,
 }
 

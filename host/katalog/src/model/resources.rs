@@ -191,6 +191,20 @@ pub struct ResourceEntry {
     /// For entries merged from a motif: its input values, visible to templates as `.inputs`.
     #[serde(skip)]
     pub inputs: Option<Value>,
+    /// Profiles whose name is a template, chosen per CR (set at load).
+    #[serde(skip)]
+    pub profiles: Vec<ProfileChoice>,
+}
+
+/// A `profile:` whose name is a template, with the presets it may choose from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileChoice {
+    /// Where the profile is written under the entry's fields (empty: the entry itself).
+    pub path: Vec<String>,
+    /// Its class (`resources`, `probes`, ...).
+    pub class: &'static str,
+    /// Every preset of the class, by lowercase name.
+    pub options: BTreeMap<String, Value>,
 }
 
 /// Fields of every workload that runs a pod.
@@ -418,6 +432,8 @@ pub const RESOURCE_KINDS: &[KindSpec] = &[
             "metrics",
             "targetCPUUtilization",
             "targetMemoryUtilization",
+            "targetCPUUtilizationPercentage",
+            "targetMemoryUtilizationPercentage",
             "behavior",
         ],
     },
@@ -427,7 +443,7 @@ pub const RESOURCE_KINDS: &[KindSpec] = &[
         kind: "PodDisruptionBudget",
         namespaced: true,
         pod: false,
-        fields: &["minAvailable", "maxUnavailable", "selector", "profile"],
+        fields: &["minAvailable", "maxUnavailable", "selector", "behavior", "profile"],
     },
     KindSpec {
         key: "namespaces",

@@ -120,23 +120,13 @@ impl Checker<'_> {
         } else if types.kind.is_empty() {
             self.error(format!("{base}.apiTypes.kind"), types_pos, "is required");
         }
-        // Accepted as upstream writes them, not run yet: say so rather than ignore them.
-        let autoscale = entry.operator_box.runtime.as_ref().and_then(|r| r.autoscale.as_ref());
-        for (present, key, what) in [
-            (
-                autoscale.is_some(),
-                "operatorBox",
-                "runtime.autoscale is not run yet: the CRD keeps its configured workers and resync",
-            ),
-            (
-                entry.enrich.is_some() || entry.enrich_all,
-                "enrich",
+        // Accepted as upstream writes it, not run yet: say so rather than ignore it.
+        if entry.enrich.is_some() || entry.enrich_all {
+            self.warn(
+                format!("{base}.enrich"),
+                at("enrich"),
                 "children are not enriched yet (no _pods, _warnings, _replicasets)",
-            ),
-        ] {
-            if present {
-                self.warn(format!("{base}.{key}"), at(key), what);
-            }
+            );
         }
         let builtin = is_builtin_group(&types.group);
         if !builtin && types.version.is_empty() {

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use serde_json::Value;
+
 use super::{Checker, Scope, item};
 use crate::model::{Gate, HookTemplates, KeyFrom, OperatorBox, kind_spec};
 use crate::resolver::CONTEXT_KEYS;
@@ -386,12 +388,8 @@ impl Checker<'_> {
                         );
                     }
                 }
-                if entry.fields.contains_key("toNamespaces") {
-                    self.warn(
-                        format!("{entry_path}.toNamespaces"),
-                        key_pos(entry_node, "toNamespaces"),
-                        "copies into other namespaces are not supported yet: the object is written only where `namespace` says (default the custom resource's)",
-                    );
+                if let Some(targets) = entry.fields.get("toNamespaces") {
+                    self.check_to_namespaces(targets, &format!("{entry_path}.toNamespaces"), entry_node);
                 }
                 // `as: item` names what `.item` is anyway: upstream's most common spelling.
                 if let Some(for_each) = &entry.for_each
@@ -413,6 +411,29 @@ impl Checker<'_> {
                     );
                 }
                 self.duration(entry.sleep.as_deref(), &format!("{entry_path}.sleep"), entry_node);
+            }
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// `toNamespaces`: names or templates; one written out must be a namespace name (a
+    /// rendered one is checked, and held to allowedNamespaces, when it renders).
+    fn check_to_namespaces(&mut self, targets: &Value, path: &str, entry_node: &Node) {
+        let pos = key_pos(entry_node, "toNamespaces");
+        let items = match targets {
+            Value::Array(items) => items.as_slice(),
+            single => std::slice::from_ref(single),
+        };
+        for (i, target) in items.iter().enumerate() {
+            match target.as_str() {
+                Some(name) if name.contains("{{") || crate::is_dns1123_label(name) => {}
+                Some(name) => self.error(
+                    format!("{path}[{i}]"),
+                    pos,
+                    format!("\"{name}\" is not a namespace name"),
+                ),
+                None => self.error(format!("{path}[{i}]"), pos, "must be a namespace name or a template"),
             }
         }
     }

@@ -16,6 +16,7 @@ use crate::failure::{Reason, ReconcileError};
 use crate::observe::Children;
 use crate::render::GENERATED_AT;
 use orkestra_katalog::compile::Replace;
+use orkestra_katalog::labels;
 use orkestra_katalog::ownership::{self, Claim, Owner};
 use orkestra_kube::discovery::KindCache;
 
@@ -274,6 +275,32 @@ impl Applier {
     pub async fn delete_if_owned(&self, object: &Value, cr: &Value) -> Result<bool, ReconcileError> {
         let deletion = self.delete_child(object, cr, DeleteParams::background()).await?;
         Ok(deletion == Deletion::Deleted)
+    }
+
+    /// Deletes the copies of `object` (same kind and name) that the owned-kind watch has seen
+    /// as `cr`'s in a namespace outside `keep`: what a `toNamespaces` list no longer names.
+    /// Reads only the watch's cache, so nothing is asked of the API server while none are left.
+    pub async fn prune_copies(&self, object: &Value, cr: &Value, keep: &[String]) -> Result<bool, ReconcileError> {
+        let Some(uid) = cr["metadata"]["uid"].as_str() else {
+            return Ok(false);
+        };
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
+        let name = text(&object["metadata"]["name"]);
+        let stale = self
+            .children
+            .select(&text(&object["apiVersion"]), &text(&object["kind"]), |seen| {
+                let metadata = &seen["metadata"];
+                metadata["name"].as_str() == Some(name.as_str())
+                    && metadata["labels"][labels::OWNER_UID_LABEL].as_str() == Some(uid)
+                    && !keep
+                        .iter()
+                        .any(|ns| metadata["namespace"].as_str() == Some(ns.as_str()))
+            });
+        let mut deleted = false;
+        for copy in stale {
+            deleted |= self.delete_if_owned(&copy, cr).await?;
+        }
+        Ok(deleted)
     }
 
     /// As [`Applier::delete_if_owned`], with foreground propagation: the object stays until

@@ -4,7 +4,8 @@
 //! (`observe.watch` with `keyFrom`) keeps the copy in sync.
 //!
 //! The CR's writer must not pick a namespace to read from: a source outside the CR's own
-//! namespace is allowed only where the Katalog names that namespace literally.
+//! namespace is read only where the Katalog names it literally or lists it in
+//! `allowedNamespaces` (the rule of [`admit`], which also places the copies).
 
 use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -12,7 +13,7 @@ use serde_json::Value;
 
 use super::Declarative;
 use crate::failure::{Reason, ReconcileError};
-use orkestra_katalog::compile::Entry;
+use orkestra_katalog::compile::{CompiledBox, Entry, admit};
 use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::template::value::display;
 use orkestra_katalog::tree::Tree;
@@ -24,6 +25,7 @@ impl Declarative {
         entry: &Entry,
         scoped: &Resolver<'_, '_>,
         cr: &Value,
+        guard: &CompiledBox,
         rendered: &mut Value,
     ) -> Result<(), ReconcileError> {
         let field = match entry.kind.key {
@@ -40,22 +42,25 @@ impl Declarative {
         if name.is_empty() {
             return Err(failed("renders empty".into()));
         }
-        let own = cr["metadata"]["namespace"].as_str().unwrap_or_default();
+        let own = cr["metadata"]["namespace"].as_str();
         let namespace = match entry.fields.get("fromNamespace") {
-            None => own.to_string(),
+            None => own.unwrap_or_default().to_string(),
             Some(tree) => {
                 let namespace = display(&tree.render(scoped).map_err(&failed)?).into_owned();
                 if namespace.is_empty() {
-                    own.to_string()
-                } else if namespace != own && !matches!(tree, Tree::Literal(_)) {
-                    return Err(failed(format!(
-                        "fromNamespace renders to \"{namespace}\", not the custom resource's own namespace; another namespace must be written literally in the Katalog"
-                    )));
+                    own.unwrap_or_default().to_string()
                 } else {
+                    admit(&namespace, matches!(tree, Tree::Literal(_)), own, guard)
+                        .map_err(|why| failed(format!("fromNamespace {why}")))?;
                     namespace
                 }
             }
         };
+        if namespace.is_empty() {
+            return Err(failed(
+                "a cluster-scoped custom resource has no namespace of its own: fromNamespace must name one".into(),
+            ));
+        }
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", entry.kind.kind));
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &namespace, &resource);
         let found = api

@@ -4,12 +4,12 @@
 use serde_json::{Map, Value, json};
 
 use super::status::failed_status;
-use super::{Declarative, apply, child_ref, expand, lifecycle};
+use super::{Declarative, apply, child_refs, expand, lifecycle};
 use crate::failure::{Reason, ReconcileError};
 use crate::mux::{Action, Request};
 use crate::render::Render;
 use orkestra_katalog::compile::CompiledBox;
-use orkestra_katalog::compile::{Block, Replace};
+use orkestra_katalog::compile::{Block, Entry, Replace};
 use orkestra_katalog::resolver::Resolver;
 use orkestra_wasm::{Hook, Slot};
 
@@ -156,7 +156,7 @@ impl Declarative {
                 return Ok(true);
             }
             if !block.groups.is_empty() {
-                return self.delete_in_order(block, object, &resolver).await;
+                return self.delete_in_order(block, compiled, object, &resolver).await;
             }
             let mut finished = true;
             for entry in &block.entries {
@@ -178,20 +178,29 @@ impl Declarative {
                         let (live, _) = self.applier.apply(rendered, object, mode).await?;
                         finished &= lifecycle::job_finished(&live);
                     } else {
-                        self.applier
-                            .delete_if_owned(&child_ref(entry, &scoped, object)?, object)
-                            .await?;
+                        for child in refs_to_clean(entry, &scoped, object, compiled)? {
+                            self.applier.delete_if_owned(&child, object).await?;
+                        }
                     }
                 }
             }
             return Ok(finished);
         }
+        // What no owner reference collects: cluster-scoped children and those in another
+        // namespace (`namespace`, `toNamespaces`, with the copies a shorter list left behind).
+        let own = object["metadata"]["namespace"].as_str();
         for block in [&compiled.on_create, &compiled.on_reconcile].into_iter().flatten() {
             for entry in &block.entries {
                 for scoped in expand(entry, &resolver) {
-                    let child = child_ref(entry, &scoped, object)?;
-                    if self.applier.is_cluster_scoped(&child).await? {
-                        self.applier.delete_if_owned(&child, object).await?;
+                    for child in refs_to_clean(entry, &scoped, object, compiled)? {
+                        if child["metadata"]["namespace"].as_str() != own
+                            || self.applier.is_cluster_scoped(&child).await?
+                        {
+                            self.applier.delete_if_owned(&child, object).await?;
+                        }
+                        if entry.fields.contains_key("toNamespaces") {
+                            self.applier.prune_copies(&child, object, &[]).await?;
+                        }
                     }
                 }
             }
@@ -205,6 +214,7 @@ impl Declarative {
     async fn delete_in_order(
         &self,
         block: &Block,
+        compiled: &CompiledBox,
         object: &Value,
         resolver: &Resolver<'_, '_>,
     ) -> Result<bool, ReconcileError> {
@@ -212,8 +222,9 @@ impl Declarative {
             let mut present = false;
             for entry in &group.entries {
                 for scoped in expand(entry, resolver) {
-                    let child = child_ref(entry, &scoped, object)?;
-                    present |= self.applier.delete_if_owned_foreground(&child, object).await?;
+                    for child in refs_to_clean(entry, &scoped, object, compiled)? {
+                        present |= self.applier.delete_if_owned_foreground(&child, object).await?;
+                    }
                 }
             }
             if present {
@@ -231,6 +242,20 @@ impl Declarative {
             }
         }
         Ok(true)
+    }
+}
+
+/// The objects of `entry` to delete with the CR. A namespace the CR may not pick was never
+/// written, so there is nothing of ours there to delete (and the CR's deletion is not held).
+fn refs_to_clean(
+    entry: &Entry,
+    scoped: &Resolver<'_, '_>,
+    cr: &Value,
+    compiled: &CompiledBox,
+) -> Result<Vec<Value>, ReconcileError> {
+    match child_refs(entry, scoped, cr, compiled) {
+        Err(error) if error.reason == Reason::NamespaceRefused => Ok(Vec::new()),
+        refs => refs,
     }
 }
 

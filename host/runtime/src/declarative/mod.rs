@@ -424,48 +424,67 @@ impl Declarative {
                             replace: entry.replace,
                             manager: &self.managers.templates,
                         };
+                        let placements = placements(entry, &scoped, object, compiled)?;
                         // A create-only child that exists as it should is not rendered again.
-                        let unchanged = match entry.namespace.is_none() && !entry.kind.api_version.is_empty() {
+                        let unchanged = match placements.is_none() && !entry.kind.api_version.is_empty() {
                             true => {
                                 self.applier
-                                    .unchanged(&child_ref(entry, &scoped, object)?, object, mode)
+                                    .unchanged(&child_refs(entry, &scoped, object, compiled)?[0], object, mode)
                                     .await?
                             }
                             false => None,
                         };
-                        let (live, written) = match unchanged {
-                            Some(live) => (live, false),
+                        let mut lives = Vec::new();
+                        match unchanged {
+                            Some(live) => lives.push((live, false)),
                             None => {
                                 let mut rendered = entry.render(&scoped, object).map_err(|e| {
                                     ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.at))
                                 })?;
-                                self.copy_source(entry, &scoped, object, &mut rendered).await?;
-                                self.applier.apply(rendered, object, mode).await?
+                                self.copy_source(entry, &scoped, object, compiled, &mut rendered)
+                                    .await?;
+                                match &placements {
+                                    None => lives.push(self.applier.apply(rendered, object, mode).await?),
+                                    Some(namespaces) => {
+                                        for namespace in namespaces {
+                                            let mut copy = rendered.clone();
+                                            copy["metadata"]["namespace"] = json!(namespace);
+                                            lives.push(self.applier.apply(copy, object, mode).await?);
+                                        }
+                                        if entry.fields.contains_key("toNamespaces") {
+                                            applied.wrote |=
+                                                self.applier.prune_copies(&rendered, object, namespaces).await?;
+                                        }
+                                    }
+                                }
                             }
-                        };
-                        kept.push((
-                            entry.kind.key,
-                            live["metadata"]["name"].as_str().unwrap_or_default().to_string(),
-                        ));
-                        applied.wrote |= written;
-                        applied.add(live);
+                        }
+                        for (live, written) in lives {
+                            kept.push((
+                                entry.kind.key,
+                                live["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                            ));
+                            applied.wrote |= written;
+                            applied.add(live);
+                        }
                     } else if !is_create && entry.reconcile {
                         failing.push((entry, scoped));
                     }
                 }
             }
             for (entry, scoped) in failing {
-                let target = child_ref(entry, &scoped, object)?;
-                let name = target["metadata"]["name"].as_str().unwrap_or_default();
-                if kept
-                    .iter()
-                    .any(|(kind, kept_name)| *kind == entry.kind.key && kept_name == name)
-                {
-                    continue;
-                }
-                if self.applier.delete_if_owned(&target, object).await? {
-                    applied.wrote = true;
-                    tracing::info!(kind = %target["kind"], %name, "condition no longer holds: deleted the child we own");
+                for target in child_refs(entry, &scoped, object, compiled)? {
+                    let name = target["metadata"]["name"].as_str().unwrap_or_default();
+                    if kept
+                        .iter()
+                        .any(|(kind, kept_name)| *kind == entry.kind.key && kept_name == name)
+                    {
+                        continue;
+                    }
+                    if self.applier.delete_if_owned(&target, object).await? {
+                        applied.wrote = true;
+                        tracing::info!(kind = %target["kind"], %name, "condition no longer holds: deleted the child we own");
+                    }
                 }
             }
         }
@@ -473,24 +492,55 @@ impl Declarative {
     }
 }
 
-/// apiVersion, kind, name and namespace of an entry's object, to find or delete it. Custom
-/// entries carry their kind in the template, so only they are rendered whole.
-fn child_ref(entry: &Entry, scoped: &Resolver<'_, '_>, cr: &Value) -> Result<Value, ReconcileError> {
+/// Where an entry's objects go ([`Entry::placements`]); a namespace the CR may not pick fails
+/// the reconcile.
+fn placements(
+    entry: &Entry,
+    scoped: &Resolver<'_, '_>,
+    cr: &Value,
+    compiled: &CompiledBox,
+) -> Result<Option<Vec<String>>, ReconcileError> {
+    entry
+        .placements(scoped, cr["metadata"]["namespace"].as_str(), compiled)
+        .map_err(|why| ReconcileError::new(Reason::NamespaceRefused, format!("{}.{why}", entry.at)))
+}
+
+/// apiVersion, kind, name and namespace of each of an entry's objects (one per namespace it
+/// goes to), to find or delete them. Custom entries carry their kind in the template, so
+/// only they are rendered whole.
+fn child_refs(
+    entry: &Entry,
+    scoped: &Resolver<'_, '_>,
+    cr: &Value,
+    compiled: &CompiledBox,
+) -> Result<Vec<Value>, ReconcileError> {
     let failed = |e: String| ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.at));
-    if entry.kind.api_version.is_empty() {
+    let reference = if entry.kind.api_version.is_empty() {
         let rendered = entry.render(scoped, cr).map_err(failed)?;
-        return Ok(json!({
+        json!({
             "apiVersion": rendered["apiVersion"], "kind": rendered["kind"],
             "metadata": {"name": rendered["metadata"]["name"], "namespace": rendered["metadata"]["namespace"]},
-        }));
-    }
-    let name = entry
-        .render_name(scoped, cr["metadata"]["name"].as_str().unwrap_or_default())
-        .map_err(failed)?;
-    Ok(json!({
-        "apiVersion": entry.kind.api_version, "kind": entry.kind.kind,
-        "metadata": {"name": name, "namespace": cr["metadata"]["namespace"]},
-    }))
+        })
+    } else {
+        let name = entry
+            .render_name(scoped, cr["metadata"]["name"].as_str().unwrap_or_default())
+            .map_err(failed)?;
+        json!({
+            "apiVersion": entry.kind.api_version, "kind": entry.kind.kind,
+            "metadata": {"name": name, "namespace": cr["metadata"]["namespace"]},
+        })
+    };
+    Ok(match placements(entry, scoped, cr, compiled)? {
+        None => vec![reference],
+        Some(namespaces) => namespaces
+            .into_iter()
+            .map(|namespace| {
+                let mut copy = reference.clone();
+                copy["metadata"]["namespace"] = json!(namespace);
+                copy
+            })
+            .collect(),
+    })
 }
 
 /// `resolver` with the reconcile's context entries (`.cross`, `.children`) added.

@@ -101,6 +101,17 @@ impl Cache {
             .remove(key)
     }
 
+    /// The objects `keep` says yes to.
+    pub fn select(&self, keep: impl Fn(&Value) -> bool) -> Vec<Arc<Value>> {
+        self.objects
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .filter(|object| keep(object))
+            .cloned()
+            .collect()
+    }
+
     pub fn keys(&self) -> Vec<String> {
         self.objects
             .read()
@@ -175,6 +186,15 @@ impl Children {
     pub fn get(&self, api_version: &str, kind: &str, key: &str) -> Option<Arc<Value>> {
         let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         kinds.get(&(api_version.to_string(), kind.to_string()))?.get(key)
+    }
+
+    /// The seen children of `api_version` `kind` that `keep` says yes to (none when the kind
+    /// is not watched).
+    pub fn select(&self, api_version: &str, kind: &str, keep: impl Fn(&Value) -> bool) -> Vec<Arc<Value>> {
+        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kinds
+            .get(&(api_version.to_string(), kind.to_string()))
+            .map_or_else(Vec::new, |cache| cache.select(keep))
     }
 }
 

@@ -38,9 +38,24 @@ fn pod_spec(fields: &Map<String, Value>, name: &str, restart: Option<&str>) -> R
     if let Some(dir) = fields.get("workingDirectory") {
         container["workingDir"] = dir.clone();
     }
-    if let Some(port) = int(fields.get("port"), "port")? {
+    let port = int(fields.get("port"), "port")?;
+    if let Some(port) = port {
         let protocol = fields.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
         container["ports"] = json!([{"containerPort": port, "protocol": protocol}]);
+    }
+    if let Some(probes) = fields.get("probes").filter(|p| !p.is_null()) {
+        let probes = probes
+            .as_object()
+            .ok_or("probes: must be a map of startup, liveness and readiness")?;
+        for (which, spec) in probes {
+            let key = match which.as_str() {
+                "startup" => "startupProbe",
+                "liveness" => "livenessProbe",
+                "readiness" => "readinessProbe",
+                other => return Err(format!("probes.{other}: not a probe (startup, liveness, readiness)")),
+            };
+            container[key] = probe(spec, port).map_err(|e| format!("probes.{which}: {e}"))?;
+        }
     }
     if let Some(env) = fields.get("env") {
         container["env"] = env_list(env);
@@ -97,6 +112,146 @@ fn pod_spec(fields: &Map<String, Value>, name: &str, restart: Option<&str>) -> R
     Ok(spec)
 }
 
+/// Probe timing fields, copied as integers.
+const PROBE_TIMING: [&str; 5] = [
+    "initialDelaySeconds",
+    "periodSeconds",
+    "failureThreshold",
+    "successThreshold",
+    "timeoutSeconds",
+];
+
+/// One probe: `type` http (the default with a `path`), tcp (the default otherwise), exec
+/// (with `command`) or grpc, against `port` or the container's port, with its timing.
+fn probe(spec: &Value, container_port: Option<i64>) -> Result<Value, String> {
+    let spec = spec.as_object().ok_or("must be a map (type, path, port, timing)")?;
+    let text = |key: &str| spec.get(key).and_then(Value::as_str);
+    let kind = text("type").unwrap_or(if spec.contains_key("path") {
+        "http"
+    } else if spec.contains_key("command") {
+        "exec"
+    } else {
+        "tcp"
+    });
+    let port = || {
+        int(spec.get("port"), "port")?
+            .or(container_port)
+            .ok_or_else(|| "port: required, as the container declares none".to_string())
+    };
+    let mut probe = match kind {
+        "http" => {
+            let mut get = json!({"path": text("path").unwrap_or("/"), "port": port()?});
+            if let Some(scheme) = text("scheme") {
+                get["scheme"] = json!(scheme.to_uppercase());
+            }
+            json!({ "httpGet": get })
+        }
+        "tcp" => json!({"tcpSocket": {"port": port()?}}),
+        "grpc" => json!({"grpc": {"port": port()?}}),
+        "exec" => {
+            json!({"exec": {"command": spec.get("command").cloned().ok_or("command: required for an exec probe")?}})
+        }
+        other => return Err(format!("type: {other} is not a probe type (http, tcp, grpc, exec)")),
+    };
+    for key in PROBE_TIMING {
+        if let Some(n) = int(spec.get(key), key)? {
+            probe[key] = json!(n);
+        }
+    }
+    Ok(probe)
+}
+
+/// An integer, or a percentage kept as text (Kubernetes' IntOrString).
+fn int_or_percent(value: Option<&Value>, field: &str) -> Result<Option<Value>, String> {
+    match value {
+        Some(Value::String(s)) if s.trim().ends_with('%') => Ok(Some(json!(s.trim()))),
+        other => Ok(int(other, field)?.map(|n| json!(n))),
+    }
+}
+
+/// A label selector: `{matchLabels}`/`{matchExpressions}` as written, or a bare map of
+/// labels (as upstream writes selectors) as its `matchLabels`.
+fn selector(value: Value) -> Value {
+    match value {
+        Value::Object(map)
+            if !map.is_empty() && !map.contains_key("matchLabels") && !map.contains_key("matchExpressions") =>
+        {
+            json!({ "matchLabels": map })
+        }
+        other => other,
+    }
+}
+
+/// NetworkPolicy peers (`from`/`to`) with their selectors read as [`selector`] does.
+fn policy_rules(rules: Value) -> Value {
+    let Value::Array(rules) = rules else { return rules };
+    let peers = |peers: &Value| -> Value {
+        let Value::Array(peers) = peers else {
+            return peers.clone();
+        };
+        Value::Array(
+            peers
+                .iter()
+                .map(|peer| {
+                    let mut peer = peer.clone();
+                    for key in ["podSelector", "namespaceSelector"] {
+                        if let Some(found) = peer.get_mut(key) {
+                            *found = selector(found.take());
+                        }
+                    }
+                    peer
+                })
+                .collect(),
+        )
+    };
+    Value::Array(
+        rules
+            .into_iter()
+            .map(|mut rule| {
+                for key in ["from", "to"] {
+                    if let Some(found) = rule.get(key).map(peers) {
+                        rule[key] = found;
+                    }
+                }
+                rule
+            })
+            .collect(),
+    )
+}
+
+/// A StatefulSet's `volumeClaimTemplates`: a Kubernetes claim as written, or the shorthand
+/// `{name, storage, accessModes, storageClassName}`.
+fn claim_templates(templates: &Value) -> Result<Value, String> {
+    let templates = templates.as_array().ok_or("volumeClaimTemplates: must be a list")?;
+    let claims = templates
+        .iter()
+        .enumerate()
+        .map(|(i, template)| {
+            if template.get("metadata").is_some() || template.get("spec").is_some() {
+                return Ok(template.clone());
+            }
+            let at = |field: &str| format!("volumeClaimTemplates[{i}].{field}");
+            let name = template
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| at("name") + ": required")?;
+            let storage = template
+                .get("storage")
+                .cloned()
+                .ok_or_else(|| at("storage") + ": required")?;
+            let mut spec = json!({
+                "accessModes": template.get("accessModes").cloned().unwrap_or_else(|| json!(["ReadWriteOnce"])),
+                "resources": {"requests": {"storage": storage}},
+            });
+            if let Some(class) = template.get("storageClassName") {
+                spec["storageClassName"] = class.clone();
+            }
+            Ok(json!({"metadata": {"name": name}, "spec": spec}))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Value::Array(claims))
+}
+
 /// `env` as Kubernetes takes it: a list stays; upstream's map of name to `{value}`,
 /// `{secretKeyRef}`, `{configMapKeyRef}` (or a bare value) becomes the list.
 fn env_list(env: &Value) -> Value {
@@ -134,14 +289,6 @@ pub(super) fn body(
     cr_namespace: &str,
 ) -> Result<Value, String> {
     let get = |key: &str| fields.get(key).cloned().filter(|v| !v.is_null());
-    // Named presets belong to the profiles feature, which this runtime does not render yet:
-    // refusing beats silently producing an object without the preset's content.
-    if fields.get("profile").is_some() {
-        return Err(format!(
-            "{}: profile presets are not supported yet; write the fields",
-            kind.key
-        ));
-    }
     Ok(match kind.key {
         "deployments" | "statefulSets" | "replicaSets" => {
             let replicas = int(fields.get("replicas"), "replicas")?.unwrap_or(1);
@@ -152,6 +299,35 @@ pub(super) fn body(
             });
             if kind.key == "statefulSets" {
                 spec["serviceName"] = get("serviceName").unwrap_or_else(|| json!(cr));
+                if let Some(templates) = get("volumeClaimTemplates") {
+                    spec["volumeClaimTemplates"] = claim_templates(&templates)?;
+                }
+            }
+            if let Some(update) = get("rollingUpdate") {
+                let surge = int_or_percent(update.get("maxSurge"), "rollingUpdate.maxSurge")?;
+                let unavailable = int_or_percent(update.get("maxUnavailable"), "rollingUpdate.maxUnavailable")?;
+                match kind.key {
+                    "deployments" => {
+                        let mut rolling = json!({});
+                        if let Some(surge) = surge {
+                            rolling["maxSurge"] = surge;
+                        }
+                        if let Some(unavailable) = unavailable {
+                            rolling["maxUnavailable"] = unavailable;
+                        }
+                        spec["strategy"] = json!({"type": "RollingUpdate", "rollingUpdate": rolling});
+                    }
+                    // One pod at a time, in order; a StatefulSet has no surge, and takes no
+                    // more than one pod down unless maxUnavailable says more (0 is that one).
+                    "statefulSets" => {
+                        let mut strategy = json!({"type": "RollingUpdate"});
+                        if let Some(unavailable) = unavailable.filter(|u| u != &json!(0)) {
+                            strategy["rollingUpdate"] = json!({ "maxUnavailable": unavailable });
+                        }
+                        spec["updateStrategy"] = strategy;
+                    }
+                    _ => {}
+                }
             }
             json!({"spec": spec})
         }
@@ -299,7 +475,9 @@ pub(super) fn body(
             });
             let mut metrics: Vec<Value> = get("metrics").and_then(|m| m.as_array().cloned()).unwrap_or_default();
             for (key, resource) in [("targetCPUUtilization", "cpu"), ("targetMemoryUtilization", "memory")] {
-                if let Some(percent) = int(fields.get(key), key)? {
+                // Upstream also writes `...Percentage`.
+                let given = fields.get(key).or_else(|| fields.get(&format!("{key}Percentage")));
+                if let Some(percent) = int(given, key)? {
                     metrics.push(json!({"type": "Resource", "resource": {
                         "name": resource, "target": {"type": "Utilization", "averageUtilization": percent},
                     }}));
@@ -318,17 +496,15 @@ pub(super) fn body(
             json!({"spec": spec})
         }
         "pdb" => {
-            let mut spec =
-                json!({"selector": get("selector").unwrap_or_else(|| json!({"matchLabels": pod_labels(cr)}))});
+            let selected = get("selector").map(selector);
+            let mut spec = json!({"selector": selected.unwrap_or_else(|| json!({"matchLabels": pod_labels(cr)}))});
             for key in ["minAvailable", "maxUnavailable"] {
-                // An integer or a percentage string, as Kubernetes' IntOrString.
-                match fields.get(key) {
-                    Some(Value::String(s)) if s.ends_with('%') => spec[key] = json!(s),
-                    other => {
-                        if let Some(n) = int(other, key)? {
-                            spec[key] = json!(n);
-                        }
-                    }
+                // On the entry, or in `behavior` (where upstream's profiles put it).
+                let given = fields
+                    .get(key)
+                    .or_else(|| fields.get("behavior").and_then(|b| b.get(key)));
+                if let Some(value) = int_or_percent(given, key)? {
+                    spec[key] = value;
                 }
             }
             json!({"spec": spec})
@@ -364,9 +540,14 @@ pub(super) fn body(
             json!({"spec": spec})
         }
         "networkPolicies" => {
-            let mut spec =
-                json!({"podSelector": get("podSelector").unwrap_or_else(|| json!({"matchLabels": pod_labels(cr)}))});
-            copy(fields, &mut spec, &["policyTypes", "ingress", "egress"]);
+            let selected = get("podSelector").map(selector);
+            let mut spec = json!({"podSelector": selected.unwrap_or_else(|| json!({"matchLabels": pod_labels(cr)}))});
+            copy(fields, &mut spec, &["policyTypes"]);
+            for key in ["ingress", "egress"] {
+                if let Some(rules) = get(key) {
+                    spec[key] = policy_rules(rules);
+                }
+            }
             json!({"spec": spec})
         }
         "custom" => {

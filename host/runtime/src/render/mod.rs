@@ -38,6 +38,7 @@ impl Render for Entry {
         for (key, tree) in &self.fields {
             fields.insert(key.clone(), tree.render(resolver)?);
         }
+        self.choose_profiles(&mut fields, resolver)?;
         let mut labels = Map::new();
         for (key, template) in &self.labels {
             labels.insert(
@@ -252,9 +253,9 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_required_field_or_a_preset_is_a_named_error() {
+    fn a_missing_required_field_or_an_unknown_chosen_profile_is_a_named_error() {
         let crd = compile_for_test(
-            "        reconcile:\n          onReconcile:\n            persistentVolumeClaims:\n              - {accessModes: [ReadWriteOnce]}\n            networkPolicies:\n              - {profile: deny-all}\n",
+            "        reconcile:\n          onReconcile:\n            persistentVolumeClaims:\n              - {accessModes: [ReadWriteOnce]}\n            resourceQuotas:\n              - {profile: '{{ .spec.tier }}'}\n",
         );
         let block = crd.crd_box().on_reconcile.clone().unwrap();
         let object = cr();
@@ -263,11 +264,87 @@ mod tests {
             block.entries[0].render(&resolver, &object).unwrap_err(),
             "storage is required"
         );
+        let unknown = block.entries[1].render(&resolver, &object).unwrap_err();
         assert!(
-            block.entries[1]
-                .render(&resolver, &object)
-                .unwrap_err()
-                .contains("profile presets are not supported")
+            unknown.starts_with("profile: unknown resourceQuotas profile \"gold\"")
+                && unknown.contains("known: large, medium, small, xlarge"),
+            "{unknown}"
+        );
+    }
+
+    #[test]
+    fn probes_rollouts_claim_templates_and_profiles_render_to_the_kubernetes_shape() {
+        let objects = rendered(
+            "            deployments:
+              - image: nginx
+                port: 8080
+                resources: {profile: small}
+                probes:
+                  readiness: {path: /ready, profile: fast}
+                  liveness: {type: tcp, periodSeconds: '7'}
+                rollingUpdate: {profile: safe}
+                securityContext: {profile: '{{ .spec.security }}'}
+            statefulSets:
+              - image: postgres
+                volumeClaimTemplates: [{name: data, storage: 1Gi}]
+                rollingUpdate: {maxUnavailable: 2}
+            networkPolicies:
+              - {podSelector: {}, profile: allow-same-namespace}
+              - podSelector: {role: db}
+                policyTypes: [Ingress]
+                ingress: [{from: [{namespaceSelector: {team: platform}}]}]
+            pdb:
+              - {selector: {app: shop}, behavior: {profile: rolling}}
+            hpa:
+              - {maxReplicas: 4, behavior: {profile: batch}}
+",
+            json!({"metadata": {"name": "shop", "namespace": "web", "uid": "u1"}, "spec": {"security": "Restricted"}}),
+        );
+        let of = |kind: &'static str| objects.iter().filter(move |o| o["kind"] == kind);
+        let deployment = of("Deployment").next().unwrap();
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["resources"]["limits"]["memory"], "512Mi");
+        assert_eq!(
+            container["readinessProbe"],
+            json!({"httpGet": {"path": "/ready", "port": 8080}, "initialDelaySeconds": 5, "periodSeconds": 10, "failureThreshold": 2, "timeoutSeconds": 5})
+        );
+        assert_eq!(
+            container["livenessProbe"],
+            json!({"tcpSocket": {"port": 8080}, "periodSeconds": 7})
+        );
+        assert_eq!(
+            deployment["spec"]["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+        );
+        assert_eq!(
+            container["securityContext"]["capabilities"]["drop"],
+            json!(["ALL"]),
+            "chosen per CR"
+        );
+        let set = of("StatefulSet").next().unwrap();
+        assert_eq!(
+            set["spec"]["volumeClaimTemplates"][0],
+            json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+        );
+        assert_eq!(set["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"], 2);
+        let policies: Vec<&Value> = of("NetworkPolicy").collect();
+        assert_eq!(policies[0]["spec"]["ingress"][0]["from"][0]["podSelector"], json!({}));
+        assert_eq!(
+            policies[1]["spec"]["podSelector"],
+            json!({"matchLabels": {"role": "db"}})
+        );
+        assert_eq!(
+            policies[1]["spec"]["ingress"][0]["from"][0]["namespaceSelector"],
+            json!({"matchLabels": {"team": "platform"}})
+        );
+        let pdb = of("PodDisruptionBudget").next().unwrap();
+        assert_eq!(pdb["spec"]["maxUnavailable"], 1);
+        assert_eq!(pdb["spec"]["selector"], json!({"matchLabels": {"app": "shop"}}));
+        let hpa = of("HorizontalPodAutoscaler").next().unwrap();
+        assert_eq!(hpa["spec"]["behavior"]["scaleUp"]["stabilizationWindowSeconds"], 30);
+        assert_eq!(
+            hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+            80
         );
     }
 }
