@@ -200,3 +200,54 @@ async fn a_dependent_waits_until_its_dependency_s_deployment_is_available() {
     assert_eq!(available.available_replicas, Some(1), "{available:?}");
     h.stop().await;
 }
+
+#[tokio::test]
+async fn enrich_embeds_pods_endpoints_and_gated_replica_sets_for_status_fields() {
+    let operator_box = "        reconcile:
+          resync: 1s
+          onReconcile:
+            deployments:
+              - {image: nginx, replicas: 2, port: 80}
+            services:
+              - {port: 80}
+        emit:
+          status:
+            fields:
+              - {path: pods, type: integer, value: '{{ podCount .children.deployment }}'}
+              - {path: readyPods, type: integer, value: '{{ readyPodCount .children.deployment }}'}
+              - {path: backing, type: integer, value: '{{ backingPodCount .children.service }}'}
+              - {path: endpoints, type: integer, value: '{{ serviceEndpointCount .children.service }}'}
+              - {path: replicaSets, type: integer, value: '{{ deploymentReplicaSetCount .children.deployment }}'}
+      enrich:
+        - pods
+        - backingpods
+        - endpoints
+        - replicasets:
+            when: [{field: spec.debug, equals: 'true'}]
+";
+    let h = Harness::start("enrich", &crd("app", "App", operator_box), &[], true).await;
+    h.create("App", "web", json!({"debug": false})).await;
+    let status = eventually("two ready pods behind the service", READY, || async {
+        let status = h.api("App").get("web").await.ok()?.data["status"].clone();
+        (status["readyPods"] == 2 && status["endpoints"] == 2).then_some(status)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        (status["pods"].clone(), status["backing"].clone()),
+        (json!(2), json!(2)),
+        "{status}"
+    );
+    assert_eq!(status["replicaSets"], 0, "its gate holds replica sets back: {status}");
+    // Enrichment reads; it never writes: a settled CR costs reads and no write.
+    h.writes_nothing_once_settled("app").await;
+
+    h.patch("App", "web", json!({"spec": {"debug": true}})).await;
+    eventually("the gated target to be read", READY, || async {
+        let status = h.api("App").get("web").await.ok()?.data["status"].clone();
+        (status["replicaSets"] == 1).then_some(())
+    })
+    .await
+    .unwrap();
+    h.stop().await;
+}

@@ -181,6 +181,8 @@ pub struct CompiledCrd {
     pub behaviour: Behaviour,
     pub watches: Vec<Arc<CompiledWatch>>,
     pub events: Arc<Vec<CompiledEvents>>,
+    /// What is read about the children after they are applied (`enrich`).
+    pub enrich: Arc<Vec<super::enrich::Enrichment>>,
     /// `(apiVersion, kind)` of every kind the templates manage: owned children re-enqueue
     /// their parent.
     pub owned_kinds: Vec<(String, String)>,
@@ -310,6 +312,11 @@ impl CompiledCrd {
             CompiledEvents::compile(name, entry, &notes.functions)
                 .map_err(|e| e.within(&format!("operatorBox.observe.events.{name}")))
         }));
+        let enrich = gather.ok(super::enrich::compile(
+            entry.enrich.as_deref(),
+            entry.enrich_all,
+            &notes.functions,
+        ));
         let runtime = entry.operator_box.runtime.clone().unwrap_or_default();
         // The cleanup finalizer first, then the CRD's own, then the Katalog-wide ones.
         let mut finalizers = vec![CLEANUP_FINALIZER.to_string()];
@@ -343,7 +350,9 @@ impl CompiledCrd {
             }
         });
         let rules = gather.ok(rules);
-        let (Some(compiled), Some(resync), Some(retry), Some(rules)) = (compiled, resync, retry, rules) else {
+        let (Some(compiled), Some(resync), Some(retry), Some(rules), Some(enrich)) =
+            (compiled, resync, retry, rules, enrich)
+        else {
             return Err(gather.0);
         };
         gather.finish()?;
@@ -379,6 +388,7 @@ impl CompiledCrd {
             behaviour,
             watches,
             events: Arc::new(events),
+            enrich: Arc::new(enrich),
             owned_kinds,
             notes: notes.templates.clone(),
             katalog: katalog.name.clone(),

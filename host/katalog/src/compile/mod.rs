@@ -8,6 +8,7 @@ mod boxes;
 mod call;
 mod crd;
 mod cross;
+pub mod enrich;
 mod gate;
 mod placement;
 mod watch;

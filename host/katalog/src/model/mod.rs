@@ -103,6 +103,41 @@ pub struct Spec {
     pub crds: BTreeMap<String, CrdEntry>,
 }
 
+/// One `enrich` entry: a target's name, or `{name: {when, or}}`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EnrichItem {
+    Name(String),
+    Gated(String, crate::condition::ConditionsSpec),
+}
+
+impl<'de> Deserialize<'de> for EnrichItem {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ItemVisitor;
+        impl<'de> serde::de::Visitor<'de> for ItemVisitor {
+            type Value = EnrichItem;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a target name, or {name: {when, or}}")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<EnrichItem, E> {
+                Ok(EnrichItem::Name(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<EnrichItem, A::Error> {
+                let Some(name) = map.next_key::<String>()? else {
+                    return Err(serde::de::Error::custom("an empty map names no target"));
+                };
+                let gate: Option<crate::condition::ConditionsSpec> = map.next_value()?;
+                if map.next_key::<String>()?.is_some() {
+                    return Err(serde::de::Error::custom(
+                        "one target per entry: write each as its own item",
+                    ));
+                }
+                Ok(EnrichItem::Gated(name, gate.unwrap_or_default()))
+            }
+        }
+        deserializer.deserialize_any(ItemVisitor)
+    }
+}
+
 /// User notes: `{functions: [...]}` or a bare list.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Notes(pub Vec<NoteSpec>);
@@ -200,7 +235,7 @@ pub struct CrdEntry {
     pub healthy_when: HealthyWhen,
     /// Extra data embedded in `.children.*` (pods, events, ...).
     #[serde(default)]
-    pub enrich: Option<Value>,
+    pub enrich: Option<Vec<EnrichItem>>,
     #[serde(default)]
     pub enrich_all: bool,
     /// `false`: other CRDs' `cross:` reads of this one return nothing.

@@ -45,7 +45,10 @@ fn data() -> Value {
                      "containerStatuses": [{"restartCount": 1, "state": {"running": {}}}]}},
                 ],
                 "_warnings": [{"reason": "BackOff", "message": "restarting failed container"}],
-                "_replicasets": [{"metadata": {"name": "shop-1"}}, {"metadata": {"name": "shop-2"}}],
+                "_replicaSets": [
+                    {"metadata": {"name": "shop-1", "annotations": {"deployment.kubernetes.io/revision": "1"}}},
+                    {"metadata": {"name": "shop-2", "annotations": {"deployment.kubernetes.io/revision": "2"}}},
+                ],
             },
             "nightly": {"status": {"lastScheduleTime": "2026-01-05T02:00:00Z"}},
             "service": {
@@ -54,6 +57,40 @@ fn data() -> Value {
             },
             "endpoints": {"subsets": [{"addresses": [{"ip": "10.0.0.1"}]}]},
             "job": {"status": {"succeeded": 1, "active": 0, "conditions": [{"type": "Complete", "status": "True"}]}},
+            "replicaset": {"_owner": {"name": "shop", "kind": "Deployment", "uid": "d1"}},
+            "statefulset": {"_pvcs": [{"metadata": {"name": "data-db-0"}}, {"metadata": {"name": "data-db-1"}}]},
+            "pvc": {
+                "spec": {"storageClassName": "fast", "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Gi"}}},
+                "status": {"phase": "Bound", "capacity": {"storage": "2Gi"}},
+                "_pv": {"metadata": {"annotations": {"pv.kubernetes.io/provisioned-by": "csi.example"}},
+                        "spec": {"persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem", "accessModes": ["ReadWriteOnce", "ReadOnlyMany"]}},
+                "_storageClass": {"metadata": {"name": "fast"}, "provisioner": "csi.example", "reclaimPolicy": "Delete"},
+            },
+            "svc": {
+                "_endpoints": [{"ip": "10.0.0.1", "port": 80}, {"ip": "10.0.0.2", "port": 80, "ready": false}, {"ip": "10.0.0.3", "port": 80}],
+                "_backingPods": [{"metadata": {"name": "shop-a"}}, {"metadata": {"name": "shop-b"}}],
+            },
+            "pod": {"spec": {"nodeName": "node-1"}, "_node": {"name": "node-1", "zone": "eu-1a", "region": "eu-1", "instanceType": "m5.large"}},
+            "hpa": {
+                "spec": {"maxReplicas": 6, "scaleTargetRef": {"kind": "Deployment", "name": "shop-deployment"}},
+                "status": {"currentReplicas": 4, "desiredReplicas": 6, "conditions": [
+                    {"type": "ScalingActive", "status": "True"}, {"type": "AbleToScale", "status": "True"},
+                    {"type": "ScalingLimited", "status": "False"}]},
+                "_currentMetrics": [{"type": "Resource"}, {"type": "External"}],
+            },
+            "cj": {
+                "status": {"lastScheduleTime": "2026-01-05T02:00:00Z"},
+                "_activeJobs": [{"name": "nightly-1"}],
+                "_lastJob": {"status": {"startTime": "2026-01-05T02:00:05Z"}},
+                "_lastSuccessfulJob": {"status": {"completionTime": "2026-01-04T02:03:00Z"}},
+            },
+            "ing": {
+                "spec": {"ingressClassName": "nginx", "rules": [{"host": "a.example"}, {"host": "b.example"}],
+                         "tls": [{"hosts": ["a.example"], "secretName": "a-cert"}]},
+                "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}, {"hostname": "lb.example"}]}},
+                "_loadBalancerIPs": ["1.2.3.4", "lb.example"],
+                "_tlsSecrets": [{"metadata": {"name": "a-cert"}}],
+            },
         },
         "prom": {"data": {"result": [{"value": [1, "0.93"]}]}},
     })
@@ -390,6 +427,43 @@ const CASES: &[(&str, &str)] = &[
     (
         "[{{ cronJobLastScheduleTime .children.cronjob }}] {{ cronJobLastScheduleTime .children.nightly }}",
         "[] 2026-01-05T02:00:00Z",
+    ),
+    // Enriched children.
+    (
+        "{{ replicaSetOwnerKind .children.replicaset }}/{{ replicaSetOwnerName .children.replicaset }} {{ deploymentReplicaSets .children.deployment }} [{{ oldDeploymentReplicaSets .children.deployment }}] {{ statefulSetPVCCount .children.statefulset }}",
+        "Deployment/shop shop-1, shop-2 [shop-1] 2",
+    ),
+    (
+        "{{ pvcBound .children.pvc }} {{ pvcPhase .children.pvc }} {{ pvcCapacity .children.pvc }} {{ pvcStorageClass .children.pvc }} {{ pvcAccessModes .children.pvc }} {{ pvcVolumeMode .children.pvc }} {{ pvcProvisioner .children.pvc }}",
+        "true Bound 2Gi fast ReadWriteOnce Filesystem csi.example",
+    ),
+    (
+        "{{ pvcStorageClassProvisioner .children.pvc }} {{ pvcStorageClassReclaimPolicy .children.pvc }} {{ pvReclaimPolicy .children.pvc }} [{{ pvAccessModes .children.pvc }}] {{ pvcBound .children.svc }}",
+        "csi.example Delete Retain [ReadWriteOnce, ReadOnlyMany] false",
+    ),
+    (
+        "{{ hasEndpoints .children.svc }} [{{ serviceEndpoints .children.svc }}] {{ serviceEndpointCount .children.svc }} {{ serviceFirstEndpoint .children.svc }} {{ backingPodCount .children.svc }} [{{ backingPodNames .children.svc }}] {{ hasEndpoints .children.pod }}",
+        "true [10.0.0.1:80, 10.0.0.3:80] 2 10.0.0.1:80 2 [shop-a, shop-b] false",
+    ),
+    (
+        "{{ podNode .children.pod }} {{ podNodeZone .children.pod }} {{ podNodeRegion .children.pod }} {{ podNodeInstanceType .children.pod }} [{{ podNode .children.svc }}]",
+        "node-1 eu-1a eu-1 m5.large []",
+    ),
+    (
+        "{{ hpaCurrentReplicas .children.hpa }}->{{ hpaDesiredReplicas .children.hpa }} in {{ hpaMinReplicas .children.hpa }}..{{ hpaMaxReplicas .children.hpa }} {{ hpaScaling .children.hpa }} {{ noteHPAScaling .children.hpa }} {{ hpaScalingActive .children.hpa }} {{ noteHPAScalingActive .children.hpa }} {{ hpaAbleToScale .children.hpa }} {{ hpaScalingLimited .children.hpa }} {{ hpaAtMax .children.hpa }}",
+        "4->6 in 1..6 true true true true true false false",
+    ),
+    (
+        "{{ hpaScaleTargetKind .children.hpa }}/{{ hpaScaleTargetName .children.hpa }} [{{ hpaMetricTypes .children.hpa }}] {{ cronJobActive .children.cj }} {{ cronJobActive .children.nightly }} {{ cronJobLastRunTime .children.cj }} {{ cronJobLastRunTime .children.nightly }} {{ cronJobLastSuccessTime .children.cj }}",
+        "Deployment/shop-deployment [Resource, External] true false 2026-01-05T02:00:05Z 2026-01-05T02:00:00Z 2026-01-04T02:03:00Z",
+    ),
+    (
+        "{{ ingressReady .children.ing }} {{ ingressHasLoadBalancer .children.svc }} {{ ingressIP .children.ing }} {{ ingressLoadBalancerIP .children.ing }} {{ ingressHost .children.ing }} {{ ingressClassName .children.ing }} [{{ ingressRules .children.ing }}] [{{ ingressTLSHosts .children.ing }}]",
+        "true false 1.2.3.4 1.2.3.4 lb.example nginx [a.example, b.example] [a.example]",
+    ),
+    (
+        "[{{ ingressLoadBalancerIPs .children.ing }}] [{{ ingressTLSSecrets .children.ing }}] {{ ingressTLSSecretCount .children.ing }}",
+        "[1.2.3.4, lb.example] [a-cert] 1",
     ),
     (
         "{{ concat .spec.tags (split \",\" \"d,e\") }} {{ concat \"a-\" .spec.image \"-\" 2 }} {{ len (concat .spec.tags .nothing) }}",

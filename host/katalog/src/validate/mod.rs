@@ -120,14 +120,6 @@ impl Checker<'_> {
         } else if types.kind.is_empty() {
             self.error(format!("{base}.apiTypes.kind"), types_pos, "is required");
         }
-        // Accepted as upstream writes it, not run yet: say so rather than ignore it.
-        if entry.enrich.is_some() || entry.enrich_all {
-            self.warn(
-                format!("{base}.enrich"),
-                at("enrich"),
-                "children are not enriched yet (no _pods, _warnings, _replicasets)",
-            );
-        }
         let builtin = is_builtin_group(&types.group);
         if !builtin && types.version.is_empty() {
             self.error(

@@ -9,6 +9,7 @@ mod applied;
 mod apply;
 mod component;
 mod copy;
+mod enrich;
 mod finalize;
 mod lifecycle;
 mod record;
@@ -156,7 +157,7 @@ impl Declarative {
                 self.peers.read_all(&compiled.cross, &resolver, namespace).await,
             );
         }
-        let outcome = match self.call_externals(compiled, &mutated, &mut context).await {
+        let mut outcome = match self.call_externals(compiled, &mutated, &mut context).await {
             Ok(()) => self.apply_all(request, object, &mutated, &checked, &context, now).await,
             Err(error) => Err(error),
         };
@@ -168,7 +169,16 @@ impl Declarative {
             tracing::debug!(key = %request.key, why = %error.message, "reconcile stopped early");
             return Ok(Action::Done.into());
         }
-        if let Ok(done) = &outcome {
+        if let Ok(done) = &mut outcome {
+            if let Value::Object(children) = &mut done.children
+                && !self.crd.enrich.is_empty()
+            {
+                // Gates see the children as applied; what they ask for is then embedded.
+                let mut seen = context.clone();
+                seen.insert("children".into(), Value::Object(children.clone()));
+                let resolver = Resolver::in_context(&mutated, &self.crd.notes, &seen);
+                self.enrich(children, &resolver).await;
+            }
             context.insert("children".into(), done.children.clone());
         }
         let mut status = match &outcome {

@@ -210,7 +210,7 @@ pub const ENRICHMENT: &[Entry] = &[
         name: "deploymentReplicaSetCount",
         func: replica_set_count,
         usage: "deploymentReplicaSetCount OBJ",
-        doc: "number of enriched _replicasets",
+        doc: "number of enriched _replicaSets",
     },
     Entry {
         name: "hasWarnings",
@@ -484,7 +484,7 @@ fn pod_container_reasons(_: &Env<'_>, args: &[&Value]) -> Result {
 }
 fn replica_set_count(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::from(
-        at(obj(args)?, &["_replicasets"]).as_array().map_or(0, Vec::len),
+        at(obj(args)?, &["_replicaSets"]).as_array().map_or(0, Vec::len),
     ))
 }
 fn has_warnings(_: &Env<'_>, args: &[&Value]) -> Result {

@@ -10,6 +10,7 @@ mod collections;
 mod conditional;
 mod cron;
 mod data;
+mod enriched;
 mod kubernetes;
 mod math;
 mod network;
@@ -144,6 +145,10 @@ pub const DOMAINS: &[Domain] = &[
     Domain {
         name: "Enrichment",
         entries: kubernetes::ENRICHMENT,
+    },
+    Domain {
+        name: "Enriched children",
+        entries: enriched::FUNCS,
     },
     Domain {
         name: "Serve provenance",
