@@ -703,3 +703,94 @@ async fn a_cross_read_with_source_reads_another_runtime_through_its_live_api() {
     consumers.stop().await;
     producers.stop().await;
 }
+
+#[tokio::test]
+async fn an_enqueue_gate_asks_an_external_service_before_a_cr_becomes_work() {
+    let port = price_server().await;
+    let operator_box = format!(
+        "        preReconcile:
+          enqueueGate:
+            external:
+              - {{name: flag, url: 'http://127.0.0.1:{port}/{{{{ .spec.path }}}}', timeout: 2s}}
+            when: [{{field: external.flag.body.open, equals: 'true'}}]
+            failPolicy: closed
+"
+    );
+    let h = Harness::start("enqueue-external", &crd("app", "App", &operator_box), &[], true).await;
+    for (name, path) in [("on", "flag/on"), ("off", "flag/off"), ("down", "broken")] {
+        h.create("App", name, json!({"path": path})).await;
+    }
+    let reconciled = |name: &'static str| {
+        let api = h.api("App");
+        async move {
+            let object = api.get(name).await.ok()?;
+            object.data["status"]["conditions"][0]["status"]
+                .as_str()
+                .map(String::from)
+        }
+    };
+    eventually("the open flag reconciled", WAIT, || reconciled("on"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(reconciled("off").await, None, "the service said no: never queued");
+    assert_eq!(
+        reconciled("down").await,
+        None,
+        "a closed fail policy keeps a failed call out"
+    );
+    let stats = h.handle("app").stats.snapshot();
+    assert!(stats["dropped"]["enqueueGate"].as_u64().unwrap() >= 2, "{stats}");
+    // Opening the flag lets the next event in.
+    h.patch("App", "off", json!({"spec": {"path": "flag/on"}})).await;
+    eventually("the reopened CR reconciled", WAIT, || reconciled("off"))
+        .await
+        .unwrap();
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn admission_rules_read_their_external_calls() {
+    let port = price_server().await;
+    let operator_box = "        reconcile:
+          onReconcile:
+            configMaps:
+              - data: {quota: '{{ .external.quota.body.amount }}'}
+";
+    let admission = format!(
+        "      admission:
+        validation:
+          external:
+            - {{name: quota, url: 'http://127.0.0.1:{port}/price/{{{{ .metadata.name }}}}', timeout: 2s}}
+          rules:
+            - {{field: '{{{{ .external.quota.body.amount }}}}', lessThanOrEqual: '5', valueType: int, message: 'the quota service allows at most 5, {{{{ .metadata.name }}}} asks {{{{ .external.quota.body.amount }}}}'}}
+"
+    );
+    let h = Harness::start(
+        "rule-external",
+        &format!("{}{admission}", crd("app", "App", operator_box)),
+        &[],
+        true,
+    )
+    .await;
+    h.create("App", "tiny", json!({})).await;
+    h.create("App", "enormous", json!({})).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let quota = eventually("the allowed CR's child", WAIT, || async {
+        configmaps.get_opt("tiny-config").await.ok().flatten()?.data
+    })
+    .await
+    .unwrap();
+    assert_eq!(quota["quota"], "4", "the call's result reaches the templates too");
+    let condition = not_ready(&h, "enormous").await;
+    assert_eq!(condition["reason"], "ValidationFailed", "{condition}");
+    assert!(
+        condition["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 5, enormous asks 8"),
+        "{condition}"
+    );
+    assert!(configmaps.get_opt("enormous-config").await.unwrap().is_none());
+    h.stop().await;
+}

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::condition::{Check, Conditions, ValueType};
 use crate::fields::{set_path, typed};
@@ -123,23 +123,35 @@ impl Rules {
     }
 
     /// Mutates and validates in the declared order; returns the object to reconcile (the
-    /// input itself unless a mutation wrote to it) and the verdict on it.
-    pub fn run<'o>(&self, object: &'o Value, notes: &[Template]) -> (Cow<'o, Value>, Verdict) {
+    /// input itself unless a mutation wrote to it) and the verdict on it. The rules see
+    /// `context` besides the object (the stamps, the admission calls' `.external`).
+    pub fn run<'o>(
+        &self,
+        object: &'o Value,
+        notes: &[Template],
+        context: &Map<String, Value>,
+    ) -> (Cow<'o, Value>, Verdict) {
         let mut verdict = Verdict::default();
         if self.mutate_first {
-            let mutated = self.mutate(object, notes, &mut verdict);
-            self.validate(&mutated, notes, &mut verdict);
+            let mutated = self.mutate(object, notes, context, &mut verdict);
+            self.validate(&mutated, notes, context, &mut verdict);
             (mutated, verdict)
         } else {
-            self.validate(object, notes, &mut verdict);
-            (self.mutate(object, notes, &mut verdict), verdict)
+            self.validate(object, notes, context, &mut verdict);
+            (self.mutate(object, notes, context, &mut verdict), verdict)
         }
     }
 
-    fn mutate<'o>(&self, object: &'o Value, notes: &[Template], verdict: &mut Verdict) -> Cow<'o, Value> {
+    fn mutate<'o>(
+        &self,
+        object: &'o Value,
+        notes: &[Template],
+        context: &Map<String, Value>,
+        verdict: &mut Verdict,
+    ) -> Cow<'o, Value> {
         let mut mutated = Cow::Borrowed(object);
         for rule in &self.mutations {
-            let resolver = Resolver::new(&mutated, notes);
+            let resolver = Resolver::in_context(&mutated, notes, context);
             if !rule.guard.passes(&resolver, None) {
                 continue;
             }
@@ -162,8 +174,8 @@ impl Rules {
         mutated
     }
 
-    fn validate(&self, object: &Value, notes: &[Template], verdict: &mut Verdict) {
-        let resolver = Resolver::new(object, notes);
+    fn validate(&self, object: &Value, notes: &[Template], context: &Map<String, Value>, verdict: &mut Verdict) {
+        let resolver = Resolver::in_context(object, notes, context);
         for rule in &self.validations {
             if !rule.guard.passes(&resolver, None) || rule.check.passes(&resolver, None) {
                 continue;
@@ -210,11 +222,11 @@ mutation:
     fn deny_and_warn_name_the_field_and_render_the_message() {
         let rules = rules(RULES);
         let input = json!({"spec": {"replicas": 9, "image": "app:latest"}});
-        let (_, verdict) = rules.run(&input, &[]);
+        let (_, verdict) = rules.run(&input, &[], &Map::new());
         assert_eq!(verdict.denied, ["field \"spec.replicas\": at most 5, got 9"]);
         assert_eq!(verdict.warnings, ["field \"spec.image\": pin the image"]);
         let input = json!({"spec": {"replicas": 2, "image": "app:1.0"}});
-        let (_, verdict) = rules.run(&input, &[]);
+        let (_, verdict) = rules.run(&input, &[], &Map::new());
         assert_eq!(
             verdict,
             Verdict::default(),
@@ -226,11 +238,11 @@ mutation:
     fn defaults_fill_only_what_is_missing_and_overrides_follow_their_conditions() {
         let rules = rules(RULES);
         let input = json!({"spec": {"vip": true}});
-        let (mutated, _) = rules.run(&input, &[]);
+        let (mutated, _) = rules.run(&input, &[], &Map::new());
         assert_eq!(mutated["spec"]["replicas"], 1);
         assert_eq!(mutated["spec"]["tier"], "gold");
         let input = json!({"spec": {"replicas": 3, "tier": "bronze"}});
-        let (mutated, _) = rules.run(&input, &[]);
+        let (mutated, _) = rules.run(&input, &[], &Map::new());
         assert_eq!(mutated["spec"], json!({"replicas": 3, "tier": "bronze"}));
     }
 
@@ -244,10 +256,10 @@ mutation:
   rules: [{field: spec.replicas, default: '2', valueType: int}]
 ";
         let input = json!({"spec": {}});
-        let (_, after) = rules(&yaml.replace("MF", "true")).run(&input, &[]);
+        let (_, after) = rules(&yaml.replace("MF", "true")).run(&input, &[], &Map::new());
         assert!(after.denied.is_empty(), "validation sees the default");
         let input = json!({"spec": {}});
-        let (mutated, before) = rules(&yaml.replace("MF", "false")).run(&input, &[]);
+        let (mutated, before) = rules(&yaml.replace("MF", "false")).run(&input, &[], &Map::new());
         assert_eq!(before.denied, ["field \"spec.replicas\": replicas missing"]);
         assert_eq!(mutated["spec"]["replicas"], 2);
     }
@@ -256,10 +268,10 @@ mutation:
     fn the_object_is_copied_only_when_a_mutation_writes() {
         let rules = rules(RULES);
         let settled = json!({"spec": {"replicas": 3, "image": "app:1.0"}});
-        let (object, _) = rules.run(&settled, &[]);
+        let (object, _) = rules.run(&settled, &[], &Map::new());
         assert!(matches!(object, Cow::Borrowed(_)), "nothing to default: no copy");
         let input = json!({"spec": {}});
-        let (object, _) = rules.run(&input, &[]);
+        let (object, _) = rules.run(&input, &[], &Map::new());
         assert!(matches!(object, Cow::Owned(_)));
     }
 
@@ -268,7 +280,7 @@ mutation:
         let rules =
             rules("mutation:\n  rules: [{field: spec.replicas, default: '{{ .spec.name }}', valueType: int}]\n");
         let input = json!({"spec": {"name": "web"}});
-        let (object, verdict) = rules.run(&input, &[]);
+        let (object, verdict) = rules.run(&input, &[], &Map::new());
         assert_eq!(object["spec"].get("replicas"), None);
         assert_eq!(
             verdict.skipped,
@@ -290,7 +302,7 @@ mutation:
 ",
         );
         let input = json!({"spec": {}});
-        let (mutated, verdict) = rules.run(&input, &[]);
+        let (mutated, verdict) = rules.run(&input, &[], &Map::new());
         assert_eq!(
             verdict.denied,
             ["field \"spec.image\": does not pass its validation rule"]

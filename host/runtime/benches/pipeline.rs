@@ -100,13 +100,14 @@ fn pipeline() -> Pipeline {
     let crd = crd();
     let (cache, queue) = (Cache::default(), WorkQueue::new());
     let tuning = Arc::new(Tuning::new(&crd));
-    let admission = Arc::new(Admission::new(
+    let admission = Admission::new(
         crd.clone(),
         cache.clone(),
         queue.clone(),
         Arc::new(Stats::default()),
         tuning.clone(),
-    ));
+        reqwest::Client::new(),
+    );
     let (ready, _) = tokio::sync::oneshot::channel();
     let observer = PrimaryObserver::new(cache.clone(), crd.declared_sentinels(), admission, Some(ready));
     let reconciler = Arc::new(NoOp {

@@ -314,13 +314,14 @@ impl CrdRun {
             return;
         };
         let resource = Arc::new(resource);
-        let admission: Arc<dyn Enqueue> = Arc::new(Admission::new(
+        let admission: Arc<dyn Enqueue> = Admission::new(
             crd.clone(),
             self.handle.cache.clone(),
             self.handle.queue.clone(),
             self.handle.stats.clone(),
             self.handle.tuning.clone(),
-        ));
+            self.http.clone(),
+        );
 
         let mut observers = JoinSet::new();
         let namespace = crd.namespace.clone().filter(|_| scope == Scope::Namespaced);

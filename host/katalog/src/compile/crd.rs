@@ -204,6 +204,8 @@ pub struct CompiledCrd {
     pub cross_access: bool,
     /// `admission` validation and mutation rules, run at every reconcile.
     pub rules: crate::rules::Rules,
+    /// The rules' external calls (validation's, then mutation's), made before them.
+    pub rule_calls: Vec<super::Call>,
     pub boxes: EffectiveBoxes,
     /// What it was compiled from, for [`CompiledCrd::runs_like`].
     origin: Arc<Origin>,
@@ -350,6 +352,25 @@ impl CompiledCrd {
             }
         });
         let rules = gather.ok(rules);
+        // Calls made before the rules, whose results they read as `.external.<name>`.
+        let admission = &entry.admission;
+        let rule_calls = admission
+            .validation
+            .iter()
+            .flat_map(|v| {
+                v.external
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (format!("admission.validation.external[{i}]"), c))
+            })
+            .chain(admission.mutation.iter().flat_map(|m| {
+                m.external
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (format!("admission.mutation.external[{i}]"), c))
+            }));
+        let rule_calls = gather
+            .each(rule_calls.map(|(at, call)| super::Call::compile(call, &notes.functions).map_err(|e| e.within(&at))));
         let (Some(compiled), Some(resync), Some(retry), Some(rules), Some(enrich)) =
             (compiled, resync, retry, rules, enrich)
         else {
@@ -389,6 +410,7 @@ impl CompiledCrd {
             watches,
             events: Arc::new(events),
             enrich: Arc::new(enrich),
+            rule_calls,
             owned_kinds,
             notes: notes.templates.clone(),
             katalog: katalog.name.clone(),

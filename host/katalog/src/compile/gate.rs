@@ -2,10 +2,11 @@
 //! reconcile gate (should this work run now?), one pair per effective operator box.
 //!
 //! A gate passes when its `sentinels:` shorthand (any listed sentinel true; absent = no
-//! constraint) and its `when`/`or` conditions both pass. The reconcile gate's external calls
-//! are made by the Kordinator before it asks; a failing call lets `failPolicy` decide (open:
-//! pass, closed: block). The enqueue gate sits on the watch path, where no call is made: its
-//! calls count as failed.
+//! constraint) and its `when`/`or` conditions both pass. A gate's external calls are made
+//! before it is asked (the reconcile gate's by the Kordinator, the enqueue gate's by the
+//! enqueue path, off the watch's task); a failing call lets `failPolicy` decide (open: pass,
+//! closed: block). A watch entry's own enqueue gate sits on the watch path, where no call is
+//! made: its calls count as failed.
 
 use super::call::Call;
 use super::{Error, conditions};
@@ -38,7 +39,7 @@ impl Gate {
     }
 
     /// Compiles a gate of the Katalog. `shared` are `preReconcile.external`; `call` says
-    /// whether this gate makes its calls (the reconcile gate) or cannot (the enqueue gate).
+    /// whether this gate makes its calls (the box's gates) or cannot (a watch entry's).
     /// Errors in a shared call are the caller's to place (they start with `shared[i]`).
     pub fn compile(
         spec: &crate::Gate,
@@ -112,7 +113,7 @@ impl BoxGates {
                 .map_err(|e| e.within("preReconcile"))
         };
         Ok(Self {
-            enqueue: compile(&pre.enqueue_gate, "enqueueGate", false)?,
+            enqueue: compile(&pre.enqueue_gate, "enqueueGate", true)?,
             reconcile: compile(&pre.reconcile_gate, "reconcileGate", true)?,
             declared_sentinels: sentinel::mask(pre.sentinels.iter().map(String::as_str)),
             event_aware: pre.reconcile_gate.as_ref().is_some_and(|g| g.event_aware),
@@ -164,22 +165,28 @@ mod tests {
     }
 
     #[test]
-    fn enqueue_gates_cannot_call_so_policy_decides_while_reconcile_gates_carry_their_calls() {
+    fn box_gates_carry_their_calls_shared_first_and_a_watch_gate_cannot_call() {
         let call = "external: [{name: flag, url: 'http://flags'}]";
         let closed = gates(&format!(
             "preReconcile: {{external: [{{name: shared, url: 'http://s'}}], enqueueGate: {{{call}, failPolicy: closed}}, reconcileGate: {{{call}, failPolicy: closed}}}}"
         ));
-        let open = gates(&format!("preReconcile: {{enqueueGate: {{{call}, failPolicy: open}}}}"));
         let object = json!({});
-        assert!(!closed.enqueue.unwrap().passes(&Resolver::new(&object, &[])));
-        assert!(open.enqueue.unwrap().passes(&Resolver::new(&object, &[])));
-        let reconcile = closed.reconcile.unwrap();
-        let names: Vec<&str> = reconcile.external.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["shared", "flag"], "shared calls first");
-        assert!(!reconcile.fail_open);
+        for gate in [closed.enqueue.unwrap(), closed.reconcile.unwrap()] {
+            let names: Vec<&str> = gate.external.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(names, ["shared", "flag"], "shared calls first");
+            assert!(!gate.fail_open);
+            assert!(
+                gate.passes(&Resolver::new(&object, &[])),
+                "the calls are the caller's to make"
+            );
+        }
+        let node = crate::yaml::parse(&format!("{{{call}, failPolicy: closed}}")).unwrap();
+        let (spec, _) = crate::read::<crate::Gate>(&node, "").unwrap();
+        let watch = Gate::compile_watch(Some(&spec), Functions::builtin()).unwrap().unwrap();
+        assert!(watch.external.is_empty());
         assert!(
-            reconcile.passes(&Resolver::new(&object, &[])),
-            "the calls were the Kordinator's to make"
+            !watch.passes(&Resolver::new(&object, &[])),
+            "closed: a call it cannot make fails it"
         );
     }
 }

@@ -136,7 +136,10 @@ impl Declarative {
         }
         let now = jiff::Timestamp::now();
         let normalized = self.normalize(request, object);
-        let (mutated, verdict) = self.crd.rules.run(&normalized, &self.crd.notes);
+        // One context for every stage of this run, starting from the stamps parsed once.
+        let mut context = (*request.context).clone();
+        let rule_calls = self.call_rule_externals(&normalized, &mut context).await;
+        let (mutated, verdict) = self.crd.rules.run(&normalized, &self.crd.notes, &context);
         // Mutations are persisted; normalization never is.
         let checked = Checked {
             mutation: added_fields(&normalized, &mutated),
@@ -147,8 +150,6 @@ impl Declarative {
             // As upstream: a mutation that cannot produce a value is skipped, the CR is reconciled.
             tracing::warn!(key = %request.key, mutation = %skipped, "mutation rule skipped");
         }
-        // One context for every stage of this run, starting from the stamps parsed once.
-        let mut context = (*request.context).clone();
         if !compiled.cross.is_empty() {
             let resolver = Resolver::in_context(&mutated, &self.crd.notes, &context);
             let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
@@ -157,7 +158,11 @@ impl Declarative {
                 self.peers.read_all(&compiled.cross, &resolver, namespace).await,
             );
         }
-        let mut outcome = match self.call_externals(compiled, &mutated, &mut context).await {
+        let calls = match rule_calls {
+            Ok(()) => self.call_externals(compiled, &mutated, &mut context).await,
+            Err(error) => Err(error),
+        };
+        let mut outcome = match calls {
             Ok(()) => self.apply_all(request, object, &mutated, &checked, &context, now).await,
             Err(error) => Err(error),
         };
@@ -269,6 +274,25 @@ impl Declarative {
                 }
             }
         }
+    }
+
+    /// The admission rules' external calls, into `context["external"]`: the rules read their
+    /// results. One that fails (without `continueOnError`) fails the reconcile, as a block's
+    /// does, once the rules are reported.
+    async fn call_rule_externals(
+        &self,
+        object: &Value,
+        context: &mut Map<String, Value>,
+    ) -> Result<(), ReconcileError> {
+        if self.crd.rule_calls.is_empty() {
+            return Ok(());
+        }
+        let mut resolver = Resolver::in_context(object, &self.crd.notes, context);
+        let outcome = crate::external::run(&self.http, &self.crd.rule_calls, &mut resolver).await;
+        if let Some(results) = resolver.lookup("external") {
+            context.insert("external".into(), results.clone());
+        }
+        outcome.map_err(|e| ReconcileError::new(Reason::ExternalCallFailed, e))
     }
 
     /// The external calls of the blocks whose gate passes, into `context["external"]`.
