@@ -225,3 +225,75 @@ async fn profiles_expand_into_objects_the_server_keeps_as_they_are() {
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn workload_autoscale_steps_replicas_within_bounds_and_rests_between_steps() {
+    let scale = "autoscale:
+                  min: 1
+                  max: 3
+                  cooldown: 1s
+                  scaleUp: {conditions: {when: [{field: spec.load, equals: high}]}}
+                  scaleDown: {conditions: {when: [{field: spec.load, equals: low}]}}";
+    let operator_box = format!(
+        "        reconcile:
+          resync: 1s
+          onCreate:
+            deployments:
+              - image: nginx
+                {scale}
+          onReconcile:
+            statefulSets:
+              - image: postgres
+                replicas: 2
+                {scale}
+"
+    );
+    let h = Harness::start("autoscale-workload", &crd("app", "App", &operator_box), &[], true).await;
+    h.create("App", "w", json!({"load": "high"})).await;
+    let deployments = api(&h, "apps/v1", "Deployment", "deployments", true);
+    let sets = api(&h, "apps/v1", "StatefulSet", "statefulsets", true);
+    let replicas = |api: Api<DynamicObject>, name: &'static str| async move {
+        api.get(name).await.ok()?.data["spec"]["replicas"].as_i64()
+    };
+    for (what, api, name) in [
+        ("deployment", &deployments, "w-deployment"),
+        ("statefulset", &sets, "w-statefulset"),
+    ] {
+        eventually(&format!("the {what} at its max"), WAIT, || async {
+            (replicas(api.clone(), name).await? == 3).then_some(())
+        })
+        .await
+        .unwrap();
+    }
+    let scaled_at = deployments
+        .get("w-deployment")
+        .await
+        .unwrap()
+        .metadata
+        .annotations
+        .unwrap()["orkestra.orkspace.io/autoscaled-at"]
+        .clone();
+    assert!(scaled_at.ends_with('Z'), "{scaled_at}");
+    // At its max, nothing more to do: resyncs write nothing.
+    h.writes_nothing_once_settled("app").await;
+    assert_eq!(
+        replicas(deployments.clone(), "w-deployment").await,
+        Some(3),
+        "never past max"
+    );
+
+    h.patch("App", "w", json!({"spec": {"load": "low"}})).await;
+    for (what, api, name) in [
+        ("deployment", &deployments, "w-deployment"),
+        ("statefulset", &sets, "w-statefulset"),
+    ] {
+        eventually(&format!("the {what} back at its min"), WAIT, || async {
+            (replicas(api.clone(), name).await? == 1).then_some(())
+        })
+        .await
+        .unwrap();
+    }
+    h.patch("App", "w", json!({"spec": {"load": "steady"}})).await;
+    h.writes_nothing_once_settled("app").await;
+    h.stop().await;
+}

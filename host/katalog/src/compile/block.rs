@@ -38,6 +38,69 @@ pub struct Entry {
     pub once: bool,
     /// Profiles whose name is a template: chosen when the entry renders.
     pub profiles: Vec<ProfileChoice>,
+    /// A workload's replicas, stepped by conditions.
+    pub autoscale: Option<Scale>,
+}
+
+/// A workload's `autoscale`, compiled: between `min` and `max` replicas, a step up when
+/// `up` holds, down when `down` holds, no sooner than `cooldown` after the last step.
+#[derive(Debug, Clone)]
+pub struct Scale {
+    pub min: i64,
+    pub max: i64,
+    pub cooldown: Duration,
+    pub up: Option<(Conditions, i64)>,
+    pub down: Option<(Conditions, i64)>,
+}
+
+/// A workload's cooldown when `autoscale` gives none.
+const SCALE_COOLDOWN: Duration = Duration::from_secs(60);
+
+impl Scale {
+    fn compile(kind: &KindSpec, spec: &crate::WorkloadAutoscale, functions: &Functions) -> Result<Self, Error> {
+        if !matches!(kind.key, "deployments" | "statefulSets") {
+            return Err(Error::at(
+                "autoscale",
+                format!(
+                    "{} have no replicas to scale: autoscale is for deployments and statefulSets",
+                    kind.key
+                ),
+            ));
+        }
+        let max = spec.max.ok_or_else(|| Error::at("autoscale.max", "is required"))?;
+        let min = spec.min.unwrap_or(1);
+        if min < 0 || min > max {
+            return Err(Error::at(
+                "autoscale",
+                format!("min {min} and max {max}: want 0 <= min <= max"),
+            ));
+        }
+        let step = |step: &Option<crate::ScaleStep>, name: &str, by: fn(&crate::ScaleStep) -> Option<i64>| {
+            step.as_ref()
+                .map(|step| {
+                    let conditions = conditions(&step.conditions.when, &step.conditions.or, functions)
+                        .map_err(|e| e.within(&format!("autoscale.{name}.conditions")))?;
+                    match by(step).unwrap_or(1) {
+                        n if n >= 1 => Ok((conditions, n)),
+                        n => Err(Error::at(
+                            format!("autoscale.{name}"),
+                            format!("a step of {n}: want at least 1"),
+                        )),
+                    }
+                })
+                .transpose()
+        };
+        Ok(Self {
+            min,
+            max,
+            cooldown: match &spec.cooldown {
+                Some(text) => crate::duration::parse(text).map_err(|e| Error::at("autoscale.cooldown", e))?,
+                None => SCALE_COOLDOWN,
+            },
+            up: step(&spec.scale_up, "scaleUp", |s| s.increment)?,
+            down: step(&spec.scale_down, "scaleDown", |s| s.decrement)?,
+        })
+    }
 }
 
 /// A templated `profile:` of an entry, with every preset it may choose, compiled.
@@ -263,6 +326,11 @@ impl Entry {
                     })
                 })
                 .collect::<Result<_, Error>>()?,
+            autoscale: entry
+                .autoscale
+                .as_ref()
+                .map(|spec| Scale::compile(kind, spec, functions))
+                .transpose()?,
         })
     }
 

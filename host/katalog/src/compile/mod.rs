@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use block::{Block, Entry, ProfileChoice, Replace};
+pub use block::{Block, Entry, ProfileChoice, Replace, Scale};
 pub use boxes::{CompiledBox, EmitEvent, EmitOn, Requeue, StatusField};
 pub use call::Call;
 pub use crd::{Autoscale, Behaviour, CompiledCrd, RetryPolicy};

@@ -21,7 +21,10 @@ pub use admission::{Admission, MutationRule, MutationSpec, RuleAction, Validatio
 pub use calls::{ExternalCall, RetryBackoff};
 pub use components::*;
 pub use operator_box::*;
-pub use resources::{ForEach, HookTemplates, KindSpec, ProfileChoice, RESOURCE_KINDS, ResourceEntry, kind_spec};
+pub use resources::{
+    ForEach, HookTemplates, KindSpec, ProfileChoice, RESOURCE_KINDS, ResourceEntry, ScaleStep, WorkloadAutoscale,
+    kind_spec,
+};
 pub use serve::{Serve, ServeTarget, TargetEntry};
 
 /// One Katalog file.

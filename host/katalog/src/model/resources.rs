@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::calls::ExternalCall;
-use crate::condition::ConditionSpec;
+use crate::condition::{ConditionSpec, ConditionsSpec};
 
 /// One template block.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -185,6 +185,10 @@ pub struct ResourceEntry {
     /// Per-resource override of the CRD's forceConflict.
     #[serde(default)]
     pub force_conflict: Option<bool>,
+    /// Deployments and StatefulSets: replicas stepped up or down by conditions at each
+    /// reconcile.
+    #[serde(default)]
+    pub autoscale: Option<WorkloadAutoscale>,
     /// The kind-specific fields, as written.
     #[serde(flatten)]
     pub fields: BTreeMap<String, Value>,
@@ -194,6 +198,35 @@ pub struct ResourceEntry {
     /// Profiles whose name is a template, chosen per CR (set at load).
     #[serde(skip)]
     pub profiles: Vec<ProfileChoice>,
+}
+
+/// A workload's `autoscale`: between `min` and `max` replicas, one step at a time, no
+/// sooner than `cooldown` after the last.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadAutoscale {
+    #[serde(default)]
+    pub min: Option<i64>,
+    #[serde(default)]
+    pub max: Option<i64>,
+    #[serde(default)]
+    pub cooldown: Option<String>,
+    #[serde(default)]
+    pub scale_up: Option<ScaleStep>,
+    #[serde(default)]
+    pub scale_down: Option<ScaleStep>,
+}
+
+/// When to step, and by how much (`increment` up, `decrement` down; default 1).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleStep {
+    #[serde(default)]
+    pub conditions: ConditionsSpec,
+    #[serde(default)]
+    pub increment: Option<i64>,
+    #[serde(default)]
+    pub decrement: Option<i64>,
 }
 
 /// A `profile:` whose name is a template, with the presets it may choose from.
@@ -249,7 +282,7 @@ pub const RESOURCE_KINDS: &[KindSpec] = &[
         kind: "Deployment",
         namespaced: true,
         pod: true,
-        fields: &["replicas", "port", "protocol", "probes", "rollingUpdate", "autoscale"],
+        fields: &["replicas", "port", "protocol", "probes", "rollingUpdate"],
     },
     KindSpec {
         key: "statefulSets",
@@ -265,7 +298,6 @@ pub const RESOURCE_KINDS: &[KindSpec] = &[
             "serviceName",
             "volumeClaimTemplates",
             "rollingUpdate",
-            "autoscale",
         ],
     },
     KindSpec {

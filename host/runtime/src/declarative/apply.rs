@@ -11,6 +11,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditi
 use kube::discovery::Scope;
 use serde_json::{Value, json};
 
+use super::scale::SCALED_AT;
 use crate::counters::Counters;
 use crate::failure::{Reason, ReconcileError};
 use crate::observe::Children;
@@ -34,6 +35,8 @@ pub struct Mode<'a> {
     pub replace: Replace,
     /// The field manager: the CRD's for its templates, the component's for what it returns.
     pub manager: &'a str,
+    /// Its replicas follow `autoscale`: a create-only workload still takes their steps.
+    pub scaled: bool,
 }
 
 /// What [`Applier::delete_child`] did.
@@ -159,6 +162,19 @@ impl Applier {
             }
             let expired = expired(&live, mode.replace);
             let drifted = !expired && !contains(&live, &comparable(&object));
+            if !expired && mode.create_only && mode.scaled && drifted {
+                // A created-once workload is left alone, but for the replicas its autoscale
+                // stepped: those alone, merged.
+                let mut scaled = json!({"spec": {"replicas": object["spec"]["replicas"]}});
+                if let Some(stamp) = object["metadata"]["annotations"][SCALED_AT].as_str() {
+                    scaled["metadata"]["annotations"][SCALED_AT] = json!(stamp);
+                }
+                if !contains(&live, &scaled) {
+                    let mut patch = scaled;
+                    patch["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"].clone();
+                    return Ok((self.merge(&api, &name, &patch, mode.manager).await?, true));
+                }
+            }
             if !expired && (mode.create_only || !drifted) {
                 return Ok((live, false));
             }
@@ -240,6 +256,18 @@ impl Applier {
                 && ownership::migrated_managers(live, mode.manager).is_none()
                 && !expired(live, mode.replace)
         }))
+    }
+
+    /// The child named like `object` as the owned-kind watch last saw it.
+    pub fn seen(&self, object: &Value) -> Option<std::sync::Arc<Value>> {
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
+        let name = text(&object["metadata"]["name"]);
+        let key = match object["metadata"]["namespace"].as_str() {
+            Some(namespace) => format!("{namespace}/{name}"),
+            None => name,
+        };
+        self.children
+            .get(&text(&object["apiVersion"]), &text(&object["kind"]), &key)
     }
 
     /// The object as the owned-kind watch holds it, else as the API server has it.

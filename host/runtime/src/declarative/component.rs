@@ -183,6 +183,7 @@ impl Declarative {
             owned: true,
             replace: Replace::Never,
             manager: &self.managers.component,
+            scaled: false,
         };
         let mut returned: Vec<[String; 4]> = Vec::with_capacity(children.len());
         for (identity, child) in children {

@@ -174,6 +174,7 @@ impl Declarative {
                             owned: false,
                             replace: Replace::Never,
                             manager: &self.managers.templates,
+                            scaled: false,
                         };
                         let (live, _) = self.applier.apply(rendered, object, mode).await?;
                         finished &= lifecycle::job_finished(&live);

@@ -13,6 +13,7 @@ mod enrich;
 mod finalize;
 mod lifecycle;
 mod record;
+mod scale;
 mod serialized;
 mod status;
 
@@ -457,10 +458,13 @@ impl Declarative {
                             owned: true,
                             replace: entry.replace,
                             manager: &self.managers.templates,
+                            scaled: entry.autoscale.is_some(),
                         };
                         let placements = placements(entry, &scoped, object, compiled)?;
-                        // A create-only child that exists as it should is not rendered again.
-                        let unchanged = match placements.is_none() && !entry.kind.api_version.is_empty() {
+                        // A create-only child that exists as it should is not rendered again
+                        // (unless its autoscale may step its replicas).
+                        let settled = placements.is_none() && !entry.kind.api_version.is_empty() && !mode.scaled;
+                        let unchanged = match settled {
                             true => {
                                 self.applier
                                     .unchanged(&child_refs(entry, &scoped, object, compiled)?[0], object, mode)
@@ -477,6 +481,9 @@ impl Declarative {
                                 })?;
                                 self.copy_source(entry, &scoped, object, compiled, &mut rendered)
                                     .await?;
+                                if let Some(scale) = &entry.autoscale {
+                                    self.scale(scale, &scoped, &mut rendered, jiff::Timestamp::now());
+                                }
                                 match &placements {
                                     None => lives.push(self.applier.apply(rendered, object, mode).await?),
                                     Some(namespaces) => {
