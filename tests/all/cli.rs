@@ -262,3 +262,20 @@ fn a_failed_build_step_is_named_and_leaves_no_cache_entry() {
         "no cache entry and no build directory are left"
     );
 }
+
+#[test]
+fn run_refuses_a_live_api_beyond_loopback_without_a_token() {
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let kubeconfig = cluster.kubeconfig.to_str().unwrap();
+    let katalog = website_katalog();
+    let output = run(
+        &["run", "-f", katalog.to_str().unwrap(), "--http-addr", "0.0.0.0:0"],
+        &[("KUBECONFIG", kubeconfig), ("ORK_API_TOKEN", "")],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the Live API would listen on 0.0.0.0:0 without a token: set ORK_API_TOKEN (or --token-secret), or pass --insecure-no-auth"),
+        "{stderr}"
+    );
+}

@@ -10,6 +10,7 @@ mod isolation;
 mod katalogs;
 mod kinds;
 mod lifecycle;
+mod live;
 mod nodes;
 mod ork;
 mod pipeline;

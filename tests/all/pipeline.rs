@@ -101,7 +101,8 @@ pub(crate) struct Harness {
     runtime_crds: Vec<CrdHandle>,
     pub(crate) health: orkestra::health::HealthBoard,
     /// What its Live API serves.
-    pub(crate) peers: orkestra::cross::Peers,
+    /// What its Live API serves.
+    pub(crate) inspect: orkestra::live::Inspect,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -133,7 +134,8 @@ impl Harness {
                 .await
                 .unwrap();
         }
-        let mut runtime = Runtime::new(ns.client.clone(), &katalog).unwrap();
+        // The event log too: the Live API tests read it.
+        let mut runtime = Runtime::new(ns.client.clone(), &katalog).unwrap().with_event_log();
         for (crd, recorder) in recorders {
             runtime = runtime
                 .with_reconciler(crd, MuxReconciler::new(recorder.clone()))
@@ -141,7 +143,7 @@ impl Harness {
         }
         let runtime_crds: Vec<CrdHandle> = katalog.crds.keys().filter_map(|n| runtime.crd(n)).collect();
         let health = runtime.health();
-        let peers = runtime.peers();
+        let inspect = runtime.inspect();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(runtime.run(async {
             let _ = stopped.await;
@@ -151,7 +153,7 @@ impl Harness {
             group,
             runtime_crds,
             health,
-            peers,
+            inspect,
             stop: Some(stop),
             task: Some(task),
         }

@@ -630,7 +630,13 @@ async fn a_cross_read_with_source_reads_another_runtime_through_its_live_api() {
     let producers = Harness::start("producer", &producer_crds, &[], true).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let live = format!("http://{}", listener.local_addr().unwrap());
-    let server = tokio::spawn(axum::serve(listener, orkestra::admin::live(producers.peers.clone())).into_future());
+    let server = tokio::spawn(
+        axum::serve(
+            listener,
+            orkestra::live::router(producers.inspect.clone(), None, orkestra::live::Auth::open()),
+        )
+        .into_future(),
+    );
     producers.create("Producer", "p", json!({"host": "10.0.0.7"})).await;
     producers.create("Secret", "s", json!({})).await;
 
@@ -652,6 +658,10 @@ async fn a_cross_read_with_source_reads_another_runtime_through_its_live_api() {
             - crd: producer
               as: info
               source: {{host: '{live}', protocol: info}}
+            - crd: producer
+              as: events
+              selector: {{name: p, namespace: {ns}}}
+              source: {{host: '{live}', protocol: events, cacheFor: 1s}}
         emit:
           status:
             fields:
@@ -660,6 +670,7 @@ async fn a_cross_read_with_source_reads_another_runtime_through_its_live_api() {
               - {{path: producerState, value: '{{{{ .cross.health.health.state }}}}'}}
               - {{path: secretFound, type: bool, value: '{{{{ .cross.secret.found }}}}'}}
               - {{path: producerWorkers, value: '{{{{ .cross.info.info.workers.current }}}} ({{{{ .cross.info.info.workers.source }}}})'}}
+              - {{path: producerEvents, value: '{{{{ range .cross.events.events }}}}{{{{ .reason }}}},{{{{ end }}}}'}}
 ",
         ns = producers.ns.name
     );
@@ -675,9 +686,16 @@ async fn a_cross_read_with_source_reads_another_runtime_through_its_live_api() {
     assert_eq!(status["producerState"], "healthy", "{status}");
     assert_eq!(status["secretFound"], false, "crossAccess: false holds over HTTP too");
     assert_eq!(
-        status["producerWorkers"], "1 (configured)",
+        status["producerWorkers"], "1 (default)",
         "the info protocol: {status}"
     );
+    eventually("the producer's events, read from the other runtime", WAIT, || async {
+        let c = consumers.api("Consumer").get("c").await.ok()?;
+        let events = c.data["status"]["producerEvents"].as_str()?.to_string();
+        events.contains("ProducerReconciled").then_some(())
+    })
+    .await
+    .unwrap();
 
     // A change on the producer's side arrives once the answer's cacheFor runs out.
     producers

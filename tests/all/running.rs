@@ -26,6 +26,8 @@ pub fn katalogs_dir() -> PathBuf {
 pub struct Running {
     pub ns: TestNamespace,
     pub components: Components,
+    /// What its Live API serves.
+    pub inspect: orkestra::live::Inspect,
     pub katalog: Katalog,
     handles: Vec<CrdHandle>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -49,8 +51,9 @@ impl Running {
         orkestra_kube::crd_install::install_crds(&ns.client, &katalog.katalog, WAIT)
             .await
             .unwrap();
-        let runtime = Runtime::new(ns.client.clone(), &katalog).unwrap();
+        let runtime = Runtime::new(ns.client.clone(), &katalog).unwrap().with_event_log();
         let components = runtime.components();
+        let inspect = runtime.inspect();
         let handles = katalog.crds.keys().filter_map(|name| runtime.crd(name)).collect();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(runtime.run(async {
@@ -74,6 +77,7 @@ impl Running {
         Self {
             ns,
             components,
+            inspect,
             katalog: katalog.katalog,
             handles,
             stop: Some(stop),

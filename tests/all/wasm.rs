@@ -480,7 +480,7 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = listener.local_addr().unwrap();
-    let router = orkestra::admin::router(run.components.clone(), reloader, Default::default());
+    let router = orkestra::live::router(run.inspect.clone(), Some(reloader), orkestra::live::Auth::open());
     let endpoint = tokio::spawn(async move { axum::serve(listener, router).await });
     run.apply(&katalogs_dir().join("site-hook/samples/site.yaml")).await;
     let sites = run.crs("hooks.orkestra.io", "Site");
@@ -537,7 +537,7 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
     std::fs::copy(&rust_hook, &live).unwrap();
     // tokio's Command: the endpoint answering it runs on this test's runtime.
     let output = tokio::process::Command::new(ORK)
-        .args(["reload", "--admin-addr", &admin.to_string(), "--component", "site"])
+        .args(["reload", "--http-addr", &admin.to_string(), "--component", "site"])
         .output()
         .await
         .unwrap();
@@ -549,7 +549,7 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
     );
     assert!(stdout.contains("site: revision"), "{stdout}");
     let unknown = tokio::process::Command::new(ORK)
-        .args(["reload", "--admin-addr", &admin.to_string(), "--component", "nope"])
+        .args(["reload", "--http-addr", &admin.to_string(), "--component", "nope"])
         .output()
         .await
         .unwrap();
@@ -683,16 +683,10 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
         manager: "orkestra-wasm/test".into(),
     };
     let call = |active: std::sync::Arc<orkestra_wasm::Active>| {
-        let (host, request) = (host.clone(), request.clone());
+        let (slot, request) = (slot.clone(), request.clone());
         async move {
-            let response = host
-                .call(
-                    &active.loaded,
-                    &active.spec,
-                    orkestra_wasm::Hook::Reconcile,
-                    caller(),
-                    &request,
-                )
+            let response = slot
+                .call(&active, orkestra_wasm::Hook::Reconcile, caller(), &request)
                 .await
                 .unwrap()
                 .unwrap();
@@ -718,15 +712,18 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
         ..request.clone()
     };
     let active = slot.active().unwrap();
-    let response = host
-        .call(
-            &active.loaded,
-            &active.spec,
-            orkestra_wasm::Hook::NotFound,
-            caller(),
-            &not_found,
-        )
+    let response = slot
+        .call(&active, orkestra_wasm::Hook::NotFound, caller(), &not_found)
         .await
         .unwrap();
     assert!(matches!(response.map(|r| r.outcome), Some(orkestra_wasm::Outcome::Ok)));
+    // Every call counted on the slot, across its swap.
+    let calls = slot.stats.view();
+    assert_eq!((calls.calls, calls.outcomes["ok"]), (3, 3), "{calls:?}");
+    assert!(
+        calls.p99_ms.unwrap() >= 300.0,
+        "the slow call is the slowest: {calls:?}"
+    );
+    assert!(calls.memory_high_water_bytes > 0);
+    assert_eq!(calls.swaps.iter().map(|s| s.revision).collect::<Vec<_>>(), [1, 2]);
 }

@@ -28,7 +28,7 @@ pub struct DevArgs {
     #[command(flatten)]
     plane: super::control_plane::PlaneArgs,
     #[command(flatten)]
-    admin: super::run::AdminArgs,
+    http: super::run::HttpArgs,
 }
 
 pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
@@ -64,7 +64,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     // The runtime and the control plane supervisor end together on the first signal.
     let files = args.katalog.files();
     let result = tokio::select! {
-        result = super::run::serve(client, &katalog, &files, &args.admin) => result,
+        result = super::run::serve(client, &katalog, &files, &args.http) => result,
         result = watch(&mut plane) => result,
     };
     plane.stop();

@@ -7,25 +7,33 @@ use anyhow::Context;
 use clap::Args;
 use serde_json::Value;
 
-use super::run::DEFAULT_ADMIN_ADDR;
+use super::run::DEFAULT_HTTP_ADDR;
 
 #[derive(Debug, Args)]
 pub struct ReloadArgs {
-    /// The runtime's admin endpoint (`--admin-addr` of `ork run` / `ork dev`).
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_ADMIN_ADDR)]
-    admin_addr: std::net::SocketAddr,
+    /// The runtime's Live API (`--http-addr` of `ork run` / `ork dev`).
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_HTTP_ADDR, alias = "admin-addr")]
+    http_addr: std::net::SocketAddr,
+    /// The bearer token the runtime asks for, from this environment variable (when set).
+    #[arg(long, value_name = "VAR", default_value = "ORK_API_TOKEN")]
+    token_env: String,
     /// Reload only this component (`crd`, or `crd/target`).
     #[arg(long, value_name = "NAME")]
     component: Option<String>,
 }
 
 pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
-    let mut url = format!("http://{}/reload", args.admin_addr);
+    let mut url = format!("http://{}/reload", args.http_addr);
     if let Some(name) = &args.component {
         url = format!("{url}?component={name}");
     }
-    let response = reqwest::Client::new()
-        .post(&url)
+    let mut request = reqwest::Client::new().post(&url);
+    if let Ok(token) = std::env::var(&args.token_env)
+        && !token.trim().is_empty()
+    {
+        request = request.bearer_auth(token.trim());
+    }
+    let response = request
         // A reload compiles what changed: seconds for big guests, not minutes.
         .timeout(std::time::Duration::from_secs(120))
         .send()
@@ -33,7 +41,7 @@ pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| {
             format!(
                 "no runtime answers at {} (is `ork run` or `ork dev` running?)",
-                args.admin_addr
+                args.http_addr
             )
         })?;
     let ok = response.status().is_success();

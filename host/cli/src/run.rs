@@ -12,22 +12,77 @@ pub struct RunArgs {
     #[command(flatten)]
     katalog: KatalogArgs,
     #[command(flatten)]
-    admin: AdminArgs,
+    http: HttpArgs,
 }
 
-/// Where the admin endpoint (components, reloads) listens.
+/// Where the Live API (probes, /katalog, /metrics, /components, /reload) listens, and who
+/// may call it.
 #[derive(Debug, Clone, Args)]
-pub struct AdminArgs {
-    /// Address of the admin endpoint: GET /components, POST /reload (`ork reload`).
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_ADMIN_ADDR)]
-    pub admin_addr: std::net::SocketAddr,
-    /// Do not open the admin endpoint.
+pub struct HttpArgs {
+    /// Address of the Live API: probes, /katalog..., /metrics, /components, POST /reload.
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_HTTP_ADDR, alias = "admin-addr")]
+    pub http_addr: std::net::SocketAddr,
+    /// Do not open the Live API.
+    #[arg(long, alias = "no-admin")]
+    pub no_http: bool,
+    /// Require this bearer token (read from the named environment variable) on everything
+    /// but the probes. Set when the variable is; required to listen beyond loopback.
+    #[arg(long, value_name = "VAR", default_value = "ORK_API_TOKEN")]
+    pub token_env: String,
+    /// Require the bearer token kept in this Secret (`NAMESPACE/NAME`, key `token`, or
+    /// `NAMESPACE/NAME/KEY`).
+    #[arg(long, value_name = "SECRET")]
+    pub token_secret: Option<String>,
+    /// Serve the Live API without a token on a non-loopback address (anyone who reaches it
+    /// may read every CR and trigger reloads).
     #[arg(long)]
-    pub no_admin: bool,
+    pub insecure_no_auth: bool,
 }
 
-/// The admin endpoint's default address (loopback only).
-pub const DEFAULT_ADMIN_ADDR: &str = "127.0.0.1:7070";
+/// The Live API's default address (loopback only).
+pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
+
+impl HttpArgs {
+    /// Who may call the Live API, or why it must not open as asked.
+    async fn auth(&self, client: &kube::Client) -> anyhow::Result<orkestra::live::Auth> {
+        let token = match (&self.token_secret, std::env::var(&self.token_env)) {
+            (Some(secret), _) => Some(secret_token(client, secret).await?),
+            (None, Ok(token)) if !token.trim().is_empty() => Some(token.trim().to_string()),
+            (None, _) => None,
+        };
+        match token {
+            Some(token) => Ok(orkestra::live::Auth::token(token)),
+            None if self.http_addr.ip().is_loopback() || self.insecure_no_auth => Ok(orkestra::live::Auth::open()),
+            None => anyhow::bail!(
+                "the Live API would listen on {} without a token: set {} (or --token-secret), or pass --insecure-no-auth",
+                self.http_addr,
+                self.token_env
+            ),
+        }
+    }
+}
+
+/// The token in `NAMESPACE/NAME[/KEY]`.
+async fn secret_token(client: &kube::Client, reference: &str) -> anyhow::Result<String> {
+    let parts: Vec<&str> = reference.split('/').collect();
+    let (namespace, name, key) = match parts[..] {
+        [namespace, name] => (namespace, name, "token"),
+        [namespace, name, key] => (namespace, name, key),
+        _ => anyhow::bail!("--token-secret {reference}: give NAMESPACE/NAME or NAMESPACE/NAME/KEY"),
+    };
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::namespaced(client.clone(), namespace);
+    let secret = secrets
+        .get(name)
+        .await
+        .with_context(|| format!("reading the Live API token from Secret {namespace}/{name}"))?;
+    let value = secret
+        .data
+        .and_then(|mut data| data.remove(key))
+        .with_context(|| format!("Secret {namespace}/{name} has no key {key:?}"))?;
+    let token =
+        String::from_utf8(value.0).with_context(|| format!("Secret {namespace}/{name} key {key:?} is not text"))?;
+    Ok(token.trim().to_string())
+}
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let katalog = args.katalog.load()?;
@@ -39,7 +94,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("cannot reach the API server")?;
     tracing::info!(crds = katalog.crds.len(), server = %version.git_version, "Katalog loaded, API server reachable");
-    serve(client, &katalog, &args.katalog.files(), &args.admin).await?;
+    serve(client, &katalog, &args.katalog.files(), &args.http).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -50,25 +105,35 @@ pub async fn serve(
     client: kube::Client,
     katalog: &orkestra_katalog::Compiled,
     files: &[std::path::PathBuf],
-    admin: &AdminArgs,
+    http: &HttpArgs,
 ) -> anyhow::Result<()> {
-    let runtime = orkestra::runtime::Runtime::new(client, katalog)?;
+    let auth = match http.no_http {
+        true => None,
+        false => Some(http.auth(&client).await?),
+    };
+    let mut runtime = orkestra::runtime::Runtime::new(client, katalog)?;
+    if auth.is_some() {
+        runtime = runtime.with_event_log();
+    }
     let components = runtime.components();
-    let peers = runtime.peers();
-    let reloader = orkestra::reload::Reloader::new(files.to_vec(), components.clone(), runtime.running());
+    let reloader = orkestra::reload::Reloader::new(files.to_vec(), components, runtime.running());
     // Components swap live; any other change is reported as needing a restart.
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
-    let endpoint = (!admin.no_admin).then(|| {
-        let addr = admin.admin_addr;
+    let endpoint = auth.map(|auth| {
+        let addr = http.http_addr;
+        let router = orkestra::live::router(runtime.inspect(), Some(reloader), auth);
         tokio::spawn(async move {
             // Another runtime on this machine may hold the port; reconciling matters more.
-            if let Err(error) = orkestra::admin::serve(addr, components, reloader, peers).await {
-                tracing::warn!(%addr, %error, "the admin endpoint is not available (use --admin-addr)");
+            if let Err(error) = orkestra::live::serve(addr, router).await {
+                tracing::warn!(%addr, %error, "the Live API is not available (use --http-addr)");
             }
         })
     });
     let names: Vec<&str> = katalog.enabled().map(|c| &*c.name).collect();
     eprintln!("runtime: reconciling {} CRD(s): {}", names.len(), names.join(", "));
+    if let Some(addr) = endpoint.as_ref().map(|_| http.http_addr) {
+        eprintln!("runtime: Live API on http://{addr} (/katalog, /metrics, /openapi.json)");
+    }
     runtime
         .run(async {
             let _ = super::shutdown_signal().await;

@@ -48,7 +48,10 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
     motif::merge_imports(&mut parsed, &mut files, &mut profiles, &mut problems);
     super::profile::apply(&mut parsed, &profiles, &mut problems);
 
-    let mut katalog = Katalog::default();
+    let mut katalog = Katalog {
+        sources: sources.to_vec(),
+        ..Katalog::default()
+    };
     let mut origins: BTreeMap<String, usize> = BTreeMap::new();
     for Parsed { node, file } in &parsed {
         if katalog.name.is_empty() {

@@ -100,6 +100,8 @@ pub struct Katalog {
     pub finalizers: Vec<String>,
     /// Findings that do not stop the Katalog from loading.
     pub warnings: Vec<Diagnostic>,
+    /// Each file given, as written (for the Live API's `/katalog/raw`).
+    pub sources: Vec<(PathBuf, String)>,
 }
 
 /// One file after parsing: the node tree (kept for positions) and the typed model.

@@ -125,13 +125,15 @@ async fn main() {
     );
     println!("  pooling allocator: {}", host.pooling);
 
+    // The host's own bookkeeping of each call, as a slot keeps it.
+    let stats = orkestra_wasm::CallStats::default();
     let runs = 3000;
     let mut wasm = Vec::with_capacity(runs);
     for i in 0..runs + 300 {
         let started = Instant::now();
         let request = request(&object);
         let response = host
-            .call(&loaded, &spec, Hook::Reconcile, caller(), &request)
+            .call(&loaded, &spec, Hook::Reconcile, caller(), &request, &stats)
             .await
             .expect("call")
             .expect("response");
@@ -169,7 +171,7 @@ async fn main() {
             for i in 0..230 {
                 let started = Instant::now();
                 let response = host
-                    .call(&loaded, &spec, Hook::Reconcile, caller(), &request(&object))
+                    .call(&loaded, &spec, Hook::Reconcile, caller(), &request(&object), &stats)
                     .await
                     .expect("call")
                     .expect("response");
@@ -213,15 +215,7 @@ async fn main() {
         std::fs::rename(dir.path().join("next.wasm"), &live).expect("rename");
         loop {
             let active = slot.active().expect("serving");
-            let _ = host
-                .call(
-                    &active.loaded,
-                    &active.spec,
-                    Hook::Reconcile,
-                    caller(),
-                    &request(&object),
-                )
-                .await;
+            let _ = slot.call(&active, Hook::Reconcile, caller(), &request(&object)).await;
             if active.revision > before {
                 swaps.push(replaced.elapsed());
                 break;

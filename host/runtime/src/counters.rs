@@ -1,16 +1,59 @@
-//! What one CRD's reconcilers did, counted: the metrics stamp, the admin endpoint and the
-//! benchmarks read these.
+//! What one CRD's reconcilers did, counted: the metrics stamp, the Live API, `/metrics` and
+//! the benchmarks read these.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+
 use crate::failure::Reason;
+
+/// How each reconcile ended, as controller-runtime counts it.
+#[derive(Debug, Default)]
+pub struct Results {
+    pub success: AtomicU64,
+    pub error: AtomicU64,
+    /// Run again at once (the CR changed under a write).
+    pub requeue: AtomicU64,
+    /// Run again after a delay the reconciler (or `requeue`) asked for.
+    pub requeue_after: AtomicU64,
+}
+
+/// Durations of one CRD's work, as histograms for `/metrics`.
+#[derive(Debug)]
+pub struct Timing {
+    /// Seconds per reconcile call.
+    pub reconcile: Histogram,
+    /// Seconds an item waited in the queue once ready.
+    pub queued: Histogram,
+    /// Seconds a worker held an item (gate, reconcile, stamps).
+    pub work: Histogram,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        // controller-runtime's reconcile buckets, and client-go's workqueue ones.
+        const RECONCILE: [f64; 40] = [
+            0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
+            1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0,
+            60.0,
+        ];
+        let queue = || Histogram::new(exponential_buckets(1e-8, 10.0, 10));
+        Self {
+            reconcile: Histogram::new(RECONCILE),
+            queued: queue(),
+            work: queue(),
+        }
+    }
+}
 
 /// Counters of one CRD's reconciles.
 #[derive(Debug, Default)]
 pub struct Counters {
+    pub results: Results,
+    pub timing: Timing,
     pub reconciles: AtomicU64,
     pub failures: AtomicU64,
     /// Failures by [`Reason::label`]: a fixed set of keys, whatever a guest reports.
@@ -42,8 +85,9 @@ impl Counters {
         *by_reason.entry(reason.label()).or_default() += 1;
     }
 
-    /// Notes one reconcile's duration and outcome for the rolling figures.
+    /// Notes one reconcile's duration and outcome for the rolling figures and the histogram.
     pub fn record(&self, took: Duration, failed: bool) {
+        self.timing.reconcile.observe(took.as_secs_f64());
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         if recent.len() == RECENT_LIMIT {
             recent.pop_front();

@@ -28,6 +28,27 @@ pub enum State {
     Gated,
 }
 
+impl State {
+    pub const ALL: [State; 5] = [
+        State::Pending,
+        State::Started,
+        State::Healthy,
+        State::Degraded,
+        State::Gated,
+    ];
+
+    /// As the Live API and `/metrics` write it.
+    pub fn label(self) -> &'static str {
+        match self {
+            State::Pending => "pending",
+            State::Started => "started",
+            State::Healthy => "healthy",
+            State::Degraded => "degraded",
+            State::Gated => "gated",
+        }
+    }
+}
+
 /// What happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {

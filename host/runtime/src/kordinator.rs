@@ -64,6 +64,17 @@ impl Kordinator {
                     Outcome::Retry
                 }
             };
+            let results = &self.counters.results;
+            let result = match outcome {
+                Outcome::Success => &results.success,
+                Outcome::RequeueAfter(STALE_RETRY) => &results.requeue,
+                Outcome::RequeueAfter(_) => &results.requeue_after,
+                Outcome::Retry => &results.error,
+            };
+            result.fetch_add(1, Ordering::Relaxed);
+            let timing = &self.counters.timing;
+            timing.queued.observe(lease.waited.as_secs_f64());
+            timing.work.observe(lease.taken.elapsed().as_secs_f64());
             self.queue.done(lease, outcome);
             drop(slot);
         }

@@ -14,10 +14,11 @@
 //!   makes a child ready, the stamps gates read, the counts behind them.
 //! - [`tuning`], [`autoscale`]: the workers, queue depth and resync a CRD runs with, and the
 //!   autoscaler that moves them.
-//! - [`runtime`], [`reload`], [`admin`]: wiring, live reloads and the admin endpoint.
+//! - [`runtime`], [`reload`]: wiring and live reloads.
+//! - [`live`], [`metrics`]: the Live API (probes, the Katalog, CRs, components) and
+//!   `/metrics`.
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
 
-pub mod admin;
 pub mod autoscale;
 pub mod control_plane;
 pub mod counters;
@@ -30,6 +31,8 @@ pub mod failure;
 pub mod feedback;
 pub mod health;
 pub mod kordinator;
+pub mod live;
+pub mod metrics;
 pub mod mux;
 pub mod observe;
 pub mod queue;

@@ -95,6 +95,19 @@ pub struct Lease {
     pub payload: Payload,
     /// How many times this key has failed in a row before this run.
     pub failures: u32,
+    /// How long it waited once it was ready.
+    pub waited: Duration,
+    /// When a worker took it.
+    pub taken: Instant,
+}
+
+/// What went through the queue, as client-go counts it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Throughput {
+    /// Items newly queued (a coalesced trigger is not one).
+    pub adds: u64,
+    /// Failed runs handed back for a retry after backoff.
+    pub retries: u64,
 }
 
 #[derive(Debug)]
@@ -115,6 +128,7 @@ struct State {
     /// Quick requeues in a row, by key.
     hot: HashMap<String, u32>,
     closed: bool,
+    throughput: Throughput,
 }
 
 /// A queue shared by the enqueue path (producers) and the workers.
@@ -193,6 +207,7 @@ impl WorkQueue {
                 }
                 state.slots.insert(item.clone(), Slot::Queued { at, payload });
                 state.order.push_back(item);
+                state.throughput.adds += 1;
                 Added::Queued
             }
         };
@@ -209,6 +224,11 @@ impl WorkQueue {
     /// Items being worked on.
     pub fn running(&self) -> usize {
         self.lock().running_keys.len()
+    }
+
+    /// What has gone through so far.
+    pub fn throughput(&self) -> Throughput {
+        self.lock().throughput
     }
 
     /// Waits for the next ready item whose key is not running; `None` once shut down.
@@ -237,9 +257,9 @@ impl WorkQueue {
                 }
                 if let Some(index) = chosen {
                     let item = state.order.remove(index).expect("index from the scan");
-                    let payload = match state.slots.insert(item.clone(), Slot::Running { pending: None }) {
-                        Some(Slot::Queued { payload, .. }) => payload,
-                        _ => Payload::default(),
+                    let (payload, ready) = match state.slots.insert(item.clone(), Slot::Running { pending: None }) {
+                        Some(Slot::Queued { payload, at }) => (payload, at),
+                        _ => (Payload::default(), now),
                     };
                     state.running_keys.insert(item.key.clone());
                     let failures = state.failures.get(&item.key).copied().unwrap_or(0);
@@ -247,6 +267,8 @@ impl WorkQueue {
                         item,
                         payload,
                         failures,
+                        waited: now.saturating_duration_since(ready),
+                        taken: now,
                     });
                 }
                 earliest
@@ -293,6 +315,7 @@ impl WorkQueue {
                 Some(now + delay)
             }
             Outcome::Retry => {
+                state.throughput.retries += 1;
                 let failures = state.failures.entry(item.key.clone()).or_insert(0);
                 *failures += 1;
                 Some(now + backoff(*failures))

@@ -29,6 +29,7 @@ use crate::enqueue::{Admission, Stats};
 use crate::health::{Event, HealthBoard};
 use crate::kordinator::Kordinator;
 use crate::mux::MuxReconciler;
+use crate::observe::cr_events::EventLog;
 use crate::observe::{self, Cache, Children, Enqueue, Source, Trigger};
 use crate::queue::WorkQueue;
 use crate::tuning::Tuning;
@@ -61,6 +62,27 @@ pub struct CrdHandle {
     pub counters: Arc<Counters>,
     /// Workers, queue depth and resync now (the autoscaler moves them).
     pub tuning: Arc<Tuning>,
+    /// Its CRs' events, for the Live API (kept only while it is served).
+    pub events: EventLog,
+}
+
+/// The runtime's own life, for the probes.
+#[derive(Debug, Default)]
+pub struct Lifecycle {
+    /// Every CRD's task runs (each started, or pending on its dependencies or its kind).
+    started: std::sync::atomic::AtomicBool,
+    /// Shutdown began: in-flight reconciles finish, nothing new starts.
+    stopping: std::sync::atomic::AtomicBool,
+}
+
+impl Lifecycle {
+    pub fn is_started(&self) -> bool {
+        self.started.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 /// A Katalog's CRDs, ready to run.
@@ -74,6 +96,10 @@ pub struct Runtime {
     http: reqwest::Client,
     /// Every declared Wasm component, by slot name.
     components: Components,
+    katalog: Arc<Compiled>,
+    lifecycle: Arc<Lifecycle>,
+    /// Keep each CRD's CR events (the Live API shows them).
+    event_log: bool,
 }
 
 /// How often component files are checked for a new version.
@@ -102,6 +128,7 @@ impl Runtime {
                 children: Children::default(),
                 stats: Arc::new(Stats::default()),
                 counters: Arc::new(Counters::default()),
+                events: EventLog::default(),
             });
         }
         let http = reqwest::Client::new();
@@ -123,7 +150,29 @@ impl Runtime {
             health,
             http,
             components,
+            katalog: Arc::new(katalog.clone()),
+            lifecycle: Arc::default(),
+            event_log: false,
         })
+    }
+
+    /// Keeps each CRD's CR events while it runs (one watch of Events per CRD), for the Live
+    /// API.
+    pub fn with_event_log(mut self) -> Self {
+        self.event_log = true;
+        self
+    }
+
+    /// Everything the Live API and `/metrics` read of this runtime.
+    pub fn inspect(&self) -> crate::live::Inspect {
+        crate::live::Inspect {
+            katalog: self.katalog.clone(),
+            crds: self.crds.clone(),
+            health: self.health.clone(),
+            components: self.components.clone(),
+            peers: self.peers(),
+            lifecycle: self.lifecycle.clone(),
+        }
     }
 
     /// The compiled CRDs this runtime runs, by name (what a reload compares with).
@@ -233,10 +282,15 @@ impl Runtime {
                 health: self.health.clone(),
                 http: self.http.clone(),
                 peers: peers.clone(),
+                event_log: self.event_log,
             };
             tasks.insert(handle.crd.name.to_string(), tokio::spawn(crd_run.run(stopped)));
         }
+        self.lifecycle.started.store(true, std::sync::atomic::Ordering::Release);
         shutdown.await;
+        self.lifecycle
+            .stopping
+            .store(true, std::sync::atomic::Ordering::Release);
         if let Some(file_watch) = file_watch {
             file_watch.abort();
         }
@@ -305,6 +359,7 @@ struct CrdRun {
     http: reqwest::Client,
     /// The runtime's CRDs, for the autoscaler's `cross.<crd>.metrics`.
     peers: crate::cross::Peers,
+    event_log: bool,
 }
 
 impl CrdRun {
@@ -344,6 +399,9 @@ impl CrdRun {
             observe::watch_primary(primary_api.clone(), config.clone(), observer)
         }));
         self.start_secondary(&mut observers, &admission).await;
+        if self.event_log {
+            self.start_event_log(&mut observers, namespace.as_deref()).await;
+        }
 
         let stop_requested = async {
             // The guard wait_for returns is not Send: drop it here.
@@ -576,6 +634,27 @@ impl CrdRun {
                 },
             ));
         }
+    }
+
+    /// The watch of the Events about this CRD's CRs (never an enqueue: the Live API's log).
+    async fn start_event_log(&self, observers: &mut JoinSet<()>, namespace: Option<&str>) {
+        let crd = &self.handle.crd;
+        let Some(api) = self.api_for("v1", "Event", namespace).await else {
+            return;
+        };
+        let api_version = match crd.group.is_empty() {
+            true => crd.version.clone(),
+            false => format!("{}/{}", crd.group, crd.version),
+        };
+        let config = watcher::Config::default().fields(&format!(
+            "involvedObject.kind={},involvedObject.apiVersion={api_version}",
+            crd.kind
+        ));
+        let log = self.handle.events.clone();
+        observers.spawn(observe::supervise(
+            format!("{} events of its CRs", crd.name),
+            move || observe::cr_events::watch(api.clone(), config.clone(), log.clone()),
+        ));
     }
 
     /// An API for a secondary kind, found through discovery; `None` (logged) when unknown.

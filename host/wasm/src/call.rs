@@ -11,6 +11,7 @@ use wasmtime_wasi::WasiCtx;
 use super::bindings::types::{Outcome, Request, Response};
 use super::engine::{EPOCH_TICK, Loaded, Pre, WasmHost};
 use super::state::{CallState, Caller, MemoryCap};
+use super::stats::CallStats;
 use orkestra_katalog::component::{Limits, Spec};
 
 /// Which export a call runs.
@@ -58,6 +59,7 @@ impl WasmHost {
         hook: Hook,
         caller: Caller,
         request: &Request,
+        stats: &CallStats,
     ) -> Result<Option<Response>, CallError> {
         let limits = spec.limits;
         let _permit = self
@@ -84,6 +86,10 @@ impl WasmHost {
         // The epoch stops guest code; the wall clock also stops a guest waiting on the host.
         let finished = tokio::time::timeout(limits.timeout + EPOCH_TICK * 2, run).await;
         let state = store.data();
+        stats.observe_memory(state.memory.used);
+        if state.denied.is_some() {
+            stats.denied();
+        }
         if state.logs_dropped > 0 {
             let (component, key) = (&*state.caller.component, &state.caller.key);
             tracing::warn!(

@@ -8,6 +8,7 @@ mod call;
 mod engine;
 pub mod slot;
 mod state;
+pub mod stats;
 
 pub use bindings::types::{Event, EventType, Failure, Gvk, Outcome, Request, Response};
 pub use call::{CallError, Hook};
@@ -15,3 +16,4 @@ pub use engine::{EPOCH_TICK, LoadError, Loaded, MAX_CONCURRENT_CALLS, WasmHost};
 pub use orkestra_katalog::component::{Deletion, Limits, Source, Spec, World};
 pub use slot::{Active, Components, Slot, SlotStatus};
 pub use state::{Caller, identity};
+pub use stats::{CallOutcome, CallStats, StatsView, Swap};

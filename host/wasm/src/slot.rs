@@ -9,7 +9,11 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+use super::bindings::types::{Outcome, Request, Response};
+use super::call::{CallError, Hook};
 use super::engine::{LoadError, Loaded, WasmHost};
+use super::state::Caller;
+use super::stats::{CallOutcome, CallStats, StatsView, Swap};
 use orkestra_katalog::component::{Source, Spec};
 
 /// What serves: a loaded component and the spec it was loaded for.
@@ -36,6 +40,8 @@ pub struct Slot {
     /// Counts finished reloads (swapped or failed), so the runtime can reconcile the
     /// slot's custom resources again.
     reloads: tokio::sync::watch::Sender<u64>,
+    /// What its calls did, across swaps, and its swap history.
+    pub stats: Arc<CallStats>,
 }
 
 /// A slot as the Live API shows it.
@@ -53,6 +59,11 @@ pub struct SlotStatus {
     pub cached: Option<bool>,
     /// Why the declared version is not the one serving (or why nothing serves).
     pub last_error: Option<String>,
+    /// What the declared version may do, in words.
+    pub grants: Vec<String>,
+    pub limits: serde_json::Value,
+    /// Its calls: outcomes, latency, memory, denials, swaps.
+    pub calls: StatsView,
 }
 
 impl Slot {
@@ -66,6 +77,7 @@ impl Slot {
             last_error: Mutex::new(None),
             reloading: tokio::sync::Mutex::new(()),
             reloads: tokio::sync::watch::Sender::new(0),
+            stats: Arc::default(),
         })
     }
 
@@ -119,6 +131,12 @@ impl Slot {
                     load_ms = loaded.load_time.as_secs_f64() * 1e3, cached = loaded.cached,
                     "component serving"
                 );
+                self.stats.swapped(Swap {
+                    at: jiff::Timestamp::now().to_string(),
+                    revision,
+                    digest: Some(loaded.digest.clone()),
+                    error: None,
+                });
                 *active = Some(Arc::new(Active {
                     loaded: Arc::new(loaded),
                     spec,
@@ -137,10 +155,38 @@ impl Slot {
                         tracing::error!(component = %self.name, %error, "component did not load; its custom resources cannot reconcile")
                     }
                 }
+                self.stats.swapped(Swap {
+                    at: jiff::Timestamp::now().to_string(),
+                    revision: serving.unwrap_or(0),
+                    digest: None,
+                    error: Some(error.to_string()),
+                });
                 *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
                 Err(error)
             }
         }
+    }
+
+    /// Runs `hook` of `active` (this slot's serving version) for one request, and counts it.
+    pub async fn call(
+        &self,
+        active: &Active,
+        hook: Hook,
+        caller: Caller,
+        request: &Request,
+    ) -> Result<Option<Response>, CallError> {
+        let started = std::time::Instant::now();
+        let result = self
+            .host
+            .call(&active.loaded, &active.spec, hook, caller, request, &self.stats)
+            .await;
+        let outcome = match &result {
+            Ok(Some(response)) if matches!(response.outcome, Outcome::Error(_)) => CallOutcome::GuestError,
+            Ok(_) => CallOutcome::Ok,
+            Err(error) => CallOutcome::of(error),
+        };
+        self.stats.record(started.elapsed(), outcome, result.as_ref().err());
+        result
     }
 
     /// Whether the component file changed since the last load.
@@ -167,8 +213,25 @@ impl Slot {
             load_ms: active.as_ref().map(|a| a.loaded.load_time.as_secs_f64() * 1e3),
             cached: active.as_ref().map(|a| a.loaded.cached),
             last_error: self.last_error(),
+            grants: declared.grants.describe(),
+            limits: limits_view(&declared.limits),
+            calls: self.stats.view(),
         }
     }
+}
+
+fn limits_view(limits: &orkestra_katalog::component::Limits) -> serde_json::Value {
+    serde_json::json!({
+        "timeoutMs": limits.timeout.as_millis() as u64,
+        "memoryBytes": limits.memory,
+        "resultSizeBytes": limits.result_size,
+        "kubeCalls": limits.kube_calls,
+        "kubeBytes": limits.kube_bytes,
+        "children": limits.children,
+        "events": limits.events,
+        "logBytes": limits.log_bytes,
+        "applyTimeoutMs": limits.apply_timeout.as_millis() as u64,
+    })
 }
 
 fn file_stamp(source: &Source) -> FileStamp {

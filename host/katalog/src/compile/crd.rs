@@ -155,6 +155,29 @@ impl Autoscale {
     }
 }
 
+/// The per-CRD Live API switches (`endpoints: {enabled, health, info}`, each default on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoints {
+    /// Off: the CRD is not in the Live API at all.
+    pub enabled: bool,
+    /// `/katalog/{crd}/health`.
+    pub health: bool,
+    /// `/katalog/{crd}` (its configuration and live figures).
+    pub info: bool,
+}
+
+impl Endpoints {
+    fn of(spec: Option<&serde_json::Value>) -> Self {
+        let on = |key: &str| spec.and_then(|e| e[key].as_bool()).unwrap_or(true);
+        let enabled = on("enabled");
+        Self {
+            enabled,
+            health: enabled && on("health"),
+            info: enabled && on("info"),
+        }
+    }
+}
+
 /// One CRD, ready to run.
 #[derive(Debug, Clone)]
 pub struct CompiledCrd {
@@ -202,6 +225,8 @@ pub struct CompiledCrd {
     pub stamp_metrics: bool,
     /// `crossAccess` (default on): other CRDs' cross reads may see this one's CRs.
     pub cross_access: bool,
+    /// Which parts of the Live API answer for this CRD.
+    pub endpoints: Endpoints,
     /// `admission` validation and mutation rules, run at every reconcile.
     pub rules: crate::rules::Rules,
     /// The rules' external calls (validation's, then mutation's), made before them.
@@ -417,14 +442,10 @@ impl CompiledCrd {
             finalizers,
             remove_finalizers: runtime.remove_finalizers,
             labels,
-            stamp_health: crd.reads.health
-                && entry
-                    .endpoints
-                    .as_ref()
-                    .and_then(|e| e["health"].as_bool())
-                    .unwrap_or(true),
+            stamp_health: crd.reads.health && Endpoints::of(entry.endpoints.as_ref()).health,
             stamp_metrics: crd.reads.metrics,
             cross_access: entry.cross_access,
+            endpoints: Endpoints::of(entry.endpoints.as_ref()),
             rules,
             boxes,
             origin: Arc::new(Origin::of(katalog, crd)),

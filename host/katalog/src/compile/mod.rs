@@ -23,7 +23,7 @@ use serde_json::Value;
 pub use block::{Block, Entry, ProfileChoice, Replace, Scale};
 pub use boxes::{CompiledBox, EmitEvent, EmitOn, Requeue, StatusField};
 pub use call::Call;
-pub use crd::{Autoscale, Behaviour, CompiledCrd, RetryPolicy};
+pub use crd::{Autoscale, Behaviour, CompiledCrd, Endpoints, RetryPolicy};
 pub use cross::{CrossRead, Protocol, Remote, Token};
 pub use gate::{BoxGates, Gate};
 pub use placement::admit;

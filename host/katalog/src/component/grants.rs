@@ -122,6 +122,32 @@ impl Grants {
         Ok(Self(grants))
     }
 
+    /// Each grant in words (`get, list apps/v1 Deployment in self, team-a`), for the Live API.
+    pub fn describe(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|g| {
+                let verbs: Vec<&str> = g.verbs.iter().map(|v| v.name()).collect();
+                let kinds = g.kinds.as_ref().map_or_else(|| "*".to_string(), |k| k.join(", "));
+                let where_ = match &g.namespaces {
+                    Namespaces::Any => "every namespace".to_string(),
+                    Namespaces::Listed { names, self_ns } => {
+                        let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
+                        if *self_ns {
+                            all.insert(0, "self");
+                        }
+                        format!("in {}", all.join(", "))
+                    }
+                };
+                format!(
+                    "{} {} {kinds} {where_}",
+                    verbs.join(", "),
+                    g.api_version.as_deref().unwrap_or("*")
+                )
+            })
+            .collect()
+    }
+
     /// Allows `access` when one grant covers it; `own` is the custom resource's namespace.
     /// The error is the message of a `forbidden` answer.
     pub fn check(&self, access: Access<'_>, own: Option<&str>) -> Result<(), String> {

@@ -8,7 +8,7 @@ use super::calls::ExternalCall;
 use crate::condition::{ConditionSpec, ValueType, with_condition_fields};
 
 /// `spec.crds.<name>.admission`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Admission {
     #[serde(default)]
@@ -24,7 +24,7 @@ pub struct Admission {
 }
 
 /// `admission.validation`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ValidationSpec {
     #[serde(default)]
@@ -67,7 +67,7 @@ with_condition_fields! {
 }
 
 /// `admission.mutation`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MutationSpec {
     /// Mutate before validating (default false).
@@ -80,7 +80,7 @@ pub struct MutationSpec {
 }
 
 /// A mutation rule: set `field` to `default` (when absent or empty) or to `override`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MutationRule {
     pub field: String,

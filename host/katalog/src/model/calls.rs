@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::condition::ConditionSpec;
 
 /// An HTTP call whose result lands in `.external.<name>`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExternalCall {
     pub name: String,
@@ -60,7 +60,7 @@ pub struct RetryBackoff {
     pub max_attempts: Option<u32>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RetryBackoffFull {
     #[serde(default)]
@@ -71,6 +71,18 @@ struct RetryBackoffFull {
     multiplier: Option<f64>,
     #[serde(default)]
     max_attempts: Option<u32>,
+}
+
+impl serde::Serialize for RetryBackoff {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        RetryBackoffFull {
+            initial: self.initial.clone(),
+            max: self.max.clone(),
+            multiplier: self.multiplier,
+            max_attempts: self.max_attempts,
+        }
+        .serialize(serializer)
+    }
 }
 
 impl<'de> Deserialize<'de> for RetryBackoff {

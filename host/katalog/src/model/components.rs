@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::calls::ExternalCall;
 
 /// A kind a hook or constructor manages (RBAC and an implicit watch).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ManagedResource {
     #[serde(default)]
@@ -25,7 +25,7 @@ pub struct ManagedResource {
 }
 
 /// `reconcile.hooks`: code called by the declarative reconciler.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HooksSpec {
     /// Upstream Go hooks (import path); a Katalog using them loads, but only Wasm
@@ -68,7 +68,7 @@ pub struct HooksSpec {
 }
 
 /// `reconcile.constructor`: code that owns reconcile (`default: false`).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConstructorSpec {
     #[serde(default)]
@@ -103,7 +103,7 @@ pub struct ConstructorSpec {
 }
 
 /// Per-call limits of a component; each has a safe default.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComponentLimits {
     /// Wall-clock time per call (default `2s`).
@@ -138,7 +138,7 @@ pub struct ComponentLimits {
 
 /// What happens while a component's on-delete (or finalize) keeps failing: the finalizer
 /// stays until `timeout` after the deletion began, then `onTimeout` decides.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComponentDeletion {
     /// Counted from the CR's deletionTimestamp (default `5m`).
@@ -151,7 +151,7 @@ pub struct ComponentDeletion {
 }
 
 /// One grant: verbs on kinds in namespaces. Nothing is granted by default.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Capability {
     /// `v1`, `apps/v1`, ...; `*` for any.
@@ -169,7 +169,7 @@ pub struct Capability {
 }
 
 /// `reconcile.imports[]`: a motif whose resource templates join onReconcile.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Import {
     #[serde(default)]

@@ -28,7 +28,7 @@ pub use resources::{
 pub use serve::{Serve, ServeTarget, TargetEntry};
 
 /// One Katalog file.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KatalogFile {
     /// `orkestra.orkspace.io/v1` (the older `orkestra.konductor.io/v1Alpha` is accepted).
@@ -66,7 +66,7 @@ pub struct KatalogFile {
 }
 
 /// Katalog metadata; `name` is written on managed CRs as `managed-by`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Metadata {
     #[serde(default)]
@@ -92,7 +92,7 @@ pub struct Metadata {
 }
 
 /// `spec`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Spec {
     /// Finalizers added to every CR of every CRD (besides `orkestra.orkspace.io/cleanup`).
@@ -111,6 +111,15 @@ pub struct Spec {
 pub enum EnrichItem {
     Name(String),
     Gated(String, crate::condition::ConditionsSpec),
+}
+
+impl serde::Serialize for EnrichItem {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            EnrichItem::Name(name) => serializer.serialize_str(name),
+            EnrichItem::Gated(name, gate) => std::collections::BTreeMap::from([(name, gate)]).serialize(serializer),
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for EnrichItem {
@@ -145,11 +154,17 @@ impl<'de> Deserialize<'de> for EnrichItem {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Notes(pub Vec<NoteSpec>);
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct NotesMap {
     #[serde(default)]
     functions: Vec<NoteSpec>,
+}
+
+impl serde::Serialize for Notes {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
 }
 
 impl<'de> Deserialize<'de> for Notes {
@@ -175,7 +190,7 @@ impl<'de> Deserialize<'de> for Notes {
 }
 
 /// One user note: a zero-argument function whose value is its template.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NoteSpec {
     pub name: String,
@@ -189,7 +204,7 @@ pub struct NoteSpec {
 }
 
 /// `spec.crds.<name>`: one operator.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CrdEntry {
     /// `false` skips the CRD entirely (strip its finalizers first).
@@ -267,7 +282,7 @@ pub struct CrdEntry {
 }
 
 /// `apiTypes`: group, version, kind and plural of the primary resource.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiTypes {
     #[serde(default)]
@@ -292,7 +307,7 @@ pub struct ApiTypes {
 }
 
 /// When a dependency counts as met.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum DependencyCondition {
     Started,
@@ -300,7 +315,7 @@ pub enum DependencyCondition {
 }
 
 /// When a CRD counts as healthy. Upstream knows only the first: the operator reconciles.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum HealthyWhen {
     /// Reconciles succeed (upstream's meaning).
@@ -315,10 +330,17 @@ pub enum HealthyWhen {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DependsOn(pub Vec<(String, DependencyCondition)>);
 
-#[derive(Deserialize)]
+#[derive(Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DependencyDetail {
     condition: DependencyCondition,
+}
+
+impl serde::Serialize for DependsOn {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let by_name: BTreeMap<&String, &DependencyCondition> = self.0.iter().map(|(n, c)| (n, c)).collect();
+        by_name.serialize(serializer)
+    }
 }
 
 impl<'de> Deserialize<'de> for DependsOn {

@@ -11,7 +11,7 @@ use super::resources::HookTemplates;
 use crate::condition::{ConditionSpec, ConditionsSpec, ValueType};
 
 /// What one CRD (or one serve target) does.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OperatorBox {
     #[serde(default)]
@@ -27,7 +27,7 @@ pub struct OperatorBox {
 }
 
 /// `observe`: what besides the primary CRs can trigger a reconcile.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Observe {
     /// Reads of other CRDs' CRs into `.cross.<as>`.
@@ -42,7 +42,7 @@ pub struct Observe {
 }
 
 /// Which events of a watched kind count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum EventType {
     Create,
@@ -51,7 +51,7 @@ pub enum EventType {
 }
 
 /// `observe.watch[]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Watch {
     pub api_version: String,
@@ -79,7 +79,7 @@ pub struct Watch {
 }
 
 /// `keyFrom`: exactly one of `label` and `name`; `namespace` only with `name`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyFrom {
     /// A label on the watched object whose value is `ns/name` or `name` of the primary.
@@ -93,7 +93,7 @@ pub struct KeyFrom {
 }
 
 /// `observe.events.<name>`: which Event objects match (all set fields must match).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventWatch {
     #[serde(default)]
@@ -124,7 +124,7 @@ pub struct EventWatch {
 }
 
 /// Match on an object reference of an Event.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMatch {
     #[serde(default)]
@@ -138,7 +138,7 @@ pub struct ObjectMatch {
 }
 
 /// `observe.cross[]`: a read of another CRD's CR.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CrossSpec {
     /// The CRD (Katalog key) to read; or `labelSelector`.
@@ -161,7 +161,7 @@ pub struct CrossSpec {
 }
 
 /// `cross.source`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CrossSource {
     #[serde(default)]
@@ -180,7 +180,7 @@ pub struct CrossSource {
 }
 
 /// What a gate does when an external call it depends on fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum FailPolicy {
     /// Pass (the default).
@@ -191,7 +191,7 @@ pub enum FailPolicy {
 }
 
 /// `preReconcile`: the two admission gates.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PreReconcile {
     /// Calls shared by both gates, run first.
@@ -209,7 +209,7 @@ pub struct PreReconcile {
 }
 
 /// An enqueue or reconcile gate.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Gate {
     #[serde(default)]
@@ -229,7 +229,7 @@ pub struct Gate {
 }
 
 /// `runtime`: lifecycle settings.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Runtime {
     #[serde(default)]
@@ -259,7 +259,7 @@ pub struct Runtime {
 }
 
 /// `runtime.autoscale`: the operator autoscaler.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Autoscale {
     /// A preset that stands for the whole block (`burst`); expanded at load.
@@ -278,7 +278,7 @@ pub struct Autoscale {
 }
 
 /// `autoscale.do`: the overrides applied while the conditions hold.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AutoscaleDo {
     #[serde(default)]
@@ -290,7 +290,7 @@ pub struct AutoscaleDo {
 }
 
 /// `reconcile`: which reconciler runs, how it is tuned, and the declarative templates.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reconcile {
     /// `true` (default): the declarative reconciler; `false`: a constructor owns reconcile.
@@ -336,7 +336,7 @@ pub struct Reconcile {
 }
 
 /// `reconcile.queue`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Queue {
     #[serde(default)]
@@ -355,7 +355,7 @@ pub struct Queue {
 }
 
 /// `queue.behaviour`: what to do when the queue fills.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Behaviour {
     #[serde(default)]
@@ -365,7 +365,7 @@ pub struct Behaviour {
 }
 
 /// At depth >= maxDepth.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OnLimit {
     #[serde(default)]
@@ -377,7 +377,7 @@ pub struct OnLimit {
 }
 
 /// At `value`% of maxDepth.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OnThreshold {
     pub value: u32,
@@ -390,7 +390,7 @@ pub struct OnThreshold {
 }
 
 /// `reconcile.requeue`: re-enqueue after a successful reconcile.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Requeue {
     /// A templated duration; empty or `0s` means none.
@@ -424,7 +424,7 @@ impl Requeue {
 }
 
 /// `emit`: what the reconciler reports.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Emit {
     #[serde(default)]
@@ -435,7 +435,7 @@ pub struct Emit {
 }
 
 /// `emit.status`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusSpec {
     /// Write the Ready/Validation conditions and observedGeneration (default true).
@@ -447,7 +447,7 @@ pub struct StatusSpec {
 }
 
 /// One status field.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusField {
     /// Relative to `.status`; dots make nested maps.
@@ -468,7 +468,7 @@ pub struct StatusField {
 }
 
 /// `emit.events.<name>`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EmitEvent {
     /// Normal (default) or Warning.
@@ -531,7 +531,7 @@ impl<'de> Deserialize<'de> for FailureThreshold {
 }
 
 /// `reconcile.normalize`: spec fields rewritten in memory before reconcile (not run yet).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Normalize {
     /// Record what normalization changed.

@@ -9,7 +9,7 @@ use super::calls::ExternalCall;
 use crate::condition::{ConditionSpec, ConditionsSpec};
 
 /// One template block.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HookTemplates {
     /// A label for logs and events.
@@ -145,7 +145,7 @@ impl HookTemplates {
 }
 
 /// `forEach`: one declaration per element of a list field.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ForEach {
     /// A dot path to a list (`spec.regions`).
@@ -157,7 +157,7 @@ pub struct ForEach {
 
 /// One resource template. The fields every kind has are typed; kind-specific fields are
 /// kept as written (checked against [`RESOURCE_KINDS`]) and rendered per kind.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceEntry {
     /// Templated; each kind has a default (`<cr>-deployment`, `<cr>-svc`, ...).
@@ -202,7 +202,7 @@ pub struct ResourceEntry {
 
 /// A workload's `autoscale`: between `min` and `max` replicas, one step at a time, no
 /// sooner than `cooldown` after the last.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkloadAutoscale {
     #[serde(default)]
@@ -218,7 +218,7 @@ pub struct WorkloadAutoscale {
 }
 
 /// When to step, and by how much (`increment` up, `decrement` down; default 1).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleStep {
     #[serde(default)]
@@ -574,7 +574,7 @@ pub fn kind_spec(key: &str) -> Option<&'static KindSpec> {
 
 /// `labels` / `annotations`: a map, or upstream's list of `{key, value}` pairs.
 fn string_map<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<String, String>, D::Error> {
-    #[derive(Deserialize)]
+    #[derive(Deserialize, serde::Serialize)]
     #[serde(deny_unknown_fields)]
     struct Pair {
         key: String,

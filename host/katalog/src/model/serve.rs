@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::operator_box::OperatorBox;
 
 /// `spec.crds.<name>.serve`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Serve {
     #[serde(default)]
@@ -53,6 +53,15 @@ pub enum ServeTarget {
     Entries(BTreeMap<String, TargetEntry>),
 }
 
+impl serde::Serialize for ServeTarget {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ServeTarget::Single(name) => serializer.serialize_str(name),
+            ServeTarget::Entries(entries) => entries.serialize(serializer),
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for ServeTarget {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct TargetVisitor;
@@ -77,7 +86,7 @@ impl<'de> Deserialize<'de> for ServeTarget {
 }
 
 /// One serve target or alias.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetEntry {
     #[serde(default)]

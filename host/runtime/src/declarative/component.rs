@@ -57,8 +57,7 @@ impl Declarative {
             manager: self.managers.component.as_str().into(),
         };
         let response = slot
-            .host()
-            .call(&active.loaded, spec, hook, caller.clone(), &wasm_request)
+            .call(&active, hook, caller.clone(), &wasm_request)
             .await
             .map_err(|e| ReconcileError::new(call_reason(&e), format!("component {}: {e}", slot.name)))?;
         let Some(response) = response else {

@@ -3,6 +3,7 @@
 //! key plus the facts of the event) and hands them to the one enqueue path; none knows
 //! anything about queues or reconcilers.
 
+pub mod cr_events;
 mod events;
 mod primary;
 pub mod secondary;
@@ -186,6 +187,19 @@ impl Children {
     pub fn get(&self, api_version: &str, kind: &str, key: &str) -> Option<Arc<Value>> {
         let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         kinds.get(&(api_version.to_string(), kind.to_string()))?.get(key)
+    }
+
+    /// Every seen child of any kind whose owner UID label is `uid`.
+    pub fn owned_by(&self, uid: &str) -> Vec<Arc<Value>> {
+        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kinds
+            .values()
+            .flat_map(|cache| {
+                cache.select(|child| {
+                    child["metadata"]["labels"][orkestra_katalog::labels::OWNER_UID_LABEL].as_str() == Some(uid)
+                })
+            })
+            .collect()
     }
 
     /// The seen children of `api_version` `kind` that `keep` says yes to (none when the kind

@@ -1,0 +1,204 @@
+//! The Live API: what a running runtime says about itself, on one HTTP port, every answer
+//! from its own caches (never a list against the API server per request). Upstream
+//! Orkestra's shapes, so its tooling, the Control Center and other runtimes' cross reads
+//! work against it:
+//!
+//! - probes ([`probes`]): `/startup`, `/health`, `/ready` (and `/healthz`, `/readyz`);
+//! - the Katalog ([`katalog`]): `/katalog`, `/katalog/raw`, `/katalog/enriched`,
+//!   `/katalog/{crd}` (configuration and live figures), `/katalog/{crd}/health`,
+//!   `/katalog/{crd}/raw`, `/katalog/{crd}/enriched`;
+//! - custom resources ([`crs`]): `/katalog/{crd}/cr`, `/katalog/{crd}/cr/{ns}/{name}` (or
+//!   `/cr/{name}`) and their `/events`;
+//! - ours ([`components`]): `/components`, `POST /reload`;
+//! - `/metrics` ([`crate::metrics`]) and `/openapi.json`, which lists every endpoint.
+//!
+//! A bearer token ([`Auth`]) guards everything but the probes when one is set. A CRD's
+//! `endpoints` switches and `crossAccess` hide parts of it; a hidden CRD answers 404 as if
+//! it were not there.
+
+mod components;
+mod crs;
+mod katalog;
+mod probes;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::cross::Peers;
+use crate::health::HealthBoard;
+use crate::reload::Reloader;
+use crate::runtime::{CrdHandle, Lifecycle};
+use orkestra_katalog::compile::Compiled;
+use orkestra_wasm::Components;
+
+/// Everything the Live API and `/metrics` read of a running runtime.
+#[derive(Clone)]
+pub struct Inspect {
+    pub katalog: Arc<Compiled>,
+    pub crds: Vec<CrdHandle>,
+    pub health: HealthBoard,
+    pub components: Components,
+    pub peers: Peers,
+    pub lifecycle: Arc<Lifecycle>,
+}
+
+impl Inspect {
+    /// A CRD the Live API shows (its `endpoints.enabled` is on).
+    fn crd(&self, name: &str) -> Option<&CrdHandle> {
+        self.crds
+            .iter()
+            .find(|h| &*h.crd.name == name && h.crd.endpoints.enabled)
+    }
+}
+
+/// Who may call the Live API: anyone (`token: None`), or callers with this bearer token.
+/// The probes never ask.
+#[derive(Clone, Default)]
+pub struct Auth {
+    token: Option<Arc<str>>,
+}
+
+impl Auth {
+    pub fn open() -> Self {
+        Self::default()
+    }
+
+    pub fn token(token: impl Into<Arc<str>>) -> Self {
+        Self {
+            token: Some(token.into()),
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.token.is_none()
+    }
+
+    fn admits(&self, headers: &HeaderMap) -> bool {
+        let Some(token) = &self.token else { return true };
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        given.is_some_and(|given| same(given.as_bytes(), token.as_bytes()))
+    }
+}
+
+/// Compares in time that depends on the lengths only, so a wrong token's timing does not
+/// tell how much of it was right.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+async fn require_token(State(auth): State<Auth>, request: Request, next: Next) -> Response {
+    if auth.admits(request.headers()) {
+        return next.run(request).await;
+    }
+    let body = Json(json!({"error": "this endpoint needs a bearer token: Authorization: Bearer <token>"}));
+    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], body).into_response()
+}
+
+#[derive(OpenApi)]
+#[openapi(info(
+    title = "Orkestra-rs Live API",
+    description = "What a running Orkestra-rs runtime says about its Katalog, CRDs, custom resources and Wasm components."
+))]
+struct ApiDoc;
+
+/// The Live API's router: `reloader` enables `POST /reload`.
+pub fn router(inspect: Inspect, reloader: Option<Reloader>, auth: Auth) -> axum::Router {
+    let registry = Arc::new(crate::metrics::registry(inspect.clone()));
+    let guarded = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(katalog::routes())
+        .merge(crs::routes())
+        .merge(components::routes())
+        .routes(utoipa_axum::routes!(metrics))
+        .with_state(Shared {
+            inspect: inspect.clone(),
+            reloader,
+            registry,
+        });
+    let (guarded, mut api) = guarded.split_for_parts();
+    let (probes, probe_api) = probes::routes().with_state(inspect).split_for_parts();
+    api.merge(probe_api);
+    let api = Arc::new(api);
+    let guarded = guarded
+        .route(
+            "/openapi.json",
+            axum::routing::get(move || {
+                let api = api.clone();
+                async move { Json(api.as_ref().clone()) }
+            }),
+        )
+        .layer(axum::middleware::from_fn_with_state(auth, require_token));
+    probes
+        .merge(guarded)
+        .fallback(|| async { not_found("no such endpoint; see /openapi.json".into()) })
+}
+
+/// What the guarded handlers share.
+#[derive(Clone)]
+struct Shared {
+    inspect: Inspect,
+    reloader: Option<Reloader>,
+    registry: Arc<prometheus_client::registry::Registry>,
+}
+
+/// Every metric of the runtime, in the Prometheus exposition format.
+#[utoipa::path(get, path = "/metrics", tag = "metrics", responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text")))]
+async fn metrics(State(shared): State<Shared>) -> Response {
+    let text = crate::metrics::encode(&shared.registry);
+    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
+}
+
+/// Serves `router` on `addr` until the process ends.
+pub async fn serve(addr: SocketAddr, router: axum::Router) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(addr = %listener.local_addr()?, "Live API listening");
+    axum::serve(listener, router).await
+}
+
+fn not_found(what: String) -> Response {
+    (StatusCode::NOT_FOUND, Json(json!({ "error": what }))).into_response()
+}
+
+fn bad_request(why: String) -> Response {
+    (StatusCode::BAD_REQUEST, Json(json!({ "error": why }))).into_response()
+}
+
+fn unknown_crd(crd: &str) -> Response {
+    not_found(format!("no CRD {crd:?} in this runtime's Live API"))
+}
+
+/// `isKonductor`: whether this replica runs the reconcilers (always, until replicas share
+/// the work).
+const IS_KONDUCTOR: bool = true;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_compared_whole() {
+        let auth = Auth::token("s3cret");
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, value.parse().unwrap());
+            headers
+        };
+        assert!(auth.admits(&with("Bearer s3cret")));
+        assert!(!auth.admits(&with("Bearer s3cre")));
+        assert!(!auth.admits(&with("Bearer s3cret!")));
+        assert!(!auth.admits(&with("s3cret")));
+        assert!(!auth.admits(&HeaderMap::new()));
+        assert!(Auth::open().admits(&HeaderMap::new()));
+    }
+}

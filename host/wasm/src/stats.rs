@@ -1,0 +1,245 @@
+//! What one component's calls did: how each ended, how long it took, the most memory an
+//! instance held, the grants it was denied, and the swaps of its slot. The Live API's
+//! `/components` and the runtime's `/metrics` read these. Outcomes are a fixed set: a guest
+//! cannot add a label.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::metrics::histogram::Histogram;
+use serde::Serialize;
+
+use super::call::CallError;
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    Ok,
+    /// The component answered with an error of its own.
+    GuestError,
+    Timeout,
+    Memory,
+    Trap,
+    ResultTooLarge,
+    TooMany,
+    Forbidden,
+    Instantiate,
+}
+
+impl CallOutcome {
+    pub const ALL: [CallOutcome; 9] = [
+        CallOutcome::Ok,
+        CallOutcome::GuestError,
+        CallOutcome::Timeout,
+        CallOutcome::Memory,
+        CallOutcome::Trap,
+        CallOutcome::ResultTooLarge,
+        CallOutcome::TooMany,
+        CallOutcome::Forbidden,
+        CallOutcome::Instantiate,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::GuestError => "error",
+            CallOutcome::Timeout => "timeout",
+            CallOutcome::Memory => "memory",
+            CallOutcome::Trap => "trap",
+            CallOutcome::ResultTooLarge => "result_too_large",
+            CallOutcome::TooMany => "too_many",
+            CallOutcome::Forbidden => "forbidden",
+            CallOutcome::Instantiate => "instantiate",
+        }
+    }
+
+    /// Whether the host stopped the call (everything but a normal answer).
+    pub fn is_trap(self) -> bool {
+        !matches!(self, CallOutcome::Ok | CallOutcome::GuestError)
+    }
+
+    pub fn of(error: &CallError) -> Self {
+        match error {
+            CallError::Timeout(_) => CallOutcome::Timeout,
+            CallError::MemoryLimit(_) => CallOutcome::Memory,
+            CallError::Trapped(_) => CallOutcome::Trap,
+            CallError::ResultTooLarge { .. } => CallOutcome::ResultTooLarge,
+            CallError::Forbidden(_) => CallOutcome::Forbidden,
+            CallError::Instantiate(_) => CallOutcome::Instantiate,
+            CallError::TooMany { .. } => CallOutcome::TooMany,
+        }
+    }
+}
+
+/// Call durations kept for the percentiles.
+const RECENT: usize = 512;
+/// Swaps remembered per slot.
+const HISTORY: usize = 32;
+
+/// One swap of a slot, or a version that did not load.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Swap {
+    pub at: String,
+    /// The revision serving afterwards (unchanged when the load failed).
+    pub revision: u64,
+    pub digest: Option<String>,
+    pub error: Option<String>,
+}
+
+/// Call figures of one slot (across its swaps).
+#[derive(Debug)]
+pub struct CallStats {
+    outcomes: [AtomicU64; CallOutcome::ALL.len()],
+    /// Seconds per call.
+    pub durations: Histogram,
+    recent: Mutex<VecDeque<Duration>>,
+    /// The most bytes of memory and tables one instance held.
+    memory_high_water: AtomicU64,
+    /// Kube calls or children refused by the grants.
+    denials: AtomicU64,
+    history: Mutex<VecDeque<Swap>>,
+    last_error: Mutex<Option<String>>,
+}
+
+impl Default for CallStats {
+    fn default() -> Self {
+        // 10 µs to about 20 s.
+        let buckets = prometheus_client::metrics::histogram::exponential_buckets(1e-5, 2.5, 16);
+        Self {
+            outcomes: Default::default(),
+            durations: Histogram::new(buckets),
+            recent: Mutex::default(),
+            memory_high_water: AtomicU64::new(0),
+            denials: AtomicU64::new(0),
+            history: Mutex::default(),
+            last_error: Mutex::default(),
+        }
+    }
+}
+
+/// Percentiles and counts as `/components` shows them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatsView {
+    pub calls: u64,
+    pub outcomes: std::collections::BTreeMap<&'static str, u64>,
+    pub traps: u64,
+    pub denials: u64,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub memory_high_water_bytes: u64,
+    pub last_call_error: Option<String>,
+    pub swaps: Vec<Swap>,
+}
+
+impl CallStats {
+    /// Notes one finished call.
+    pub fn record(&self, took: Duration, outcome: CallOutcome, error: Option<&CallError>) {
+        self.outcomes[CallOutcome::ALL.iter().position(|o| *o == outcome).unwrap_or(0)].fetch_add(1, Ordering::Relaxed);
+        self.durations.observe(took.as_secs_f64());
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if recent.len() == RECENT {
+            recent.pop_front();
+        }
+        recent.push_back(took);
+        drop(recent);
+        if let Some(error) = error {
+            *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
+        }
+    }
+
+    pub fn observe_memory(&self, bytes: usize) {
+        self.memory_high_water.fetch_max(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub fn denied(&self) {
+        self.denials.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn swapped(&self, swap: Swap) {
+        let mut history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+        if history.len() == HISTORY {
+            history.pop_front();
+        }
+        history.push_back(swap);
+    }
+
+    pub fn count(&self, outcome: CallOutcome) -> u64 {
+        let index = CallOutcome::ALL.iter().position(|o| *o == outcome).unwrap_or(0);
+        self.outcomes[index].load(Ordering::Relaxed)
+    }
+
+    pub fn denials(&self) -> u64 {
+        self.denials.load(Ordering::Relaxed)
+    }
+
+    pub fn memory_high_water(&self) -> u64 {
+        self.memory_high_water.load(Ordering::Relaxed)
+    }
+
+    pub fn view(&self) -> StatsView {
+        let outcomes: std::collections::BTreeMap<&'static str, u64> =
+            CallOutcome::ALL.iter().map(|o| (o.label(), self.count(*o))).collect();
+        let mut recent: Vec<Duration> = self
+            .recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        recent.sort();
+        let percentile = |p: usize| {
+            (!recent.is_empty())
+                .then(|| recent[((recent.len() * p).div_ceil(100)).saturating_sub(1)].as_secs_f64() * 1e3)
+        };
+        StatsView {
+            calls: outcomes.values().sum(),
+            traps: CallOutcome::ALL
+                .iter()
+                .filter(|o| o.is_trap())
+                .map(|o| self.count(*o))
+                .sum(),
+            outcomes,
+            denials: self.denials(),
+            p50_ms: percentile(50),
+            p99_ms: percentile(99),
+            memory_high_water_bytes: self.memory_high_water(),
+            last_call_error: self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            swaps: self
+                .history
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_percentiles_and_the_memory_high_water_are_kept() {
+        let stats = CallStats::default();
+        for ms in 1..=100 {
+            stats.record(Duration::from_millis(ms), CallOutcome::Ok, None);
+        }
+        let timeout = CallError::Timeout(Duration::from_secs(1));
+        stats.record(Duration::from_secs(1), CallOutcome::of(&timeout), Some(&timeout));
+        stats.observe_memory(4096);
+        stats.observe_memory(1024);
+        stats.denied();
+        let view = stats.view();
+        assert_eq!((view.calls, view.traps, view.denials), (101, 1, 1));
+        assert_eq!(view.outcomes["timeout"], 1);
+        assert_eq!(view.p50_ms, Some(51.0));
+        assert_eq!(view.p99_ms, Some(100.0));
+        assert_eq!(view.memory_high_water_bytes, 4096, "the most, not the last");
+        assert!(view.last_call_error.unwrap().contains("timeout"));
+    }
+}
