@@ -685,10 +685,7 @@ async fn a_cross_read_with_source_reads_another_runtime_through_its_live_api() {
     assert_eq!(status["found"], true);
     assert_eq!(status["producerState"], "healthy", "{status}");
     assert_eq!(status["secretFound"], false, "crossAccess: false holds over HTTP too");
-    assert_eq!(
-        status["producerWorkers"], "1 (default)",
-        "the info protocol: {status}"
-    );
+    assert_eq!(status["producerWorkers"], "1 (default)", "the info protocol: {status}");
     eventually("the producer's events, read from the other runtime", WAIT, || async {
         let c = consumers.api("Consumer").get("c").await.ok()?;
         let events = c.data["status"]["producerEvents"].as_str()?.to_string();

@@ -19,8 +19,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use crate::health::State;
-use crate::live::Inspect;
-use crate::runtime::CrdHandle;
+use crate::runtime::{CrdHandle, Inspect};
 use orkestra_wasm::CallOutcome;
 
 /// The exposition's content type.

@@ -66,6 +66,26 @@ pub struct CrdHandle {
     pub events: EventLog,
 }
 
+/// Everything the Live API and `/metrics` read of a running runtime.
+#[derive(Clone)]
+pub struct Inspect {
+    pub katalog: Arc<Compiled>,
+    pub crds: Vec<CrdHandle>,
+    pub health: HealthBoard,
+    pub components: Components,
+    pub peers: crate::cross::Peers,
+    pub lifecycle: Arc<Lifecycle>,
+}
+
+impl Inspect {
+    /// A CRD the Live API shows (its `endpoints.enabled` is on).
+    pub fn crd(&self, name: &str) -> Option<&CrdHandle> {
+        self.crds
+            .iter()
+            .find(|h| &*h.crd.name == name && h.crd.endpoints.enabled)
+    }
+}
+
 /// The runtime's own life, for the probes.
 #[derive(Debug, Default)]
 pub struct Lifecycle {
@@ -164,8 +184,8 @@ impl Runtime {
     }
 
     /// Everything the Live API and `/metrics` read of this runtime.
-    pub fn inspect(&self) -> crate::live::Inspect {
-        crate::live::Inspect {
+    pub fn inspect(&self) -> Inspect {
+        Inspect {
             katalog: self.katalog.clone(),
             crds: self.crds.clone(),
             health: self.health.clone(),

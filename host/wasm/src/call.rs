@@ -11,7 +11,7 @@ use wasmtime_wasi::WasiCtx;
 use super::bindings::types::{Outcome, Request, Response};
 use super::engine::{EPOCH_TICK, Loaded, Pre, WasmHost};
 use super::state::{CallState, Caller, MemoryCap};
-use super::stats::CallStats;
+use super::stats::{CallOutcome, CallStats};
 use orkestra_katalog::component::{Limits, Spec};
 
 /// Which export a call runs.
@@ -47,6 +47,21 @@ pub enum CallError {
         count: usize,
         limit: usize,
     },
+}
+
+impl CallError {
+    /// How the call ended, as the call figures count it.
+    pub fn outcome(&self) -> CallOutcome {
+        match self {
+            CallError::Timeout(_) => CallOutcome::Timeout,
+            CallError::MemoryLimit(_) => CallOutcome::Memory,
+            CallError::Trapped(_) => CallOutcome::Trap,
+            CallError::ResultTooLarge { .. } => CallOutcome::ResultTooLarge,
+            CallError::Forbidden(_) => CallOutcome::Forbidden,
+            CallError::Instantiate(_) => CallOutcome::Instantiate,
+            CallError::TooMany { .. } => CallOutcome::TooMany,
+        }
+    }
 }
 
 impl WasmHost {

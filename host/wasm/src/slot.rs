@@ -183,9 +183,10 @@ impl Slot {
         let outcome = match &result {
             Ok(Some(response)) if matches!(response.outcome, Outcome::Error(_)) => CallOutcome::GuestError,
             Ok(_) => CallOutcome::Ok,
-            Err(error) => CallOutcome::of(error),
+            Err(error) => error.outcome(),
         };
-        self.stats.record(started.elapsed(), outcome, result.as_ref().err());
+        let error = result.as_ref().err().map(ToString::to_string);
+        self.stats.record(started.elapsed(), outcome, error);
         result
     }
 

@@ -11,8 +11,6 @@ use std::time::Duration;
 use prometheus_client::metrics::histogram::Histogram;
 use serde::Serialize;
 
-use super::call::CallError;
-
 /// How a call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallOutcome {
@@ -58,18 +56,6 @@ impl CallOutcome {
     /// Whether the host stopped the call (everything but a normal answer).
     pub fn is_trap(self) -> bool {
         !matches!(self, CallOutcome::Ok | CallOutcome::GuestError)
-    }
-
-    pub fn of(error: &CallError) -> Self {
-        match error {
-            CallError::Timeout(_) => CallOutcome::Timeout,
-            CallError::MemoryLimit(_) => CallOutcome::Memory,
-            CallError::Trapped(_) => CallOutcome::Trap,
-            CallError::ResultTooLarge { .. } => CallOutcome::ResultTooLarge,
-            CallError::Forbidden(_) => CallOutcome::Forbidden,
-            CallError::Instantiate(_) => CallOutcome::Instantiate,
-            CallError::TooMany { .. } => CallOutcome::TooMany,
-        }
     }
 }
 
@@ -136,8 +122,8 @@ pub struct StatsView {
 }
 
 impl CallStats {
-    /// Notes one finished call.
-    pub fn record(&self, took: Duration, outcome: CallOutcome, error: Option<&CallError>) {
+    /// Notes one finished call (`error`: what went wrong, if it did).
+    pub fn record(&self, took: Duration, outcome: CallOutcome, error: Option<String>) {
         self.outcomes[CallOutcome::ALL.iter().position(|o| *o == outcome).unwrap_or(0)].fetch_add(1, Ordering::Relaxed);
         self.durations.observe(took.as_secs_f64());
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
@@ -147,7 +133,7 @@ impl CallStats {
         recent.push_back(took);
         drop(recent);
         if let Some(error) = error {
-            *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
+            *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
         }
     }
 
@@ -229,8 +215,11 @@ mod tests {
         for ms in 1..=100 {
             stats.record(Duration::from_millis(ms), CallOutcome::Ok, None);
         }
-        let timeout = CallError::Timeout(Duration::from_secs(1));
-        stats.record(Duration::from_secs(1), CallOutcome::of(&timeout), Some(&timeout));
+        stats.record(
+            Duration::from_secs(1),
+            CallOutcome::Timeout,
+            Some("did not finish within its timeout".into()),
+        );
         stats.observe_memory(4096);
         stats.observe_memory(1024);
         stats.denied();

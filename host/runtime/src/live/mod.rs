@@ -33,32 +33,8 @@ use serde_json::json;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::cross::Peers;
-use crate::health::HealthBoard;
 use crate::reload::Reloader;
-use crate::runtime::{CrdHandle, Lifecycle};
-use orkestra_katalog::compile::Compiled;
-use orkestra_wasm::Components;
-
-/// Everything the Live API and `/metrics` read of a running runtime.
-#[derive(Clone)]
-pub struct Inspect {
-    pub katalog: Arc<Compiled>,
-    pub crds: Vec<CrdHandle>,
-    pub health: HealthBoard,
-    pub components: Components,
-    pub peers: Peers,
-    pub lifecycle: Arc<Lifecycle>,
-}
-
-impl Inspect {
-    /// A CRD the Live API shows (its `endpoints.enabled` is on).
-    fn crd(&self, name: &str) -> Option<&CrdHandle> {
-        self.crds
-            .iter()
-            .find(|h| &*h.crd.name == name && h.crd.endpoints.enabled)
-    }
-}
+pub use crate::runtime::Inspect;
 
 /// Who may call the Live API: anyone (`token: None`), or callers with this bearer token.
 /// The probes never ask.
