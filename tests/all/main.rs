@@ -4,6 +4,7 @@
 
 mod cli;
 mod cluster;
+mod control_center;
 mod control_plane;
 mod failure;
 mod isolation;

@@ -1,6 +1,7 @@
 //! `ork`: the Orkestra-rs command line. Parsing, logging set-up and dispatch to one
 //! module per command.
 
+mod control_center;
 mod control_plane;
 mod dev;
 mod migrate;
@@ -41,6 +42,8 @@ enum Command {
     Migrate(migrate::MigrateArgs),
     /// Ask a running runtime to re-read its Katalog and reload its Wasm components.
     Reload(reload::ReloadArgs),
+    /// Serve the Control Center: a web UI over the Live APIs of any number of runtimes.
+    ControlCenter(control_center::ControlCenterArgs),
     /// Build and run the local Kubernetes control plane (etcd, kube-apiserver,
     /// kube-controller-manager).
     #[command(subcommand)]
@@ -86,6 +89,7 @@ fn main() -> ExitCode {
             Command::Validate(args) => validate::validate(args),
             Command::Migrate(args) => migrate::migrate(args),
             Command::Reload(args) => reload::reload(args).await,
+            Command::ControlCenter(args) => control_center::control_center(args).await,
             Command::ControlPlane(command) => control_plane::control_plane(command).await,
         }
     });

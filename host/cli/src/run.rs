@@ -46,7 +46,7 @@ impl HttpArgs {
     /// Who may call the Live API, or why it must not open as asked.
     async fn auth(&self, client: &kube::Client) -> anyhow::Result<orkestra::live::Auth> {
         let token = match (&self.token_secret, std::env::var(&self.token_env)) {
-            (Some(secret), _) => Some(secret_token(client, secret).await?),
+            (Some(secret), _) => Some(secret_value(client, secret, "token").await?),
             (None, Ok(token)) if !token.trim().is_empty() => Some(token.trim().to_string()),
             (None, _) => None,
         };
@@ -62,19 +62,19 @@ impl HttpArgs {
     }
 }
 
-/// The token in `NAMESPACE/NAME[/KEY]`.
-async fn secret_token(client: &kube::Client, reference: &str) -> anyhow::Result<String> {
+/// The text in Secret `NAMESPACE/NAME[/KEY]` (`key` unless it names one).
+pub async fn secret_value(client: &kube::Client, reference: &str, key: &str) -> anyhow::Result<String> {
     let parts: Vec<&str> = reference.split('/').collect();
     let (namespace, name, key) = match parts[..] {
-        [namespace, name] => (namespace, name, "token"),
+        [namespace, name] => (namespace, name, key),
         [namespace, name, key] => (namespace, name, key),
-        _ => anyhow::bail!("--token-secret {reference}: give NAMESPACE/NAME or NAMESPACE/NAME/KEY"),
+        _ => anyhow::bail!("Secret {reference}: give NAMESPACE/NAME or NAMESPACE/NAME/KEY"),
     };
     let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::namespaced(client.clone(), namespace);
     let secret = secrets
         .get(name)
         .await
-        .with_context(|| format!("reading the Live API token from Secret {namespace}/{name}"))?;
+        .with_context(|| format!("reading Secret {namespace}/{name}"))?;
     let value = secret
         .data
         .and_then(|mut data| data.remove(key))

@@ -74,6 +74,7 @@ const RECENT_LIMIT: usize = 256;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Recent {
     pub p95_ms: u64,
+    pub p99_ms: u64,
     pub error_rate_percent: u64,
 }
 
@@ -111,9 +112,13 @@ impl Counters {
             return Recent::default();
         }
         took.sort();
-        let p95 = took[(took.len() * 95).div_ceil(100) - 1];
+        let percentile = |p: usize| {
+            let at = took[(took.len() * p).div_ceil(100) - 1];
+            u64::try_from(at.as_millis()).unwrap_or(u64::MAX)
+        };
         Recent {
-            p95_ms: u64::try_from(p95.as_millis()).unwrap_or(u64::MAX),
+            p95_ms: percentile(95),
+            p99_ms: percentile(99),
             error_rate_percent: failed * 100 / took.len() as u64,
         }
     }
@@ -142,6 +147,7 @@ mod tests {
             counters.recent(now),
             Recent {
                 p95_ms: 190,
+                p99_ms: 200,
                 error_rate_percent: 25
             }
         );

@@ -118,6 +118,7 @@ fn summary(inspect: &Inspect, handle: &CrdHandle, health: Option<&Health>) -> Va
         },
         "errorRatePercent": recent.error_rate_percent,
         "reconcileP95Ms": recent.p95_ms,
+        "reconcileP99Ms": recent.p99_ms,
         "dependsOn": depends,
         "crossAccess": crd.cross_access,
     })

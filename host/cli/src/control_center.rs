@@ -1,0 +1,87 @@
+//! `ork control-center`: the web UI over any number of runtimes' Live APIs.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use orkestra_control_center::config::RuntimeConfig;
+use orkestra_control_center::login::Login;
+
+#[derive(Debug, Args)]
+pub struct ControlCenterArgs {
+    /// A runtime's Live API (`http://host:8080`); repeat for several.
+    #[arg(long = "runtime", value_name = "URL")]
+    runtimes: Vec<String>,
+    /// Where the UI listens (under /controlcenter).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
+    addr: SocketAddr,
+    /// A YAML file of runtimes (`runtimes: [{name, url, tokenEnv}]`), read at start; the
+    /// runtimes added or removed in the UI are written back to it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The admin password, from this environment variable (user `admin`).
+    #[arg(long, value_name = "VAR", default_value = "ORK_CC_PASSWORD")]
+    password_env: String,
+    /// The admin password kept in a Secret (`NAMESPACE/NAME`, key `password`, or
+    /// `NAMESPACE/NAME/KEY`), read with KUBECONFIG or the in-cluster config.
+    #[arg(long, value_name = "SECRET")]
+    password_secret: Option<String>,
+    /// No sign-in at all (only on a loopback address).
+    #[arg(long)]
+    no_login: bool,
+    /// The bearer token the runtimes' Live APIs ask for, from this environment variable.
+    #[arg(long, value_name = "VAR", default_value = "ORK_API_TOKEN")]
+    runtime_token_env: String,
+    /// How often each runtime is asked (`10s`, `1m`).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration)]
+    poll: Duration,
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    orkestra_katalog::duration::parse(text)
+}
+
+pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode> {
+    let login = match (&args.password_secret, std::env::var(&args.password_env), args.no_login) {
+        (_, _, true) => Login::none(),
+        (Some(secret), _, false) => {
+            let client = kube::Client::try_default()
+                .await
+                .context("--password-secret needs a Kubernetes client (KUBECONFIG or the in-cluster config)")?;
+            Login::password(super::run::secret_value(&client, secret, "password").await?)
+        }
+        (None, Ok(password), false) if !password.is_empty() => Login::password(password),
+        (None, _, false) => anyhow::bail!(
+            "the Control Center needs an admin password: set {} (or --password-secret), or pass --no-login on a loopback address",
+            args.password_env
+        ),
+    };
+    let runtimes = args
+        .runtimes
+        .iter()
+        .map(|url| RuntimeConfig::new(url, None, None))
+        .collect::<Result<Vec<_>, _>>()?;
+    let token = std::env::var(&args.runtime_token_env)
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    let options = orkestra_control_center::Options {
+        addr: args.addr,
+        runtimes,
+        config_file: args.config,
+        runtime_token: token,
+        login,
+        poll: args.poll,
+    };
+    let (listener, router, poller) = orkestra_control_center::server::bind(options).await?;
+    eprintln!("control center: http://{}/controlcenter/", listener.local_addr()?);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = super::shutdown_signal().await;
+        })
+        .await?;
+    poller.abort();
+    Ok(ExitCode::SUCCESS)
+}

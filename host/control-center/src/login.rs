@@ -1,0 +1,111 @@
+//! Who may look: one admin password (from an environment variable or a Secret), checked
+//! at a login form that sets a session cookie (random, HttpOnly, SameSite=Strict, 12 hours),
+//! or no login at all, which only a loopback address may serve.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rand::RngCore;
+
+/// How long a session lasts.
+const SESSION: Duration = Duration::from_secs(12 * 3600);
+/// The session cookie.
+pub const COOKIE: &str = "ork_cc_session";
+/// The one user name.
+pub const USER: &str = "admin";
+
+/// The login policy and the live sessions.
+#[derive(Debug)]
+pub struct Login {
+    password: Option<String>,
+    sessions: Mutex<HashMap<String, Instant>>,
+}
+
+impl Login {
+    /// Sign-in with `password`.
+    pub fn password(password: String) -> Self {
+        Self {
+            password: Some(password),
+            sessions: Mutex::default(),
+        }
+    }
+
+    /// No sign-in.
+    pub fn none() -> Self {
+        Self {
+            password: None,
+            sessions: Mutex::default(),
+        }
+    }
+
+    pub fn required(&self) -> bool {
+        self.password.is_some()
+    }
+
+    /// A new session when `user` and `password` are right.
+    pub fn sign_in(&self, user: &str, password: &str) -> Option<String> {
+        let expected = self.password.as_deref()?;
+        let right = user == USER && same(password.as_bytes(), expected.as_bytes());
+        if !right {
+            return None;
+        }
+        let mut bytes = [0u8; 32];
+        rand::rng().fill_bytes(&mut bytes);
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        sessions.retain(|_, started| now.duration_since(*started) < SESSION);
+        sessions.insert(token.clone(), now);
+        Some(token)
+    }
+
+    pub fn sign_out(&self, token: &str) {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(token);
+    }
+
+    /// Whether a request with this cookie header may look.
+    pub fn admits(&self, cookies: Option<&str>) -> bool {
+        if !self.required() {
+            return true;
+        }
+        let Some(token) = session_of(cookies) else { return false };
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.get(token).is_some_and(|started| started.elapsed() < SESSION)
+    }
+}
+
+/// The session token in a `Cookie` header.
+pub fn session_of(cookies: Option<&str>) -> Option<&str> {
+    cookies?
+        .split(';')
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value)
+}
+
+/// Compares in time that depends on the lengths only.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_needs_the_password_and_ends_at_sign_out() {
+        let login = Login::password("hunter2".into());
+        assert!(login.sign_in(USER, "hunter3").is_none());
+        assert!(login.sign_in("root", "hunter2").is_none());
+        let token = login.sign_in(USER, "hunter2").unwrap();
+        assert_eq!(token.len(), 64);
+        let cookie = format!("other=1; {COOKIE}={token}");
+        assert!(login.admits(Some(&cookie)));
+        assert!(!login.admits(Some("ork_cc_session=forged")));
+        assert!(!login.admits(None));
+        login.sign_out(&token);
+        assert!(!login.admits(Some(&cookie)));
+        assert!(Login::none().admits(None));
+    }
+}

@@ -1,0 +1,117 @@
+//! A runtime's Wasm components (revision, digest, source, latency, outcomes, traps,
+//! denials, memory, grants, limits, swap history), the runtimes manager, and the sign-in
+//! form.
+
+use maud::{Markup, html};
+use serde_json::Value;
+
+use super::layout::{BASE, badge, figure, json_block, notice};
+use crate::runtimes::{Runtimes, Watched};
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn ms(value: &Value) -> String {
+    value.as_f64().map_or("-".into(), |v| format!("{v:.2} ms"))
+}
+
+pub fn components(runtime: &Watched) -> Markup {
+    let seen = runtime.seen();
+    let list = seen
+        .components
+        .as_ref()
+        .and_then(|c| c["components"].as_array().cloned())
+        .unwrap_or_default();
+    html! {
+        h1 { "Components on " (runtime.config.name) }
+        @if !seen.up { (notice(&format!("unreachable: {}; showing what it said last", seen.last_error.as_deref().unwrap_or("")))) }
+        @if list.is_empty() { p.muted { "This runtime hosts no Wasm component." } }
+        @for c in &list {
+            @let calls = &c["calls"];
+            div.card.component data-component=(text(&c["name"])) {
+                h3 { span { (text(&c["name"])) " " span.muted { (text(&c["world"])) } }
+                     (badge(if c["lastError"].is_null() { "Serving" } else if c["revision"] == 0 { "failed" } else { "degraded" })) }
+                div.muted { (text(&c["source"])) }
+                div.figures {
+                    (figure("revision", text(&c["revision"])))
+                    (figure("calls", text(&calls["calls"])))
+                    (figure("p50", ms(&calls["p50Ms"])))
+                    (figure("p99", ms(&calls["p99Ms"])))
+                    (figure("traps", text(&calls["traps"])))
+                    (figure("denials", text(&calls["denials"])))
+                    (figure("memory high-water", format!("{} KiB", calls["memoryHighWaterBytes"].as_u64().unwrap_or(0) / 1024)))
+                }
+                div.muted { "sha256 " (text(&c["digest"])) " · loaded " (text(&c["loadedAt"])) " in " (ms(&c["loadMs"])) @if c["cached"] == true { " (cached)" } }
+                @if let Some(error) = c["lastError"].as_str() { div.error { (error) } }
+                @if let Some(error) = calls["lastCallError"].as_str() { div.error { "last call: " (error) } }
+                div.two {
+                    div {
+                        h2 { "Outcomes" }
+                        table { @for (outcome, n) in calls["outcomes"].as_object().into_iter().flatten() { tr { th { (outcome) } td { (n) } } } }
+                        h2 { "Grants" }
+                        @let grants = c["grants"].as_array().cloned().unwrap_or_default();
+                        @if grants.is_empty() { p.muted { "none: it may only return children and status" } }
+                        ul { @for g in &grants { li { (text(g)) } } }
+                    }
+                    div {
+                        h2 { "Hot-swap history" }
+                        table {
+                            tr { th { "at" } th { "revision" } th { "outcome" } }
+                            @for swap in calls["swaps"].as_array().into_iter().flatten().rev() {
+                                tr { td { (text(&swap["at"])) } td { (text(&swap["revision"])) }
+                                     td { @match swap["error"].as_str() { Some(e) => span.error { "refused: " (e) }, None => span { "serving " (text(&swap["digest"]).chars().take(12).collect::<String>()) } } } }
+                            }
+                        }
+                        h2 { "Limits" }
+                        (json_block(&c["limits"]))
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub fn manager(runtimes: &Runtimes, error: Option<&str>) -> Markup {
+    html! {
+        h1 { "Runtimes" }
+        @if let Some(error) = error { p.error { (error) } }
+        form.add method="post" action={(BASE) "/runtimes"} {
+            input name="url" placeholder="http://runtime:8080" required;
+            input name="name" placeholder="name (optional)";
+            input name="tokenEnv" placeholder="token variable (optional)";
+            button.primary type="submit" { "Add runtime" }
+        }
+        table {
+            tr { th { "name" } th { "URL" } th { "state" } th { "last answered" } th {} }
+            @for runtime in runtimes.all() {
+                @let seen = runtime.seen();
+                tr {
+                    td { a href={(BASE) "/r/" (runtime.config.name)} { (runtime.config.name) } }
+                    td { (runtime.config.url) }
+                    td { (badge(if seen.up { "up" } else { "unreachable" })) @if let Some(e) = &seen.last_error { div.error { (e) } } }
+                    td { @if let Some(at) = seen.last_seen { (at) } @else { "never" } }
+                    td { form method="post" action={(BASE) "/runtimes/" (runtime.config.name) "/remove"} { button.danger type="submit" { "Remove" } } }
+                }
+            }
+        }
+    }
+}
+
+pub fn sign_in(failed: bool) -> Markup {
+    html! {
+        div.card.login {
+            h1 { "Sign in" }
+            @if failed { p.error { "That is not the admin password." } }
+            form method="post" action={(BASE) "/login"} {
+                label { "User" input name="user" value="admin"; }
+                label { "Password" input name="password" type="password" autofocus; }
+                button.primary type="submit" { "Sign in" }
+            }
+        }
+    }
+}

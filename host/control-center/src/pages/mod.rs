@@ -1,0 +1,7 @@
+//! The pages, rendered on the server (maud escapes everything a runtime says).
+
+pub mod components;
+pub mod crd;
+pub mod dashboard;
+pub mod draw;
+pub mod layout;

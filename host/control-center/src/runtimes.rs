@@ -1,0 +1,284 @@
+//! The runtimes the Control Center watches, and what each last said: `/katalog` and
+//! `/components`, polled every interval (a runtime that does not answer is marked
+//! unreachable, with why, and asked again at the next poll), with a history for the
+//! charts. Pages ask a runtime for the rest when they are shown.
+//!
+//! Several replicas may stand behind one URL (a Service); only the konductor reconciles. An
+//! answer from a replica that says `isKonductor: false` is asked again, up to three times,
+//! on a fresh connection each (so it may reach another replica), as upstream's Control
+//! Center does.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::{ConfigFile, Error, RuntimeConfig};
+use crate::history::{History, Point};
+
+/// How long one request to a runtime may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+/// How often an answer from a follower is asked again.
+const KONDUCTOR_TRIES: usize = 3;
+
+/// What one runtime last said.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    pub katalog: Option<Value>,
+    pub components: Option<Value>,
+    /// Whether the last poll got an answer.
+    pub up: bool,
+    pub last_error: Option<String>,
+    /// When it last answered, and when it was last asked.
+    pub last_seen: Option<jiff::Timestamp>,
+    pub polled: Option<jiff::Timestamp>,
+    /// `false`: only followers answered (none of the tries reached the konductor).
+    pub konductor: Option<bool>,
+}
+
+/// One watched runtime.
+#[derive(Debug)]
+pub struct Watched {
+    pub config: RuntimeConfig,
+    token: Option<String>,
+    seen: RwLock<Seen>,
+    history: Mutex<History>,
+}
+
+impl Watched {
+    pub fn seen(&self) -> Seen {
+        self.seen.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn history(&self) -> History {
+        self.history.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Why a runtime's answer is missing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    #[error("{0} is unreachable: {1}")]
+    Unreachable(String, String),
+    #[error("{0} answered {1}: {2}")]
+    Status(String, u16, String),
+}
+
+impl FetchError {
+    /// The runtime answered 404: there is no such thing there.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, FetchError::Status(_, 404, _))
+    }
+}
+
+/// Every watched runtime.
+#[derive(Debug)]
+pub struct Runtimes {
+    list: RwLock<Vec<Arc<Watched>>>,
+    http: reqwest::Client,
+    /// For a second try at another replica: no connection kept between requests.
+    fresh: reqwest::Client,
+    /// Where added and removed runtimes are written.
+    config_file: Option<PathBuf>,
+    /// The token of runtimes that name no variable of their own.
+    default_token: Option<String>,
+}
+
+impl Runtimes {
+    pub fn new(
+        configs: Vec<RuntimeConfig>,
+        config_file: Option<PathBuf>,
+        default_token: Option<String>,
+    ) -> Result<Self, Error> {
+        let build = |pool: bool| {
+            let builder = reqwest::Client::builder().timeout(REQUEST_TIMEOUT);
+            let builder = if pool {
+                builder
+            } else {
+                builder.pool_max_idle_per_host(0)
+            };
+            builder
+                .build()
+                .map_err(|e| Error::Runtime(format!("cannot build an HTTP client: {e}")))
+        };
+        let runtimes = Self {
+            list: RwLock::default(),
+            http: build(true)?,
+            fresh: build(false)?,
+            config_file,
+            default_token,
+        };
+        for config in configs {
+            runtimes.insert(config.checked()?)?;
+        }
+        Ok(runtimes)
+    }
+
+    pub fn all(&self) -> Vec<Arc<Watched>> {
+        self.list.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<Watched>> {
+        self.all().into_iter().find(|r| r.config.name == name)
+    }
+
+    fn insert(&self, config: RuntimeConfig) -> Result<Arc<Watched>, Error> {
+        let mut list = self.list.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(taken) = list
+            .iter()
+            .find(|r| r.config.name == config.name || r.config.url == config.url)
+        {
+            return Err(Error::Runtime(format!(
+                "a runtime named {:?} at {} is watched already",
+                taken.config.name, taken.config.url
+            )));
+        }
+        let token = match &config.token_env {
+            Some(var) => std::env::var(var).ok().filter(|t| !t.trim().is_empty()),
+            None => self.default_token.clone(),
+        };
+        let watched = Arc::new(Watched {
+            config,
+            token,
+            seen: RwLock::default(),
+            history: Mutex::default(),
+        });
+        list.push(watched.clone());
+        Ok(watched)
+    }
+
+    /// Watches one more runtime (and writes the config file); it is polled at once.
+    pub async fn add(&self, config: RuntimeConfig) -> Result<(), Error> {
+        let watched = self.insert(config)?;
+        self.save()?;
+        self.poll_one(&watched).await;
+        Ok(())
+    }
+
+    /// Stops watching `name` (and writes the config file).
+    pub fn remove(&self, name: &str) -> Result<(), Error> {
+        let mut list = self.list.write().unwrap_or_else(|e| e.into_inner());
+        let before = list.len();
+        list.retain(|r| r.config.name != name);
+        if list.len() == before {
+            return Err(Error::Runtime(format!("no runtime named {name:?} is watched")));
+        }
+        drop(list);
+        self.save()
+    }
+
+    fn save(&self) -> Result<(), Error> {
+        let Some(path) = &self.config_file else { return Ok(()) };
+        let runtimes = self.all().iter().map(|r| r.config.clone()).collect();
+        ConfigFile { runtimes }.write(path)
+    }
+
+    /// `path` of a runtime's Live API, as JSON.
+    pub async fn fetch(&self, runtime: &Watched, path: &str) -> Result<Value, FetchError> {
+        self.fetch_with(&self.http, runtime, path).await
+    }
+
+    async fn fetch_with(&self, client: &reqwest::Client, runtime: &Watched, path: &str) -> Result<Value, FetchError> {
+        let name = runtime.config.name.clone();
+        let mut request = client.get(format!("{}{path}", runtime.config.url));
+        if let Some(token) = &runtime.token {
+            request = request.bearer_auth(token);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| FetchError::Unreachable(name.clone(), describe(&e)))?;
+        let status = response.status();
+        let body: Value = response
+            .json()
+            .await
+            .map_err(|e| FetchError::Unreachable(name.clone(), format!("its answer is not JSON: {e}")))?;
+        match status.is_success() || status.as_u16() == 503 {
+            true => Ok(body),
+            false => Err(FetchError::Status(
+                name,
+                status.as_u16(),
+                body["error"].as_str().unwrap_or("no reason given").to_string(),
+            )),
+        }
+    }
+
+    /// `/katalog`, from the konductor when a try reaches it.
+    async fn katalog(&self, runtime: &Watched) -> Result<(Value, bool), FetchError> {
+        let mut answer = self.fetch(runtime, "/katalog").await?;
+        for _ in 0..KONDUCTOR_TRIES {
+            if answer["isKonductor"] != false {
+                return Ok((answer, true));
+            }
+            answer = self.fetch_with(&self.fresh, runtime, "/katalog").await?;
+        }
+        let konductor = answer["isKonductor"] != false;
+        Ok((answer, konductor))
+    }
+
+    /// Asks one runtime for its state now.
+    pub async fn poll_one(&self, runtime: &Watched) {
+        let now = jiff::Timestamp::now();
+        let katalog = self.katalog(runtime).await;
+        let components = match &katalog {
+            Ok(_) => self.fetch(runtime, "/components").await.ok(),
+            Err(_) => None,
+        };
+        let at = now.as_millisecond() as f64 / 1e3;
+        let mut seen = runtime.seen.write().unwrap_or_else(|e| e.into_inner());
+        seen.polled = Some(now);
+        match katalog {
+            Ok((katalog, konductor)) => {
+                runtime
+                    .history
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(Point::of(at, Some(&katalog)));
+                seen.katalog = Some(katalog);
+                seen.components = components;
+                seen.up = true;
+                seen.last_error = None;
+                seen.last_seen = Some(now);
+                seen.konductor = Some(konductor);
+            }
+            Err(error) => {
+                runtime
+                    .history
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(Point::of(at, None));
+                if seen.up {
+                    tracing::warn!(runtime = %runtime.config.name, %error, "runtime unreachable; asking again at the next poll");
+                }
+                seen.up = false;
+                seen.last_error = Some(error.to_string());
+            }
+        }
+    }
+
+    /// Polls every runtime every `interval`, until dropped.
+    pub async fn poll(self: Arc<Self>, interval: Duration) {
+        let mut tick = tokio::time::interval(interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let all = self.all();
+            // Together: one slow runtime does not hold the others' polls.
+            futures::future::join_all(all.iter().map(|runtime| self.poll_one(runtime))).await;
+        }
+    }
+}
+
+/// The cause at the bottom of a request's failure (connection refused, a DNS error), which
+/// is what an operator looking at the dashboard needs.
+fn describe(error: &reqwest::Error) -> String {
+    if error.is_timeout() {
+        return format!("no answer within {}s", REQUEST_TIMEOUT.as_secs());
+    }
+    let mut cause: &dyn std::error::Error = error;
+    while let Some(deeper) = cause.source() {
+        cause = deeper;
+    }
+    cause.to_string()
+}

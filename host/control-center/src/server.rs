@@ -1,0 +1,458 @@
+//! The routes of the Control Center, under `/controlcenter`: the pages, the runtimes
+//! manager's forms, sign-in and sign-out, the page script, and `/controlcenter/api/runtimes`
+//! (what every runtime last said, as JSON).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Form, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use maud::Markup;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::config::RuntimeConfig;
+use crate::login::{COOKIE, Login, session_of};
+use crate::pages::layout::{BASE, Shape, crumb, here, page};
+use crate::pages::{components, crd, dashboard};
+use crate::runtimes::Runtimes;
+
+/// How the Control Center runs.
+pub struct Options {
+    pub addr: SocketAddr,
+    pub runtimes: Vec<RuntimeConfig>,
+    /// Where added and removed runtimes are kept.
+    pub config_file: Option<PathBuf>,
+    /// The token of runtimes whose config names no variable of their own.
+    pub runtime_token: Option<String>,
+    pub login: Login,
+    /// How often every runtime is asked.
+    pub poll: Duration,
+}
+
+/// Options errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Config(#[from] crate::config::Error),
+    #[error("the Control Center would serve {0} without a password: --no-login is for a loopback address only")]
+    OpenBeyondLoopback(SocketAddr),
+    #[error("cannot listen on {0}: {1}")]
+    Listen(SocketAddr, std::io::Error),
+}
+
+#[derive(Clone)]
+struct Shared {
+    runtimes: Arc<Runtimes>,
+    login: Arc<Login>,
+    /// Held through the pause after a wrong password: failures are answered one at a time.
+    refusals: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// How long a wrong password holds the line.
+const REFUSAL_PAUSE: Duration = Duration::from_secs(1);
+
+/// Serves the Control Center until the process ends (or `shutdown` resolves). Returns the
+/// address it listens on once it does.
+pub async fn serve(
+    options: Options,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
+    let (listener, router, poller) = bind(options).await?;
+    let result = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+    poller.abort();
+    result.map_err(|e| Error::Listen(SocketAddr::from(([0, 0, 0, 0], 0)), e))
+}
+
+/// Binds and builds everything; the poller runs in the background.
+pub async fn bind(options: Options) -> Result<(tokio::net::TcpListener, Router, tokio::task::JoinHandle<()>), Error> {
+    if !options.login.required() && !options.addr.ip().is_loopback() {
+        return Err(Error::OpenBeyondLoopback(options.addr));
+    }
+    let mut configs = options.runtimes;
+    if let Some(path) = &options.config_file {
+        for runtime in crate::config::ConfigFile::read(path)?.runtimes {
+            if !configs.iter().any(|c| c.url == runtime.url) {
+                configs.push(runtime);
+            }
+        }
+    }
+    let runtimes = Arc::new(Runtimes::new(configs, options.config_file, options.runtime_token)?);
+    let poller = tokio::spawn(runtimes.clone().poll(options.poll));
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| Error::Listen(options.addr, e))?;
+    let shared = Shared {
+        runtimes,
+        login: Arc::new(options.login),
+        refusals: Arc::default(),
+    };
+    Ok((listener, router(shared), poller))
+}
+
+fn router(shared: Shared) -> Router {
+    let at = |path: &str| format!("{BASE}{path}");
+    let pages = Router::new()
+        .route(&at("/"), get(dashboard_page))
+        .route(&at("/runtimes"), get(manager_page).post(add_runtime))
+        .route(&at("/runtimes/{name}/remove"), post(remove_runtime))
+        .route(&at("/r/{rt}"), get(katalog_page))
+        .route(&at("/r/{rt}/components"), get(components_page))
+        .route(&at("/r/{rt}/crd/{crd}"), get(crd_page))
+        .route(&at("/r/{rt}/crd/{crd}/cr"), get(cr_list_page))
+        .route(&at("/r/{rt}/crd/{crd}/cr/{ns}/{name}"), get(cr_page))
+        .route(&at("/api/runtimes"), get(api_runtimes))
+        .route(&at("/logout"), post(sign_out))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), require_session));
+    let home = || async { Redirect::temporary(&format!("{BASE}/")) };
+    Router::new()
+        .merge(pages)
+        .route(&at("/login"), get(sign_in_page).post(sign_in))
+        .route(&at("/app.js"), get(script))
+        .route(BASE, get(home))
+        .route("/", get(home))
+        .layer(axum::middleware::from_fn(security_headers))
+        .with_state(shared)
+}
+
+/// No framing, no sniffing, scripts only from here.
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:",
+        ),
+        (header::REFERRER_POLICY, "same-origin"),
+    ] {
+        headers.insert(name, header::HeaderValue::from_static(value));
+    }
+    response
+}
+
+async fn require_session(State(shared): State<Shared>, request: Request, next: Next) -> Response {
+    let cookies = request.headers().get(header::COOKIE).and_then(|v| v.to_str().ok());
+    if shared.login.admits(cookies) {
+        return next.run(request).await;
+    }
+    if request.uri().query().is_some_and(|q| q.contains("fragment=1")) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    Redirect::to(&format!("{BASE}/login")).into_response()
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PageQuery {
+    #[serde(default)]
+    fragment: Option<String>,
+}
+
+impl PageQuery {
+    fn shape(&self) -> Shape {
+        match self.fragment.as_deref() {
+            Some("1") => Shape::Fragment,
+            _ => Shape::Page,
+        }
+    }
+}
+
+fn answer(
+    shared: &Shared,
+    title: &str,
+    crumbs: &[crate::pages::layout::Crumb],
+    content: Markup,
+    shape: Shape,
+) -> Response {
+    Html(page(title, crumbs, content, shape, true, shared.login.required()).into_string()).into_response()
+}
+
+fn unknown_runtime(shared: &Shared, name: &str) -> Response {
+    let content = crate::pages::layout::notice(&format!("No runtime named {name:?} is watched."));
+    let html = page(
+        "Not found",
+        &[crumb("Dashboard", format!("{BASE}/")), here(name)],
+        content,
+        Shape::Page,
+        false,
+        shared.login.required(),
+    );
+    (StatusCode::NOT_FOUND, Html(html.into_string())).into_response()
+}
+
+async fn dashboard_page(State(shared): State<Shared>, Query(query): Query<PageQuery>) -> Response {
+    let content = dashboard::dashboard(&shared.runtimes);
+    answer(&shared, "Dashboard", &[here("Dashboard")], content, query.shape())
+}
+
+async fn katalog_page(
+    State(shared): State<Shared>,
+    Path(rt): Path<String>,
+    Query(query): Query<PageQuery>,
+) -> Response {
+    let Some(runtime) = shared.runtimes.get(&rt) else {
+        return unknown_runtime(&shared, &rt);
+    };
+    let crumbs = [crumb("Dashboard", format!("{BASE}/")), here(&rt)];
+    answer(&shared, &rt, &crumbs, dashboard::katalog_panel(&runtime), query.shape())
+}
+
+async fn components_page(
+    State(shared): State<Shared>,
+    Path(rt): Path<String>,
+    Query(query): Query<PageQuery>,
+) -> Response {
+    let Some(runtime) = shared.runtimes.get(&rt) else {
+        return unknown_runtime(&shared, &rt);
+    };
+    let crumbs = [
+        crumb("Dashboard", format!("{BASE}/")),
+        crumb(&rt, format!("{BASE}/r/{rt}")),
+        here("Components"),
+    ];
+    answer(
+        &shared,
+        "Components",
+        &crumbs,
+        components::components(&runtime),
+        query.shape(),
+    )
+}
+
+async fn crd_page(
+    State(shared): State<Shared>,
+    Path((rt, name)): Path<(String, String)>,
+    Query(query): Query<PageQuery>,
+) -> Response {
+    let Some(runtime) = shared.runtimes.get(&rt) else {
+        return unknown_runtime(&shared, &rt);
+    };
+    let content = crd::crd(&shared.runtimes, &runtime, &name).await;
+    let crumbs = [
+        crumb("Dashboard", format!("{BASE}/")),
+        crumb(&rt, format!("{BASE}/r/{rt}")),
+        here(&name),
+    ];
+    answer(&shared, &name, &crumbs, content, query.shape())
+}
+
+async fn cr_list_page(
+    State(shared): State<Shared>,
+    Path((rt, name)): Path<(String, String)>,
+    Query(query): Query<PageQuery>,
+) -> Response {
+    let Some(runtime) = shared.runtimes.get(&rt) else {
+        return unknown_runtime(&shared, &rt);
+    };
+    let content = crd::cr_list(&shared.runtimes, &runtime, &name).await;
+    let crumbs = [
+        crumb("Dashboard", format!("{BASE}/")),
+        crumb(&rt, format!("{BASE}/r/{rt}")),
+        crumb(&name, format!("{BASE}/r/{rt}/crd/{name}")),
+        here("custom resources"),
+    ];
+    answer(&shared, &name, &crumbs, content, query.shape())
+}
+
+async fn cr_page(
+    State(shared): State<Shared>,
+    Path((rt, name, ns, cr)): Path<(String, String, String, String)>,
+    Query(query): Query<PageQuery>,
+) -> Response {
+    let Some(runtime) = shared.runtimes.get(&rt) else {
+        return unknown_runtime(&shared, &rt);
+    };
+    let content = crd::cr(&shared.runtimes, &runtime, &name, &ns, &cr).await;
+    let crumbs = [
+        crumb("Dashboard", format!("{BASE}/")),
+        crumb(&rt, format!("{BASE}/r/{rt}")),
+        crumb(&name, format!("{BASE}/r/{rt}/crd/{name}")),
+        crumb("custom resources", format!("{BASE}/r/{rt}/crd/{name}/cr")),
+        here(&cr),
+    ];
+    answer(&shared, &cr, &crumbs, content, query.shape())
+}
+
+async fn manager_page(State(shared): State<Shared>) -> Response {
+    manager(&shared, None, StatusCode::OK)
+}
+
+fn manager(shared: &Shared, error: Option<&str>, status: StatusCode) -> Response {
+    let content = components::manager(&shared.runtimes, error);
+    let html = page(
+        "Runtimes",
+        &[crumb("Dashboard", format!("{BASE}/")), here("Runtimes")],
+        content,
+        Shape::Page,
+        false,
+        shared.login.required(),
+    );
+    (status, Html(html.into_string())).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AddRuntime {
+    url: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    token_env: String,
+}
+
+async fn add_runtime(State(shared): State<Shared>, Form(form): Form<AddRuntime>) -> Response {
+    let token_env = Some(form.token_env.trim().to_string()).filter(|v| !v.is_empty());
+    let added = match RuntimeConfig::new(&form.url, Some(&form.name), token_env) {
+        Ok(config) => shared.runtimes.add(config).await,
+        Err(error) => Err(error),
+    };
+    match added {
+        Ok(()) => Redirect::to(&format!("{BASE}/runtimes")).into_response(),
+        Err(error) => manager(&shared, Some(&error.to_string()), StatusCode::UNPROCESSABLE_ENTITY),
+    }
+}
+
+async fn remove_runtime(State(shared): State<Shared>, Path(name): Path<String>) -> Response {
+    match shared.runtimes.remove(&name) {
+        Ok(()) => Redirect::to(&format!("{BASE}/runtimes")).into_response(),
+        Err(error) => manager(&shared, Some(&error.to_string()), StatusCode::NOT_FOUND),
+    }
+}
+
+async fn api_runtimes(State(shared): State<Shared>) -> Json<serde_json::Value> {
+    let runtimes: Vec<serde_json::Value> = shared
+        .runtimes
+        .all()
+        .iter()
+        .map(|r| {
+            let seen = r.seen();
+            json!({
+                "name": r.config.name, "url": r.config.url, "up": seen.up, "lastError": seen.last_error,
+                "konductor": seen.konductor, "katalog": seen.katalog, "historyPoints": r.history().len(),
+            })
+        })
+        .collect();
+    Json(json!({ "runtimes": runtimes }))
+}
+
+async fn sign_in_page(State(shared): State<Shared>) -> Response {
+    if !shared.login.required() {
+        return Redirect::to(&format!("{BASE}/")).into_response();
+    }
+    let html = page(
+        "Sign in",
+        &[here("Sign in")],
+        components::sign_in(false),
+        Shape::Page,
+        false,
+        false,
+    );
+    Html(html.into_string()).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+struct Credentials {
+    #[serde(default)]
+    user: String,
+    #[serde(default)]
+    password: String,
+}
+
+async fn sign_in(State(shared): State<Shared>, Form(form): Form<Credentials>) -> Response {
+    match shared.login.sign_in(&form.user, &form.password) {
+        Some(token) => {
+            let cookie = format!("{COOKIE}={token}; Path={BASE}; HttpOnly; SameSite=Strict; Max-Age=43200");
+            ([(header::SET_COOKIE, cookie)], Redirect::to(&format!("{BASE}/"))).into_response()
+        }
+        None => {
+            // Guesses in parallel wait in line, so a password is tried once a second at most.
+            let _turn = shared.refusals.lock().await;
+            tokio::time::sleep(REFUSAL_PAUSE).await;
+            let html = page(
+                "Sign in",
+                &[here("Sign in")],
+                components::sign_in(true),
+                Shape::Page,
+                false,
+                false,
+            );
+            (StatusCode::UNAUTHORIZED, Html(html.into_string())).into_response()
+        }
+    }
+}
+
+async fn sign_out(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    if let Some(token) = session_of(headers.get(header::COOKIE).and_then(|v| v.to_str().ok())) {
+        shared.login.sign_out(token);
+    }
+    let expired = format!("{COOKIE}=; Path={BASE}; HttpOnly; SameSite=Strict; Max-Age=0");
+    ([(header::SET_COOKIE, expired)], Redirect::to(&format!("{BASE}/login"))).into_response()
+}
+
+async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        crate::pages::layout::SCRIPT,
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    fn app() -> Router {
+        let runtimes = Runtimes::new(Vec::new(), None, None).unwrap();
+        router(Shared {
+            runtimes: Arc::new(runtimes),
+            login: Arc::new(Login::password("right".into())),
+            refusals: Arc::default(),
+        })
+    }
+
+    async fn sign_in_with(app: Router, password: &str) -> StatusCode {
+        let request = Request::post(format!("{BASE}/login"))
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(format!("user=admin&password={password}")))
+            .unwrap();
+        app.oneshot(request).await.unwrap().status()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wrong_passwords_wait_in_line_and_a_right_one_does_not() {
+        let app = app();
+        let started = tokio::time::Instant::now();
+        let (a, b, c) = tokio::join!(
+            sign_in_with(app.clone(), "guess-1"),
+            sign_in_with(app.clone(), "guess-2"),
+            sign_in_with(app.clone(), "guess-3"),
+        );
+        assert_eq!([a, b, c], [StatusCode::UNAUTHORIZED; 3]);
+        assert!(started.elapsed() >= REFUSAL_PAUSE * 3, "{:?}", started.elapsed());
+
+        let started = tokio::time::Instant::now();
+        assert_eq!(sign_in_with(app, "right").await, StatusCode::SEE_OTHER);
+        assert!(started.elapsed() < REFUSAL_PAUSE);
+    }
+
+    #[tokio::test]
+    async fn pages_need_a_session_and_say_who_may_frame_them() {
+        let response = app()
+            .oneshot(Request::get(format!("{BASE}/")).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.headers()[header::X_FRAME_OPTIONS], "DENY");
+        assert!(response.status().is_redirection(), "{}", response.status());
+    }
+}

@@ -1,0 +1,291 @@
+//! The Control Center in a real browser (headless Chromium through chromedriver) over two
+//! real runtimes on the real API server: sign in, dashboard, Katalog panel with its
+//! dependsOn graph, CRD, CR list and detail, components, a page that updates itself, a
+//! runtime stopped mid-test, and runtimes added and removed from the UI. Every page is
+//! saved as a screenshot under target/control-center/.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use orkestra_test_support::eventually;
+use serde_json::json;
+
+use crate::pipeline::{Harness, WAIT, crd};
+use crate::running::{Running, katalogs_dir};
+
+/// chromedriver on a free loopback port, stopped when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+    profile: tempfile::TempDir,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn driver() -> Driver {
+    let port = free_port();
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver is needed (Debian: apt-get install chromium chromium-driver)");
+    let url = format!("http://127.0.0.1:{port}");
+    eventually("chromedriver to listen", WAIT, || async {
+        reqwest::get(format!("{url}/status")).await.ok().map(|_| ())
+    })
+    .await
+    .unwrap();
+    Driver {
+        child,
+        url,
+        profile: tempfile::tempdir().unwrap(),
+    }
+}
+
+async fn browser(driver: &Driver) -> Client {
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--window-size=1300,1100", format!("--user-data-dir={}", driver.profile.path().display()),
+            ],
+        }),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    ClientBuilder::new(connector)
+        .capabilities(capabilities)
+        .connect(&driver.url)
+        .await
+        .expect("a Chromium session")
+}
+
+fn shots() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/control-center");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn shoot(browser: &Client, name: &str) {
+    let png = browser.screenshot().await.unwrap();
+    std::fs::write(shots().join(format!("{name}.png")), png).unwrap();
+}
+
+/// Waits until the page shows `text`.
+async fn shows(browser: &Client, text: &str) {
+    eventually(&format!("the page to show {text:?}"), WAIT, || async {
+        browser.source().await.ok()?.contains(text).then_some(())
+    })
+    .await
+    .unwrap();
+}
+
+async fn click(browser: &Client, css: &str) {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+/// A runtime's Live API on a loopback port.
+async fn live(inspect: orkestra::live::Inspect) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let router = orkestra::live::router(inspect, None, orkestra::live::Auth::open());
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    (url, server)
+}
+
+const DEPENDS: &str = "        reconcile:
+          resync: 1s
+          onReconcile:
+            configMaps:
+              - {name: '{{ .metadata.name }}-config', data: {x: '{{ .spec.x }}'}}
+";
+
+#[tokio::test]
+async fn the_control_center_shows_every_runtime_down_to_each_cr_and_component_in_a_browser() {
+    // Runtime one: a Wasm hook. Runtime two: two CRDs, one depending on the other.
+    let hooked = Running::start(
+        "cc-hook",
+        &[katalogs_dir().join("site-hook/katalog.yaml")],
+        &["rust-hook"],
+    )
+    .await;
+    hooked.apply_samples().await;
+    let crds = crd("db", "Db", DEPENDS) + &crd("app", "App", DEPENDS) + "      dependsOn: {db: healthy}\n";
+    let plain = Harness::start("cc-plain", &crds, &[], true).await;
+    plain.create("Db", "main", json!({"x": "1"})).await;
+    plain.create("App", "shop", json!({"x": "2"})).await;
+    let (hooked_url, _hooked_server) = live(hooked.inspect.clone()).await;
+    let (plain_url, plain_server) = live(plain.inspect.clone()).await;
+
+    let config = tempfile::tempdir().unwrap();
+    let config_file = config.path().join("control-center.yaml");
+    let options = orkestra_control_center::Options {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        runtimes: vec![
+            orkestra_control_center::config::RuntimeConfig::new(&hooked_url, Some("hooks"), None).unwrap(),
+            orkestra_control_center::config::RuntimeConfig::new(&plain_url, Some("plain"), None).unwrap(),
+        ],
+        config_file: Some(config_file.clone()),
+        runtime_token: None,
+        login: orkestra_control_center::login::Login::password("open-sesame".into()),
+        poll: Duration::from_secs(1),
+    };
+    let (listener, router, _poller) = orkestra_control_center::server::bind(options).await.unwrap();
+    let cc = format!("http://{}/controlcenter", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let driver = driver().await;
+    let browser = browser(&driver).await;
+
+    // Signing in first: the dashboard sends a stranger to the form, a wrong password stays.
+    browser.goto(&format!("{cc}/")).await.unwrap();
+    shows(&browser, "Sign in").await;
+    let form = browser.form(Locator::Css("form[action$='/login']")).await.unwrap();
+    form.set_by_name("password", "wrong").await.unwrap();
+    form.submit().await.unwrap();
+    shows(&browser, "That is not the admin password.").await;
+    let form = browser.form(Locator::Css("form[action$='/login']")).await.unwrap();
+    form.set_by_name("password", "open-sesame").await.unwrap();
+    form.submit().await.unwrap();
+
+    // Dashboard: both runtimes, healthy, with their Katalogs and charts.
+    eventually("both runtimes healthy on the dashboard", WAIT, || async {
+        let cards = browser.find_all(Locator::Css(".card.runtime .badge")).await.ok()?;
+        let mut states = Vec::new();
+        for card in cards {
+            states.push(card.text().await.ok()?);
+        }
+        (states == ["healthy", "healthy"]).then_some(())
+    })
+    .await
+    .unwrap();
+    shows(&browser, "Katalog <strong>site-hook</strong>").await;
+    shows(&browser, "the last hour").await;
+    shoot(&browser, "1-dashboard").await;
+
+    // Katalog panel: CRD cards and the dependsOn graph.
+    click(&browser, ".card.runtime[data-runtime='plain'] h3 a").await;
+    shows(&browser, "dependsOn graph").await;
+    eventually("both CRDs healthy", WAIT, || async {
+        let source = browser.source().await.ok()?;
+        (source.contains("card crd state-healthy\" data-crd=\"db\"")
+            && source.contains("card crd state-healthy\" data-crd=\"app\""))
+        .then_some(())
+    })
+    .await
+    .unwrap();
+    shoot(&browser, "2-katalog").await;
+
+    // CRD detail.
+    click(&browser, ".card.crd[data-crd='app'] h3 a").await;
+    shows(&browser, "RBAC").await;
+    shows(&browser, "ConfigMap").await;
+    shows(&browser, "healthy").await;
+    shoot(&browser, "3-crd").await;
+
+    // CR list, then one CR with its children and events.
+    click(&browser, "a[href$='/crd/app/cr']").await;
+    shows(&browser, "shop").await;
+    shoot(&browser, "4-cr-list").await;
+    click(&browser, "table.crs a").await;
+    shows(&browser, "Children").await;
+    shows(&browser, "shop-config").await;
+    shows(&browser, "AppReconciled").await;
+    shoot(&browser, "5-cr").await;
+
+    // Components of the hooked runtime: the hook, serving, its calls counted.
+    browser.goto(&format!("{cc}/r/hooks/components")).await.unwrap();
+    shows(&browser, "data-component=\"site\"").await;
+    shows(&browser, "Hot-swap history").await;
+    shows(&browser, "get, apply v1 ConfigMap in self").await;
+    shoot(&browser, "6-components").await;
+
+    // The dashboard keeps itself current: a new CR shows without a reload, and a runtime
+    // that stops is marked unreachable, also without a reload.
+    browser.goto(&format!("{cc}/")).await.unwrap();
+    browser.execute("window.__stayed = true;", vec![]).await.unwrap();
+    plain.create("App", "cart", json!({"x": "3"})).await;
+    let figure = ".card.runtime[data-runtime='plain'] .figure:nth-child(3) .value";
+    eventually("three custom resources, live", WAIT, || async {
+        let text = browser.find(Locator::Css(figure)).await.ok()?.text().await.ok()?;
+        (text == "3").then_some(())
+    })
+    .await
+    .unwrap();
+    plain_server.abort();
+    plain.stop().await;
+    eventually("the stopped runtime marked unreachable, live", WAIT, || async {
+        let badge = browser
+            .find(Locator::Css(".card.runtime[data-runtime='plain'] .badge"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        (badge == "unreachable").then_some(())
+    })
+    .await
+    .unwrap();
+    let stayed = browser
+        .execute("return window.__stayed === true;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(stayed, json!(true), "the page updated in place, never reloaded");
+    shows(&browser, "Connection refused").await;
+    shoot(&browser, "7-runtime-down").await;
+
+    // Runtimes added and removed from the UI, and kept in the config file.
+    browser.goto(&format!("{cc}/runtimes")).await.unwrap();
+    let form = browser.form(Locator::Css("form.add")).await.unwrap();
+    form.set_by_name("url", "http://127.0.0.1:9").await.unwrap();
+    form.set_by_name("name", "spare").await.unwrap();
+    form.submit().await.unwrap();
+    shows(&browser, "http://127.0.0.1:9").await;
+    let written = std::fs::read_to_string(&config_file).unwrap();
+    assert!(
+        written.contains("name: spare") && written.contains("name: plain"),
+        "{written}"
+    );
+    let form = browser.form(Locator::Css("form.add")).await.unwrap();
+    form.set_by_name("url", "not a url").await.unwrap();
+    form.submit().await.unwrap();
+    shows(&browser, "is not an http(s) URL").await;
+    shoot(&browser, "8-runtimes").await;
+    click(&browser, "form[action$='/runtimes/spare/remove'] button").await;
+    eventually("spare removed", WAIT, || async {
+        (!browser.source().await.ok()?.contains("http://127.0.0.1:9<")).then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(!std::fs::read_to_string(&config_file).unwrap().contains("spare"));
+
+    browser.close().await.unwrap();
+    hooked.stop().await;
+}
