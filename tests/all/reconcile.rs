@@ -378,6 +378,7 @@ async fn cross_reads_see_another_crds_cr_unless_it_denies_access() {
         "    database:
       apiTypes: {{group: GROUP, version: v1, kind: Database}}
       namespace: NS
+      labelSelector: {{tier: data}}
       operatorBox: {{}}
     vault:
       apiTypes: {{group: GROUP, version: v1, kind: Vault}}
@@ -392,6 +393,7 @@ async fn cross_reads_see_another_crds_cr_unless_it_denies_access() {
           cross:
             - {crd: database, as: db, selector: {name: '{{ .spec.db }}'}}
             - {crd: vault, selector: {name: '{{ .spec.db }}'}}
+            - {labelSelector: {tier: data}, as: picked, selector: {name: '{{ .spec.db }}'}}
         reconcile:
           onReconcile:
             configMaps:
@@ -401,11 +403,15 @@ async fn cross_reads_see_another_crds_cr_unless_it_denies_access() {
             fields:
               - {path: dbFound, type: bool, value: '{{ .cross.db.found }}'}
               - {path: vaultFound, type: bool, value: '{{ .cross.vault.found }}'}
+              - {path: pickedHost, value: '{{ .cross.picked.spec.host }}', when: [{field: cross.picked.found, equals: 'true'}]}
 "
         )
     );
     let h = Harness::start("cross", &crds, &[], true).await;
     h.create("Database", "main", json!({"host": "db.internal"})).await;
+    // The database CRD's informer sees only what its labelSelector picks.
+    h.patch("Database", "main", json!({"metadata": {"labels": {"tier": "data"}}}))
+        .await;
     h.create("Vault", "main", json!({})).await;
     h.create("App", "c", json!({"db": "main"})).await;
     let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
@@ -416,6 +422,10 @@ async fn cross_reads_see_another_crds_cr_unless_it_denies_access() {
     .await
     .unwrap();
     assert_eq!(status["vaultFound"], false, "crossAccess: false hides the CRD");
+    assert_eq!(
+        status["pickedHost"], "db.internal",
+        "a read picking its CRD by labelSelector"
+    );
     let conn = configmaps.get("c-conn").await.unwrap().data.unwrap();
     assert_eq!(conn["host"], "db.internal");
     h.create("App", "lonely", json!({"db": "missing"})).await;

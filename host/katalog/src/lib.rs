@@ -25,6 +25,7 @@ pub mod component;
 pub mod condition;
 mod crd_file;
 pub mod cron;
+mod cross_target;
 mod de;
 pub mod duration;
 pub mod effective_box;

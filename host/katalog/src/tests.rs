@@ -500,3 +500,39 @@ spec:
         "{error}"
     );
 }
+
+#[test]
+fn a_cross_read_picks_its_crd_by_labelselector_in_every_box() {
+    let katalog = r#"
+apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: pick}
+spec:
+  crds:
+    app:
+      apiTypes: {group: demo.orkestra.io, version: v1, kind: App, plural: apps}
+      operatorBox:
+        observe:
+          cross: [{labelSelector: {tier: data}, as: db, selector: {name: main}}]
+      serve:
+        target:
+          web:
+            primary: true
+            operatorBox:
+              observe:
+                cross: [{labelSelector: {tier: cache}, as: cache, selector: {name: main}}]
+    database:
+      apiTypes: {group: demo.orkestra.io, version: v1, kind: Database, plural: databases}
+      labelSelector: {tier: data, team: a}
+    cache:
+      apiTypes: {group: demo.orkestra.io, version: v1, kind: Cache, plural: caches}
+      labelSelector: {tier: cache}
+"#;
+    let compiled = load_sources(&[(PathBuf::from("pick.yaml"), katalog.to_string())]).unwrap();
+    let app = &compiled.crds["app"];
+    let read = &app.crd_box().cross[0];
+    assert_eq!((read.crd.as_str(), read.as_.as_str()), ("database", "db"));
+    let target = app.targets.get("web").expect("the serve target's box");
+    let reads: Vec<&str> = target.cross.iter().map(|r| r.crd.as_str()).collect();
+    assert!(reads.contains(&"cache"), "{reads:?}");
+}

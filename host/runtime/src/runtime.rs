@@ -419,7 +419,8 @@ impl CrdRun {
             observe::watch_primary(primary_api.clone(), config.clone(), observer)
         }));
         self.start_secondary(&mut observers, &admission).await;
-        if self.event_log {
+        // Nobody can read the events of a CRD out of the Live API or closed to cross reads.
+        if self.event_log && crd.endpoints.enabled && crd.cross_access {
             self.start_event_log(&mut observers, namespace.as_deref()).await;
         }
 

@@ -65,11 +65,10 @@ pub const DEFAULT_CACHE_FOR: Duration = Duration::from_secs(30);
 
 impl CrossRead {
     pub fn compile(spec: &CrossSpec, functions: &Functions) -> Result<Self, Error> {
+        // A read by labelSelector was given its CRD at load; one that matched none or
+        // several was reported there.
         let Some(crd) = spec.crd.clone() else {
-            return Err(Error::at(
-                "crd",
-                "labelSelector reads are not supported yet; name the crd",
-            ));
+            return Err(Error::at("labelSelector", "matches no single CRD of the Katalog"));
         };
         let selector = spec.selector.clone().unwrap_or(Value::Null);
         let compile = |key: &str| {

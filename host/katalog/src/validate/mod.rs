@@ -13,6 +13,7 @@ use crate::de::Problem;
 use crate::template::{Func, Functions, Template};
 use crate::text::closest;
 
+mod cross;
 mod operator_box;
 
 struct Checker<'a> {
@@ -172,6 +173,7 @@ impl Checker<'_> {
         if let Some(serve) = &entry.serve {
             self.serve(serve, node.get("serve"), &format!("{base}.serve"));
         }
+        self.cross_reads(entry, node, &base, katalog);
     }
 
     fn admission_conditions(&mut self, entry: &CrdEntry, path: &str, node: &Node) {

@@ -183,6 +183,7 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
     ));
     body["queue"]["failureThreshold"] = serde_json::to_value(crd.failure_threshold).unwrap_or_default();
     body["enqueue"] = handle.stats.snapshot();
+    body["eventLog"] = json!({"events": handle.events.len(), "crs": handle.events.crs()});
     body["writes"] = json!(handle.counters.writes.load(std::sync::atomic::Ordering::Relaxed));
     body["failuresByReason"] = json!(handle.counters.failures_by_reason());
     body["rbac"] = json!(rbac(crd));

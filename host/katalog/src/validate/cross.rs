@@ -1,0 +1,86 @@
+//! Cross reads name a CRD that exists: by key (`crd`), which must be one of this Katalog's
+//! unless the read goes to another runtime (`source`), or by `labelSelector`, which must
+//! pick exactly one CRD and then needs `as` (there is no key to default it to).
+
+use super::{Checker, item};
+use crate::cross_target;
+use crate::loaded::Katalog;
+use crate::model::CrdEntry;
+use crate::text::closest;
+use crate::yaml::Node;
+
+impl Checker<'_> {
+    pub(super) fn cross_reads(&mut self, entry: &CrdEntry, node: &Node, base: &str, katalog: &Katalog) {
+        for (target, ob) in cross_target::boxes(entry) {
+            let (box_node, box_path) = match target {
+                None => (node.get("operatorBox"), format!("{base}.operatorBox")),
+                Some(name) => (
+                    node.get("serve")
+                        .and_then(|s| s.get("target"))
+                        .and_then(|t| t.get(name))
+                        .and_then(|t| t.get("operatorBox")),
+                    format!("{base}.serve.target.{name}.operatorBox"),
+                ),
+            };
+            let Some(box_node) = box_node else { continue };
+            let list = box_node.get("observe").and_then(|o| o.get("cross"));
+            for (i, read) in ob.observe.iter().flat_map(|o| o.cross.iter()).enumerate() {
+                let path = format!("{box_path}.observe.cross[{i}]");
+                let read_node = item(list, i).unwrap_or(box_node);
+                let at = |key: &str| read_node.get(key).map_or(read_node.pos, |n| n.pos);
+                match (&read.crd, read.label_selector.is_empty()) {
+                    (Some(_), false) => self.error(
+                        &path,
+                        read_node.pos,
+                        "name the CRD by `crd` or by `labelSelector`, not both",
+                    ),
+                    (None, true) => self.error(
+                        &path,
+                        read_node.pos,
+                        "needs `crd` (a CRD's key) or `labelSelector` (matching one CRD's labelSelector)",
+                    ),
+                    (None, false) => {
+                        if read.as_.is_none() {
+                            self.error(
+                                format!("{path}.as"),
+                                read_node.pos,
+                                "is required when the CRD is picked by labelSelector",
+                            );
+                        }
+                        let pairs: Vec<String> = read.label_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                        match cross_target::matching(katalog, &read.label_selector)[..] {
+                            [_] => {}
+                            [] => self.error(
+                                format!("{path}.labelSelector"),
+                                at("labelSelector"),
+                                format!("no CRD of the Katalog has a labelSelector with {}", pairs.join(",")),
+                            ),
+                            ref several => self.error(
+                                format!("{path}.labelSelector"),
+                                at("labelSelector"),
+                                format!(
+                                    "{} matches several CRDs ({}): name one with `crd`",
+                                    pairs.join(","),
+                                    several.join(", ")
+                                ),
+                            ),
+                        }
+                    }
+                    (Some(crd), true) => {
+                        if read.source.is_none() && !katalog.crds.contains_key(crd) {
+                            let names: Vec<&str> = katalog.crds.keys().map(String::as_str).collect();
+                            let hint = closest(crd, &names)
+                                .map(|c| format!(" (did you mean \"{c}\"?)"))
+                                .unwrap_or_default();
+                            self.error(
+                                format!("{path}.crd"),
+                                at("crd"),
+                                format!("unknown CRD \"{crd}\"{hint}; a CRD of another runtime is read with `source`"),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
