@@ -5,16 +5,8 @@
 use maud::{Markup, html};
 use serde_json::Value;
 
-use super::layout::{BASE, badge, figure, json_block, notice};
+use super::layout::{BASE, badge, figure, notice, pairs, text};
 use crate::runtimes::{Runtimes, Watched};
-
-fn text(value: &Value) -> String {
-    match value {
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
 
 fn ms(value: &Value) -> String {
     value.as_f64().map_or("-".into(), |v| format!("{v:.2} ms"))
@@ -68,7 +60,7 @@ pub fn components(runtime: &Watched) -> Markup {
                             }
                         }
                         h2 { "Limits" }
-                        (json_block(&c["limits"]))
+                        (pairs(&c["limits"]))
                     }
                 }
             }

@@ -3,19 +3,10 @@
 //! each asked of the runtime when shown.
 
 use maud::{Markup, html};
-use serde_json::Value;
 
 use super::draw::charts;
-use super::layout::{BASE, badge, figure, json_block, notice};
+use super::layout::{BASE, badge, figure, json_block, notice, pairs, text};
 use crate::runtimes::{FetchError, Runtimes, Watched};
-
-fn text(value: &Value) -> String {
-    match value {
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
 
 fn unavailable(error: &FetchError) -> Markup {
     notice(&error.to_string())
@@ -103,9 +94,9 @@ pub async fn crd(runtimes: &Runtimes, runtime: &Watched, crd: &str) -> Markup {
                     }
                 }
                 h2 { "Autoscaler" }
-                (json_block(&info["autoscaler"]))
+                (pairs(&info["autoscaler"]))
                 h2 { "Failures by reason" }
-                (json_block(&info["failuresByReason"]))
+                (pairs(&info["failuresByReason"]))
             }
         }
         @let history = runtime.history();

@@ -117,6 +117,28 @@ pub fn figure(label: &str, value: impl std::fmt::Display) -> Markup {
 }
 
 /// JSON, indented, escaped.
+/// A value as table text: a string as it is, nothing as `-`, anything else as JSON.
+pub fn text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Null => "-".into(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// An object's fields as rows of a table (`none` when it has none).
+pub fn pairs(value: &serde_json::Value) -> Markup {
+    let fields: Vec<_> = value.as_object().into_iter().flatten().collect();
+    html! {
+        @if fields.is_empty() {
+            p.muted { "none" }
+        } @else {
+            // Keys are the API's camelCase names: shown as written, not as a header.
+            table { @for (key, field) in fields { tr { td.key { (key) } td { (text(field)) } } } }
+        }
+    }
+}
+
 pub fn json_block(value: &serde_json::Value) -> Markup {
     let text = serde_json::to_string_pretty(value).unwrap_or_default();
     html! { pre.json { (text) } }
@@ -154,6 +176,7 @@ h1 { font-size: 20px; margin: 8px 0 16px; } h2 { font-size: 15px; margin: 24px 0
 table { width: 100%; border-collapse: collapse; background: var(--card); border: 1px solid var(--line); border-radius: 8px; overflow: hidden; }
 th, td { text-align: left; padding: 7px 10px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); background: #fafbfc; }
+td.key { color: var(--muted); font-family: ui-monospace, monospace; font-size: 12px; }
 td a { color: var(--accent); text-decoration: none; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; color: #fff; background: var(--muted); }
 .badge.plain { background: #8a92a3; } .badge.ok { background: var(--ok); } .badge.bad { background: var(--bad); } .badge.wait { background: var(--wait); } .badge.gated { background: var(--gated); }
@@ -161,7 +184,8 @@ td a { color: var(--accent); text-decoration: none; }
 .bar.hot > div { background: var(--bad); }
 .muted { color: var(--muted); } .why { color: var(--gated); font-size: 12px; } .error { color: var(--bad); font-size: 12px; word-break: break-word; }
 pre.json { background: #0f1420; color: #d7def0; padding: 12px; border-radius: 6px; overflow: auto; max-height: 420px; font-size: 12px; }
-.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 14px; }
+.charts { display: grid; grid-template-columns: repeat(4, minmax(0, 1fr)); gap: 14px; }
+@media (max-width: 900px) { .charts { grid-template-columns: repeat(2, minmax(0, 1fr)); } }
 .chart svg { width: 100%; height: 120px; } .chart .title { font-size: 12px; color: var(--muted); display: flex; justify-content: space-between; }
 .graph svg { max-width: 100%; height: auto; } main a { color: var(--accent); } .notice { padding: 12px; background: #fff7e6; border: 1px solid #f0d9a8; border-radius: 6px; }
 form.add { display: flex; gap: 8px; flex-wrap: wrap; margin: 10px 0 20px; } input { padding: 6px 8px; border: 1px solid var(--line); border-radius: 4px; font: inherit; }
