@@ -19,6 +19,7 @@
 //! - [`ownership`], [`labels`]: whose child an object is, by evidence a CR's writer cannot forge.
 //! - [`text`]: bounded, char-safe text for anything a tenant supplies.
 
+pub mod access;
 pub mod calendar;
 pub mod compile;
 pub mod component;
@@ -31,6 +32,7 @@ pub mod duration;
 pub mod effective_box;
 pub mod fields;
 mod include;
+pub mod intent;
 pub mod labels;
 mod legacy;
 pub mod load;
@@ -45,6 +47,7 @@ mod reads;
 pub mod resolver;
 pub mod rules;
 pub mod sentinel;
+pub mod serve_schema;
 pub mod template;
 pub mod text;
 pub mod tree;

@@ -58,6 +58,22 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
             katalog.name = file.metadata.name.clone();
         }
         katalog.finalizers.extend(file.spec.finalizers.iter().cloned());
+        // One gateway per Katalog: a second file's section is an error, not a silent merge.
+        for (key, mine, theirs) in [
+            ("gateway", file.gateway.is_some(), katalog.gateway.is_some()),
+            ("security", file.security.is_some(), katalog.security.is_some()),
+        ] {
+            if mine && theirs {
+                let pos = node.get(key).map_or(node.pos, |n| n.pos);
+                problems.push(Problem {
+                    path: key.to_string(),
+                    pos,
+                    message: format!("`{key}` is already set by an earlier file; give it once"),
+                });
+            }
+        }
+        katalog.gateway = katalog.gateway.take().or_else(|| file.gateway.clone());
+        katalog.security = katalog.security.take().or_else(|| file.security.clone());
         katalog
             .notes
             .extend(file.notes.iter().flat_map(|n| n.0.iter().cloned()));

@@ -102,6 +102,9 @@ pub struct Katalog {
     pub warnings: Vec<Diagnostic>,
     /// Each file given, as written (for the Live API's `/katalog/raw`).
     pub sources: Vec<(PathBuf, String)>,
+    /// The gateway's settings (of the first file that has them).
+    pub gateway: Option<crate::model::Gateway>,
+    pub security: Option<crate::model::Security>,
 }
 
 /// One file after parsing: the node tree (kept for positions) and the typed model.

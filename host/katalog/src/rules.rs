@@ -1,7 +1,8 @@
-//! Admission rules at reconcile time: mutation (a `default` when the field is absent or
-//! empty, an `override` always) and validation (`deny` stops the reconcile before any child
-//! is applied, `warn` is reported and the reconcile goes on). Rules marked
-//! `fires: {reconcile: false}` are admission-only and skipped here.
+//! Admission rules: mutation (a `default` when the field is absent or empty, an `override`
+//! always) and validation (`deny` refuses, `warn` is reported and the object goes on). They
+//! run at two stages: at every reconcile (`deny` stops it before any child is applied), and
+//! in the gateway's admission webhooks (`deny` refuses the write). Rules marked
+//! `fires: {reconcile: false}` run at admission only.
 
 use std::borrow::Cow;
 
@@ -56,17 +57,31 @@ pub struct Verdict {
     pub skipped: Vec<String>,
 }
 
-/// Whether a rule with this `fires` value runs at reconcile.
-fn fires_at_reconcile(fires: &Option<Value>) -> bool {
-    fires.as_ref().and_then(|f| f["reconcile"].as_bool()).unwrap_or(true)
+/// When rules run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// At every reconcile of a CR.
+    Reconcile,
+    /// When the API server asks the gateway's webhook about a write.
+    Admission,
+}
+
+impl Stage {
+    /// Whether a rule with this `fires` value runs at this stage.
+    fn runs(self, fires: &Option<Value>) -> bool {
+        match self {
+            Stage::Admission => true,
+            Stage::Reconcile => fires.as_ref().and_then(|f| f["reconcile"].as_bool()).unwrap_or(true),
+        }
+    }
 }
 
 impl Rules {
-    pub fn compile(admission: &Admission, functions: &Functions) -> Result<Self, String> {
+    pub fn compile(admission: &Admission, functions: &Functions, stage: Stage) -> Result<Self, String> {
         let mut rules = Rules::default();
         if let Some(validation) = &admission.validation {
             for (i, rule) in validation.rules.iter().enumerate() {
-                if !fires_at_reconcile(&rule.fires) {
+                if !stage.runs(&rule.fires) {
                     continue;
                 }
                 let at = |e: String| format!("admission.validation.rules[{i}].{e}");
@@ -89,7 +104,7 @@ impl Rules {
         if let Some(mutation) = &admission.mutation {
             rules.mutate_first = mutation.mutate_first;
             for (i, rule) in mutation.rules.iter().enumerate() {
-                if !fires_at_reconcile(&rule.fires) {
+                if !stage.runs(&rule.fires) {
                     continue;
                 }
                 let at = |e: String| format!("admission.mutation.rules[{i}].{e}");
@@ -120,6 +135,11 @@ impl Rules {
     /// Whether there are validation rules (and so Validation* conditions to report).
     pub fn validates(&self) -> bool {
         !self.validations.is_empty()
+    }
+
+    /// Whether there are mutation rules.
+    pub fn mutates(&self) -> bool {
+        !self.mutations.is_empty()
     }
 
     /// Mutates and validates in the declared order; returns the object to reconcile (the
@@ -199,11 +219,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn rules(yaml: &str) -> Rules {
+    fn rules_at(yaml: &str, stage: Stage) -> Rules {
         let node = crate::yaml::parse(yaml).unwrap();
         let (admission, problems) = crate::read::<Admission>(&node, "admission").unwrap();
         assert!(problems.is_empty(), "{problems:?}");
-        Rules::compile(&admission, Functions::builtin()).unwrap()
+        Rules::compile(&admission, Functions::builtin(), stage).unwrap()
+    }
+
+    fn rules(yaml: &str) -> Rules {
+        rules_at(yaml, Stage::Reconcile)
     }
 
     const RULES: &str = "
@@ -231,6 +255,12 @@ mutation:
             verdict,
             Verdict::default(),
             "admission-only rules do not fire at reconcile"
+        );
+        let (_, verdict) = rules_at(RULES, Stage::Admission).run(&input, &[], &Map::new());
+        assert_eq!(
+            verdict.denied,
+            ["field \"spec.tier\": a tier is required"],
+            "but at admission"
         );
     }
 

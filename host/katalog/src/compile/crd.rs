@@ -229,6 +229,10 @@ pub struct CompiledCrd {
     pub endpoints: Endpoints,
     /// `admission` validation and mutation rules, run at every reconcile.
     pub rules: crate::rules::Rules,
+    /// The same with the admission-only ones, run by the gateway's webhooks.
+    pub admission_rules: crate::rules::Rules,
+    /// What the gateway's Serve API offers of this CRD (`serve.enabled`).
+    pub serve: Option<Arc<super::CompiledServe>>,
     /// The rules' external calls (validation's, then mutation's), made before them.
     pub rule_calls: Vec<super::Call>,
     pub boxes: EffectiveBoxes,
@@ -369,14 +373,24 @@ impl CompiledCrd {
         let autoscale = autoscale.and_then(|compiled| gather.ok(compiled));
         let retry = queue.retry_backoff.as_ref().map(RetryPolicy::from_spec).transpose();
         let retry = gather.ok(retry.map_err(|e| e.within("operatorBox.reconcile.queue.retryBackoff")));
-        let rules = crate::rules::Rules::compile(&entry.admission, &notes.functions).map_err(|message| {
-            // The message names its rule first: `admission.validation.rules[0].message: ...`.
-            match message.split_once(": ") {
-                Some((path, message)) => Error::at(path, message),
-                None => Error::at("admission", message),
-            }
-        });
-        let rules = gather.ok(rules);
+        let rules_at = |stage| {
+            crate::rules::Rules::compile(&entry.admission, &notes.functions, stage).map_err(|message| {
+                // The message names its rule first: `admission.validation.rules[0].message: ...`.
+                match message.split_once(": ") {
+                    Some((path, message)) => Error::at(path, message),
+                    None => Error::at("admission", message),
+                }
+            })
+        };
+        let rules = gather.ok(rules_at(crate::rules::Stage::Reconcile));
+        // The same rules compile at admission or are reported above; no second report.
+        let admission_rules = rules_at(crate::rules::Stage::Admission).unwrap_or_default();
+        let serve = match entry.serve.as_ref().filter(|s| s.enabled) {
+            Some(spec) => gather
+                .ok(super::CompiledServe::compile(spec, &types.kind, &notes.functions).map_err(|e| e.within("serve")))
+                .map(Arc::new),
+            None => None,
+        };
         // Calls made before the rules, whose results they read as `.external.<name>`.
         let admission = &entry.admission;
         let rule_calls = admission
@@ -447,6 +461,8 @@ impl CompiledCrd {
             cross_access: entry.cross_access,
             endpoints: Endpoints::of(entry.endpoints.as_ref()),
             rules,
+            admission_rules,
+            serve,
             boxes,
             origin: Arc::new(Origin::of(katalog, crd)),
             compiled: Arc::new(compiled),

@@ -11,6 +11,7 @@ mod cross;
 pub mod enrich;
 mod gate;
 mod placement;
+mod serve;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -27,6 +28,7 @@ pub use crd::{Autoscale, Behaviour, CompiledCrd, Endpoints, RetryPolicy};
 pub use cross::{CrossRead, Protocol, Remote, Token};
 pub use gate::{BoxGates, Gate};
 pub use placement::admit;
+pub use serve::{CompiledServe, IntentField, Response, Surface};
 pub use watch::{CompiledEvents, CompiledWatch};
 
 use crate::NoteSpec;

@@ -18,9 +18,9 @@ pub struct Admission {
     /// Multi-version conversion (served by the gateway).
     #[serde(default)]
     pub conversion: Option<Value>,
-    /// Per-CRD webhook switches (served by the gateway).
+    /// Which of the rules the gateway's admission webhooks run.
     #[serde(default)]
-    pub webhooks: Option<Value>,
+    pub webhooks: Option<super::gateway::CrdWebhooks>,
 }
 
 /// `admission.validation`.

@@ -2,12 +2,13 @@
 //! translated before they reach these types). The doc comments are the format reference.
 //!
 //! Unknown keys are rejected by the loader's deserializer, which knows each struct's
-//! fields; sections that belong to features not hosted by this runtime yet (gateway,
-//! security, publishing) are kept as opaque values so their Katalogs still load.
+//! fields; sections that belong to features not hosted yet (publishing, cluster routing,
+//! webhook intake, ...) are kept as opaque values so their Katalogs still load.
 
 mod admission;
 mod calls;
 mod components;
+mod gateway;
 mod operator_box;
 mod resources;
 mod serve;
@@ -20,12 +21,13 @@ use serde_json::Value;
 pub use admission::{Admission, MutationRule, MutationSpec, RuleAction, ValidationRule, ValidationSpec};
 pub use calls::{ExternalCall, RetryBackoff};
 pub use components::*;
+pub use gateway::*;
 pub use operator_box::*;
 pub use resources::{
     ForEach, HookTemplates, KindSpec, ProfileChoice, RESOURCE_KINDS, ResourceEntry, ScaleStep, WorkloadAutoscale,
     kind_spec,
 };
-pub use serve::{Serve, ServeTarget, TargetEntry};
+pub use serve::*;
 
 /// One Katalog file.
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
@@ -48,12 +50,12 @@ pub struct KatalogFile {
     /// Named presets (reconciler, probes, resources, ...).
     #[serde(default)]
     pub profiles: Option<Value>,
-    /// Gateway settings (served by the gateway, not by this runtime).
+    /// The gateway's Serve API and its tokens.
     #[serde(default)]
-    pub gateway: Option<Value>,
-    /// Admission and protection policy (served by the gateway).
+    pub gateway: Option<Gateway>,
+    /// Admission webhooks and protection policy (served by the gateway).
     #[serde(default)]
-    pub security: Option<Value>,
+    pub security: Option<Security>,
     /// Registry publishing settings.
     #[serde(default)]
     pub publish: Option<Value>,

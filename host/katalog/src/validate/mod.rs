@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::loaded::{Katalog, Parsed, crd_node};
-use super::model::{CrdEntry, ServeTarget};
+use super::model::CrdEntry;
 use super::yaml::{Node, NodeValue, Pos};
 use crate::condition::{Check, ConditionSpec};
 use crate::de::Problem;
@@ -14,7 +14,9 @@ use crate::template::{Func, Functions, Template};
 use crate::text::closest;
 
 mod cross;
+mod gateway;
 mod operator_box;
+mod serve;
 
 struct Checker<'a> {
     problems: &'a mut Vec<Problem>,
@@ -38,6 +40,9 @@ pub(super) fn check(
     };
     for Parsed { node, file } in parsed {
         checker.notes(node, katalog);
+        if let (Some(gateway), Some(gateway_node)) = (&file.gateway, node.get("gateway")) {
+            checker.gateway(gateway, gateway_node);
+        }
         for (name, entry) in &file.spec.crds {
             let Some(crd) = crd_node(node, name) else { continue };
             let key_pos = node
@@ -171,7 +176,7 @@ impl Checker<'_> {
             self.operator_box(&entry.operator_box, box_node, &box_path);
         }
         if let Some(serve) = &entry.serve {
-            self.serve(serve, node.get("serve"), &format!("{base}.serve"));
+            self.serve(name, entry, serve, node.get("serve"), &format!("{base}.serve"), katalog);
         }
         self.cross_reads(entry, node, &base, katalog);
     }
@@ -197,45 +202,6 @@ impl Checker<'_> {
                         "a mutation rule sets exactly one of `default` and `override`",
                     );
                 }
-            }
-        }
-    }
-
-    fn serve(&mut self, serve: &super::model::Serve, node: Option<&Node>, path: &str) {
-        let Some(node) = node else { return };
-        self.templates(node, path, Scope::Outside);
-        for (name, field) in &serve.fields {
-            if field.get("value").is_some() && field.get("values").is_some() {
-                let pos = node.get("fields").and_then(|f| f.get(name)).map_or(node.pos, |n| n.pos);
-                self.error(
-                    format!("{path}.fields.{name}"),
-                    pos,
-                    "set `value` (one transform) or `values` (a fan-out), not both",
-                );
-            }
-        }
-        let Some(ServeTarget::Entries(targets)) = &serve.target else {
-            return;
-        };
-        let primaries = targets.values().filter(|t| t.primary).count();
-        if primaries != 1 {
-            self.error(
-                format!("{path}.target"),
-                node.pos,
-                format!("a target map needs exactly one `primary: true` entry, found {primaries}"),
-            );
-        }
-        for (name, target) in targets {
-            let target_node = node.get("target").and_then(|t| t.get(name)).unwrap_or(node);
-            if !is_dns1123_label(name) {
-                self.error(
-                    format!("{path}.target.{name}"),
-                    target_node.pos,
-                    "a target name must be a DNS-1123 label",
-                );
-            }
-            if let (Some(ob), Some(box_node)) = (&target.operator_box, target_node.get("operatorBox")) {
-                self.operator_box(ob, box_node, &format!("{path}.target.{name}.operatorBox"));
             }
         }
     }

@@ -1,0 +1,175 @@
+//! `gateway` and `security`, at the top level of a Katalog file: the Serve API's tokens, and
+//! the admission webhooks the API server calls. Sections the gateway does not serve yet
+//! (cluster routing, webhook intake, protection policies, conversion) are kept as written.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// `gateway`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Gateway {
+    /// The Serve API (`/api/v1/...`).
+    #[serde(default)]
+    pub api: Option<GatewayApi>,
+    /// A gateway with no CRDs of its own (protection features only).
+    #[serde(default)]
+    pub standalone: bool,
+    /// Other clusters intents may be applied to (not served yet).
+    #[serde(default)]
+    pub clusters: Option<Value>,
+    /// Webhook intake from GitHub, GitLab, Slack (not served yet).
+    #[serde(default)]
+    pub webhooks: Option<Value>,
+    /// The older place of `webhooks`.
+    #[serde(default)]
+    pub admission: Option<Value>,
+}
+
+/// `gateway.api`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayApi {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    pub auth: Option<ApiAuth>,
+}
+
+/// `gateway.api.auth`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiAuth {
+    #[serde(default)]
+    pub tokens: Vec<TokenSource>,
+}
+
+/// One token the Serve API accepts, by name, from exactly one source.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenSource {
+    pub name: String,
+    /// `${VAR}`: the value of an environment variable of the gateway (a literal value would
+    /// put a credential in the Katalog, and is refused).
+    #[serde(default)]
+    pub token: Option<String>,
+    /// A Secret the gateway reads, and creates (and rotates) when it is missing.
+    #[serde(default)]
+    pub secret_ref: Option<TokenSecret>,
+    /// OIDC issuers (not served yet).
+    #[serde(default, rename = "githubOIDC")]
+    pub github_oidc: Option<Value>,
+    #[serde(default, rename = "gitlabOIDC")]
+    pub gitlab_oidc: Option<Value>,
+    #[serde(default, rename = "vaultOIDC")]
+    pub vault_oidc: Option<Value>,
+    #[serde(default)]
+    pub oidc: Option<Value>,
+}
+
+impl TokenSource {
+    /// `VAR` of a `token: "${VAR}"`.
+    pub fn env_var(&self) -> Option<&str> {
+        let name = self.token.as_deref()?.trim().strip_prefix("${")?.strip_suffix('}')?;
+        (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(name)
+    }
+}
+
+/// `secretRef` of a token.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenSecret {
+    pub name: String,
+    /// The data key (default `token`).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Default: the gateway's own namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// A duration (`30d`): the gateway writes a new token once the one it made is older.
+    #[serde(default)]
+    pub rotate_after: Option<String>,
+}
+
+/// `security`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Security {
+    #[serde(default)]
+    pub webhooks: Option<WebhookSettings>,
+    #[serde(default)]
+    pub deletion_protection: Option<Value>,
+    #[serde(default)]
+    pub namespace_protection: Option<Value>,
+    #[serde(default)]
+    pub conversion: Option<Value>,
+    /// The Service in front of the gateway (webhooks are then called through it).
+    #[serde(default)]
+    pub service_name: Option<String>,
+    #[serde(default)]
+    pub gateway_endpoint: Option<String>,
+    #[serde(default)]
+    pub cert_manager: Option<Value>,
+}
+
+/// `security.webhooks`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookSettings {
+    #[serde(default)]
+    pub admission: Option<Switch>,
+    /// What the API server does when the gateway does not answer (default Fail).
+    #[serde(default)]
+    pub failure_policy: Option<FailurePolicy>,
+    #[serde(default)]
+    pub service_name: Option<String>,
+    /// Remove the webhook configurations when the gateway stops (default true).
+    #[serde(default)]
+    pub cleanup_on_shutdown: Option<bool>,
+    /// How long the API server waits for an answer, in seconds (1 to 30, default 5).
+    #[serde(default)]
+    pub timeout_seconds: Option<u8>,
+}
+
+/// `{enabled: bool}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Switch {
+    #[serde(default)]
+    pub enabled: bool,
+}
+
+/// A webhook's `failurePolicy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub enum FailurePolicy {
+    /// The write is refused while the gateway does not answer.
+    #[default]
+    Fail,
+    /// The write goes through unchecked (the reconcile-time check still runs).
+    Ignore,
+}
+
+impl FailurePolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailurePolicy::Fail => "Fail",
+            FailurePolicy::Ignore => "Ignore",
+        }
+    }
+}
+
+/// `admission.webhooks` of one CRD: which of its rules run at admission.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrdWebhooks {
+    /// Validation rules at admission (default true when the Katalog enables webhooks).
+    #[serde(default)]
+    pub validation: Option<bool>,
+    #[serde(default)]
+    pub mutation: Option<bool>,
+    /// `CREATE`, `UPDATE` (the default is both).
+    #[serde(default)]
+    pub operations: Vec<String>,
+    #[serde(default)]
+    pub failure_policy: Option<FailurePolicy>,
+}

@@ -1,0 +1,62 @@
+//! `gateway` checks: each token has a unique name and exactly one source, and a `token`
+//! names an environment variable (`${VAR}`), never the credential itself.
+
+use std::collections::BTreeSet;
+
+use super::{Checker, item};
+use crate::model::Gateway;
+use crate::yaml::Node;
+
+impl Checker<'_> {
+    pub(super) fn gateway(&mut self, gateway: &Gateway, node: &Node) {
+        let Some(auth) = gateway.api.as_ref().and_then(|a| a.auth.as_ref()) else {
+            return;
+        };
+        let list = node
+            .get("api")
+            .and_then(|a| a.get("auth"))
+            .and_then(|a| a.get("tokens"));
+        let mut names = BTreeSet::new();
+        for (i, token) in auth.tokens.iter().enumerate() {
+            let path = format!("gateway.api.auth.tokens[{i}]");
+            let token_node = item(list, i).unwrap_or(node);
+            let at = |key: &str| token_node.get(key).map_or(token_node.pos, |n| n.pos);
+            if token.name.is_empty() || !names.insert(token.name.clone()) {
+                self.error(
+                    format!("{path}.name"),
+                    at("name"),
+                    "a token needs a name of its own (names are unique)",
+                );
+            }
+            let sources = [
+                token.token.is_some(),
+                token.secret_ref.is_some(),
+                token.github_oidc.is_some(),
+                token.gitlab_oidc.is_some(),
+                token.vault_oidc.is_some(),
+                token.oidc.is_some(),
+            ];
+            if sources.iter().filter(|s| **s).count() != 1 {
+                self.error(
+                    &path,
+                    token_node.pos,
+                    "give exactly one of token (${VAR}), secretRef, githubOIDC, gitlabOIDC, vaultOIDC, oidc",
+                );
+            }
+            if token.token.is_some() && token.env_var().is_none() {
+                self.error(
+                    format!("{path}.token"),
+                    at("token"),
+                    "must name an environment variable (\"${CI_TOKEN}\"): a credential written in the Katalog is refused",
+                );
+            }
+            if sources[2..].iter().any(|s| *s) {
+                self.warn(
+                    &path,
+                    token_node.pos,
+                    "OIDC tokens are not verified by this gateway yet: requests bearing one are refused (401)",
+                );
+            }
+        }
+    }
+}
