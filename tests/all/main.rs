@@ -7,6 +7,7 @@ mod cluster;
 mod control_center;
 mod control_plane;
 mod failure;
+mod gateway;
 mod isolation;
 mod katalogs;
 mod kinds;

@@ -29,6 +29,8 @@ pub struct DevArgs {
     plane: super::control_plane::PlaneArgs,
     #[command(flatten)]
     http: super::run::HttpArgs,
+    #[command(flatten)]
+    webhooks: super::gateway::WebhookArgs,
 }
 
 pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
@@ -64,7 +66,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     // The runtime and the control plane supervisor end together on the first signal.
     let files = args.katalog.files();
     let result = tokio::select! {
-        result = super::run::serve(client, &katalog, &files, &args.http) => result,
+        result = super::run::serve(client, &katalog, &files, &args.http, &args.webhooks) => result,
         result = watch(&mut plane) => result,
     };
     plane.stop();

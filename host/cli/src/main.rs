@@ -4,6 +4,7 @@
 mod control_center;
 mod control_plane;
 mod dev;
+mod gateway;
 mod migrate;
 mod progress;
 mod reload;
@@ -44,6 +45,9 @@ enum Command {
     Reload(reload::ReloadArgs),
     /// Serve the Control Center: a web UI over the Live APIs of any number of runtimes.
     ControlCenter(control_center::ControlCenterArgs),
+    /// Run the gateway on its own: the admission webhooks of a Katalog's CRDs, against the
+    /// cluster of KUBECONFIG (or in-cluster config).
+    Gateway(gateway::GatewayArgs),
     /// Build and run the local Kubernetes control plane (etcd, kube-apiserver,
     /// kube-controller-manager).
     #[command(subcommand)]
@@ -90,6 +94,7 @@ fn main() -> ExitCode {
             Command::Migrate(args) => migrate::migrate(args),
             Command::Reload(args) => reload::reload(args).await,
             Command::ControlCenter(args) => control_center::control_center(args).await,
+            Command::Gateway(args) => gateway::gateway(args).await,
             Command::ControlPlane(command) => control_plane::control_plane(command).await,
         }
     });

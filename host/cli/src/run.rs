@@ -13,6 +13,8 @@ pub struct RunArgs {
     katalog: KatalogArgs,
     #[command(flatten)]
     http: HttpArgs,
+    #[command(flatten)]
+    webhooks: super::gateway::WebhookArgs,
 }
 
 /// Where the Live API (probes, /katalog, /metrics, /components, /reload) listens, and who
@@ -94,7 +96,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("cannot reach the API server")?;
     tracing::info!(crds = katalog.crds.len(), server = %version.git_version, "Katalog loaded, API server reachable");
-    serve(client, &katalog, &args.katalog.files(), &args.http).await?;
+    serve(client, &katalog, &args.katalog.files(), &args.http, &args.webhooks).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -106,11 +108,14 @@ pub async fn serve(
     katalog: &orkestra_katalog::Compiled,
     files: &[std::path::PathBuf],
     http: &HttpArgs,
+    webhooks: &super::gateway::WebhookArgs,
 ) -> anyhow::Result<()> {
     let auth = match http.no_http {
         true => None,
         false => Some(http.auth(&client).await?),
     };
+    // Before the runtime starts: CRs written from now on are checked at admission.
+    let webhooks = webhooks.start(&client, katalog).await?;
     let mut runtime = orkestra::runtime::Runtime::new(client, katalog)?;
     if auth.is_some() {
         runtime = runtime.with_event_log();
@@ -148,6 +153,9 @@ pub async fn serve(
     watcher.abort();
     if let Some(endpoint) = endpoint {
         endpoint.abort();
+    }
+    if let Some(webhooks) = webhooks {
+        webhooks.stop().await;
     }
     Ok(())
 }

@@ -162,6 +162,26 @@ impl Rules {
         }
     }
 
+    /// The mutations alone: what a mutating webhook turns into a patch (the API server runs
+    /// mutating webhooks before validating ones, so there the order is fixed).
+    pub fn mutated<'o>(
+        &self,
+        object: &'o Value,
+        notes: &[Template],
+        context: &Map<String, Value>,
+    ) -> (Cow<'o, Value>, Verdict) {
+        let mut verdict = Verdict::default();
+        let mutated = self.mutate(object, notes, context, &mut verdict);
+        (mutated, verdict)
+    }
+
+    /// The validations alone: what a validating webhook answers.
+    pub fn verdict(&self, object: &Value, notes: &[Template], context: &Map<String, Value>) -> Verdict {
+        let mut verdict = Verdict::default();
+        self.validate(object, notes, context, &mut verdict);
+        verdict
+    }
+
     fn mutate<'o>(
         &self,
         object: &'o Value,

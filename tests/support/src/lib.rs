@@ -86,17 +86,7 @@ pub fn kubectl(args: &[&str]) -> anyhow::Result<String> {
 /// Runs kubectl with a given kubeconfig and returns its stdout; fails with its stderr. The
 /// kubectl built with the control plane (the same release) when there is one.
 pub fn kubectl_with(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let release = orkestra::control_plane::Release::pick(None);
-    let program = orkestra::control_plane::Binaries::in_cache(&release)
-        .kubectl
-        .filter(|path| path.exists())
-        .unwrap_or_else(|| PathBuf::from("kubectl"));
-    let output = std::process::Command::new(program)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .output()
-        .context("kubectl is needed by this test: install it (Debian: apt-get install kubernetes-client)")?;
+    let output = kubectl_output(kubeconfig, args)?;
     if !output.status.success() {
         anyhow::bail!(
             "kubectl {} failed: {}",
@@ -105,6 +95,21 @@ pub fn kubectl_with(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> 
         );
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Runs kubectl and returns all it did: status, stdout and stderr (where warnings go).
+pub fn kubectl_output(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<std::process::Output> {
+    let release = orkestra::control_plane::Release::pick(None);
+    let program = orkestra::control_plane::Binaries::in_cache(&release)
+        .kubectl
+        .filter(|path| path.exists())
+        .unwrap_or_else(|| PathBuf::from("kubectl"));
+    std::process::Command::new(program)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .context("kubectl is needed by this test: install it (Debian: apt-get install kubernetes-client)")
 }
 
 /// Polls `check` every 100 ms until it returns `Some`, failing after `timeout` with `what`.

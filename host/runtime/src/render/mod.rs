@@ -3,7 +3,7 @@
 //! marks it as the CR's).
 
 mod kinds;
-mod tls;
+pub mod tls;
 
 use serde_json::{Map, Value, json};
 

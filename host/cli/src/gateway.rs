@@ -1,0 +1,102 @@
+//! `ork gateway`: the gateway on its own (admission webhooks for a Katalog's CRDs), and the
+//! webhook options `ork run` and `ork dev` share, which start the same webhooks inside the
+//! runtime when the Katalog enables them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+
+use orkestra_gateway::webhooks::{Options, Webhooks};
+
+use super::KatalogArgs;
+
+/// Where the admission webhooks listen and how the API server reaches them.
+#[derive(Debug, Clone, Args)]
+pub struct WebhookArgs {
+    /// Address of the admission webhooks (HTTPS), served when the Katalog sets
+    /// `security.webhooks.admission.enabled`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8443")]
+    pub https_addr: SocketAddr,
+    /// The URL the API server calls them at. Default: https://<https-addr>, or the Service
+    /// the Katalog names (security.serviceName).
+    #[arg(long, value_name = "URL")]
+    pub webhook_url: Option<String>,
+    /// A certificate (PEM) to present instead of one made at start-up.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The CA that signed it, for the webhooks' caBundle (default: the certificate itself).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_ca: Option<PathBuf>,
+    /// How long a made certificate is valid (`365d`, `12h`); it is renewed when two thirds
+    /// of that have passed.
+    #[arg(long, value_name = "DURATION", default_value = "365d")]
+    pub cert_valid_for: String,
+    /// The gateway's namespace (its Service). Default: $POD_NAMESPACE, else `default`.
+    #[arg(long, value_name = "NAMESPACE", env = "POD_NAMESPACE", default_value = "default")]
+    pub gateway_namespace: String,
+}
+
+impl WebhookArgs {
+    /// Starts the webhooks when the Katalog enables them.
+    pub async fn start(
+        &self,
+        client: &kube::Client,
+        katalog: &orkestra_katalog::Compiled,
+    ) -> anyhow::Result<Option<Webhooks>> {
+        if !orkestra_gateway::registration::enabled(katalog) {
+            return Ok(None);
+        }
+        let valid_for = orkestra_katalog::duration::parse(&self.cert_valid_for)
+            .map_err(|e| anyhow::anyhow!("--cert-valid-for: {e}"))?;
+        let options = Options {
+            https_addr: self.https_addr,
+            url: self.webhook_url.clone(),
+            namespace: self.gateway_namespace.clone(),
+            cert: self
+                .tls_cert
+                .clone()
+                .zip(self.tls_key.clone())
+                .map(|(cert, key)| (cert, key, self.tls_ca.clone())),
+            valid_for,
+        };
+        let webhooks = Webhooks::start(client.clone(), Arc::new(katalog.clone()), options)
+            .await
+            .context("starting the admission webhooks")?;
+        eprintln!(
+            "gateway: admission webhooks on https://{} (registered with the API server)",
+            webhooks.addr
+        );
+        Ok(Some(webhooks))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    #[command(flatten)]
+    katalog: KatalogArgs,
+    #[command(flatten)]
+    webhooks: WebhookArgs,
+}
+
+pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
+    let katalog = args.katalog.load()?;
+    let client = kube::Client::try_default()
+        .await
+        .context("no cluster to talk to (KUBECONFIG or in-cluster config)")?;
+    let Some(webhooks) = args.webhooks.start(&client, &katalog).await? else {
+        anyhow::bail!(
+            "nothing to serve: the Katalog enables neither the admission webhooks (security.webhooks.admission.enabled) nor the Serve API (gateway.api.enabled)"
+        );
+    };
+    super::shutdown_signal().await?;
+    eprintln!("gateway: stopping");
+    webhooks.stop().await;
+    Ok(ExitCode::SUCCESS)
+}

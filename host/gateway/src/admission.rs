@@ -1,0 +1,210 @@
+//! The admission webhooks the API server calls (`POST /validate`, `POST /mutate`, an
+//! `admission.k8s.io/v1` AdmissionReview each): the Katalog's validation rules refuse a bad
+//! write with the rule's message (warnings go back to the client), and its mutation rules
+//! come back as a JSON Patch, so a default lands in the same write. The CRD is found by the
+//! request's group and resource; a review for anything else is allowed unchanged.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Json;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::routing::post;
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+use orkestra_katalog::Compiled;
+use orkestra_katalog::compile::CompiledCrd;
+use orkestra_katalog::labels::SERVE_INTENT;
+
+/// An AdmissionReview body the API server sends is at most an object or two; past this it
+/// is refused before parsing.
+const BODY_LIMIT: usize = 8 << 20;
+
+/// What the webhooks answered, per outcome.
+#[derive(Debug, Default)]
+pub struct Counts {
+    pub allowed: AtomicU64,
+    pub denied: AtomicU64,
+    pub warned: AtomicU64,
+    pub mutated: AtomicU64,
+}
+
+#[derive(Clone)]
+struct Shared {
+    compiled: Arc<Compiled>,
+    counts: Arc<Counts>,
+}
+
+/// The webhook routes.
+pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>) -> axum::Router {
+    axum::Router::new()
+        .route("/validate", post(validate))
+        .route("/mutate", post(mutate))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(Shared { compiled, counts })
+}
+
+/// The CRD a review is about.
+fn crd_of<'c>(compiled: &'c Compiled, request: &Value) -> Option<&'c Arc<CompiledCrd>> {
+    let resource = &request["resource"];
+    compiled.enabled().find(|crd| {
+        resource["group"] == crd.group.as_str()
+            && resource["resource"] == crd.plural.as_str()
+            && request["subResource"].as_str().is_none_or(str::is_empty)
+    })
+}
+
+/// What the rules see besides the object: the intent the gateway recorded, as `.request`.
+fn context_of(object: &Value) -> Map<String, Value> {
+    let mut context = Map::new();
+    if let Some(intent) = object["metadata"]["annotations"][SERVE_INTENT].as_str()
+        && let Ok(intent) = serde_json::from_str::<Value>(intent)
+    {
+        context.insert("request".into(), intent);
+    }
+    context
+}
+
+fn review(response: Value) -> Json<Value> {
+    Json(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
+}
+
+/// The object a review asks about, when the rules have a say (a create or an update of a
+/// CRD of the Katalog).
+fn subject<'r>(shared: &'r Shared, body: &'r Value) -> Result<(&'r Arc<CompiledCrd>, &'r Value), Json<Value>> {
+    let request = &body["request"];
+    let allow = || review(json!({"uid": request["uid"], "allowed": true}));
+    if !matches!(request["operation"].as_str(), Some("CREATE" | "UPDATE")) {
+        return Err(allow());
+    }
+    match (crd_of(&shared.compiled, request), request.get("object")) {
+        (Some(crd), Some(object)) if object.is_object() => Ok((crd, object)),
+        _ => Err(allow()),
+    }
+}
+
+async fn validate(State(shared): State<Shared>, Json(body): Json<Value>) -> Json<Value> {
+    let (crd, object) = match subject(&shared, &body) {
+        Ok(subject) => subject,
+        Err(answer) => return answer,
+    };
+    let uid = &body["request"]["uid"];
+    let verdict = crd.admission_rules.verdict(object, &crd.notes, &context_of(object));
+    if !verdict.warnings.is_empty() {
+        shared.counts.warned.fetch_add(1, Ordering::Relaxed);
+    }
+    if verdict.denied.is_empty() {
+        shared.counts.allowed.fetch_add(1, Ordering::Relaxed);
+        return review(json!({"uid": uid, "allowed": true, "warnings": verdict.warnings}));
+    }
+    shared.counts.denied.fetch_add(1, Ordering::Relaxed);
+    tracing::info!(crd = %crd.name, name = %object["metadata"]["name"], denied = ?verdict.denied, "admission denied");
+    review(json!({
+        "uid": uid, "allowed": false, "warnings": verdict.warnings,
+        "status": {"code": 422, "reason": "Invalid", "message": verdict.denied.join("; ")},
+    }))
+}
+
+async fn mutate(State(shared): State<Shared>, Json(body): Json<Value>) -> Json<Value> {
+    let (crd, object) = match subject(&shared, &body) {
+        Ok(subject) => subject,
+        Err(answer) => return answer,
+    };
+    let uid = &body["request"]["uid"];
+    let (mutated, verdict) = crd.admission_rules.mutated(object, &crd.notes, &context_of(object));
+    // A mutation that does not produce a value is skipped, as at reconcile; the client hears.
+    let warnings: Vec<String> = verdict
+        .skipped
+        .iter()
+        .map(|s| format!("mutation skipped: {s}"))
+        .collect();
+    let ops = crate::patch::diff(object, &mutated);
+    if ops.is_empty() {
+        return review(json!({"uid": uid, "allowed": true, "warnings": warnings}));
+    }
+    shared.counts.mutated.fetch_add(1, Ordering::Relaxed);
+    let patch = base64::engine::general_purpose::STANDARD.encode(Value::Array(ops).to_string());
+    review(json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch, "warnings": warnings}))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    const KATALOG: &str = "
+apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: policy}
+spec:
+  crds:
+    site:
+      apiTypes: {group: demo.orkestra.io, version: v1, kind: Site, plural: sites}
+      admission:
+        validation:
+          rules:
+            - {field: spec.image, prefix: 'myorg/', message: 'images come from myorg/, not {{ .spec.image }}'}
+            - {field: spec.env, exists: true, action: warn, message: declare spec.env}
+            - {field: spec.owner, exists: true, message: an owner is required, fires: {reconcile: false}}
+        mutation:
+          rules:
+            - {field: spec.replicas, default: 2}
+";
+
+    async fn ask(path: &str, operation: &str, object: Value) -> Value {
+        let compiled = orkestra_katalog::load_sources(&[(PathBuf::from("k.yaml"), KATALOG.to_string())]).unwrap();
+        let app = router(Arc::new(compiled), Arc::default());
+        let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": "u-1", "operation": operation, "resource": {"group": "demo.orkestra.io", "version": "v1", "resource": "sites"},
+            "object": object}});
+        let request = Request::post(path)
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        serde_json::from_slice::<Value>(&bytes).unwrap()["response"].clone()
+    }
+
+    #[tokio::test]
+    async fn a_write_that_breaks_a_rule_is_refused_with_its_message_and_warnings() {
+        let answer = ask("/validate", "CREATE", json!({"spec": {"image": "nginx"}})).await;
+        assert_eq!(answer["uid"], "u-1");
+        assert_eq!(answer["allowed"], false);
+        let message = answer["status"]["message"].as_str().unwrap();
+        assert!(message.contains("images come from myorg/, not nginx"), "{message}");
+        assert!(
+            message.contains("an owner is required"),
+            "admission-only rules run here: {message}"
+        );
+        assert_eq!(answer["warnings"][0], "field \"spec.env\": declare spec.env");
+        let fine = ask(
+            "/validate",
+            "UPDATE",
+            json!({"spec": {"image": "myorg/web", "owner": "a", "env": "prod"}}),
+        )
+        .await;
+        assert_eq!(fine["allowed"], true);
+        let delete = ask("/validate", "DELETE", json!({})).await;
+        assert_eq!(delete["allowed"], true, "a delete is not the rules' business");
+    }
+
+    #[tokio::test]
+    async fn a_default_comes_back_as_a_patch_and_a_complete_object_as_none() {
+        let answer = ask("/mutate", "CREATE", json!({"spec": {"image": "x"}})).await;
+        assert_eq!(answer["patchType"], "JSONPatch");
+        let patch = base64::engine::general_purpose::STANDARD
+            .decode(answer["patch"].as_str().unwrap())
+            .unwrap();
+        let ops: Value = serde_json::from_slice(&patch).unwrap();
+        assert_eq!(ops, json!([{"op": "add", "path": "/spec/replicas", "value": 2}]));
+        let none = ask("/mutate", "CREATE", json!({"spec": {"image": "x", "replicas": 3}})).await;
+        assert!(none.get("patch").is_none() && none["allowed"] == true);
+    }
+}

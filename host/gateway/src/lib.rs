@@ -1,0 +1,12 @@
+//! The Orkestra-rs gateway: the shared front door of every serve-enabled CRD.
+//!
+//! - [`admission`], [`patch`]: the validating and mutating webhooks the API server calls,
+//!   running the Katalog's rules at admission.
+//! - [`registration`]: the webhook configurations that point the API server at them.
+//! - [`tls`], [`webhooks`]: the HTTPS server, its certificate and its renewal.
+
+pub mod admission;
+pub mod patch;
+pub mod registration;
+pub mod tls;
+pub mod webhooks;

@@ -1,0 +1,202 @@
+//! The webhook server's TLS: a certificate given as files, or a CA and serving certificate
+//! the gateway makes itself and renews before they expire (the API server trusts the CA
+//! through the webhook configurations' `caBundle`). Connections are HTTP/1.1; a handshake
+//! that does not finish in time, or connections past the cap, are dropped.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use serde_json::json;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
+use tokio_rustls::rustls::sign::CertifiedKey;
+use tokio_rustls::rustls::{self, ServerConfig};
+
+/// How long a TLS handshake may take.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+/// Connections served at once; past this, new ones wait in the listen backlog.
+const MAX_CONNECTIONS: usize = 256;
+
+/// A serving certificate, its key, and the CA a client should trust for it.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub ca_pem: String,
+    /// When the certificate stops being valid (`None`: given, not made here).
+    pub not_after: Option<jiff::Timestamp>,
+}
+
+/// TLS errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("the certificate or key is not usable: {0}")]
+    Pem(String),
+    #[error("cannot make a certificate: {0}")]
+    Generate(String),
+}
+
+impl Identity {
+    /// A new CA and a certificate it signs for `names` (DNS names or IP addresses), valid
+    /// for `valid_for`.
+    pub fn generate(names: &[String], valid_for: Duration) -> Result<Self, Error> {
+        let spec = json!({
+            "commonName": names.first().cloned().unwrap_or_else(|| "orkestra-gateway".into()),
+            "dnsNames": names,
+            "validFor": format!("{}s", valid_for.as_secs().max(1)),
+        });
+        let data = orkestra::render::tls::generate(&spec, valid_for).map_err(Error::Generate)?;
+        let text = |key: &str| data[key].as_str().unwrap_or_default().to_string();
+        Ok(Self {
+            cert_pem: text("tls.crt"),
+            key_pem: text("tls.key"),
+            ca_pem: text("ca.crt"),
+            not_after: jiff::Timestamp::now()
+                .checked_add(jiff::SignedDuration::try_from(valid_for).unwrap_or_default())
+                .ok(),
+        })
+    }
+
+    /// A certificate and key from files; the CA is `ca`, or the certificate itself.
+    pub fn from_files(cert: &PathBuf, key: &PathBuf, ca: Option<&PathBuf>) -> Result<Self, Error> {
+        let read = |path: &PathBuf| {
+            std::fs::read_to_string(path).map_err(|source| Error::Read {
+                path: path.clone(),
+                source,
+            })
+        };
+        let cert_pem = read(cert)?;
+        Ok(Self {
+            key_pem: read(key)?,
+            ca_pem: match ca {
+                Some(ca) => read(ca)?,
+                None => cert_pem.clone(),
+            },
+            cert_pem,
+            not_after: None,
+        })
+    }
+
+    fn certified(&self) -> Result<Arc<CertifiedKey>, Error> {
+        let chain = CertificateDer::pem_slice_iter(self.cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Error::Pem(e.to_string()))?;
+        if chain.is_empty() {
+            return Err(Error::Pem("no certificate in the file".into()));
+        }
+        let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes()).map_err(|e| Error::Pem(e.to_string()))?;
+        let signing = rustls::crypto::ring::sign::any_supported_type(&key).map_err(|e| Error::Pem(e.to_string()))?;
+        Ok(Arc::new(CertifiedKey::new(chain, signing)))
+    }
+}
+
+/// The certificate the server presents, swappable while it runs.
+#[derive(Debug)]
+pub struct Serving {
+    current: RwLock<Arc<CertifiedKey>>,
+}
+
+impl Serving {
+    pub fn new(identity: &Identity) -> Result<Arc<Self>, Error> {
+        Ok(Arc::new(Self {
+            current: RwLock::new(identity.certified()?),
+        }))
+    }
+
+    /// Presents `identity` to every handshake from now on.
+    pub fn replace(&self, identity: &Identity) -> Result<(), Error> {
+        let certified = identity.certified()?;
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = certified;
+        Ok(())
+    }
+}
+
+impl ResolvesServerCert for Serving {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current.read().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+}
+
+/// Serves `router` over TLS on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    serving: Arc<Serving>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map(|b| b.with_no_client_auth().with_cert_resolver(serving));
+    let mut config = match config {
+        Ok(config) => config,
+        Err(error) => {
+            tracing::error!(%error, "the webhook server's TLS configuration failed");
+            return;
+        }
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            _ = &mut shutdown => return,
+            permit = slots.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => return },
+        };
+        let accepted = tokio::select! {
+            _ = &mut shutdown => return,
+            accepted = listener.accept() => accepted,
+        };
+        let (tcp, peer): (_, SocketAddr) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                tracing::debug!(%error, "accepting a webhook connection failed");
+                continue;
+            }
+        };
+        let (acceptor, router) = (acceptor.clone(), router.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            let tls = match tokio::time::timeout(HANDSHAKE, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(error)) => return tracing::debug!(%peer, %error, "TLS handshake failed"),
+                Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+            };
+            let service = TowerToHyperService::new(router);
+            if let Err(error) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(tls), service)
+                .await
+            {
+                tracing::debug!(%peer, %error, "webhook connection ended with an error");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generated_identity_loads_and_is_replaced() {
+        let first = Identity::generate(&["127.0.0.1".into(), "localhost".into()], Duration::from_secs(3600)).unwrap();
+        let serving = Serving::new(&first).unwrap();
+        let second = Identity::generate(&["127.0.0.1".into()], Duration::from_secs(60)).unwrap();
+        assert_ne!(first.ca_pem, second.ca_pem);
+        serving.replace(&second).unwrap();
+        let broken = Identity {
+            key_pem: "not a key".into(),
+            ..second
+        };
+        assert!(serving.replace(&broken).is_err(), "a broken identity is refused");
+    }
+}
