@@ -204,3 +204,278 @@ async fn ork_gateway_warns_through_kubectl_and_removes_its_webhooks_when_it_stop
         "removed when ork gateway stops"
     );
 }
+
+/// A Katalog whose one CRD is served through two surfaces, with an admin token the gateway
+/// makes and a reader token the test writes.
+fn serve_katalog(name: &str, group: &str, ns: &str) -> String {
+    format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: {name}}}
+gateway:
+  api:
+    enabled: true
+    auth:
+      tokens:
+        - {{name: admin, secretRef: {{name: gw-admin, namespace: {ns}}}}}
+        - {{name: reader, secretRef: {{name: gw-reader, namespace: {ns}}}}}
+security:
+  webhooks:
+    admission: {{enabled: true}}
+spec:
+  crds:
+    app:
+      apiTypes: {{group: {group}, version: v1, kind: App, plural: apps}}
+      namespace: {ns}
+      admission:
+        validation:
+          rules:
+            - {{field: spec.image, prefix: 'myorg/', message: 'images come from myorg/'}}
+      serve:
+        enabled: true
+        namespace: {ns}
+        fields:
+          image: {{required: true, order: 1}}
+          size: {{values: {{spec.replicas: '{{{{ if eq .value \"large\" }}}}3{{{{ else }}}}1{{{{ end }}}}'}}}}
+        tokens:
+          admin: {{permissions: {{global: ['*']}}}}
+          reader: {{permissions: {{resources: [get, list], schema: [get, list]}}}}
+        config:
+          response:
+            payload: {{image: '{{{{ .spec.image }}}}'}}
+        target:
+          app: {{primary: true}}
+          preview: {{apply: {{overrides: {{targetConflict: true}}}}}}
+      operatorBox: {{}}
+"
+    )
+}
+
+struct Caller {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Caller {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+        )
+    }
+
+    async fn apply(&self, query: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        self.call(reqwest::Method::POST, &format!("/apply{query}"), Some(body))
+            .await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serve_api_applies_intents_with_provenance_and_holds_tokens_to_their_grants() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::PostParams;
+    use serde_json::json;
+
+    let ns = namespace("gw-serve").await.unwrap();
+    let group = format!("{}.gateway.orkestra.io", ns.name);
+    let compiled = Arc::new(
+        orkestra_katalog::load_sources(&[("k.yaml".into(), serve_katalog(&ns.name, &group, &ns.name))]).unwrap(),
+    );
+    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
+        .await
+        .unwrap();
+    let secrets: Api<Secret> = Api::namespaced(ns.client.clone(), &ns.name);
+    let reader_secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "gw-reader"}, "stringData": {"token": "reader-token"}}))
+    .unwrap();
+    secrets.create(&PostParams::default(), &reader_secret).await.unwrap();
+
+    let webhooks = Webhooks::start(
+        ns.client.clone(),
+        compiled.clone(),
+        Options {
+            https_addr: "127.0.0.1:0".parse().unwrap(),
+            url: None,
+            namespace: ns.name.clone(),
+            cert: None,
+            valid_for: Duration::from_secs(3600),
+        },
+    )
+    .await
+    .unwrap();
+    let (router, refresh) = orkestra_gateway::api::start(ns.client.clone(), compiled.clone(), &ns.name)
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/api/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, axum::Router::new().nest("/api/v1", router)).await });
+
+    // The gateway made the admin token's Secret.
+    let admin = secrets.get("gw-admin").await.unwrap();
+    let admin_token = String::from_utf8(admin.data.unwrap()["token"].0.clone()).unwrap();
+    assert_eq!(admin_token.len(), 64, "a random token");
+    let http = reqwest::Client::new();
+    let as_admin = Caller {
+        base: base.clone(),
+        token: admin_token,
+        http: http.clone(),
+    };
+    let as_reader = Caller {
+        base: base.clone(),
+        token: "reader-token".into(),
+        http: http.clone(),
+    };
+    let stranger = Caller {
+        base: base.clone(),
+        token: "guess".into(),
+        http: http.clone(),
+    };
+
+    let (status, _) = stranger.call(reqwest::Method::GET, "/schema", None).await;
+    assert_eq!(status, 401, "an unknown token");
+    let (status, catalog) = as_reader.call(reqwest::Method::GET, "/schema", None).await;
+    assert_eq!(status, 200, "{catalog}");
+    let targets: Vec<&str> = catalog["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(targets, ["app", "preview"]);
+    let (_, fields) = as_reader.call(reqwest::Method::GET, "/schema?target=app", None).await;
+    assert_eq!(fields["fields"][0]["name"], "image", "{fields}");
+    assert_eq!(fields["fields"][0]["required"], true);
+
+    let intent = json!({"target": "app", "name": "shop", "image": "myorg/web", "size": "large"});
+    let (status, refused) = as_reader.apply("", intent.clone()).await;
+    assert_eq!(status, 403, "a reader may not create: {refused}");
+    let (status, dry) = as_admin.apply("?dryRun=true", intent.clone()).await;
+    assert_eq!((status, dry["dryRun"].clone()), (200, json!(true)), "{dry}");
+    let sites = {
+        let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&group, "v1", "App"), "apps");
+        Api::<DynamicObject>::namespaced_with(ns.client.clone(), &ns.name, &resource)
+    };
+    assert!(
+        sites.get_opt("shop").await.unwrap().is_none(),
+        "a dry run writes nothing"
+    );
+
+    let (status, applied) = as_admin.apply("", intent.clone()).await;
+    assert_eq!(status, 200, "{applied}");
+    assert_eq!(applied["payload"]["image"], "myorg/web");
+    assert_eq!(applied["pollUrl"], format!("/api/v1/resources/App/{}/shop", ns.name));
+    let stored = sites.get("shop").await.unwrap();
+    let annotations = stored.metadata.annotations.clone().unwrap();
+    assert_eq!(annotations["orkestra.orkspace.io/serve-target"], "app");
+    assert_eq!(annotations["orkestra.orkspace.io/serve-alias"], "");
+    assert_eq!(stored.data["spec"]["replicas"], "3", "the fan-out wrote spec.replicas");
+    let managers: Vec<String> = stored
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert!(managers.contains(&"orkestra-gateway".to_string()), "{managers:?}");
+
+    // Another surface may not take the CR over unless asked (and allowed).
+    let via_preview = json!({"target": "preview", "name": "shop", "image": "myorg/web"});
+    let (status, conflict) = as_admin.apply("", via_preview.clone()).await;
+    assert_eq!(status, 409, "{conflict}");
+    assert!(
+        conflict["message"]
+            .as_str()
+            .unwrap()
+            .contains("routing surface conflict")
+    );
+    let (status, moved) = as_admin.apply("?override=true", via_preview).await;
+    assert_eq!(status, 200, "{moved}");
+    let stored = sites.get("shop").await.unwrap();
+    assert_eq!(
+        stored.metadata.annotations.unwrap()["orkestra.orkspace.io/serve-alias"],
+        "preview"
+    );
+
+    // Refusals: the admission webhook's rule, a missing required field, an unknown target,
+    // a body past 1 MiB.
+    let (status, denied) = eventually("the webhook to deny through the Serve API", WAIT, || {
+        let as_admin = &as_admin;
+        async move {
+            let answer = as_admin
+                .apply("", json!({"target": "app", "name": "bad", "image": "nginx"}))
+                .await;
+            (answer.0 == 422).then_some(answer)
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 422);
+    assert!(
+        denied["message"].as_str().unwrap().contains("images come from myorg/"),
+        "{denied}"
+    );
+    let (status, missing) = as_admin.apply("", json!({"target": "app", "name": "empty"})).await;
+    assert_eq!(status, 422);
+    assert_eq!(missing["violations"][0]["field"], "image", "{missing}");
+    let (status, unknown) = as_admin.apply("", json!({"target": "nope", "name": "x"})).await;
+    assert_eq!(status, 400);
+    assert!(
+        unknown["message"].as_str().unwrap().contains("available: app, preview"),
+        "{unknown}"
+    );
+    let huge = json!({"target": "app", "name": "big", "image": "myorg/x", "blob": "x".repeat(1 << 20)});
+    let (status, _) = as_admin.apply("", huge).await;
+    assert_eq!(status, 413);
+
+    // A whole CR cannot bring its own provenance.
+    let forged = json!({"apiVersion": format!("{group}/v1"), "kind": "App",
+        "metadata": {"name": "whole", "annotations": {"orkestra.orkspace.io/serve-source": "someone-else"}},
+        "spec": {"image": "myorg/whole"}});
+    let (status, whole) = as_admin.apply("", forged).await;
+    assert_eq!(status, 200, "{whole}");
+    let stored = sites.get("whole").await.unwrap();
+    assert_eq!(
+        stored.metadata.annotations.unwrap()["orkestra.orkspace.io/serve-source"],
+        ""
+    );
+
+    // Reads, shaped by the CR's surface; a delete needs the grant.
+    let path = format!("/resources/App/{}/shop", ns.name);
+    let (status, read) = as_reader.call(reqwest::Method::GET, &path, None).await;
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(read["payload"]["image"], "myorg/web");
+    assert!(read["metadata"].get("managedFields").is_none());
+    let (_, field) = as_reader
+        .call(reqwest::Method::GET, &format!("{path}?field=spec.image"), None)
+        .await;
+    assert_eq!(field["value"], "myorg/web");
+    let (_, listed) = as_reader
+        .call(reqwest::Method::GET, &format!("/resources/App/{}", ns.name), None)
+        .await;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 2, "{listed}");
+    let (status, _) = as_reader.call(reqwest::Method::DELETE, &path, None).await;
+    assert_eq!(status, 403);
+    let (status, _) = as_admin.call(reqwest::Method::DELETE, &path, None).await;
+    assert_eq!(status, 200);
+    let (status, _) = as_admin.call(reqwest::Method::GET, "/resources/Nope/x/y", None).await;
+    assert_eq!(status, 404);
+
+    refresh.abort();
+    webhooks.stop().await;
+}

@@ -38,7 +38,7 @@ pub struct WebhookArgs {
     /// of that have passed.
     #[arg(long, value_name = "DURATION", default_value = "365d")]
     pub cert_valid_for: String,
-    /// The gateway's namespace (its Service). Default: $POD_NAMESPACE, else `default`.
+    /// The gateway's namespace (its Service, its token Secrets). Default: $POD_NAMESPACE, else `default`.
     #[arg(long, value_name = "NAMESPACE", env = "POD_NAMESPACE", default_value = "default")]
     pub gateway_namespace: String,
 }
@@ -77,10 +77,30 @@ impl WebhookArgs {
     }
 }
 
+/// The Serve API of the Katalog when it opens one: its routes (for `/api/v1`) and the
+/// task that keeps its tokens fresh.
+pub async fn serve_api(
+    client: &kube::Client,
+    katalog: &orkestra_katalog::Compiled,
+    namespace: &str,
+) -> anyhow::Result<Option<(axum::Router, tokio::task::JoinHandle<()>)>> {
+    if !orkestra_gateway::api::enabled(katalog) {
+        return Ok(None);
+    }
+    let started = orkestra_gateway::api::start(client.clone(), Arc::new(katalog.clone()), namespace)
+        .await
+        .context("starting the Serve API")?;
+    Ok(Some(started))
+}
+
 #[derive(Debug, Args)]
 pub struct GatewayArgs {
     #[command(flatten)]
     katalog: KatalogArgs,
+    /// Address of the Serve API (`/api/v1/...`, HTTP), served when the Katalog sets
+    /// `gateway.api.enabled`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    http_addr: SocketAddr,
     #[command(flatten)]
     webhooks: WebhookArgs,
 }
@@ -90,13 +110,33 @@ pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
     let client = kube::Client::try_default()
         .await
         .context("no cluster to talk to (KUBECONFIG or in-cluster config)")?;
-    let Some(webhooks) = args.webhooks.start(&client, &katalog).await? else {
+    let webhooks = args.webhooks.start(&client, &katalog).await?;
+    let api = serve_api(&client, &katalog, &args.webhooks.gateway_namespace).await?;
+    if webhooks.is_none() && api.is_none() {
         anyhow::bail!(
             "nothing to serve: the Katalog enables neither the admission webhooks (security.webhooks.admission.enabled) nor the Serve API (gateway.api.enabled)"
         );
-    };
+    }
+    let mut server = None;
+    if let Some((router, refresh)) = api {
+        let listener = tokio::net::TcpListener::bind(args.http_addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.http_addr))?;
+        let addr = listener.local_addr()?;
+        let app = axum::Router::new()
+            .nest("/api/v1", router)
+            .route("/healthz", axum::routing::get(|| async { "ok" }));
+        eprintln!("gateway: Serve API on http://{addr}/api/v1");
+        server = Some((tokio::spawn(async move { axum::serve(listener, app).await }), refresh));
+    }
     super::shutdown_signal().await?;
     eprintln!("gateway: stopping");
-    webhooks.stop().await;
+    if let Some((server, refresh)) = server {
+        server.abort();
+        refresh.abort();
+    }
+    if let Some(webhooks) = webhooks {
+        webhooks.stop().await;
+    }
     Ok(ExitCode::SUCCESS)
 }

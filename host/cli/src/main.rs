@@ -45,7 +45,7 @@ enum Command {
     Reload(reload::ReloadArgs),
     /// Serve the Control Center: a web UI over the Live APIs of any number of runtimes.
     ControlCenter(control_center::ControlCenterArgs),
-    /// Run the gateway on its own: the admission webhooks of a Katalog's CRDs, against the
+    /// Run the gateway on its own: the Serve API and the admission webhooks of a Katalog's CRDs, against the
     /// cluster of KUBECONFIG (or in-cluster config).
     Gateway(gateway::GatewayArgs),
     /// Build and run the local Kubernetes control plane (etcd, kube-apiserver,

@@ -108,15 +108,15 @@ pub async fn serve(
     katalog: &orkestra_katalog::Compiled,
     files: &[std::path::PathBuf],
     http: &HttpArgs,
-    webhooks: &super::gateway::WebhookArgs,
+    webhooks_args: &super::gateway::WebhookArgs,
 ) -> anyhow::Result<()> {
     let auth = match http.no_http {
         true => None,
         false => Some(http.auth(&client).await?),
     };
     // Before the runtime starts: CRs written from now on are checked at admission.
-    let webhooks = webhooks.start(&client, katalog).await?;
-    let mut runtime = orkestra::runtime::Runtime::new(client, katalog)?;
+    let webhooks = webhooks_args.start(&client, katalog).await?;
+    let mut runtime = orkestra::runtime::Runtime::new(client.clone(), katalog)?;
     if auth.is_some() {
         runtime = runtime.with_event_log();
     }
@@ -124,9 +124,18 @@ pub async fn serve(
     let reloader = orkestra::reload::Reloader::new(files.to_vec(), components, runtime.running());
     // Components swap live; any other change is reported as needing a restart.
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
+    // The Serve API shares the Live API's port under /api/v1, with its own tokens.
+    let serve_api = super::gateway::serve_api(&client, katalog, &webhooks_args.gateway_namespace).await?;
+    if serve_api.is_some() && auth.is_none() {
+        eprintln!("runtime: the Serve API is not served: it shares the Live API's port, closed by --no-http");
+    }
+    let (serve_api, token_refresh) = serve_api.unzip();
     let endpoint = auth.map(|auth| {
         let addr = http.http_addr;
-        let router = orkestra::live::router(runtime.inspect(), Some(reloader), auth);
+        let mut router = orkestra::live::router(runtime.inspect(), Some(reloader), auth);
+        if let Some(serve_api) = serve_api {
+            router = router.nest("/api/v1", serve_api);
+        }
         tokio::spawn(async move {
             // Another runtime on this machine may hold the port; reconciling matters more.
             if let Err(error) = orkestra::live::serve(addr, router).await {
@@ -153,6 +162,9 @@ pub async fn serve(
     watcher.abort();
     if let Some(endpoint) = endpoint {
         endpoint.abort();
+    }
+    if let Some(refresh) = token_refresh {
+        refresh.abort();
     }
     if let Some(webhooks) = webhooks {
         webhooks.stop().await;

@@ -4,9 +4,13 @@
 //!   running the Katalog's rules at admission.
 //! - [`registration`]: the webhook configurations that point the API server at them.
 //! - [`tls`], [`webhooks`]: the HTTPS server, its certificate and its renewal.
+//! - [`api`], [`tokens`]: the Serve API (intents in, CRs applied with provenance) and the
+//!   bearer tokens it accepts.
 
 pub mod admission;
+pub mod api;
 pub mod patch;
 pub mod registration;
 pub mod tls;
+pub mod tokens;
 pub mod webhooks;

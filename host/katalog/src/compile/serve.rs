@@ -167,6 +167,11 @@ impl CompiledServe {
         self.surfaces.get(name).filter(|s| s.enabled)
     }
 
+    /// The primary target's surface (present by construction).
+    pub fn primary_surface(&self) -> &Surface {
+        &self.surfaces[&self.primary]
+    }
+
     /// The surface a whole CR is routed through: the one whose fieldSelector it matches,
     /// else the primary.
     pub fn route(&self, object: &Value) -> &Surface {
@@ -185,7 +190,7 @@ impl CompiledServe {
             .values()
             .filter(|s| s.enabled)
             .find(matches)
-            .unwrap_or(&self.surfaces[&self.primary])
+            .unwrap_or_else(|| self.primary_surface())
     }
 }
 

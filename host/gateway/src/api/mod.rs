@@ -1,0 +1,181 @@
+//! The Serve API, under `/api/v1`: `POST /apply` (an intent or a whole CR in, a CR applied
+//! with server-side apply and provenance), `GET`/`DELETE /resources/...` (shaped as the
+//! CR's surface says), `GET /schema` (the catalog of targets, or one target's fields) and
+//! `GET /raw-schema`. Every call carries a bearer token of the Katalog's gateway; what the
+//! token may do is checked per surface. Bodies are capped at 1 MiB.
+
+mod apply;
+mod resources;
+mod schema;
+mod shape;
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use kube::api::{Api, DynamicObject};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+
+use orkestra_katalog::Compiled;
+use orkestra_katalog::compile::{CompiledCrd, CompiledServe, Surface};
+
+use crate::tokens::Tokens;
+
+/// The largest request body.
+pub const BODY_LIMIT: usize = 1 << 20;
+
+/// What every handler reads.
+#[derive(Clone)]
+pub struct Shared {
+    pub client: kube::Client,
+    pub compiled: Arc<Compiled>,
+    pub tokens: Arc<Tokens>,
+    pub schemas: Arc<schema::Schemas>,
+}
+
+/// The token a request was admitted with (its name), for the handlers.
+#[derive(Debug, Clone)]
+struct Caller(String);
+
+/// Whether the Katalog opens the Serve API (`gateway.api.enabled`).
+pub fn enabled(compiled: &Compiled) -> bool {
+    compiled
+        .katalog
+        .gateway
+        .as_ref()
+        .and_then(|g| g.api.as_ref())
+        .is_some_and(|a| a.enabled)
+}
+
+/// The Serve API of the Katalog, to be nested at `/api/v1`: its tokens read (and their
+/// Secrets made) first, then kept fresh by the returned task.
+pub async fn start(
+    client: kube::Client,
+    compiled: Arc<Compiled>,
+    namespace: &str,
+) -> Result<(Router, tokio::task::JoinHandle<()>), crate::tokens::Error> {
+    let sources = compiled
+        .katalog
+        .gateway
+        .as_ref()
+        .and_then(|g| g.api.as_ref())
+        .and_then(|a| a.auth.as_ref())
+        .map(|a| a.tokens.clone())
+        .unwrap_or_default();
+    let tokens = Tokens::load(&client, &sources, namespace).await?;
+    if tokens.is_empty() {
+        tracing::warn!("the Serve API has no token: every call will be refused (declare gateway.api.auth.tokens)");
+    }
+    let refresh = tokens.keep_fresh(client.clone(), sources, namespace.to_string());
+    Ok((router(client, compiled, tokens), refresh))
+}
+
+/// The Serve API's routes, to be nested at `/api/v1`.
+pub fn router(client: kube::Client, compiled: Arc<Compiled>, tokens: Arc<Tokens>) -> Router {
+    let shared = Shared {
+        schemas: Arc::new(schema::Schemas::new(client.clone())),
+        client,
+        compiled,
+        tokens,
+    };
+    Router::new()
+        .route("/apply", post(apply::apply))
+        .route("/resources/{kind}", get(resources::list_all))
+        .route(
+            "/resources/{kind}/{first}",
+            get(resources::one_or_list).delete(resources::delete_cluster),
+        )
+        .route(
+            "/resources/{kind}/{namespace}/{name}",
+            get(resources::get).delete(resources::delete),
+        )
+        .route("/schema", get(schema::schema))
+        .route("/raw-schema", get(schema::raw_schema))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), authenticate))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .fallback(|| async { failure(StatusCode::NOT_FOUND, "no such endpoint of the Serve API") })
+        .with_state(shared)
+}
+
+/// A bearer token the gateway knows, or 401.
+async fn authenticate(State(shared): State<Shared>, mut request: Request, next: Next) -> Response {
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    match bearer.and_then(|b| shared.tokens.identify(b)) {
+        Some(name) => {
+            request.extensions_mut().insert(Caller(name));
+            next.run(request).await
+        }
+        None => {
+            let mut response = failure(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+            response
+        }
+    }
+}
+
+/// `{accepted: false, message}` with a status.
+pub(crate) fn failure(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({"accepted": false, "message": message.into()}))).into_response()
+}
+
+/// The API of a CRD's CRs in `namespace` (all namespaces when `None`).
+pub(crate) fn api_of(client: &kube::Client, crd: &CompiledCrd, namespace: Option<&str>) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(&crd.group, &crd.version, &crd.kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, &crd.plural);
+    match (crd.namespaced, namespace) {
+        (true, Some(namespace)) => Api::namespaced_with(client.clone(), namespace, &resource),
+        _ => Api::all_with(client.clone(), &resource),
+    }
+}
+
+/// An API server error as the Serve API answers it.
+pub(crate) fn from_kube(error: kube::Error, doing: &str) -> Response {
+    match error {
+        kube::Error::Api(status) => {
+            let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::BAD_GATEWAY);
+            let violations = shape::violations(&status);
+            let body = json!({"accepted": false, "message": status.message, "reason": status.reason, "violations": violations});
+            let code = match code {
+                // The API server's own 401/403 are the gateway's identity, not the caller's.
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if status.reason != "Invalid" => {
+                    StatusCode::BAD_GATEWAY
+                }
+                code => code,
+            };
+            (code, Json(body)).into_response()
+        }
+        other => failure(
+            StatusCode::BAD_GATEWAY,
+            format!("{doing}: the API server did not answer: {other}"),
+        ),
+    }
+}
+
+/// The CRD of a `{kind}` in a path: its kind (any case) or its plural.
+pub(crate) fn crd_of_kind<'c>(compiled: &'c Compiled, kind: &str) -> Option<&'c Arc<CompiledCrd>> {
+    compiled
+        .enabled()
+        .filter(|crd| crd.serve.is_some())
+        .find(|crd| crd.kind.eq_ignore_ascii_case(kind) || crd.plural == kind)
+}
+
+/// The surface a stored CR answers through: the one it came by (while open), else the
+/// primary.
+pub(crate) fn surface_of<'s>(serve: &'s CompiledServe, object: Option<&Value>) -> &'s Surface {
+    object
+        .and_then(orkestra_katalog::intent::stored_surface)
+        .and_then(|name| serve.surface(&name))
+        .unwrap_or_else(|| serve.primary_surface())
+}

@@ -1,0 +1,258 @@
+//! `GET /resources/{kind}/{namespace}/{name}` (one CR, shaped by the surface it came
+//! through; `?field=` for one value), `GET /resources/{kind}/{namespace}` (the CRs of a
+//! namespace), `DELETE` of one. A cluster-scoped kind drops the namespace from the path.
+
+use axum::Json;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use kube::api::{DeleteParams, ListParams};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use orkestra_katalog::access::{Class, permits};
+use orkestra_katalog::compile::CompiledCrd;
+use orkestra_katalog::model::Verb;
+
+use super::{Caller, Shared, api_of, crd_of_kind, failure, from_kube, shape, surface_of};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadQuery {
+    /// One value of the CR (`status.phase`).
+    field: Option<String>,
+    cluster: Option<String>,
+}
+
+type Query_ = Result<Query<ReadQuery>, axum::extract::rejection::QueryRejection>;
+
+/// A refusal made before the handler's own work (boxed: a response is large).
+type Early = Box<Response>;
+
+fn query_of(query: Query_) -> Result<ReadQuery, Early> {
+    let Query(query) = query.map_err(|r| {
+        Box::new(failure(
+            StatusCode::BAD_REQUEST,
+            format!("{r}; the parameters are field and cluster"),
+        ))
+    })?;
+    if query.cluster.is_some() {
+        return Err(Box::new(failure(
+            StatusCode::NOT_FOUND,
+            "cluster routing is not served by this gateway yet",
+        )));
+    }
+    Ok(query)
+}
+
+fn served<'c>(shared: &'c Shared, kind: &str) -> Result<&'c std::sync::Arc<CompiledCrd>, Early> {
+    crd_of_kind(&shared.compiled, kind)
+        .ok_or_else(|| Box::new(failure(StatusCode::NOT_FOUND, format!("kind {kind} is not served"))))
+}
+
+pub async fn get(
+    State(shared): State<Shared>,
+    Extension(caller): Extension<Caller>,
+    Path((kind, namespace, name)): Path<(String, String, String)>,
+    query: Query_,
+) -> Response {
+    let query = match query_of(query) {
+        Ok(query) => query,
+        Err(response) => return *response,
+    };
+    read_one(&shared, &caller, &kind, Some(&namespace), &name, query.field).await
+}
+
+/// `/resources/{kind}/{x}`: one CR of a cluster-scoped kind, or the CRs of namespace `x`.
+pub async fn one_or_list(
+    State(shared): State<Shared>,
+    Extension(caller): Extension<Caller>,
+    Path((kind, first)): Path<(String, String)>,
+    query: Query_,
+) -> Response {
+    let query = match query_of(query) {
+        Ok(query) => query,
+        Err(response) => return *response,
+    };
+    let crd = match served(&shared, &kind) {
+        Ok(crd) => crd,
+        Err(response) => return *response,
+    };
+    match crd.namespaced {
+        true => list(&shared, &caller, crd, Some(&first)).await,
+        false => read_one(&shared, &caller, &kind, None, &first, query.field).await,
+    }
+}
+
+/// `/resources/{kind}`: every CR of a cluster-scoped kind.
+pub async fn list_all(
+    State(shared): State<Shared>,
+    Extension(caller): Extension<Caller>,
+    Path(kind): Path<String>,
+    query: Query_,
+) -> Response {
+    if let Err(response) = query_of(query) {
+        return *response;
+    }
+    let crd = match served(&shared, &kind) {
+        Ok(crd) => crd,
+        Err(response) => return *response,
+    };
+    if crd.namespaced {
+        return failure(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{} is namespaced: list /api/v1/resources/{kind}/{{namespace}}",
+                crd.kind
+            ),
+        );
+    }
+    list(&shared, &caller, crd, None).await
+}
+
+async fn read_one(
+    shared: &Shared,
+    caller: &Caller,
+    kind: &str,
+    namespace: Option<&str>,
+    name: &str,
+    field: Option<String>,
+) -> Response {
+    let crd = match served(shared, kind) {
+        Ok(crd) => crd,
+        Err(response) => return *response,
+    };
+    let Some(serve) = crd.serve.as_deref() else {
+        return failure(StatusCode::NOT_FOUND, format!("kind {kind} is not served"));
+    };
+    let object = match api_of(&shared.client, crd, namespace).get_opt(name).await {
+        Ok(Some(object)) => serde_json::to_value(object).unwrap_or_default(),
+        Ok(None) => {
+            return failure(
+                StatusCode::NOT_FOUND,
+                format!("no {} {}", crd.kind, key(namespace, name)),
+            );
+        }
+        Err(error) => return from_kube(error, "reading the CR"),
+    };
+    let surface = surface_of(serve, Some(&object));
+    if let Err(why) = permits(surface, &caller.0, Class::Resources, Verb::Get, namespace) {
+        return failure(StatusCode::FORBIDDEN, why);
+    }
+    if let Some(field) = field {
+        let value = field
+            .split('.')
+            .try_fold(&object, |v, k| v.get(k))
+            .cloned()
+            .unwrap_or(Value::Null);
+        return Json(json!({"name": name, "namespace": namespace, "field": field, "value": value})).into_response();
+    }
+    Json(shape::read(crd, &surface.response, object)).into_response()
+}
+
+async fn list(shared: &Shared, caller: &Caller, crd: &CompiledCrd, namespace: Option<&str>) -> Response {
+    let Some(serve) = crd.serve.as_deref() else {
+        return failure(StatusCode::NOT_FOUND, format!("kind {} is not served", crd.kind));
+    };
+    if let Err(why) = permits(
+        serve.primary_surface(),
+        &caller.0,
+        Class::Resources,
+        Verb::List,
+        namespace,
+    ) {
+        return failure(StatusCode::FORBIDDEN, why);
+    }
+    let listed = match api_of(&shared.client, crd, namespace)
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(list) => list,
+        Err(error) => return from_kube(error, "listing the CRs"),
+    };
+    let items: Vec<Value> = listed
+        .items
+        .into_iter()
+        .filter_map(|object| serde_json::to_value(object).ok())
+        .filter_map(|object| {
+            // Each CR as its own surface shows it, when the token may see that surface.
+            let surface = surface_of(serve, Some(&object));
+            permits(surface, &caller.0, Class::Resources, Verb::List, namespace).ok()?;
+            Some(shape::read(crd, &surface.response, object))
+        })
+        .collect();
+    Json(json!({"kind": crd.kind, "namespace": namespace, "items": items})).into_response()
+}
+
+pub async fn delete(
+    State(shared): State<Shared>,
+    Extension(caller): Extension<Caller>,
+    Path((kind, namespace, name)): Path<(String, String, String)>,
+) -> Response {
+    remove(&shared, &caller, &kind, Some(&namespace), &name).await
+}
+
+pub async fn delete_cluster(
+    State(shared): State<Shared>,
+    Extension(caller): Extension<Caller>,
+    Path((kind, name)): Path<(String, String)>,
+) -> Response {
+    remove(&shared, &caller, &kind, None, &name).await
+}
+
+async fn remove(shared: &Shared, caller: &Caller, kind: &str, namespace: Option<&str>, name: &str) -> Response {
+    let crd = match served(shared, kind) {
+        Ok(crd) => crd,
+        Err(response) => return *response,
+    };
+    let Some(serve) = crd.serve.as_deref() else {
+        return failure(StatusCode::NOT_FOUND, format!("kind {kind} is not served"));
+    };
+    if crd.namespaced != namespace.is_some() {
+        return failure(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{} is {}",
+                crd.kind,
+                if crd.namespaced {
+                    "namespaced: give its namespace"
+                } else {
+                    "cluster-scoped: give no namespace"
+                }
+            ),
+        );
+    }
+    let api = api_of(&shared.client, crd, namespace);
+    let object = match api.get_opt(name).await {
+        Ok(Some(object)) => serde_json::to_value(object).unwrap_or_default(),
+        Ok(None) => {
+            return failure(
+                StatusCode::NOT_FOUND,
+                format!("no {} {}", crd.kind, key(namespace, name)),
+            );
+        }
+        Err(error) => return from_kube(error, "reading the CR"),
+    };
+    if let Err(why) = permits(
+        surface_of(serve, Some(&object)),
+        &caller.0,
+        Class::Resources,
+        Verb::Delete,
+        namespace,
+    ) {
+        return failure(StatusCode::FORBIDDEN, why);
+    }
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => {
+            Json(json!({"accepted": true, "kind": crd.kind, "name": name, "namespace": namespace})).into_response()
+        }
+        Err(error) => from_kube(error, "deleting the CR"),
+    }
+}
+
+fn key(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_string(),
+    }
+}

@@ -1,0 +1,187 @@
+//! `GET /schema`: the catalog of serve targets the token may list (paginated), or with
+//! `?target=` one target's flat fields (the CRD's OpenAPI schema with `serve.fields` on
+//! top); `GET /raw-schema?kind=`: the CRD's own OpenAPI schema. Schemas are read from the
+//! API server's CRDs and kept for a minute.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::{Extension, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::Api;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use orkestra_katalog::access::{Class, permits};
+use orkestra_katalog::compile::CompiledCrd;
+use orkestra_katalog::intent::api_version_of;
+use orkestra_katalog::model::Verb;
+
+use super::{Caller, Shared, failure};
+
+/// How long a CRD's schema is reused.
+const KEEP: Duration = Duration::from_secs(60);
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 500;
+
+/// CRD schemas read from the API server, by CRD name.
+pub struct Schemas {
+    client: kube::Client,
+    kept: Mutex<HashMap<String, (Instant, Option<Value>)>>,
+}
+
+impl Schemas {
+    pub fn new(client: kube::Client) -> Self {
+        Self {
+            client,
+            kept: Mutex::default(),
+        }
+    }
+
+    /// The `openAPIV3Schema` of the CRD's version (`None`: the CRD or its schema is not there).
+    pub async fn of(&self, crd: &CompiledCrd) -> Option<Value> {
+        let name = crd.crd_name();
+        if let Some((at, schema)) = self.kept.lock().unwrap_or_else(|e| e.into_inner()).get(&name)
+            && at.elapsed() < KEEP
+        {
+            return schema.clone();
+        }
+        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let schema = match api.get_opt(&name).await {
+            Ok(found) => found.and_then(|definition| {
+                let version = definition.spec.versions.into_iter().find(|v| v.name == crd.version)?;
+                serde_json::to_value(version.schema?.open_api_v3_schema?).ok()
+            }),
+            Err(error) => {
+                tracing::debug!(%name, %error, "reading a CRD's schema failed");
+                return None;
+            }
+        };
+        self.kept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name, (Instant::now(), schema.clone()));
+        schema
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchemaQuery {
+    target: Option<String>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+    /// Reserved for cluster routing.
+    cluster: Option<String>,
+}
+
+pub async fn schema(
+    State(shared): State<Shared>,
+    Extension(Caller(token)): Extension<Caller>,
+    query: Result<Query<SchemaQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Query(query) = match query {
+        Ok(query) => query,
+        Err(rejection) => {
+            return failure(
+                StatusCode::BAD_REQUEST,
+                format!("{rejection}; the parameters are target, limit and offset"),
+            );
+        }
+    };
+    if query.cluster.is_some() {
+        return failure(
+            StatusCode::NOT_FOUND,
+            "cluster routing is not served by this gateway yet",
+        );
+    }
+    let Some(target) = query.target else {
+        return catalog(&shared, &token, query.limit, query.offset);
+    };
+    let Some((crd, surface)) = orkestra_katalog::intent::find_target(&shared.compiled, &target) else {
+        return failure(StatusCode::NOT_FOUND, format!("unknown target \"{target}\""));
+    };
+    if let Err(why) = permits(surface, &token, Class::Schema, Verb::Get, None) {
+        return failure(StatusCode::FORBIDDEN, why);
+    }
+    let Some(serve) = crd.serve.as_deref() else {
+        return failure(StatusCode::NOT_FOUND, format!("unknown target \"{target}\""));
+    };
+    let openapi = shared.schemas.of(crd).await.unwrap_or(Value::Null);
+    let fields = orkestra_katalog::serve_schema::fields(&openapi, serve);
+    Json(json!({
+        "target": target, "primaryTarget": serve.primary, "kind": crd.kind, "apiVersion": api_version_of(crd),
+        "namespaced": crd.namespaced, "requireServeName": serve.name.is_none(),
+        "requireNamespace": crd.namespaced && serve.namespace.is_none(),
+        "fields": fields,
+    }))
+    .into_response()
+}
+
+fn catalog(shared: &Shared, token: &str, limit: Option<usize>, offset: Option<usize>) -> Response {
+    let mut items = Vec::new();
+    for crd in shared.compiled.enabled() {
+        let Some(serve) = crd.serve.as_deref() else { continue };
+        for surface in serve.surfaces.values().filter(|s| s.enabled) {
+            if permits(surface, token, Class::Schema, Verb::List, None).is_err() {
+                continue;
+            }
+            items.push(json!({
+                "target": surface.name, "primary": surface.primary, "primaryTarget": serve.primary,
+                "kind": crd.kind, "apiVersion": api_version_of(crd), "category": serve.category,
+                "description": serve.description, "namespaced": crd.namespaced,
+            }));
+        }
+    }
+    let total = items.len();
+    let limit = limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+    let offset = offset.unwrap_or(0);
+    let page: Vec<Value> = items.into_iter().skip(offset).take(limit).collect();
+    Json(json!({"items": page, "total": total, "limit": limit, "offset": offset})).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawQuery {
+    kind: String,
+    api_version: Option<String>,
+}
+
+pub async fn raw_schema(
+    State(shared): State<Shared>,
+    Extension(Caller(token)): Extension<Caller>,
+    query: Result<Query<RawQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Query(query) = match query {
+        Ok(query) => query,
+        Err(rejection) => {
+            return failure(
+                StatusCode::BAD_REQUEST,
+                format!("{rejection}; the parameters are kind and apiVersion"),
+            );
+        }
+    };
+    let Some(crd) = orkestra_katalog::intent::find_kind(&shared.compiled, query.api_version.as_deref(), &query.kind)
+        .filter(|crd| crd.serve.is_some())
+    else {
+        return failure(StatusCode::NOT_FOUND, format!("kind {} is not served", query.kind));
+    };
+    let Some(serve) = crd.serve.as_deref() else {
+        return failure(StatusCode::NOT_FOUND, format!("kind {} is not served", query.kind));
+    };
+    if let Err(why) = permits(serve.primary_surface(), &token, Class::Schema, Verb::Get, None) {
+        return failure(StatusCode::FORBIDDEN, why);
+    }
+    match shared.schemas.of(crd).await {
+        Some(schema) => Json(json!({"kind": crd.kind, "apiVersion": api_version_of(crd), "openAPIV3Schema": schema}))
+            .into_response(),
+        None => failure(
+            StatusCode::NOT_FOUND,
+            format!("the API server has no schema for {}", crd.crd_name()),
+        ),
+    }
+}
