@@ -479,3 +479,119 @@ async fn the_serve_api_applies_intents_with_provenance_and_holds_tokens_to_their
     refresh.abort();
     webhooks.stop().await;
 }
+
+#[tokio::test]
+async fn the_self_service_example_through_ork_gateway_and_ork_serve() {
+    use k8s_openapi::api::core::v1::Secret;
+
+    let ns = namespace("gw-example").await.unwrap();
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let file = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../katalogs/self-service/katalog.yaml");
+    let compiled = orkestra_katalog::load(std::slice::from_ref(&file)).unwrap();
+    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
+        .await
+        .unwrap();
+    let kubeconfig = cluster.kubeconfig.to_str().unwrap();
+    let ci_token = format!("ci-{}", ns.name);
+    let mut ork = Ork::spawn(
+        &[
+            "gateway",
+            "-f",
+            file.to_str().unwrap(),
+            "--http-addr",
+            "127.0.0.1:0",
+            "--https-addr",
+            "127.0.0.1:0",
+            "--gateway-namespace",
+            &ns.name,
+        ],
+        &[("KUBECONFIG", kubeconfig), ("ORK_CI_TOKEN", &ci_token)],
+    );
+    let line = ork.wait_for("Serve API on http://", WAIT);
+    let url = line.split("Serve API on ").nth(1).unwrap().trim().to_string();
+    let secrets: Api<Secret> = Api::namespaced(ns.client.clone(), &ns.name);
+    let platform = secrets.get("self-service-platform-token").await.unwrap();
+    let platform_token = String::from_utf8(platform.data.unwrap()["token"].0.clone()).unwrap();
+
+    let schema = crate::ork::run(
+        &["serve", "schema", "--gateway", &url],
+        &[("ORK_GATEWAY_TOKEN", &ci_token)],
+    );
+    let listed = String::from_utf8_lossy(&schema.stdout);
+    // preview narrows ci to create, update and get: it may not list it.
+    assert!(
+        schema.status.success() && listed.contains("site") && !listed.contains("preview"),
+        "{listed}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let intent = dir.path().join("shop.yaml");
+    std::fs::write(
+        &intent,
+        format!("name: shop\nimage: 'nginx:1.27'\nsize: large\nteam: {}\n", ns.name),
+    )
+    .unwrap();
+    let applied = crate::ork::run(
+        &[
+            "serve",
+            "apply",
+            "-f",
+            intent.to_str().unwrap(),
+            "--target",
+            "site",
+            "--gateway",
+            &url,
+        ],
+        &[("ORK_GATEWAY_TOKEN", &platform_token)],
+    );
+    let answer = String::from_utf8_lossy(&applied.stdout);
+    assert!(applied.status.success(), "{answer}");
+    assert!(answer.contains("\"accepted\": true"), "{answer}");
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("selfservice.orkestra.io", "v1", "Website"),
+        "websites",
+    );
+    let sites: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
+    let shop = sites.get("shop").await.unwrap();
+    assert_eq!(shop.data["spec"]["replicas"], "3");
+    assert_eq!(shop.metadata.labels.unwrap()["team"], ns.name);
+
+    // The ci token is held to its namespace.
+    let denied = crate::ork::run(
+        &[
+            "serve",
+            "apply",
+            "-f",
+            intent.to_str().unwrap(),
+            "--target",
+            "site",
+            "--gateway",
+            &url,
+        ],
+        &[("ORK_GATEWAY_TOKEN", &ci_token)],
+    );
+    let answer = String::from_utf8_lossy(&denied.stdout);
+    assert!(
+        !denied.status.success() && answer.contains("may not use namespace"),
+        "{answer}"
+    );
+
+    // kubectl meets the same rules.
+    let rogue = dir.path().join("rogue.yaml");
+    std::fs::write(&rogue, format!("apiVersion: selfservice.orkestra.io/v1\nkind: Website\nmetadata: {{name: rogue, namespace: {}}}\nspec: {{image: 'httpd:2'}}\n", ns.name)).unwrap();
+    let refused = eventually("kubectl to be refused", WAIT, || {
+        let rogue = rogue.clone();
+        async move { kubectl_with(&cluster.kubeconfig, &["apply", "-f", rogue.to_str().unwrap()]).err() }
+    })
+    .await
+    .unwrap();
+    assert!(
+        refused.to_string().contains("sites run nginx, not httpd:2"),
+        "{refused}"
+    );
+
+    let status = ork.signal_and_wait(libc::SIGINT, WAIT);
+    assert!(status.success(), "{status:?}");
+    let name = orkestra_gateway::registration::name_for("self-service");
+    assert_eq!(webhook_configs(&cluster.kubeconfig, &name).trim(), "");
+}

@@ -9,6 +9,7 @@ mod migrate;
 mod progress;
 mod reload;
 mod run;
+mod serve;
 mod validate;
 
 use std::path::PathBuf;
@@ -48,6 +49,10 @@ enum Command {
     /// Run the gateway on its own: the Serve API and the admission webhooks of a Katalog's CRDs, against the
     /// cluster of KUBECONFIG (or in-cluster config).
     Gateway(gateway::GatewayArgs),
+    /// Talk to a gateway's Serve API (apply an intent, read the schema), or play an intent
+    /// through the gateway's stages locally.
+    #[command(subcommand)]
+    Serve(serve::ServeCommand),
     /// Build and run the local Kubernetes control plane (etcd, kube-apiserver,
     /// kube-controller-manager).
     #[command(subcommand)]
@@ -95,6 +100,7 @@ fn main() -> ExitCode {
             Command::Reload(args) => reload::reload(args).await,
             Command::ControlCenter(args) => control_center::control_center(args).await,
             Command::Gateway(args) => gateway::gateway(args).await,
+            Command::Serve(command) => serve::serve(command).await,
             Command::ControlPlane(command) => control_plane::control_plane(command).await,
         }
     });

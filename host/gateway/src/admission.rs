@@ -34,6 +34,8 @@ pub struct Counts {
 struct Shared {
     compiled: Arc<Compiled>,
     counts: Arc<Counts>,
+    /// For the rules' external calls.
+    http: reqwest::Client,
 }
 
 /// The webhook routes.
@@ -42,7 +44,11 @@ pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>) -> axum::Router {
         .route("/validate", post(validate))
         .route("/mutate", post(mutate))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(Shared { compiled, counts })
+        .with_state(Shared {
+            compiled,
+            counts,
+            http: reqwest::Client::new(),
+        })
 }
 
 /// The CRD a review is about.
@@ -55,15 +61,30 @@ fn crd_of<'c>(compiled: &'c Compiled, request: &Value) -> Option<&'c Arc<Compile
     })
 }
 
-/// What the rules see besides the object: the intent the gateway recorded, as `.request`.
-fn context_of(object: &Value) -> Map<String, Value> {
+/// What the rules see besides the object: the intent the gateway recorded, as `.request`,
+/// and the results of the rules' external calls, as `.external` (made here as at reconcile;
+/// a failing one refuses the write, as it fails a reconcile).
+async fn context_of(shared: &Shared, crd: &CompiledCrd, object: &Value) -> Result<Map<String, Value>, String> {
     let mut context = Map::new();
     if let Some(intent) = object["metadata"]["annotations"][SERVE_INTENT].as_str()
         && let Ok(intent) = serde_json::from_str::<Value>(intent)
     {
         context.insert("request".into(), intent);
     }
-    context
+    if !crd.rule_calls.is_empty() {
+        let mut resolver = orkestra_katalog::resolver::Resolver::in_context(object, &crd.notes, &context);
+        let outcome = orkestra::external::run(&shared.http, &crd.rule_calls, &mut resolver).await;
+        let results = resolver.lookup("external").cloned();
+        if let Some(results) = results {
+            context.insert("external".into(), results);
+        }
+        outcome?;
+    }
+    Ok(context)
+}
+
+fn refuse(uid: &Value, message: String) -> Json<Value> {
+    review(json!({"uid": uid, "allowed": false, "status": {"code": 422, "reason": "Invalid", "message": message}}))
 }
 
 fn review(response: Value) -> Json<Value> {
@@ -90,7 +111,11 @@ async fn validate(State(shared): State<Shared>, Json(body): Json<Value>) -> Json
         Err(answer) => return answer,
     };
     let uid = &body["request"]["uid"];
-    let verdict = crd.admission_rules.verdict(object, &crd.notes, &context_of(object));
+    let context = match context_of(&shared, crd, object).await {
+        Ok(context) => context,
+        Err(why) => return refuse(uid, format!("an external call of the rules failed: {why}")),
+    };
+    let verdict = crd.admission_rules.verdict(object, &crd.notes, &context);
     if !verdict.warnings.is_empty() {
         shared.counts.warned.fetch_add(1, Ordering::Relaxed);
     }
@@ -100,10 +125,9 @@ async fn validate(State(shared): State<Shared>, Json(body): Json<Value>) -> Json
     }
     shared.counts.denied.fetch_add(1, Ordering::Relaxed);
     tracing::info!(crd = %crd.name, name = %object["metadata"]["name"], denied = ?verdict.denied, "admission denied");
-    review(json!({
-        "uid": uid, "allowed": false, "warnings": verdict.warnings,
-        "status": {"code": 422, "reason": "Invalid", "message": verdict.denied.join("; ")},
-    }))
+    let mut answer = refuse(uid, verdict.denied.join("; "));
+    answer.0["response"]["warnings"] = json!(verdict.warnings);
+    answer
 }
 
 async fn mutate(State(shared): State<Shared>, Json(body): Json<Value>) -> Json<Value> {
@@ -112,7 +136,11 @@ async fn mutate(State(shared): State<Shared>, Json(body): Json<Value>) -> Json<V
         Err(answer) => return answer,
     };
     let uid = &body["request"]["uid"];
-    let (mutated, verdict) = crd.admission_rules.mutated(object, &crd.notes, &context_of(object));
+    let context = match context_of(&shared, crd, object).await {
+        Ok(context) => context,
+        Err(why) => return refuse(uid, format!("an external call of the rules failed: {why}")),
+    };
+    let (mutated, verdict) = crd.admission_rules.mutated(object, &crd.notes, &context);
     // A mutation that does not produce a value is skipped, as at reconcile; the client hears.
     let warnings: Vec<String> = verdict
         .skipped
@@ -158,7 +186,11 @@ spec:
 ";
 
     async fn ask(path: &str, operation: &str, object: Value) -> Value {
-        let compiled = orkestra_katalog::load_sources(&[(PathBuf::from("k.yaml"), KATALOG.to_string())]).unwrap();
+        ask_with(KATALOG, path, operation, object).await
+    }
+
+    async fn ask_with(katalog: &str, path: &str, operation: &str, object: Value) -> Value {
+        let compiled = orkestra_katalog::load_sources(&[(PathBuf::from("k.yaml"), katalog.to_string())]).unwrap();
         let app = router(Arc::new(compiled), Arc::default());
         let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
             "uid": "u-1", "operation": operation, "resource": {"group": "demo.orkestra.io", "version": "v1", "resource": "sites"},
@@ -206,5 +238,60 @@ spec:
         assert_eq!(ops, json!([{"op": "add", "path": "/spec/replicas", "value": 2}]));
         let none = ask("/mutate", "CREATE", json!({"spec": {"image": "x", "replicas": 3}})).await;
         assert!(none.get("patch").is_none() && none["allowed"] == true);
+    }
+
+    #[tokio::test]
+    async fn the_rules_external_calls_are_made_at_admission_too() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // The quota service allows as many replicas as the name is long.
+        let quota = axum::Router::new().route(
+            "/quota/{name}",
+            axum::routing::get(|axum::extract::Path(name): axum::extract::Path<String>| async move {
+                Json(json!({"allowed": name.len()}))
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, quota).await });
+        let katalog = format!(
+            "
+apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: quota}}
+spec:
+  crds:
+    site:
+      apiTypes: {{group: demo.orkestra.io, version: v1, kind: Site, plural: sites}}
+      admission:
+        validation:
+          external:
+            - {{name: quota, url: 'http://127.0.0.1:{port}/quota/{{{{ .metadata.name }}}}', timeout: 2s}}
+          rules:
+            - {{field: spec.replicas, lessThanOrEqual: '{{{{ .external.quota.body.allowed }}}}', valueType: int,
+               message: 'at most {{{{ .external.quota.body.allowed }}}} replicas'}}
+"
+        );
+        let over = ask_with(
+            &katalog,
+            "/validate",
+            "CREATE",
+            json!({"metadata": {"name": "abc"}, "spec": {"replicas": 4}}),
+        )
+        .await;
+        assert_eq!(over["allowed"], false, "{over}");
+        assert!(
+            over["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("at most 3 replicas"),
+            "{over}"
+        );
+        let within = ask_with(
+            &katalog,
+            "/validate",
+            "CREATE",
+            json!({"metadata": {"name": "abcdef"}, "spec": {"replicas": 4}}),
+        )
+        .await;
+        assert_eq!(within["allowed"], true, "{within}");
     }
 }
