@@ -172,7 +172,7 @@ async fn ork_gateway_warns_through_kubectl_and_removes_its_webhooks_when_it_stop
         &["gateway", "-f", file.to_str().unwrap(), "--https-addr", "127.0.0.1:0"],
         &[("KUBECONFIG", kubeconfig)],
     );
-    ork.wait_for("admission webhooks on https://127.0.0.1:", WAIT);
+    ork.wait_for("webhooks on https://127.0.0.1:", WAIT);
     let name = orkestra_gateway::registration::name_for(&ns.name);
     let registered = webhook_configs(&cluster.kubeconfig, &name);
     assert!(registered.contains("validatingwebhookconfiguration"), "{registered}");

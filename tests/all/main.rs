@@ -16,6 +16,7 @@ mod live;
 mod nodes;
 mod ork;
 mod pipeline;
+mod policies;
 mod reconcile;
 mod running;
 mod wasm;

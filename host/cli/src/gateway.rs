@@ -1,4 +1,4 @@
-//! `ork gateway`: the gateway on its own (admission webhooks for a Katalog's CRDs), and the
+//! `ork gateway`: the gateway on its own (webhooks and Serve API for a Katalog's CRDs), and the
 //! webhook options `ork run` and `ork dev` share, which start the same webhooks inside the
 //! runtime when the Katalog enables them.
 
@@ -17,8 +17,9 @@ use super::KatalogArgs;
 /// Where the admission webhooks listen and how the API server reaches them.
 #[derive(Debug, Clone, Args)]
 pub struct WebhookArgs {
-    /// Address of the admission webhooks (HTTPS), served when the Katalog sets
-    /// `security.webhooks.admission.enabled`.
+    /// Address of the webhooks (HTTPS), served when the Katalog turns on admission rules
+    /// (`security.webhooks.admission.enabled`), deletion or namespace protection, or
+    /// conversion.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8443")]
     pub https_addr: SocketAddr,
     /// The URL the API server calls them at. Default: https://<https-addr>, or the Service
@@ -50,7 +51,7 @@ impl WebhookArgs {
         client: &kube::Client,
         katalog: &orkestra_katalog::Compiled,
     ) -> anyhow::Result<Option<Webhooks>> {
-        if !orkestra_gateway::registration::enabled(katalog) {
+        if !orkestra_gateway::registration::any_enabled(katalog) {
             return Ok(None);
         }
         let valid_for = orkestra_katalog::duration::parse(&self.cert_valid_for)
@@ -70,7 +71,7 @@ impl WebhookArgs {
             .await
             .context("starting the admission webhooks")?;
         eprintln!(
-            "gateway: admission webhooks on https://{} (registered with the API server)",
+            "gateway: webhooks on https://{} (registered with the API server)",
             webhooks.addr
         );
         Ok(Some(webhooks))
@@ -114,7 +115,7 @@ pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
     let api = serve_api(&client, &katalog, &args.webhooks.gateway_namespace).await?;
     if webhooks.is_none() && api.is_none() {
         anyhow::bail!(
-            "nothing to serve: the Katalog enables neither the admission webhooks (security.webhooks.admission.enabled) nor the Serve API (gateway.api.enabled)"
+            "nothing to serve: the Katalog enables no webhook (security.webhooks.admission, deletionProtection, namespaceProtection, conversion) and no Serve API (gateway.api.enabled)"
         );
     }
     let mut server = None;

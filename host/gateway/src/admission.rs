@@ -2,7 +2,8 @@
 //! `admission.k8s.io/v1` AdmissionReview each): the Katalog's validation rules refuse a bad
 //! write with the rule's message (warnings go back to the client), and its mutation rules
 //! come back as a JSON Patch, so a default lands in the same write. The CRD is found by the
-//! request's group and resource; a review for anything else is allowed unchanged.
+//! request's group and resource; a review for anything else is allowed unchanged. The
+//! protection and conversion webhooks are served beside them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +29,13 @@ pub struct Counts {
     pub denied: AtomicU64,
     pub warned: AtomicU64,
     pub mutated: AtomicU64,
+    /// Deletes (and strict-mode label removals) deletion protection refused.
+    pub deletion_blocked: AtomicU64,
+    /// Creates namespace protection refused.
+    pub namespace_blocked: AtomicU64,
+    /// Objects converted, and conversions that failed.
+    pub converted: AtomicU64,
+    pub conversion_failed: AtomicU64,
 }
 
 #[derive(Clone)]
@@ -43,12 +51,14 @@ pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>) -> axum::Router {
     axum::Router::new()
         .route("/validate", post(validate))
         .route("/mutate", post(mutate))
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(Shared {
-            compiled,
-            counts,
+            compiled: compiled.clone(),
+            counts: counts.clone(),
             http: reqwest::Client::new(),
         })
+        .merge(crate::protection::router(compiled.clone(), counts.clone()))
+        .merge(crate::conversion::router(compiled, counts))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
 }
 
 /// The CRD a review is about.
@@ -87,7 +97,7 @@ fn refuse(uid: &Value, message: String) -> Json<Value> {
     review(json!({"uid": uid, "allowed": false, "status": {"code": 422, "reason": "Invalid", "message": message}}))
 }
 
-fn review(response: Value) -> Json<Value> {
+pub(crate) fn review(response: Value) -> Json<Value> {
     Json(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
 }
 

@@ -2,6 +2,8 @@
 //!
 //! - [`admission`], [`patch`]: the validating and mutating webhooks the API server calls,
 //!   running the Katalog's rules at admission.
+//! - [`protection`]: deletion and namespace protection.
+//! - [`conversion`]: the conversion webhook of multi-version CRDs.
 //! - [`registration`]: the webhook configurations that point the API server at them.
 //! - [`tls`], [`webhooks`]: the HTTPS server, its certificate and its renewal.
 //! - [`api`], [`tokens`]: the Serve API (intents in, CRs applied with provenance) and the
@@ -9,7 +11,9 @@
 
 pub mod admission;
 pub mod api;
+pub mod conversion;
 pub mod patch;
+pub mod protection;
 pub mod registration;
 pub mod tls;
 pub mod tokens;

@@ -1,8 +1,9 @@
 //! The webhook configurations the gateway registers with the API server: one
 //! ValidatingWebhookConfiguration and one MutatingWebhookConfiguration per Katalog, with a
-//! webhook per CRD that has rules of that kind, pointed at the gateway (a URL, or a Service
-//! in the cluster) and trusting its CA. Written with server-side apply; a configuration with
-//! no webhook left is deleted, and both are removed at shutdown unless told to stay.
+//! webhook per CRD and feature (its rules, deletion protection, namespace protection),
+//! pointed at the gateway (a URL, or a Service in the cluster) and trusting its CA. Written
+//! with server-side apply; a configuration with no webhook left is deleted, and at shutdown
+//! each feature's webhooks go unless that feature asks to stay.
 
 use base64::Engine;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
@@ -10,8 +11,10 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 
 use orkestra_katalog::Compiled;
-use orkestra_katalog::compile::CompiledCrd;
+use orkestra_katalog::labels::DELETION_PROTECTION;
 use orkestra_katalog::model::FailurePolicy;
+
+use crate::protection;
 
 /// The field manager of everything the gateway writes.
 pub const MANAGER: &str = "orkestra-gateway";
@@ -51,20 +54,6 @@ impl Kind {
         let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
         ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()))
     }
-
-    fn path(self) -> &'static str {
-        match self {
-            Kind::Validating => "/validate",
-            Kind::Mutating => "/mutate",
-        }
-    }
-
-    fn verb(self) -> &'static str {
-        match self {
-            Kind::Validating => "validate",
-            Kind::Mutating => "mutate",
-        }
-    }
 }
 
 /// The configurations' name for a Katalog.
@@ -83,64 +72,225 @@ pub fn enabled(compiled: &Compiled) -> bool {
         .is_some_and(|a| a.enabled)
 }
 
-/// The CRDs whose rules of `kind` run at admission.
-fn crds(compiled: &Compiled, kind: Kind) -> Vec<&CompiledCrd> {
-    compiled
-        .enabled()
-        .filter(|crd| {
-            let switches = compiled.katalog.crds[&*crd.name]
-                .entry
-                .admission
-                .webhooks
-                .clone()
-                .unwrap_or_default();
-            match kind {
-                Kind::Validating => switches.validation.unwrap_or(true) && crd.admission_rules.validates(),
-                Kind::Mutating => switches.mutation.unwrap_or(true) && crd.admission_rules.mutates(),
-            }
-        })
-        .map(|crd| crd.as_ref())
-        .collect()
+/// Whether the Katalog has anything for the gateway's HTTPS server to serve: admission
+/// rules, protection, or conversion.
+pub fn any_enabled(compiled: &Compiled) -> bool {
+    enabled(compiled)
+        || protection::deletion(compiled).is_some()
+        || protection::namespaces(compiled).is_some()
+        || crate::conversion::crds(compiled).next().is_some()
 }
 
-/// The configuration of `kind` for the Katalog: `None` when no CRD needs one.
-pub fn configuration(compiled: &Compiled, kind: Kind, registration: &Registration) -> Option<Value> {
-    let crds = crds(compiled, kind);
-    if crds.is_empty() {
-        return None;
+/// Which feature a webhook belongs to: each has its own failure policy and its own say on
+/// whether it stays registered when the gateway stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feature {
+    Rules,
+    Deletion,
+    Namespaces,
+}
+
+/// One webhook entry of a configuration.
+struct Hook<'c> {
+    kind: Kind,
+    feature: Feature,
+    /// `validate.sites.demo.io.orkestra.io`.
+    name: String,
+    path: &'static str,
+    group: &'c str,
+    version: &'c str,
+    plural: &'c str,
+    namespaced: bool,
+    operations: Vec<String>,
+    failure_policy: FailurePolicy,
+    /// Only objects with the deletion-protection label reach the webhook.
+    labelled_only: bool,
+}
+
+fn both() -> Vec<String> {
+    vec!["CREATE".to_string(), "UPDATE".to_string()]
+}
+
+/// Every webhook the Katalog needs, of both kinds.
+fn hooks<'c>(compiled: &'c Compiled, registration: &Registration) -> Vec<Hook<'c>> {
+    let mut hooks = Vec::new();
+    let rules_on = enabled(compiled);
+    let deletion = protection::deletion(compiled);
+    let namespaces = protection::namespaces(compiled);
+    for crd in compiled.enabled() {
+        let switches = compiled.katalog.crds[&*crd.name]
+            .entry
+            .admission
+            .webhooks
+            .clone()
+            .unwrap_or_default();
+        let operations = match switches.operations.is_empty() {
+            true => both(),
+            false => switches.operations.clone(),
+        };
+        let rules_policy = switches.failure_policy.unwrap_or(registration.failure_policy);
+        let hook = |kind, feature, verb: &str, path, operations, failure_policy, labelled_only| Hook {
+            kind,
+            feature,
+            name: format!("{verb}.{}.{}.orkestra.io", crd.plural, crd.group),
+            path,
+            group: &crd.group,
+            version: &crd.version,
+            plural: &crd.plural,
+            namespaced: crd.namespaced,
+            operations,
+            failure_policy,
+            labelled_only,
+        };
+        if rules_on && switches.validation.unwrap_or(true) && crd.admission_rules.validates() {
+            let h = hook(
+                Kind::Validating,
+                Feature::Rules,
+                "validate",
+                "/validate",
+                operations.clone(),
+                rules_policy,
+                false,
+            );
+            hooks.push(h);
+        }
+        if rules_on && switches.mutation.unwrap_or(true) && crd.admission_rules.mutates() {
+            hooks.push(hook(
+                Kind::Mutating,
+                Feature::Rules,
+                "mutate",
+                "/mutate",
+                operations,
+                rules_policy,
+                false,
+            ));
+        }
+        if let Some(policy) = namespaces
+            && crd.namespaced
+        {
+            let failure = policy.failure_policy.unwrap_or_default();
+            let ops = vec!["CREATE".to_string()];
+            hooks.push(hook(
+                Kind::Validating,
+                Feature::Namespaces,
+                "namespaces",
+                "/namespaces",
+                ops,
+                failure,
+                false,
+            ));
+        }
+        if let Some(policy) = deletion
+            && protection::protects_crs(compiled, crd)
+        {
+            let failure = policy.failure_policy.unwrap_or_default();
+            let mut ops = vec!["DELETE".to_string()];
+            if policy.strict_mode {
+                ops.push("UPDATE".to_string());
+            }
+            hooks.push(hook(
+                Kind::Validating,
+                Feature::Deletion,
+                "deletion",
+                "/deletion",
+                ops,
+                failure,
+                true,
+            ));
+            let create = vec!["CREATE".to_string()];
+            hooks.push(hook(
+                Kind::Mutating,
+                Feature::Deletion,
+                "protect",
+                "/protect",
+                create,
+                failure,
+                false,
+            ));
+        }
     }
+    if let Some(policy) = deletion
+        && compiled.enabled().any(|crd| protection::protects_crd(compiled, crd))
+    {
+        let mut operations = vec!["DELETE".to_string()];
+        if policy.strict_mode {
+            operations.push("UPDATE".to_string());
+        }
+        hooks.push(Hook {
+            kind: Kind::Validating,
+            feature: Feature::Deletion,
+            name: format!("deletion.crds.{}.orkestra.io", compiled.katalog.name),
+            path: "/deletion",
+            group: "apiextensions.k8s.io",
+            version: "v1",
+            plural: "customresourcedefinitions",
+            namespaced: false,
+            operations,
+            failure_policy: policy.failure_policy.unwrap_or_default(),
+            labelled_only: true,
+        });
+    }
+    hooks
+}
+
+/// Whether a feature's webhooks are removed when the gateway stops (default yes).
+fn cleaned_up(compiled: &Compiled, feature: Feature) -> bool {
+    let security = compiled.katalog.security.as_ref();
+    let setting = match feature {
+        Feature::Rules => security
+            .and_then(|s| s.webhooks.as_ref())
+            .and_then(|w| w.cleanup_on_shutdown),
+        Feature::Deletion => security
+            .and_then(|s| s.deletion_protection.as_ref())
+            .and_then(|d| d.cleanup_on_shutdown),
+        Feature::Namespaces => security
+            .and_then(|s| s.namespace_protection.as_ref())
+            .and_then(|n| n.cleanup_on_shutdown),
+    };
+    setting.unwrap_or(true)
+}
+
+/// The configuration of `kind` for the Katalog, with the webhooks of the features `keep`
+/// admits: `None` when there are none.
+fn configuration_of(
+    compiled: &Compiled,
+    kind: Kind,
+    registration: &Registration,
+    keep: impl Fn(Feature) -> bool,
+) -> Option<Value> {
     let ca = base64::engine::general_purpose::STANDARD.encode(&registration.ca_bundle);
-    let client = match &registration.endpoint {
-        Endpoint::Url(base) => json!({"url": format!("{}{}", base.trim_end_matches('/'), kind.path()), "caBundle": ca}),
+    let client = |path: &str| match &registration.endpoint {
+        Endpoint::Url(base) => json!({"url": format!("{}{path}", base.trim_end_matches('/')), "caBundle": ca}),
         Endpoint::Service { namespace, name } => json!({
-            "service": {"namespace": namespace, "name": name, "path": kind.path(), "port": 443}, "caBundle": ca,
+            "service": {"namespace": namespace, "name": name, "path": path, "port": 443}, "caBundle": ca,
         }),
     };
-    let webhooks: Vec<Value> = crds
-        .iter()
-        .map(|crd| {
-            let entry = &compiled.katalog.crds[&*crd.name].entry;
-            let switches = entry.admission.webhooks.clone().unwrap_or_default();
-            let operations = match switches.operations.is_empty() {
-                true => vec!["CREATE".to_string(), "UPDATE".to_string()],
-                false => switches.operations.clone(),
-            };
-            let policy = switches.failure_policy.unwrap_or(registration.failure_policy);
-            json!({
-                "name": format!("{}.{}.{}.orkestra.io", kind.verb(), crd.plural, crd.group),
-                "clientConfig": client,
+    let webhooks: Vec<Value> = hooks(compiled, registration)
+        .into_iter()
+        .filter(|hook| hook.kind == kind && keep(hook.feature))
+        .map(|hook| {
+            let mut webhook = json!({
+                "name": hook.name,
+                "clientConfig": client(hook.path),
                 "rules": [{
-                    "apiGroups": [crd.group], "apiVersions": [crd.version], "resources": [crd.plural],
-                    "operations": operations, "scope": if crd.namespaced { "Namespaced" } else { "Cluster" },
+                    "apiGroups": [hook.group], "apiVersions": [hook.version], "resources": [hook.plural],
+                    "operations": hook.operations, "scope": if hook.namespaced { "Namespaced" } else { "Cluster" },
                 }],
-                "failurePolicy": policy.as_str(),
+                "failurePolicy": hook.failure_policy.as_str(),
                 "matchPolicy": "Equivalent",
                 "sideEffects": "None",
                 "admissionReviewVersions": ["v1"],
                 "timeoutSeconds": registration.timeout_seconds.clamp(1, 30),
-            })
+            });
+            if hook.labelled_only {
+                webhook["objectSelector"] = json!({"matchLabels": {DELETION_PROTECTION: "true"}});
+            }
+            webhook
         })
         .collect();
+    if webhooks.is_empty() {
+        return None;
+    }
     let resource = kind.resource();
     Some(json!({
         "apiVersion": resource.api_version, "kind": resource.kind,
@@ -150,16 +300,32 @@ pub fn configuration(compiled: &Compiled, kind: Kind, registration: &Registratio
     }))
 }
 
-/// Writes both configurations (or deletes the one with nothing to register).
+/// The configuration of `kind` for the Katalog: `None` when no CRD needs one.
+pub fn configuration(compiled: &Compiled, kind: Kind, registration: &Registration) -> Option<Value> {
+    configuration_of(compiled, kind, registration, |_| true)
+}
+
+/// Writes both configurations (or deletes the one with nothing to register), and points
+/// the CRDs that ask for it at the conversion webhook.
 pub async fn register(
     client: &kube::Client,
     compiled: &Compiled,
     registration: &Registration,
 ) -> Result<(), kube::Error> {
+    write(client, compiled, registration, |_| true).await?;
+    crate::conversion::point_crds(client, compiled, registration).await
+}
+
+async fn write(
+    client: &kube::Client,
+    compiled: &Compiled,
+    registration: &Registration,
+    keep: impl Fn(Feature) -> bool + Copy,
+) -> Result<(), kube::Error> {
     for kind in [Kind::Validating, Kind::Mutating] {
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.resource());
         let name = name_for(&compiled.katalog.name);
-        match configuration(compiled, kind, registration) {
+        match configuration_of(compiled, kind, registration, keep) {
             Some(config) => {
                 api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&config))
                     .await?;
@@ -170,13 +336,15 @@ pub async fn register(
     Ok(())
 }
 
-/// Removes both configurations.
-pub async fn unregister(client: &kube::Client, katalog: &str) -> Result<(), kube::Error> {
-    for kind in [Kind::Validating, Kind::Mutating] {
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.resource());
-        remove(&api, &name_for(katalog)).await?;
-    }
-    Ok(())
+/// At shutdown: removes the webhooks of every feature that does not ask to stay (and the
+/// configurations left empty). A CRD pointed at the conversion webhook stays pointed: with
+/// the gateway gone its other versions fail to read, which beats answering them unconverted.
+pub async fn unregister(
+    client: &kube::Client,
+    compiled: &Compiled,
+    registration: &Registration,
+) -> Result<(), kube::Error> {
+    write(client, compiled, registration, |feature| !cleaned_up(compiled, feature)).await
 }
 
 async fn remove(api: &Api<DynamicObject>, name: &str) -> Result<(), kube::Error> {
@@ -199,6 +367,8 @@ mod tests {
 apiVersion: orkestra.orkspace.io/v1
 kind: Katalog
 metadata: {name: policy}
+security:
+  webhooks: {admission: {enabled: true}}
 spec:
   crds:
     site:
@@ -229,5 +399,63 @@ spec:
             configuration(&compiled, Kind::Mutating, &registration).is_none(),
             "no mutation rules"
         );
+    }
+
+    #[test]
+    fn protection_adds_its_own_webhooks_each_with_its_policy() {
+        let katalog = "
+apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: guarded}
+security:
+  deletionProtection: {enabled: true, failurePolicy: Ignore, cleanupOnShutdown: false}
+  namespaceProtection: {enabled: true, restrictedNamespaces: [kube-system]}
+spec:
+  crds:
+    site:
+      apiTypes: {group: demo.orkestra.io, version: v1, kind: Site, plural: sites}
+      admission:
+        validation: {rules: [{field: spec.image, exists: true, message: m}]}
+";
+        let compiled = orkestra_katalog::load_sources(&[(PathBuf::from("k.yaml"), katalog.to_string())]).unwrap();
+        let registration = Registration {
+            endpoint: Endpoint::Url("https://127.0.0.1:8443".into()),
+            ca_bundle: "CA".into(),
+            failure_policy: FailurePolicy::Fail,
+            timeout_seconds: 5,
+        };
+        let validating = configuration(&compiled, Kind::Validating, &registration).unwrap();
+        let names: Vec<&str> = validating["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "namespaces.sites.demo.orkestra.io.orkestra.io",
+                "deletion.sites.demo.orkestra.io.orkestra.io",
+                "deletion.crds.guarded.orkestra.io"
+            ],
+            "the rules' webhook needs security.webhooks.admission.enabled"
+        );
+        let deletion = &validating["webhooks"][1];
+        assert_eq!(deletion["rules"][0]["operations"], json!(["DELETE"]));
+        assert_eq!(deletion["failurePolicy"], "Ignore");
+        assert_eq!(deletion["objectSelector"]["matchLabels"][DELETION_PROTECTION], "true");
+        let crds = &validating["webhooks"][2];
+        assert_eq!(crds["rules"][0]["resources"], json!(["customresourcedefinitions"]));
+        let mutating = configuration(&compiled, Kind::Mutating, &registration).unwrap();
+        assert_eq!(
+            mutating["webhooks"][0]["clientConfig"]["url"],
+            "https://127.0.0.1:8443/protect"
+        );
+        // At shutdown only deletion protection (cleanupOnShutdown: false) stays.
+        let staying = configuration_of(&compiled, Kind::Validating, &registration, |f| {
+            !cleaned_up(&compiled, f)
+        })
+        .unwrap();
+        assert_eq!(staying["webhooks"].as_array().unwrap().len(), 2);
     }
 }

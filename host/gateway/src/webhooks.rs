@@ -1,4 +1,4 @@
-//! The admission webhook server, running: its certificate (given, or made and renewed
+//! The webhook server (admission rules, protection, conversion), running: its certificate (given, or made and renewed
 //! here), the HTTPS listener, and the registration that points the API server at it. A
 //! renewal first adds the new CA to the configurations, then presents the new certificate,
 //! then drops the old CA, so no review fails in between.
@@ -46,8 +46,9 @@ pub enum Error {
 /// The running webhook server.
 pub struct Webhooks {
     client: kube::Client,
-    katalog: String,
-    cleanup: bool,
+    compiled: Arc<Compiled>,
+    /// The registration as last written (the renewal task changes its CA).
+    registration: Arc<std::sync::Mutex<Registration>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     pub counts: Arc<Counts>,
     pub addr: SocketAddr,
@@ -97,7 +98,7 @@ impl Webhooks {
         let serving = Serving::new(&identity)?;
         let counts = Arc::new(Counts::default());
         let router = admission::router(compiled.clone(), counts.clone());
-        let mut registration = Registration {
+        let registration = Registration {
             endpoint,
             ca_bundle: identity.ca_pem.clone(),
             failure_policy: settings.failure_policy.unwrap_or(FailurePolicy::Fail),
@@ -112,10 +113,16 @@ impl Webhooks {
         registration::register(&client, &compiled, &registration)
             .await
             .map_err(Error::Register)?;
-        tracing::info!(%addr, "admission webhooks serving and registered");
-        let katalog = compiled.katalog.name.clone();
+        let labelled = crate::protection::label_existing(&client, &compiled)
+            .await
+            .map_err(Error::Register)?;
+        tracing::info!(%addr, labelled, "admission webhooks serving and registered");
+        let shared = Arc::new(std::sync::Mutex::new(registration.clone()));
         if options.cert.is_none() {
             let client = client.clone();
+            let compiled = compiled.clone();
+            let shared = shared.clone();
+            let mut registration = registration;
             tasks.push(tokio::spawn(async move {
                 let mut current = identity;
                 loop {
@@ -134,27 +141,27 @@ impl Webhooks {
                         Ok(next) => current = next,
                         Err(error) => tracing::warn!(%error, "renewing the webhook certificate failed; retrying"),
                     }
+                    *shared.lock().unwrap_or_else(|e| e.into_inner()) = registration.clone();
                 }
             }));
         }
         Ok(Self {
             client,
-            katalog,
-            cleanup: settings.cleanup_on_shutdown.unwrap_or(true),
+            compiled,
+            registration: shared,
             tasks,
             counts,
             addr,
         })
     }
 
-    /// Stops serving; removes the registration unless the Katalog keeps it.
+    /// Stops serving; removes the webhooks of every feature the Katalog does not keep.
     pub async fn stop(self) {
         for task in &self.tasks {
             task.abort();
         }
-        if self.cleanup
-            && let Err(error) = registration::unregister(&self.client, &self.katalog).await
-        {
+        let registration = self.registration.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Err(error) = registration::unregister(&self.client, &self.compiled, &registration).await {
             tracing::warn!(%error, "removing the webhook configurations failed");
         }
     }

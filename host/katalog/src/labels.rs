@@ -31,3 +31,9 @@ pub const MANAGED_SINCE: &str = "orkestra.orkspace.io/managed-since";
 /// every entry is checked against the component's grants and the child's ownership before
 /// anything is deleted.
 pub const COMPONENT_CHILDREN: &str = "orkestra.orkspace.io/component-children";
+/// A Katalog CR or CRD carrying `true` here cannot be deleted while the gateway's deletion
+/// protection is on (upstream's label, so its tooling carries over).
+pub const DELETION_PROTECTION: &str = "orkestra.io/deletion-protection";
+/// With deletion protection's strict mode, the protection label may only be removed from
+/// an object that also carries `true` here.
+pub const STRICT_MODE_EXEMPT: &str = "orkestra.io/strict-mode-exempt";

@@ -233,6 +233,8 @@ pub struct CompiledCrd {
     pub admission_rules: crate::rules::Rules,
     /// What the gateway's Serve API offers of this CRD (`serve.enabled`).
     pub serve: Option<Arc<super::CompiledServe>>,
+    /// How the gateway's conversion webhook turns one version into another.
+    pub conversion: Option<Arc<super::CompiledConversion>>,
     /// The rules' external calls (validation's, then mutation's), made before them.
     pub rule_calls: Vec<super::Call>,
     pub boxes: EffectiveBoxes,
@@ -391,6 +393,15 @@ impl CompiledCrd {
                 .map(Arc::new),
             None => None,
         };
+        let conversion = match &entry.admission.conversion {
+            Some(spec) => gather
+                .all(
+                    "admission.conversion",
+                    super::CompiledConversion::compile(spec, &notes.functions),
+                )
+                .map(Arc::new),
+            None => None,
+        };
         // Calls made before the rules, whose results they read as `.external.<name>`.
         let admission = &entry.admission;
         let rule_calls = admission
@@ -463,6 +474,7 @@ impl CompiledCrd {
             rules,
             admission_rules,
             serve,
+            conversion,
             boxes,
             origin: Arc::new(Origin::of(katalog, crd)),
             compiled: Arc::new(compiled),

@@ -6,6 +6,7 @@
 mod block;
 mod boxes;
 mod call;
+mod conversion;
 mod crd;
 mod cross;
 pub mod enrich;
@@ -24,6 +25,7 @@ use serde_json::Value;
 pub use block::{Block, Entry, ProfileChoice, Replace, Scale};
 pub use boxes::{CompiledBox, EmitEvent, EmitOn, Requeue, StatusField};
 pub use call::Call;
+pub use conversion::CompiledConversion;
 pub use crd::{Autoscale, Behaviour, CompiledCrd, Endpoints, RetryPolicy};
 pub use cross::{CrossRead, Protocol, Remote, Token};
 pub use gate::{BoxGates, Gate};

@@ -17,7 +17,7 @@ pub struct Admission {
     pub mutation: Option<MutationSpec>,
     /// Multi-version conversion (served by the gateway).
     #[serde(default)]
-    pub conversion: Option<Value>,
+    pub conversion: Option<Conversion>,
     /// Which of the rules the gateway's admission webhooks run.
     #[serde(default)]
     pub webhooks: Option<super::gateway::CrdWebhooks>,
@@ -97,4 +97,34 @@ pub struct MutationRule {
     pub or: Vec<ConditionSpec>,
     #[serde(default)]
     pub fires: Option<Value>,
+}
+
+/// `admission.conversion`: how the gateway's conversion webhook turns an object of one
+/// version of a multi-version CRD into another.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Conversion {
+    /// The version objects are stored as.
+    #[serde(default)]
+    pub storage_version: String,
+    /// Point the CRD's `spec.conversion` at the gateway (and keep its CA bundle current).
+    #[serde(default, rename = "updateCRD")]
+    pub update_crd: bool,
+    /// Upstream's hub-and-spoke marker; accepted, it changes nothing here.
+    #[serde(default)]
+    pub participant: bool,
+    #[serde(default)]
+    pub paths: Vec<ConversionPath>,
+}
+
+/// One declared conversion, `from` one version `to` another.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversionPath {
+    pub from: String,
+    pub to: String,
+    /// Fields of the converted object's spec (dotted paths allowed), each a template over
+    /// the source object; fields not named are carried over as they are.
+    #[serde(default)]
+    pub spec: std::collections::BTreeMap<String, Value>,
 }

@@ -1,6 +1,6 @@
 //! `gateway` and `security`, at the top level of a Katalog file: the Serve API's tokens, and
 //! the admission webhooks the API server calls. Sections the gateway does not serve yet
-//! (cluster routing, webhook intake, protection policies, conversion) are kept as written.
+//! (cluster routing, webhook intake) are kept as written.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -98,11 +98,11 @@ pub struct Security {
     #[serde(default)]
     pub webhooks: Option<WebhookSettings>,
     #[serde(default)]
-    pub deletion_protection: Option<Value>,
+    pub deletion_protection: Option<DeletionProtection>,
     #[serde(default)]
-    pub namespace_protection: Option<Value>,
+    pub namespace_protection: Option<NamespaceProtection>,
     #[serde(default)]
-    pub conversion: Option<Value>,
+    pub conversion: Option<ConversionSettings>,
     /// The Service in front of the gateway (webhooks are then called through it).
     #[serde(default)]
     pub service_name: Option<String>,
@@ -129,6 +129,61 @@ pub struct WebhookSettings {
     /// How long the API server waits for an answer, in seconds (1 to 30, default 5).
     #[serde(default)]
     pub timeout_seconds: Option<u8>,
+}
+
+/// `security.deletionProtection`: a DELETE of a Katalog CR (or of a Katalog CRD) labelled
+/// [`crate::labels::DELETION_PROTECTION`] is refused until the label is removed.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionProtection {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    pub failure_policy: Option<FailurePolicy>,
+    #[serde(default)]
+    pub cleanup_on_shutdown: Option<bool>,
+    /// Removing the label is refused too, unless the object also carries
+    /// [`crate::labels::STRICT_MODE_EXEMPT`].
+    #[serde(default)]
+    pub strict_mode: bool,
+}
+
+/// `security.namespaceProtection`: a create or update of a Katalog CR in a namespace the
+/// lists forbid is refused (the CRD's own `runtime` lists win over these).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceProtection {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    pub restricted_namespaces: Vec<String>,
+    #[serde(default)]
+    pub allowed_namespaces: Vec<String>,
+    #[serde(default)]
+    pub failure_policy: Option<FailurePolicy>,
+    #[serde(default)]
+    pub cleanup_on_shutdown: Option<bool>,
+}
+
+/// `security.conversion`: the gateway serves `/convert` for the CRDs that declare paths.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversionSettings {
+    #[serde(default)]
+    pub enabled: bool,
+    /// Upstream's rolling statistics window; accepted, the gateway keeps plain counters.
+    #[serde(default)]
+    pub conversion_window: Option<u32>,
+}
+
+/// `deletionProtection` of one CRD (both default to true when the Katalog enables it).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrdDeletionProtection {
+    #[serde(default, rename = "protectCRD")]
+    pub protect_crd: Option<bool>,
+    #[serde(default, rename = "protectCRs")]
+    pub protect_crs: Option<bool>,
 }
 
 /// `{enabled: bool}`.

@@ -18,7 +18,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use admission::{Admission, MutationRule, MutationSpec, RuleAction, ValidationRule, ValidationSpec};
+pub use admission::{
+    Admission, Conversion, ConversionPath, MutationRule, MutationSpec, RuleAction, ValidationRule, ValidationSpec,
+};
 pub use calls::{ExternalCall, RetryBackoff};
 pub use components::*;
 pub use gateway::*;
@@ -269,7 +271,7 @@ pub struct CrdEntry {
     pub admission: Admission,
     /// Deletion protection overrides.
     #[serde(default)]
-    pub deletion_protection: Option<Value>,
+    pub deletion_protection: Option<gateway::CrdDeletionProtection>,
     /// Self-service exposure through the gateway, and per-target operator boxes.
     #[serde(default)]
     pub serve: Option<Serve>,

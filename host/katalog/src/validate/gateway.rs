@@ -1,10 +1,11 @@
 //! `gateway` checks: each token has a unique name and exactly one source, and a `token`
-//! names an environment variable (`${VAR}`), never the credential itself.
+//! names an environment variable (`${VAR}`), never the credential itself; namespace
+//! protection gives one list, not both.
 
 use std::collections::BTreeSet;
 
 use super::{Checker, item};
-use crate::model::Gateway;
+use crate::model::{Gateway, Security};
 use crate::yaml::Node;
 
 impl Checker<'_> {
@@ -57,6 +58,20 @@ impl Checker<'_> {
                     "OIDC tokens are not verified by this gateway yet: requests bearing one are refused (401)",
                 );
             }
+        }
+    }
+
+    pub(super) fn security(&mut self, security: &Security, node: &Node) {
+        if let Some(policy) = &security.namespace_protection
+            && !policy.restricted_namespaces.is_empty()
+            && !policy.allowed_namespaces.is_empty()
+        {
+            let at = node.get("namespaceProtection").map_or(node.pos, |n| n.pos);
+            self.error(
+                "security.namespaceProtection",
+                at,
+                "give restrictedNamespaces or allowedNamespaces, not both",
+            );
         }
     }
 }

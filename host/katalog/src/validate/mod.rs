@@ -43,6 +43,9 @@ pub(super) fn check(
         if let (Some(gateway), Some(gateway_node)) = (&file.gateway, node.get("gateway")) {
             checker.gateway(gateway, gateway_node);
         }
+        if let (Some(security), Some(security_node)) = (&file.security, node.get("security")) {
+            checker.security(security, security_node);
+        }
         for (name, entry) in &file.spec.crds {
             let Some(crd) = crd_node(node, name) else { continue };
             let key_pos = node
