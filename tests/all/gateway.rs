@@ -595,3 +595,117 @@ async fn the_self_service_example_through_ork_gateway_and_ork_serve() {
     let name = orkestra_gateway::registration::name_for("self-service");
     assert_eq!(webhook_configs(&cluster.kubeconfig, &name).trim(), "");
 }
+
+/// OIDC tokens from an issuer served on loopback: a good one applies, and the CR says who
+/// (`serve-source` is the verified `sub`); a missing, expired, wrong-issuer, wrong-audience,
+/// unsigned (`alg: none`) or tampered one is a 401 that names why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oidc_tokens_apply_as_their_subject_and_bad_ones_are_401() {
+    use base64::Engine;
+    use orkestra_test_support::oidc::TestIssuer;
+    use serde_json::json;
+
+    let ns = namespace("gw-oidc").await.unwrap();
+    let group = format!("{}.oidc.orkestra.io", ns.name);
+    let issuer = TestIssuer::start().await;
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: {name}}}
+gateway:
+  api:
+    enabled: true
+    auth:
+      tokens:
+        - {{name: ci, oidc: {{issuer: '{iss}', audience: orkestra, allow: {{repository: shop/web}}}}}}
+spec:
+  crds:
+    app:
+      apiTypes: {{group: {group}, version: v1, kind: App, plural: apps}}
+      namespace: {name}
+      serve:
+        enabled: true
+        namespace: {name}
+        fields:
+          image: {{required: true}}
+        tokens:
+          ci: {{permissions: {{resources: [get, create, update]}}, namespaces: [{name}]}}
+      operatorBox: {{}}
+",
+        name = ns.name,
+        iss = issuer.url()
+    );
+    let compiled = Arc::new(orkestra_katalog::load_sources(&[("k.yaml".into(), katalog)]).unwrap());
+    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
+        .await
+        .unwrap();
+    let (router, refresh) = orkestra_gateway::api::start(ns.client.clone(), compiled, &ns.name)
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/api/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, axum::Router::new().nest("/api/v1", router)).await });
+
+    let now = jiff::Timestamp::now().as_second();
+    let claims = json!({"iss": issuer.url(), "sub": "repo:shop/web:ref:refs/heads/main", "aud": "orkestra",
+                        "exp": now + 300, "repository": "shop/web"});
+    let with = |key: &str, value: serde_json::Value| {
+        let mut c = claims.clone();
+        c[key] = value;
+        issuer.sign(&c)
+    };
+    let as_token = |token: String| Caller {
+        base: base.clone(),
+        token,
+        http: reqwest::Client::new(),
+    };
+    let intent = json!({"target": "app", "name": "web", "image": "myorg/web"});
+    let (status, applied) = as_token(issuer.sign(&claims)).apply("", intent.clone()).await;
+    assert_eq!(status, 200, "{applied}");
+    let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&group, "v1", "App"), "apps");
+    let apps: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
+    let stored = apps.get("web").await.unwrap();
+    assert_eq!(
+        stored.metadata.annotations.unwrap()["orkestra.orkspace.io/serve-source"],
+        "repo:shop/web:ref:refs/heads/main",
+        "the verified sub, not anything the caller wrote"
+    );
+
+    let b64 = |v: &serde_json::Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let unsigned = format!("{}.{}.", b64(&json!({"alg": "none", "typ": "JWT"})), b64(&claims));
+    let tampered = {
+        let good = issuer.sign(&claims);
+        let mut parts: Vec<String> = good.split('.').map(str::to_string).collect();
+        parts[1] = b64(&json!({"iss": issuer.url(), "sub": "someone-else", "aud": "orkestra",
+                               "exp": now + 300, "repository": "shop/web"}));
+        parts.join(".")
+    };
+    let cases = [
+        ("expired", with("exp", json!(now - 600)), "expired"),
+        ("wrong issuer", with("iss", json!("https://issuer.invalid")), "issuer"),
+        ("wrong audience", with("aud", json!("somebody")), "audience"),
+        ("claims not allowed", with("repository", json!("shop/other")), "claims"),
+        ("alg none", unsigned, "JWT"),
+        ("tampered", tampered, "signature"),
+        (
+            "static-looking garbage",
+            "not-a-token".to_string(),
+            "valid bearer token",
+        ),
+    ];
+    for (case, token, says) in cases {
+        let (status, refused) = as_token(token).apply("", intent.clone()).await;
+        assert_eq!(status, 401, "{case}: {refused}");
+        let message = refused["message"].as_str().unwrap();
+        assert!(message.contains(says), "{case}: {message}");
+    }
+    let (status, _) = reqwest::Client::new()
+        .post(format!("{base}/apply"))
+        .json(&intent)
+        .send()
+        .await
+        .map(|r| (r.status().as_u16(), ()))
+        .unwrap();
+    assert_eq!(status, 401, "no token at all");
+    refresh.abort();
+}

@@ -12,6 +12,7 @@
 pub mod admission;
 pub mod api;
 pub mod conversion;
+pub mod oidc;
 pub mod patch;
 pub mod protection;
 pub mod registration;

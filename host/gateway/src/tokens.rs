@@ -78,7 +78,7 @@ impl Tokens {
                         var: var.to_string(),
                     })?,
                 (None, Some(secret)) => secret_value(client, &source.name, secret, namespace).await?,
-                // OIDC tokens are not verified here yet (validation says so).
+                // OIDC entries are verified per request (`crate::oidc`).
                 (None, None) => continue,
             };
             values.insert(source.name.clone(), value);

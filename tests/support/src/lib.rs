@@ -11,6 +11,7 @@
 
 pub mod guests;
 pub mod logs;
+pub mod oidc;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};

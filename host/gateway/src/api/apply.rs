@@ -61,7 +61,7 @@ pub async fn apply(
         Ok(Json(_)) => return failure(StatusCode::BAD_REQUEST, "the body is a JSON object: an intent or a CR"),
         Err(rejection) => return failure(rejection.status(), rejection.body_text()),
     };
-    let made = match make(&shared, &body).await {
+    let made = match make(&shared, &caller, &body).await {
         Ok(made) => made,
         Err(response) => return *response,
     };
@@ -69,8 +69,9 @@ pub async fn apply(
 }
 
 /// Stages 1 and 3-4: the CRD and surface, the CR, its provenance.
-async fn make(shared: &Shared, body: &Map<String, Value>) -> Result<Made, Box<Response>> {
-    let source = ""; // a static token carries no verified identity
+async fn make(shared: &Shared, caller: &Caller, body: &Map<String, Value>) -> Result<Made, Box<Response>> {
+    // The identity an OIDC token proved; a static token carries none.
+    let source = caller.source.as_str();
     let refused = |refusal: Refusal| {
         Box::new(match refusal {
             Refusal::BadRequest(message) => failure(StatusCode::BAD_REQUEST, message),
@@ -140,7 +141,7 @@ async fn write(shared: &Shared, caller: &Caller, made: Made, query: &ApplyQuery)
         Err(error) => return from_kube(error, "reading the CR"),
     };
     let verb = if existing.is_some() { Verb::Update } else { Verb::Create };
-    if let Err(why) = permits(surface, &caller.0, Class::Resources, verb, namespace) {
+    if let Err(why) = permits(surface, &caller.token, Class::Resources, verb, namespace) {
         return failure(StatusCode::FORBIDDEN, why);
     }
     let mut warnings = Vec::new();
@@ -167,7 +168,7 @@ async fn write(shared: &Shared, caller: &Caller, made: Made, query: &ApplyQuery)
                 ),
             );
         }
-        tracing::warn!(crd = %crd.name, %name, from = %stored, to = %surface.name, token = %caller.0, "a CR moved to another surface");
+        tracing::warn!(crd = %crd.name, %name, from = %stored, to = %surface.name, token = %caller.token, "a CR moved to another surface");
         warnings.push(format!("moved from surface \"{stored}\" to \"{}\"", surface.name));
     }
     if query.overwrite && !surface.overrides.resource_conflict {
@@ -186,7 +187,7 @@ async fn write(shared: &Shared, caller: &Caller, made: Made, query: &ApplyQuery)
         Ok(applied) => serde_json::to_value(applied).unwrap_or_default(),
         Err(error) => return from_kube(error, "applying the CR"),
     };
-    tracing::info!(crd = %crd.name, %name, surface = %surface.name, token = %caller.0, dry_run = query.dry_run, "applied through the gateway");
+    tracing::info!(crd = %crd.name, %name, surface = %surface.name, token = %caller.token, dry_run = query.dry_run, "applied through the gateway");
     let response = &surface.response;
     let mut answer = json!({
         "accepted": true, "dryRun": query.dry_run, "name": name, "namespace": namespace,

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use orkestra_katalog::Compiled;
 use orkestra_katalog::compile::{CompiledCrd, CompiledServe, Surface};
 
+use crate::oidc::Verifiers;
 use crate::tokens::Tokens;
 
 /// The largest request body.
@@ -35,12 +36,17 @@ pub struct Shared {
     pub client: kube::Client,
     pub compiled: Arc<Compiled>,
     pub tokens: Arc<Tokens>,
+    pub oidc: Arc<Verifiers>,
     pub schemas: Arc<schema::Schemas>,
 }
 
-/// The token a request was admitted with (its name), for the handlers.
+/// Who a request was admitted as, for the handlers: the token entry's name, and the
+/// identity an OIDC token proved (empty for a static token).
 #[derive(Debug, Clone)]
-struct Caller(String);
+struct Caller {
+    token: String,
+    source: String,
+}
 
 /// Whether the Katalog opens the Serve API (`gateway.api.enabled`).
 pub fn enabled(compiled: &Compiled) -> bool {
@@ -68,20 +74,22 @@ pub async fn start(
         .map(|a| a.tokens.clone())
         .unwrap_or_default();
     let tokens = Tokens::load(&client, &sources, namespace).await?;
-    if tokens.is_empty() {
+    let oidc = Verifiers::new(&sources);
+    if tokens.is_empty() && oidc.is_empty() {
         tracing::warn!("the Serve API has no token: every call will be refused (declare gateway.api.auth.tokens)");
     }
     let refresh = tokens.keep_fresh(client.clone(), sources, namespace.to_string());
-    Ok((router(client, compiled, tokens), refresh))
+    Ok((router(client, compiled, tokens, oidc), refresh))
 }
 
 /// The Serve API's routes, to be nested at `/api/v1`.
-pub fn router(client: kube::Client, compiled: Arc<Compiled>, tokens: Arc<Tokens>) -> Router {
+pub fn router(client: kube::Client, compiled: Arc<Compiled>, tokens: Arc<Tokens>, oidc: Arc<Verifiers>) -> Router {
     let shared = Shared {
         schemas: Arc::new(schema::Schemas::new(client.clone())),
         client,
         compiled,
         tokens,
+        oidc,
     };
     Router::new()
         .route("/apply", post(apply::apply))
@@ -102,21 +110,42 @@ pub fn router(client: kube::Client, compiled: Arc<Compiled>, tokens: Arc<Tokens>
         .with_state(shared)
 }
 
-/// A bearer token the gateway knows, or 401.
+/// A bearer token the gateway knows (a static one, or an OIDC token it verifies), or 401.
 async fn authenticate(State(shared): State<Shared>, mut request: Request, next: Next) -> Response {
     let bearer = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    match bearer.and_then(|b| shared.tokens.identify(b)) {
-        Some(name) => {
-            request.extensions_mut().insert(Caller(name));
+        .map(str::trim)
+        .map(str::to_string);
+    let caller = match bearer {
+        None => Err("a bearer token is required".to_string()),
+        Some(bearer) => match shared.tokens.identify(&bearer) {
+            Some(token) => Ok(Caller {
+                token,
+                source: String::new(),
+            }),
+            None if !shared.oidc.is_empty() && bearer.matches('.').count() == 2 => {
+                match shared.oidc.verify(&bearer).await {
+                    Ok(identity) => Ok(Caller {
+                        token: identity.token,
+                        source: identity.subject,
+                    }),
+                    Err(why) => Err(format!("bearer token refused: {why}")),
+                }
+            }
+            None => Err("a valid bearer token is required".to_string()),
+        },
+    };
+    match caller {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
             next.run(request).await
         }
-        None => {
-            let mut response = failure(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+        Err(message) => {
+            tracing::debug!(%message, "Serve API call refused");
+            let mut response = failure(StatusCode::UNAUTHORIZED, message);
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));

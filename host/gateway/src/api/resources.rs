@@ -136,7 +136,7 @@ async fn read_one(
         Err(error) => return from_kube(error, "reading the CR"),
     };
     let surface = surface_of(serve, Some(&object));
-    if let Err(why) = permits(surface, &caller.0, Class::Resources, Verb::Get, namespace) {
+    if let Err(why) = permits(surface, &caller.token, Class::Resources, Verb::Get, namespace) {
         return failure(StatusCode::FORBIDDEN, why);
     }
     if let Some(field) = field {
@@ -156,7 +156,7 @@ async fn list(shared: &Shared, caller: &Caller, crd: &CompiledCrd, namespace: Op
     };
     if let Err(why) = permits(
         serve.primary_surface(),
-        &caller.0,
+        &caller.token,
         Class::Resources,
         Verb::List,
         namespace,
@@ -177,7 +177,7 @@ async fn list(shared: &Shared, caller: &Caller, crd: &CompiledCrd, namespace: Op
         .filter_map(|object| {
             // Each CR as its own surface shows it, when the token may see that surface.
             let surface = surface_of(serve, Some(&object));
-            permits(surface, &caller.0, Class::Resources, Verb::List, namespace).ok()?;
+            permits(surface, &caller.token, Class::Resources, Verb::List, namespace).ok()?;
             Some(shape::read(crd, &surface.response, object))
         })
         .collect();
@@ -235,7 +235,7 @@ async fn remove(shared: &Shared, caller: &Caller, kind: &str, namespace: Option<
     };
     if let Err(why) = permits(
         surface_of(serve, Some(&object)),
-        &caller.0,
+        &caller.token,
         Class::Resources,
         Verb::Delete,
         namespace,

@@ -81,7 +81,7 @@ pub struct SchemaQuery {
 
 pub async fn schema(
     State(shared): State<Shared>,
-    Extension(Caller(token)): Extension<Caller>,
+    Extension(Caller { token, .. }): Extension<Caller>,
     query: Result<Query<SchemaQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let Query(query) = match query {
@@ -153,7 +153,7 @@ pub struct RawQuery {
 
 pub async fn raw_schema(
     State(shared): State<Shared>,
-    Extension(Caller(token)): Extension<Caller>,
+    Extension(Caller { token, .. }): Extension<Caller>,
     query: Result<Query<RawQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let Query(query) = match query {

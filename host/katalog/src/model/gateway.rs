@@ -56,18 +56,101 @@ pub struct TokenSource {
     /// A Secret the gateway reads, and creates (and rotates) when it is missing.
     #[serde(default)]
     pub secret_ref: Option<TokenSecret>,
-    /// OIDC issuers (not served yet).
+    /// A GitHub Actions OIDC token (issuer `https://token.actions.githubusercontent.com`).
     #[serde(default, rename = "githubOIDC")]
-    pub github_oidc: Option<Value>,
+    pub github_oidc: Option<OidcSource>,
+    /// A GitLab CI ID token (issuer `url`, default `https://gitlab.com`).
     #[serde(default, rename = "gitlabOIDC")]
-    pub gitlab_oidc: Option<Value>,
+    pub gitlab_oidc: Option<OidcSource>,
+    /// A Vault identity token (issuer `{url}/v1/{namespace/}identity/oidc`).
     #[serde(default, rename = "vaultOIDC")]
-    pub vault_oidc: Option<Value>,
+    pub vault_oidc: Option<OidcSource>,
+    /// Any OpenID Connect issuer, by discovery.
     #[serde(default)]
-    pub oidc: Option<Value>,
+    pub oidc: Option<OidcSource>,
+}
+
+/// An OIDC token source: whose tokens are accepted, for which audience, with which claims.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OidcSource {
+    /// `oidc`: the exact `iss` (required); its keys are found by discovery.
+    #[serde(default)]
+    pub issuer: Option<String>,
+    /// `gitlabOIDC` (default `https://gitlab.com`), `vaultOIDC` (required): the server.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// `vaultOIDC`: the Vault namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The `aud` a token must carry (not checked when empty).
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// Claims a token must have, each with exactly this value (camelCase keys also match
+    /// the snake_case claim: `namespacePath` is `namespace_path`).
+    #[serde(default)]
+    pub allow: std::collections::BTreeMap<String, Value>,
+}
+
+impl OidcSource {
+    /// The issuer a token must name, for each kind of source; `None` when one is missing.
+    pub fn issuer_for(&self, kind: OidcKind) -> Option<String> {
+        let trim = |s: &str| s.trim_end_matches('/').to_string();
+        match kind {
+            OidcKind::Github => Some("https://token.actions.githubusercontent.com".into()),
+            OidcKind::Gitlab => Some(self.url.as_deref().map_or_else(|| "https://gitlab.com".into(), trim)),
+            OidcKind::Vault => {
+                let url = trim(self.url.as_deref()?);
+                Some(
+                    match self
+                        .namespace
+                        .as_deref()
+                        .map(|n| n.trim_matches('/'))
+                        .filter(|n| !n.is_empty())
+                    {
+                        Some(namespace) => format!("{url}/v1/{namespace}/identity/oidc"),
+                        None => format!("{url}/v1/identity/oidc"),
+                    },
+                )
+            }
+            OidcKind::Generic => self.issuer.as_deref().map(trim),
+        }
+    }
+}
+
+/// Which OIDC source a token entry has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OidcKind {
+    Github,
+    Gitlab,
+    Vault,
+    Generic,
+}
+
+impl OidcKind {
+    pub fn key(self) -> &'static str {
+        match self {
+            OidcKind::Github => "githubOIDC",
+            OidcKind::Gitlab => "gitlabOIDC",
+            OidcKind::Vault => "vaultOIDC",
+            OidcKind::Generic => "oidc",
+        }
+    }
 }
 
 impl TokenSource {
+    /// The OIDC source of the entry, if it has one.
+    pub fn oidc_source(&self) -> Option<(OidcKind, &OidcSource)> {
+        [
+            (OidcKind::Github, &self.github_oidc),
+            (OidcKind::Gitlab, &self.gitlab_oidc),
+            (OidcKind::Vault, &self.vault_oidc),
+            (OidcKind::Generic, &self.oidc),
+        ]
+        .into_iter()
+        .find_map(|(kind, source)| source.as_ref().map(|s| (kind, s)))
+    }
+
     /// `VAR` of a `token: "${VAR}"`.
     pub fn env_var(&self) -> Option<&str> {
         let name = self.token.as_deref()?.trim().strip_prefix("${")?.strip_suffix('}')?;

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::{Checker, item};
-use crate::model::{Gateway, Security};
+use crate::model::{Gateway, OidcKind, Security};
 use crate::yaml::Node;
 
 impl Checker<'_> {
@@ -51,12 +51,41 @@ impl Checker<'_> {
                     "must name an environment variable (\"${CI_TOKEN}\"): a credential written in the Katalog is refused",
                 );
             }
-            if sources[2..].iter().any(|s| *s) {
-                self.warn(
-                    &path,
-                    token_node.pos,
-                    "OIDC tokens are not verified by this gateway yet: requests bearing one are refused (401)",
-                );
+            if let Some((kind, oidc)) = token.oidc_source() {
+                let key = kind.key();
+                let at_source = token_node.get(key).map_or(token_node.pos, |n| n.pos);
+                match oidc.issuer_for(kind) {
+                    None => self.error(
+                        format!("{path}.{key}"),
+                        at_source,
+                        match kind {
+                            OidcKind::Vault => "url is required (the Vault server)",
+                            _ => "issuer is required (the exact iss of the tokens)",
+                        },
+                    ),
+                    Some(issuer) if !secure(&issuer) => self.error(
+                        format!("{path}.{key}"),
+                        at_source,
+                        format!("the issuer {issuer:?} must be https:// (plain http only on a loopback address)"),
+                    ),
+                    Some(_) => {}
+                }
+                if kind != OidcKind::Generic && oidc.allow.is_empty() {
+                    self.error(
+                        format!("{path}.{key}.allow"),
+                        at_source,
+                        "is required: without it every token the issuer signs (any repository, any project) would be accepted",
+                    );
+                }
+                for (claim, value) in &oidc.allow {
+                    if value.is_object() || value.is_array() || value.is_null() {
+                        self.error(
+                            format!("{path}.{key}.allow.{claim}"),
+                            at_source,
+                            "a claim is matched against one value (a string, number or bool)",
+                        );
+                    }
+                }
             }
         }
     }
@@ -74,4 +103,16 @@ impl Checker<'_> {
             );
         }
     }
+}
+
+/// An issuer the gateway may fetch keys from: https, or http on loopback (a test issuer).
+fn secure(issuer: &str) -> bool {
+    if issuer.starts_with("https://") {
+        return true;
+    }
+    let Some(rest) = issuer.strip_prefix("http://") else {
+        return false;
+    };
+    let host = rest.split(['/', ':']).next().unwrap_or_default();
+    matches!(host, "127.0.0.1" | "localhost") || rest.starts_with("[::1]")
 }
