@@ -671,6 +671,17 @@ spec:
         "the verified sub, not anything the caller wrote"
     );
 
+    // The ci entry may act in the test namespace only.
+    let good = as_token(issuer.sign(&claims));
+    let (status, elsewhere) = good
+        .call(reqwest::Method::GET, "/resources/app/default/web", None)
+        .await;
+    assert_eq!(status, 403, "another namespace: {elsewhere}");
+    let (status, _) = good
+        .call(reqwest::Method::GET, &format!("/resources/app/{}/web", ns.name), None)
+        .await;
+    assert_eq!(status, 200);
+
     let b64 = |v: &serde_json::Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
     let unsigned = format!("{}.{}.", b64(&json!({"alg": "none", "typ": "JWT"})), b64(&claims));
     let tampered = {

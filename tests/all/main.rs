@@ -18,5 +18,6 @@ mod ork;
 mod pipeline;
 mod policies;
 mod reconcile;
+mod routing;
 mod running;
 mod wasm;

@@ -6,11 +6,13 @@
 //! - [`conversion`]: the conversion webhook of multi-version CRDs.
 //! - [`registration`]: the webhook configurations that point the API server at them.
 //! - [`tls`], [`webhooks`]: the HTTPS server, its certificate and its renewal.
-//! - [`api`], [`tokens`]: the Serve API (intents in, CRs applied with provenance) and the
-//!   bearer tokens it accepts.
+//! - [`api`], [`tokens`], [`oidc`], [`clusters`]: the Serve API (intents in, CRs applied with
+//!   provenance, to one cluster or several), the bearer tokens it accepts (static and
+//!   OIDC), and the clients of the clusters it routes to.
 
 pub mod admission;
 pub mod api;
+pub mod clusters;
 pub mod conversion;
 pub mod oidc;
 pub mod patch;

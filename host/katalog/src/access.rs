@@ -125,6 +125,7 @@ mod tests {
             cr_mode: true,
             overrides: Default::default(),
             field_selector: Default::default(),
+            clusters: Vec::new(),
         }
     }
 

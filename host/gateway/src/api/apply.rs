@@ -16,9 +16,9 @@ use serde_json::{Map, Value, json};
 
 use orkestra_katalog::access::{Class, permits};
 use orkestra_katalog::intent::{self, Made, Refusal, api_version_of, stored_surface};
-use orkestra_katalog::model::Verb;
+use orkestra_katalog::model::{LOCAL_CLUSTER, Verb};
 
-use super::{Caller, Shared, api_of, failure, from_kube, shape};
+use super::{Caller, Shared, api_of, cluster_client, failure, from_kube, shape};
 use crate::registration::MANAGER;
 
 #[derive(Debug, Default, Deserialize)]
@@ -46,16 +46,10 @@ pub async fn apply(
         Err(r) => {
             return failure(
                 StatusCode::BAD_REQUEST,
-                format!("{r}; the parameters are dryRun, overwrite and override"),
+                format!("{r}; the parameters are dryRun, overwrite, override and cluster"),
             );
         }
     };
-    if query.cluster.is_some() {
-        return failure(
-            StatusCode::NOT_FOUND,
-            "cluster routing is not served by this gateway yet",
-        );
-    }
     let body = match body {
         Ok(Json(Value::Object(body))) => body,
         Ok(Json(_)) => return failure(StatusCode::BAD_REQUEST, "the body is a JSON object: an intent or a CR"),
@@ -65,7 +59,115 @@ pub async fn apply(
         Ok(made) => made,
         Err(response) => return *response,
     };
-    write(&shared, &caller, made, &query).await
+    let clusters = match clusters_of(&shared, &made, &body, query.cluster.as_deref()) {
+        Ok(clusters) => clusters,
+        Err(response) => return *response,
+    };
+    match clusters.as_slice() {
+        [only] if only == LOCAL_CLUSTER && query.cluster.is_none() => {
+            write(&shared.client, None, &caller, made, &query).await
+        }
+        [only] => match cluster_client(&shared, Some(only)) {
+            Ok(client) => write(client, Some(only), &caller, made, &query).await,
+            Err(response) => *response,
+        },
+        many => fan_out(&shared, many, &caller, made, &query).await,
+    }
+}
+
+/// The clusters a CR goes to: its surface's (templates rendered over the CR, with the intent
+/// as `.request`), narrowed to `?cluster=` when given.
+fn clusters_of(
+    shared: &Shared,
+    made: &Made,
+    body: &Map<String, Value>,
+    asked: Option<&str>,
+) -> Result<Vec<String>, Box<Response>> {
+    let surface = made.crd.serve.as_deref().and_then(|s| s.surfaces.get(&made.surface));
+    let templates = surface.map(|s| s.clusters.as_slice()).unwrap_or_default();
+    let overlay = Map::from_iter([("request".to_string(), Value::Object(body.clone()))]);
+    let env = orkestra_katalog::template::Env::now();
+    let mut names = Vec::new();
+    for template in templates {
+        let name = template.render_in(&env, &made.object, Some(&overlay)).map_err(|e| {
+            Box::new(failure(
+                StatusCode::BAD_REQUEST,
+                format!("the target's cluster {:?}: {}", template.source(), e.message),
+            ))
+        })?;
+        let name = name.trim().to_string();
+        if name.is_empty() || names.contains(&name) {
+            continue;
+        }
+        if shared.clusters.client(&name).is_none() {
+            return Err(Box::new(failure(
+                StatusCode::BAD_REQUEST,
+                format!("target \"{}\" routes to unknown cluster \"{name}\"", made.surface),
+            )));
+        }
+        names.push(name);
+    }
+    if names.is_empty() {
+        names.push(LOCAL_CLUSTER.to_string());
+    }
+    match asked {
+        None => Ok(names),
+        Some(asked) if names.iter().any(|n| n == asked) => Ok(vec![asked.to_string()]),
+        Some(asked) if shared.clusters.client(asked).is_none() => Err(Box::new(failure(
+            StatusCode::NOT_FOUND,
+            format!(
+                "unknown cluster \"{asked}\"; clusters: {}",
+                shared.clusters.names().join(", ")
+            ),
+        ))),
+        Some(asked) => Err(Box::new(failure(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "target \"{}\" does not route to cluster \"{asked}\" (it routes to {})",
+                made.surface,
+                names.join(", ")
+            ),
+        ))),
+    }
+}
+
+/// The same CR applied to several clusters at once: one result each, `accepted` when any
+/// took it, `partialSuccess` when some did not (answered 207).
+async fn fan_out(shared: &Shared, clusters: &[String], caller: &Caller, made: Made, query: &ApplyQuery) -> Response {
+    let writes = clusters.iter().map(|name| {
+        let made = made.clone();
+        async move {
+            let response = match cluster_client(shared, Some(name)) {
+                Ok(client) => write(client, Some(name), caller, made, query).await,
+                Err(response) => *response,
+            };
+            let status = response.status();
+            let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+                .await
+                .unwrap_or_default();
+            let mut result: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({"accepted": false}));
+            result["cluster"] = json!(name);
+            result["status"] = json!(status.as_u16());
+            (status, result)
+        }
+    });
+    let results = futures::future::join_all(writes).await;
+    let accepted = results.iter().filter(|(status, _)| status.is_success()).count();
+    let status = match accepted {
+        n if n == results.len() => StatusCode::OK,
+        0 => results.first().map_or(StatusCode::BAD_GATEWAY, |(status, _)| *status),
+        _ => StatusCode::MULTI_STATUS,
+    };
+    let metadata = &made.object["metadata"];
+    let answer = json!({
+        "accepted": accepted > 0,
+        "partialSuccess": accepted > 0 && accepted < results.len(),
+        "dryRun": query.dry_run,
+        "kind": made.crd.kind, "apiVersion": api_version_of(&made.crd), "target": made.surface,
+        "name": metadata["name"], "namespace": metadata["namespace"],
+        "clusters": results.into_iter().map(|(_, result)| result).collect::<Vec<_>>(),
+    });
+    (status, Json(answer)).into_response()
 }
 
 /// Stages 1 and 3-4: the CRD and surface, the CR, its provenance.
@@ -122,7 +224,13 @@ fn available(shared: &Shared) -> Vec<String> {
 }
 
 /// Stages 2, 5 and 6: the token, the surface conflict, the write, the answer.
-async fn write(shared: &Shared, caller: &Caller, made: Made, query: &ApplyQuery) -> Response {
+async fn write(
+    client: &kube::Client,
+    cluster: Option<&str>,
+    caller: &Caller,
+    made: Made,
+    query: &ApplyQuery,
+) -> Response {
     let Made { object, crd, surface } = made;
     let Some(serve) = crd.serve.as_deref() else {
         return failure(StatusCode::BAD_REQUEST, format!("kind {} is not served", crd.kind));
@@ -135,7 +243,7 @@ async fn write(shared: &Shared, caller: &Caller, made: Made, query: &ApplyQuery)
         metadata["name"].as_str().unwrap_or_default(),
         metadata["namespace"].as_str(),
     );
-    let api = api_of(&shared.client, &crd, namespace);
+    let api = api_of(client, &crd, namespace);
     let existing = match api.get_opt(name).await {
         Ok(existing) => existing.and_then(|o| serde_json::to_value(o).ok()),
         Err(error) => return from_kube(error, "reading the CR"),
@@ -187,7 +295,7 @@ async fn write(shared: &Shared, caller: &Caller, made: Made, query: &ApplyQuery)
         Ok(applied) => serde_json::to_value(applied).unwrap_or_default(),
         Err(error) => return from_kube(error, "applying the CR"),
     };
-    tracing::info!(crd = %crd.name, %name, surface = %surface.name, token = %caller.token, dry_run = query.dry_run, "applied through the gateway");
+    tracing::info!(crd = %crd.name, %name, surface = %surface.name, token = %caller.token, cluster = cluster.unwrap_or(LOCAL_CLUSTER), dry_run = query.dry_run, "applied through the gateway");
     let response = &surface.response;
     let mut answer = json!({
         "accepted": true, "dryRun": query.dry_run, "name": name, "namespace": namespace,
@@ -195,6 +303,13 @@ async fn write(shared: &Shared, caller: &Caller, made: Made, query: &ApplyQuery)
         "pollUrl": shape::poll_url(&crd, response, &applied),
         "warnings": warnings, "payload": shape::payload(&crd, response, &applied),
     });
+    if let Some(cluster) = cluster {
+        answer["cluster"] = json!(cluster);
+        if let Some(url) = answer["pollUrl"].as_str() {
+            let joiner = if url.contains('?') { '&' } else { '?' };
+            answer["pollUrl"] = json!(format!("{url}{joiner}cluster={cluster}"));
+        }
+    }
     if response.include_cr {
         answer["object"] = shape::read(&crd, response, applied);
         if let Some(object) = answer["object"].as_object_mut() {

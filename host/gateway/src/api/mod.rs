@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use orkestra_katalog::Compiled;
 use orkestra_katalog::compile::{CompiledCrd, CompiledServe, Surface};
 
+use crate::clusters::Clusters;
 use crate::oidc::Verifiers;
 use crate::tokens::Tokens;
 
@@ -37,6 +38,7 @@ pub struct Shared {
     pub compiled: Arc<Compiled>,
     pub tokens: Arc<Tokens>,
     pub oidc: Arc<Verifiers>,
+    pub clusters: Arc<Clusters>,
     pub schemas: Arc<schema::Schemas>,
 }
 
@@ -79,17 +81,25 @@ pub async fn start(
         tracing::warn!("the Serve API has no token: every call will be refused (declare gateway.api.auth.tokens)");
     }
     let refresh = tokens.keep_fresh(client.clone(), sources, namespace.to_string());
-    Ok((router(client, compiled, tokens, oidc), refresh))
+    let clusters = Clusters::connect(client.clone(), &compiled, namespace).await;
+    Ok((router(client, compiled, tokens, oidc, clusters), refresh))
 }
 
 /// The Serve API's routes, to be nested at `/api/v1`.
-pub fn router(client: kube::Client, compiled: Arc<Compiled>, tokens: Arc<Tokens>, oidc: Arc<Verifiers>) -> Router {
+pub fn router(
+    client: kube::Client,
+    compiled: Arc<Compiled>,
+    tokens: Arc<Tokens>,
+    oidc: Arc<Verifiers>,
+    clusters: Arc<Clusters>,
+) -> Router {
     let shared = Shared {
         schemas: Arc::new(schema::Schemas::new(client.clone())),
         client,
         compiled,
         tokens,
         oidc,
+        clusters,
     };
     Router::new()
         .route("/apply", post(apply::apply))
@@ -157,6 +167,26 @@ async fn authenticate(State(shared): State<Shared>, mut request: Request, next: 
 /// `{accepted: false, message}` with a status.
 pub(crate) fn failure(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({"accepted": false, "message": message.into()}))).into_response()
+}
+
+/// The client of `?cluster=` (the gateway's own cluster when absent): 404 for a name that
+/// is not a cluster, 502 for one that could not be reached.
+pub(crate) fn cluster_client<'s>(shared: &'s Shared, cluster: Option<&str>) -> Result<&'s kube::Client, Box<Response>> {
+    let name = cluster.unwrap_or(orkestra_katalog::model::LOCAL_CLUSTER);
+    match shared.clusters.client(name) {
+        Some(Ok(client)) => Ok(client),
+        Some(Err(why)) => Err(Box::new(failure(
+            StatusCode::BAD_GATEWAY,
+            format!("cluster \"{name}\" is unavailable: {why}"),
+        ))),
+        None => Err(Box::new(failure(
+            StatusCode::NOT_FOUND,
+            format!(
+                "unknown cluster \"{name}\"; clusters: {}",
+                shared.clusters.names().join(", ")
+            ),
+        ))),
+    }
 }
 
 /// The API of a CRD's CRs in `namespace` (all namespaces when `None`).

@@ -14,7 +14,7 @@ use orkestra_katalog::access::{Class, permits};
 use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::model::Verb;
 
-use super::{Caller, Shared, api_of, crd_of_kind, failure, from_kube, shape, surface_of};
+use super::{Caller, Shared, api_of, cluster_client, crd_of_kind, failure, from_kube, shape, surface_of};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -29,20 +29,16 @@ type Query_ = Result<Query<ReadQuery>, axum::extract::rejection::QueryRejection>
 /// A refusal made before the handler's own work (boxed: a response is large).
 type Early = Box<Response>;
 
-fn query_of(query: Query_) -> Result<ReadQuery, Early> {
+/// The query, and the client of the cluster it names.
+fn query_of(shared: &Shared, query: Query_) -> Result<(ReadQuery, kube::Client), Early> {
     let Query(query) = query.map_err(|r| {
         Box::new(failure(
             StatusCode::BAD_REQUEST,
             format!("{r}; the parameters are field and cluster"),
         ))
     })?;
-    if query.cluster.is_some() {
-        return Err(Box::new(failure(
-            StatusCode::NOT_FOUND,
-            "cluster routing is not served by this gateway yet",
-        )));
-    }
-    Ok(query)
+    let client = cluster_client(shared, query.cluster.as_deref())?;
+    Ok((query, client.clone()))
 }
 
 fn served<'c>(shared: &'c Shared, kind: &str) -> Result<&'c std::sync::Arc<CompiledCrd>, Early> {
@@ -56,11 +52,11 @@ pub async fn get(
     Path((kind, namespace, name)): Path<(String, String, String)>,
     query: Query_,
 ) -> Response {
-    let query = match query_of(query) {
+    let (query, client) = match query_of(&shared, query) {
         Ok(query) => query,
         Err(response) => return *response,
     };
-    read_one(&shared, &caller, &kind, Some(&namespace), &name, query.field).await
+    read_one(&shared, &client, &caller, &kind, Some(&namespace), &name, query.field).await
 }
 
 /// `/resources/{kind}/{x}`: one CR of a cluster-scoped kind, or the CRs of namespace `x`.
@@ -70,7 +66,7 @@ pub async fn one_or_list(
     Path((kind, first)): Path<(String, String)>,
     query: Query_,
 ) -> Response {
-    let query = match query_of(query) {
+    let (query, client) = match query_of(&shared, query) {
         Ok(query) => query,
         Err(response) => return *response,
     };
@@ -79,8 +75,8 @@ pub async fn one_or_list(
         Err(response) => return *response,
     };
     match crd.namespaced {
-        true => list(&shared, &caller, crd, Some(&first)).await,
-        false => read_one(&shared, &caller, &kind, None, &first, query.field).await,
+        true => list(&client, &caller, crd, Some(&first)).await,
+        false => read_one(&shared, &client, &caller, &kind, None, &first, query.field).await,
     }
 }
 
@@ -91,9 +87,10 @@ pub async fn list_all(
     Path(kind): Path<String>,
     query: Query_,
 ) -> Response {
-    if let Err(response) = query_of(query) {
-        return *response;
-    }
+    let client = match query_of(&shared, query) {
+        Ok((_, client)) => client,
+        Err(response) => return *response,
+    };
     let crd = match served(&shared, &kind) {
         Ok(crd) => crd,
         Err(response) => return *response,
@@ -107,11 +104,12 @@ pub async fn list_all(
             ),
         );
     }
-    list(&shared, &caller, crd, None).await
+    list(&client, &caller, crd, None).await
 }
 
 async fn read_one(
     shared: &Shared,
+    client: &kube::Client,
     caller: &Caller,
     kind: &str,
     namespace: Option<&str>,
@@ -125,7 +123,10 @@ async fn read_one(
     let Some(serve) = crd.serve.as_deref() else {
         return failure(StatusCode::NOT_FOUND, format!("kind {kind} is not served"));
     };
-    let object = match api_of(&shared.client, crd, namespace).get_opt(name).await {
+    if let Err(why) = may_somewhere(serve, caller, Verb::Get, namespace) {
+        return failure(StatusCode::FORBIDDEN, why);
+    }
+    let object = match api_of(client, crd, namespace).get_opt(name).await {
         Ok(Some(object)) => serde_json::to_value(object).unwrap_or_default(),
         Ok(None) => {
             return failure(
@@ -150,7 +151,7 @@ async fn read_one(
     Json(shape::read(crd, &surface.response, object)).into_response()
 }
 
-async fn list(shared: &Shared, caller: &Caller, crd: &CompiledCrd, namespace: Option<&str>) -> Response {
+async fn list(client: &kube::Client, caller: &Caller, crd: &CompiledCrd, namespace: Option<&str>) -> Response {
     let Some(serve) = crd.serve.as_deref() else {
         return failure(StatusCode::NOT_FOUND, format!("kind {} is not served", crd.kind));
     };
@@ -163,10 +164,7 @@ async fn list(shared: &Shared, caller: &Caller, crd: &CompiledCrd, namespace: Op
     ) {
         return failure(StatusCode::FORBIDDEN, why);
     }
-    let listed = match api_of(&shared.client, crd, namespace)
-        .list(&ListParams::default())
-        .await
-    {
+    let listed = match api_of(client, crd, namespace).list(&ListParams::default()).await {
         Ok(list) => list,
         Err(error) => return from_kube(error, "listing the CRs"),
     };
@@ -188,19 +186,34 @@ pub async fn delete(
     State(shared): State<Shared>,
     Extension(caller): Extension<Caller>,
     Path((kind, namespace, name)): Path<(String, String, String)>,
+    query: Query_,
 ) -> Response {
-    remove(&shared, &caller, &kind, Some(&namespace), &name).await
+    match query_of(&shared, query) {
+        Ok((_, client)) => remove(&shared, &client, &caller, &kind, Some(&namespace), &name).await,
+        Err(response) => *response,
+    }
 }
 
 pub async fn delete_cluster(
     State(shared): State<Shared>,
     Extension(caller): Extension<Caller>,
     Path((kind, name)): Path<(String, String)>,
+    query: Query_,
 ) -> Response {
-    remove(&shared, &caller, &kind, None, &name).await
+    match query_of(&shared, query) {
+        Ok((_, client)) => remove(&shared, &client, &caller, &kind, None, &name).await,
+        Err(response) => *response,
+    }
 }
 
-async fn remove(shared: &Shared, caller: &Caller, kind: &str, namespace: Option<&str>, name: &str) -> Response {
+async fn remove(
+    shared: &Shared,
+    client: &kube::Client,
+    caller: &Caller,
+    kind: &str,
+    namespace: Option<&str>,
+    name: &str,
+) -> Response {
     let crd = match served(shared, kind) {
         Ok(crd) => crd,
         Err(response) => return *response,
@@ -222,7 +235,10 @@ async fn remove(shared: &Shared, caller: &Caller, kind: &str, namespace: Option<
             ),
         );
     }
-    let api = api_of(&shared.client, crd, namespace);
+    if let Err(why) = may_somewhere(serve, caller, Verb::Delete, namespace) {
+        return failure(StatusCode::FORBIDDEN, why);
+    }
+    let api = api_of(client, crd, namespace);
     let object = match api.get_opt(name).await {
         Ok(Some(object)) => serde_json::to_value(object).unwrap_or_default(),
         Ok(None) => {
@@ -247,6 +263,29 @@ async fn remove(shared: &Shared, caller: &Caller, kind: &str, namespace: Option<
             Json(json!({"accepted": true, "kind": crd.kind, "name": name, "namespace": namespace})).into_response()
         }
         Err(error) => from_kube(error, "deleting the CR"),
+    }
+}
+
+/// Whether some surface of the CRD lets the caller do `verb` in `namespace`: checked before
+/// the CR is read, so a caller learns nothing of namespaces it may not see (the CR's own
+/// surface is checked once it is read).
+fn may_somewhere(
+    serve: &orkestra_katalog::compile::CompiledServe,
+    caller: &Caller,
+    verb: Verb,
+    namespace: Option<&str>,
+) -> Result<(), String> {
+    let first = permits(serve.primary_surface(), &caller.token, Class::Resources, verb, namespace);
+    match first {
+        Ok(()) => Ok(()),
+        Err(_) if serve
+            .surfaces
+            .values()
+            .any(|s| permits(s, &caller.token, Class::Resources, verb, namespace).is_ok()) =>
+        {
+            Ok(())
+        }
+        Err(why) => Err(why),
     }
 }
 

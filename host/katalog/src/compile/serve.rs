@@ -45,6 +45,8 @@ pub struct Surface {
     pub overrides: Overrides,
     /// A whole CR whose fields have these values is routed here.
     pub field_selector: BTreeMap<String, String>,
+    /// The clusters its CRs go to (templates over the intent); empty: the gateway's own.
+    pub clusters: Vec<Template>,
 }
 
 /// How an apply or read answer is shaped.
@@ -86,6 +88,7 @@ impl CompiledServe {
         let response = Response::compile(crd_response, functions).map_err(|e| e.within("config.response"))?;
         let crd_modes = serve.modes.unwrap_or_default();
         let crd_overrides = overrides(serve.apply.as_ref().map(|a| a.overrides), serve.target_override);
+        let crd_clusters = clusters(&serve.cluster, &serve.clusters, functions).map_err(|e| e.within("clusters"))?;
         let mut surfaces = BTreeMap::new();
         let mut primary = kind.to_lowercase();
         match &serve.target {
@@ -103,6 +106,8 @@ impl CompiledServe {
                         None => response.clone(),
                     };
                     let modes = entry.modes.unwrap_or(crd_modes);
+                    let own_clusters = clusters(&entry.cluster, &entry.clusters, functions)
+                        .map_err(|e| e.within(&format!("target.{name}.clusters")))?;
                     let overrides = match (entry.apply.as_ref(), entry.target_override) {
                         (None, None) => crd_overrides,
                         (apply, flag) => overrides(apply.map(|a| a.overrides), flag),
@@ -120,6 +125,10 @@ impl CompiledServe {
                             cr_mode: open(modes, crd_modes, |m| m.cr),
                             overrides,
                             field_selector: entry.field_selector.clone(),
+                            clusters: match own_clusters.is_empty() {
+                                true => crd_clusters.clone(),
+                                false => own_clusters,
+                            },
                         },
                     );
                 }
@@ -136,6 +145,7 @@ impl CompiledServe {
             cr_mode: crd_modes.cr.unwrap_or(true),
             overrides: crd_overrides,
             field_selector: BTreeMap::new(),
+            clusters: crd_clusters.clone(),
         });
         let fields = |map: &BTreeMap<String, ServeField>, base: &[&str], at: &str| {
             map.iter()
@@ -279,4 +289,9 @@ impl IntentField {
             spec: spec.clone(),
         })
     }
+}
+
+/// `cluster` and `clusters` together, each compiled.
+fn clusters(one: &Option<String>, many: &[String], functions: &Functions) -> Result<Vec<Template>, Error> {
+    one.iter().chain(many).map(|name| template(name, functions)).collect()
 }

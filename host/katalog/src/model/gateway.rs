@@ -1,6 +1,6 @@
 //! `gateway` and `security`, at the top level of a Katalog file: the Serve API's tokens, and
 //! the admission webhooks the API server calls. Sections the gateway does not serve yet
-//! (cluster routing, webhook intake) are kept as written.
+//! (webhook intake) are kept as written.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -15,15 +15,49 @@ pub struct Gateway {
     /// A gateway with no CRDs of its own (protection features only).
     #[serde(default)]
     pub standalone: bool,
-    /// Other clusters intents may be applied to (not served yet).
+    /// Other clusters intents may be applied to, by name (`local` is the gateway's own).
     #[serde(default)]
-    pub clusters: Option<Value>,
+    pub clusters: std::collections::BTreeMap<String, ClusterEntry>,
     /// Webhook intake from GitHub, GitLab, Slack (not served yet).
     #[serde(default)]
     pub webhooks: Option<Value>,
     /// The older place of `webhooks`.
     #[serde(default)]
     pub admission: Option<Value>,
+}
+
+/// The name of the gateway's own cluster in `serve.clusters` (never declared).
+pub const LOCAL_CLUSTER: &str = "local";
+
+/// One cluster of `gateway.clusters`: its API server and one way to reach it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterEntry {
+    #[serde(default)]
+    pub endpoint: String,
+    /// A Secret holding a kubeconfig (its cluster, user and TLS settings are used as written).
+    #[serde(default)]
+    pub secret_ref: Option<SecretKey>,
+    /// A Secret holding a bearer token for `endpoint`.
+    #[serde(default)]
+    pub token_ref: Option<SecretKey>,
+    /// A Secret holding the CA (PEM) `endpoint`'s certificate is checked against.
+    #[serde(default)]
+    pub ca_ref: Option<SecretKey>,
+    /// With `tokenRef` only: do not check `endpoint`'s certificate (development clusters).
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+/// A key of a Secret (the namespace defaults to the gateway's).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretKey {
+    pub name: String,
+    #[serde(default)]
+    pub key: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
 }
 
 /// `gateway.api`.

@@ -53,10 +53,12 @@ pub struct Serve {
     /// The older spelling of `apply.overrides.targetConflict`.
     #[serde(default)]
     pub target_override: Option<bool>,
+    /// The clusters a CR applied through this CRD goes to (names of `gateway.clusters`, or
+    /// `local`; templates over the intent allowed). Default: the gateway's own.
     #[serde(default)]
-    pub clusters: Option<Value>,
+    pub clusters: Vec<String>,
     #[serde(default)]
-    pub cluster: Option<Value>,
+    pub cluster: Option<String>,
 }
 
 /// One field of an intent (`serve.fields.<name>`, `serve.labels.<key>`, ...).
@@ -332,10 +334,11 @@ pub struct TargetEntry {
     /// (`{path: value}`, at most three).
     #[serde(default)]
     pub field_selector: BTreeMap<String, String>,
+    /// This target's clusters (else the CRD's).
     #[serde(default)]
-    pub clusters: Option<Value>,
+    pub clusters: Vec<String>,
     #[serde(default)]
-    pub cluster: Option<Value>,
+    pub cluster: Option<String>,
     /// The box CRs routed through this target run with (overlaid on the CRD's box).
     #[serde(default)]
     pub operator_box: Option<OperatorBox>,

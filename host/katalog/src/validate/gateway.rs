@@ -5,11 +5,12 @@
 use std::collections::BTreeSet;
 
 use super::{Checker, item};
-use crate::model::{Gateway, OidcKind, Security};
+use crate::model::{Gateway, LOCAL_CLUSTER, OidcKind, Security};
 use crate::yaml::Node;
 
 impl Checker<'_> {
     pub(super) fn gateway(&mut self, gateway: &Gateway, node: &Node) {
+        self.clusters(gateway, node);
         let Some(auth) = gateway.api.as_ref().and_then(|a| a.auth.as_ref()) else {
             return;
         };
@@ -85,6 +86,61 @@ impl Checker<'_> {
                             "a claim is matched against one value (a string, number or bool)",
                         );
                     }
+                }
+            }
+        }
+    }
+
+    /// Each cluster has a DNS-label name (not `local`), an endpoint, and one credential form.
+    fn clusters(&mut self, gateway: &Gateway, node: &Node) {
+        for (name, entry) in &gateway.clusters {
+            let path = format!("gateway.clusters.{name}");
+            let at = node
+                .get("clusters")
+                .and_then(|c| c.get(name))
+                .map_or(node.pos, |n| n.pos);
+            if name == LOCAL_CLUSTER || !super::is_dns1123_label(name) {
+                self.error(
+                    &path,
+                    at,
+                    "a cluster name is a DNS-1123 label other than \"local\" (the gateway's own cluster)",
+                );
+            }
+            let endpoint = entry.endpoint.trim();
+            if !endpoint.starts_with("https://") && !endpoint.starts_with("http://") {
+                self.error(
+                    format!("{path}.endpoint"),
+                    at,
+                    "is required: the cluster's API server URL (https://...)",
+                );
+            }
+            let problem = match (&entry.secret_ref, &entry.token_ref, &entry.ca_ref, entry.insecure) {
+                (Some(_), None, None, false) => None,
+                (Some(_), _, _, true) => {
+                    Some("insecure is not valid with secretRef: the kubeconfig holds the TLS settings")
+                }
+                (Some(_), _, _, _) => Some("give secretRef (a kubeconfig) or tokenRef with caRef, not both"),
+                (None, Some(_), Some(_), false) | (None, Some(_), None, true) => None,
+                (None, Some(_), Some(_), true) => Some("give caRef or insecure: true, not both"),
+                (None, Some(_), None, false) => {
+                    Some("tokenRef needs caRef (or insecure: true for a development cluster)")
+                }
+                (None, None, _, _) => {
+                    Some("give exactly one credential form: secretRef (a kubeconfig), or tokenRef with caRef")
+                }
+            };
+            if let Some(message) = problem {
+                self.error(&path, at, message);
+            }
+            for (key, secret) in [
+                ("secretRef", &entry.secret_ref),
+                ("tokenRef", &entry.token_ref),
+                ("caRef", &entry.ca_ref),
+            ] {
+                if let Some(secret) = secret
+                    && (secret.name.is_empty() || secret.key.is_empty())
+                {
+                    self.error(format!("{path}.{key}"), at, "name and key are required");
                 }
             }
         }

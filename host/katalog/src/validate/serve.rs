@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::{Checker, Scope, is_dns1123_label};
 use crate::loaded::Katalog;
-use crate::model::{CrdEntry, FieldType, Serve, ServeField, ServeTarget, TokenAccess, Verb};
+use crate::model::{CrdEntry, FieldType, LOCAL_CLUSTER, Serve, ServeField, ServeTarget, TokenAccess, Verb};
 use crate::text::closest;
 use crate::yaml::Node;
 
@@ -84,6 +84,14 @@ impl Checker<'_> {
                 }
             }
         }
+        let clusters = gateway_clusters(katalog);
+        self.cluster_names(
+            &serve.cluster,
+            &serve.clusters,
+            node,
+            &format!("{path}.clusters"),
+            &clusters,
+        );
         let tokens = gateway_tokens(katalog);
         self.token_access(
             serve.tokens.as_ref(),
@@ -121,8 +129,36 @@ impl Checker<'_> {
                 &format!("{target_path}.tokens"),
                 &tokens,
             );
+            self.cluster_names(
+                &target.cluster,
+                &target.clusters,
+                target_node,
+                &format!("{target_path}.clusters"),
+                &clusters,
+            );
             if let (Some(ob), Some(box_node)) = (&target.operator_box, target_node.get("operatorBox")) {
                 self.operator_box(ob, box_node, &format!("{target_path}.operatorBox"));
+            }
+        }
+    }
+
+    /// A cluster written as a name (not a template) is `local` or one of `gateway.clusters`.
+    fn cluster_names(&mut self, one: &Option<String>, many: &[String], node: &Node, path: &str, known: &[String]) {
+        for name in one.iter().chain(many).filter(|n| !n.contains("{{")) {
+            if name != LOCAL_CLUSTER && !known.contains(name) {
+                let pos = node
+                    .get("clusters")
+                    .or_else(|| node.get("cluster"))
+                    .map_or(node.pos, |n| n.pos);
+                let names: Vec<&str> = known.iter().map(String::as_str).collect();
+                let hint = closest(name, &names)
+                    .map(|c| format!(" (did you mean \"{c}\"?)"))
+                    .unwrap_or_default();
+                self.error(
+                    path,
+                    pos,
+                    format!("cluster \"{name}\" is not in gateway.clusters (nor \"local\", the gateway's own){hint}"),
+                );
             }
         }
     }
@@ -249,4 +285,13 @@ fn gateway_tokens(katalog: &Katalog) -> Vec<String> {
         .flat_map(|a| a.auth.iter())
         .flat_map(|a| a.tokens.iter().map(|t| t.name.clone()))
         .collect()
+}
+
+/// The names of `gateway.clusters`.
+fn gateway_clusters(katalog: &Katalog) -> Vec<String> {
+    katalog
+        .gateway
+        .as_ref()
+        .map(|g| g.clusters.keys().cloned().collect())
+        .unwrap_or_default()
 }
