@@ -115,8 +115,10 @@ spec:
     );
 
     // Removing the label is the way to delete.
+    // Fully qualified: other tests' CRDs have a kind Site too.
+    let sites_resource = format!("sites.{group}");
     let label = format!("{DELETION_PROTECTION}-");
-    kubectl_with(&kubeconfig, &["label", "-n", &ns.name, "site", "web", &label]).unwrap();
+    kubectl_with(&kubeconfig, &["label", "-n", &ns.name, &sites_resource, "web", &label]).unwrap();
     kubectl_with(&kubeconfig, &["delete", "-f", &site, "--wait=false"]).unwrap();
 
     // Namespace protection: the locked namespace takes no CR.
@@ -139,7 +141,7 @@ spec:
     webhooks.stop().await;
     kubectl_with(
         &kubeconfig,
-        &["delete", "-n", &ns.name, "site", "before", "--wait=false"],
+        &["delete", "-n", &ns.name, &sites_resource, "before", "--wait=false"],
     )
     .unwrap();
 }

@@ -51,7 +51,7 @@ impl WebhookArgs {
         client: &kube::Client,
         katalog: &orkestra_katalog::Compiled,
     ) -> anyhow::Result<Option<Webhooks>> {
-        if !orkestra_gateway::registration::any_enabled(katalog) {
+        if !orkestra_gateway::webhooks::any_enabled(katalog) {
             return Ok(None);
         }
         let valid_for = orkestra_katalog::duration::parse(&self.cert_valid_for)

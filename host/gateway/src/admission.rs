@@ -2,11 +2,10 @@
 //! `admission.k8s.io/v1` AdmissionReview each): the Katalog's validation rules refuse a bad
 //! write with the rule's message (warnings go back to the client), and its mutation rules
 //! come back as a JSON Patch, so a default lands in the same write. The CRD is found by the
-//! request's group and resource; a review for anything else is allowed unchanged. The
-//! protection and conversion webhooks are served beside them.
+//! request's group and resource; a review for anything else is allowed unchanged.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
@@ -18,25 +17,12 @@ use orkestra_katalog::Compiled;
 use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::labels::SERVE_INTENT;
 
+pub use crate::review::Counts;
+use crate::review::review;
+
 /// An AdmissionReview body the API server sends is at most an object or two; past this it
 /// is refused before parsing.
-const BODY_LIMIT: usize = 8 << 20;
-
-/// What the webhooks answered, per outcome.
-#[derive(Debug, Default)]
-pub struct Counts {
-    pub allowed: AtomicU64,
-    pub denied: AtomicU64,
-    pub warned: AtomicU64,
-    pub mutated: AtomicU64,
-    /// Deletes (and strict-mode label removals) deletion protection refused.
-    pub deletion_blocked: AtomicU64,
-    /// Creates namespace protection refused.
-    pub namespace_blocked: AtomicU64,
-    /// Objects converted, and conversions that failed.
-    pub converted: AtomicU64,
-    pub conversion_failed: AtomicU64,
-}
+pub const BODY_LIMIT: usize = 8 << 20;
 
 #[derive(Clone)]
 struct Shared {
@@ -52,12 +38,10 @@ pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>) -> axum::Router {
         .route("/validate", post(validate))
         .route("/mutate", post(mutate))
         .with_state(Shared {
-            compiled: compiled.clone(),
-            counts: counts.clone(),
+            compiled,
+            counts,
             http: reqwest::Client::new(),
         })
-        .merge(crate::protection::router(compiled.clone(), counts.clone()))
-        .merge(crate::conversion::router(compiled, counts))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
 }
 
@@ -95,10 +79,6 @@ async fn context_of(shared: &Shared, crd: &CompiledCrd, object: &Value) -> Resul
 
 fn refuse(uid: &Value, message: String) -> Json<Value> {
     review(json!({"uid": uid, "allowed": false, "status": {"code": 422, "reason": "Invalid", "message": message}}))
-}
-
-pub(crate) fn review(response: Value) -> Json<Value> {
-    Json(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
 }
 
 /// The object a review asks about, when the rules have a say (a create or an update of a

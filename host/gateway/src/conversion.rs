@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use orkestra_katalog::Compiled;
 use orkestra_katalog::compile::{CompiledConversion, CompiledCrd};
 
-use crate::admission::Counts;
 use crate::registration::{Endpoint, MANAGER, Registration};
+use crate::review::Counts;
 
 /// Whether the Katalog turns the conversion webhook on.
 pub fn enabled(compiled: &Compiled) -> bool {

@@ -1,7 +1,7 @@
 //! The Orkestra-rs gateway: the shared front door of every serve-enabled CRD.
 //!
-//! - [`admission`], [`patch`]: the validating and mutating webhooks the API server calls,
-//!   running the Katalog's rules at admission.
+//! - [`admission`], [`patch`], [`review`]: the validating and mutating webhooks the API
+//!   server calls, running the Katalog's rules at admission.
 //! - [`protection`]: deletion and namespace protection.
 //! - [`conversion`]: the conversion webhook of multi-version CRDs.
 //! - [`registration`]: the webhook configurations that point the API server at them.
@@ -18,6 +18,7 @@ pub mod oidc;
 pub mod patch;
 pub mod protection;
 pub mod registration;
+pub mod review;
 pub mod tls;
 pub mod tokens;
 pub mod webhooks;

@@ -6,7 +6,9 @@
 //!
 //! Keys are fetched by discovery (or from GitHub's fixed JWKS address), cached for an hour,
 //! and fetched again early only for a `kid` the cache does not know, at most every ten
-//! seconds per issuer: a stream of made-up `kid`s costs the issuer nothing.
+//! seconds per issuer: a stream of made-up `kid`s costs the issuer nothing. A token that
+//! verified is remembered (by its SHA-256) until it expires, so a CI job's many calls with
+//! one token pay for one signature check.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -89,10 +91,15 @@ struct Issuer {
     keys: Mutex<Keys>,
 }
 
+/// At most this many verified tokens are remembered.
+const REMEMBERED: usize = 10_000;
+
 /// Every OIDC token entry of the Katalog, by issuer.
 pub struct Verifiers {
     issuers: Vec<Issuer>,
     http: reqwest::Client,
+    /// Tokens that verified, by digest: who they prove and until when (`exp`).
+    verified: std::sync::Mutex<HashMap<[u8; 32], (Identity, i64)>>,
 }
 
 impl Verifiers {
@@ -125,7 +132,11 @@ impl Verifiers {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap_or_default();
-        Arc::new(Self { issuers, http })
+        Arc::new(Self {
+            issuers,
+            http,
+            verified: std::sync::Mutex::default(),
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -134,6 +145,30 @@ impl Verifiers {
 
     /// Verifies `bearer` and finds the entry that accepts it.
     pub async fn verify(&self, bearer: &str) -> Result<Identity, Refused> {
+        use sha2::Digest;
+        let digest: [u8; 32] = sha2::Sha256::digest(bearer.as_bytes()).into();
+        let now = jiff::Timestamp::now().as_second();
+        if let Some((identity, _)) = self.remembered().get(&digest).filter(|(_, exp)| *exp > now) {
+            return Ok(identity.clone());
+        }
+        let (identity, exp) = self.check(bearer).await?;
+        let mut remembered = self.remembered();
+        if remembered.len() >= REMEMBERED {
+            remembered.retain(|_, (_, exp)| *exp > now);
+            if remembered.len() >= REMEMBERED {
+                remembered.clear();
+            }
+        }
+        remembered.insert(digest, (identity.clone(), exp));
+        Ok(identity)
+    }
+
+    fn remembered(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], (Identity, i64)>> {
+        self.verified.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The signature and claims check, and the token's `exp`.
+    async fn check(&self, bearer: &str) -> Result<(Identity, i64), Refused> {
         let header = jsonwebtoken::decode_header(bearer).map_err(|e| Refused::Malformed(e.to_string()))?;
         if !ALGORITHMS.contains(&header.alg) {
             return Err(Refused::Algorithm(header.alg));
@@ -164,13 +199,17 @@ impl Verifiers {
             .map_err(|e| Refused::Invalid(describe(&e)))?
             .claims;
         let subject = claims.get("sub").map(scalar).unwrap_or_default();
+        let exp = claims.get("exp").and_then(Value::as_i64).unwrap_or_default();
         issuer
             .entries
             .iter()
             .find(|entry| accepts(entry, &claims))
-            .map(|entry| Identity {
-                token: entry.name.clone(),
-                subject,
+            .map(|entry| {
+                let identity = Identity {
+                    token: entry.name.clone(),
+                    subject,
+                };
+                (identity, exp)
             })
             .ok_or(Refused::NotAllowed)
     }
@@ -427,6 +466,24 @@ mod tests {
             Refused::UnknownKey
         ));
         assert!(matches!(refused("not-a-jwt".into()).await, Refused::Malformed(_)));
+    }
+
+    #[tokio::test]
+    async fn a_verified_token_is_remembered_until_it_expires_and_no_longer() {
+        let issuer = TestIssuer::start().await;
+        let verifiers = Verifiers::new(&sources(&issuer.url()));
+        let now = jiff::Timestamp::now().as_second();
+        let mut short = claims(&issuer);
+        short["exp"] = json!(now + 2);
+        let token = issuer.sign(&short);
+        assert!(verifiers.verify(&token).await.is_ok());
+        assert_eq!(verifiers.remembered().len(), 1);
+        // Past its exp the remembered result no longer answers; the signature check runs
+        // again (and, within the leeway, still passes).
+        verifiers.remembered().values_mut().for_each(|(_, exp)| *exp = now - 1);
+        assert!(verifiers.verify(&token).await.is_ok());
+        let (_, exp) = verifiers.remembered().values().next().cloned().unwrap();
+        assert_eq!(exp, now + 2, "remembered again with its real exp");
     }
 
     #[tokio::test]

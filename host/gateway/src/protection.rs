@@ -25,7 +25,7 @@ use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::labels::{DELETION_PROTECTION, STRICT_MODE_EXEMPT};
 use orkestra_katalog::model::{DeletionProtection, NamespaceProtection};
 
-use crate::admission::{Counts, review};
+use crate::review::{Counts, review};
 
 /// The Katalog's deletion protection, when on.
 pub fn deletion(compiled: &Compiled) -> Option<&DeletionProtection> {

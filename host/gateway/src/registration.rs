@@ -72,15 +72,6 @@ pub fn enabled(compiled: &Compiled) -> bool {
         .is_some_and(|a| a.enabled)
 }
 
-/// Whether the Katalog has anything for the gateway's HTTPS server to serve: admission
-/// rules, protection, or conversion.
-pub fn any_enabled(compiled: &Compiled) -> bool {
-    enabled(compiled)
-        || protection::deletion(compiled).is_some()
-        || protection::namespaces(compiled).is_some()
-        || crate::conversion::crds(compiled).next().is_some()
-}
-
 /// Which feature a webhook belongs to: each has its own failure policy and its own say on
 /// whether it stays registered when the gateway stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -305,15 +296,13 @@ pub fn configuration(compiled: &Compiled, kind: Kind, registration: &Registratio
     configuration_of(compiled, kind, registration, |_| true)
 }
 
-/// Writes both configurations (or deletes the one with nothing to register), and points
-/// the CRDs that ask for it at the conversion webhook.
+/// Writes both configurations (or deletes the one with nothing to register).
 pub async fn register(
     client: &kube::Client,
     compiled: &Compiled,
     registration: &Registration,
 ) -> Result<(), kube::Error> {
-    write(client, compiled, registration, |_| true).await?;
-    crate::conversion::point_crds(client, compiled, registration).await
+    write(client, compiled, registration, |_| true).await
 }
 
 async fn write(

@@ -14,6 +14,7 @@ use orkestra_katalog::model::FailurePolicy;
 use crate::admission::{self, Counts};
 use crate::registration::{self, Endpoint, Registration};
 use crate::tls::{self, Identity, Serving};
+use crate::{conversion, protection};
 
 /// How long a configuration change is given to reach the API server during a renewal.
 const SETTLE: Duration = Duration::from_secs(5);
@@ -97,7 +98,10 @@ impl Webhooks {
         };
         let serving = Serving::new(&identity)?;
         let counts = Arc::new(Counts::default());
-        let router = admission::router(compiled.clone(), counts.clone());
+        let router = admission::router(compiled.clone(), counts.clone())
+            .merge(protection::router(compiled.clone(), counts.clone()))
+            .merge(conversion::router(compiled.clone(), counts.clone()))
+            .layer(axum::extract::DefaultBodyLimit::max(admission::BODY_LIMIT));
         let registration = Registration {
             endpoint,
             ca_bundle: identity.ca_pem.clone(),
@@ -110,9 +114,7 @@ impl Webhooks {
             serving.clone(),
             std::future::pending(),
         ))];
-        registration::register(&client, &compiled, &registration)
-            .await
-            .map_err(Error::Register)?;
+        register(&client, &compiled, &registration).await?;
         let labelled = crate::protection::label_existing(&client, &compiled)
             .await
             .map_err(Error::Register)?;
@@ -167,6 +169,26 @@ impl Webhooks {
     }
 }
 
+/// Whether the Katalog has anything for the webhook server to serve: admission rules,
+/// protection, or conversion.
+pub fn any_enabled(compiled: &Compiled) -> bool {
+    registration::enabled(compiled)
+        || protection::deletion(compiled).is_some()
+        || protection::namespaces(compiled).is_some()
+        || conversion::crds(compiled).next().is_some()
+}
+
+/// Points the API server at the webhooks: the configurations, and the CRDs whose
+/// conversion they serve (both carry the CA, so a renewal goes through here too).
+async fn register(client: &kube::Client, compiled: &Compiled, registration: &Registration) -> Result<(), Error> {
+    registration::register(client, compiled, registration)
+        .await
+        .map_err(Error::Register)?;
+    conversion::point_crds(client, compiled, registration)
+        .await
+        .map_err(Error::Register)
+}
+
 /// Makes a new CA and certificate and moves everything to them.
 async fn renew(
     client: &kube::Client,
@@ -180,17 +202,13 @@ async fn renew(
     let next = Identity::generate(names, valid_for)?;
     // Both CAs while the API server may still meet the old certificate.
     registration.ca_bundle = format!("{}{}", current.ca_pem, next.ca_pem);
-    registration::register(client, compiled, registration)
-        .await
-        .map_err(Error::Register)?;
+    register(client, compiled, registration).await?;
     // The API server takes in a configuration change within seconds, not at once.
     tokio::time::sleep(SETTLE).await;
     serving.replace(&next)?;
     tokio::time::sleep(SETTLE).await;
     registration.ca_bundle = next.ca_pem.clone();
-    registration::register(client, compiled, registration)
-        .await
-        .map_err(Error::Register)?;
+    register(client, compiled, registration).await?;
     tracing::info!(not_after = ?next.not_after, "webhook certificate renewed");
     Ok(next)
 }

@@ -47,6 +47,7 @@ mod reads;
 pub mod resolver;
 pub mod rules;
 pub mod sentinel;
+pub mod serve_rules;
 pub mod serve_schema;
 pub mod template;
 pub mod text;

@@ -18,6 +18,7 @@ use orkestra_katalog::access::{Class, permits};
 use orkestra_katalog::intent::{self, Made, Refusal, api_version_of, stored_surface};
 use orkestra_katalog::model::{LOCAL_CLUSTER, Verb};
 
+use super::cache::Cache;
 use super::{Caller, Shared, api_of, cluster_client, failure, from_kube, shape};
 use crate::registration::MANAGER;
 
@@ -65,14 +66,19 @@ pub async fn apply(
     };
     match clusters.as_slice() {
         [only] if only == LOCAL_CLUSTER && query.cluster.is_none() => {
-            write(&shared.client, None, &caller, made, &query).await
+            write(&shared.client, None, Some(&shared.cache), &caller, made, &query).await
         }
         [only] => match cluster_client(&shared, Some(only)) {
-            Ok(client) => write(client, Some(only), &caller, made, &query).await,
+            Ok(client) => write(client, Some(only), local_cache(&shared, only), &caller, made, &query).await,
             Err(response) => *response,
         },
         many => fan_out(&shared, many, &caller, made, &query).await,
     }
+}
+
+/// The view of the CRs, for writes to the gateway's own cluster.
+fn local_cache<'s>(shared: &'s Shared, cluster: &str) -> Option<&'s Cache> {
+    (cluster == LOCAL_CLUSTER).then_some(&*shared.cache)
 }
 
 /// The clusters a CR goes to: its surface's (templates rendered over the CR, with the intent
@@ -138,7 +144,7 @@ async fn fan_out(shared: &Shared, clusters: &[String], caller: &Caller, made: Ma
         let made = made.clone();
         async move {
             let response = match cluster_client(shared, Some(name)) {
-                Ok(client) => write(client, Some(name), caller, made, query).await,
+                Ok(client) => write(client, Some(name), local_cache(shared, name), caller, made, query).await,
                 Err(response) => *response,
             };
             let status = response.status();
@@ -227,11 +233,18 @@ fn available(shared: &Shared) -> Vec<String> {
 async fn write(
     client: &kube::Client,
     cluster: Option<&str>,
+    cache: Option<&Cache>,
     caller: &Caller,
     made: Made,
     query: &ApplyQuery,
 ) -> Response {
-    let Made { object, crd, surface } = made;
+    // Kept for the retry a stale view of the CR costs.
+    let retry = cache.is_some().then(|| made.clone());
+    let Made {
+        mut object,
+        crd,
+        surface,
+    } = made;
     let Some(serve) = crd.serve.as_deref() else {
         return failure(StatusCode::BAD_REQUEST, format!("kind {} is not served", crd.kind));
     };
@@ -240,14 +253,26 @@ async fn write(
     };
     let metadata = &object["metadata"];
     let (name, namespace) = (
-        metadata["name"].as_str().unwrap_or_default(),
-        metadata["namespace"].as_str(),
+        metadata["name"].as_str().unwrap_or_default().to_string(),
+        metadata["namespace"].as_str().map(str::to_string),
     );
+    let (name, namespace) = (name.as_str(), namespace.as_deref());
     let api = api_of(client, &crd, namespace);
-    let existing = match api.get_opt(name).await {
-        Ok(existing) => existing.and_then(|o| serde_json::to_value(o).ok()),
-        Err(error) => return from_kube(error, "reading the CR"),
+    let watched = cache
+        .and_then(|c| c.get(&crd.name, namespace, name))
+        .and_then(|o| serde_json::to_value(&*o).ok());
+    let from_cache = watched.is_some();
+    let existing = match watched {
+        Some(watched) => Some(watched),
+        None => match api.get_opt(name).await {
+            Ok(existing) => existing.and_then(|o| serde_json::to_value(o).ok()),
+            Err(error) => return from_kube(error, "reading the CR"),
+        },
     };
+    if from_cache && let Some(version) = existing.as_ref().map(|e| e["metadata"]["resourceVersion"].clone()) {
+        // The write holds only if the CR is still what the checks below looked at.
+        object["metadata"]["resourceVersion"] = version;
+    }
     let verb = if existing.is_some() { Verb::Update } else { Verb::Create };
     if let Err(why) = permits(surface, &caller.token, Class::Resources, verb, namespace) {
         return failure(StatusCode::FORBIDDEN, why);
@@ -293,6 +318,13 @@ async fn write(
     params.dry_run = query.dry_run;
     let applied = match api.patch(name, &params, &Patch::Apply(&object)).await {
         Ok(applied) => serde_json::to_value(applied).unwrap_or_default(),
+        Err(kube::Error::Api(status)) if from_cache && matches!(status.code, 404 | 409) => {
+            // The view was behind the API server: check and write again from a fresh read.
+            let Some(made) = retry else {
+                return failure(StatusCode::CONFLICT, status.message);
+            };
+            return Box::pin(write(client, cluster, None, caller, made, query)).await;
+        }
         Err(error) => return from_kube(error, "applying the CR"),
     };
     tracing::info!(crd = %crd.name, %name, surface = %surface.name, token = %caller.token, cluster = cluster.unwrap_or(LOCAL_CLUSTER), dry_run = query.dry_run, "applied through the gateway");

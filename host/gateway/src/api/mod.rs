@@ -5,6 +5,7 @@
 //! token may do is checked per surface. Bodies are capped at 1 MiB.
 
 mod apply;
+mod cache;
 mod resources;
 mod schema;
 mod shape;
@@ -39,6 +40,8 @@ pub struct Shared {
     pub tokens: Arc<Tokens>,
     pub oidc: Arc<Verifiers>,
     pub clusters: Arc<Clusters>,
+    /// The served CRs of the gateway's own cluster, as watched.
+    pub cache: Arc<cache::Cache>,
     pub schemas: Arc<schema::Schemas>,
 }
 
@@ -93,6 +96,7 @@ pub fn router(
     oidc: Arc<Verifiers>,
     clusters: Arc<Clusters>,
 ) -> Router {
+    let cache = cache::Cache::start(&client, &compiled);
     let shared = Shared {
         schemas: Arc::new(schema::Schemas::new(client.clone())),
         client,
@@ -100,6 +104,7 @@ pub fn router(
         tokens,
         oidc,
         clusters,
+        cache,
     };
     Router::new()
         .route("/apply", post(apply::apply))

@@ -275,13 +275,20 @@ fn may_somewhere(
     verb: Verb,
     namespace: Option<&str>,
 ) -> Result<(), String> {
-    let first = permits(serve.primary_surface(), &caller.token, Class::Resources, verb, namespace);
+    let first = permits(
+        serve.primary_surface(),
+        &caller.token,
+        Class::Resources,
+        verb,
+        namespace,
+    );
     match first {
         Ok(()) => Ok(()),
-        Err(_) if serve
-            .surfaces
-            .values()
-            .any(|s| permits(s, &caller.token, Class::Resources, verb, namespace).is_ok()) =>
+        Err(_)
+            if serve
+                .surfaces
+                .values()
+                .any(|s| permits(s, &caller.token, Class::Resources, verb, namespace).is_ok()) =>
         {
             Ok(())
         }

@@ -375,8 +375,15 @@ impl CompiledCrd {
         let autoscale = autoscale.and_then(|compiled| gather.ok(compiled));
         let retry = queue.retry_backoff.as_ref().map(RetryPolicy::from_spec).transpose();
         let retry = gather.ok(retry.map_err(|e| e.within("operatorBox.reconcile.queue.retryBackoff")));
+        // At admission the rules `serve` implies join them (kubectl writers meet what an
+        // intent would).
+        let with_serve = crate::serve_rules::with_serve_rules(&entry.admission, entry.serve.as_ref());
         let rules_at = |stage| {
-            crate::rules::Rules::compile(&entry.admission, &notes.functions, stage).map_err(|message| {
+            let admission = match stage {
+                crate::rules::Stage::Admission => &with_serve,
+                crate::rules::Stage::Reconcile => &entry.admission,
+            };
+            crate::rules::Rules::compile(admission, &notes.functions, stage).map_err(|message| {
                 // The message names its rule first: `admission.validation.rules[0].message: ...`.
                 match message.split_once(": ") {
                     Some((path, message)) => Error::at(path, message),
