@@ -251,6 +251,21 @@ spec:
     )
 }
 
+/// The Serve API of `compiled` on a free loopback port: its `/api/v1` URL, and the task
+/// that keeps its tokens fresh.
+pub async fn serve_api(
+    ns: &orkestra_test_support::TestNamespace,
+    compiled: Arc<orkestra_katalog::Compiled>,
+) -> (String, tokio::task::JoinHandle<()>) {
+    let (router, refresh) = orkestra_gateway::api::start(ns.client.clone(), compiled, &ns.name)
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/api/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, axum::Router::new().nest("/api/v1", router)).await });
+    (base, refresh)
+}
+
 struct Caller {
     base: String,
     token: String,
@@ -319,12 +334,7 @@ async fn the_serve_api_applies_intents_with_provenance_and_holds_tokens_to_their
     )
     .await
     .unwrap();
-    let (router, refresh) = orkestra_gateway::api::start(ns.client.clone(), compiled.clone(), &ns.name)
-        .await
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/api/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, axum::Router::new().nest("/api/v1", router)).await });
+    let (base, refresh) = serve_api(&ns, compiled.clone()).await;
 
     // The gateway made the admin token's Secret.
     let admin = secrets.get("gw-admin").await.unwrap();
@@ -639,12 +649,7 @@ spec:
     orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
         .await
         .unwrap();
-    let (router, refresh) = orkestra_gateway::api::start(ns.client.clone(), compiled, &ns.name)
-        .await
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/api/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, axum::Router::new().nest("/api/v1", router)).await });
+    let (base, refresh) = serve_api(&ns, compiled).await;
 
     let now = jiff::Timestamp::now().as_second();
     let claims = json!({"iss": issuer.url(), "sub": "repo:shop/web:ref:refs/heads/main", "aud": "orkestra",

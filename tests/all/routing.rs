@@ -130,12 +130,7 @@ async fn one_apply_reaches_several_clusters_and_reports_each() {
     let own: Namespace = serde_json::from_value(json!({"metadata": {"name": ns.name}})).unwrap();
     namespaces.create(&PostParams::default(), &own).await.unwrap();
 
-    let (router, refresh) = orkestra_gateway::api::start(ns.client.clone(), compiled, &ns.name)
-        .await
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/api/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, axum::Router::new().nest("/api/v1", router)).await });
+    let (base, refresh) = crate::gateway::serve_api(&ns, compiled).await;
     let admin = secrets.get("gw-admin").await.unwrap();
     let admin = String::from_utf8(admin.data.unwrap()["token"].0.clone()).unwrap();
     let http = reqwest::Client::new();

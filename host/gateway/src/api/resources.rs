@@ -126,15 +126,9 @@ async fn read_one(
     if let Err(why) = may_somewhere(serve, caller, Verb::Get, namespace) {
         return failure(StatusCode::FORBIDDEN, why);
     }
-    let object = match api_of(client, crd, namespace).get_opt(name).await {
-        Ok(Some(object)) => serde_json::to_value(object).unwrap_or_default(),
-        Ok(None) => {
-            return failure(
-                StatusCode::NOT_FOUND,
-                format!("no {} {}", crd.kind, key(namespace, name)),
-            );
-        }
-        Err(error) => return from_kube(error, "reading the CR"),
+    let object = match fetch(&api_of(client, crd, namespace), crd, namespace, name).await {
+        Ok(object) => object,
+        Err(response) => return *response,
     };
     let surface = surface_of(serve, Some(&object));
     if let Err(why) = permits(surface, &caller.token, Class::Resources, Verb::Get, namespace) {
@@ -239,15 +233,9 @@ async fn remove(
         return failure(StatusCode::FORBIDDEN, why);
     }
     let api = api_of(client, crd, namespace);
-    let object = match api.get_opt(name).await {
-        Ok(Some(object)) => serde_json::to_value(object).unwrap_or_default(),
-        Ok(None) => {
-            return failure(
-                StatusCode::NOT_FOUND,
-                format!("no {} {}", crd.kind, key(namespace, name)),
-            );
-        }
-        Err(error) => return from_kube(error, "reading the CR"),
+    let object = match fetch(&api, crd, namespace, name).await {
+        Ok(object) => object,
+        Err(response) => return *response,
     };
     if let Err(why) = permits(
         surface_of(serve, Some(&object)),
@@ -293,6 +281,23 @@ fn may_somewhere(
             Ok(())
         }
         Err(why) => Err(why),
+    }
+}
+
+/// One CR, or the 404 (or the API server's error) that answers instead.
+async fn fetch(
+    api: &kube::Api<kube::api::DynamicObject>,
+    crd: &CompiledCrd,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<Value, Early> {
+    match api.get_opt(name).await {
+        Ok(Some(object)) => Ok(serde_json::to_value(object).unwrap_or_default()),
+        Ok(None) => Err(Box::new(failure(
+            StatusCode::NOT_FOUND,
+            format!("no {} {}", crd.kind, key(namespace, name)),
+        ))),
+        Err(error) => Err(Box::new(from_kube(error, "reading the CR"))),
     }
 }
 
