@@ -1,8 +1,8 @@
 //! What the gateway costs, against the local control plane: the same change applied 300
 //! times through `POST /api/v1/apply` (target mode, a static token) and as the equivalent
 //! server-side apply straight to the API server, each sequential on one connection; then the
-//! cost of verifying a bearer: an OIDC token (ES256, the issuer's keys cached) on its first
-//! use and used again, and a static token. Printed: p50/p99 of each and the apply ratio.
+//! cost of verifying a bearer: an OIDC token (RS256 and ES256, the issuer's keys cached) on
+//! its first use and used again, and a static token. Printed: p50/p99 of each and the apply ratio.
 //! Needs the local control plane (`ork control-plane install`).
 //! Run: `cargo bench -p orkestra-gateway --bench serve`.
 
@@ -127,38 +127,8 @@ async fn bench() {
     let (g50, g99) = percentiles(gateway);
     let (d50, d99) = percentiles(direct);
 
-    let issuer = TestIssuer::start().await;
-    let sources: Vec<TokenSource> = serde_json::from_value(json!([
-        {"name": "ci", "oidc": {"issuer": issuer.url(), "audience": "orkestra", "allow": {"repository": "shop/web"}}}
-    ]))
-    .expect("a token entry");
-    let verifiers = Verifiers::new(&sources);
-    let now = jiff::Timestamp::now().as_second();
-    let token = issuer.sign(&json!({"iss": issuer.url(), "sub": "repo:shop/web", "aud": "orkestra",
-                                    "exp": now + 3600, "repository": "shop/web"}));
-    verifiers.verify(&token).await.expect("a good token");
-    // The same token again and again (a CI job's calls): remembered after the first check.
-    let mut oidc = Vec::with_capacity(VERIFIES);
-    for _ in 0..VERIFIES {
-        let started = Instant::now();
-        verifiers.verify(&token).await.expect("a good token");
-        oidc.push(started.elapsed());
-    }
-    // A new token each time (keys cached): the full signature and claims check.
-    let fresh: Vec<String> = (0..VERIFIES / 10)
-        .map(|i| {
-            issuer.sign(
-                &json!({"iss": issuer.url(), "sub": format!("repo:shop/web:{i}"), "aud": "orkestra",
-                                "exp": now + 3600, "repository": "shop/web"}),
-            )
-        })
-        .collect();
-    let mut first = Vec::with_capacity(fresh.len());
-    for token in &fresh {
-        let started = Instant::now();
-        verifiers.verify(token).await.expect("a good token");
-        first.push(started.elapsed());
-    }
+    let es256 = verifications(TestIssuer::start().await).await;
+    let rs256 = verifications(TestIssuer::start_rsa(include_bytes!("../testdata/rsa-test-key.der")).await).await;
     let statics = Tokens::with((0..8).map(|i| (format!("t{i}"), format!("{i:064}"))));
     let mut fixed = Vec::with_capacity(VERIFIES);
     for _ in 0..VERIFIES {
@@ -166,8 +136,6 @@ async fn bench() {
         std::hint::black_box(statics.identify(&format!("{:064}", 7)));
         fixed.push(started.elapsed());
     }
-    let (o50, o99) = percentiles(oidc);
-    let (f50, f99) = percentiles(first);
     let (s50, s99) = percentiles(fixed);
 
     println!("serve bench: {APPLIES} sequential applies of one changing field, {VERIFIES} verifications");
@@ -190,22 +158,51 @@ async fn bench() {
         g50.as_secs_f64() / d50.as_secs_f64(),
         g99.as_secs_f64() / d99.as_secs_f64()
     );
-    println!(
-        "{:<44} {:>10} {:>10}",
-        "OIDC token, first use (ES256, keys cached)",
-        us(f50),
-        us(f99)
-    );
-    println!(
-        "{:<44} {:>10} {:>10}",
-        "OIDC token, used again (remembered)",
-        us(o50),
-        us(o99)
-    );
+    for (alg, (first, again)) in [("RS256", rs256), ("ES256", es256)] {
+        let (f50, f99) = percentiles(first);
+        let (a50, a99) = percentiles(again);
+        let label = format!("OIDC {alg} token, first use (keys cached)");
+        println!("{label:<44} {:>10} {:>10}", us(f50), us(f99));
+        let label = format!("OIDC {alg} token, used again (remembered)");
+        println!("{label:<44} {:>10} {:>10}", us(a50), us(a99));
+    }
     println!(
         "{:<44} {:>10} {:>10}",
         "static token matched (8 tokens)",
         us(s50),
         us(s99)
     );
+}
+
+/// The cost of verifying tokens of `issuer`: new ones (each checked in full, the issuer's
+/// keys cached), and one token again and again (a CI job's calls, remembered).
+async fn verifications(issuer: TestIssuer) -> (Vec<Duration>, Vec<Duration>) {
+    let sources: Vec<TokenSource> = serde_json::from_value(json!([
+        {"name": "ci", "oidc": {"issuer": issuer.url(), "audience": "orkestra", "allow": {"repository": "shop/web"}}}
+    ]))
+    .expect("a token entry");
+    let verifiers = Verifiers::new(&sources);
+    let now = jiff::Timestamp::now().as_second();
+    let token_for = |i: usize| {
+        issuer.sign(
+            &json!({"iss": issuer.url(), "sub": format!("repo:shop/web:{i}"), "aud": "orkestra",
+                            "exp": now + 3600, "repository": "shop/web"}),
+        )
+    };
+    let token = token_for(0);
+    verifiers.verify(&token).await.expect("a good token");
+    let fresh: Vec<String> = (1..=VERIFIES / 10).map(token_for).collect();
+    let mut first = Vec::with_capacity(fresh.len());
+    for token in &fresh {
+        let started = Instant::now();
+        verifiers.verify(token).await.expect("a good token");
+        first.push(started.elapsed());
+    }
+    let mut again = Vec::with_capacity(VERIFIES);
+    for _ in 0..VERIFIES {
+        let started = Instant::now();
+        verifiers.verify(&token).await.expect("a good token");
+        again.push(started.elapsed());
+    }
+    (first, again)
 }

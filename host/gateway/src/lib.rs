@@ -8,12 +8,13 @@
 //! - [`tls`], [`webhooks`]: the HTTPS server, its certificate and its renewal.
 //! - [`api`], [`tokens`], [`oidc`], [`clusters`]: the Serve API (intents in, CRs applied with
 //!   provenance, to one cluster or several), the bearer tokens it accepts (static and
-//!   OIDC), and the clients of the clusters it routes to.
+//!   OIDC, signatures checked by [`jwt_ring`]), and the clients of the clusters it routes to.
 
 pub mod admission;
 pub mod api;
 pub mod clusters;
 pub mod conversion;
+pub mod jwt_ring;
 pub mod oidc;
 pub mod patch;
 pub mod protection;

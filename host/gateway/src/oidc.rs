@@ -105,6 +105,7 @@ pub struct Verifiers {
 impl Verifiers {
     /// The verifiers of the OIDC entries among `sources` (the others are static tokens).
     pub fn new(sources: &[TokenSource]) -> Arc<Self> {
+        crate::jwt_ring::install();
         let mut issuers: Vec<Issuer> = Vec::new();
         for source in sources {
             let Some((kind, oidc)) = source.oidc_source() else {
@@ -173,13 +174,19 @@ impl Verifiers {
         if !ALGORITHMS.contains(&header.alg) {
             return Err(Refused::Algorithm(header.alg));
         }
-        // The issuer picks the keys; nothing is believed before the signature is checked.
-        let iss = unverified_issuer(bearer)?;
-        let issuer = self
-            .issuers
-            .iter()
-            .find(|i| i.iss == iss)
-            .ok_or_else(|| Refused::UnknownIssuer(iss.clone()))?;
+        let issuer = match self.issuers.as_slice() {
+            // One issuer: its iss is checked exactly with the signature, below.
+            [only] => only,
+            // The claimed issuer picks the keys; nothing is believed before the signature
+            // is checked.
+            issuers => {
+                let iss = unverified_issuer(bearer)?;
+                issuers
+                    .iter()
+                    .find(|i| i.iss == iss)
+                    .ok_or(Refused::UnknownIssuer(iss))?
+            }
+        };
         let kid = header.kid.clone().unwrap_or_default();
         let (key, alg) = self.key(issuer, &kid).await?;
         if alg.is_some_and(|a| a != header.alg) {
@@ -416,10 +423,10 @@ mod tests {
             refused(with("nbf", json!(now + 600))).await,
             Refused::Invalid("the token is not valid yet (nbf)".into())
         );
-        assert!(matches!(
+        assert_eq!(
             refused(with("iss", json!("https://elsewhere.example"))).await,
-            Refused::UnknownIssuer(_)
-        ));
+            Refused::Invalid("the issuer does not match".into())
+        );
         assert_eq!(refused(with("aud", json!("someone-else"))).await, Refused::NotAllowed);
         assert_eq!(
             refused(with("repository", json!("shop/other"))).await,
@@ -437,12 +444,17 @@ mod tests {
         };
         assert!(matches!(refused(unsigned).await, Refused::Malformed(_)));
         // HS256 signed with the issuer's public key as the secret.
-        let hmac = jsonwebtoken::encode(
-            &jsonwebtoken::Header::new(Algorithm::HS256),
-            &claims(&issuer),
-            &jsonwebtoken::EncodingKey::from_secret(issuer.public_jwk().to_string().as_bytes()),
-        )
-        .unwrap();
+        let hmac = {
+            use base64::Engine;
+            let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+            let signed = format!(
+                "{}.{}",
+                b64(json!({"alg": "HS256", "typ": "JWT"}).to_string().as_bytes()),
+                b64(claims(&issuer).to_string().as_bytes())
+            );
+            let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, issuer.public_jwk().to_string().as_bytes());
+            format!("{signed}.{}", b64(ring::hmac::sign(&key, signed.as_bytes()).as_ref()))
+        };
         assert_eq!(refused(hmac).await, Refused::Algorithm(Algorithm::HS256));
         // A payload changed after signing.
         let token = issuer.sign(&claims(&issuer));
@@ -501,6 +513,30 @@ mod tests {
             issuer.jwks_fetches(),
             1,
             "made-up kids within ten seconds of a fetch fetch nothing"
+        );
+    }
+
+    #[tokio::test]
+    async fn with_several_issuers_the_claimed_one_picks_the_keys() {
+        let (one, two) = (TestIssuer::start().await, TestIssuer::start().await);
+        let mut both = sources(&one.url());
+        both.extend(sources(&two.url()));
+        let verifiers = Verifiers::new(&both);
+        for issuer in [&one, &two] {
+            assert_eq!(verifiers.verify(&issuer.sign(&claims(issuer))).await.unwrap().token, "deploy");
+        }
+        let mut stranger = claims(&one);
+        stranger["iss"] = json!("https://elsewhere.example");
+        assert!(matches!(
+            verifiers.verify(&one.sign(&stranger)).await,
+            Err(Refused::UnknownIssuer(_))
+        ));
+        // Signed by one, claiming to be two: two's key of the same kid does not verify it.
+        let mut forged = claims(&one);
+        forged["iss"] = json!(two.url());
+        assert_eq!(
+            verifiers.verify(&one.sign(&forged)).await.unwrap_err(),
+            Refused::Invalid("the signature does not verify".into())
         );
     }
 
