@@ -523,7 +523,10 @@ mod tests {
         both.extend(sources(&two.url()));
         let verifiers = Verifiers::new(&both);
         for issuer in [&one, &two] {
-            assert_eq!(verifiers.verify(&issuer.sign(&claims(issuer))).await.unwrap().token, "deploy");
+            assert_eq!(
+                verifiers.verify(&issuer.sign(&claims(issuer))).await.unwrap().token,
+                "deploy"
+            );
         }
         let mut stranger = claims(&one);
         stranger["iss"] = json!("https://elsewhere.example");
