@@ -169,10 +169,20 @@ async fn ork_gateway_warns_through_kubectl_and_removes_its_webhooks_when_it_stop
     std::fs::write(&file, katalog(&ns.name, &group, &ns.name)).unwrap();
     let kubeconfig = cluster.kubeconfig.to_str().unwrap();
     let mut ork = Ork::spawn(
-        &["gateway", "-f", file.to_str().unwrap(), "--https-addr", "127.0.0.1:0"],
+        &[
+            "gateway",
+            "-f",
+            file.to_str().unwrap(),
+            "--https-addr",
+            "127.0.0.1:0",
+            "--http-addr",
+            "127.0.0.1:0",
+        ],
         &[("KUBECONFIG", kubeconfig)],
     );
     ork.wait_for("webhooks on https://127.0.0.1:", WAIT);
+    let line = ork.wait_for("statistics on http://", WAIT);
+    let stats_url = line.split_whitespace().last().unwrap().to_string();
     let name = orkestra_gateway::registration::name_for(&ns.name);
     let registered = webhook_configs(&cluster.kubeconfig, &name);
     assert!(registered.contains("validatingwebhookconfiguration"), "{registered}");
@@ -195,6 +205,11 @@ async fn ork_gateway_warns_through_kubectl_and_removes_its_webhooks_when_it_stop
     .await
     .unwrap();
     assert!(output.0, "a warning does not refuse: {}", output.1);
+    let stats: serde_json::Value = reqwest::get(&stats_url).await.unwrap().json().await.unwrap();
+    assert_eq!(stats["source"], "gateway");
+    assert_eq!(stats["crds"][0]["gvr"], format!("{group}/v1/sites"));
+    assert_eq!(stats["crds"][0]["admission"]["validation"], true);
+    assert!(stats["webhooks"]["warned"].as_u64().unwrap() >= 1, "{stats}");
 
     let status = ork.signal_and_wait(libc::SIGINT, WAIT);
     assert!(status.success(), "{status:?}");

@@ -98,7 +98,8 @@ pub async fn serve_api(
 pub struct GatewayArgs {
     #[command(flatten)]
     katalog: KatalogArgs,
-    /// Address of the Serve API (`/api/v1/...`, HTTP), served when the Katalog sets
+    /// Address of the HTTP server: `/healthz`, `/katalog` (what the gateway serves and its
+    /// webhooks' counts), and the Serve API (`/api/v1/...`) when the Katalog sets
     /// `gateway.api.enabled`.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     http_addr: SocketAddr,
@@ -118,22 +119,32 @@ pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
             "nothing to serve: the Katalog enables no webhook (security.webhooks.admission, deletionProtection, namespaceProtection, conversion) and no Serve API (gateway.api.enabled)"
         );
     }
-    let mut server = None;
-    if let Some((router, refresh)) = api {
-        let listener = tokio::net::TcpListener::bind(args.http_addr)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.http_addr))?;
-        let addr = listener.local_addr()?;
-        let app = axum::Router::new()
-            .nest("/api/v1", router)
-            .route("/healthz", axum::routing::get(|| async { "ok" }));
+    // Probes and statistics always; the Serve API when the Katalog opens it.
+    let listener = tokio::net::TcpListener::bind(args.http_addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.http_addr))?;
+    let addr = listener.local_addr()?;
+    let stats = (Arc::new(katalog.clone()), webhooks.as_ref().map(|w| w.counts.clone()));
+    let mut app = axum::Router::new()
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .route(
+            "/katalog",
+            axum::routing::get(move || async move {
+                axum::Json(orkestra_gateway::stats::katalog(&stats.0, stats.1.as_deref()))
+            }),
+        );
+    let mut refresh = None;
+    if let Some((router, task)) = api {
+        app = app.nest("/api/v1", router);
+        refresh = Some(task);
         eprintln!("gateway: Serve API on http://{addr}/api/v1");
-        server = Some((tokio::spawn(async move { axum::serve(listener, app).await }), refresh));
     }
+    eprintln!("gateway: statistics on http://{addr}/katalog");
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
     super::shutdown_signal().await?;
     eprintln!("gateway: stopping");
-    if let Some((server, refresh)) = server {
-        server.abort();
+    server.abort();
+    if let Some(refresh) = refresh {
         refresh.abort();
     }
     if let Some(webhooks) = webhooks {

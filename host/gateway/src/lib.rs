@@ -6,6 +6,7 @@
 //! - [`conversion`]: the conversion webhook of multi-version CRDs.
 //! - [`registration`]: the webhook configurations that point the API server at them.
 //! - [`tls`], [`webhooks`]: the HTTPS server, its certificate and its renewal.
+//! - [`stats`]: `GET /katalog` of a standalone gateway.
 //! - [`api`], [`tokens`], [`oidc`], [`clusters`]: the Serve API (intents in, CRs applied with
 //!   provenance, to one cluster or several), the bearer tokens it accepts (static and
 //!   OIDC, signatures checked by [`jwt_ring`]), and the clients of the clusters it routes to.
@@ -20,6 +21,7 @@ pub mod patch;
 pub mod protection;
 pub mod registration;
 pub mod review;
+pub mod stats;
 pub mod tls;
 pub mod tokens;
 pub mod webhooks;
