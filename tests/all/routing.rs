@@ -191,6 +191,28 @@ async fn one_apply_reaches_several_clusters_and_reports_each() {
         "{unknown}"
     );
 
+    // A target's fields as the named cluster's CRD types them.
+    let schema = |cluster: &str| {
+        call(
+            &http,
+            &admin,
+            reqwest::Method::GET,
+            format!("{base}/schema?target=app&cluster={cluster}"),
+            None,
+        )
+    };
+    let (status, fields) = schema("east").await;
+    assert_eq!(status, 200, "{fields}");
+    assert!(
+        fields["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"] == "image"),
+        "{fields}"
+    );
+    assert_eq!(schema("nowhere").await.0, 404);
+
     // A templated cluster: the intent says where.
     let (status, one) =
         post(json!({"target": "regional", "name": "api", "image": "myorg/api", "region": "east"})).await;

@@ -201,7 +201,11 @@ async fn make(shared: &Shared, caller: &Caller, body: &Map<String, Value>) -> Re
             );
             return Err(Box::new(failure(StatusCode::BAD_REQUEST, message)));
         };
-        let schema = shared.schemas.of(crd).await.unwrap_or(Value::Null);
+        let schema = shared
+            .schemas
+            .of(&shared.client, LOCAL_CLUSTER, crd)
+            .await
+            .unwrap_or(Value::Null);
         let types = |path: &[String]| orkestra_katalog::serve_schema::type_at(&schema, path);
         return intent::from_target(crd, surface, body, source, &types).map_err(refused);
     }

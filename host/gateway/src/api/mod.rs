@@ -98,7 +98,7 @@ pub fn router(
 ) -> Router {
     let cache = cache::Cache::start(&client, &compiled);
     let shared = Shared {
-        schemas: Arc::new(schema::Schemas::new(client.clone())),
+        schemas: Arc::default(),
         client,
         compiled,
         tokens,

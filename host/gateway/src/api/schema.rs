@@ -1,7 +1,8 @@
 //! `GET /schema`: the catalog of serve targets the token may list (paginated), or with
 //! `?target=` one target's flat fields (the CRD's OpenAPI schema with `serve.fields` on
-//! top); `GET /raw-schema?kind=`: the CRD's own OpenAPI schema. Schemas are read from the
-//! API server's CRDs and kept for a minute.
+//! top), from the gateway's own cluster or the one `?cluster=` names; `GET /raw-schema?kind=`:
+//! the CRD's own OpenAPI schema. Schemas are read from the API servers' CRDs and kept for a
+//! minute.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -19,38 +20,36 @@ use serde_json::{Value, json};
 use orkestra_katalog::access::{Class, permits};
 use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::intent::api_version_of;
-use orkestra_katalog::model::Verb;
+use orkestra_katalog::model::{LOCAL_CLUSTER, Verb};
 
-use super::{Caller, Shared, failure};
+use super::{Caller, Shared, cluster_client, failure};
 
 /// How long a CRD's schema is reused.
 const KEEP: Duration = Duration::from_secs(60);
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 500;
 
-/// CRD schemas read from the API server, by CRD name.
+/// A schema as read (or its absence), and when.
+type Kept = (Instant, Option<Value>);
+
+/// CRD schemas read from the API servers, by cluster and CRD name.
+#[derive(Default)]
 pub struct Schemas {
-    client: kube::Client,
-    kept: Mutex<HashMap<String, (Instant, Option<Value>)>>,
+    kept: Mutex<HashMap<(String, String), Kept>>,
 }
 
 impl Schemas {
-    pub fn new(client: kube::Client) -> Self {
-        Self {
-            client,
-            kept: Mutex::default(),
-        }
-    }
-
-    /// The `openAPIV3Schema` of the CRD's version (`None`: the CRD or its schema is not there).
-    pub async fn of(&self, crd: &CompiledCrd) -> Option<Value> {
+    /// The `openAPIV3Schema` of the CRD's version in `cluster` (`None`: the CRD or its schema
+    /// is not there).
+    pub async fn of(&self, client: &kube::Client, cluster: &str, crd: &CompiledCrd) -> Option<Value> {
         let name = crd.crd_name();
-        if let Some((at, schema)) = self.kept.lock().unwrap_or_else(|e| e.into_inner()).get(&name)
+        let key = (cluster.to_string(), name.clone());
+        if let Some((at, schema)) = self.kept.lock().unwrap_or_else(|e| e.into_inner()).get(&key)
             && at.elapsed() < KEEP
         {
             return schema.clone();
         }
-        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
         let schema = match api.get_opt(&name).await {
             Ok(found) => found.and_then(|definition| {
                 let version = definition.spec.versions.into_iter().find(|v| v.name == crd.version)?;
@@ -64,7 +63,7 @@ impl Schemas {
         self.kept
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(name, (Instant::now(), schema.clone()));
+            .insert(key, (Instant::now(), schema.clone()));
         schema
     }
 }
@@ -75,7 +74,7 @@ pub struct SchemaQuery {
     target: Option<String>,
     limit: Option<usize>,
     offset: Option<usize>,
-    /// Reserved for cluster routing.
+    /// The cluster whose CRD gives a target's field types (default: the gateway's own).
     cluster: Option<String>,
 }
 
@@ -89,16 +88,15 @@ pub async fn schema(
         Err(rejection) => {
             return failure(
                 StatusCode::BAD_REQUEST,
-                format!("{rejection}; the parameters are target, limit and offset"),
+                format!("{rejection}; the parameters are target, limit, offset and cluster"),
             );
         }
     };
-    if query.cluster.is_some() {
-        return failure(
-            StatusCode::NOT_FOUND,
-            "cluster routing is not served by this gateway yet",
-        );
-    }
+    let client = match cluster_client(&shared, query.cluster.as_deref()) {
+        Ok(client) => client.clone(),
+        Err(response) => return *response,
+    };
+    let cluster = query.cluster.as_deref().unwrap_or(LOCAL_CLUSTER);
     let Some(target) = query.target else {
         return catalog(&shared, &token, query.limit, query.offset);
     };
@@ -111,7 +109,7 @@ pub async fn schema(
     let Some(serve) = crd.serve.as_deref() else {
         return failure(StatusCode::NOT_FOUND, format!("unknown target \"{target}\""));
     };
-    let openapi = shared.schemas.of(crd).await.unwrap_or(Value::Null);
+    let openapi = shared.schemas.of(&client, cluster, crd).await.unwrap_or(Value::Null);
     let fields = orkestra_katalog::serve_schema::fields(&openapi, serve);
     Json(json!({
         "target": target, "primaryTarget": serve.primary, "kind": crd.kind, "apiVersion": api_version_of(crd),
@@ -176,7 +174,7 @@ pub async fn raw_schema(
     if let Err(why) = permits(serve.primary_surface(), &token, Class::Schema, Verb::Get, None) {
         return failure(StatusCode::FORBIDDEN, why);
     }
-    match shared.schemas.of(crd).await {
+    match shared.schemas.of(&shared.client, LOCAL_CLUSTER, crd).await {
         Some(schema) => Json(json!({"kind": crd.kind, "apiVersion": api_version_of(crd), "openAPIV3Schema": schema}))
             .into_response(),
         None => failure(
