@@ -556,19 +556,23 @@ async fn the_self_service_example_through_ork_gateway_and_ork_serve() {
         format!("name: shop\nimage: 'nginx:1.27'\nsize: large\nteam: {}\n", ns.name),
     )
     .unwrap();
-    let applied = crate::ork::run(
-        &[
-            "serve",
-            "apply",
-            "-f",
-            intent.to_str().unwrap(),
-            "--target",
-            "site",
-            "--gateway",
-            &url,
-        ],
-        &[("ORK_GATEWAY_TOKEN", &platform_token)],
-    );
+    // `ork serve apply` of the intent, as the token's holder.
+    let serve_apply = |token: &str| {
+        crate::ork::run(
+            &[
+                "serve",
+                "apply",
+                "-f",
+                intent.to_str().unwrap(),
+                "--target",
+                "site",
+                "--gateway",
+                &url,
+            ],
+            &[("ORK_GATEWAY_TOKEN", token)],
+        )
+    };
+    let applied = serve_apply(&platform_token);
     let answer = String::from_utf8_lossy(&applied.stdout);
     assert!(applied.status.success(), "{answer}");
     assert!(answer.contains("\"accepted\": true"), "{answer}");
@@ -582,19 +586,7 @@ async fn the_self_service_example_through_ork_gateway_and_ork_serve() {
     assert_eq!(shop.metadata.labels.unwrap()["team"], ns.name);
 
     // The ci token is held to its namespace.
-    let denied = crate::ork::run(
-        &[
-            "serve",
-            "apply",
-            "-f",
-            intent.to_str().unwrap(),
-            "--target",
-            "site",
-            "--gateway",
-            &url,
-        ],
-        &[("ORK_GATEWAY_TOKEN", &ci_token)],
-    );
+    let denied = serve_apply(&ci_token);
     let answer = String::from_utf8_lossy(&denied.stdout);
     assert!(
         !denied.status.success() && answer.contains("may not use namespace"),

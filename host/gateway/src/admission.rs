@@ -18,7 +18,7 @@ use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::labels::SERVE_INTENT;
 
 pub use crate::review::Counts;
-use crate::review::review;
+use crate::review::{crd_of, review};
 
 /// An AdmissionReview body the API server sends is at most an object or two; past this it
 /// is refused before parsing.
@@ -43,16 +43,6 @@ pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>) -> axum::Router {
             http: reqwest::Client::new(),
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-}
-
-/// The CRD a review is about.
-fn crd_of<'c>(compiled: &'c Compiled, request: &Value) -> Option<&'c Arc<CompiledCrd>> {
-    let resource = &request["resource"];
-    compiled.enabled().find(|crd| {
-        resource["group"] == crd.group.as_str()
-            && resource["resource"] == crd.plural.as_str()
-            && request["subResource"].as_str().is_none_or(str::is_empty)
-    })
 }
 
 /// What the rules see besides the object: the intent the gateway recorded, as `.request`,

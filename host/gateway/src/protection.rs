@@ -25,7 +25,7 @@ use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::labels::{DELETION_PROTECTION, STRICT_MODE_EXEMPT};
 use orkestra_katalog::model::{DeletionProtection, NamespaceProtection};
 
-use crate::review::{Counts, review};
+use crate::review::{self, Counts, review};
 
 /// The Katalog's deletion protection, when on.
 pub fn deletion(compiled: &Compiled) -> Option<&DeletionProtection> {
@@ -97,10 +97,7 @@ fn crd_of<'c>(compiled: &'c Compiled, request: &Value) -> Option<(&'c CompiledCr
         let crd = compiled.enabled().find(|c| c.crd_name() == name)?;
         return Some((crd, true));
     }
-    let crd = compiled
-        .enabled()
-        .find(|c| resource["group"] == c.group.as_str() && resource["resource"] == c.plural.as_str())?;
-    Some((crd, false))
+    review::crd_of(compiled, request).map(|crd| (crd.as_ref(), false))
 }
 
 fn deny(uid: &Value, message: String) -> Json<Value> {

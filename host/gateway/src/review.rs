@@ -1,10 +1,14 @@
-//! What every webhook of the gateway shares: the AdmissionReview answer, and the counts
-//! of what the webhooks answered.
+//! What every webhook of the gateway shares: the AdmissionReview answer, the Katalog CRD a
+//! review is about, and the counts of what the webhooks answered.
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use axum::Json;
 use serde_json::{Value, json};
+
+use orkestra_katalog::Compiled;
+use orkestra_katalog::compile::CompiledCrd;
 
 /// What the webhooks answered, per outcome.
 #[derive(Debug, Default)]
@@ -25,4 +29,14 @@ pub struct Counts {
 /// An `admission.k8s.io/v1` AdmissionReview carrying `response`.
 pub fn review(response: Value) -> Json<Value> {
     Json(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
+}
+
+/// The Katalog CRD whose CRs a review is about (not a subresource's review).
+pub fn crd_of<'c>(compiled: &'c Compiled, request: &Value) -> Option<&'c Arc<CompiledCrd>> {
+    let resource = &request["resource"];
+    compiled.enabled().find(|crd| {
+        resource["group"] == crd.group.as_str()
+            && resource["resource"] == crd.plural.as_str()
+            && request["subResource"].as_str().is_none_or(str::is_empty)
+    })
 }

@@ -19,7 +19,7 @@ use orkestra_katalog::intent::{self, Made, Refusal, api_version_of, stored_surfa
 use orkestra_katalog::model::{LOCAL_CLUSTER, Verb};
 
 use super::cache::Cache;
-use super::{Caller, Shared, api_of, cluster_client, failure, from_kube, shape};
+use super::{Caller, Shared, api_of, cluster_client, failure, from_kube, params, shape};
 use crate::registration::MANAGER;
 
 #[derive(Debug, Default, Deserialize)]
@@ -42,14 +42,9 @@ pub async fn apply(
     query: Result<Query<ApplyQuery>, axum::extract::rejection::QueryRejection>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Response {
-    let Query(query) = match query {
+    let query = match params(query, "dryRun, overwrite, override and cluster") {
         Ok(query) => query,
-        Err(r) => {
-            return failure(
-                StatusCode::BAD_REQUEST,
-                format!("{r}; the parameters are dryRun, overwrite, override and cluster"),
-            );
-        }
+        Err(response) => return *response,
     };
     let body = match body {
         Ok(Json(Value::Object(body))) => body,

@@ -169,6 +169,19 @@ async fn authenticate(State(shared): State<Shared>, mut request: Request, next: 
     }
 }
 
+/// A request's query parameters, or the 400 that names the ones the endpoint takes.
+pub(crate) fn params<T>(
+    query: Result<axum::extract::Query<T>, axum::extract::rejection::QueryRejection>,
+    names: &str,
+) -> Result<T, Box<Response>> {
+    query.map(|q| q.0).map_err(|rejection| {
+        Box::new(failure(
+            StatusCode::BAD_REQUEST,
+            format!("{rejection}; the parameters are {names}"),
+        ))
+    })
+}
+
 /// `{accepted: false, message}` with a status.
 pub(crate) fn failure(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({"accepted": false, "message": message.into()}))).into_response()

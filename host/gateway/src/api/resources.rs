@@ -14,7 +14,7 @@ use orkestra_katalog::access::{Class, permits};
 use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::model::Verb;
 
-use super::{Caller, Shared, api_of, cluster_client, crd_of_kind, failure, from_kube, shape, surface_of};
+use super::{Caller, Shared, api_of, cluster_client, crd_of_kind, failure, from_kube, params, shape, surface_of};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,12 +31,7 @@ type Early = Box<Response>;
 
 /// The query, and the client of the cluster it names.
 fn query_of(shared: &Shared, query: Query_) -> Result<(ReadQuery, kube::Client), Early> {
-    let Query(query) = query.map_err(|r| {
-        Box::new(failure(
-            StatusCode::BAD_REQUEST,
-            format!("{r}; the parameters are field and cluster"),
-        ))
-    })?;
+    let query = params(query, "field and cluster")?;
     let client = cluster_client(shared, query.cluster.as_deref())?;
     Ok((query, client.clone()))
 }
@@ -263,24 +258,11 @@ fn may_somewhere(
     verb: Verb,
     namespace: Option<&str>,
 ) -> Result<(), String> {
-    let first = permits(
-        serve.primary_surface(),
-        &caller.token,
-        Class::Resources,
-        verb,
-        namespace,
-    );
-    match first {
-        Ok(()) => Ok(()),
-        Err(_)
-            if serve
-                .surfaces
-                .values()
-                .any(|s| permits(s, &caller.token, Class::Resources, verb, namespace).is_ok()) =>
-        {
-            Ok(())
-        }
-        Err(why) => Err(why),
+    let allowed = |surface| permits(surface, &caller.token, Class::Resources, verb, namespace);
+    match serve.surfaces.values().any(|s| allowed(s).is_ok()) {
+        true => Ok(()),
+        // The primary surface's reason, as the caller would meet it there.
+        false => allowed(serve.primary_surface()),
     }
 }
 

@@ -22,7 +22,7 @@ use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::intent::api_version_of;
 use orkestra_katalog::model::{LOCAL_CLUSTER, Verb};
 
-use super::{Caller, Shared, cluster_client, failure};
+use super::{Caller, Shared, cluster_client, failure, params};
 
 /// How long a CRD's schema is reused.
 const KEEP: Duration = Duration::from_secs(60);
@@ -83,14 +83,9 @@ pub async fn schema(
     Extension(Caller { token, .. }): Extension<Caller>,
     query: Result<Query<SchemaQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let Query(query) = match query {
+    let query = match params(query, "target, limit, offset and cluster") {
         Ok(query) => query,
-        Err(rejection) => {
-            return failure(
-                StatusCode::BAD_REQUEST,
-                format!("{rejection}; the parameters are target, limit, offset and cluster"),
-            );
-        }
+        Err(response) => return *response,
     };
     let client = match cluster_client(&shared, query.cluster.as_deref()) {
         Ok(client) => client.clone(),
@@ -154,14 +149,9 @@ pub async fn raw_schema(
     Extension(Caller { token, .. }): Extension<Caller>,
     query: Result<Query<RawQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let Query(query) = match query {
+    let query = match params(query, "kind and apiVersion") {
         Ok(query) => query,
-        Err(rejection) => {
-            return failure(
-                StatusCode::BAD_REQUEST,
-                format!("{rejection}; the parameters are kind and apiVersion"),
-            );
-        }
+        Err(response) => return *response,
     };
     let Some(crd) = orkestra_katalog::intent::find_kind(&shared.compiled, query.api_version.as_deref(), &query.kind)
         .filter(|crd| crd.serve.is_some())
