@@ -18,6 +18,7 @@ mod ork;
 mod pipeline;
 mod policies;
 mod reconcile;
+mod replicas;
 mod routing;
 mod running;
 mod wasm;

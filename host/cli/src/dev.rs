@@ -65,8 +65,10 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     println!("try: kubectl --kubeconfig {} get crds", plane.kubeconfig().display());
     // The runtime and the control plane supervisor end together on the first signal.
     let files = args.katalog.files();
+    // One replica: no Leases.
+    let ha = super::ha::HaArgs::default();
     let result = tokio::select! {
-        result = super::run::serve(client, &katalog, &files, &args.http, &args.webhooks) => result,
+        result = super::run::serve(client, &katalog, &files, &args.http, &args.webhooks, &ha) => result,
         result = watch(&mut plane) => result,
     };
     plane.stop();

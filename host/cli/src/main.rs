@@ -5,6 +5,7 @@ mod control_center;
 mod control_plane;
 mod dev;
 mod gateway;
+mod ha;
 mod migrate;
 mod progress;
 mod reload;

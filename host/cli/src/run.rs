@@ -15,6 +15,8 @@ pub struct RunArgs {
     http: HttpArgs,
     #[command(flatten)]
     webhooks: super::gateway::WebhookArgs,
+    #[command(flatten)]
+    ha: super::ha::HaArgs,
 }
 
 /// Where the Live API (probes, /katalog, /metrics, /components, /reload) listens, and who
@@ -96,19 +98,29 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("cannot reach the API server")?;
     tracing::info!(crds = katalog.crds.len(), server = %version.git_version, "Katalog loaded, API server reachable");
-    serve(client, &katalog, &args.katalog.files(), &args.http, &args.webhooks).await?;
+    serve(
+        client,
+        &katalog,
+        &args.katalog.files(),
+        &args.http,
+        &args.webhooks,
+        &args.ha,
+    )
+    .await?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the Katalog's runtime until SIGINT/SIGTERM; a second signal exits at once. The
-/// Katalog `files` are watched: a changed component declaration swaps that component, any
-/// other change is logged as needing a restart.
+/// Runs the Katalog's runtime until SIGINT/SIGTERM; a second signal, or in-flight
+/// reconciles outlasting `--shutdown-timeout`, exits at once. The Katalog `files` are
+/// watched: a changed component declaration swaps that component, any other change is
+/// logged as needing a restart.
 pub async fn serve(
     client: kube::Client,
     katalog: &orkestra_katalog::Compiled,
     files: &[std::path::PathBuf],
     http: &HttpArgs,
     webhooks_args: &super::gateway::WebhookArgs,
+    ha_args: &super::ha::HaArgs,
 ) -> anyhow::Result<()> {
     let auth = match http.no_http {
         true => None,
@@ -116,7 +128,8 @@ pub async fn serve(
     };
     // Before the runtime starts: CRs written from now on are checked at admission.
     let webhooks = webhooks_args.start(&client, katalog).await?;
-    let mut runtime = orkestra::runtime::Runtime::new(client.clone(), katalog)?;
+    let ha = ha_args.start(&client, katalog)?;
+    let mut runtime = orkestra::runtime::Runtime::new(client.clone(), katalog)?.with_ownership(ha.ownership());
     if auth.is_some() {
         runtime = runtime.with_event_log();
     }
@@ -148,17 +161,32 @@ pub async fn serve(
     if let Some(addr) = endpoint.as_ref().map(|_| http.http_addr) {
         eprintln!("runtime: Live API on http://{addr} (/katalog, /metrics, /openapi.json)");
     }
-    runtime
-        .run(async {
+    let (signalled, on_signal) = tokio::sync::oneshot::channel();
+    let run = runtime.run(async {
+        let _ = super::shutdown_signal().await;
+        eprintln!("runtime: stopping (in-flight reconciles finish; signal again to force)");
+        let _ = signalled.send(());
+        tokio::spawn(async {
             let _ = super::shutdown_signal().await;
-            eprintln!("runtime: stopping (in-flight reconciles finish; signal again to force)");
-            tokio::spawn(async {
-                let _ = super::shutdown_signal().await;
-                eprintln!("runtime: forced exit");
-                std::process::exit(130);
-            });
-        })
-        .await;
+            eprintln!("runtime: forced exit");
+            std::process::exit(130);
+        });
+    });
+    let bound = ha_args.shutdown_timeout;
+    let drained = tokio::select! {
+        () = run => true,
+        () = async {
+            let _ = on_signal.await;
+            tokio::time::sleep(bound).await;
+        } => false,
+    };
+    if drained {
+        // Nothing is in flight: the next replica may take over at once.
+        ha.release(bound).await;
+    } else {
+        // A reconcile still runs: its Leases must expire before anyone takes its CRs.
+        eprintln!("runtime: in-flight reconciles outlasted {bound:?}; exiting, the Leases expire");
+    }
     watcher.abort();
     if let Some(endpoint) = endpoint {
         endpoint.abort();

@@ -62,9 +62,13 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
         for (key, mine, theirs) in [
             ("gateway", file.gateway.is_some(), katalog.gateway.is_some()),
             ("security", file.security.is_some(), katalog.security.is_some()),
+            ("spec.ha", file.spec.ha.is_some(), katalog.ha.is_some()),
         ] {
             if mine && theirs {
-                let pos = node.get(key).map_or(node.pos, |n| n.pos);
+                let pos = key
+                    .split('.')
+                    .try_fold(node, |n, k| n.get(k))
+                    .map_or(node.pos, |n| n.pos);
                 problems.push(Problem {
                     path: key.to_string(),
                     pos,
@@ -74,6 +78,7 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
         }
         katalog.gateway = katalog.gateway.take().or_else(|| file.gateway.clone());
         katalog.security = katalog.security.take().or_else(|| file.security.clone());
+        katalog.ha = katalog.ha.take().or_else(|| file.spec.ha.clone());
         katalog
             .notes
             .extend(file.notes.iter().flat_map(|n| n.0.iter().cloned()));

@@ -105,6 +105,8 @@ pub struct Katalog {
     /// The gateway's settings (of the first file that has them).
     pub gateway: Option<crate::model::Gateway>,
     pub security: Option<crate::model::Security>,
+    /// `spec.ha` (of the first file that has it).
+    pub ha: Option<crate::model::HaSpec>,
 }
 
 /// One file after parsing: the node tree (kept for positions) and the typed model.

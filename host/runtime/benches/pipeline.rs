@@ -134,6 +134,7 @@ fn pipeline() -> Pipeline {
         health,
         counters: Arc::new(Counters::default()),
         tuning,
+        ownership: orkestra::ha::Ownership::default(),
     });
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..crd.workers {

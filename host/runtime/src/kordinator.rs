@@ -42,6 +42,8 @@ pub struct Kordinator {
     pub health: HealthBoard,
     pub counters: Arc<Counters>,
     pub tuning: Arc<Tuning>,
+    /// Which CRs this replica reconciles (all, without leases).
+    pub ownership: crate::ha::Ownership,
 }
 
 impl Kordinator {
@@ -52,6 +54,12 @@ impl Kordinator {
         // A slot first: the autoscaler decides how many workers take items.
         while let Some(slot) = self.tuning.slot().await {
             let Some(lease) = self.queue.next().await else { break };
+            // Another replica's CR: dropped here, offered again if it becomes ours.
+            let Some(claim) = self.ownership.claim(&self.crd.name, &lease.item.key) else {
+                self.queue.done(lease, Outcome::Success);
+                drop(slot);
+                continue;
+            };
             let outcome = match AssertUnwindSafe(self.run(&lease)).catch_unwind().await {
                 Ok(outcome) => outcome,
                 Err(panic) => {
@@ -76,6 +84,7 @@ impl Kordinator {
             timing.queued.observe(lease.waited.as_secs_f64());
             timing.work.observe(lease.taken.elapsed().as_secs_f64());
             self.queue.done(lease, outcome);
+            drop(claim);
             drop(slot);
         }
     }

@@ -29,6 +29,7 @@ pub mod enqueue;
 pub mod external;
 pub mod failure;
 pub mod feedback;
+pub mod ha;
 pub mod health;
 pub mod kordinator;
 pub mod live;

@@ -75,6 +75,8 @@ pub struct Inspect {
     pub components: Components,
     pub peers: crate::cross::Peers,
     pub lifecycle: Arc<Lifecycle>,
+    /// Whether this replica reconciles, and which CRs (leader election, shards).
+    pub ownership: crate::ha::Ownership,
 }
 
 impl Inspect {
@@ -120,6 +122,7 @@ pub struct Runtime {
     lifecycle: Arc<Lifecycle>,
     /// Keep each CRD's CR events (the Live API shows them).
     event_log: bool,
+    ownership: crate::ha::Ownership,
 }
 
 /// How often component files are checked for a new version.
@@ -173,6 +176,7 @@ impl Runtime {
             katalog: Arc::new(katalog.clone()),
             lifecycle: Arc::default(),
             event_log: false,
+            ownership: crate::ha::Ownership::default(),
         })
     }
 
@@ -180,6 +184,12 @@ impl Runtime {
     /// API.
     pub fn with_event_log(mut self) -> Self {
         self.event_log = true;
+        self
+    }
+
+    /// Reconciles only the CRs `ownership` gives this replica (see [`crate::ha`]).
+    pub fn with_ownership(mut self, ownership: crate::ha::Ownership) -> Self {
+        self.ownership = ownership;
         self
     }
 
@@ -192,6 +202,7 @@ impl Runtime {
             components: self.components.clone(),
             peers: self.peers(),
             lifecycle: self.lifecycle.clone(),
+            ownership: self.ownership.clone(),
         }
     }
 
@@ -303,6 +314,7 @@ impl Runtime {
                 http: self.http.clone(),
                 peers: peers.clone(),
                 event_log: self.event_log,
+                ownership: self.ownership.clone(),
             };
             tasks.insert(handle.crd.name.to_string(), tokio::spawn(crd_run.run(stopped)));
         }
@@ -380,6 +392,7 @@ struct CrdRun {
     /// The runtime's CRDs, for the autoscaler's `cross.<crd>.metrics`.
     peers: crate::cross::Peers,
     event_log: bool,
+    ownership: crate::ha::Ownership,
 }
 
 impl CrdRun {
@@ -449,6 +462,7 @@ impl CrdRun {
             health: self.health.clone(),
             counters: self.handle.counters.clone(),
             tuning: self.handle.tuning.clone(),
+            ownership: self.ownership.clone(),
         });
         let mut workers = JoinSet::new();
         for _ in 0..Tuning::tasks(&crd) {
@@ -511,6 +525,17 @@ impl CrdRun {
                 }
             });
         }
+
+        // CRs this replica now owns (elected, or its share grew) are offered again.
+        let mut changes = self.ownership.changes();
+        let (cache, offer) = (self.handle.cache.clone(), admission.clone());
+        reoffers.spawn(async move {
+            while changes.changed().await.is_ok() {
+                for key in cache.keys() {
+                    offer.offer(Trigger::new(key, Source::Resync));
+                }
+            }
+        });
 
         let _ = stopped.wait_for(|s| *s).await;
         reoffers.shutdown().await;

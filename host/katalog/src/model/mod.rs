@@ -108,6 +108,39 @@ pub struct Spec {
     /// The operators, keyed by a DNS-1123 name.
     #[serde(default)]
     pub crds: BTreeMap<String, CrdEntry>,
+    /// How replicas of the runtime share the CRs (`ork run --ha` and its flags win).
+    #[serde(default)]
+    pub ha: Option<HaSpec>,
+}
+
+/// `spec.ha`: leader election or sharding over Leases.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HaSpec {
+    #[serde(default)]
+    pub mode: HaMode,
+    /// Where the Leases live (default: the runtime's own namespace).
+    #[serde(default)]
+    pub lease_namespace: Option<String>,
+    /// How long a Lease holds unrenewed (default 10s).
+    #[serde(default)]
+    pub lease_duration: Option<String>,
+    /// How often a holder renews (default 2s).
+    #[serde(default)]
+    pub renew_period: Option<String>,
+}
+
+/// `spec.ha.mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HaMode {
+    /// One replica; no Leases.
+    #[default]
+    None,
+    /// One elected replica reconciles; others stand by with warm caches.
+    Leader,
+    /// Every live replica reconciles its share of the CRs.
+    Shard,
 }
 
 /// One `enrich` entry: a target's name, or `{name: {when, or}}`.

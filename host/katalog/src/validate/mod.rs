@@ -46,6 +46,9 @@ pub(super) fn check(
         if let (Some(security), Some(security_node)) = (&file.security, node.get("security")) {
             checker.security(security, security_node);
         }
+        if let (Some(ha), Some(ha_node)) = (&file.spec.ha, node.get("spec").and_then(|s| s.get("ha"))) {
+            checker.ha(ha, ha_node);
+        }
         for (name, entry) in &file.spec.crds {
             let Some(crd) = crd_node(node, name) else { continue };
             let key_pos = node
@@ -75,6 +78,35 @@ impl Checker<'_> {
             pos,
             message: message.into(),
         });
+    }
+
+    /// Lease timings that parse, and a renewal well inside the duration.
+    fn ha(&mut self, ha: &crate::model::HaSpec, node: &Node) {
+        let mut parsed = |key: &str, text: &Option<String>, default: f64| -> f64 {
+            let Some(text) = text else { return default };
+            let pos = node.get(key).map_or(node.pos, |n| n.pos);
+            match crate::duration::parse_seconds(text) {
+                Ok(seconds) if seconds >= 1.0 => seconds,
+                Ok(_) => {
+                    self.error(format!("spec.ha.{key}"), pos, "must be at least 1s");
+                    default
+                }
+                Err(why) => {
+                    self.error(format!("spec.ha.{key}"), pos, why);
+                    default
+                }
+            }
+        };
+        let duration = parsed("leaseDuration", &ha.lease_duration, 10.0);
+        let renew = parsed("renewPeriod", &ha.renew_period, 2.0);
+        if renew >= duration * 2.0 / 3.0 {
+            let pos = node.get("renewPeriod").map_or(node.pos, |n| n.pos);
+            self.error(
+                "spec.ha.renewPeriod",
+                pos,
+                format!("must be shorter than two thirds of leaseDuration ({duration}s): a holder stops reconciling that long after its last renewal"),
+            );
+        }
     }
 
     fn notes(&mut self, root: &Node, katalog: &Katalog) {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{IS_KONDUCTOR, Inspect, Shared, unknown_crd};
+use super::{Inspect, Shared, unknown_crd};
 use crate::health::{Health, State as HealthState};
 use crate::runtime::CrdHandle;
 use orkestra_katalog::DependencyCondition;
@@ -60,7 +60,8 @@ async fn katalog(State(shared): State<Shared>) -> Json<Value> {
         "name": model.name,
         "healthy": degraded.is_empty(),
         "orkReady": ready,
-        "isKonductor": IS_KONDUCTOR,
+        "isKonductor": inspect.ownership.is_konductor(),
+        "ha": inspect.ownership.report(),
         "status": if degraded.is_empty() { 200 } else { 503 },
         "degradedReason": (!degraded.is_empty()).then(|| format!("degraded: {}", degraded.join(", "))),
         "total": model.crds.len(),
@@ -177,7 +178,7 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
         (false, false) => "default",
     };
     body["workers"]["source"] = json!(source);
-    body["isKonductor"] = json!(IS_KONDUCTOR);
+    body["isKonductor"] = json!(inspect.ownership.is_konductor());
     body["resync"] = json!(orkestra_katalog::duration::format_go(
         handle.tuning.resync().borrow().as_secs_f64()
     ));
@@ -273,7 +274,7 @@ async fn crd_health(State(shared): State<Shared>, Path(name): Path<String>) -> R
     for (key, value) in [
         ("name", json!(name)),
         ("status", json!(status.as_u16())),
-        ("isKonductor", json!(IS_KONDUCTOR)),
+        ("isKonductor", json!(inspect.ownership.is_konductor())),
         ("healthy", json!(health.is_healthy())),
         ("started", json!(health.is_started())),
         ("pending", json!(health.state == HealthState::Pending)),
@@ -285,6 +286,18 @@ async fn crd_health(State(shared): State<Shared>, Path(name): Path<String>) -> R
         ("queueDepth", json!(handle.queue.depth())),
         ("errorRate", json!(recent.error_rate_percent)),
         ("resourceCount", json!(handle.cache.len())),
+        // The CRs this replica reconciles: its share in shard mode, all or none otherwise.
+        (
+            "owned",
+            json!(
+                handle
+                    .cache
+                    .keys()
+                    .iter()
+                    .filter(|key| inspect.ownership.owns(&name, key))
+                    .count()
+            ),
+        ),
         ("hasUnhealthyDependencies", json!(unhealthy_dependencies)),
     ] {
         body[key] = value;

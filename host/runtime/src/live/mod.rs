@@ -154,10 +154,6 @@ fn unknown_crd(crd: &str) -> Response {
     not_found(format!("no CRD {crd:?} in this runtime's Live API"))
 }
 
-/// `isKonductor`: whether this replica runs the reconcilers (always, until replicas share
-/// the work).
-const IS_KONDUCTOR: bool = true;
-
 #[cfg(test)]
 mod tests {
     use super::*;

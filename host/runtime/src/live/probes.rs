@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{IS_KONDUCTOR, Inspect};
+use super::Inspect;
 use crate::health::State as Health;
 
 pub(super) fn routes() -> OpenApiRouter<Inspect> {
@@ -35,7 +35,10 @@ fn answer(ok: bool, body: Value) -> (StatusCode, Json<Value>) {
 #[utoipa::path(get, path = "/startup", tag = "probes", responses((status = 200, description = "started"), (status = 503, description = "starting")))]
 async fn startup(State(inspect): State<Inspect>) -> (StatusCode, Json<Value>) {
     let started = inspect.lifecycle.is_started();
-    answer(started, json!({"started": started, "isKonductor": IS_KONDUCTOR}))
+    answer(
+        started,
+        json!({"started": started, "isKonductor": inspect.ownership.is_konductor()}),
+    )
 }
 
 /// Liveness: 200 while the process serves.
@@ -43,7 +46,7 @@ async fn startup(State(inspect): State<Inspect>) -> (StatusCode, Json<Value>) {
 async fn health(State(inspect): State<Inspect>) -> (StatusCode, Json<Value>) {
     answer(
         true,
-        json!({"alive": true, "stopping": inspect.lifecycle.is_stopping(), "isKonductor": IS_KONDUCTOR}),
+        json!({"alive": true, "stopping": inspect.lifecycle.is_stopping(), "isKonductor": inspect.ownership.is_konductor()}),
     )
 }
 
@@ -72,7 +75,7 @@ async fn ready(State(inspect): State<Inspect>) -> (StatusCode, Json<Value>) {
     };
     answer(
         why.is_none(),
-        json!({"ready": why.is_none(), "reason": why, "isKonductor": IS_KONDUCTOR}),
+        json!({"ready": why.is_none(), "reason": why, "isKonductor": inspect.ownership.is_konductor(), "ha": inspect.ownership.report()}),
     )
 }
 

@@ -1,0 +1,123 @@
+//! `ork run --ha leader|shard`: how this replica finds its share of the CRs.
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use orkestra::ha::{self, Ha, Mode};
+use orkestra_katalog::model::HaMode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ModeArg {
+    None,
+    Leader,
+    Shard,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HaArgs {
+    /// How replicas share the CRs: `none`, `leader` (one elected replica reconciles, the
+    /// others stand by with warm caches) or `shard` (every live replica reconciles its share).
+    /// Default: the Katalog's `spec.ha.mode`, else `none`.
+    #[arg(long, value_enum, value_name = "MODE")]
+    ha: Option<ModeArg>,
+    /// Namespace of the Leases (default: the Katalog's `spec.ha.leaseNamespace`, else the
+    /// client's namespace: the pod's own in a cluster).
+    #[arg(long, value_name = "NAMESPACE", env = "LEASE_NAMESPACE")]
+    lease_namespace: Option<String>,
+    /// This replica's identity, unique among the replicas (default: the pod name, else
+    /// HOSTNAME-PID).
+    #[arg(long, value_name = "ID", env = "POD_NAME")]
+    identity: Option<String>,
+    /// How long a Lease holds unrenewed, e.g. `10s` (default: `spec.ha.leaseDuration`, else 10s).
+    #[arg(long, value_name = "DURATION", env = "LEASE_DURATION", value_parser = parse_duration)]
+    lease_duration: Option<Duration>,
+    /// How often a holder renews and a follower looks, e.g. `2s` (default:
+    /// `spec.ha.renewPeriod`, else 2s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    renew_period: Option<Duration>,
+    /// At shutdown, how long in-flight reconciles may take before the process exits anyway
+    /// (its Leases then expire instead of being released).
+    #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+}
+
+/// One replica, no Leases, whatever the Katalog says (what `ork dev` runs).
+impl Default for HaArgs {
+    fn default() -> Self {
+        Self {
+            ha: Some(ModeArg::None),
+            lease_namespace: None,
+            identity: None,
+            lease_duration: None,
+            renew_period: None,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+        }
+    }
+}
+
+/// Inside a pod's default 30 s termination grace period.
+const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(25);
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    orkestra_katalog::duration::parse(text)
+}
+
+impl HaArgs {
+    /// Starts the election or the membership the flags and the Katalog ask for.
+    pub fn start(&self, client: &kube::Client, katalog: &orkestra_katalog::Compiled) -> anyhow::Result<Ha> {
+        let spec = katalog.katalog.ha.clone().unwrap_or_default();
+        let mode = match self.ha.unwrap_or(match spec.mode {
+            HaMode::None => ModeArg::None,
+            HaMode::Leader => ModeArg::Leader,
+            HaMode::Shard => ModeArg::Shard,
+        }) {
+            ModeArg::None => return Ok(Ha::none()),
+            ModeArg::Leader => Mode::Leader,
+            ModeArg::Shard => Mode::Shard,
+        };
+        let katalog_duration = |text: &Option<String>| text.as_deref().and_then(|t| parse_duration(t).ok());
+        let settings = ha::Settings {
+            mode,
+            namespace: self
+                .lease_namespace
+                .clone()
+                .or(spec.lease_namespace)
+                .unwrap_or_else(|| client.default_namespace().to_string()),
+            identity: self.identity.clone().unwrap_or_else(default_identity),
+            group: katalog.katalog.name.clone(),
+            duration: self
+                .lease_duration
+                .or_else(|| katalog_duration(&spec.lease_duration))
+                .unwrap_or(ha::DEFAULT_DURATION),
+            renew: self
+                .renew_period
+                .or_else(|| katalog_duration(&spec.renew_period))
+                .unwrap_or(ha::DEFAULT_RENEW),
+        };
+        settings.check().map_err(|why| anyhow::anyhow!("--ha: {why}"))?;
+        let lease = match mode {
+            Mode::Leader => settings.leader_lease(),
+            _ => settings.member_lease(),
+        };
+        eprintln!(
+            "runtime: --ha {} as {:?}: Lease {}/{lease}, duration {:?}, renewed every {:?}",
+            if mode == Mode::Leader { "leader" } else { "shard" },
+            settings.identity,
+            settings.namespace,
+            settings.duration,
+            settings.renew
+        );
+        Ok(Ha::start(client.clone(), settings))
+    }
+}
+
+/// The host name and process id: unique among replicas on one machine as well.
+fn default_identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "ork".into());
+    format!("{host}-{}", std::process::id())
+}

@@ -1,0 +1,201 @@
+//! Shard mode: each replica keeps a member Lease naming the ring of live members it acts
+//! on; every CR belongs to one member of the ring (see `ring`). A change of membership is
+//! handed over in steps: a member first stops taking the keys it gives away and waits for
+//! their reconciles, then publishes the new ring, then reads the others' rings again. It
+//! takes a key only when no other live member's published ring still gives that member the
+//! key (see `ownership`).
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use serde_json::json;
+use tokio::sync::watch;
+
+use super::leases::{self, Observed};
+use super::ownership::Shards;
+use super::ring::Ring;
+use super::{GROUP_LABEL, Ownership, RING_ANNOTATION, Settings, View};
+
+/// How soon a member looks again while the others have not published its ring yet.
+const UNSETTLED: Duration = Duration::from_millis(250);
+
+/// A member Lease unrenewed this many durations is deleted (a replica that died).
+const FORGOTTEN_AFTER: u32 = 6;
+
+struct Member {
+    api: Api<Lease>,
+    settings: Settings,
+    ownership: Ownership,
+    observed: Observed,
+    /// The ring this member's Lease names.
+    published: Option<Ring>,
+    renewed: Option<Instant>,
+}
+
+pub async fn run(api: Api<Lease>, settings: Settings, ownership: Ownership, mut stop: watch::Receiver<bool>) {
+    let mut member = Member {
+        api,
+        settings,
+        ownership,
+        observed: Observed::default(),
+        published: None,
+        renewed: None,
+    };
+    loop {
+        let settled = tokio::select! {
+            result = member.step() => match result {
+                Ok(settled) => settled,
+                Err(error) => {
+                    tracing::warn!(lease = %member.settings.member_lease(), %error, "cannot renew or read the member Leases");
+                    false
+                }
+            },
+            _ = stop.changed() => break,
+        };
+        if member.renewed.is_none_or(|at| at.elapsed() >= member.settings.fence()) && member.ownership.set(View::Nothing)
+        {
+            tracing::warn!(identity = %member.settings.identity, "member Lease not renewed in time: reconciling nothing until it is");
+        }
+        let wait = if settled { member.settings.renew } else { UNSETTLED };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => break,
+        }
+    }
+    member.leave().await;
+}
+
+impl Member {
+    /// One look at the membership; whether every live member acts on this member's ring.
+    async fn step(&mut self) -> kube::Result<bool> {
+        let others = self.others().await?;
+        let desired = Ring::new(
+            others
+                .iter()
+                .map(|(m, _)| m.clone())
+                .chain([self.settings.identity.clone()]),
+        );
+        let me = self.settings.identity.clone();
+        if self.published.as_ref() != Some(&desired) {
+            // Hand over first: keys the new ring gives away stop here before it is published.
+            let acting = self.published.iter().cloned().chain([desired.clone()]).collect();
+            self.ownership.set(View::Shards(Shards {
+                me: me.clone(),
+                acting,
+                others: others.clone(),
+            }));
+            if tokio::time::timeout(self.settings.renew, self.ownership.drained())
+                .await
+                .is_err()
+            {
+                // A long reconcile: keep the old ring alive and try again.
+                if let Some(old) = self.published.clone() {
+                    self.publish(&old).await?;
+                }
+                return Ok(false);
+            }
+            self.publish(&desired).await?;
+            tracing::info!(identity = %me, members = %desired.encode(), "shard ring published");
+            // Only rings read after publishing ours may decide what we take.
+            let others = self.others().await?;
+            return Ok(self.act(desired, others));
+        }
+        self.publish(&desired).await?;
+        Ok(self.act(desired, others))
+    }
+
+    fn act(&mut self, ring: Ring, others: Vec<(String, Ring)>) -> bool {
+        let settled = others.iter().all(|(_, theirs)| *theirs == ring)
+            && others.len() + 1 == ring.members().len();
+        self.ownership.set_status(json!({
+            "lease": format!("{}/{}", self.settings.namespace, self.settings.member_lease()),
+            "members": ring.members(),
+            "settled": settled,
+        }));
+        self.ownership.set(View::Shards(Shards {
+            me: self.settings.identity.clone(),
+            acting: vec![ring],
+            others,
+        }));
+        settled
+    }
+
+    /// The other live members and the rings they published (a quorum read).
+    async fn others(&mut self) -> kube::Result<Vec<(String, Ring)>> {
+        let selector = format!("{GROUP_LABEL}={}", self.settings.group_name());
+        let leases = self.api.list(&ListParams::default().labels(&selector)).await?;
+        let own = self.settings.member_lease();
+        let mut others = Vec::new();
+        for lease in leases.items {
+            let name = lease.metadata.name.clone().unwrap_or_default();
+            let Some(holder) = leases::holder(&lease).map(str::to_string) else {
+                continue;
+            };
+            if name == own || holder == self.settings.identity {
+                continue;
+            }
+            if self.observed.expired(&lease, self.settings.duration) {
+                if self
+                    .observed
+                    .age(&name)
+                    .is_some_and(|age| age > self.settings.duration * FORGOTTEN_AFTER)
+                {
+                    let _ = self.api.delete(&name, &DeleteParams::default()).await;
+                    self.observed.forget(&name);
+                }
+                continue;
+            }
+            let ring = lease
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(RING_ANNOTATION))
+                .map(|text| Ring::parse(text))
+                .unwrap_or_default();
+            others.push((holder, ring));
+        }
+        others.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(others)
+    }
+
+    /// Renews this member's Lease naming `ring` (server-side apply: the Lease is its own).
+    async fn publish(&mut self, ring: &Ring) -> kube::Result<()> {
+        let started = Instant::now();
+        let name = self.settings.member_lease();
+        let lease = json!({
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": name,
+                "labels": {GROUP_LABEL: self.settings.group_name()},
+                "annotations": {RING_ANNOTATION: ring.encode()},
+            },
+            "spec": {
+                "holderIdentity": self.settings.identity,
+                "leaseDurationSeconds": self.settings.duration.as_secs().max(1),
+                "renewTime": k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(jiff::Timestamp::now()),
+            },
+        });
+        self.api
+            .patch(&name, &PatchParams::apply("orkestra").force(), &Patch::Apply(&lease))
+            .await?;
+        self.published = Some(ring.clone());
+        self.renewed = Some(started);
+        Ok(())
+    }
+
+    /// Gives every key up, waits for their reconciles, and deletes the member Lease so the
+    /// others take over at their next look.
+    async fn leave(mut self) {
+        self.ownership.set(View::Nothing);
+        self.ownership.drained().await;
+        let name = self.settings.member_lease();
+        match self.api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => tracing::info!(lease = %name, "member Lease released"),
+            Err(error) => tracing::warn!(lease = %name, %error, "cannot delete the member Lease; it will expire"),
+        }
+        self.published = None;
+    }
+}

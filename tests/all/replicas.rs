@@ -1,0 +1,277 @@
+//! Replicas of one Katalog sharing its CRs over Leases, run as a platform team runs them:
+//! several `ork run --ha ...` processes against the real API server. Each test ends with
+//! every CR converged (its ConfigMap holds what its spec asks, its status observed the
+//! latest generation) and, while the replicas are settled, every CR owned by exactly one.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use orkestra_test_support::{TestNamespace, eventually, namespace};
+use serde_json::{Value, json};
+
+use crate::ork::Ork;
+use crate::pipeline::WAIT;
+
+/// Short Leases keep the tests quick; the defaults (10 s / 2 s) are what the benchmark uses.
+const LEASE: &str = "4s";
+const RENEW: &str = "1s";
+
+struct Replicas {
+    ns: TestNamespace,
+    dir: tempfile::TempDir,
+    crs: Api<DynamicObject>,
+    name: String,
+}
+
+impl Replicas {
+    /// A Katalog whose CRs (kind Share) each get a ConfigMap holding `spec.value`.
+    async fn install(prefix: &str) -> Self {
+        let ns = namespace(prefix).await.unwrap();
+        let group = format!("{}.replicas.orkestra.io", ns.name);
+        let text = format!(
+            "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: {prefix}}}
+spec:
+  crds:
+    shares:
+      apiTypes: {{group: {group}, version: v1, kind: Share}}
+      namespace: {ns}
+      operatorBox:
+        reconcile:
+          workers: 4
+          onReconcile:
+            configMaps:
+              - {{name: '{{{{ .metadata.name }}}}-c', data: {{value: '{{{{ .spec.value }}}}'}}}}
+",
+            ns = ns.name
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("katalog.yaml"), &text).unwrap();
+        let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
+        orkestra_kube::crd_install::install_crds(&ns.client, &katalog.katalog, WAIT)
+            .await
+            .unwrap();
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(&group, "v1", "Share"));
+        let crs = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
+        Self {
+            ns,
+            dir,
+            crs,
+            name: prefix.to_string(),
+        }
+    }
+
+    /// `ork run --ha MODE` as replica `identity`, its Live API on `port`.
+    fn spawn(&self, mode: &str, identity: &str, port: u16) -> Ork {
+        let cluster = orkestra_test_support::cluster().unwrap();
+        let katalog = self.dir.path().join("katalog.yaml");
+        let addr = format!("127.0.0.1:{port}");
+        Ork::spawn(
+            &[
+                "run",
+                "-f",
+                katalog.to_str().unwrap(),
+                "--ha",
+                mode,
+                "--lease-namespace",
+                &self.ns.name,
+                "--identity",
+                identity,
+                "--lease-duration",
+                LEASE,
+                "--renew-period",
+                RENEW,
+                "--http-addr",
+                &addr,
+            ],
+            &[("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()), ("ORK_API_TOKEN", "")],
+        )
+    }
+
+    async fn create(&self, range: std::ops::Range<usize>, value: &str) {
+        for i in range {
+            let cr: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": self.crs_api_version(),
+                "kind": "Share",
+                "metadata": {"name": format!("s{i}")},
+                "spec": {"value": value},
+            }))
+            .unwrap();
+            self.crs.create(&PostParams::default(), &cr).await.unwrap();
+        }
+    }
+
+    fn crs_api_version(&self) -> String {
+        format!("{}.replicas.orkestra.io/v1", self.ns.name)
+    }
+
+    /// Sets `spec.value` of every CR.
+    async fn update_all(&self, value: &str) {
+        for cr in self.crs.list(&ListParams::default()).await.unwrap() {
+            let name = cr.metadata.name.unwrap();
+            let patch = json!({"spec": {"value": value}});
+            self.crs
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap();
+        }
+    }
+
+    /// Waits until all `count` CRs converged on `value`; returns how long that took.
+    async fn converged(&self, count: usize, value: &str, within: Duration) -> Duration {
+        let started = Instant::now();
+        let maps: Api<ConfigMap> = Api::namespaced(self.ns.client.clone(), &self.ns.name);
+        eventually(&format!("{count} CRs converged on {value:?}"), within, || async {
+            let crs = self.crs.list(&ListParams::default()).await.ok()?;
+            let maps = maps.list(&ListParams::default()).await.ok()?;
+            let done = crs
+                .items
+                .iter()
+                .filter(|cr| {
+                    let name = cr.metadata.name.as_deref().unwrap_or_default();
+                    let map = maps
+                        .items
+                        .iter()
+                        .find(|m| m.metadata.name.as_deref() == Some(&format!("{name}-c")));
+                    let observed = &cr.data["status"]["observedGeneration"];
+                    map.and_then(|m| m.data.as_ref()?.get("value").cloned()).as_deref() == Some(value)
+                        && observed.as_i64() == cr.metadata.generation
+                })
+                .count();
+            (crs.items.len() == count && done == count && maps.items.len() >= count).then_some(())
+        })
+        .await
+        .unwrap();
+        started.elapsed()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn health(port: u16) -> Option<Value> {
+    let url = format!("http://127.0.0.1:{port}/katalog/shares/health");
+    reqwest::get(url).await.ok()?.json().await.ok()
+}
+
+async fn katalog(port: u16) -> Option<Value> {
+    reqwest::get(format!("http://127.0.0.1:{port}/katalog"))
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()
+}
+
+/// The `owned` count each replica reports, once every replica's ring names `members`.
+async fn settled_shares(ports: &[u16], members: usize) -> Vec<u64> {
+    eventually(&format!("{members} settled shard members"), WAIT, || async {
+        let mut owned = Vec::new();
+        for port in ports {
+            let info = katalog(*port).await?;
+            let ha = &info["ha"];
+            if ha["settled"] != true || ha["members"].as_array()?.len() != members {
+                return None;
+            }
+            owned.push(health(*port).await?["owned"].as_u64()?);
+        }
+        Some(owned)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn leader_mode_runs_one_replica_and_hands_over_at_once_on_sigterm() {
+    let replicas = Replicas::install("ha-leader").await;
+    let ports = [free_port(), free_port()];
+    let mut first = replicas.spawn("leader", "first", ports[0]);
+    first.wait_for("Live API on", WAIT);
+    // The first replica is elected before the second exists.
+    let konductor = |port| async move { katalog(port).await.map(|k| k["isKonductor"] == true) };
+    eventually("the first replica elected", WAIT, || async { konductor(ports[0]).await.filter(|k| *k) })
+        .await
+        .unwrap();
+    let mut second = replicas.spawn("leader", "second", ports[1]);
+    second.wait_for("Live API on", WAIT);
+    replicas.create(0..20, "one").await;
+    replicas.converged(20, "one", WAIT).await;
+    let standby = eventually("the second replica's Live API", WAIT, || health(ports[1])).await.unwrap();
+    assert_eq!(standby["isKonductor"], false, "{standby}");
+    assert_eq!(standby["totalReconciles"], 0, "the follower reconciled nothing: {standby}");
+    assert_eq!(standby["owned"], 0, "{standby}");
+    let lease: Api<Lease> = Api::namespaced(replicas.ns.client.clone(), &replicas.ns.name);
+    let name = format!("orkestra-konductor-{}", replicas.name);
+    let held = lease.get(&name).await.unwrap();
+    assert_eq!(held.spec.unwrap().holder_identity.as_deref(), Some("first"));
+
+    // SIGTERM: in-flight work drains, the Lease is released, the follower takes over within
+    // its next look (1 s here), not the 4 s the Lease would take to expire.
+    let stopped = Instant::now();
+    let status = first.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
+    assert!(status.success(), "{status:?}");
+    let released = lease.get(&name).await.unwrap().spec.unwrap();
+    assert_eq!(released.holder_identity, None, "the Lease is released at shutdown");
+    eventually("the second replica elected", WAIT, || async { konductor(ports[1]).await.filter(|k| *k) })
+        .await
+        .unwrap();
+    let handover = stopped.elapsed();
+    replicas.update_all("two").await;
+    replicas.converged(20, "two", WAIT).await;
+    assert!(
+        handover < Duration::from_secs(4),
+        "hand-over took {handover:?}, as long as the Lease's expiry"
+    );
+    eprintln!("leader hand-over after SIGTERM: {handover:?} (Lease {LEASE}, renew {RENEW})");
+    drop(second);
+}
+
+#[tokio::test]
+async fn shard_mode_splits_the_crs_and_takes_over_a_killed_replica_within_the_lease() {
+    let replicas = Replicas::install("ha-shard").await;
+    let ports = [free_port(), free_port(), free_port()];
+    let mut members: Vec<Ork> = ["a", "b", "c"]
+        .iter()
+        .zip(ports)
+        .map(|(id, port)| replicas.spawn("shard", id, port))
+        .collect();
+    for member in &mut members {
+        member.wait_for("Live API on", WAIT);
+    }
+    replicas.create(0..60, "one").await;
+    replicas.converged(60, "one", WAIT).await;
+    let shares = settled_shares(&ports, 3).await;
+    assert_eq!(shares.iter().sum::<u64>(), 60, "every CR has exactly one owner: {shares:?}");
+    assert!(shares.iter().all(|&n| n > 0), "each replica holds a share: {shares:?}");
+    for port in ports {
+        let health = health(port).await.unwrap();
+        assert!(health["totalReconciles"].as_u64().unwrap() > 0, "{health}");
+    }
+
+    // kill -9 one member mid-work: its Lease is left to expire, the others take its CRs.
+    replicas.update_all("two").await;
+    members.remove(0).signal_and_wait(libc::SIGKILL, Duration::from_secs(10));
+    let reconverged = replicas.converged(60, "two", Duration::from_secs(60)).await;
+    let shares = settled_shares(&ports[1..], 2).await;
+    assert_eq!(shares.iter().sum::<u64>(), 60, "the survivors own every CR once: {shares:?}");
+    eprintln!("shard failover after kill -9: every CR converged {reconverged:?} after the kill (Lease {LEASE}, renew {RENEW})");
+
+    // A new member joins: the ring grows back to three without a CR owned twice.
+    let port = free_port();
+    let mut joined = replicas.spawn("shard", "d", port);
+    joined.wait_for("Live API on", WAIT);
+    let shares = settled_shares(&[ports[1], ports[2], port], 3).await;
+    assert_eq!(shares.iter().sum::<u64>(), 60, "{shares:?}");
+    assert!(shares[2] > 0, "the new member took a share: {shares:?}");
+    replicas.update_all("three").await;
+    replicas.converged(60, "three", WAIT).await;
+}
