@@ -112,7 +112,11 @@ async fn every_endpoint_answers_from_the_runtime_and_hides_what_the_katalog_clos
     );
     assert_eq!(app["crCount"], 2);
     assert!(
-        app["rbac"].as_array().unwrap().iter().any(|r| r["kind"] == "ConfigMap"),
+        app["rbac"].as_array().unwrap().iter().any(|r| r["resources"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("configmaps"))
+            && r["verbs"].as_array().unwrap().contains(&json!("patch"))),
         "{app}"
     );
     assert_eq!(

@@ -6,6 +6,7 @@ mod cli;
 mod cluster;
 mod control_center;
 mod control_plane;
+mod deploy;
 mod failure;
 mod gateway;
 mod isolation;

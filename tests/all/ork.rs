@@ -26,9 +26,14 @@ pub struct Ork {
 
 impl Ork {
     pub fn spawn(args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(ORK)
-            .args(args)
-            .envs(env.iter().copied())
+        let mut command = Command::new(ORK);
+        command.args(args).envs(env.iter().copied());
+        Self::spawn_command(command)
+    }
+
+    /// Runs `command` (which execs `ork` in the end), collecting its output.
+    pub fn spawn_command(mut command: Command) -> Self {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

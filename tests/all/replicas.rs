@@ -19,16 +19,16 @@ use crate::pipeline::WAIT;
 const LEASE: &str = "4s";
 const RENEW: &str = "1s";
 
-struct Replicas {
-    ns: TestNamespace,
-    dir: tempfile::TempDir,
+pub(crate) struct Replicas {
+    pub(crate) ns: TestNamespace,
+    pub(crate) dir: tempfile::TempDir,
     crs: Api<DynamicObject>,
     name: String,
 }
 
 impl Replicas {
     /// A Katalog whose CRs (kind Share) each get a ConfigMap holding `spec.value`.
-    async fn install(prefix: &str) -> Self {
+    pub(crate) async fn install(prefix: &str) -> Self {
         let ns = namespace(prefix).await.unwrap();
         let group = format!("{}.replicas.orkestra.io", ns.name);
         let text = format!(
@@ -88,11 +88,14 @@ spec:
                 "--http-addr",
                 &addr,
             ],
-            &[("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()), ("ORK_API_TOKEN", "")],
+            &[
+                ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
+                ("ORK_API_TOKEN", ""),
+            ],
         )
     }
 
-    async fn create(&self, range: std::ops::Range<usize>, value: &str) {
+    pub(crate) async fn create(&self, range: std::ops::Range<usize>, value: &str) {
         for i in range {
             let cr: DynamicObject = serde_json::from_value(json!({
                 "apiVersion": self.crs_api_version(),
@@ -122,7 +125,7 @@ spec:
     }
 
     /// Waits until all `count` CRs converged on `value`; returns how long that took.
-    async fn converged(&self, count: usize, value: &str, within: Duration) -> Duration {
+    pub(crate) async fn converged(&self, count: usize, value: &str, within: Duration) -> Duration {
         let started = Instant::now();
         let maps: Api<ConfigMap> = Api::namespaced(self.ns.client.clone(), &self.ns.name);
         eventually(&format!("{count} CRs converged on {value:?}"), within, || async {
@@ -150,7 +153,7 @@ spec:
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -198,16 +201,23 @@ async fn leader_mode_runs_one_replica_and_hands_over_at_once_on_sigterm() {
     first.wait_for("Live API on", WAIT);
     // The first replica is elected before the second exists.
     let konductor = |port| async move { katalog(port).await.map(|k| k["isKonductor"] == true) };
-    eventually("the first replica elected", WAIT, || async { konductor(ports[0]).await.filter(|k| *k) })
-        .await
-        .unwrap();
+    eventually("the first replica elected", WAIT, || async {
+        konductor(ports[0]).await.filter(|k| *k)
+    })
+    .await
+    .unwrap();
     let mut second = replicas.spawn("leader", "second", ports[1]);
     second.wait_for("Live API on", WAIT);
     replicas.create(0..20, "one").await;
     replicas.converged(20, "one", WAIT).await;
-    let standby = eventually("the second replica's Live API", WAIT, || health(ports[1])).await.unwrap();
+    let standby = eventually("the second replica's Live API", WAIT, || health(ports[1]))
+        .await
+        .unwrap();
     assert_eq!(standby["isKonductor"], false, "{standby}");
-    assert_eq!(standby["totalReconciles"], 0, "the follower reconciled nothing: {standby}");
+    assert_eq!(
+        standby["totalReconciles"], 0,
+        "the follower reconciled nothing: {standby}"
+    );
     assert_eq!(standby["owned"], 0, "{standby}");
     let lease: Api<Lease> = Api::namespaced(replicas.ns.client.clone(), &replicas.ns.name);
     let name = format!("orkestra-konductor-{}", replicas.name);
@@ -221,9 +231,11 @@ async fn leader_mode_runs_one_replica_and_hands_over_at_once_on_sigterm() {
     assert!(status.success(), "{status:?}");
     let released = lease.get(&name).await.unwrap().spec.unwrap();
     assert_eq!(released.holder_identity, None, "the Lease is released at shutdown");
-    eventually("the second replica elected", WAIT, || async { konductor(ports[1]).await.filter(|k| *k) })
-        .await
-        .unwrap();
+    eventually("the second replica elected", WAIT, || async {
+        konductor(ports[1]).await.filter(|k| *k)
+    })
+    .await
+    .unwrap();
     let handover = stopped.elapsed();
     replicas.update_all("two").await;
     replicas.converged(20, "two", WAIT).await;
@@ -250,7 +262,11 @@ async fn shard_mode_splits_the_crs_and_takes_over_a_killed_replica_within_the_le
     replicas.create(0..60, "one").await;
     replicas.converged(60, "one", WAIT).await;
     let shares = settled_shares(&ports, 3).await;
-    assert_eq!(shares.iter().sum::<u64>(), 60, "every CR has exactly one owner: {shares:?}");
+    assert_eq!(
+        shares.iter().sum::<u64>(),
+        60,
+        "every CR has exactly one owner: {shares:?}"
+    );
     assert!(shares.iter().all(|&n| n > 0), "each replica holds a share: {shares:?}");
     for port in ports {
         let health = health(port).await.unwrap();
@@ -259,11 +275,19 @@ async fn shard_mode_splits_the_crs_and_takes_over_a_killed_replica_within_the_le
 
     // kill -9 one member mid-work: its Lease is left to expire, the others take its CRs.
     replicas.update_all("two").await;
-    members.remove(0).signal_and_wait(libc::SIGKILL, Duration::from_secs(10));
+    members
+        .remove(0)
+        .signal_and_wait(libc::SIGKILL, Duration::from_secs(10));
     let reconverged = replicas.converged(60, "two", Duration::from_secs(60)).await;
     let shares = settled_shares(&ports[1..], 2).await;
-    assert_eq!(shares.iter().sum::<u64>(), 60, "the survivors own every CR once: {shares:?}");
-    eprintln!("shard failover after kill -9: every CR converged {reconverged:?} after the kill (Lease {LEASE}, renew {RENEW})");
+    assert_eq!(
+        shares.iter().sum::<u64>(),
+        60,
+        "the survivors own every CR once: {shares:?}"
+    );
+    eprintln!(
+        "shard failover after kill -9: every CR converged {reconverged:?} after the kill (Lease {LEASE}, renew {RENEW})"
+    );
 
     // A new member joins: the ring grows back to three without a CR owned twice.
     let port = free_port();

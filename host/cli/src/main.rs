@@ -6,6 +6,7 @@ mod control_plane;
 mod dev;
 mod gateway;
 mod ha;
+mod manifests;
 mod migrate;
 mod progress;
 mod reload;
@@ -43,6 +44,9 @@ enum Command {
     /// Rewrite a Katalog in an older schema (konductor v1Alpha, the flat operatorBox,
     /// renamed keys) in the current one.
     Migrate(migrate::MigrateArgs),
+    /// Print the RBAC a Katalog's runtime needs (Roles or ClusterRoles and their bindings to
+    /// its ServiceAccount), and nothing more.
+    Manifests(manifests::ManifestsArgs),
     /// Ask a running runtime to re-read its Katalog and reload its Wasm components.
     Reload(reload::ReloadArgs),
     /// Serve the Control Center: a web UI over the Live APIs of any number of runtimes.
@@ -98,6 +102,7 @@ fn main() -> ExitCode {
             Command::Dev(args) => dev::dev(args).await,
             Command::Validate(args) => validate::validate(args),
             Command::Migrate(args) => migrate::migrate(args),
+            Command::Manifests(args) => manifests::manifests(args),
             Command::Reload(args) => reload::reload(args).await,
             Command::ControlCenter(args) => control_center::control_center(args).await,
             Command::Gateway(args) => gateway::gateway(args).await,

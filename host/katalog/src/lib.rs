@@ -43,6 +43,7 @@ mod motif;
 pub mod normalize;
 pub mod ownership;
 pub mod profile;
+pub mod rbac;
 mod reads;
 pub mod resolver;
 pub mod rules;

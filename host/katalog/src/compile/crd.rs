@@ -245,6 +245,39 @@ pub struct CompiledCrd {
     pub targets: HashMap<String, Arc<CompiledBox>>,
 }
 
+/// The kinds a box's `onCreate` and `onReconcile` apply: apiVersion, kind, and whether the
+/// kind is namespaced (a `custom` entry is taken as namespaced), each once.
+pub fn applied_kinds(operator_box: &crate::model::OperatorBox) -> Vec<(String, String, bool)> {
+    let mut kinds: Vec<(String, String, bool)> = Vec::new();
+    let reconcile = operator_box.reconcile.clone().unwrap_or_default();
+    for block in [&reconcile.on_create, &reconcile.on_reconcile].into_iter().flatten() {
+        for (key, entries) in block.resources() {
+            let Some(kind) = RESOURCE_KINDS.iter().find(|k| k.key == key) else {
+                continue;
+            };
+            for entry in entries {
+                let (api_version, kind_name) = if key == "custom" {
+                    let text = |k: &str| {
+                        entry
+                            .fields
+                            .get(k)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    (text("apiVersion"), text("kind"))
+                } else {
+                    (kind.api_version.to_string(), kind.kind.to_string())
+                };
+                if !api_version.is_empty() && !kinds.iter().any(|(a, k, _)| *a == api_version && *k == kind_name) {
+                    kinds.push((api_version, kind_name, kind.namespaced));
+                }
+            }
+        }
+    }
+    kinds
+}
+
 fn selector(map: &BTreeMap<String, String>) -> Option<String> {
     (!map.is_empty()).then(|| {
         map.iter()
@@ -306,36 +339,12 @@ impl CompiledCrd {
             },
         };
         let observe = entry.operator_box.observe.clone().unwrap_or_default();
-        let mut owned_kinds: Vec<(String, String)> = Vec::new();
-        for block in [&reconcile.on_create, &reconcile.on_reconcile].into_iter().flatten() {
-            for (key, entries) in block.resources() {
-                let Some(kind) = RESOURCE_KINDS.iter().find(|k| k.key == key) else {
-                    continue;
-                };
-                for entry in entries {
-                    let (api_version, kind_name) = if key == "custom" {
-                        let text = |k: &str| {
-                            entry
-                                .fields
-                                .get(k)
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_string()
-                        };
-                        (text("apiVersion"), text("kind"))
-                    } else {
-                        (kind.api_version.to_string(), kind.kind.to_string())
-                    };
-                    // Cluster-scoped children cannot carry an owner reference to a namespaced CR.
-                    if kind.namespaced
-                        && !api_version.is_empty()
-                        && !owned_kinds.contains(&(api_version.clone(), kind_name.clone()))
-                    {
-                        owned_kinds.push((api_version, kind_name));
-                    }
-                }
-            }
-        }
+        // Cluster-scoped children cannot carry an owner reference to a namespaced CR.
+        let owned_kinds: Vec<(String, String)> = applied_kinds(&entry.operator_box)
+            .into_iter()
+            .filter(|(_, _, namespaced)| *namespaced)
+            .map(|(api_version, kind, _)| (api_version, kind))
+            .collect();
         let watches = gather.each(observe.watch.iter().enumerate().map(|(i, watch)| {
             CompiledWatch::compile(watch, &notes.functions)
                 .map(Arc::new)

@@ -26,7 +26,7 @@ pub use block::{Block, Entry, ProfileChoice, Replace, Scale};
 pub use boxes::{CompiledBox, EmitEvent, EmitOn, Requeue, StatusField};
 pub use call::Call;
 pub use conversion::CompiledConversion;
-pub use crd::{Autoscale, Behaviour, CompiledCrd, Endpoints, RetryPolicy};
+pub use crd::{Autoscale, Behaviour, CompiledCrd, Endpoints, RetryPolicy, applied_kinds};
 pub use cross::{CrossRead, Protocol, Remote, Token};
 pub use gate::{BoxGates, Gate};
 pub use placement::admit;

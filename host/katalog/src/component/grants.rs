@@ -122,6 +122,23 @@ impl Grants {
         Ok(Self(grants))
     }
 
+    /// Each grant as data, for the RBAC a Katalog needs: apiVersion and kinds (`None`: any),
+    /// verbs, and namespaces (`None`: any; else the names and whether the CR's own is one).
+    pub fn each(&self) -> impl Iterator<Item = (Option<&str>, Option<&[String]>, &[Verb], Option<(&[String], bool)>)> {
+        self.0.iter().map(|g| {
+            let namespaces = match &g.namespaces {
+                Namespaces::Any => None,
+                Namespaces::Listed { names, self_ns } => Some((names.as_slice(), *self_ns)),
+            };
+            (
+                g.api_version.as_deref(),
+                g.kinds.as_deref(),
+                g.verbs.as_slice(),
+                namespaces,
+            )
+        })
+    }
+
     /// Each grant in words (`get, list apps/v1 Deployment in self, team-a`), for the Live API.
     pub fn describe(&self) -> Vec<String> {
         self.0

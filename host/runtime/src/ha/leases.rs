@@ -83,7 +83,9 @@ impl Observed {
         let renewal = format!(
             "{}@{}",
             spec.and_then(|s| s.holder_identity.as_deref()).unwrap_or(""),
-            spec.and_then(|s| s.renew_time.as_ref()).map(|t| t.0.to_string()).unwrap_or_default()
+            spec.and_then(|s| s.renew_time.as_ref())
+                .map(|t| t.0.to_string())
+                .unwrap_or_default()
         );
         let duration = spec
             .and_then(|s| s.lease_duration_seconds)

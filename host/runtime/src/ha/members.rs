@@ -54,7 +54,8 @@ pub async fn run(api: Api<Lease>, settings: Settings, ownership: Ownership, mut 
             },
             _ = stop.changed() => break,
         };
-        if member.renewed.is_none_or(|at| at.elapsed() >= member.settings.fence()) && member.ownership.set(View::Nothing)
+        if member.renewed.is_none_or(|at| at.elapsed() >= member.settings.fence())
+            && member.ownership.set(View::Nothing)
         {
             tracing::warn!(identity = %member.settings.identity, "member Lease not renewed in time: reconciling nothing until it is");
         }
@@ -107,8 +108,7 @@ impl Member {
     }
 
     fn act(&mut self, ring: Ring, others: Vec<(String, Ring)>) -> bool {
-        let settled = others.iter().all(|(_, theirs)| *theirs == ring)
-            && others.len() + 1 == ring.members().len();
+        let settled = others.iter().all(|(_, theirs)| *theirs == ring) && others.len() + 1 == ring.members().len();
         self.ownership.set_status(json!({
             "lease": format!("{}/{}", self.settings.namespace, self.settings.member_lease()),
             "members": ring.members(),

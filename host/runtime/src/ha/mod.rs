@@ -181,7 +181,10 @@ mod tests {
         let s = settings("Pod_7.host:9", "My Katalog!");
         assert_eq!(s.leader_lease(), "orkestra-konductor-my-katalog");
         assert!(s.member_lease().starts_with("orkestra-my-katalog-pod-7-host-9-"));
-        assert_ne!(settings("Pod-1", "k").member_lease(), settings("pod-1", "k").member_lease());
+        assert_ne!(
+            settings("Pod-1", "k").member_lease(),
+            settings("pod-1", "k").member_lease()
+        );
         assert_eq!(settings("pod-1", "k").member_lease(), "orkestra-k-pod-1");
         assert_eq!(settings("x", "").leader_lease(), "orkestra-konductor-katalog");
         assert!(settings("a,b", "k").check().unwrap_err().contains("comma"));

@@ -253,7 +253,11 @@ mod tests {
         let old = ring(&["a", "b"]);
         let new = ring(&["a", "b", "c"]);
         // c has published the new ring; a is handing over; b has not noticed c yet.
-        let a = member("a", vec![old.clone(), new.clone()], vec![("b", old.clone()), ("c", new.clone())]);
+        let a = member(
+            "a",
+            vec![old.clone(), new.clone()],
+            vec![("b", old.clone()), ("c", new.clone())],
+        );
         let b = member("b", vec![old.clone()], vec![("a", old.clone())]);
         let c = member("c", vec![new.clone()], vec![("a", old.clone()), ("b", old.clone())]);
         for i in 0..1000 {
@@ -267,7 +271,11 @@ mod tests {
         let settled: Vec<Ownership> = ["a", "b", "c"]
             .iter()
             .map(|me| {
-                let others = ["a", "b", "c"].into_iter().filter(|m| m != me).map(|m| (m, new.clone())).collect();
+                let others = ["a", "b", "c"]
+                    .into_iter()
+                    .filter(|m| m != me)
+                    .map(|m| (m, new.clone()))
+                    .collect();
                 member(me, vec![new.clone()], others)
             })
             .collect();

@@ -83,7 +83,10 @@ mod tests {
                 moved += 1;
             }
         }
-        assert!((300..700).contains(&moved), "{moved} of 2000 keys moved to the fourth member");
+        assert!(
+            (300..700).contains(&moved),
+            "{moved} of 2000 keys moved to the fourth member"
+        );
     }
 
     #[test]

@@ -187,7 +187,7 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
     body["eventLog"] = json!({"events": handle.events.len(), "crs": handle.events.crs()});
     body["writes"] = json!(handle.counters.writes.load(std::sync::atomic::Ordering::Relaxed));
     body["failuresByReason"] = json!(handle.counters.failures_by_reason());
-    body["rbac"] = json!(rbac(crd));
+    body["rbac"] = json!(rbac(&inspect.katalog, crd));
     body["admission"] = json!({
         "validationRules": written.admission.validation.as_ref().map_or(0, |v| v.rules.len()),
         "mutationRules": written.admission.mutation.as_ref().map_or(0, |m| m.rules.len()),
@@ -224,27 +224,26 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
     Json(body).into_response()
 }
 
-/// What the CRD's runtime does to the API server, by kind: the CRs, their children, the
-/// kinds it watches, Events.
-fn rbac(crd: &orkestra_katalog::compile::CompiledCrd) -> Vec<Value> {
-    let api_version = match crd.group.is_empty() {
-        true => crd.version.clone(),
-        false => format!("{}/{}", crd.group, crd.version),
-    };
-    let mut rules = vec![
-        json!({"apiVersion": api_version, "kind": crd.kind, "verbs": ["get", "list", "watch", "patch", "update"]}),
-        json!({"apiVersion": api_version.clone(), "kind": format!("{}/status", crd.kind), "verbs": ["get", "patch", "update"]}),
-    ];
-    for (api_version, kind) in &crd.owned_kinds {
-        rules.push(json!({"apiVersion": api_version, "kind": kind, "verbs": ["get", "list", "watch", "create", "patch", "delete"]}));
+/// The RBAC rules the CRD's runtime needs (what `ork manifests` prints for it), by where
+/// they hold.
+fn rbac(compiled: &orkestra_katalog::Compiled, crd: &orkestra_katalog::compile::CompiledCrd) -> Vec<Value> {
+    use orkestra_katalog::rbac::{Needs, Scope};
+    let mut out = Vec::new();
+    for (scope, rules) in Needs::of_crd(compiled, crd).rules() {
+        let namespace = match scope {
+            Scope::Cluster => None,
+            Scope::Namespace(ns) => Some(ns),
+        };
+        for rule in rules {
+            out.push(json!({
+                "namespace": namespace,
+                "apiGroups": [rule.api_group],
+                "resources": rule.resources,
+                "verbs": rule.verbs,
+            }));
+        }
     }
-    for watch in &crd.watches {
-        rules.push(
-            json!({"apiVersion": watch.entry.api_version, "kind": watch.entry.kind, "verbs": ["get", "list", "watch"]}),
-        );
-    }
-    rules.push(json!({"apiVersion": "v1", "kind": "Event", "verbs": ["create", "patch", "list", "watch"]}));
-    rules
+    out
 }
 
 /// A CRD's health: 200 when healthy, 503 otherwise. 404 with `endpoints.health: false`.

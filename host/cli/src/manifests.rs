@@ -1,0 +1,150 @@
+//! `ork manifests -f KATALOG`: the RBAC a Katalog's runtime needs, and nothing more, as YAML
+//! for `kubectl apply` or a kustomize overlay over `deploy/base`.
+
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+
+use clap::Args;
+use orkestra_katalog::rbac::{Needs, Rule, Scope};
+use serde_json::{Value, json};
+
+use super::KatalogArgs;
+
+#[derive(Debug, Args)]
+pub struct ManifestsArgs {
+    #[command(flatten)]
+    katalog: KatalogArgs,
+    /// The namespace the runtime runs in (its ServiceAccount's).
+    #[arg(long, short = 'n', value_name = "NAMESPACE", default_value = "orkestra")]
+    namespace: String,
+    /// The runtime's ServiceAccount (deploy/base names it `orkestra`).
+    #[arg(long, value_name = "NAME", default_value = "orkestra")]
+    service_account: String,
+    /// Leave out the Lease rules: one replica, run without `--ha` (deploy/base runs
+    /// `--ha leader`).
+    #[arg(long)]
+    no_leases: bool,
+    /// Where the Leases live, when not the runtime's namespace.
+    #[arg(long, value_name = "NAMESPACE")]
+    lease_namespace: Option<String>,
+}
+
+pub fn manifests(args: ManifestsArgs) -> anyhow::Result<ExitCode> {
+    let compiled = args.katalog.load()?;
+    let name = format!("orkestra:{}", compiled.katalog.name);
+    let mut needs = Needs::of(&compiled);
+    if !args.no_leases {
+        let namespace = args
+            .lease_namespace
+            .clone()
+            .or_else(|| compiled.katalog.ha.as_ref().and_then(|h| h.lease_namespace.clone()))
+            .unwrap_or_else(|| args.namespace.clone());
+        let verbs = &["get", "list", "watch", "create", "update", "patch", "delete"];
+        needs.add(Scope::Namespace(namespace), "coordination.k8s.io", "leases", verbs);
+    }
+    gateway(&compiled, &args.namespace, &mut needs);
+    let subject = json!([{"kind": "ServiceAccount", "name": args.service_account, "namespace": args.namespace}]);
+    let mut documents = Vec::new();
+    for (scope, rules) in needs.rules() {
+        let rules: Vec<Value> = rules.iter().map(rule).collect();
+        documents.extend(match scope {
+            Scope::Cluster => [
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                    "metadata": {"name": name, "labels": labels(&compiled.katalog.name)}, "rules": rules}),
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": {"name": name, "labels": labels(&compiled.katalog.name)},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                    "subjects": subject}),
+            ],
+            Scope::Namespace(ns) => [
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                    "metadata": {"name": name, "namespace": ns, "labels": labels(&compiled.katalog.name)}, "rules": rules}),
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                    "metadata": {"name": name, "namespace": ns, "labels": labels(&compiled.katalog.name)},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                    "subjects": subject}),
+            ],
+        });
+    }
+    println!(
+        "# RBAC for the runtime of Katalog {:?} (ork manifests)",
+        compiled.katalog.name
+    );
+    for document in documents {
+        println!("---\n{}", serde_yaml_ng::to_string(&document)?.trim_end());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn labels(katalog: &str) -> Value {
+    json!({"app.kubernetes.io/name": "orkestra", "orkestra.io/katalog": katalog})
+}
+
+fn rule(rule: &Rule) -> Value {
+    json!({"apiGroups": [rule.api_group], "resources": rule.resources, "verbs": rule.verbs})
+}
+
+/// What the webhooks and the Serve API read and write besides the runtime's own needs.
+fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut Needs) {
+    if orkestra_gateway::webhooks::any_enabled(compiled) {
+        let verbs = &["get", "list", "create", "update", "patch", "delete"];
+        for resource in ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"] {
+            needs.add(Scope::Cluster, "admissionregistration.k8s.io", resource, verbs);
+        }
+        // Protection labels and conversion settings go on the Katalog's own CRDs.
+        needs.add(
+            Scope::Cluster,
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            &["get", "list", "patch"],
+        );
+    }
+    let Some(gateway) = &compiled.katalog.gateway else {
+        return;
+    };
+    if gateway.api.as_ref().is_some_and(|a| a.enabled) {
+        // The Serve API creates and deletes the CRs of served CRDs.
+        for crd in compiled.enabled().filter(|c| c.serve.is_some()) {
+            let scope = match &crd.namespace {
+                Some(ns) if crd.namespaced => Scope::Namespace(ns.clone()),
+                _ => Scope::Cluster,
+            };
+            needs.add(scope, &crd.group, &crd.plural, &["create", "delete"]);
+        }
+    }
+    let mut secrets: BTreeSet<String> = BTreeSet::new();
+    let tokens = gateway
+        .api
+        .iter()
+        .flat_map(|a| a.auth.iter())
+        .flat_map(|a| a.tokens.iter());
+    for token in tokens {
+        if let Some(secret) = &token.secret_ref {
+            let ns = secret.namespace.as_deref().unwrap_or(namespace);
+            // Made when missing and rotated: create cannot be limited by name.
+            needs.add(
+                Scope::Namespace(ns.to_string()),
+                "",
+                "secrets",
+                &["get", "create", "update"],
+            );
+            secrets.insert(format!("{ns}/{}", secret.name));
+        }
+    }
+    for cluster in gateway.clusters.values() {
+        for secret in [&cluster.secret_ref, &cluster.token_ref, &cluster.ca_ref]
+            .into_iter()
+            .flatten()
+        {
+            let ns = secret.namespace.as_deref().unwrap_or(namespace);
+            needs.add(Scope::Namespace(ns.to_string()), "", "secrets", &["get"]);
+            secrets.insert(format!("{ns}/{}", secret.name));
+        }
+    }
+    if !secrets.is_empty() {
+        eprintln!(
+            "ork manifests: the gateway reads Secrets {}; the rule grants their namespaces' Secrets (narrow it with resourceNames if they all exist beforehand)",
+            secrets.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+}

@@ -1,0 +1,405 @@
+//! The RBAC a Katalog's runtime needs, and nothing more: for each CRD its CRs (and their
+//! status and finalizers), the kinds it applies, the kinds it watches, the Events it writes
+//! and reads, what `enrich` looks up, and what its components' grants allow. A rule holds in
+//! the CRD's namespace when the Katalog confines the CRD to one, cluster-wide otherwise.
+//!
+//! Worked out from the Katalog alone (no cluster): a kind's resource name comes from the
+//! Katalog's own CRDs, a table of built-in kinds, or the API server's own plural rule.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::compile::enrich::Target;
+use crate::compile::{Compiled, CompiledCrd, applied_kinds};
+use crate::component::grants::Verb;
+
+/// Where rules hold.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    Cluster,
+    Namespace(String),
+}
+
+/// One RBAC rule: verbs on resources of one API group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub api_group: String,
+    pub resources: Vec<String>,
+    pub verbs: Vec<&'static str>,
+}
+
+/// Verbs by scope, API group and resource.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Needs(BTreeMap<Scope, BTreeMap<(String, String), BTreeSet<&'static str>>>);
+
+const READ: &[&str] = &["get", "list", "watch"];
+/// Children are applied (server-side), adopted, pruned and watched.
+const CHILD: &[&str] = &["get", "list", "watch", "create", "update", "patch", "delete"];
+
+/// Built-in kinds: group, kind, resource, whether namespaced.
+const BUILT_IN: &[(&str, &str, &str, bool)] = &[
+    ("", "ConfigMap", "configmaps", true),
+    ("", "Secret", "secrets", true),
+    ("", "Service", "services", true),
+    ("", "ServiceAccount", "serviceaccounts", true),
+    ("", "Pod", "pods", true),
+    ("", "PersistentVolumeClaim", "persistentvolumeclaims", true),
+    ("", "PersistentVolume", "persistentvolumes", false),
+    ("", "Namespace", "namespaces", false),
+    ("", "Node", "nodes", false),
+    ("", "Endpoints", "endpoints", true),
+    ("", "Event", "events", true),
+    ("", "LimitRange", "limitranges", true),
+    ("", "ResourceQuota", "resourcequotas", true),
+    ("apps", "Deployment", "deployments", true),
+    ("apps", "StatefulSet", "statefulsets", true),
+    ("apps", "DaemonSet", "daemonsets", true),
+    ("apps", "ReplicaSet", "replicasets", true),
+    ("batch", "Job", "jobs", true),
+    ("batch", "CronJob", "cronjobs", true),
+    ("networking.k8s.io", "Ingress", "ingresses", true),
+    ("networking.k8s.io", "NetworkPolicy", "networkpolicies", true),
+    ("networking.k8s.io", "IngressClass", "ingressclasses", false),
+    ("policy", "PodDisruptionBudget", "poddisruptionbudgets", true),
+    (
+        "autoscaling",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        true,
+    ),
+    ("rbac.authorization.k8s.io", "Role", "roles", true),
+    ("rbac.authorization.k8s.io", "RoleBinding", "rolebindings", true),
+    ("rbac.authorization.k8s.io", "ClusterRole", "clusterroles", false),
+    (
+        "rbac.authorization.k8s.io",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+    ),
+    ("storage.k8s.io", "StorageClass", "storageclasses", false),
+    ("discovery.k8s.io", "EndpointSlice", "endpointslices", true),
+    ("events.k8s.io", "Event", "events", true),
+    ("coordination.k8s.io", "Lease", "leases", true),
+    ("scheduling.k8s.io", "PriorityClass", "priorityclasses", false),
+    (
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    ),
+];
+
+/// The group of an apiVersion (`v1` is the core group, "").
+pub fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
+/// The API server's own guess of a resource from a kind (apimachinery's
+/// `UnsafeGuessKindToResource`).
+fn guess_plural(kind: &str) -> String {
+    let lower = kind.to_lowercase();
+    if lower.ends_with('s') {
+        format!("{lower}es")
+    } else if let Some(stem) = lower.strip_suffix('y')
+        && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
+    {
+        format!("{stem}ies")
+    } else {
+        format!("{lower}s")
+    }
+}
+
+impl Needs {
+    /// Everything the runtime of `compiled` does to the API server.
+    pub fn of(compiled: &Compiled) -> Self {
+        let mut needs = Needs::default();
+        for crd in compiled.enabled() {
+            needs.crd(compiled, crd);
+        }
+        needs
+    }
+
+    /// What one CRD's runtime does.
+    pub fn of_crd(compiled: &Compiled, crd: &CompiledCrd) -> Self {
+        let mut needs = Needs::default();
+        needs.crd(compiled, crd);
+        needs
+    }
+
+    /// Verbs on `resource` of `group` where `scope` says.
+    pub fn add(&mut self, scope: Scope, group: &str, resource: &str, verbs: &[&'static str]) {
+        self.0
+            .entry(scope)
+            .or_default()
+            .entry((group.to_string(), resource.to_string()))
+            .or_default()
+            .extend(verbs.iter().copied());
+    }
+
+    fn crd(&mut self, compiled: &Compiled, crd: &CompiledCrd) {
+        // Where the CRD's namespaced objects live.
+        let home = match &crd.namespace {
+            Some(ns) if crd.namespaced => Scope::Namespace(ns.clone()),
+            _ => Scope::Cluster,
+        };
+        let within = |namespaced: bool| if namespaced { home.clone() } else { Scope::Cluster };
+        let own = within(crd.namespaced);
+        self.add(
+            own.clone(),
+            &crd.group,
+            &crd.plural,
+            &["get", "list", "watch", "update", "patch"],
+        );
+        self.add(
+            own.clone(),
+            &crd.group,
+            &format!("{}/status", crd.plural),
+            &["get", "update", "patch"],
+        );
+        // Owner references that block deletion need update on the owner's finalizers.
+        self.add(own, &crd.group, &format!("{}/finalizers", crd.plural), &["update"]);
+        let mut applied = applied_kinds(crd.boxes.crd());
+        for target in crd.boxes.targets() {
+            let object = serde_json::json!({"metadata": {"annotations": {crate::labels::SERVE_ALIAS: target}}});
+            applied.extend(applied_kinds(crd.boxes.for_object(&object).operator_box));
+        }
+        for (api_version, kind, namespaced) in applied {
+            let (group, resource, _) = resource(compiled, &api_version, &kind);
+            self.add(within(namespaced), &group, &resource, CHILD);
+        }
+        for watch in &crd.watches {
+            let entry = &watch.entry;
+            let (group, resource, namespaced) = resource(compiled, &entry.api_version, &entry.kind);
+            let scope = match (&entry.namespace, namespaced) {
+                (Some(ns), true) => Scope::Namespace(ns.clone()),
+                (None, true) => home.clone(),
+                (_, false) => Scope::Cluster,
+            };
+            self.add(scope, &group, &resource, READ);
+        }
+        // Events about the CRs are written (events.k8s.io) and read back for the Live API.
+        self.add(home.clone(), "events.k8s.io", "events", &["create", "patch"]);
+        self.add(home.clone(), "", "events", &["list", "watch"]);
+        if !crd.events.is_empty() {
+            self.add(home.clone(), "events.k8s.io", "events", &["list", "watch"]);
+        }
+        for enrichment in crd.enrich.iter() {
+            for (group, resource, verbs, namespaced) in enrich_reads(enrichment.target) {
+                self.add(within(*namespaced), group, resource, verbs);
+            }
+        }
+        let boxes = std::iter::once(crd.crd_box()).chain(crd.targets.values());
+        for component in boxes.filter_map(|b| b.component.as_ref()) {
+            for (api_version, kinds, verbs, namespaces) in component.grants.each() {
+                let scopes: Vec<Scope> = match namespaces {
+                    None => vec![Scope::Cluster],
+                    Some((names, own_ns)) => names
+                        .iter()
+                        .map(|n| Scope::Namespace(n.clone()))
+                        .chain(own_ns.then(|| home.clone()))
+                        .collect(),
+                };
+                let resources: Vec<(String, String, bool)> = match (api_version, kinds) {
+                    (Some(api_version), Some(kinds)) => {
+                        kinds.iter().map(|k| resource(compiled, api_version, k)).collect()
+                    }
+                    (None, Some(kinds)) => kinds
+                        .iter()
+                        .map(|k| {
+                            let (_, resource, namespaced) = resource(compiled, "", k);
+                            ("*".to_string(), resource, namespaced)
+                        })
+                        .collect(),
+                    (Some(api_version), None) => vec![(group_of(api_version).to_string(), "*".into(), true)],
+                    (None, None) => vec![("*".into(), "*".into(), true)],
+                };
+                for verb in verbs {
+                    let (rbac_verbs, status): (&[&'static str], bool) = match verb {
+                        Verb::Get => (&["get"], false),
+                        Verb::List => (&["list"], false),
+                        // Server-side apply creates or patches.
+                        Verb::Apply => (&["get", "create", "patch"], false),
+                        Verb::Delete => (&["delete"], false),
+                        Verb::PatchStatus => (&["patch"], true),
+                    };
+                    for (group, resource, namespaced) in &resources {
+                        let resource = match status {
+                            true => format!("{resource}/status"),
+                            false => resource.clone(),
+                        };
+                        for scope in &scopes {
+                            let scope = if *namespaced { scope.clone() } else { Scope::Cluster };
+                            self.add(scope, group, &resource, rbac_verbs);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The rules per scope, a rule per API group and set of verbs.
+    pub fn rules(&self) -> BTreeMap<Scope, Vec<Rule>> {
+        let mut out = BTreeMap::new();
+        for (scope, resources) in &self.0 {
+            // A cluster-wide grant already holds in every namespace.
+            let cluster = (*scope != Scope::Cluster)
+                .then(|| self.0.get(&Scope::Cluster))
+                .flatten();
+            let mut grouped: BTreeMap<(String, Vec<&'static str>), Vec<String>> = BTreeMap::new();
+            for ((group, resource), verbs) in resources {
+                let covered = cluster.and_then(|c| c.get(&(group.clone(), resource.clone())));
+                let verbs: Vec<&'static str> = verbs
+                    .iter()
+                    .copied()
+                    .filter(|v| !covered.is_some_and(|c| c.contains(v)))
+                    .collect();
+                if !verbs.is_empty() {
+                    grouped
+                        .entry((group.clone(), verbs))
+                        .or_default()
+                        .push(resource.clone());
+                }
+            }
+            let rules: Vec<Rule> = grouped
+                .into_iter()
+                .map(|((api_group, verbs), resources)| Rule {
+                    api_group,
+                    resources,
+                    verbs,
+                })
+                .collect();
+            if !rules.is_empty() {
+                out.insert(scope.clone(), rules);
+            }
+        }
+        out
+    }
+}
+
+/// The group, resource and scope of `kind` (of `api_version`, or any group when empty).
+fn resource(compiled: &Compiled, api_version: &str, kind: &str) -> (String, String, bool) {
+    let group = group_of(api_version);
+    if let Some(crd) = compiled
+        .crds
+        .values()
+        .find(|c| c.kind == kind && (api_version.is_empty() || c.group == group))
+    {
+        return (crd.group.clone(), crd.plural.clone(), crd.namespaced);
+    }
+    if let Some((group, _, resource, namespaced)) = BUILT_IN
+        .iter()
+        .find(|(g, k, _, _)| *k == kind && (api_version.is_empty() || *g == group))
+    {
+        return (group.to_string(), resource.to_string(), *namespaced);
+    }
+    (group.to_string(), guess_plural(kind), true)
+}
+
+/// What an `enrich` target reads: group, resource, verbs, whether in the CR's namespace.
+fn enrich_reads(target: Target) -> &'static [(&'static str, &'static str, &'static [&'static str], bool)] {
+    match target {
+        Target::Pods | Target::BackingPods => &[("", "pods", &["list"], true)],
+        Target::Warnings => &[("", "events", &["list"], true)],
+        Target::Owner => &[("apps", "deployments", &["get"], true)],
+        Target::ReplicaSets => &[("apps", "replicasets", &["list"], true)],
+        Target::Pvcs => &[("", "persistentvolumeclaims", &["get", "list"], true)],
+        Target::BoundVolume => &[("", "persistentvolumes", &["get"], false)],
+        Target::BoundClaim => &[("", "persistentvolumeclaims", &["get"], false)],
+        Target::StorageClass => &[("storage.k8s.io", "storageclasses", &["get"], false)],
+        Target::Endpoints => &[("discovery.k8s.io", "endpointslices", &["list"], true)],
+        Target::Node => &[("", "nodes", &["get"], false)],
+        Target::Hpa => &[],
+        Target::CronJob => &[("batch", "jobs", &["list"], true)],
+        Target::Ingress => &[("", "secrets", &["get"], true)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compiled(crds: &str) -> Compiled {
+        let text = format!(
+            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {{name: k}}\nspec:\n  crds:\n{crds}"
+        );
+        crate::load_sources(&[("katalog.yaml".into(), text)]).unwrap()
+    }
+
+    fn rule<'a>(rules: &'a [Rule], group: &str, resource: &str) -> Option<&'a Rule> {
+        rules
+            .iter()
+            .find(|r| r.api_group == group && r.resources.iter().any(|x| x == resource))
+    }
+
+    #[test]
+    fn a_confined_crd_needs_a_role_in_its_namespace_only() {
+        let katalog = compiled(
+            "    site:
+      apiTypes: {group: demo.io, version: v1, kind: Site}
+      namespace: shop
+      operatorBox:
+        reconcile:
+          onReconcile:
+            deployments: [{name: web, image: nginx}]
+            configMaps: [{name: cfg, data: {a: b}}]
+        observe:
+          watch:
+            - {apiVersion: v1, kind: Secret}
+",
+        );
+        let rules = Needs::of(&katalog).rules();
+        assert!(!rules.contains_key(&Scope::Cluster), "{rules:?}");
+        let shop = &rules[&Scope::Namespace("shop".into())];
+        assert_eq!(
+            rule(shop, "demo.io", "sites").unwrap().verbs,
+            ["get", "list", "patch", "update", "watch"]
+        );
+        assert_eq!(
+            rule(shop, "demo.io", "sites/status").unwrap().verbs,
+            ["get", "patch", "update"]
+        );
+        assert!(rule(shop, "apps", "deployments").unwrap().verbs.contains(&"delete"));
+        assert!(rule(shop, "", "configmaps").is_some());
+        assert_eq!(
+            rule(shop, "", "secrets").unwrap().verbs,
+            ["get", "list", "watch"],
+            "watched, never written"
+        );
+        assert_eq!(
+            rule(shop, "events.k8s.io", "events").unwrap().verbs,
+            ["create", "patch"]
+        );
+        assert!(
+            rule(shop, "rbac.authorization.k8s.io", "roles").is_none(),
+            "nothing it does not use"
+        );
+    }
+
+    #[test]
+    fn an_unconfined_crd_and_cluster_scoped_children_need_cluster_rules() {
+        let katalog = compiled(
+            "    tenant:
+      apiTypes: {group: demo.io, version: v1, kind: Tenant}
+      namespaced: false
+      operatorBox:
+        reconcile:
+          onReconcile:
+            namespaces: [{name: '{{ .metadata.name }}'}]
+",
+        );
+        let rules = Needs::of(&katalog).rules();
+        assert_eq!(rules.keys().collect::<Vec<_>>(), [&Scope::Cluster]);
+        let cluster = &rules[&Scope::Cluster];
+        assert!(rule(cluster, "", "namespaces").is_some());
+        assert!(rule(cluster, "demo.io", "tenants/finalizers").is_some());
+    }
+
+    #[test]
+    fn plurals_follow_the_api_server() {
+        assert_eq!(guess_plural("Policy"), "policies");
+        assert_eq!(guess_plural("Gateway"), "gateways");
+        assert_eq!(guess_plural("Ingress"), "ingresses");
+        assert_eq!(guess_plural("Widget"), "widgets");
+        assert_eq!(group_of("apps/v1"), "apps");
+        assert_eq!(group_of("v1"), "");
+    }
+}

@@ -1,0 +1,189 @@
+//! Running in a cluster: `deploy/base` with the RBAC `ork manifests` prints, checked by the
+//! real API server through `kubectl apply --dry-run=server -k`, and `ork run` with nothing
+//! but in-cluster configuration (a ServiceAccount token file and KUBERNETES_SERVICE_HOST),
+//! allowed exactly what that RBAC grants.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use orkestra_test_support::{eventually, kubectl_output, kubectl_with};
+
+use crate::ork::{ORK, Ork, run};
+use crate::pipeline::WAIT;
+use crate::replicas::{Replicas, free_port};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `ork manifests` for the Katalog in `dir`, the runtime in `namespace`.
+fn manifests(dir: &Path, namespace: &str) -> String {
+    let katalog = dir.join("katalog.yaml");
+    let output = run(&["manifests", "-f", katalog.to_str().unwrap(), "-n", namespace], &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn the_kustomize_base_and_the_generated_rbac_pass_server_side_dry_run() {
+    let replicas = Replicas::install("deploy-dry").await;
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let ns = &replicas.ns.name;
+    let overlay = replicas.dir.path();
+    std::fs::write(overlay.join("rbac.yaml"), manifests(overlay, ns)).unwrap();
+    // kustomize takes a base only by a relative path.
+    let base = repo().join("deploy/base").canonicalize().unwrap();
+    let up = overlay.canonicalize().unwrap().components().count() - 1;
+    let base = PathBuf::from("../".repeat(up)).join(base.strip_prefix("/").unwrap());
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: {ns}
+resources: [{base}, rbac.yaml]
+configMapGenerator:
+  - {{name: orkestra-katalog, files: [katalog.yaml]}}
+secretGenerator:
+  - {{name: orkestra-live-api, literals: [token=dry-run]}}
+",
+            base = base.display()
+        ),
+    )
+    .unwrap();
+    let dir = overlay.to_str().unwrap();
+    let applied = kubectl_with(
+        &cluster.kubeconfig,
+        &["apply", "--dry-run=server", "-k", dir, "-o", "name"],
+    )
+    .unwrap();
+    for object in [
+        "serviceaccount/orkestra",
+        "service/orkestra",
+        "deployment.apps/orkestra",
+        "poddisruptionbudget.policy/orkestra",
+        "role.rbac.authorization.k8s.io/orkestra:deploy-dry",
+        "rolebinding.rbac.authorization.k8s.io/orkestra:deploy-dry",
+    ] {
+        assert!(
+            applied.lines().any(|l| l.starts_with(object)),
+            "{object} in:\n{applied}"
+        );
+    }
+    assert!(
+        !applied.contains("clusterrole"),
+        "a Katalog confined to one namespace needs no cluster-wide role:\n{applied}"
+    );
+    // The dry run admitted the Deployment as the API server defaults it: non-root, read-only.
+    let rendered = kubectl_with(
+        &cluster.kubeconfig,
+        &["apply", "--dry-run=server", "-k", dir, "-o", "yaml"],
+    )
+    .unwrap();
+    for expected in [
+        "readOnlyRootFilesystem: true",
+        "runAsNonRoot: true",
+        "path: /ready",
+        "orkestra-katalog-",
+    ] {
+        assert!(rendered.contains(expected), "{expected} in the rendered objects");
+    }
+    // Nothing was created.
+    let output = kubectl_output(&cluster.kubeconfig, &["get", "deployment", "orkestra", "-n", ns]).unwrap();
+    assert!(!output.status.success());
+}
+
+#[tokio::test]
+async fn ork_run_in_cluster_config_reconciles_with_only_the_generated_rbac() {
+    let replicas = Replicas::install("deploy-in").await;
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let ns = &replicas.ns.name;
+    let dir = replicas.dir.path();
+    let sa = format!(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: orkestra, namespace: {ns}}}\n{}",
+        manifests(dir, ns)
+    );
+    std::fs::write(dir.join("rbac.yaml"), sa).unwrap();
+    kubectl_with(
+        &cluster.kubeconfig,
+        &["apply", "-f", dir.join("rbac.yaml").to_str().unwrap()],
+    )
+    .unwrap();
+    let forbidden = kubectl_with(
+        &cluster.kubeconfig,
+        &[
+            "auth",
+            "can-i",
+            "list",
+            "secrets",
+            "-n",
+            ns,
+            &format!("--as=system:serviceaccount:{ns}:orkestra"),
+        ],
+    );
+    assert!(
+        forbidden.is_err(),
+        "the Katalog reads no Secrets, so neither may its runtime"
+    );
+
+    // What the kubelet mounts into a pod.
+    let mount = dir.join("serviceaccount");
+    std::fs::create_dir(&mount).unwrap();
+    let token = kubectl_with(&cluster.kubeconfig, &["create", "token", "orkestra", "-n", ns]).unwrap();
+    std::fs::write(mount.join("token"), token.trim()).unwrap();
+    std::fs::write(mount.join("namespace"), ns).unwrap();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+    let ca = kubeconfig.clusters[0]
+        .cluster
+        .as_ref()
+        .unwrap()
+        .certificate_authority_data
+        .clone()
+        .unwrap();
+    let pem = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, ca).unwrap();
+    std::fs::write(mount.join("ca.crt"), pem).unwrap();
+    let port = cluster
+        .server
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+
+    // A private mount namespace puts the files where kube's in-cluster config reads them;
+    // no kubeconfig is anywhere to be found.
+    let katalog = dir.join("katalog.yaml");
+    let live = free_port();
+    let script = format!(
+        "mount -t tmpfs tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount \
+         && cp {mount}/* /run/secrets/kubernetes.io/serviceaccount/ \
+         && exec {ORK} run -f {katalog} --ha leader --identity in-cluster --http-addr 127.0.0.1:{live}",
+        mount = mount.display(),
+        katalog = katalog.display(),
+    );
+    let mut command = Command::new("unshare");
+    command
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .env_remove("KUBECONFIG")
+        .env("HOME", dir)
+        .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        .env("KUBERNETES_SERVICE_PORT", &port)
+        .env("ORK_API_TOKEN", "");
+    let mut ork = Ork::spawn_command(command);
+    ork.wait_for("Live API on", WAIT);
+    replicas.create(0..5, "in-cluster").await;
+    replicas.converged(5, "in-cluster", WAIT).await;
+    // Its Lease is in the namespace the pod's files name.
+    let leases: Api<Lease> = Api::namespaced(replicas.ns.client.clone(), ns);
+    let lease = eventually("the leader Lease", WAIT, || async {
+        leases.get_opt("orkestra-konductor-deploy-in").await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    assert_eq!(lease.spec.unwrap().holder_identity.as_deref(), Some("in-cluster"));
+    let status = ork.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
+    assert!(status.success(), "{status:?}: {}", ork.seen.join("\n"));
+}
