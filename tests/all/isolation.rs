@@ -469,3 +469,100 @@ async fn a_list_stops_at_the_kube_byte_budget() {
     );
     h.stop().await;
 }
+
+/// Writes `yaml` to a file and applies it with kubectl, as a cluster admin would.
+fn kubectl_apply(yaml: &str) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), yaml).unwrap();
+    orkestra_test_support::kubectl(&["apply", "-f", file.path().to_str().unwrap()]).unwrap();
+}
+
+#[tokio::test]
+async fn a_component_acts_as_its_service_account_and_rbac_holds_beside_the_grants() {
+    let hook = guests::component("rust-hook").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let katalog = std::fs::read_to_string(crate::running::katalogs_dir().join("site-hook/katalog.yaml"))
+        .unwrap()
+        .replace(
+            "../../examples/target/wasm32-wasip2/release/rust_hook.wasm",
+            hook.to_str().unwrap(),
+        )
+        .replace("name: site-hook", "name: site-identity")
+        .replacen(
+            "limits: {timeout: 2s, memory: 32Mi}",
+            "limits: {timeout: 2s, memory: 32Mi}\n            serviceAccount: site-runner",
+            1,
+        );
+    std::fs::write(dir.path().join("katalog.yaml"), katalog).unwrap();
+    let run = crate::running::Running::start("site-identity", &[dir.path().join("katalog.yaml")], &[]).await;
+    let ns = run.ns.name.clone();
+    let user = format!("system:serviceaccount:{ns}:site-runner");
+    kubectl_apply(&format!(
+        "{{apiVersion: v1, kind: ServiceAccount, metadata: {{name: site-runner, namespace: {ns}}}}}"
+    ));
+    let sites = run.crs("hooks.orkestra.io", "Site");
+    run.create(&sites, "Site", "shop", json!({"title": "Shop"})).await;
+
+    // The grants allow get and apply of ConfigMaps; RBAC allows the account nothing. Its
+    // read through the kube interface is refused by the API server, as that account.
+    let refused = cr_where(&sites, "shop", reason_is("DefaultsUnreadable")).await;
+    let message = ready_condition(&refused)["message"].as_str().unwrap().to_string();
+    assert!(message.contains(&user) && message.contains("forbidden"), "{message}");
+
+    // RBAC lets it read ConfigMaps but not write them: the child it returns is refused.
+    let role = |verbs: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: site-runner, namespace: {ns}}}
+rules: [{{apiGroups: [''], resources: [configmaps], verbs: [{verbs}]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: site-runner, namespace: {ns}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: site-runner}}
+subjects: [{{kind: ServiceAccount, name: site-runner, namespace: {ns}}}]
+"
+        )
+    };
+    let nudge = |n: u32| {
+        let sites = sites.clone();
+        async move {
+            let patch = json!({"metadata": {"annotations": {"test/nudge": n.to_string()}}});
+            sites
+                .patch("shop", &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap();
+        }
+    };
+    kubectl_apply(&role("get"));
+    nudge(1).await;
+    let refused = cr_where(&sites, "shop", reason_is("ComponentForbidden")).await;
+    let message = ready_condition(&refused)["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains(&format!("acting as {user}"))
+            && message.contains("forbidden")
+            && message.contains("shop-content"),
+        "{message}"
+    );
+    let maps: Api<ConfigMap> = Api::namespaced(run.ns.client.clone(), &ns);
+    assert!(
+        maps.get_opt("shop-content").await.unwrap().is_none(),
+        "nothing was written as the account"
+    );
+    // The templates' own child is the host's: written all along.
+    let deployments: Api<DynamicObject> = Api::namespaced_with(
+        run.ns.client.clone(),
+        &ns,
+        &kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk("apps", "v1", "Deployment")),
+    );
+    assert!(deployments.get_opt("shop").await.unwrap().is_some());
+
+    // Once RBAC allows what the grants do, the CR converges.
+    kubectl_apply(&role("get, create, patch"));
+    nudge(2).await;
+    cr_where(&sites, "shop", is_ready).await;
+    let content = maps.get("shop-content").await.unwrap();
+    assert!(content.data.unwrap()["index.html"].contains("Shop"));
+    run.stop().await;
+}

@@ -51,7 +51,13 @@ impl Running {
         orkestra_kube::crd_install::install_crds(&ns.client, &katalog.katalog, WAIT)
             .await
             .unwrap();
-        let runtime = Runtime::new(ns.client.clone(), &katalog).unwrap().with_event_log();
+        // As `ork run` does: components may act as their own ServiceAccounts.
+        let kubeconfig = &orkestra_test_support::cluster().unwrap().kubeconfig;
+        let config = orkestra::control_plane::config_for(kubeconfig).await.unwrap();
+        let runtime = Runtime::new(ns.client.clone(), &katalog)
+            .unwrap()
+            .with_event_log()
+            .with_identities(config);
         let components = runtime.components();
         let inspect = runtime.inspect();
         let handles = katalog.crds.keys().filter_map(|name| runtime.crd(name)).collect();

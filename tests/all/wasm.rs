@@ -606,6 +606,7 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
             capabilities: &[],
             run_first: false,
             args: None,
+            service_account: None,
         };
         orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new(".")).unwrap()
     };
@@ -658,6 +659,7 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
         capabilities: &[],
         run_first: false,
         args: None,
+        service_account: None,
     };
     let spec = orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new(".")).unwrap();
     let components = Components::default();
@@ -681,6 +683,7 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
         key: "ns/a".into(),
         namespace: Some("ns".into()),
         manager: "orkestra-wasm/test".into(),
+        client: None,
     };
     let call = |active: std::sync::Arc<orkestra_wasm::Active>| {
         let (slot, request) = (slot.clone(), request.clone());

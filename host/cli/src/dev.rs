@@ -41,6 +41,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let (dir, _temp) = instance_dir(args.dir, "ork-dev-")?;
     let mut plane = start(dir, args.port, true, binaries, args.plane.nodes).await?;
     let client = plane.client().await?;
+    let config = orkestra::control_plane::config_for(&plane.kubeconfig()).await?;
 
     let crds = crd_install::install_crds(&client, &katalog.katalog, Duration::from_secs(60))
         .await
@@ -68,7 +69,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     // One replica: no Leases.
     let ha = super::ha::HaArgs::default();
     let result = tokio::select! {
-        result = super::run::serve(client, &katalog, &files, &args.http, &args.webhooks, &ha) => result,
+        result = super::run::serve(client, config, &katalog, &files, &args.http, &args.webhooks, &ha) => result,
         result = watch(&mut plane) => result,
     };
     plane.stop();

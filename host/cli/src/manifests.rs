@@ -81,7 +81,11 @@ fn labels(katalog: &str) -> Value {
 }
 
 fn rule(rule: &Rule) -> Value {
-    json!({"apiGroups": [rule.api_group], "resources": rule.resources, "verbs": rule.verbs})
+    let mut out = json!({"apiGroups": [rule.api_group], "resources": rule.resources, "verbs": rule.verbs});
+    if !rule.resource_names.is_empty() {
+        out["resourceNames"] = json!(rule.resource_names);
+    }
+    out
 }
 
 /// What the webhooks and the Serve API read and write besides the runtime's own needs.

@@ -90,9 +90,10 @@ pub async fn secret_value(client: &kube::Client, reference: &str, key: &str) -> 
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let katalog = args.katalog.load()?;
-    let client = kube::Client::try_default()
+    let config = kube::Config::infer()
         .await
         .context("cannot build a Kubernetes client from KUBECONFIG or the in-cluster config")?;
+    let client = kube::Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
     let version = client
         .apiserver_version()
         .await
@@ -100,6 +101,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     tracing::info!(crds = katalog.crds.len(), server = %version.git_version, "Katalog loaded, API server reachable");
     serve(
         client,
+        config,
         &katalog,
         &args.katalog.files(),
         &args.http,
@@ -116,6 +118,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// logged as needing a restart.
 pub async fn serve(
     client: kube::Client,
+    config: kube::Config,
     katalog: &orkestra_katalog::Compiled,
     files: &[std::path::PathBuf],
     http: &HttpArgs,
@@ -129,7 +132,9 @@ pub async fn serve(
     // Before the runtime starts: CRs written from now on are checked at admission.
     let webhooks = webhooks_args.start(&client, katalog).await?;
     let ha = ha_args.start(&client, katalog)?;
-    let mut runtime = orkestra::runtime::Runtime::new(client.clone(), katalog)?.with_ownership(ha.ownership());
+    let mut runtime = orkestra::runtime::Runtime::new(client.clone(), katalog)?
+        .with_ownership(ha.ownership())
+        .with_identities(config);
     if auth.is_some() {
         runtime = runtime.with_event_log();
     }

@@ -19,17 +19,27 @@ pub enum Scope {
     Namespace(String),
 }
 
-/// One RBAC rule: verbs on resources of one API group.
+/// One RBAC rule: verbs on resources of one API group (only the named objects, when
+/// `resource_names` lists any).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     pub api_group: String,
     pub resources: Vec<String>,
     pub verbs: Vec<&'static str>,
+    pub resource_names: Vec<String>,
 }
 
-/// Verbs by scope, API group and resource.
+/// Verbs by scope, API group and resource; and verbs on named objects only.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Needs(BTreeMap<Scope, BTreeMap<(String, String), BTreeSet<&'static str>>>);
+pub struct Needs {
+    any: BTreeMap<Scope, ByResource>,
+    named: BTreeMap<Scope, ByName>,
+}
+
+/// Verbs by (API group, resource).
+type ByResource = BTreeMap<(String, String), BTreeSet<&'static str>>;
+/// Object names by (API group, resource, verb).
+type ByName = BTreeMap<(String, String, &'static str), BTreeSet<String>>;
 
 const READ: &[&str] = &["get", "list", "watch"];
 /// Children are applied (server-side), adopted, pruned and watched.
@@ -127,7 +137,7 @@ impl Needs {
 
     /// Verbs on `resource` of `group` where `scope` says.
     pub fn add(&mut self, scope: Scope, group: &str, resource: &str, verbs: &[&'static str]) {
-        self.0
+        self.any
             .entry(scope)
             .or_default()
             .entry((group.to_string(), resource.to_string()))
@@ -189,7 +199,17 @@ impl Needs {
         }
         let boxes = std::iter::once(crd.crd_box()).chain(crd.targets.values());
         for component in boxes.filter_map(|b| b.component.as_ref()) {
-            for (api_version, kinds, verbs, namespaces) in component.grants.each() {
+            // Acting as its ServiceAccount: the host impersonates it, and nothing else.
+            if let Some(account) = &component.service_account {
+                let scope = match &account.namespace {
+                    Some(ns) => Scope::Namespace(ns.clone()),
+                    None => home.clone(),
+                };
+                self.add_named(scope, "", "serviceaccounts", "impersonate", &account.name);
+            }
+            for grant in component.grants.each() {
+                let (api_version, kinds, verbs, namespaces) =
+                    (grant.api_version, grant.kinds, grant.verbs, grant.namespaces);
                 let scopes: Vec<Scope> = match namespaces {
                     None => vec![Scope::Cluster],
                     Some((names, own_ns)) => names
@@ -236,13 +256,23 @@ impl Needs {
         }
     }
 
+    /// `verb` on the object `name` of `resource` only.
+    pub fn add_named(&mut self, scope: Scope, group: &str, resource: &str, verb: &'static str, name: &str) {
+        self.named
+            .entry(scope)
+            .or_default()
+            .entry((group.to_string(), resource.to_string(), verb))
+            .or_default()
+            .insert(name.to_string());
+    }
+
     /// The rules per scope, a rule per API group and set of verbs.
     pub fn rules(&self) -> BTreeMap<Scope, Vec<Rule>> {
-        let mut out = BTreeMap::new();
-        for (scope, resources) in &self.0 {
+        let mut out: BTreeMap<Scope, Vec<Rule>> = BTreeMap::new();
+        for (scope, resources) in &self.any {
             // A cluster-wide grant already holds in every namespace.
             let cluster = (*scope != Scope::Cluster)
-                .then(|| self.0.get(&Scope::Cluster))
+                .then(|| self.any.get(&Scope::Cluster))
                 .flatten();
             let mut grouped: BTreeMap<(String, Vec<&'static str>), Vec<String>> = BTreeMap::new();
             for ((group, resource), verbs) in resources {
@@ -265,10 +295,21 @@ impl Needs {
                     api_group,
                     resources,
                     verbs,
+                    resource_names: Vec::new(),
                 })
                 .collect();
             if !rules.is_empty() {
                 out.insert(scope.clone(), rules);
+            }
+        }
+        for (scope, named) in &self.named {
+            for ((api_group, resource, verb), names) in named {
+                out.entry(scope.clone()).or_default().push(Rule {
+                    api_group: api_group.clone(),
+                    resources: vec![resource.clone()],
+                    verbs: vec![verb],
+                    resource_names: names.iter().cloned().collect(),
+                });
             }
         }
         out
@@ -391,6 +432,34 @@ mod tests {
         let cluster = &rules[&Scope::Cluster];
         assert!(rule(cluster, "", "namespaces").is_some());
         assert!(rule(cluster, "demo.io", "tenants/finalizers").is_some());
+    }
+
+    #[test]
+    fn a_component_grant_and_its_service_account_become_rules() {
+        let katalog = compiled(
+            "    site:
+      apiTypes: {group: demo.io, version: v1, kind: Site}
+      namespace: shop
+      operatorBox:
+        reconcile:
+          hooks:
+            component: hook.wasm
+            serviceAccount: runner
+            capabilities:
+              - {apiVersion: v1, kinds: [ConfigMap], verbs: [get, apply]}
+              - {apiVersion: apps/v1, kinds: [Deployment], verbs: [list], namespaces: [ops]}
+",
+        );
+        let rules = Needs::of(&katalog).rules();
+        let shop = &rules[&Scope::Namespace("shop".into())];
+        assert_eq!(rule(shop, "", "configmaps").unwrap().verbs, ["create", "get", "patch"]);
+        let impersonate = rule(shop, "", "serviceaccounts").unwrap();
+        assert_eq!(
+            (impersonate.verbs.clone(), impersonate.resource_names.clone()),
+            (vec!["impersonate"], vec!["runner".to_string()])
+        );
+        let ops = &rules[&Scope::Namespace("ops".into())];
+        assert_eq!(rule(ops, "apps", "deployments").unwrap().verbs, ["list"]);
     }
 
     #[test]

@@ -42,6 +42,7 @@ fn hook_spec(path: &Path) -> Spec {
         capabilities: &[],
         run_first: false,
         args: None,
+        service_account: None,
     };
     Spec::compile(World::Hook, declared, Path::new(".")).expect("spec")
 }
@@ -68,6 +69,7 @@ fn caller() -> Caller {
         key: "web/shop".into(),
         namespace: Some("web".into()),
         manager: "orkestra-wasm/test".into(),
+        client: None,
     }
 }
 

@@ -31,6 +31,7 @@ pub mod failure;
 pub mod feedback;
 pub mod ha;
 pub mod health;
+pub mod identities;
 pub mod kordinator;
 pub mod live;
 pub mod metrics;

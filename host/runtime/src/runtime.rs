@@ -123,6 +123,7 @@ pub struct Runtime {
     /// Keep each CRD's CR events (the Live API shows them).
     event_log: bool,
     ownership: crate::ha::Ownership,
+    identities: Option<Arc<crate::identities::Identities>>,
 }
 
 /// How often component files are checked for a new version.
@@ -177,6 +178,7 @@ impl Runtime {
             lifecycle: Arc::default(),
             event_log: false,
             ownership: crate::ha::Ownership::default(),
+            identities: None,
         })
     }
 
@@ -190,6 +192,13 @@ impl Runtime {
     /// Reconciles only the CRs `ownership` gives this replica (see [`crate::ha`]).
     pub fn with_ownership(mut self, ownership: crate::ha::Ownership) -> Self {
         self.ownership = ownership;
+        self
+    }
+
+    /// Components that declare a `serviceAccount` act as it, impersonating it with
+    /// `config` (the host's own, which must be allowed to impersonate those accounts).
+    pub fn with_identities(mut self, config: kube::Config) -> Self {
+        self.identities = Some(Arc::new(crate::identities::Identities::new(config)));
         self
     }
 
@@ -284,7 +293,8 @@ impl Runtime {
                         peers.clone(),
                         self.http.clone(),
                     )
-                    .with_children(handle.children.clone());
+                    .with_children(handle.children.clone())
+                    .with_identities(self.identities.clone());
                     Arc::new(match slot {
                         Some(slot) => reconciler.with_component(slot, self.functions.clone()),
                         None => reconciler,

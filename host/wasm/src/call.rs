@@ -10,7 +10,7 @@ use wasmtime_wasi::WasiCtx;
 
 use super::bindings::types::{Outcome, Request, Response};
 use super::engine::{EPOCH_TICK, Loaded, Pre, WasmHost};
-use super::state::{CallState, Caller, MemoryCap};
+use super::state::{CallState, Caller, Cluster, MemoryCap};
 use super::stats::{CallOutcome, CallStats};
 use orkestra_katalog::component::{Limits, Spec};
 
@@ -176,7 +176,11 @@ impl WasmHost {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
             memory: MemoryCap::new(limits.memory),
-            cluster: self.cluster.clone(),
+            // Its own identity, where it has one: the cluster's RBAC holds for it too.
+            cluster: self.cluster.clone().map(|cluster| match caller.client.clone() {
+                Some(client) => Cluster { client, ..cluster },
+                None => cluster,
+            }),
             grants,
             caller,
             kube_calls_left: limits.kube_calls,

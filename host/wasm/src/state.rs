@@ -44,7 +44,7 @@ pub struct Cluster {
 }
 
 /// Who is calling, for log records, grant checks and writes.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Caller {
     /// The component's slot (`crd` or `crd/target`).
     pub component: Arc<str>,
@@ -55,6 +55,9 @@ pub struct Caller {
     /// The field manager of what it applies through `kube.apply`: its own, never shared
     /// with another tenant.
     pub manager: Arc<str>,
+    /// A client acting as the component's own ServiceAccount, for its kube calls (`None`:
+    /// the host's).
+    pub client: Option<kube::Client>,
 }
 
 /// The resource limiter of one call: every memory and table the instance creates or grows

@@ -442,6 +442,22 @@ impl CompiledCrd {
         else {
             return Err(gather.0);
         };
+        // A cluster-scoped CR has no namespace to find a bare ServiceAccount name in.
+        let declared = std::iter::once(&compiled).chain(targets.values().map(|t| t.as_ref()));
+        if !entry.namespaced
+            && declared
+                .filter_map(|b| b.component.as_ref())
+                .any(|c| c.service_account.as_ref().is_some_and(|sa| sa.namespace.is_none()))
+        {
+            let world = match entry.operator_box.reconcile.as_ref().and_then(|r| r.default) {
+                Some(false) => "constructor",
+                _ => "hooks",
+            };
+            gather.0.push(Error::at(
+                format!("operatorBox.reconcile.{world}.serviceAccount"),
+                "the CRD is cluster-scoped, so its CRs have no namespace to find the account in: write NAMESPACE/NAME",
+            ));
+        }
         gather.finish()?;
         let group_prefix = if types.group.is_empty() {
             String::new()

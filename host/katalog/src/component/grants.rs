@@ -48,6 +48,17 @@ struct Grant {
     namespaces: Namespaces,
 }
 
+/// One grant as data.
+pub struct GrantView<'a> {
+    /// `None`: any apiVersion.
+    pub api_version: Option<&'a str>,
+    /// `None`: any kind.
+    pub kinds: Option<&'a [String]>,
+    pub verbs: &'a [Verb],
+    /// `None`: any namespace; else the names and whether the CR's own is one.
+    pub namespaces: Option<(&'a [String], bool)>,
+}
+
 /// The grants of one component.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grants(Vec<Grant>);
@@ -122,20 +133,16 @@ impl Grants {
         Ok(Self(grants))
     }
 
-    /// Each grant as data, for the RBAC a Katalog needs: apiVersion and kinds (`None`: any),
-    /// verbs, and namespaces (`None`: any; else the names and whether the CR's own is one).
-    pub fn each(&self) -> impl Iterator<Item = (Option<&str>, Option<&[String]>, &[Verb], Option<(&[String], bool)>)> {
-        self.0.iter().map(|g| {
-            let namespaces = match &g.namespaces {
+    /// Each grant as data, for the RBAC a Katalog needs.
+    pub fn each(&self) -> impl Iterator<Item = GrantView<'_>> {
+        self.0.iter().map(|g| GrantView {
+            api_version: g.api_version.as_deref(),
+            kinds: g.kinds.as_deref(),
+            verbs: &g.verbs,
+            namespaces: match &g.namespaces {
                 Namespaces::Any => None,
                 Namespaces::Listed { names, self_ns } => Some((names.as_slice(), *self_ns)),
-            };
-            (
-                g.api_version.as_deref(),
-                g.kinds.as_deref(),
-                g.verbs.as_slice(),
-                namespaces,
-            )
+            },
         })
     }
 

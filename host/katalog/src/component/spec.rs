@@ -202,6 +202,52 @@ pub struct Spec {
     pub run_first: bool,
     /// Handed to every call as `context.args`.
     pub args: Option<Value>,
+    /// Whom it acts as towards the API server (`None`: the host's own identity).
+    pub service_account: Option<ServiceAccount>,
+}
+
+/// `serviceAccount`: `name` (in the CR's namespace) or `namespace/name`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ServiceAccount {
+    /// `None`: the namespace of the custom resource being reconciled.
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ServiceAccount {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let dns_label = |part: &str| {
+            !part.is_empty()
+                && part.len() <= 63
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        };
+        let (namespace, name) = match text.trim().split_once('/') {
+            Some((namespace, name)) => (Some(namespace), name),
+            None => (None, text.trim()),
+        };
+        // Names may be DNS subdomains; a namespace is a label.
+        let subdomain = !name.is_empty() && name.len() <= 253 && name.split('.').all(dns_label);
+        if !subdomain || namespace.is_some_and(|ns| !dns_label(ns)) {
+            return Err(format!(
+                "serviceAccount: {text:?} is not NAME or NAMESPACE/NAME (lowercase letters, digits, '-')"
+            ));
+        }
+        Ok(Self {
+            namespace: namespace.map(String::from),
+            name: name.to_string(),
+        })
+    }
+
+    /// The user the API server knows it as, for a CR in `cr_namespace`; `None` when the
+    /// account's namespace would be the CR's and the CR has none.
+    pub fn user(&self, cr_namespace: Option<&str>) -> Option<String> {
+        let namespace = self.namespace.as_deref().or(cr_namespace)?;
+        Some(format!("system:serviceaccount:{namespace}:{}", self.name))
+    }
 }
 
 /// The parts of a hooks or constructor declaration a component needs.
@@ -213,6 +259,7 @@ pub struct Declared<'a> {
     pub capabilities: &'a [Capability],
     pub run_first: bool,
     pub args: Option<&'a Value>,
+    pub service_account: Option<&'a str>,
 }
 
 impl Spec {
@@ -254,6 +301,7 @@ impl Spec {
             grants: Arc::new(Grants::compile(declared.capabilities)?),
             run_first: declared.run_first,
             args: declared.args.cloned(),
+            service_account: declared.service_account.map(ServiceAccount::parse).transpose()?,
         })
     }
 }
@@ -280,6 +328,7 @@ pub fn declared_in(reconcile: &crate::Reconcile, base: &Path) -> Result<Option<S
             capabilities: &constructor.capabilities,
             run_first: false,
             args: constructor.args.as_ref(),
+            service_account: constructor.service_account.as_deref(),
         };
         return Spec::compile(World::Constructor, declared, base)
             .map(Some)
@@ -307,6 +356,7 @@ pub fn declared_in(reconcile: &crate::Reconcile, base: &Path) -> Result<Option<S
         capabilities: &hooks.capabilities,
         run_first: hooks.run_hooks_first,
         args: hooks.args.as_ref(),
+        service_account: hooks.service_account.as_deref(),
     };
     Spec::compile(World::Hook, declared, base)
         .map(Some)
@@ -331,6 +381,29 @@ mod tests {
             capabilities: &[],
             run_first: false,
             args: None,
+            service_account: None,
+        }
+    }
+
+    #[test]
+    fn a_service_account_is_a_name_or_namespace_and_name() {
+        let own = ServiceAccount::parse("runner").unwrap();
+        assert_eq!(
+            own.user(Some("team-a")).as_deref(),
+            Some("system:serviceaccount:team-a:runner")
+        );
+        assert_eq!(
+            own.user(None),
+            None,
+            "a cluster-scoped CR has no namespace to find it in"
+        );
+        let fixed = ServiceAccount::parse("ops/runner").unwrap();
+        assert_eq!(
+            fixed.user(Some("team-a")).as_deref(),
+            Some("system:serviceaccount:ops:runner")
+        );
+        for bad in ["", "a/b/c", "Runner", "ns/", "/x", "-x"] {
+            assert!(ServiceAccount::parse(bad).is_err(), "{bad:?}");
         }
     }
 

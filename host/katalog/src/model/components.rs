@@ -55,6 +55,11 @@ pub struct HooksSpec {
     /// What the component may touch through the kube interface and its returned resources.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
+    /// The ServiceAccount the component acts as towards the API server (`name`: in the CR's
+    /// namespace; `namespace/name`: that one): its kube calls and the children it returns
+    /// are sent impersonating it, so the cluster's RBAC holds besides the capabilities.
+    #[serde(default)]
+    pub service_account: Option<String>,
     #[serde(default)]
     pub managed_resources: Vec<ManagedResource>,
     /// Hooks before the templates instead of after.
@@ -96,6 +101,11 @@ pub struct ConstructorSpec {
     /// What the component may touch through the kube interface and its returned resources.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
+    /// The ServiceAccount the component acts as towards the API server (`name`: in the CR's
+    /// namespace; `namespace/name`: that one): its kube calls and the children it returns
+    /// are sent impersonating it, so the cluster's RBAC holds besides the capabilities.
+    #[serde(default)]
+    pub service_account: Option<String>,
     #[serde(default)]
     pub managed_resources: Vec<ManagedResource>,
     #[serde(default)]

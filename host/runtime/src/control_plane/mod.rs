@@ -430,7 +430,12 @@ impl Drop for ControlPlane {
 
 /// A kube client from a kubeconfig file.
 pub async fn client_for(kubeconfig: &Path) -> Result<kube::Client, Error> {
-    let config = kube::Config::from_custom_kubeconfig(
+    kube::Client::try_from(config_for(kubeconfig).await?).map_err(Error::Client)
+}
+
+/// The client configuration of a kubeconfig file.
+pub async fn config_for(kubeconfig: &Path) -> Result<kube::Config, Error> {
+    kube::Config::from_custom_kubeconfig(
         kube::config::Kubeconfig::read_from(kubeconfig).map_err(|source| Error::Kubeconfig {
             path: kubeconfig.to_path_buf(),
             source,
@@ -441,8 +446,7 @@ pub async fn client_for(kubeconfig: &Path) -> Result<kube::Client, Error> {
     .map_err(|source| Error::Kubeconfig {
         path: kubeconfig.to_path_buf(),
         source,
-    })?;
-    kube::Client::try_from(config).map_err(Error::Client)
+    })
 }
 
 fn http_get(path: &'static str) -> http::Request<Vec<u8>> {

@@ -77,6 +77,16 @@ impl Applier {
         }
     }
 
+    /// The same applier writing through `client` (a component's own identity).
+    pub fn acting_as(&self, client: kube::Client) -> Self {
+        Self {
+            client,
+            kinds: self.kinds.clone(),
+            counters: self.counters.clone(),
+            children: self.children.clone(),
+        }
+    }
+
     /// Existing children are read from `children` where it holds them.
     pub fn with_children(mut self, children: Children) -> Self {
         self.children = children;

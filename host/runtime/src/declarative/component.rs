@@ -48,13 +48,16 @@ impl Declarative {
         };
         let spec = &active.spec;
         let wasm_request = self.wasm_request(request, object, context, spec)?;
+        let namespace = object
+            .and_then(|o| o["metadata"]["namespace"].as_str())
+            .map(String::from);
+        let acting_as = self.identity(slot, spec, namespace.as_deref())?;
         let caller = Caller {
             component: slot.name.clone(),
             key: request.key.clone(),
-            namespace: object
-                .and_then(|o| o["metadata"]["namespace"].as_str())
-                .map(String::from),
+            namespace,
             manager: self.managers.component.as_str().into(),
+            client: acting_as.as_ref().map(|(_, client)| client.clone()),
         };
         let response = slot
             .call(&active, hook, caller.clone(), &wasm_request)
@@ -73,7 +76,21 @@ impl Declarative {
         };
         // What the host does for a response is bounded too: by the caps the call was checked
         // against, by this deadline, and by the CR's deletion or the runtime's shutdown.
-        let applying = self.apply_response(slot, spec, &caller, request, cr, response);
+        let applier = match &acting_as {
+            Some((_, client)) => &self.applier.acting_as(client.clone()),
+            None => &self.applier,
+        };
+        let applying = self.apply_response(applier, slot, spec, &caller, request, cr, response);
+        let applying = async {
+            // The API server's refusal of the component's own account is the component's.
+            applying.await.map_err(|error| match (&acting_as, error.status_code()) {
+                (Some((user, _)), Some(403)) => ReconcileError::new(
+                    Reason::ComponentForbidden,
+                    format!("component {} acting as {user}: {}", slot.name, error.message),
+                ),
+                _ => error,
+            })
+        };
         match tokio::time::timeout(spec.limits.apply_timeout, applying).await {
             Ok(applied) => applied,
             Err(_) => Err(ReconcileError::new(
@@ -86,10 +103,39 @@ impl Declarative {
         }
     }
 
+    /// The user and client the component acts as, when it declares a `serviceAccount`.
+    fn identity(
+        &self,
+        slot: &Slot,
+        spec: &Spec,
+        namespace: Option<&str>,
+    ) -> Result<Option<(String, kube::Client)>, ReconcileError> {
+        let Some(account) = &spec.service_account else {
+            return Ok(None);
+        };
+        let refuse =
+            |why: String| ReconcileError::new(Reason::ComponentUnavailable, format!("component {}: {why}", slot.name));
+        let user = account.user(namespace).ok_or_else(|| {
+            refuse(format!(
+                "serviceAccount {} names no namespace and the CR has none",
+                account.name
+            ))
+        })?;
+        let identities = self.identities.as_ref().ok_or_else(|| {
+            refuse(format!(
+                "it acts as {user}, and this runtime was started without a configuration to impersonate with"
+            ))
+        })?;
+        let client = identities.client(&user).map_err(refuse)?;
+        Ok(Some((user, client)))
+    }
+
     /// Records the events of a response, then (unless it failed) checks every child against
     /// the grants, applies them, deletes the ones no longer returned and reads the status.
+    #[expect(clippy::too_many_arguments, reason = "one call's whole context, passed through once")]
     async fn apply_response(
         &self,
+        applier: &apply::Applier,
         slot: &Slot,
         spec: &Spec,
         caller: &Caller,
@@ -139,7 +185,7 @@ impl Declarative {
                     long.len()
                 )));
             }
-            let scoped = !self.applier.is_cluster_scoped(&child).await?;
+            let scoped = !applier.is_cluster_scoped(&child).await?;
             if scoped && child["metadata"]["namespace"].as_str().is_none() {
                 child["metadata"]["namespace"] = cr["metadata"]["namespace"].clone();
             }
@@ -187,12 +233,12 @@ impl Declarative {
         let mut returned: Vec<[String; 4]> = Vec::with_capacity(children.len());
         for (identity, child) in children {
             interrupted(request)?;
-            let (live, written) = self.applier.apply(child, cr, mode).await?;
+            let (live, written) = applier.apply(child, cr, mode).await?;
             applied.wrote |= written;
             applied.add(live);
             returned.push(identity);
         }
-        applied.wrote |= self.prune(spec, caller, request, cr, returned).await?;
+        applied.wrote |= self.prune(applier, spec, caller, request, cr, returned).await?;
         applied.action = match response.outcome {
             Outcome::RequeueAfter(ms) => Some(Action::RequeueAfter(std::time::Duration::from_millis(ms))),
             _ => None,
@@ -206,6 +252,7 @@ impl Declarative {
     /// anything else is left alone. Returns whether it wrote.
     async fn prune(
         &self,
+        applier: &apply::Applier,
         spec: &Spec,
         caller: &Caller,
         request: &Request,
@@ -238,7 +285,7 @@ impl Declarative {
             if !namespace.is_empty() {
                 child["metadata"]["namespace"] = json!(namespace);
             }
-            match self.applier.delete_child(&child, cr, DeleteParams::background()).await {
+            match applier.delete_child(&child, cr, DeleteParams::background()).await {
                 Ok(Deletion::Deleted) => {
                     tracing::info!(component, key, %kind, %name, %namespace, "the component no longer returns this child: deleted");
                 }

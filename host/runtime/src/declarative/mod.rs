@@ -61,6 +61,8 @@ pub struct Declarative {
     managers: Managers,
     /// The kind has no status subresource: status goes through the object itself.
     status_inline: std::sync::atomic::AtomicBool,
+    /// Clients acting as the ServiceAccounts components declare.
+    identities: Option<Arc<crate::identities::Identities>>,
 }
 
 /// The field managers of this reconciler's writes: one per CRD for its templates, one per
@@ -94,8 +96,15 @@ impl Declarative {
             args: None,
             serialized: Default::default(),
             status_inline: Default::default(),
+            identities: None,
             crd,
         }
+    }
+
+    /// Components that declare a `serviceAccount` act as it through `identities`.
+    pub fn with_identities(mut self, identities: Option<Arc<crate::identities::Identities>>) -> Self {
+        self.identities = identities;
+        self
     }
 
     /// Reads existing children from `children` (the owned-kind watches) where it holds them,

@@ -9,7 +9,7 @@ use kube::Api;
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::leases::{self, Observed, Written};
+use super::leases::{self, Observed};
 use super::{Ownership, Settings, View};
 
 enum Role {
@@ -72,8 +72,8 @@ async fn step(api: &Api<Lease>, name: &str, settings: &Settings, observed: &mut 
     }
     leases::hold(&mut lease, me, settings.duration);
     Ok(match leases::write(api, lease).await? {
-        Written::Done(_) => Role::Leading,
-        Written::Lost => Role::Following(None),
+        true => Role::Leading,
+        false => Role::Following(None),
     })
 }
 

@@ -12,23 +12,17 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, ObjectMeta, PostParams};
 
-/// What a Lease write came to.
-pub enum Written {
-    Done(Lease),
-    /// Someone else wrote it first (409).
-    Lost,
-}
-
-/// Creates `lease`, or replaces it when its `resourceVersion` is still current.
-pub async fn write(api: &Api<Lease>, lease: Lease) -> kube::Result<Written> {
+/// Creates `lease`, or replaces it when its `resourceVersion` is still current: `false`
+/// when someone else wrote it first (409).
+pub async fn write(api: &Api<Lease>, lease: Lease) -> kube::Result<bool> {
     let name = lease.metadata.name.clone().unwrap_or_default();
     let result = match lease.metadata.resource_version {
         Some(_) => api.replace(&name, &PostParams::default(), &lease).await,
         None => api.create(&PostParams::default(), &lease).await,
     };
     match result {
-        Ok(lease) => Ok(Written::Done(lease)),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(Written::Lost),
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
         Err(error) => Err(error),
     }
 }

@@ -240,6 +240,7 @@ fn rbac(compiled: &orkestra_katalog::Compiled, crd: &orkestra_katalog::compile::
                 "apiGroups": [rule.api_group],
                 "resources": rule.resources,
                 "verbs": rule.verbs,
+                "resourceNames": rule.resource_names,
             }));
         }
     }
