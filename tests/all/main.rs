@@ -8,6 +8,7 @@ mod control_center;
 mod control_plane;
 mod deploy;
 mod failure;
+mod faults;
 mod gateway;
 mod isolation;
 mod katalogs;

@@ -12,6 +12,7 @@
 pub mod guests;
 pub mod logs;
 pub mod oidc;
+pub mod proxy;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};

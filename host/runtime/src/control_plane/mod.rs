@@ -325,6 +325,21 @@ impl ControlPlane {
         client_for(&self.kubeconfig()).await
     }
 
+    /// Kills `component` (`etcd`, `kube-apiserver`, ...) with SIGKILL, as a crash would.
+    pub fn kill(&mut self, component: &str) {
+        if let Some(process) = self.processes.iter_mut().find(|p| p.name() == component) {
+            process.kill();
+        }
+    }
+
+    /// Starts a killed `component` again with its flags and data as before.
+    pub fn restart(&mut self, component: &str) -> Result<(), Error> {
+        match self.processes.iter_mut().find(|p| p.name() == component) {
+            Some(process) => process.restart(),
+            None => Ok(()),
+        }
+    }
+
     /// Fails when any component has exited.
     pub fn check_running(&mut self) -> Result<(), Error> {
         self.processes.iter_mut().try_for_each(Process::check_running)

@@ -16,6 +16,9 @@ pub struct Process {
     name: &'static str,
     child: Child,
     log: PathBuf,
+    /// What it was started with, to start it again.
+    program: PathBuf,
+    args: Vec<String>,
 }
 
 impl Process {
@@ -67,7 +70,21 @@ impl Process {
             name,
             child,
             log: log.to_path_buf(),
+            program: program.to_path_buf(),
+            args: args.to_vec(),
         })
+    }
+
+    /// SIGKILL, as a crash would: no clean shutdown.
+    pub fn kill(&mut self) {
+        signal_group(self.child.id(), libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+
+    /// Starts it again as it was first started (after [`Process::kill`] or an exit).
+    pub fn restart(&mut self) -> Result<(), Error> {
+        *self = Self::spawn(self.name, &self.program, &self.args, &self.log)?;
+        Ok(())
     }
 
     /// The process id.

@@ -286,6 +286,8 @@ async fn crd_health(State(shared): State<Shared>, Path(name): Path<String>) -> R
         ("queueDepth", json!(handle.queue.depth())),
         ("errorRate", json!(recent.error_rate_percent)),
         ("resourceCount", json!(handle.cache.len())),
+        // Complete lists of the primary watch: more than one means it relisted.
+        ("lists", json!(handle.cache.lists())),
         // The CRs this replica reconciles: its share in shard mode, all or none otherwise.
         (
             "owned",

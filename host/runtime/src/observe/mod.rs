@@ -76,9 +76,22 @@ pub trait Enqueue: Send + Sync {
 #[derive(Debug, Clone, Default)]
 pub struct Cache {
     objects: Arc<RwLock<HashMap<String, Arc<Value>>>>,
+    /// Complete lists the watch made: the first, and one per relist (an expired
+    /// resourceVersion, a restarted API server).
+    lists: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Cache {
+    /// A complete list began.
+    pub fn listing(&self) {
+        self.lists.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Complete lists so far.
+    pub fn lists(&self) -> u64 {
+        self.lists.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn get(&self, key: &str) -> Option<Arc<Value>> {
         self.objects
             .read()

@@ -56,7 +56,10 @@ impl PrimaryObserver {
 
     pub fn handle(&mut self, event: Event<DynamicObject>) {
         match event {
-            Event::Init => self.relisting = Some(HashSet::new()),
+            Event::Init => {
+                self.cache.listing();
+                self.relisting = Some(HashSet::new());
+            }
             Event::InitApply(object) | Event::Apply(object) => {
                 let Some((key, value)) = to_cached_json(object, self.declared_sentinels) else {
                     return;
