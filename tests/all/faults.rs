@@ -374,7 +374,7 @@ async fn a_competing_writer_causes_conflicts_and_the_runtime_still_converges() {
                     };
                     cr.data["status"]["observedGeneration"] = json!(0);
                     // A stale version half of the time: the API server answers 409.
-                    if round % 2 == 0 {
+                    if round.is_multiple_of(2) {
                         cr.metadata.resource_version = Some("1".into());
                     }
                     if let Err(kube::Error::Api(status)) =
@@ -432,7 +432,7 @@ async fn a_slow_api_server_that_drops_connections_for_a_minute_delays_but_loses_
     while slow.elapsed() < Duration::from_secs(60) {
         round += 1;
         proxy.set_latency(Duration::from_millis(100 + (round * 37) % 200));
-        if round % 7 == 0 {
+        if round.is_multiple_of(7) {
             proxy.cut();
         }
         if round == 20 {
