@@ -361,7 +361,7 @@ async fn a_competing_writer_causes_conflicts_and_the_runtime_still_converges() {
         let (maps, crs, conflicts) = (maps.clone(), fault.crs.clone(), conflicts.clone());
         tokio::spawn(async move {
             let deadline = Instant::now() + Duration::from_secs(10);
-            let mut round = 0;
+            let mut round = 0u32;
             while Instant::now() < deadline {
                 round += 1;
                 for i in 0..50 {
