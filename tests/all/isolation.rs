@@ -566,3 +566,46 @@ subjects: [{{kind: ServiceAccount, name: site-runner, namespace: {ns}}}]
     assert!(content.data.unwrap()["index.html"].contains("Shop"));
     run.stop().await;
 }
+
+#[tokio::test]
+async fn a_file_grant_is_one_read_only_directory_and_nothing_past_it() {
+    let hostile = guests::component("hostile").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    std::fs::write(bundle.join("policy.txt"), "allow").unwrap();
+    // Outside the grant: beside it, and behind a symlink inside it.
+    std::fs::write(dir.path().join("secret.txt"), "secret").unwrap();
+    std::fs::create_dir(dir.path().join("outside")).unwrap();
+    std::fs::write(dir.path().join("outside/secret.txt"), "secret").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("outside"), bundle.join("escape")).unwrap();
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: file-grant}}
+spec:
+  crds:
+    bundle:
+      apiTypes: {{group: files.orkestra.io, version: v1, kind: Bundle}}
+      operatorBox:
+        reconcile:
+          hooks:
+            component: {}
+            files: [{{path: bundle, mountPath: /bundle}}]
+",
+        hostile.display()
+    );
+    std::fs::write(dir.path().join("katalog.yaml"), katalog).unwrap();
+    let run = crate::running::Running::start("file-grant", &[dir.path().join("katalog.yaml")], &[]).await;
+    let bundles = run.crs("files.orkestra.io", "Bundle");
+    run.create(&bundles, "Bundle", "probe", json!({"mode": "files"})).await;
+    let status = run.status(&bundles, "probe", |s| s["granted"].is_string()).await;
+    assert_eq!(status["granted"], "read: allow", "{status}");
+    for attempt in ["dotdot", "symlink", "absolute", "write", "create", "mkdir"] {
+        let outcome = status[attempt].as_str().unwrap_or_default();
+        assert!(outcome.starts_with("denied"), "{attempt}: {outcome}");
+    }
+    assert_eq!(std::fs::read_to_string(bundle.join("policy.txt")).unwrap(), "allow");
+    assert!(!bundle.join("new.txt").exists() && !bundle.join("sub").exists());
+    run.stop().await;
+}

@@ -274,11 +274,15 @@ async fn shard_mode_splits_the_crs_and_takes_over_a_killed_replica_within_the_le
     }
 
     // kill -9 one member mid-work: its Lease is left to expire, the others take its CRs.
+    // Changed after the kill, its third of the CRs converges only once they have.
     replicas.update_all("two").await;
     members
         .remove(0)
         .signal_and_wait(libc::SIGKILL, Duration::from_secs(10));
-    let reconverged = replicas.converged(60, "two", Duration::from_secs(60)).await;
+    let killed = Instant::now();
+    replicas.update_all("two-b").await;
+    replicas.converged(60, "two-b", Duration::from_secs(60)).await;
+    let reconverged = killed.elapsed();
     let shares = settled_shares(&ports[1..], 2).await;
     assert_eq!(
         shares.iter().sum::<u64>(),
@@ -298,4 +302,23 @@ async fn shard_mode_splits_the_crs_and_takes_over_a_killed_replica_within_the_le
     assert!(shares[2] > 0, "the new member took a share: {shares:?}");
     replicas.update_all("three").await;
     replicas.converged(60, "three", WAIT).await;
+
+    // SIGTERM: the member Lease goes at once, and the two left take its share well before
+    // a Lease of its would have expired.
+    let leases: Api<Lease> = Api::namespaced(replicas.ns.client.clone(), &replicas.ns.name);
+    let member = format!("orkestra-{}-d", replicas.name);
+    assert!(leases.get_opt(&member).await.unwrap().is_some());
+    let stopped = Instant::now();
+    let status = joined.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
+    assert!(status.success(), "{status:?}");
+    assert!(
+        leases.get_opt(&member).await.unwrap().is_none(),
+        "the member Lease is released"
+    );
+    let shares = settled_shares(&ports[1..], 2).await;
+    let rebalanced = stopped.elapsed();
+    assert_eq!(shares.iter().sum::<u64>(), 60, "{shares:?}");
+    replicas.update_all("four").await;
+    replicas.converged(60, "four", WAIT).await;
+    eprintln!("shard member SIGTERM: its share taken over {rebalanced:?} after the signal (Lease {LEASE})");
 }

@@ -607,6 +607,7 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
             run_first: false,
             args: None,
             service_account: None,
+            files: &[],
         };
         orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new(".")).unwrap()
     };
@@ -660,6 +661,7 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
         run_first: false,
         args: None,
         service_account: None,
+        files: &[],
     };
     let spec = orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new(".")).unwrap();
     let components = Components::default();

@@ -115,6 +115,26 @@ impl Hook for Hostile {
                     .status("env", std::env::vars().count())
                     .status("net", net)
             }
+            // Reads what its file grant holds, then tries every way past it: `..`, a symlink
+            // that points out, an absolute path elsewhere, writing, creating.
+            "files" => {
+                let outcome = |result: std::io::Result<String>| match result {
+                    Ok(text) => format!("read: {}", text.trim()),
+                    Err(error) => format!("denied: {}", error.kind()),
+                };
+                let wrote = |result: std::io::Result<()>| match result {
+                    Ok(()) => "written".to_string(),
+                    Err(error) => format!("denied: {}", error.kind()),
+                };
+                Response::ok()
+                    .status("granted", outcome(std::fs::read_to_string("/bundle/policy.txt")))
+                    .status("dotdot", outcome(std::fs::read_to_string("/bundle/../secret.txt")))
+                    .status("symlink", outcome(std::fs::read_to_string("/bundle/escape/secret.txt")))
+                    .status("absolute", outcome(std::fs::read_to_string("/etc/hostname")))
+                    .status("write", wrote(std::fs::write("/bundle/policy.txt", "tampered")))
+                    .status("create", wrote(std::fs::write("/bundle/new.txt", "x")))
+                    .status("mkdir", wrote(std::fs::create_dir("/bundle/sub")))
+            }
             // 100,000 empty events: nothing in bytes, a write each.
             "events" => (0..100_000).fold(Response::ok(), |r, _| r.event("", "")),
             // Many children (1,000 unless spec.count says), each small.

@@ -43,6 +43,7 @@ fn hook_spec(path: &Path) -> Spec {
         run_first: false,
         args: None,
         service_account: None,
+        files: &[],
     };
     Spec::compile(World::Hook, declared, Path::new(".")).expect("spec")
 }

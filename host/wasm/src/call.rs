@@ -2,11 +2,9 @@
 //! deadline, wall clock, memory, result size, kube budget), the export for the call's kind,
 //! and each way it can fail told apart.
 
-use std::sync::Arc;
-
 use wasmtime::Store;
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::WasiCtx;
+use wasmtime_wasi::{FsPerms, WasiCtx};
 
 use super::bindings::types::{Outcome, Request, Response};
 use super::engine::{EPOCH_TICK, Loaded, Pre, WasmHost};
@@ -82,7 +80,7 @@ impl WasmHost {
             .acquire()
             .await
             .map_err(|_| CallError::Instantiate("the Wasm host is shutting down".into()))?;
-        let mut store = Store::new(&self.engine, self.state(caller, spec.grants.clone(), &limits));
+        let mut store = Store::new(&self.engine, self.state(caller, spec, &limits)?);
         store.limiter(|state| &mut state.memory);
         // Every tick the guest yields to the async runtime, so a guest that computes for its
         // whole timeout delays nobody else; past the timeout it traps.
@@ -166,14 +164,16 @@ impl WasmHost {
         Ok(Some(response))
     }
 
-    fn state(
-        &self,
-        caller: Caller,
-        grants: Arc<orkestra_katalog::component::grants::Grants>,
-        limits: &Limits,
-    ) -> CallState {
-        CallState {
-            wasi: WasiCtx::builder().build(),
+    fn state(&self, caller: Caller, spec: &Spec, limits: &Limits) -> Result<CallState, CallError> {
+        // No filesystem but the directories granted, each read-only: wasmtime-wasi holds
+        // them as cap-std directories, so neither `..` nor a symlink leads out.
+        let mut wasi = WasiCtx::builder();
+        for mount in &spec.files {
+            wasi.preopened_dir(&mount.host, &mount.guest, FsPerms::ReadOnly)
+                .map_err(|e| CallError::Instantiate(format!("files: cannot open {}: {e}", mount.host.display())))?;
+        }
+        Ok(CallState {
+            wasi: wasi.build(),
             table: ResourceTable::new(),
             memory: MemoryCap::new(limits.memory),
             // Its own identity, where it has one: the cluster's RBAC holds for it too.
@@ -181,7 +181,7 @@ impl WasmHost {
                 Some(client) => Cluster { client, ..cluster },
                 None => cluster,
             }),
-            grants,
+            grants: spec.grants.clone(),
             caller,
             kube_calls_left: limits.kube_calls,
             kube_bytes_left: limits.kube_bytes,
@@ -190,7 +190,7 @@ impl WasmHost {
             logs_dropped: 0,
             denied: None,
             last_error: None,
-        }
+        })
     }
 }
 

@@ -172,6 +172,15 @@ impl WasmHost {
             message,
         };
         let started = Instant::now();
+        // A granted directory that is not there fails the load, not every call.
+        for (i, mount) in spec.files.iter().enumerate() {
+            if !mount.host.is_dir() {
+                return Err(fail(format!(
+                    "files[{i}].path: {} is not a directory",
+                    mount.host.display()
+                )));
+            }
+        }
         let bytes = self.fetch(&spec.source).await.map_err(fail)?;
         let digest = cache::digest(&bytes);
         if let Some(pin) = &spec.sha256

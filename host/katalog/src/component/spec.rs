@@ -204,6 +204,48 @@ pub struct Spec {
     pub args: Option<Value>,
     /// Whom it acts as towards the API server (`None`: the host's own identity).
     pub service_account: Option<ServiceAccount>,
+    /// Directories it may read, each at its mount path: nothing else of the filesystem.
+    pub files: Vec<Mount>,
+}
+
+/// A directory of the host a component sees read-only.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Mount {
+    pub host: std::path::PathBuf,
+    /// An absolute path inside the guest.
+    pub guest: String,
+}
+
+impl Mount {
+    /// `files[]`, paths relative to `base`; mount paths absolute, distinct and plain.
+    fn compile(grants: &[crate::FileGrant], base: &Path) -> Result<Vec<Self>, String> {
+        let mut mounts: Vec<Mount> = Vec::with_capacity(grants.len());
+        for (i, grant) in grants.iter().enumerate() {
+            let at = format!("files[{i}]");
+            if grant.path.trim().is_empty() {
+                return Err(format!("{at}.path: give a directory (relative to the Katalog file)"));
+            }
+            let guest = grant.mount_path.clone().unwrap_or_else(|| "/files".into());
+            let plain = guest.starts_with('/')
+                && guest.len() > 1
+                && guest[1..]
+                    .split('/')
+                    .all(|part| !part.is_empty() && part != "." && part != "..");
+            if !plain {
+                return Err(format!(
+                    "{at}.mountPath: {guest:?} is not an absolute path of plain names (like /policies)"
+                ));
+            }
+            if mounts.iter().any(|m| m.guest == guest) {
+                return Err(format!("{at}.mountPath: {guest} is given twice"));
+            }
+            mounts.push(Mount {
+                host: base.join(grant.path.trim()),
+                guest,
+            });
+        }
+        Ok(mounts)
+    }
 }
 
 /// `serviceAccount`: `name` (in the CR's namespace) or `namespace/name`.
@@ -260,6 +302,7 @@ pub struct Declared<'a> {
     pub run_first: bool,
     pub args: Option<&'a Value>,
     pub service_account: Option<&'a str>,
+    pub files: &'a [crate::FileGrant],
 }
 
 impl Spec {
@@ -302,6 +345,7 @@ impl Spec {
             run_first: declared.run_first,
             args: declared.args.cloned(),
             service_account: declared.service_account.map(ServiceAccount::parse).transpose()?,
+            files: Mount::compile(declared.files, base)?,
         })
     }
 }
@@ -329,6 +373,7 @@ pub fn declared_in(reconcile: &crate::Reconcile, base: &Path) -> Result<Option<S
             run_first: false,
             args: constructor.args.as_ref(),
             service_account: constructor.service_account.as_deref(),
+            files: &constructor.files,
         };
         return Spec::compile(World::Constructor, declared, base)
             .map(Some)
@@ -357,6 +402,7 @@ pub fn declared_in(reconcile: &crate::Reconcile, base: &Path) -> Result<Option<S
         run_first: hooks.run_hooks_first,
         args: hooks.args.as_ref(),
         service_account: hooks.service_account.as_deref(),
+        files: &hooks.files,
     };
     Spec::compile(World::Hook, declared, base)
         .map(Some)
@@ -382,6 +428,52 @@ mod tests {
             run_first: false,
             args: None,
             service_account: None,
+            files: &[],
+        }
+    }
+
+    #[test]
+    fn file_grants_resolve_against_the_katalog_and_mount_at_plain_paths() {
+        let limits = ComponentLimits::default();
+        let grant = |path: &str, mount: Option<&str>| crate::FileGrant {
+            path: path.into(),
+            mount_path: mount.map(String::from),
+        };
+        let grants = [grant("policies", None), grant("data", Some("/data/v1"))];
+        let spec = Spec::compile(
+            World::Hook,
+            Declared {
+                files: &grants,
+                ..declared("a.wasm", None, &limits)
+            },
+            Path::new("/k"),
+        )
+        .unwrap();
+        assert_eq!(
+            spec.files[0],
+            Mount {
+                host: "/k/policies".into(),
+                guest: "/files".into()
+            }
+        );
+        assert_eq!(spec.files[1].guest, "/data/v1");
+        for (bad, why) in [
+            (vec![grant("p", Some("relative"))], "mountPath"),
+            (vec![grant("p", Some("/a/../b"))], "plain names"),
+            (vec![grant("p", Some("/"))], "mountPath"),
+            (vec![grant("p", None), grant("q", None)], "given twice"),
+            (vec![grant(" ", None)], "files[0].path"),
+        ] {
+            let error = Spec::compile(
+                World::Hook,
+                Declared {
+                    files: &bad,
+                    ..declared("a.wasm", None, &limits)
+                },
+                Path::new("/k"),
+            )
+            .unwrap_err();
+            assert!(error.contains(why), "{error}");
         }
     }
 

@@ -55,6 +55,9 @@ pub struct HooksSpec {
     /// What the component may touch through the kube interface and its returned resources.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
+    /// Directories shipped beside the Katalog that the component may read (never write).
+    #[serde(default)]
+    pub files: Vec<FileGrant>,
     /// The ServiceAccount the component acts as towards the API server (`name`: in the CR's
     /// namespace; `namespace/name`: that one): its kube calls and the children it returns
     /// are sent impersonating it, so the cluster's RBAC holds besides the capabilities.
@@ -101,6 +104,9 @@ pub struct ConstructorSpec {
     /// What the component may touch through the kube interface and its returned resources.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
+    /// Directories shipped beside the Katalog that the component may read (never write).
+    #[serde(default)]
+    pub files: Vec<FileGrant>,
     /// The ServiceAccount the component acts as towards the API server (`name`: in the CR's
     /// namespace; `namespace/name`: that one): its kube calls and the children it returns
     /// are sent impersonating it, so the cluster's RBAC holds besides the capabilities.
@@ -158,6 +164,17 @@ pub struct ComponentDeletion {
     /// reason, and retries go on with backoff. `release`: the finalizer goes, with a Warning.
     #[serde(default)]
     pub on_timeout: Option<String>,
+}
+
+/// `files[]`: a directory the component sees read-only at `mountPath`.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileGrant {
+    /// A directory, relative to the Katalog file.
+    pub path: String,
+    /// Where the component finds it (default `/files`).
+    #[serde(default)]
+    pub mount_path: Option<String>,
 }
 
 /// One grant: verbs on kinds in namespaces. Nothing is granted by default.
