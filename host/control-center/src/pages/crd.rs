@@ -87,10 +87,15 @@ pub async fn crd(runtimes: &Runtimes, runtime: &Watched, crd: &str) -> Markup {
             div {
                 h2 { "RBAC" }
                 table {
-                    tr { th { "apiVersion" } th { "kind" } th { "verbs" } }
+                    tr { th { "where" } th { "apiGroup" } th { "resources" } th { "verbs" } }
                     @for rule in info["rbac"].as_array().into_iter().flatten() {
-                        tr { td { (text(&rule["apiVersion"])) } td { (text(&rule["kind"])) }
-                             td { (rule["verbs"].as_array().map(|v| v.iter().map(text).collect::<Vec<_>>().join(", ")).unwrap_or_default()) } }
+                        tr { td { (rule["namespace"].as_str().unwrap_or("cluster-wide")) }
+                             td { (joined(&rule["apiGroups"])) }
+                             td { (joined(&rule["resources"]))
+                                  @if let Some(names) = rule["resourceNames"].as_array().filter(|n| !n.is_empty()) {
+                                      " (" (names.iter().map(text).collect::<Vec<_>>().join(", ")) ")"
+                                  } }
+                             td { (joined(&rule["verbs"])) } }
                     }
                 }
                 h2 { "Autoscaler" }
@@ -187,4 +192,18 @@ pub async fn cr(runtimes: &Runtimes, runtime: &Watched, crd: &str, namespace: &s
             div { h2 { "Status" } (json_block(&cr["status"])) }
         }
     }
+}
+
+/// A JSON list of strings as `a, b, c` (the core API group shows as `core`).
+fn joined(list: &serde_json::Value) -> String {
+    let items: Vec<String> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|item| match item.as_str() {
+            Some("") => "core".to_string(),
+            _ => text(item),
+        })
+        .collect();
+    items.join(", ")
 }
