@@ -609,3 +609,46 @@ spec:
     assert!(!bundle.join("new.txt").exists() && !bundle.join("sub").exists());
     run.stop().await;
 }
+
+#[tokio::test]
+async fn fuel_stops_a_spinning_hook_at_its_limit_and_is_counted_per_call() {
+    let hostile = guests::component("hostile").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: fuel}}
+spec:
+  crds:
+    burner:
+      apiTypes: {{group: fuel.orkestra.io, version: v1, kind: Burner}}
+      operatorBox:
+        reconcile:
+          hooks:
+            component: {}
+            limits: {{timeout: 20s, fuel: 50000000}}
+",
+        hostile.display()
+    );
+    std::fs::write(dir.path().join("katalog.yaml"), katalog).unwrap();
+    let run = crate::running::Running::start("fuel", &[dir.path().join("katalog.yaml")], &[]).await;
+    let burners = run.crs("fuel.orkestra.io", "Burner");
+    // A call that finishes reports the fuel it burnt.
+    run.create(&burners, "Burner", "calm", json!({"mode": "probe"})).await;
+    run.status(&burners, "calm", |s| s["fs"].is_string()).await;
+    let slot = run.components.get("burner").unwrap();
+    let fuel = slot.stats.view().fuel.expect("fuel is metered");
+    assert!(fuel.last_call > 0 && fuel.consumed >= fuel.last_call, "{fuel:?}");
+    // A loop stops when its fuel does: long before its 20 s timeout, the same on any machine.
+    let started = std::time::Instant::now();
+    run.create(&burners, "Burner", "spinner", json!({"mode": "loop"})).await;
+    let spun = cr_where(&burners, "spinner", reason_is("ComponentFuelExhausted")).await;
+    let message = ready_condition(&spun)["message"].as_str().unwrap().to_string();
+    assert!(message.contains("burnt its limits.fuel of 50000000"), "{message}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "stopped by fuel, not by the timeout"
+    );
+    assert!(slot.stats.view().outcomes["fuel"] >= 1);
+    run.stop().await;
+}

@@ -53,6 +53,8 @@ pub enum Reason {
     ComponentTimeout,
     /// A call needed more than its `memory`.
     ComponentMemoryLimit,
+    /// A call burnt its `limits.fuel`.
+    ComponentFuelExhausted,
     /// A call trapped.
     ComponentTrapped,
     /// A call's result was larger than `resultSize`.
@@ -119,6 +121,7 @@ impl Reason {
             Reason::DeletionBlocked => "DeletionBlocked",
             Reason::ComponentUnavailable => "ComponentUnavailable",
             Reason::ComponentForbidden => "ComponentForbidden",
+            Reason::ComponentFuelExhausted => "ComponentFuelExhausted",
             Reason::ComponentBadResult => "ComponentBadResult",
             Reason::ComponentApplyTimeout => "ComponentApplyTimeout",
             Reason::ComponentLimitExceeded => "ComponentLimitExceeded",

@@ -161,7 +161,9 @@ impl Runtime {
             crds.iter().flat_map(|h| component_specs(&h.crd)).collect();
         if !declared.is_empty() {
             let cache = wasm_cache.unwrap_or_else(|| crate::control_plane::cache_root().join("wasm"));
-            let host = WasmHost::new(Some(client.clone()), http.clone(), cache).map_err(Error::Wasm)?;
+            // Fuel metering is engine-wide: on when any component asks for a fuel limit.
+            let fuel = declared.iter().any(|(_, spec)| spec.limits.fuel.is_some());
+            let host = WasmHost::metered(Some(client.clone()), http.clone(), cache, fuel).map_err(Error::Wasm)?;
             for (name, spec) in declared {
                 components.add(&name, &host, spec);
             }

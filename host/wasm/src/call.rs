@@ -30,6 +30,8 @@ pub enum CallError {
     Timeout(std::time::Duration),
     #[error("{0}")]
     MemoryLimit(String),
+    #[error("burnt its limits.fuel of {0}")]
+    Fuel(u64),
     #[error("trapped: {0}")]
     Trapped(String),
     #[error("returned {size} bytes; its resultSize limit is {limit}")]
@@ -53,6 +55,7 @@ impl CallError {
         match self {
             CallError::Timeout(_) => CallOutcome::Timeout,
             CallError::MemoryLimit(_) => CallOutcome::Memory,
+            CallError::Fuel(_) => CallOutcome::Fuel,
             CallError::Trapped(_) => CallOutcome::Trap,
             CallError::ResultTooLarge { .. } => CallOutcome::ResultTooLarge,
             CallError::Forbidden(_) => CallOutcome::Forbidden,
@@ -82,6 +85,13 @@ impl WasmHost {
             .map_err(|_| CallError::Instantiate("the Wasm host is shutting down".into()))?;
         let mut store = Store::new(&self.engine, self.state(caller, spec, &limits)?);
         store.limiter(|state| &mut state.memory);
+        // Unlimited where the component set no limit: its fuel is counted all the same.
+        let fuel = limits.fuel.unwrap_or(u64::MAX);
+        if self.fuel {
+            store
+                .set_fuel(fuel)
+                .map_err(|e| CallError::Instantiate(format!("cannot meter fuel: {e}")))?;
+        }
         // Every tick the guest yields to the async runtime, so a guest that computes for its
         // whole timeout delays nobody else; past the timeout it traps.
         let deadline = std::time::Instant::now() + limits.timeout;
@@ -98,6 +108,9 @@ impl WasmHost {
         let run = run(&mut store, &loaded.pre, hook, request);
         // The epoch stops guest code; the wall clock also stops a guest waiting on the host.
         let finished = tokio::time::timeout(limits.timeout + EPOCH_TICK * 2, run).await;
+        if self.fuel {
+            stats.observe_fuel(fuel.saturating_sub(store.get_fuel().unwrap_or(fuel)));
+        }
         let state = store.data();
         stats.observe_memory(state.memory.used);
         if state.denied.is_some() {
@@ -127,6 +140,7 @@ impl WasmHost {
                 return Err(match error.downcast_ref::<wasmtime::Trap>() {
                     _ if state.memory.hit => memory(),
                     Some(wasmtime::Trap::Interrupt) => CallError::Timeout(limits.timeout),
+                    Some(wasmtime::Trap::OutOfFuel) => CallError::Fuel(fuel),
                     Some(wasmtime::Trap::AllocationTooLarge) => memory(),
                     _ => CallError::Trapped(match &state.last_error {
                         Some(line) => format!("{line} ({})", trap_cause(&error)),

@@ -68,6 +68,8 @@ pub struct WasmHost {
     http: reqwest::Client,
     /// Whether instances come from the pooling allocator (false: on-demand fallback).
     pub pooling: bool,
+    /// Whether the engine meters fuel (every store then needs some).
+    pub(super) fuel: bool,
 }
 
 /// How instances are allocated, best first.
@@ -79,10 +81,12 @@ enum Allocation {
     OnDemand,
 }
 
-fn config(allocation: Allocation) -> Config {
+fn config(allocation: Allocation, fuel: bool) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
+    // Metering costs every guest some speed: only when a component asks for it.
+    config.consume_fuel(fuel);
     // A pure WASI 0.2 host: component-model async bookkeeping only costs here.
     config.concurrency_support(false);
     if allocation != Allocation::OnDemand {
@@ -125,9 +129,20 @@ impl WasmHost {
         http: reqwest::Client,
         cache_dir: std::path::PathBuf,
     ) -> Result<Arc<Self>, String> {
+        Self::metered(cluster, http, cache_dir, false)
+    }
+
+    /// [`WasmHost::new`], metering fuel when `fuel` is set (for `limits.fuel`; every call
+    /// then reports the fuel it burnt).
+    pub fn metered(
+        cluster: Option<kube::Client>,
+        http: reqwest::Client,
+        cache_dir: std::path::PathBuf,
+        fuel: bool,
+    ) -> Result<Arc<Self>, String> {
         let mut engine = None;
         for allocation in [Allocation::PoolingResident, Allocation::Pooling, Allocation::OnDemand] {
-            match Engine::new(&config(allocation)) {
+            match Engine::new(&config(allocation, fuel)) {
                 Ok(built) => {
                     engine = Some((built, allocation));
                     break;
@@ -162,6 +177,7 @@ impl WasmHost {
             }),
             http,
             pooling,
+            fuel,
         }))
     }
 
@@ -172,6 +188,11 @@ impl WasmHost {
             message,
         };
         let started = Instant::now();
+        if spec.limits.fuel.is_some() && !self.fuel {
+            return Err(fail(
+                "limits.fuel: this runtime started without fuel metering (no component declared limits.fuel then); restart it to meter fuel".into(),
+            ));
+        }
         // A granted directory that is not there fails the load, not every call.
         for (i, mount) in spec.files.iter().enumerate() {
             if !mount.host.is_dir() {

@@ -24,10 +24,12 @@ pub enum CallOutcome {
     TooMany,
     Forbidden,
     Instantiate,
+    /// It burnt its `limits.fuel`.
+    Fuel,
 }
 
 impl CallOutcome {
-    pub const ALL: [CallOutcome; 9] = [
+    pub const ALL: [CallOutcome; 10] = [
         CallOutcome::Ok,
         CallOutcome::GuestError,
         CallOutcome::Timeout,
@@ -37,6 +39,7 @@ impl CallOutcome {
         CallOutcome::TooMany,
         CallOutcome::Forbidden,
         CallOutcome::Instantiate,
+        CallOutcome::Fuel,
     ];
 
     pub fn label(self) -> &'static str {
@@ -50,6 +53,7 @@ impl CallOutcome {
             CallOutcome::TooMany => "too_many",
             CallOutcome::Forbidden => "forbidden",
             CallOutcome::Instantiate => "instantiate",
+            CallOutcome::Fuel => "fuel",
         }
     }
 
@@ -86,6 +90,9 @@ pub struct CallStats {
     memory_high_water: AtomicU64,
     /// Kube calls or children refused by the grants.
     denials: AtomicU64,
+    /// Fuel burnt by all calls, and by the last one (metered runtimes only).
+    fuel: AtomicU64,
+    fuel_last: AtomicU64,
     history: Mutex<VecDeque<Swap>>,
     last_error: Mutex<Option<String>>,
 }
@@ -100,6 +107,8 @@ impl Default for CallStats {
             recent: Mutex::default(),
             memory_high_water: AtomicU64::new(0),
             denials: AtomicU64::new(0),
+            fuel: AtomicU64::new(0),
+            fuel_last: AtomicU64::new(0),
             history: Mutex::default(),
             last_error: Mutex::default(),
         }
@@ -117,11 +126,28 @@ pub struct StatsView {
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
     pub memory_high_water_bytes: u64,
+    /// Fuel burnt by all calls and by the last one; absent where fuel is not metered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<FuelView>,
     pub last_call_error: Option<String>,
     pub swaps: Vec<Swap>,
 }
 
+/// Fuel figures of a slot.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FuelView {
+    pub consumed: u64,
+    pub last_call: u64,
+}
+
 impl CallStats {
+    /// Notes the fuel one call burnt.
+    pub fn observe_fuel(&self, burnt: u64) {
+        self.fuel.fetch_add(burnt, Ordering::Relaxed);
+        self.fuel_last.store(burnt, Ordering::Relaxed);
+    }
+
     /// Notes one finished call (`error`: what went wrong, if it did).
     pub fn record(&self, took: Duration, outcome: CallOutcome, error: Option<String>) {
         self.outcomes[CallOutcome::ALL.iter().position(|o| *o == outcome).unwrap_or(0)].fetch_add(1, Ordering::Relaxed);
@@ -193,6 +219,13 @@ impl CallStats {
             p50_ms: percentile(50),
             p99_ms: percentile(99),
             memory_high_water_bytes: self.memory_high_water(),
+            fuel: match self.fuel.load(Ordering::Relaxed) {
+                0 => None,
+                consumed => Some(FuelView {
+                    consumed,
+                    last_call: self.fuel_last.load(Ordering::Relaxed),
+                }),
+            },
             last_call_error: self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             swaps: self
                 .history

@@ -74,6 +74,8 @@ pub struct Limits {
     pub log_bytes: usize,
     /// Time the host may spend applying what one call returned.
     pub apply_timeout: Duration,
+    /// Fuel one call may burn (`None`: unmetered).
+    pub fuel: Option<u64>,
 }
 
 impl Default for Limits {
@@ -88,6 +90,7 @@ impl Default for Limits {
             events: 10,
             log_bytes: 64 << 10,
             apply_timeout: Duration::from_secs(30),
+            fuel: None,
         }
     }
 }
@@ -148,6 +151,12 @@ impl Limits {
         }
         if let Some(text) = &spec.apply_timeout {
             limits.apply_timeout = duration("applyTimeout", text)?;
+        }
+        if let Some(fuel) = spec.fuel {
+            if fuel == 0 {
+                return Err("limits.fuel: 0 would stop the first instruction; give at least 1".into());
+            }
+            limits.fuel = Some(fuel);
         }
         Ok(limits)
     }
@@ -520,6 +529,7 @@ mod tests {
             events: Some(2),
             log_bytes: Some("4Ki".into()),
             apply_timeout: Some("10s".into()),
+            fuel: Some(5_000_000),
         };
         let spec = Spec::compile(World::Hook, declared("a.wasm", None, &limits), Path::new(".")).unwrap();
         assert_eq!(
@@ -534,6 +544,7 @@ mod tests {
                 events: 2,
                 log_bytes: 4 << 10,
                 apply_timeout: Duration::from_secs(10),
+                fuel: Some(5_000_000),
             }
         );
         for (field, limits) in [
@@ -541,6 +552,13 @@ mod tests {
                 "limits.children",
                 ComponentLimits {
                     children: Some(5000),
+                    ..Default::default()
+                },
+            ),
+            (
+                "limits.fuel",
+                ComponentLimits {
+                    fuel: Some(0),
                     ..Default::default()
                 },
             ),

@@ -150,6 +150,10 @@ pub struct ComponentLimits {
     /// (default `30s`).
     #[serde(default)]
     pub apply_timeout: Option<String>,
+    /// Fuel (wasmtime's count of executed instructions) per call: deterministic CPU
+    /// accounting, the same on every machine. Unset: unmetered.
+    #[serde(default)]
+    pub fuel: Option<u64>,
 }
 
 /// What happens while a component's on-delete (or finalize) keeps failing: the finalizer

@@ -429,6 +429,7 @@ fn call_reason(error: &CallError) -> Reason {
     match error {
         CallError::Timeout(_) => Reason::ComponentTimeout,
         CallError::MemoryLimit(_) => Reason::ComponentMemoryLimit,
+        CallError::Fuel(_) => Reason::ComponentFuelExhausted,
         CallError::Trapped(_) => Reason::ComponentTrapped,
         CallError::ResultTooLarge { .. } => Reason::ComponentResultTooLarge,
         CallError::Forbidden(_) => Reason::ComponentForbidden,
