@@ -41,6 +41,6 @@ mkdir -p target/python
 for app in */app.py; do
   package=$(dirname "$app")
   echo "guest: $package (Python)"
-  (cd "$package" && componentize-py -d ../../wit -w hook componentize app -o "../target/python/${package//-/_}.wasm" >/dev/null)
+  (cd "$package" && componentize-py -d ../../wit -w hook componentize app -p . -p ../../guest-sdk/python -o "../target/python/${package//-/_}.wasm" >/dev/null)
 done
 ls -l target/wasm32-wasip2/release/*.wasm target/python/*.wasm

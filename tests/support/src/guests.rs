@@ -46,7 +46,11 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
     if python
         && is_fresh(
             &path,
-            &[dir.join(package).join("app.py"), dir.join("../wit/operator.wit")],
+            &[
+                dir.join(package).join("app.py"),
+                dir.join("../wit/operator.wit"),
+                dir.join("../guest-sdk/python/orkestra_guest/__init__.py"),
+            ],
         )
     {
         // componentize-py's output differs from build to build: rebuilding an unchanged hook
@@ -58,7 +62,9 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
     let output = if python {
         std::fs::create_dir_all(dir.join("target/python"))?;
         Command::new("componentize-py")
-            .args(["-d", "../../wit", "-w", "hook", "componentize", "app", "-o"])
+            .args(["-d", "../../wit", "-w", "hook", "componentize", "app"])
+            // The app, and the Python SDK beside the Rust one.
+            .args(["-p", ".", "-p", "../../guest-sdk/python", "-o"])
             .arg(&path)
             .current_dir(dir.join(package))
             .output()
