@@ -54,23 +54,7 @@ impl Fault {
         let namespaces: Api<Namespace> = Api::all(client.clone());
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
         namespaces.create(&PostParams::default(), &ns).await.unwrap();
-        let text = format!(
-            "apiVersion: orkestra.orkspace.io/v1
-kind: Katalog
-metadata: {{name: {name}}}
-spec:
-  crds:
-    items:
-      apiTypes: {{group: {GROUP}, version: v1, kind: Item}}
-      namespace: {NS}
-      operatorBox:
-        reconcile:
-          workers: 8
-          onReconcile:
-            configMaps:
-              - {{name: '{{{{ .metadata.name }}}}-c', data: {{value: '{{{{ .spec.value }}}}'}}}}
-"
-        );
+        let text = orkestra_test_support::configmap_katalog(name, "items", GROUP, "Item", NS, 8);
         let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
         orkestra_kube::crd_install::install_crds(&client, &katalog.katalog, Duration::from_secs(60))
             .await

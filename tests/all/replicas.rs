@@ -31,24 +31,7 @@ impl Replicas {
     pub(crate) async fn install(prefix: &str) -> Self {
         let ns = namespace(prefix).await.unwrap();
         let group = format!("{}.replicas.orkestra.io", ns.name);
-        let text = format!(
-            "apiVersion: orkestra.orkspace.io/v1
-kind: Katalog
-metadata: {{name: {prefix}}}
-spec:
-  crds:
-    shares:
-      apiTypes: {{group: {group}, version: v1, kind: Share}}
-      namespace: {ns}
-      operatorBox:
-        reconcile:
-          workers: 4
-          onReconcile:
-            configMaps:
-              - {{name: '{{{{ .metadata.name }}}}-c', data: {{value: '{{{{ .spec.value }}}}'}}}}
-",
-            ns = ns.name
-        );
+        let text = orkestra_test_support::configmap_katalog(prefix, "shares", &group, "Share", &ns.name, 4);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("katalog.yaml"), &text).unwrap();
         let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();

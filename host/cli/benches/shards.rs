@@ -59,24 +59,7 @@ impl Phase {
     async fn new(prefix: &str, count: usize) -> Self {
         let ns = orkestra_test_support::namespace(prefix).await.expect("a namespace");
         let group = format!("{}.shards.orkestra.io", ns.name);
-        let text = format!(
-            "apiVersion: orkestra.orkspace.io/v1
-kind: Katalog
-metadata: {{name: {prefix}}}
-spec:
-  crds:
-    items:
-      apiTypes: {{group: {group}, version: v1, kind: Item}}
-      namespace: {ns}
-      operatorBox:
-        reconcile:
-          workers: {WORKERS}
-          onReconcile:
-            configMaps:
-              - {{name: '{{{{ .metadata.name }}}}-c', data: {{value: '{{{{ .spec.value }}}}'}}}}
-",
-            ns = ns.name
-        );
+        let text = orkestra_test_support::configmap_katalog(prefix, "items", &group, "Item", &ns.name, WORKERS);
         let dir = tempfile::tempdir().expect("a directory");
         std::fs::write(dir.path().join("katalog.yaml"), &text).expect("the Katalog");
         let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).expect("a valid Katalog");

@@ -79,6 +79,29 @@ pub async fn namespace(prefix: &str) -> anyhow::Result<TestNamespace> {
     Ok(TestNamespace { name, client })
 }
 
+/// A Katalog named `name` whose CRs of `kind` (CRD `crd` of `group`, confined to
+/// `namespace`) each get ConfigMap `<cr>-c` holding their `spec.value`: the workload of the
+/// replica, fault and scale tests.
+pub fn configmap_katalog(name: &str, crd: &str, group: &str, kind: &str, namespace: &str, workers: usize) -> String {
+    format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: {name}}}
+spec:
+  crds:
+    {crd}:
+      apiTypes: {{group: {group}, version: v1, kind: {kind}}}
+      namespace: {namespace}
+      operatorBox:
+        reconcile:
+          workers: {workers}
+          onReconcile:
+            configMaps:
+              - {{name: '{{{{ .metadata.name }}}}-c', data: {{value: '{{{{ .spec.value }}}}'}}}}
+"
+    )
+}
+
 /// Runs kubectl against the shared control plane and returns its stdout.
 pub fn kubectl(args: &[&str]) -> anyhow::Result<String> {
     let cluster = cluster()?;

@@ -127,16 +127,26 @@ impl Ownership {
     /// A reconcile of `key` may start: `None` when another replica owns it. The key counts as
     /// in flight until the claim drops.
     pub fn claim(&self, crd: &str, key: &str) -> Option<Claim> {
+        // One replica owns everything and hands nothing over: nothing to track.
+        if self.0.mode == Mode::None {
+            return Some(Claim(None));
+        }
         let id = id(crd, key);
         let mut in_flight = self.0.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         if !self.owns_id(&id) {
             return None;
         }
         *in_flight.entry(id.clone()).or_default() += 1;
-        Some(Claim {
-            ownership: self.clone(),
-            id,
-        })
+        Some(Claim(Some((self.clone(), id))))
+    }
+
+    /// How many of `keys` (of `crd`) this replica owns.
+    pub fn count_owned<'k>(&self, crd: &str, keys: impl IntoIterator<Item = &'k String>) -> usize {
+        match &*self.read() {
+            View::All => keys.into_iter().count(),
+            View::Nothing => 0,
+            View::Shards(shards) => keys.into_iter().filter(|key| shards.owns(&id(crd, key))).count(),
+        }
     }
 
     /// Replaces the view; returns whether it changed.
@@ -210,23 +220,21 @@ fn id(crd: &str, key: &str) -> String {
     format!("{crd}/{key}")
 }
 
-/// A reconcile in flight; dropping it lets a hand-over proceed.
-pub struct Claim {
-    ownership: Ownership,
-    id: String,
-}
+/// A reconcile in flight; dropping it lets a hand-over proceed. Untracked without HA.
+pub struct Claim(Option<(Ownership, String)>);
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        let mut in_flight = self.ownership.0.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = in_flight.get_mut(&self.id) {
+        let Some((ownership, id)) = &self.0 else { return };
+        let mut in_flight = ownership.0.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = in_flight.get_mut(id) {
             *count -= 1;
             if *count == 0 {
-                in_flight.remove(&self.id);
+                in_flight.remove(id);
             }
         }
         drop(in_flight);
-        self.ownership.0.finished.notify_waiters();
+        ownership.0.finished.notify_waiters();
     }
 }
 
@@ -296,7 +304,10 @@ mod tests {
         assert_eq!(leader.in_flight(), 1);
         drop(claim);
         assert_eq!(leader.in_flight(), 0);
-        assert!(Ownership::default().is_konductor());
+        let alone = Ownership::default();
+        assert!(alone.is_konductor());
+        let _untracked = alone.claim("sites", "ns/a").expect("without HA every key is owned");
+        assert_eq!(alone.in_flight(), 0, "nothing to hand over, nothing tracked");
     }
 
     #[tokio::test]

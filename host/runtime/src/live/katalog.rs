@@ -291,14 +291,7 @@ async fn crd_health(State(shared): State<Shared>, Path(name): Path<String>) -> R
         // The CRs this replica reconciles: its share in shard mode, all or none otherwise.
         (
             "owned",
-            json!(
-                handle
-                    .cache
-                    .keys()
-                    .iter()
-                    .filter(|key| inspect.ownership.owns(&name, key))
-                    .count()
-            ),
+            json!(inspect.ownership.count_owned(&name, &handle.cache.keys())),
         ),
         ("hasUnhealthyDependencies", json!(unhealthy_dependencies)),
     ] {
