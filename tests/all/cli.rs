@@ -23,6 +23,11 @@ fn every_command_has_help() {
         &["control-plane", "--help"],
         &["control-plane", "install", "--help"],
         &["control-plane", "up", "--help"],
+        &["manifests", "--help"],
+        &["gateway", "--help"],
+        &["serve", "--help"],
+        &["reload", "--help"],
+        &["control-center", "--help"],
     ] {
         let output = run(command, &[]);
         assert!(output.status.success(), "ork {command:?}");
