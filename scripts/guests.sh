@@ -3,9 +3,11 @@
 # the integration tests load):
 #   examples/target/wasm32-wasip2/release/<crate>.wasm   Rust (wasm32-wasip2 + wit-bindgen)
 #   examples/target/python/<name>.wasm                   Python (componentize-py)
+#   examples/target/js/<name>.wasm                       TypeScript/JavaScript (componentize-js)
 # With --check, also checks formatting and lints of the guest SDK and the Rust examples.
-# With --install, only installs the guest toolchains (the wasm32-wasip2 target and
-# componentize-py from PyPI), which the tests need too, and exits.
+# With --install, only installs the guest toolchains (the wasm32-wasip2 target,
+# componentize-py from PyPI, and each JS example's componentize-js and TypeScript from npm,
+# as its package-lock.json pins them), which the tests need too, and exits.
 set -euo pipefail
 cd "$(dirname "$0")/../examples"
 
@@ -15,6 +17,9 @@ if [[ "${1:-}" == "--install" ]]; then
     python3 -m pip install -q componentize-py==0.25.1 ||
       python3 -m pip install -q --break-system-packages componentize-py==0.25.1
   fi
+  for manifest in */package.json; do
+    (cd "$(dirname "$manifest")" && npm ci --silent --no-audit --no-fund)
+  done
   exit 0
 fi
 check=false
@@ -43,4 +48,11 @@ for app in */app.py; do
   echo "guest: $package (Python)"
   (cd "$package" && componentize-py -d ../../wit -w hook componentize app -p . -p ../../guest-sdk/python -o "../target/python/${package//-/_}.wasm" >/dev/null)
 done
-ls -l target/wasm32-wasip2/release/*.wasm target/python/*.wasm
+mkdir -p target/js
+for manifest in */package.json; do
+  package=$(dirname "$manifest")
+  echo "guest: $package (TypeScript)"
+  [[ -d "$package/node_modules" ]] || (cd "$package" && npm ci --silent --no-audit --no-fund)
+  (cd "$package" && npm run --silent build >/dev/null)
+done
+ls -l target/wasm32-wasip2/release/*.wasm target/python/*.wasm target/js/*.wasm

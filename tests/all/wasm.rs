@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, ResourceQuota, Service};
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use orkestra_test_support::{TestNamespace, eventually, guests, kubectl};
 use orkestra_wasm::Components;
 use serde_json::{Value, json};
@@ -239,6 +239,37 @@ async fn a_python_hook_sizes_each_teams_quota() {
             .as_str()
             .unwrap()
             .contains("'platinum'")
+    );
+    run.stop().await;
+}
+
+#[tokio::test]
+async fn a_typescript_hook_writes_each_note_and_reads_its_namespaces_defaults() {
+    let dir = katalogs_dir().join("notes");
+    let run = Running::start("notes", &[dir.join("katalog.yaml")], &["js-hook"]).await;
+    let maps: Api<ConfigMap> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
+    let defaults: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "note-defaults"}, "data": {"signature": "ops"},
+    }))
+    .unwrap();
+    maps.create(&PostParams::default(), &defaults).await.unwrap();
+    run.apply(&dir.join("samples/note.yaml")).await;
+    let notes = run.crs("notes.orkestra.io", "Note");
+    let status = run.status(&notes, "hello", ready).await;
+    let written = "HELLO FROM TYPESCRIPT\n-- ops";
+    assert_eq!(status["length"].as_u64(), Some(written.len() as u64), "{status}");
+    assert_eq!(status["renderedBy"], "js-hook");
+    let note = maps.get("hello-note").await.unwrap();
+    assert_eq!(note.data.unwrap()["text"], written, "the text, in upper case, signed");
+    assert_eq!(note.metadata.owner_references.unwrap()[0].name, "hello");
+
+    run.create(&notes, "Note", "odd", json!({"text": "x", "case": "title"}))
+        .await;
+    let failed = run.status(&notes, "odd", not_ready_because("UnknownCase")).await;
+    let message = condition(&failed, "Ready")["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("\"title\" is not one of upper, lower, as"),
+        "{message}"
     );
     run.stop().await;
 }

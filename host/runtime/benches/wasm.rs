@@ -2,7 +2,7 @@
 //! custom resource (fresh pooled instance, call, JSON both ways), the same work done by a
 //! native Rust function and the ratio; compile and cached-load times of the component; and
 //! the time from a replaced component file to the first call served by the new version; and,
-//! when componentize-py is installed, load and call times of a Python hook for scale.
+//! load and call times of a Python and a TypeScript hook for scale (when they can be built).
 //! Target on the project's 2-core machines: p50 under 25 µs per call.
 //! Run: `cargo bench -p orkestra --bench wasm`.
 
@@ -158,42 +158,47 @@ async fn main() {
     println!("  per call, native Rust: p50 {n50:.1} µs  p99 {n99:.1} µs");
     println!("  ratio (p50): {:.1}x", w50 / n50);
 
-    // An interpreted guest for scale: a Python hook (componentize-py), when it can be built.
-    match orkestra_test_support::guests::component("python-hook") {
-        Ok(python) => {
-            let spec = hook_spec(&python);
-            let started = Instant::now();
-            let loaded = host.load(&spec).await.expect("load the Python hook");
-            let first = started.elapsed();
-            let cached = WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm"))
-                .expect("host")
-                .load(&spec)
-                .await
-                .expect("cached load");
-            let mut samples = Vec::new();
-            for i in 0..230 {
-                let started = Instant::now();
-                let response = host
-                    .call(&loaded, &spec, Hook::Reconcile, caller(), &request(&object), &stats)
-                    .await
-                    .expect("call")
-                    .expect("response");
-                black_box(response);
-                if i >= 30 {
-                    samples.push(started.elapsed());
-                }
+    // Interpreted guests for scale: a Python hook (componentize-py) and a TypeScript one
+    // (componentize-js), each when it can be built.
+    for (language, package) in [("Python", "python-hook"), ("TypeScript", "js-hook")] {
+        let path = match orkestra_test_support::guests::component(package) {
+            Ok(path) => path,
+            Err(error) => {
+                println!("  {language} hook: skipped ({error})");
+                continue;
             }
-            let (p50, p99) = percentiles(samples);
-            println!(
-                "  Python hook ({} MB): first load {:.1} s, cached load {:.0} ms, per call p50 {:.2} ms p99 {:.2} ms",
-                std::fs::metadata(&python).map(|m| m.len() >> 20).unwrap_or(0),
-                first.as_secs_f64(),
-                cached.load_time.as_secs_f64() * 1e3,
-                p50 / 1e3,
-                p99 / 1e3
-            );
+        };
+        let spec = hook_spec(&path);
+        let started = Instant::now();
+        let loaded = host.load(&spec).await.expect("load the hook");
+        let first = started.elapsed();
+        let cached = WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm"))
+            .expect("host")
+            .load(&spec)
+            .await
+            .expect("cached load");
+        let mut samples = Vec::new();
+        for i in 0..230 {
+            let started = Instant::now();
+            let response = host
+                .call(&loaded, &spec, Hook::Reconcile, caller(), &request(&object), &stats)
+                .await
+                .expect("call")
+                .expect("response");
+            black_box(response);
+            if i >= 30 {
+                samples.push(started.elapsed());
+            }
         }
-        Err(error) => println!("  Python hook: skipped ({error})"),
+        let (p50, p99) = percentiles(samples);
+        println!(
+            "  {language} hook ({} MB): first load {:.1} s, cached load {:.0} ms, per call p50 {:.2} ms p99 {:.2} ms",
+            std::fs::metadata(&path).map(|m| m.len() >> 20).unwrap_or(0),
+            first.as_secs_f64(),
+            cached.load_time.as_secs_f64() * 1e3,
+            p50 / 1e3,
+            p99 / 1e3
+        );
     }
 
     // Hot swap: the file is replaced while calls keep coming; how long until one is served

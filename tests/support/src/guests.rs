@@ -14,7 +14,8 @@ static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// The component of example `package`, built if this process has not built it yet: a
 /// Rust crate with cargo (release, wasm32-wasip2; cargo makes an unchanged rebuild cheap),
-/// a Python one (`app.py`) with componentize-py, a hand-written one (`wat/<package>.wat`,
+/// a Python one (`app.py`) with componentize-py, a TypeScript one (`package.json`) with its
+/// `npm run build` (componentize-js), a hand-written one (`wat/<package>.wat`,
 /// component-model text) assembled.
 ///
 /// # Errors
@@ -22,6 +23,7 @@ static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
 pub fn component(package: &str) -> anyhow::Result<PathBuf> {
     let dir = examples_dir();
     let python = dir.join(package).join("app.py").exists();
+    let js = dir.join(package).join("package.json").exists();
     let file = format!("{}.wasm", package.replace('-', "_"));
     let text = dir.join("wat").join(format!("{package}.wat"));
     if text.exists() {
@@ -36,6 +38,8 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
     }
     let path = if python {
         dir.join("target/python").join(file)
+    } else if js {
+        dir.join("target/js").join(file)
     } else {
         dir.join("target/wasm32-wasip2/release").join(file)
     };
@@ -59,7 +63,42 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
         built.push(package.to_string());
         return Ok(path);
     }
-    let output = if python {
+    // Interpreted guests rebuild only when their sources changed: their output differs from
+    // build to build, and each build costs seconds of compiling in the host.
+    if js
+        && is_fresh(
+            &path,
+            &[
+                dir.join(package).join("hook.ts"),
+                dir.join(package).join("package-lock.json"),
+                dir.join("../wit/operator.wit"),
+                dir.join("../guest-sdk/js/index.js"),
+            ],
+        )
+    {
+        built.push(package.to_string());
+        return Ok(path);
+    }
+    let npm = |args: &[&str]| {
+        Command::new("npm")
+            .args(args)
+            .current_dir(dir.join(package))
+            .output()
+            .map_err(|e| anyhow::anyhow!("npm (Node.js) is needed for {package}: {e}"))
+    };
+    let output = if js {
+        std::fs::create_dir_all(dir.join("target/js"))?;
+        if !dir.join(package).join("node_modules").exists() {
+            let installed = npm(&["ci", "--silent", "--no-audit", "--no-fund"])?;
+            if !installed.status.success() {
+                anyhow::bail!(
+                    "npm ci for {package} failed:\n{}",
+                    String::from_utf8_lossy(&installed.stderr)
+                );
+            }
+        }
+        npm(&["run", "--silent", "build"])?
+    } else if python {
         std::fs::create_dir_all(dir.join("target/python"))?;
         Command::new("componentize-py")
             .args(["-d", "../../wit", "-w", "hook", "componentize", "app"])
