@@ -263,6 +263,13 @@ async fn a_typescript_hook_writes_each_note_and_reads_its_namespaces_defaults() 
     assert_eq!(note.data.unwrap()["text"], written, "the text, in upper case, signed");
     assert_eq!(note.metadata.owner_references.unwrap()[0].name, "hello");
 
+    // Without the defaults the kube read fails as not-found, which the hook takes as unsigned.
+    maps.delete("note-defaults", &Default::default()).await.unwrap();
+    run.create(&notes, "Note", "plain", json!({"text": "Quiet", "case": "lower"}))
+        .await;
+    run.status(&notes, "plain", ready).await;
+    assert_eq!(maps.get("plain-note").await.unwrap().data.unwrap()["text"], "quiet");
+
     run.create(&notes, "Note", "odd", json!({"text": "x", "case": "title"}))
         .await;
     let failed = run.status(&notes, "odd", not_ready_because("UnknownCase")).await;
