@@ -52,8 +52,13 @@ pub fn hold(lease: &mut Lease, identity: &str, duration: Duration) {
         }
     }
     spec.holder_identity = Some(identity.to_string());
-    spec.lease_duration_seconds = Some(duration.as_secs().max(1).try_into().unwrap_or(i32::MAX));
+    spec.lease_duration_seconds = Some(seconds(duration));
     spec.renew_time = Some(now);
+}
+
+/// A Lease's `leaseDurationSeconds` for `duration` (at least 1).
+pub fn seconds(duration: Duration) -> i32 {
+    duration.as_secs().max(1).try_into().unwrap_or(i32::MAX)
 }
 
 pub fn holder(lease: &Lease) -> Option<&str> {

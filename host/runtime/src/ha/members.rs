@@ -174,7 +174,7 @@ impl Member {
             },
             "spec": {
                 "holderIdentity": self.settings.identity,
-                "leaseDurationSeconds": self.settings.duration.as_secs().max(1),
+                "leaseDurationSeconds": leases::seconds(self.settings.duration),
                 "renewTime": k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(jiff::Timestamp::now()),
             },
         });
@@ -188,7 +188,7 @@ impl Member {
 
     /// Gives every key up, waits for their reconciles, and deletes the member Lease so the
     /// others take over at their next look.
-    async fn leave(mut self) {
+    async fn leave(self) {
         self.ownership.set(View::Nothing);
         self.ownership.drained().await;
         let name = self.settings.member_lease();
@@ -196,6 +196,5 @@ impl Member {
             Ok(_) => tracing::info!(lease = %name, "member Lease released"),
             Err(error) => tracing::warn!(lease = %name, %error, "cannot delete the member Lease; it will expire"),
         }
-        self.published = None;
     }
 }
