@@ -28,6 +28,8 @@ fn every_command_has_help() {
         &["serve", "--help"],
         &["reload", "--help"],
         &["control-center", "--help"],
+        &["component", "--help"],
+        &["component", "push", "--help"],
     ] {
         let output = run(command, &[]);
         assert!(output.status.success(), "ork {command:?}");

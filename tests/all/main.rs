@@ -16,6 +16,7 @@ mod kinds;
 mod lifecycle;
 mod live;
 mod nodes;
+mod oci;
 mod ork;
 mod pipeline;
 mod policies;

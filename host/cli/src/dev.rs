@@ -31,6 +31,8 @@ pub struct DevArgs {
     http: super::run::HttpArgs,
     #[command(flatten)]
     webhooks: super::gateway::WebhookArgs,
+    #[command(flatten)]
+    registry: super::component::PullArgs,
 }
 
 pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
@@ -68,8 +70,14 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let files = args.katalog.files();
     // One replica: no Leases.
     let ha = super::ha::HaArgs::default();
+    let hosting = super::run::Hosting {
+        http: &args.http,
+        webhooks: &args.webhooks,
+        ha: &ha,
+        registries: args.registry.registries()?,
+    };
     let result = tokio::select! {
-        result = super::run::serve(client, config, &katalog, &files, &args.http, &args.webhooks, &ha) => result,
+        result = super::run::serve(client, config, &katalog, &files, hosting) => result,
         result = watch(&mut plane) => result,
     };
     plane.stop();

@@ -1,6 +1,7 @@
 //! `ork`: the Orkestra-rs command line. Parsing, logging set-up and dispatch to one
 //! module per command.
 
+mod component;
 mod control_center;
 mod control_plane;
 mod dev;
@@ -62,6 +63,9 @@ enum Command {
     /// kube-controller-manager).
     #[command(subcommand)]
     ControlPlane(control_plane::ControlPlaneCommand),
+    /// Distribute components: push one to an OCI registry as a Wasm artifact.
+    #[command(subcommand)]
+    Component(component::ComponentCommand),
 }
 
 /// The `-f KATALOG` option shared by the commands that read Katalogs.
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
             Command::Gateway(args) => gateway::gateway(args).await,
             Command::Serve(command) => serve::serve(command).await,
             Command::ControlPlane(command) => control_plane::control_plane(command).await,
+            Command::Component(command) => component::component(command).await,
         }
     });
     match result {

@@ -27,6 +27,10 @@ pub struct ManifestsArgs {
     /// Where the Leases live, when not the runtime's namespace.
     #[arg(long, value_name = "NAMESPACE")]
     lease_namespace: Option<String>,
+    /// A `NAMESPACE/NAME` Secret the runtime reads for registry credentials (as given to
+    /// `ork run --pull-secret`); repeat for several.
+    #[arg(long, value_name = "SECRET")]
+    pull_secret: Vec<String>,
 }
 
 pub fn manifests(args: ManifestsArgs) -> anyhow::Result<ExitCode> {
@@ -43,6 +47,10 @@ pub fn manifests(args: ManifestsArgs) -> anyhow::Result<ExitCode> {
         needs.add(Scope::Namespace(namespace), "coordination.k8s.io", "leases", verbs);
     }
     gateway(&compiled, &args.namespace, &mut needs);
+    for secret in &args.pull_secret {
+        let (namespace, secret_name) = super::component::pull_secret(secret)?;
+        needs.add_named(Scope::Namespace(namespace), "", "secrets", "get", &secret_name);
+    }
     let subject = json!([{"kind": "ServiceAccount", "name": args.service_account, "namespace": args.namespace}]);
     let mut documents = Vec::new();
     for (scope, rules) in needs.rules() {

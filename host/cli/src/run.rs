@@ -17,6 +17,8 @@ pub struct RunArgs {
     webhooks: super::gateway::WebhookArgs,
     #[command(flatten)]
     ha: super::ha::HaArgs,
+    #[command(flatten)]
+    registry: super::component::PullArgs,
 }
 
 /// Where the Live API (probes, /katalog, /metrics, /components, /reload) listens, and who
@@ -99,17 +101,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("cannot reach the API server")?;
     tracing::info!(crds = katalog.crds.len(), server = %version.git_version, "Katalog loaded, API server reachable");
-    serve(
-        client,
-        config,
-        &katalog,
-        &args.katalog.files(),
-        &args.http,
-        &args.webhooks,
-        &args.ha,
-    )
-    .await?;
+    let hosting = Hosting {
+        http: &args.http,
+        webhooks: &args.webhooks,
+        ha: &args.ha,
+        registries: args.registry.registries()?,
+    };
+    serve(client, config, &katalog, &args.katalog.files(), hosting).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// How `ork run` and `ork dev` host a Katalog beyond the Katalog itself.
+pub struct Hosting<'a> {
+    pub http: &'a HttpArgs,
+    pub webhooks: &'a super::gateway::WebhookArgs,
+    pub ha: &'a super::ha::HaArgs,
+    pub registries: orkestra_wasm::Registries,
 }
 
 /// Runs the Katalog's runtime until SIGINT/SIGTERM; a second signal, or in-flight
@@ -121,10 +128,14 @@ pub async fn serve(
     config: kube::Config,
     katalog: &orkestra_katalog::Compiled,
     files: &[std::path::PathBuf],
-    http: &HttpArgs,
-    webhooks_args: &super::gateway::WebhookArgs,
-    ha_args: &super::ha::HaArgs,
+    hosting: Hosting<'_>,
 ) -> anyhow::Result<()> {
+    let Hosting {
+        http,
+        webhooks: webhooks_args,
+        ha: ha_args,
+        registries,
+    } = hosting;
     let auth = match http.no_http {
         true => None,
         false => Some(http.auth(&client).await?),
@@ -132,7 +143,7 @@ pub async fn serve(
     // Before the runtime starts: CRs written from now on are checked at admission.
     let webhooks = webhooks_args.start(&client, katalog).await?;
     let ha = ha_args.start(&client, katalog)?;
-    let mut runtime = orkestra::runtime::Runtime::new(client.clone(), katalog)?
+    let mut runtime = orkestra::runtime::Runtime::with_registries(client.clone(), katalog, registries)?
         .with_ownership(ha.ownership())
         .with_identities(config);
     if auth.is_some() {

@@ -12,7 +12,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,7 +35,7 @@ use crate::tuning::Tuning;
 use orkestra_katalog::DependencyCondition;
 use orkestra_katalog::compile::{Compiled, CompiledCrd};
 use orkestra_katalog::template::Functions;
-use orkestra_wasm::{Components, Slot, WasmHost};
+use orkestra_wasm::{Components, HostOptions, Registries, Slot, WasmHost};
 
 /// How often a pending CRD checks its dependencies and whether its CRD exists.
 const PENDING_RETRY: Duration = Duration::from_millis(500);
@@ -133,13 +132,14 @@ impl Runtime {
     /// Runs every enabled CRD of the compiled Katalog; each gets the declarative reconciler unless another is
     /// registered with [`Runtime::with_reconciler`].
     pub fn new(client: kube::Client, katalog: &Compiled) -> Result<Self, Error> {
-        Self::with_wasm(client, katalog, None)
+        Self::with_registries(client, katalog, Registries::default())
     }
 
-    /// [`Runtime::new`] with the Wasm host's artifact cache in `wasm_cache` (default:
-    /// `$ORK_CACHE_DIR/wasm` or `~/.cache/orkestra/wasm`). The Wasm engine is created only when a CRD
-    /// declares a component.
-    pub fn with_wasm(client: kube::Client, katalog: &Compiled, wasm_cache: Option<PathBuf>) -> Result<Self, Error> {
+    /// [`Runtime::new`], pulling `oci://` components with the credentials and plain-HTTP
+    /// registries of `registries`. The Wasm engine, with its artifact cache in
+    /// `$ORK_CACHE_DIR/wasm` or `~/.cache/orkestra/wasm`, is created only when a CRD declares a
+    /// component.
+    pub fn with_registries(client: kube::Client, katalog: &Compiled, registries: Registries) -> Result<Self, Error> {
         let health = HealthBoard::default();
         let mut crds = Vec::new();
         for compiled in katalog.enabled().cloned() {
@@ -160,10 +160,13 @@ impl Runtime {
         let declared: Vec<(String, Arc<orkestra_wasm::Spec>)> =
             crds.iter().flat_map(|h| component_specs(&h.crd)).collect();
         if !declared.is_empty() {
-            let cache = wasm_cache.unwrap_or_else(|| crate::control_plane::cache_root().join("wasm"));
-            // Fuel metering is engine-wide: on when any component asks for a fuel limit.
-            let fuel = declared.iter().any(|(_, spec)| spec.limits.fuel.is_some());
-            let host = WasmHost::metered(Some(client.clone()), http.clone(), cache, fuel).map_err(Error::Wasm)?;
+            let options = HostOptions {
+                cache_dir: crate::control_plane::cache_root().join("wasm"),
+                // Fuel metering is engine-wide: on when any component asks for a fuel limit.
+                fuel: declared.iter().any(|(_, spec)| spec.limits.fuel.is_some()),
+                registries,
+            };
+            let host = WasmHost::with_options(Some(client.clone()), http.clone(), options).map_err(Error::Wasm)?;
             for (name, spec) in declared {
                 components.add(&name, &host, spec);
             }

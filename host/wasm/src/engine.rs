@@ -12,6 +12,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use super::bindings::{constructor::ConstructorPre, hook::HookPre};
 use super::cache::{self, ArtifactCache};
+use super::registry::{BlobStore, Registries};
 use super::state::{CallState, Cluster};
 use orkestra_katalog::component::{MAX_MEMORY, Source, Spec, World};
 
@@ -60,6 +61,9 @@ pub struct WasmHost {
     pub(super) engine: Engine,
     linker: Linker<CallState>,
     cache: ArtifactCache,
+    /// Components pulled from registries, and where credentials for them come from.
+    blobs: BlobStore,
+    registries: Registries,
     /// Compiled components by digest, while some loaded version uses them: a component
     /// used by several targets compiles once, and a swapped-out one is freed.
     compiled: Mutex<HashMap<String, Weak<Component>>>,
@@ -70,6 +74,17 @@ pub struct WasmHost {
     pub pooling: bool,
     /// Whether the engine meters fuel (every store then needs some).
     pub(super) fuel: bool,
+}
+
+/// How a [`WasmHost`] is set up beyond its defaults.
+#[derive(Debug, Clone, Default)]
+pub struct HostOptions {
+    /// Compiled artifacts and pulled components.
+    pub cache_dir: std::path::PathBuf,
+    /// Meter fuel (for `limits.fuel`; every call then reports the fuel it burnt).
+    pub fuel: bool,
+    /// Credentials and plain-HTTP registries for `oci://` components.
+    pub registries: Registries,
 }
 
 /// How instances are allocated, best first.
@@ -129,17 +144,27 @@ impl WasmHost {
         http: reqwest::Client,
         cache_dir: std::path::PathBuf,
     ) -> Result<Arc<Self>, String> {
-        Self::metered(cluster, http, cache_dir, false)
+        Self::with_options(
+            cluster,
+            http,
+            HostOptions {
+                cache_dir,
+                ..HostOptions::default()
+            },
+        )
     }
 
-    /// [`WasmHost::new`], metering fuel when `fuel` is set (for `limits.fuel`; every call
-    /// then reports the fuel it burnt).
-    pub fn metered(
+    /// [`WasmHost::new`] with fuel metering and registry access as `options` say.
+    pub fn with_options(
         cluster: Option<kube::Client>,
         http: reqwest::Client,
-        cache_dir: std::path::PathBuf,
-        fuel: bool,
+        options: HostOptions,
     ) -> Result<Arc<Self>, String> {
+        let HostOptions {
+            cache_dir,
+            fuel,
+            registries,
+        } = options;
         let mut engine = None;
         for allocation in [Allocation::PoolingResident, Allocation::Pooling, Allocation::OnDemand] {
             match Engine::new(&config(allocation, fuel)) {
@@ -164,11 +189,14 @@ impl WasmHost {
         super::bindings::hook::Hook::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
             .map_err(|e| e.to_string())?;
         let cache = ArtifactCache::open(cache_dir, &engine)?;
+        let blobs = BlobStore::open(cache.dir().join("blobs"))?;
         spawn_ticker(&engine).map_err(|e| format!("cannot start the epoch ticker: {e}"))?;
         Ok(Arc::new(Self {
             engine,
             linker,
             cache,
+            blobs,
+            registries,
             compiled: Mutex::new(HashMap::new()),
             permits: Semaphore::new(MAX_CONCURRENT_CALLS),
             cluster: cluster.map(|client| Cluster {
@@ -285,6 +313,12 @@ impl WasmHost {
                     bytes.extend_from_slice(&chunk);
                 }
                 Ok(bytes)
+            }
+            Source::Oci(reference) => {
+                let cluster = self.cluster.as_ref().map(|c| &c.client);
+                self.registries
+                    .pull(reference, &self.blobs, cluster, MAX_COMPONENT_BYTES)
+                    .await
             }
         }
     }

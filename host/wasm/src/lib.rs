@@ -6,14 +6,16 @@ mod bindings;
 mod cache;
 mod call;
 mod engine;
+pub mod registry;
 pub mod slot;
 mod state;
 pub mod stats;
 
 pub use bindings::types::{Event, EventType, Failure, Gvk, Outcome, Request, Response};
 pub use call::{CallError, Hook};
-pub use engine::{EPOCH_TICK, LoadError, Loaded, MAX_CONCURRENT_CALLS, WasmHost};
+pub use engine::{EPOCH_TICK, HostOptions, LoadError, Loaded, MAX_CONCURRENT_CALLS, WasmHost};
 pub use orkestra_katalog::component::{Deletion, Limits, Source, Spec, World};
+pub use registry::Registries;
 pub use slot::{Active, Components, Slot, SlotStatus};
 pub use state::{Caller, identity};
 pub use stats::{CallOutcome, CallStats, StatsView, Swap};

@@ -240,7 +240,8 @@ fn file_stamp(source: &Source) -> FileStamp {
         Source::Path(path) => std::fs::metadata(path)
             .ok()
             .and_then(|m| Some((m.modified().ok()?, m.len()))),
-        Source::Url(_) => None,
+        // Fetched by pin: the bytes cannot change under the same declaration.
+        Source::Url(_) | Source::Oci(_) => None,
     }
 }
 

@@ -13,6 +13,7 @@ pub mod guests;
 pub mod logs;
 pub mod oidc;
 pub mod proxy;
+pub mod registry;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};

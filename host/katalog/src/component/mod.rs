@@ -3,6 +3,9 @@
 //! compiles and calls it lives in the runtime.
 
 pub mod grants;
+mod oci;
 mod spec;
+
+pub use oci::OciReference;
 
 pub use spec::{Declared, Deletion, Limits, MAX_MEMORY, Source, Spec, World, declared_in};

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::grants::Grants;
+use super::oci::OciReference;
 use crate::{Capability, ComponentDeletion, ComponentLimits};
 
 /// Which WIT world the component implements.
@@ -42,6 +43,8 @@ impl World {
 pub enum Source {
     Path(PathBuf),
     Url(String),
+    /// An artifact in an OCI registry, pinned by its manifest digest.
+    Oci(OciReference),
 }
 
 impl std::fmt::Display for Source {
@@ -49,6 +52,7 @@ impl std::fmt::Display for Source {
         match self {
             Source::Path(path) => write!(f, "{}", path.display()),
             Source::Url(url) => f.write_str(url),
+            Source::Oci(reference) => reference.fmt(f),
         }
     }
 }
@@ -335,11 +339,13 @@ impl Spec {
                 ));
             }
             Source::Url(reference.to_string())
+        } else if reference.starts_with("oci://") {
+            Source::Oci(OciReference::parse(reference, true).map_err(|e| format!("component: {e}"))?)
         } else if reference.is_empty() {
-            return Err("component: empty; give a path to a .wasm file or an http(s) URL".into());
+            return Err("component: empty; give a path to a .wasm file, an http(s) URL or an oci:// reference".into());
         } else if reference.contains("://") {
             return Err(format!(
-                "component: {reference:?} has an unsupported scheme; use a path or an http(s) URL"
+                "component: {reference:?} has an unsupported scheme; use a path, an http(s) URL or oci://"
             ));
         } else {
             Source::Path(base.join(reference))
@@ -654,7 +660,11 @@ mod tests {
         let pin = "AB".repeat(32);
         let spec = Spec::compile(World::Hook, declared(url, Some(&pin), &limits), Path::new(".")).unwrap();
         assert_eq!(spec.sha256.as_deref(), Some("ab".repeat(32).as_str()));
-        let error = Spec::compile(World::Hook, declared("oci://x/y", None, &limits), Path::new(".")).unwrap_err();
+        let error = Spec::compile(World::Hook, declared("s3://x/y", None, &limits), Path::new(".")).unwrap_err();
         assert!(error.contains("unsupported scheme"), "{error}");
+        let reference = format!("oci://ghcr.io/acme/hook:v1@sha256:{}", "a".repeat(64));
+        let spec = Spec::compile(World::Hook, declared(&reference, None, &limits), Path::new(".")).unwrap();
+        assert!(matches!(&spec.source, Source::Oci(oci) if oci.repository == "acme/hook"));
+        assert_eq!(spec.source.to_string(), reference);
     }
 }

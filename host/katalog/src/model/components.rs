@@ -40,8 +40,9 @@ pub struct HooksSpec {
     pub function: Option<String>,
     #[serde(default)]
     pub alias: Option<String>,
-    /// A Wasm component (world `hook`): a path (relative to the Katalog file) or an
-    /// http(s) URL, which needs `sha256`.
+    /// A Wasm component (world `hook`): a path (relative to the Katalog file), an
+    /// http(s) URL, which needs `sha256`, or `oci://HOST/REPO:TAG@sha256:...` (a registry
+    /// artifact pinned by its manifest digest).
     #[serde(default)]
     pub component: Option<String>,
     /// The component's sha256 (hex); required for URLs, checked for paths when given.
@@ -89,8 +90,9 @@ pub struct ConstructorSpec {
     pub function: Option<String>,
     #[serde(default)]
     pub alias: Option<String>,
-    /// A Wasm component (world `constructor`): a path (relative to the Katalog file) or an
-    /// http(s) URL, which needs `sha256`.
+    /// A Wasm component (world `constructor`): a path (relative to the Katalog file), an
+    /// http(s) URL, which needs `sha256`, or `oci://HOST/REPO:TAG@sha256:...` (a registry
+    /// artifact pinned by its manifest digest).
     #[serde(default)]
     pub component: Option<String>,
     /// The component's sha256 (hex); required for URLs, checked for paths when given.

@@ -1,0 +1,146 @@
+//! `ork component push`, and the registry options shared with `ork run`: where credentials
+//! come from and which registries are reached over plain HTTP.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use orkestra_katalog::component::OciReference;
+use orkestra_wasm::Registries;
+
+#[derive(Debug, Subcommand)]
+pub enum ComponentCommand {
+    /// Push a component to an OCI registry in the Wasm artifact layout, and print the
+    /// digest-pinned reference to put in a Katalog's `component:`.
+    Push(PushArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The component (.wasm) to push.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Where to: `oci://HOST[:PORT]/REPOSITORY:TAG`.
+    #[arg(value_name = "REFERENCE")]
+    reference: String,
+    #[command(flatten)]
+    registry: RegistryArgs,
+}
+
+/// Registry credentials from Docker config files, and registries without TLS.
+#[derive(Debug, Clone, Args)]
+pub struct RegistryArgs {
+    /// A Docker config file with registry credentials (`auths`); repeat for several, first
+    /// match winning. Default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json, when
+    /// there.
+    #[arg(long = "registry-config", value_name = "FILE")]
+    config: Vec<PathBuf>,
+    /// Reach this registry (`HOST[:PORT]`) over plain HTTP; repeat for several. Only for a
+    /// registry on loopback or a trusted network.
+    #[arg(long = "insecure-registry", value_name = "HOST")]
+    insecure: Vec<String>,
+}
+
+/// [`RegistryArgs`] plus credentials kept in the cluster, for the runtime's pulls.
+#[derive(Debug, Clone, Args)]
+pub struct PullArgs {
+    #[command(flatten)]
+    registry: RegistryArgs,
+    /// A `kubernetes.io/dockerconfigjson` Secret (`NAMESPACE/NAME`) with credentials for
+    /// `oci://` components, read at each pull; repeat for several. Searched after the
+    /// config files.
+    #[arg(long = "pull-secret", value_name = "SECRET")]
+    pull_secret: Vec<String>,
+}
+
+impl RegistryArgs {
+    fn registries(&self) -> Registries {
+        let config_files = match self.config.is_empty() {
+            false => self.config.clone(),
+            true => default_config().into_iter().collect(),
+        };
+        Registries {
+            config_files,
+            secrets: Vec::new(),
+            insecure: self.insecure.clone(),
+        }
+    }
+}
+
+impl PullArgs {
+    /// The registry settings, or which `--pull-secret` is not `NAMESPACE/NAME`.
+    pub fn registries(&self) -> anyhow::Result<Registries> {
+        let mut registries = self.registry.registries();
+        for secret in &self.pull_secret {
+            registries.secrets.push(pull_secret(secret)?);
+        }
+        Ok(registries)
+    }
+}
+
+/// A `--pull-secret` as (namespace, name).
+pub fn pull_secret(text: &str) -> anyhow::Result<(String, String)> {
+    match text.split_once('/') {
+        Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok((namespace.into(), name.into()))
+        }
+        _ => anyhow::bail!("--pull-secret {text:?}: give NAMESPACE/NAME"),
+    }
+}
+
+/// Docker's own default, when the file exists.
+fn default_config() -> Option<PathBuf> {
+    let dir = match std::env::var_os("DOCKER_CONFIG") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".docker"),
+    };
+    let file = dir.join("config.json");
+    file.is_file().then_some(file)
+}
+
+pub async fn component(command: ComponentCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ComponentCommand::Push(args) => push(args).await,
+    }
+}
+
+async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
+    let reference = OciReference::parse(&args.reference, false).map_err(anyhow::Error::msg)?;
+    if !reference.digest.is_empty() {
+        anyhow::bail!(
+            "{}: push to a tag; the digest is what the registry gives back",
+            args.reference
+        );
+    }
+    let component = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let title = args
+        .file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let pinned = args
+        .registry
+        .registries()
+        .push(&reference, &component, &title, &created()?)
+        .await
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    println!("{pinned}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Now, or `SOURCE_DATE_EPOCH` for a reproducible manifest (the same bytes push to the same
+/// digest).
+fn created() -> anyhow::Result<String> {
+    let at = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(seconds) => {
+            let seconds: i64 = seconds
+                .trim()
+                .parse()
+                .with_context(|| format!("SOURCE_DATE_EPOCH {seconds:?} is not a number of seconds"))?;
+            jiff::Timestamp::from_second(seconds).context("SOURCE_DATE_EPOCH is out of range")?
+        }
+        Err(_) => jiff::Timestamp::now(),
+    };
+    Ok(at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+}

@@ -1,0 +1,392 @@
+//! Components distributed like images: pushed with `ork component push` to a real registry
+//! (Debian's docker-registry on loopback, with htpasswd users), pulled by digest by the
+//! runtime with credentials from a docker-config Secret or file, verified, and kept beside
+//! the compiled artifacts so the registry can go away.
+
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use orkestra_test_support::registry::Registry;
+use orkestra_test_support::{TestNamespace, eventually, guests, namespace};
+use serde_json::{Value, json};
+
+use crate::ork::{Ork, run};
+use crate::pipeline::WAIT;
+
+const USER: (&str, &str) = ("pusher", "correct-horse");
+
+/// `ork component push FILE REFERENCE` with these credentials; its output.
+fn push(file: &Path, reference: &str, registry: &Registry, config: &Path) -> std::process::Output {
+    run(
+        &[
+            "component",
+            "push",
+            file.to_str().unwrap(),
+            reference,
+            "--registry-config",
+            config.to_str().unwrap(),
+            "--insecure-registry",
+            &registry.addr,
+        ],
+        &[],
+    )
+}
+
+/// Pushes the Rust hook as `team/site-hook:v1`; the pinned reference `ork` printed.
+fn push_hook(registry: &Registry, dir: &Path) -> String {
+    let hook = guests::component("rust-hook").unwrap();
+    let config = registry.write_docker_config(dir).unwrap();
+    let output = push(
+        &hook,
+        &format!("oci://{}/team/site-hook:v1", registry.addr),
+        registry,
+        &config,
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn a_push_writes_the_wasm_artifact_layout_and_needs_the_registry_s_credentials() {
+    let registry = Registry::start(Some(USER)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hook = guests::component("rust-hook").unwrap();
+    let target = format!("oci://{}/team/site-hook:v1", registry.addr);
+
+    let anonymous = dir.path().join("anonymous.json");
+    std::fs::write(&anonymous, r#"{"auths": {}}"#).unwrap();
+    let refused = push(&hook, &target, &registry, &anonymous);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "an anonymous push is refused");
+    assert!(stderr.contains("cannot push the component"), "{stderr}");
+
+    let pinned = push_hook(&registry, dir.path());
+    let digest = pinned
+        .strip_prefix(&format!("{target}@sha256:"))
+        .unwrap_or_else(|| panic!("{pinned} is the target pinned to a digest"));
+
+    let manifest = registry
+        .request(reqwest::Method::GET, "/v2/team/site-hook/manifests/v1")
+        .header("Accept", "application/vnd.oci.image.manifest.v1+json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        manifest.headers()["docker-content-digest"].to_str().unwrap(),
+        format!("sha256:{digest}"),
+        "the printed digest is the registry's for the tag"
+    );
+    let bytes = manifest.bytes().await.unwrap();
+    assert_eq!(sha256(&bytes), digest);
+    let manifest: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(manifest["mediaType"], "application/vnd.oci.image.manifest.v1+json");
+    assert_eq!(manifest["config"]["mediaType"], "application/vnd.wasm.config.v0+json");
+    let layers = manifest["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 1);
+    assert_eq!(layers[0]["mediaType"], "application/wasm");
+    let component = std::fs::read(&hook).unwrap();
+    assert_eq!(layers[0]["digest"], format!("sha256:{}", sha256(&component)));
+    assert_eq!(layers[0]["size"], component.len());
+
+    let config_digest = manifest["config"]["digest"].as_str().unwrap();
+    let config: Value = registry
+        .request(
+            reqwest::Method::GET,
+            &format!("/v2/team/site-hook/blobs/{config_digest}"),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (config["architecture"].as_str(), config["os"].as_str()),
+        (Some("wasm"), Some("wasip2"))
+    );
+    assert_eq!(config["layerDigests"][0], layers[0]["digest"]);
+    let exports: Vec<&str> = config["component"]["exports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        exports.iter().any(|e| e.starts_with("orkestra:operator/hooks")),
+        "{config}"
+    );
+
+    // What is not a component, and a reference that already names a digest, are refused
+    // before anything is sent.
+    let module = dir.path().join("module.wasm");
+    std::fs::write(&module, b"\0asm\x01\x00\x00\x00").unwrap();
+    let config_file = registry.write_docker_config(dir.path()).unwrap();
+    let output = push(&module, &target, &registry, &config_file);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("core Wasm module, not a component"));
+    let output = push(&hook, &pinned, &registry, &config_file);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("push to a tag"));
+}
+
+/// The site-hook Katalog of katalogs/, its group the test's own (the runtime below watches
+/// every namespace), its component `reference`.
+fn site_katalog(ns: &TestNamespace, reference: &str) -> String {
+    let text = std::fs::read_to_string(crate::running::katalogs_dir().join("site-hook/katalog.yaml")).unwrap();
+    text.replace(
+        "group: hooks.orkestra.io",
+        &format!("group: {}.oci.orkestra.io", ns.name),
+    )
+    .replace("../../examples/target/wasm32-wasip2/release/rust_hook.wasm", reference)
+    .replace("      crFiles: [samples/site.yaml]\n", "")
+}
+
+/// `ork run` on `katalog`, pulling with `pull` (extra flags), its artifacts in `cache`.
+fn run_host(katalog: &Path, cache: &Path, port: u16, pull: &[&str]) -> Ork {
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let mut args = vec!["run", "-f", katalog.to_str().unwrap(), "--http-addr", &addr];
+    args.extend_from_slice(pull);
+    Ork::spawn(
+        &args,
+        &[
+            ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
+            ("ORK_CACHE_DIR", cache.to_str().unwrap()),
+            ("ORK_API_TOKEN", ""),
+            // No ~/.docker/config.json of the machine's decides what is sent.
+            ("DOCKER_CONFIG", cache.join("no-docker").to_str().unwrap()),
+        ],
+    )
+}
+
+async fn site_content(ns: &TestNamespace, wanted: &str) -> String {
+    let configmaps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    eventually(&format!("blog-content with {wanted:?}"), WAIT, || async {
+        let data = configmaps.get_opt("blog-content").await.ok()??.data?;
+        let page = data.get("index.html")?.clone();
+        page.contains(wanted).then_some(page)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_component_pulled_by_digest_with_a_pull_secret_keeps_running_when_the_registry_is_gone() {
+    let mut registry = Registry::start(Some(USER)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let pinned = push_hook(&registry, dir.path());
+    let ns = namespace("oci-pull").await.unwrap();
+    let katalog_text = site_katalog(&ns, &pinned);
+    let katalog_file = dir.path().join("katalog.yaml");
+    std::fs::write(&katalog_file, &katalog_text).unwrap();
+    let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), katalog_text)]).unwrap();
+    orkestra_kube::crd_install::install_crds(&ns.client, &katalog.katalog, WAIT)
+        .await
+        .unwrap();
+
+    // As `kubectl create secret docker-registry` makes it.
+    let secrets: Api<Secret> = Api::namespaced(ns.client.clone(), &ns.name);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "regcred"},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": registry.docker_config()},
+    }))
+    .unwrap();
+    secrets.create(&PostParams::default(), &secret).await.unwrap();
+
+    let configmaps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    let defaults: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "site-defaults"}, "data": {"footer": "From a registry"}}))
+            .unwrap();
+    configmaps.create(&PostParams::default(), &defaults).await.unwrap();
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        &format!("{}.oci.orkestra.io", ns.name),
+        "v1",
+        "Site",
+    ));
+    let sites: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
+    let site: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{}.oci.orkestra.io/v1", ns.name), "kind": "Site",
+        "metadata": {"name": "blog"}, "spec": {"title": "Pulled", "body": "by digest"},
+    }))
+    .unwrap();
+    sites.create(&PostParams::default(), &site).await.unwrap();
+
+    let cache = dir.path().join("cache");
+    let port = crate::replicas::free_port();
+    let secret_ref = format!("{}/regcred", ns.name);
+    let mut host = run_host(
+        &katalog_file,
+        &cache,
+        port,
+        &["--insecure-registry", &registry.addr, "--pull-secret", &secret_ref],
+    );
+    let page = site_content(&ns, "<h1>Hello: Pulled</h1>").await;
+    assert!(page.contains("From a registry"), "{page}");
+    let components: Value = reqwest::get(format!("http://127.0.0.1:{port}/components"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let site_slot = components["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "site")
+        .unwrap_or_else(|| panic!("{components}"))
+        .clone();
+    assert_eq!(site_slot["source"], pinned);
+    let wasm = std::fs::read(guests::component("rust-hook").unwrap()).unwrap();
+    assert_eq!(
+        site_slot["digest"],
+        sha256(&wasm),
+        "the layer is the component as pushed"
+    );
+    assert_eq!(
+        host.signal_and_wait(libc::SIGTERM, Duration::from_secs(30)).code(),
+        Some(0)
+    );
+
+    // No registry and no Secret: the next start loads what it kept.
+    registry.stop();
+    secrets.delete("regcred", &DeleteParams::default()).await.unwrap();
+    let mut host = run_host(&katalog_file, &cache, port, &["--insecure-registry", &registry.addr]);
+    let patch = json!({"spec": {"title": "Kept"}});
+    sites
+        .patch("blog", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    site_content(&ns, "<h1>Hello: Kept</h1>").await;
+    assert_eq!(
+        host.signal_and_wait(libc::SIGTERM, Duration::from_secs(30)).code(),
+        Some(0)
+    );
+}
+
+/// A hook declaration for `component`, as a Katalog would give it.
+fn spec(component: &str, sha256: Option<&str>) -> Result<orkestra_wasm::Spec, String> {
+    let limits = orkestra_katalog::ComponentLimits::default();
+    let declared = orkestra_katalog::component::Declared {
+        component,
+        sha256,
+        limits: &limits,
+        deletion: &Default::default(),
+        capabilities: &[],
+        run_first: false,
+        args: None,
+        service_account: None,
+        files: &[],
+    };
+    orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new("."))
+}
+
+#[tokio::test]
+async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_copy() {
+    let mut registry = Registry::start(Some(USER)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let pinned = push_hook(&registry, dir.path());
+    let config_file = registry.write_docker_config(dir.path()).unwrap();
+    let addr = registry.addr.clone();
+    let host_with = |files: Vec<std::path::PathBuf>, cache: &Path| {
+        let options = orkestra_wasm::HostOptions {
+            cache_dir: cache.to_path_buf(),
+            fuel: false,
+            registries: orkestra_wasm::Registries {
+                config_files: files,
+                secrets: vec![],
+                insecure: vec![addr.clone()],
+            },
+        };
+        orkestra_wasm::WasmHost::with_options(None, reqwest::Client::new(), options).unwrap()
+    };
+
+    // Without credentials the registry says no, and the error says who.
+    let anonymous = host_with(vec![], &dir.path().join("anonymous"));
+    let refused = anonymous.load(&spec(&pinned, None).unwrap()).await.err().unwrap();
+    assert!(
+        refused
+            .message
+            .contains(&format!("cannot pull the manifest from {}", registry.addr)),
+        "{refused}"
+    );
+
+    // A digest the registry does not hold.
+    let host = host_with(vec![config_file.clone()], &dir.path().join("cache"));
+    let unknown = format!("oci://{}/team/site-hook:v1@sha256:{}", registry.addr, "0".repeat(64));
+    let refused = host.load(&spec(&unknown, None).unwrap()).await.err().unwrap();
+    assert!(refused.message.contains("cannot pull the manifest"), "{refused}");
+
+    // The digest of an image index (here: one listing the artifact) is not a component.
+    let manifest = registry
+        .request(reqwest::Method::GET, "/v2/team/site-hook/manifests/v1")
+        .header("Accept", "application/vnd.oci.image.manifest.v1+json")
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let index = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": format!("sha256:{}", sha256(&manifest)),
+            "size": manifest.len(),
+            "platform": {"architecture": "wasm", "os": "wasip2"},
+        }],
+    }))
+    .unwrap();
+    let put = registry
+        .request(reqwest::Method::PUT, "/v2/team/site-hook/manifests/multi")
+        .header("Content-Type", "application/vnd.oci.image.index.v1+json")
+        .body(index.clone())
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "{}", put.text().await.unwrap());
+    let by_index = format!("oci://{}/team/site-hook:multi@sha256:{}", registry.addr, sha256(&index));
+    let refused = host.load(&spec(&by_index, None).unwrap()).await.err().unwrap();
+    assert!(refused.message.contains("names an image index"), "{refused}");
+
+    // The Katalog's own sha256 pin of the bytes still applies on top of the digest.
+    let wrong = "1".repeat(64);
+    let refused = host.load(&spec(&pinned, Some(&wrong)).unwrap()).await.err().unwrap();
+    assert!(
+        refused.message.contains(&format!("but the Katalog pins {wrong}")),
+        "{refused}"
+    );
+
+    let loaded = host.load(&spec(&pinned, None).unwrap()).await.unwrap();
+    let wasm = std::fs::read(guests::component("rust-hook").unwrap()).unwrap();
+    assert_eq!(loaded.digest, sha256(&wasm));
+
+    // A kept copy that changed on disk is dropped, and pulled again while the registry is up.
+    let kept = dir.path().join("cache/blobs/sha256").join(&loaded.digest);
+    assert_eq!(
+        std::fs::read(&kept).unwrap(),
+        wasm,
+        "the component is kept by its digest"
+    );
+    std::fs::write(&kept, b"\0asm\x0d\x00\x01\x00tampered").unwrap();
+    let again = host_with(vec![config_file.clone()], &dir.path().join("cache"));
+    assert_eq!(
+        again.load(&spec(&pinned, None).unwrap()).await.unwrap().digest,
+        loaded.digest
+    );
+    assert_eq!(std::fs::read(&kept).unwrap(), wasm);
+
+    // With the registry down, a changed copy is an error, never a load.
+    registry.stop();
+    std::fs::write(&kept, b"tampered again").unwrap();
+    let offline = host_with(vec![config_file], &dir.path().join("cache"));
+    let refused = offline.load(&spec(&pinned, None).unwrap()).await.err().unwrap();
+    assert!(refused.message.contains("cannot pull the component"), "{refused}");
+}
