@@ -193,15 +193,19 @@ impl Fault {
             panic!("{error}: (CRs, converged, children) = {:?}", last.lock().unwrap());
         }
         let took = started.elapsed();
-        // Retries queued during the fault run out first (each finds its CR converged).
-        eventually("the queue drained", within, || async {
-            (self.handle.queue.depth() == 0).then_some(())
+        // Retries queued during the fault, and a relist after it, run out first: each may
+        // still clear a failure from a status. On a loaded machine that takes a while, so
+        // wait for a quiet queue and a 3 s window without writes; a write loop never gets one.
+        let writes = || self.handle.counters.writes.load(Ordering::Relaxed);
+        eventually("the runtime to settle", within, || async {
+            let queue = &self.handle.queue;
+            let before = writes();
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            (queue.depth() == 0 && queue.running() == 0 && writes() == before).then_some(())
         })
         .await
         .unwrap();
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        // Settled: a few seconds without a write.
-        let writes = || self.handle.counters.writes.load(Ordering::Relaxed);
+        // Settled, it stays so.
         let before = writes();
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert_eq!(writes(), before, "settled CRs cost writes");

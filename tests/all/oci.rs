@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::ork::{Ork, run};
 use crate::pipeline::WAIT;
+use crate::wasm::{hook_spec, sha256};
 
 const USER: (&str, &str) = ("pusher", "correct-horse");
 
@@ -47,11 +48,6 @@ fn push_hook(registry: &Registry, dir: &Path) -> String {
     );
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).unwrap().trim().to_string()
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[tokio::test]
@@ -229,19 +225,7 @@ async fn a_component_pulled_by_digest_with_a_pull_secret_keeps_running_when_the_
     );
     let page = site_content(&ns, "<h1>Hello: Pulled</h1>").await;
     assert!(page.contains("From a registry"), "{page}");
-    let components: Value = reqwest::get(format!("http://127.0.0.1:{port}/components"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let site_slot = components["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "site")
-        .unwrap_or_else(|| panic!("{components}"))
-        .clone();
+    let site_slot = crate::wasm::listed_component(&format!("127.0.0.1:{port}"), "site").await;
     assert_eq!(site_slot["source"], pinned);
     let wasm = std::fs::read(guests::component("rust-hook").unwrap()).unwrap();
     assert_eq!(
@@ -270,23 +254,6 @@ async fn a_component_pulled_by_digest_with_a_pull_secret_keeps_running_when_the_
     );
 }
 
-/// A hook declaration for `component`, as a Katalog would give it.
-fn spec(component: &str, sha256: Option<&str>) -> Result<orkestra_wasm::Spec, String> {
-    let limits = orkestra_katalog::ComponentLimits::default();
-    let declared = orkestra_katalog::component::Declared {
-        component,
-        sha256,
-        limits: &limits,
-        deletion: &Default::default(),
-        capabilities: &[],
-        run_first: false,
-        args: None,
-        service_account: None,
-        files: &[],
-    };
-    orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new("."))
-}
-
 #[tokio::test]
 async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_copy() {
     let mut registry = Registry::start(Some(USER)).await.unwrap();
@@ -309,7 +276,7 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
 
     // Without credentials the registry says no, and the error says who.
     let anonymous = host_with(vec![], &dir.path().join("anonymous"));
-    let refused = anonymous.load(&spec(&pinned, None).unwrap()).await.err().unwrap();
+    let refused = anonymous.load(&hook_spec(&pinned, None).unwrap()).await.err().unwrap();
     assert!(
         refused
             .message
@@ -320,7 +287,7 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
     // A digest the registry does not hold.
     let host = host_with(vec![config_file.clone()], &dir.path().join("cache"));
     let unknown = format!("oci://{}/team/site-hook:v1@sha256:{}", registry.addr, "0".repeat(64));
-    let refused = host.load(&spec(&unknown, None).unwrap()).await.err().unwrap();
+    let refused = host.load(&hook_spec(&unknown, None).unwrap()).await.err().unwrap();
     assert!(refused.message.contains("cannot pull the manifest"), "{refused}");
 
     // The digest of an image index (here: one listing the artifact) is not a component.
@@ -353,18 +320,22 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
         .unwrap();
     assert!(put.status().is_success(), "{}", put.text().await.unwrap());
     let by_index = format!("oci://{}/team/site-hook:multi@sha256:{}", registry.addr, sha256(&index));
-    let refused = host.load(&spec(&by_index, None).unwrap()).await.err().unwrap();
+    let refused = host.load(&hook_spec(&by_index, None).unwrap()).await.err().unwrap();
     assert!(refused.message.contains("names an image index"), "{refused}");
 
     // The Katalog's own sha256 pin of the bytes still applies on top of the digest.
     let wrong = "1".repeat(64);
-    let refused = host.load(&spec(&pinned, Some(&wrong)).unwrap()).await.err().unwrap();
+    let refused = host
+        .load(&hook_spec(&pinned, Some(&wrong)).unwrap())
+        .await
+        .err()
+        .unwrap();
     assert!(
         refused.message.contains(&format!("but the Katalog pins {wrong}")),
         "{refused}"
     );
 
-    let loaded = host.load(&spec(&pinned, None).unwrap()).await.unwrap();
+    let loaded = host.load(&hook_spec(&pinned, None).unwrap()).await.unwrap();
     let wasm = std::fs::read(guests::component("rust-hook").unwrap()).unwrap();
     assert_eq!(loaded.digest, sha256(&wasm));
 
@@ -378,7 +349,7 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
     std::fs::write(&kept, b"\0asm\x0d\x00\x01\x00tampered").unwrap();
     let again = host_with(vec![config_file.clone()], &dir.path().join("cache"));
     assert_eq!(
-        again.load(&spec(&pinned, None).unwrap()).await.unwrap().digest,
+        again.load(&hook_spec(&pinned, None).unwrap()).await.unwrap().digest,
         loaded.digest
     );
     assert_eq!(std::fs::read(&kept).unwrap(), wasm);
@@ -387,6 +358,6 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
     registry.stop();
     std::fs::write(&kept, b"tampered again").unwrap();
     let offline = host_with(vec![config_file], &dir.path().join("cache"));
-    let refused = offline.load(&spec(&pinned, None).unwrap()).await.err().unwrap();
+    let refused = offline.load(&hook_spec(&pinned, None).unwrap()).await.err().unwrap();
     assert!(refused.message.contains("cannot pull the component"), "{refused}");
 }

@@ -21,6 +21,47 @@ fn katalogs_dir() -> PathBuf {
     crate::running::katalogs_dir()
 }
 
+/// A hook of `component` (a path, URL or `oci://` reference) with the default limits and no
+/// grants, as a Katalog declares it.
+pub(crate) fn hook_spec(component: &str, sha256: Option<&str>) -> Result<orkestra_wasm::Spec, String> {
+    let limits = orkestra_katalog::ComponentLimits::default();
+    let declared = orkestra_katalog::component::Declared {
+        component,
+        sha256,
+        limits: &limits,
+        deletion: &Default::default(),
+        capabilities: &[],
+        run_first: false,
+        args: None,
+        service_account: None,
+        files: &[],
+    };
+    orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new("."))
+}
+
+/// Lowercase hex sha256, as digests are written.
+pub(crate) fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Slot `name` as the Live API at `addr` lists it on `/components`.
+pub(crate) async fn listed_component(addr: &str, name: &str) -> Value {
+    let listed: Value = reqwest::get(format!("http://{addr}/components"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    listed["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no component {name} in {listed}"))
+        .clone()
+}
+
 fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
     status["conditions"]
         .as_array()
@@ -552,19 +593,7 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
         "{message}"
     );
     assert!(ready(&refused), "the old version keeps reconciling");
-    let listed: Value = reqwest::get(format!("http://{admin}/components"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let site = listed["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "site")
-        .unwrap()
-        .clone();
+    let site = listed_component(&admin.to_string(), "site").await;
     assert_eq!(site["revision"], 2);
     assert!(
         site["lastError"].as_str().unwrap().contains("not a valid component"),
@@ -621,34 +650,14 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
 async fn a_component_from_a_url_loads_only_with_its_pin() {
     let path = guests::component("rust-hook").unwrap();
     let bytes = std::fs::read(&path).unwrap();
-    let digest: String = {
-        use sha2::Digest;
-        sha2::Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
-    };
+    let digest = sha256(&bytes);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = axum::Router::new().route("/hook.wasm", axum::routing::get(move || async move { bytes }));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let cache = tempfile::tempdir().unwrap();
     let host = orkestra_wasm::WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm")).unwrap();
-    let spec = |pin: &str| {
-        let limits = orkestra_katalog::ComponentLimits::default();
-        let declared = orkestra_katalog::component::Declared {
-            component: &format!("http://{addr}/hook.wasm"),
-            sha256: Some(pin),
-            limits: &limits,
-            deletion: &Default::default(),
-            capabilities: &[],
-            run_first: false,
-            args: None,
-            service_account: None,
-            files: &[],
-        };
-        orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new(".")).unwrap()
-    };
+    let spec = |pin: &str| hook_spec(&format!("http://{addr}/hook.wasm"), Some(pin)).unwrap();
     let loaded = host.load(&spec(&digest)).await.unwrap();
     assert_eq!(loaded.digest, digest);
     let wrong = "0".repeat(64);
@@ -689,19 +698,7 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
     let live = dir.path().join("hook.wasm");
     std::fs::copy(&slow, &live).unwrap();
     let host = orkestra_wasm::WasmHost::new(None, reqwest::Client::new(), dir.path().join("cache")).unwrap();
-    let limits = orkestra_katalog::ComponentLimits::default();
-    let declared = orkestra_katalog::component::Declared {
-        component: live.to_str().unwrap(),
-        sha256: None,
-        limits: &limits,
-        deletion: &Default::default(),
-        capabilities: &[],
-        run_first: false,
-        args: None,
-        service_account: None,
-        files: &[],
-    };
-    let spec = orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new(".")).unwrap();
+    let spec = hook_spec(live.to_str().unwrap(), None).unwrap();
     let components = Components::default();
     let slot = components.add("swap", &host, std::sync::Arc::new(spec));
     slot.reload().await.unwrap();
