@@ -6,6 +6,6 @@ pub mod grants;
 mod oci;
 mod spec;
 
-pub use oci::OciReference;
+pub use oci::{OciReference, is_sha256_hex};
 
 pub use spec::{Declared, Deletion, Limits, MAX_MEMORY, Source, Spec, World, declared_in};

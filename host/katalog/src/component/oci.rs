@@ -41,7 +41,7 @@ impl OciReference {
                 let hex = digest
                     .strip_prefix("sha256:")
                     .ok_or_else(|| format!("{text}: the digest {digest:?} is not sha256:HEX"))?;
-                if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+                if !is_sha256_hex(hex) {
                     return Err(format!("{text}: the digest is not 64 lowercase hex digits"));
                 }
                 hex.to_string()
@@ -89,6 +89,11 @@ impl OciReference {
             digest,
         })
     }
+}
+
+/// Whether `hex` is a sha256 as digests write it: 64 lowercase hex digits.
+pub fn is_sha256_hex(hex: &str) -> bool {
+    hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn is_registry(host: &str) -> bool {

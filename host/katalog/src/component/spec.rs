@@ -325,7 +325,7 @@ impl Spec {
         let sha256 = match declared.sha256 {
             Some(hex) => {
                 let hex = hex.trim().trim_start_matches("sha256:").to_ascii_lowercase();
-                if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                if !super::oci::is_sha256_hex(&hex) {
                     return Err(format!("sha256: {hex:?} is not 64 hex digits"));
                 }
                 Some(hex)

@@ -2,6 +2,7 @@
 //! an OCI image manifest whose config is `application/vnd.wasm.config.v0+json` and whose one
 //! layer, `application/wasm`, is the component's bytes.
 
+use orkestra_katalog::component::is_sha256_hex;
 use serde::Deserialize;
 
 pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -99,7 +100,7 @@ pub fn component_layer(manifest: &[u8], max_size: u64) -> Result<Layer, String> 
 /// The hex of a `sha256:HEX` digest, when it is one.
 fn sha256_hex(digest: &str) -> Option<String> {
     let hex = digest.strip_prefix("sha256:")?;
-    (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))).then(|| hex.into())
+    is_sha256_hex(hex).then(|| hex.into())
 }
 
 /// What `ork component push` uploads: config and manifest bytes for a component.
@@ -107,6 +108,9 @@ fn sha256_hex(digest: &str) -> Option<String> {
 pub struct Artifact {
     pub config: Vec<u8>,
     pub manifest: Vec<u8>,
+    /// `sha256:HEX` of the config and of the component, as the manifest names them.
+    pub config_digest: String,
+    pub layer_digest: String,
 }
 
 /// The top-level imports and exports of a component (`wasi:cli/environment@0.2.6`, ...),
@@ -151,12 +155,13 @@ pub fn build(component: &[u8], title: &str, created: &str) -> Result<Artifact, S
         "component": {"imports": imports, "exports": exports},
     }))
     .map_err(|e| e.to_string())?;
+    let config_digest = format!("sha256:{}", crate::cache::digest(&config));
     let manifest = serde_json::to_vec(&serde_json::json!({
         "schemaVersion": 2,
         "mediaType": MANIFEST_MEDIA_TYPE,
         "config": {
             "mediaType": CONFIG_MEDIA_TYPE,
-            "digest": format!("sha256:{}", crate::cache::digest(&config)),
+            "digest": config_digest,
             "size": config.len(),
         },
         "layers": [{
@@ -168,7 +173,12 @@ pub fn build(component: &[u8], title: &str, created: &str) -> Result<Artifact, S
         "annotations": {"org.opencontainers.image.created": created},
     }))
     .map_err(|e| e.to_string())?;
-    Ok(Artifact { config, manifest })
+    Ok(Artifact {
+        config,
+        manifest,
+        config_digest,
+        layer_digest,
+    })
 }
 
 #[cfg(test)]

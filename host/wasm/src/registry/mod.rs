@@ -94,12 +94,10 @@ impl Registries {
         let failed = |what: &str, e: oci_client::errors::OciDistributionError| {
             format!("cannot push the {what} to {}: {e}", reference.registry)
         };
-        let layer_digest = format!("sha256:{}", crate::cache::digest(component));
-        within(client.push_blob(&image, component, &layer_digest))
+        within(client.push_blob(&image, component, &artifact.layer_digest))
             .await?
             .map_err(|e| failed("component", e))?;
-        let config_digest = format!("sha256:{}", crate::cache::digest(&artifact.config));
-        within(client.push_blob(&image, &artifact.config, &config_digest))
+        within(client.push_blob(&image, &artifact.config, &artifact.config_digest))
             .await?
             .map_err(|e| failed("config", e))?;
         let digest = crate::cache::digest(&artifact.manifest);
