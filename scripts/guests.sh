@@ -4,6 +4,7 @@
 #   examples/target/wasm32-wasip2/release/<crate>.wasm   Rust (wasm32-wasip2 + wit-bindgen)
 #   examples/target/python/<name>.wasm                   Python (componentize-py)
 #   examples/target/js/<name>.wasm                       TypeScript/JavaScript (componentize-js)
+#   examples/target/go/<name>.wasm                       Go (GOOS=wasip1, then `ork component new`)
 # With --check, also checks formatting and lints of the guest SDK and the Rust examples.
 # With --install, only installs the guest toolchains (the wasm32-wasip2 target,
 # componentize-py from PyPI, and each JS example's componentize-js and TypeScript from npm,
@@ -55,4 +56,16 @@ for manifest in */package.json; do
   [[ -d "$package/node_modules" ]] || (cd "$package" && npm ci --silent --no-audit --no-fund)
   (cd "$package" && npm run --silent build >/dev/null)
 done
-ls -l target/wasm32-wasip2/release/*.wasm target/python/*.wasm target/js/*.wasm
+mkdir -p target/go
+for module in */go.mod; do
+  package=$(dirname "$module")
+  echo "guest: $package (Go)"
+  if $check; then
+    test -z "$(gofmt -l "$package" ../guest-sdk/go)" || { gofmt -l "$package" ../guest-sdk/go; exit 1; }
+    (cd "$package" && GOOS=wasip1 GOARCH=wasm go vet ./... github.com/orkestra-rs/orkestra-rs/guest-sdk/go)
+  fi
+  (cd "$package" && GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "../target/go/${package//-/_}.module.wasm" .)
+  cargo run --quiet --locked --manifest-path ../Cargo.toml -p orkestra-cli -- \
+    component new "target/go/${package//-/_}.module.wasm" -o "target/go/${package//-/_}.wasm"
+done
+ls -l target/wasm32-wasip2/release/*.wasm target/python/*.wasm target/js/*.wasm target/go/*.wasm

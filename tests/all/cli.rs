@@ -30,6 +30,7 @@ fn every_command_has_help() {
         &["control-center", "--help"],
         &["component", "--help"],
         &["component", "push", "--help"],
+        &["component", "new", "--help"],
     ] {
         let output = run(command, &[]);
         assert!(output.status.success(), "ork {command:?}");

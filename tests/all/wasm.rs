@@ -284,10 +284,12 @@ async fn a_python_hook_sizes_each_teams_quota() {
     run.stop().await;
 }
 
-#[tokio::test]
-async fn a_typescript_hook_writes_each_note_and_reads_its_namespaces_defaults() {
-    let dir = katalogs_dir().join("notes");
-    let run = Running::start("notes", &[dir.join("katalog.yaml")], &["js-hook"]).await;
+/// The notes contract, which the TypeScript and the Go hook both serve: the text in the case
+/// the spec asks for, signed from the namespace's `note-defaults` (read through the host),
+/// unsigned when that is not found, an unknown case refused. Returns the run and its Notes.
+async fn notes_are_written(katalog: &str, group: &str, package: &str, hello: &str) -> (Running, Api<DynamicObject>) {
+    let dir = katalogs_dir().join(katalog);
+    let run = Running::start(katalog, &[dir.join("katalog.yaml")], &[package]).await;
     let maps: Api<ConfigMap> = Api::namespaced(run.ns.client.clone(), &run.ns.name);
     let defaults: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "note-defaults"}, "data": {"signature": "ops"},
@@ -295,11 +297,11 @@ async fn a_typescript_hook_writes_each_note_and_reads_its_namespaces_defaults() 
     .unwrap();
     maps.create(&PostParams::default(), &defaults).await.unwrap();
     run.apply(&dir.join("samples/note.yaml")).await;
-    let notes = run.crs("notes.orkestra.io", "Note");
+    let notes = run.crs(group, "Note");
     let status = run.status(&notes, "hello", ready).await;
-    let written = "HELLO FROM TYPESCRIPT\n-- ops";
+    let written = format!("{hello}\n-- ops");
     assert_eq!(status["length"].as_u64(), Some(written.len() as u64), "{status}");
-    assert_eq!(status["renderedBy"], "js-hook");
+    assert_eq!(status["renderedBy"], package);
     let note = maps.get("hello-note").await.unwrap();
     assert_eq!(note.data.unwrap()["text"], written, "the text, in upper case, signed");
     assert_eq!(note.metadata.owner_references.unwrap()[0].name, "hello");
@@ -319,6 +321,25 @@ async fn a_typescript_hook_writes_each_note_and_reads_its_namespaces_defaults() 
         message.contains("\"title\" is not one of upper, lower, as"),
         "{message}"
     );
+    (run, notes)
+}
+
+#[tokio::test]
+async fn a_typescript_hook_writes_each_note_and_reads_its_namespaces_defaults() {
+    let (run, _) = notes_are_written("notes", "notes.orkestra.io", "js-hook", "HELLO FROM TYPESCRIPT").await;
+    run.stop().await;
+}
+
+#[tokio::test]
+async fn a_go_hook_writes_each_note_reads_its_namespaces_defaults_and_reports_a_panic() {
+    // The host's answer to kube.get comes back through Go's cabi_realloc, mid-call.
+    let (run, notes) = notes_are_written("go-notes", "gonotes.orkestra.io", "go-hook", "HELLO FROM GO").await;
+    // A Go panic traps the instance; the SDK logs it first, so Ready says what happened.
+    run.create(&notes, "Note", "boom", json!({"text": "x", "case": "panic"}))
+        .await;
+    let trapped = run.status(&notes, "boom", not_ready_because("ComponentTrapped")).await;
+    let message = condition(&trapped, "Ready")["message"].as_str().unwrap().to_string();
+    assert!(message.contains("panic: asked to panic"), "{message}");
     run.stop().await;
 }
 

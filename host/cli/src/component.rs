@@ -1,19 +1,43 @@
-//! `ork component push`, and the registry options shared with `ork run`: where credentials
+//! `ork component push` and `new`, and the registry options shared with `ork run`: where credentials
 //! come from and which registries are reached over plain HTTP.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use orkestra_katalog::component::OciReference;
-use orkestra_wasm::Registries;
+use orkestra_wasm::{Registries, World};
 
 #[derive(Debug, Subcommand)]
 pub enum ComponentCommand {
     /// Push a component to an OCI registry in the Wasm artifact layout, and print the
     /// digest-pinned reference to put in a Katalog's `component:`.
     Push(PushArgs),
+    /// Make a component of a WASI preview1 core module (Go's `GOOS=wasip1` build with the Go
+    /// SDK): embed the Orkestra WIT world and adapt WASI with wasmtime's preview1 adapter.
+    New(NewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The core module (.wasm), such as `go build -buildmode=c-shared` writes.
+    #[arg(value_name = "MODULE")]
+    module: PathBuf,
+    /// Where to write the component.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// The world the module implements.
+    #[arg(long, value_enum, default_value = "hook")]
+    world: WorldArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum WorldArg {
+    /// Hooks (`orkestra:operator/hooks`).
+    Hook,
+    /// A constructor (`orkestra:operator/reconciler`).
+    Constructor,
 }
 
 #[derive(Debug, Args)]
@@ -102,7 +126,23 @@ fn default_config() -> Option<PathBuf> {
 pub async fn component(command: ComponentCommand) -> anyhow::Result<ExitCode> {
     match command {
         ComponentCommand::Push(args) => push(args).await,
+        ComponentCommand::New(args) => new(&args),
     }
+}
+
+fn new(args: &NewArgs) -> anyhow::Result<ExitCode> {
+    let module = std::fs::read(&args.module).with_context(|| format!("reading {}", args.module.display()))?;
+    let world = match args.world {
+        WorldArg::Hook => World::Hook,
+        WorldArg::Constructor => World::Constructor,
+    };
+    let component = orkestra_wasm::componentize::new_component(&module, world)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.module.display()))?;
+    // Through a temporary file: a runtime watching the output sees the old or the new.
+    let partial = args.output.with_extension("partial");
+    std::fs::write(&partial, &component).with_context(|| format!("writing {}", partial.display()))?;
+    std::fs::rename(&partial, &args.output).with_context(|| format!("writing {}", args.output.display()))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {

@@ -2,7 +2,7 @@
 //! custom resource (fresh pooled instance, call, JSON both ways), the same work done by a
 //! native Rust function and the ratio; compile and cached-load times of the component; and
 //! the time from a replaced component file to the first call served by the new version; and,
-//! load and call times of a Python and a TypeScript hook for scale (when they can be built).
+//! load and call times of a Python, a TypeScript and a Go hook for scale (when they can be built).
 //! Target on the project's 2-core machines: p50 under 25 µs per call.
 //! Run: `cargo bench -p orkestra --bench wasm`.
 
@@ -158,9 +158,9 @@ async fn main() {
     println!("  per call, native Rust: p50 {n50:.1} µs  p99 {n99:.1} µs");
     println!("  ratio (p50): {:.1}x", w50 / n50);
 
-    // Interpreted guests for scale: a Python hook (componentize-py) and a TypeScript one
-    // (componentize-js), each when it can be built.
-    for (language, package) in [("Python", "python-hook"), ("TypeScript", "js-hook")] {
+    // Other languages for scale: a Python hook (componentize-py), a TypeScript one
+    // (componentize-js) and a Go one (wasip1, adapted), each when it can be built.
+    for (language, package) in [("Python", "python-hook"), ("TypeScript", "js-hook"), ("Go", "go-hook")] {
         let path = match orkestra_test_support::guests::component(package) {
             Ok(path) => path,
             Err(error) => {

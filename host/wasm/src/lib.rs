@@ -5,6 +5,7 @@
 mod bindings;
 mod cache;
 mod call;
+pub mod componentize;
 mod engine;
 pub mod registry;
 pub mod slot;

@@ -24,6 +24,9 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
     let dir = examples_dir();
     let python = dir.join(package).join("app.py").exists();
     let js = dir.join(package).join("package.json").exists();
+    if dir.join(package).join("go.mod").exists() {
+        return go(&dir, package);
+    }
     let file = format!("{}.wasm", package.replace('-', "_"));
     let text = dir.join("wat").join(format!("{package}.wat"));
     if text.exists() {
@@ -132,6 +135,40 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
         );
     }
     built.push(package.to_string());
+    Ok(path)
+}
+
+/// A Go example: Go's own `wasip1` reactor build (fast and reproducible, so always run),
+/// made a component as `ork component new` makes it.
+fn go(dir: &std::path::Path, package: &str) -> anyhow::Result<PathBuf> {
+    let target = dir.join("target/go");
+    std::fs::create_dir_all(&target)?;
+    let file = package.replace('-', "_");
+    let module = target.join(format!("{file}.module.wasm"));
+    let output = Command::new("go")
+        .args(["build", "-buildmode=c-shared", "-o"])
+        .arg(&module)
+        .arg(".")
+        .env("GOOS", "wasip1")
+        .env("GOARCH", "wasm")
+        .current_dir(dir.join(package))
+        .output()
+        .map_err(|e| anyhow::anyhow!("Go is needed for {package}: {e}"))?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "building example {package} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let component = orkestra_wasm::componentize::new_component(&std::fs::read(&module)?, orkestra_wasm::World::Hook)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", module.display()))?;
+    let path = target.join(format!("{file}.wasm"));
+    let partial = path.with_extension("partial");
+    // Unchanged bytes are left alone: a rewrite would look like a new version to a watcher.
+    if std::fs::read(&path).ok().as_deref() != Some(&component[..]) {
+        std::fs::write(&partial, component)?;
+        std::fs::rename(&partial, &path)?;
+    }
     Ok(path)
 }
 

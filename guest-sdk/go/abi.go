@@ -1,0 +1,304 @@
+//go:build wasip1
+
+package orkestra
+
+// The canonical ABI of the orkestra:operator@0.1.0 hook world, written out by hand: Go's
+// wasip1 port passes only numbers and pointers across the boundary, so records are read
+// from and written to linear memory at the offsets the component model lays them out at
+// (wasm32: 4-byte pointers and lengths). Each call runs on a fresh instance, so memory handed
+// to the host is simply kept until the instance goes.
+
+import (
+	"encoding/binary"
+	"unsafe"
+)
+
+// pinned keeps what the host reads after a call returns, and what it allocated through
+// cabi_realloc, reachable: Go's collector does not move objects, only frees them.
+var pinned [][]byte
+
+// The response record is returned through this area (size 56, align 8).
+var returnArea [7]uint64
+
+func memory(p, n uint32) []byte {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(nil, uintptr(p))), n)
+}
+
+func address[T any](p *T) uint32 { return uint32(uintptr(unsafe.Pointer(p))) }
+
+func load32(p uint32) uint32 { return binary.LittleEndian.Uint32(memory(p, 4)) }
+
+func load64(p uint32) uint64 { return binary.LittleEndian.Uint64(memory(p, 8)) }
+
+func store32(p, v uint32) { binary.LittleEndian.PutUint32(memory(p, 4), v) }
+
+// loadString copies the string whose pointer and length are at p.
+func loadString(p uint32) string { return string(memory(load32(p), load32(p+4))) }
+
+// loadOption reads an option<string> at p (discriminant, then the string at p+4).
+func loadOption(p uint32) *string {
+	if memory(p, 1)[0] == 0 {
+		return nil
+	}
+	text := loadString(p + 4)
+	return &text
+}
+
+func loadStrings(p uint32) []string {
+	base, n := load32(p), load32(p+4)
+	list := make([]string, n)
+	for i := range list {
+		list[i] = loadString(base + uint32(i)*8)
+	}
+	return list
+}
+
+// lowered is a Go string as the host reads it: its bytes, kept alive, and their address.
+func lowered(text string) (uint32, uint32) {
+	if text == "" {
+		return 0, 0
+	}
+	bytes := []byte(text)
+	pinned = append(pinned, bytes)
+	return address(&bytes[0]), uint32(len(bytes))
+}
+
+func storeString(p uint32, text string) {
+	ptr, n := lowered(text)
+	store32(p, ptr)
+	store32(p+4, n)
+}
+
+// block is zeroed, 4-aligned memory of n bytes the host reads after the call.
+func block(n int) uint32 {
+	if n == 0 {
+		return 0
+	}
+	words := make([]uint32, (n+3)/4)
+	pinned = append(pinned, unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*4))
+	return address(&words[0])
+}
+
+//go:wasmexport cabi_realloc
+func cabiRealloc(old, oldSize, align, newSize uint32) uint32 {
+	if newSize == 0 {
+		return align
+	}
+	buffer := make([]byte, newSize+align)
+	pinned = append(pinned, buffer)
+	start := address(&buffer[0])
+	aligned := (start + align - 1) &^ (align - 1)
+	if old != 0 {
+		copy(memory(aligned, newSize), memory(old, min(oldSize, newSize)))
+	}
+	return aligned
+}
+
+// request reads the request record (size 88, align 8) at p.
+func request(p uint32) *Request {
+	r := &Request{
+		key:        loadString(p),
+		gvk:        GVK{loadString(p + 8), loadString(p + 16), loadString(p + 24)},
+		target:     loadOption(p + 32),
+		object:     loadOption(p + 44),
+		sentinels:  loadStrings(p + 72),
+		contextRaw: loadString(p + 80),
+	}
+	if memory(p+56, 1)[0] != 0 {
+		id := load64(p + 64)
+		r.eventID = &id
+	}
+	return r
+}
+
+// respond writes the response record into the return area and returns its address.
+func respond(r *Response) uint32 {
+	r, status := r.settled()
+	p := address(&returnArea[0])
+	clear(memory(p, 56))
+	memory(p, 1)[0] = byte(r.outcome)
+	switch r.outcome {
+	case outcomeRequeue:
+		binary.LittleEndian.PutUint64(memory(p+8, 8), r.requeueAfter)
+	case outcomeError:
+		storeString(p+8, r.reason)
+		storeString(p+16, r.message)
+	}
+	resources := block(len(r.resources) * 8)
+	for i, text := range r.resources {
+		storeString(resources+uint32(i)*8, text)
+	}
+	store32(p+24, resources)
+	store32(p+28, uint32(len(r.resources)))
+	if status != nil {
+		memory(p+32, 1)[0] = 1
+		storeString(p+36, *status)
+	}
+	events := block(len(r.events) * 20)
+	for i, event := range r.events {
+		at := events + uint32(i)*20
+		memory(at, 1)[0] = byte(event.Type)
+		storeString(at+4, event.Reason)
+		storeString(at+12, event.Message)
+	}
+	store32(p+44, events)
+	store32(p+48, uint32(len(r.events)))
+	return p
+}
+
+func serve(handler func(*Request) *Response, p uint32) uint32 {
+	if handler == nil {
+		return respond(Ok())
+	}
+	defer func() {
+		// Logged first so the custom resource's Ready message says why the instance trapped.
+		if cause := recover(); cause != nil {
+			Errorf("panic: %v", cause)
+			panic(cause)
+		}
+	}()
+	return respond(handler(request(p)))
+}
+
+//go:wasmexport orkestra:operator/hooks@0.1.0#on-reconcile
+func onReconcile(p uint32) uint32 { return serve(exported.OnReconcile, p) }
+
+//go:wasmexport orkestra:operator/hooks@0.1.0#on-delete
+func onDelete(p uint32) uint32 { return serve(exported.OnDelete, p) }
+
+//go:wasmexport orkestra:operator/hooks@0.1.0#on-not-found
+func onNotFound(p uint32) uint32 { return serve(exported.OnNotFound, p) }
+
+//go:wasmimport orkestra:operator/log@0.1.0 log
+func hostLog(level, ptr, n uint32)
+
+func writeLog(level Level, message string) {
+	ptr, n := lowered(message)
+	hostLog(uint32(level), ptr, n)
+}
+
+//go:wasmimport orkestra:operator/kube@0.1.0 get
+func hostGet(apiVersion, apiVersionLen, kind, kindLen, hasNamespace, namespace, namespaceLen, name, nameLen, result uint32)
+
+//go:wasmimport orkestra:operator/kube@0.1.0 list-objects
+func hostList(apiVersion, apiVersionLen, kind, kindLen, hasNamespace, namespace, namespaceLen, hasSelector, selector, selectorLen, result uint32)
+
+//go:wasmimport orkestra:operator/kube@0.1.0 apply
+func hostApply(object, objectLen, result uint32)
+
+//go:wasmimport orkestra:operator/kube@0.1.0 delete
+func hostDelete(apiVersion, apiVersionLen, kind, kindLen, hasNamespace, namespace, namespaceLen, name, nameLen, result uint32)
+
+//go:wasmimport orkestra:operator/kube@0.1.0 patch-status
+func hostPatchStatus(apiVersion, apiVersionLen, kind, kindLen, hasNamespace, namespace, namespaceLen, name, nameLen, status, statusLen, result uint32)
+
+// kubeResult is the result<T, kube-error> record (size 16) a kube import writes.
+type kubeResult [4]uint32
+
+func (k *kubeResult) at() uint32 { return address(&k[0]) }
+
+// failed is the call's kube-error, or nil when it succeeded.
+func (k *kubeResult) failed() error {
+	p := k.at()
+	if memory(p, 1)[0] == 0 {
+		return nil
+	}
+	kinds := [...]string{"forbidden", "not-found", "rejected", "unavailable"}
+	kind := memory(p+4, 1)[0]
+	if int(kind) >= len(kinds) {
+		return &KubeError{Kind: "unavailable", Message: "the host returned an unknown kube error"}
+	}
+	err := &KubeError{Kind: kinds[kind]}
+	if err.Kind != "not-found" {
+		err.Message = loadString(p + 8)
+	}
+	return err
+}
+
+func (k *kubeResult) text() string { return loadString(k.at() + 4) }
+
+func (k *kubeResult) texts() []string { return loadStrings(k.at() + 4) }
+
+func option(text string) (uint32, uint32, uint32) {
+	if text == "" {
+		return 0, 0, 0
+	}
+	ptr, n := lowered(text)
+	return 1, ptr, n
+}
+
+func (ref Ref) lowered() (a, an, k, kn, has, ns, nsn, name, namen uint32) {
+	a, an = lowered(ref.APIVersion)
+	k, kn = lowered(ref.Kind)
+	has, ns, nsn = option(ref.Namespace)
+	name, namen = lowered(ref.Name)
+	return
+}
+
+func kubeGet(ref Ref) (string, error) {
+	var result kubeResult
+	a, an, k, kn, has, ns, nsn, name, namen := ref.lowered()
+	hostGet(a, an, k, kn, has, ns, nsn, name, namen, result.at())
+	if err := result.failed(); err != nil {
+		return "", err
+	}
+	return result.text(), nil
+}
+
+func kubeList(apiVersion, kind, namespace, selector string) ([]string, error) {
+	var result kubeResult
+	a, an := lowered(apiVersion)
+	k, kn := lowered(kind)
+	has, ns, nsn := option(namespace)
+	hasSelector, s, sn := option(selector)
+	hostList(a, an, k, kn, has, ns, nsn, hasSelector, s, sn, result.at())
+	if err := result.failed(); err != nil {
+		return nil, err
+	}
+	return result.texts(), nil
+}
+
+func kubeApply(object string) (string, error) {
+	var result kubeResult
+	ptr, n := lowered(object)
+	hostApply(ptr, n, result.at())
+	if err := result.failed(); err != nil {
+		return "", err
+	}
+	return result.text(), nil
+}
+
+func kubeDelete(ref Ref) error {
+	var result kubeResult
+	a, an, k, kn, has, ns, nsn, name, namen := ref.lowered()
+	hostDelete(a, an, k, kn, has, ns, nsn, name, namen, result.at())
+	return result.failed()
+}
+
+func kubePatchStatus(ref Ref, status string) (string, error) {
+	var result kubeResult
+	a, an, k, kn, has, ns, nsn, name, namen := ref.lowered()
+	ptr, n := lowered(status)
+	hostPatchStatus(a, an, k, kn, has, ns, nsn, name, namen, ptr, n, result.at())
+	if err := result.failed(); err != nil {
+		return "", err
+	}
+	return result.text(), nil
+}
+
+// adapterArena is memory Go's allocator never hands out (it lies in the module's static
+// data), for the WASI preview1 adapter's state and stack: the adapter takes them at the
+// first WASI call of Go's runtime start, before Go could serve an allocation, and memory
+// it grew itself would later be handed out by Go again. `ork component new` finds the
+// arena by its marker and gives the component a `cabi_realloc_adapter` that serves from it.
+var adapterArena = [arenaSize]byte{'o', 'r', 'k', 'e', 's', 't', 'r', 'a', ':', 'a', 'd', 'a', 'p', 't', 'e', 'r', '-', 'a', 'r', 'e', 'n', 'a', '/', '1'}
+
+const arenaSize = 256 << 10
+
+// keepArena stops the linker from dropping the arena, which no Go code reads.
+//
+//go:wasmexport orkestra_adapter_arena
+func keepArena() uint32 { return address(&adapterArena[0]) }

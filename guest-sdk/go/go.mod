@@ -1,0 +1,3 @@
+module github.com/orkestra-rs/orkestra-rs/guest-sdk/go
+
+go 1.26
