@@ -1,5 +1,6 @@
-//! Host bindings of the two worlds of `wit/`. Both import the same `kube` and `log`
-//! interfaces, so the constructor world reuses the hook world's types and host traits.
+//! Host bindings of `wit/`: the types, and the `kube` and `log` imports both worlds share.
+//! The hook world's bindings serve the constructor world too (a call looks its one export up
+//! by name, see `engine::Pre`).
 
 #![allow(clippy::all, reason = "generated code")]
 
@@ -12,20 +13,6 @@ pub mod hook {
             // Logging never blocks; kube calls are async I/O on the host.
             "orkestra:operator/log.log": trappable,
             default: async | trappable,
-        },
-        exports: { default: async },
-    });
-}
-
-/// The `constructor` world.
-pub mod constructor {
-    wasmtime::component::bindgen!({
-        path: "../../wit",
-        world: "%constructor",
-        with: {
-            "orkestra:operator/types": super::hook::orkestra::operator::types,
-            "orkestra:operator/kube": super::hook::orkestra::operator::kube,
-            "orkestra:operator/log": super::hook::orkestra::operator::log,
         },
         exports: { default: async },
     });

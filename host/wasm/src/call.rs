@@ -208,36 +208,25 @@ impl WasmHost {
     }
 }
 
+/// Instantiates and runs the export for `hook`; `None` where the world has none.
 async fn run(
     store: &mut Store<CallState>,
     pre: &Pre,
     hook: Hook,
     request: &Request,
 ) -> wasmtime::Result<Option<Response>> {
-    match pre {
-        Pre::Hook(pre) => {
-            let instance = pre.instantiate_async(&mut *store).await?;
-            let hooks = instance.orkestra_operator_hooks();
-            let response = match hook {
-                Hook::Reconcile => hooks.call_on_reconcile(&mut *store, request).await?,
-                Hook::Delete => hooks.call_on_delete(&mut *store, request).await?,
-                Hook::NotFound => hooks.call_on_not_found(&mut *store, request).await?,
-            };
-            Ok(Some(response))
-        }
-        Pre::Constructor(pre) => {
-            if hook == Hook::NotFound {
-                return Ok(None);
-            }
-            let instance = pre.instantiate_async(&mut *store).await?;
-            let reconciler = instance.orkestra_operator_reconciler();
-            let response = match hook {
-                Hook::Delete => reconciler.call_finalize(&mut *store, request).await?,
-                _ => reconciler.call_reconcile(&mut *store, request).await?,
-            };
-            Ok(Some(response))
-        }
-    }
+    let export = match hook {
+        Hook::Reconcile => &pre.reconcile,
+        Hook::Delete => &pre.delete,
+        Hook::NotFound => match &pre.not_found {
+            Some(export) => export,
+            None => return Ok(None),
+        },
+    };
+    let instance = pre.instance.instantiate_async(&mut *store).await?;
+    let func = instance.get_typed_func::<(&Request,), (Response,)>(&mut *store, export)?;
+    let (response,) = func.call_async(&mut *store, (request,)).await?;
+    Ok(Some(response))
 }
 
 /// Longest description of a trap kept.

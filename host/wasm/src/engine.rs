@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::Semaphore;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::bindings::{constructor::ConstructorPre, hook::HookPre};
 use super::cache::{self, ArtifactCache};
 use super::registry::{BlobStore, Registries};
 use super::state::{CallState, Cluster};
@@ -51,9 +50,42 @@ pub struct Loaded {
     _component: Arc<Component>,
 }
 
-pub(super) enum Pre {
-    Hook(HookPre<CallState>),
-    Constructor(ConstructorPre<CallState>),
+/// The pre-instantiated component and where its world's exports are: a call looks up and
+/// type-checks only the one export it runs.
+pub(super) struct Pre {
+    pub(super) instance: InstancePre<CallState>,
+    /// `on-reconcile` or `reconcile`.
+    pub(super) reconcile: ComponentExportIndex,
+    /// `on-delete` or `finalize`.
+    pub(super) delete: ComponentExportIndex,
+    /// `on-not-found`; a constructor has none.
+    pub(super) not_found: Option<ComponentExportIndex>,
+}
+
+impl Pre {
+    /// Finds the exports of `world` in `instance`'s component, naming the first missing one.
+    fn new(instance: InstancePre<CallState>, world: World) -> Result<Self, String> {
+        let (interface, reconcile, delete, not_found) = match world {
+            World::Hook => ("hooks", "on-reconcile", "on-delete", Some("on-not-found")),
+            World::Constructor => ("reconciler", "reconcile", "finalize", None),
+        };
+        let interface = format!("orkestra:operator/{interface}@0.1.0");
+        let component = instance.component();
+        let exported = component
+            .get_export_index(None, &interface)
+            .ok_or_else(|| format!("it exports no `{interface}`"))?;
+        let find = |name: &str| {
+            component
+                .get_export_index(Some(&exported), name)
+                .ok_or_else(|| format!("its `{interface}` has no `{name}`"))
+        };
+        Ok(Self {
+            reconcile: find(reconcile)?,
+            delete: find(delete)?,
+            not_found: not_found.map(find).transpose()?,
+            instance,
+        })
+    }
 }
 
 /// The process's Wasm host.
@@ -261,15 +293,10 @@ impl WasmHost {
                 error_chain(&e)
             ))
         })?;
-        let pre = match spec.world {
-            World::Hook => HookPre::new(pre).map(Pre::Hook),
-            World::Constructor => ConstructorPre::new(pre).map(Pre::Constructor),
-        }
-        .map_err(|e| {
+        let pre = Pre::new(pre, spec.world).map_err(|e| {
             fail(format!(
-                "it does not implement the {} world of orkestra:operator@0.1.0 ({})",
+                "it does not implement the {} world of orkestra:operator@0.1.0 ({e})",
                 spec.world.name(),
-                error_chain(&e)
             ))
         })?;
         Ok(Loaded {
