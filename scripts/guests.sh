@@ -3,12 +3,14 @@
 # the integration tests load):
 #   examples/target/wasm32-wasip2/release/<crate>.wasm   Rust (wasm32-wasip2 + wit-bindgen)
 #   examples/target/python/<name>.wasm                   Python (componentize-py)
-#   examples/target/js/<name>.wasm                       TypeScript/JavaScript (componentize-js)
+#   examples/target/js/<name>.wasm                       TypeScript/JavaScript (componentize-qjs)
 #   examples/target/go/<name>.wasm                       Go (GOOS=wasip1, then `ork component new`)
-# With --check, also checks formatting and lints of the guest SDK and the Rust examples.
+# With --check, also checks formatting and lints of the guest SDK and the Rust examples, that
+# the JS SDK's generated WIT types match wit/, and runs the JS SDK's unit tests.
 # With --install, only installs the guest toolchains (the wasm32-wasip2 target,
-# componentize-py from PyPI, and each JS example's componentize-js and TypeScript from npm,
-# as its package-lock.json pins them), which the tests need too, and exits.
+# componentize-py from PyPI, and the JS examples' componentize-qjs, TypeScript and jco type
+# generator from npm, as examples/package-lock.json pins them), which the tests need too,
+# and exits.
 set -euo pipefail
 cd "$(dirname "$0")/../examples"
 
@@ -18,9 +20,8 @@ if [[ "${1:-}" == "--install" ]]; then
     python3 -m pip install -q componentize-py==0.25.1 ||
       python3 -m pip install -q --break-system-packages componentize-py==0.25.1
   fi
-  for manifest in */package.json; do
-    (cd "$(dirname "$manifest")" && npm ci --silent --no-audit --no-fund)
-  done
+  # The JS examples are one npm workspace, installed at its root.
+  npm ci --silent --no-audit --no-fund
   exit 0
 fi
 check=false
@@ -50,10 +51,14 @@ for app in */app.py; do
   (cd "$package" && componentize-py -d ../../wit -w hook componentize app -p . -p ../../guest-sdk/python -o "../target/python/${package//-/_}.wasm" >/dev/null)
 done
 mkdir -p target/js
+[[ -d node_modules ]] || npm ci --silent --no-audit --no-fund
+if $check; then
+  node ../scripts/js-types.mjs --check
+  (cd ../guest-sdk/js && node --import ./test/register.mjs --test --test-reporter=dot test/sdk.test.mjs)
+fi
 for manifest in */package.json; do
   package=$(dirname "$manifest")
   echo "guest: $package (TypeScript)"
-  [[ -d "$package/node_modules" ]] || (cd "$package" && npm ci --silent --no-audit --no-fund)
   (cd "$package" && npm run --silent build >/dev/null)
 done
 mkdir -p target/go

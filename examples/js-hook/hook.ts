@@ -1,8 +1,8 @@
-// A hook for the `notes` Katalog, in TypeScript (componentize-js): each Note gets a
+// A hook for the `notes` Katalog, in TypeScript (componentize-qjs): each Note gets a
 // ConfigMap holding its text in the case its spec asks for, signed with the namespace's
 // optional `note-defaults` ConfigMap (read through the host), and the status says how long
-// the text is. componentize-js resolves relative imports within the folder it runs in only, so the
-// SDK is imported by path and the build runs from the repository root.
+// the text is. The SDK is imported by path; the build's --module-root (the repository) lets
+// componentize-qjs resolve it.
 
 import { Hook, KubeError, Request, Resource, Response, hooks as exportHooks, kube, log } from "../../guest-sdk/js/index.js";
 

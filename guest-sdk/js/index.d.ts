@@ -1,18 +1,24 @@
-// Types of @orkestra-rs/guest (index.js), for TypeScript hooks.
+// Types of @orkestra-rs/guest (index.js), for TypeScript hooks. The WIT records and imports
+// come from wit/, generated from the repository's wit/ by jco (scripts/js-types.mjs).
+
+/// <reference path="./wit/hook.d.ts" />
+
+type WitRequest = import("orkestra:operator/types@0.1.0").Request;
+type WitResponse = import("orkestra:operator/types@0.1.0").Response;
+type WitKubeError = import("orkestra:operator/kube@0.1.0").KubeError;
+type WitLevel = import("orkestra:operator/log@0.1.0").Level;
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type Obj = { [key: string]: any };
 
-/** The WIT request record (orkestra:operator/types@0.1.0). */
-export interface RawRequest {
-  key: string;
-  gvk: { group: string; version: string; kind: string };
-  target?: string;
-  object?: string;
-  eventId?: bigint;
-  sentinels: string[];
-  context: string;
-}
+/**
+ * The WIT request record as QuickJS passes it: jco's types, except that an absent option
+ * may be `null` and a u64 is a number.
+ */
+export type RawRequest = Omit<WitRequest, "target" | "eventId"> & {
+  target?: string | null;
+  eventId?: number | null;
+};
 
 export declare class Request {
   constructor(raw: RawRequest);
@@ -39,6 +45,11 @@ export declare class Resource {
   field(key: string, value: Json): Resource;
 }
 
+/** The WIT response record as the SDK builds it for QuickJS (a u64 is a number). */
+export type RawResponse = Omit<WitResponse, "outcome"> & {
+  outcome: Exclude<WitResponse["outcome"], { tag: "requeue-after" }> | { tag: "requeue-after"; val: number };
+};
+
 export declare class Response {
   static ok(): Response;
   static requeueAfter(milliseconds: number): Response;
@@ -46,11 +57,11 @@ export declare class Response {
   resource(resource: Resource | Obj): Response;
   status(key: string, value: Json): Response;
   event(reason: string, message: string, warning?: boolean): Response;
-  build(): unknown;
+  build(): RawResponse;
 }
 
 export declare class KubeError extends Error {
-  readonly kind: "forbidden" | "not-found" | "rejected" | "unavailable";
+  readonly kind: WitKubeError["tag"];
 }
 
 export declare const kube: {
@@ -61,12 +72,7 @@ export declare const kube: {
   patchStatus(apiVersion: string, kind: string, name: string, status: Obj, namespace?: string): Obj;
 };
 
-export declare const log: {
-  debug(message: string): void;
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-};
+export declare const log: { [level in WitLevel]: (message: string) => void };
 
 export interface Hook {
   onReconcile(request: Request): Response;
@@ -74,8 +80,9 @@ export interface Hook {
   onNotFound?(request: Request): Response;
 }
 
+/** The `hooks` export: the functions of orkestra:operator/hooks, over the raw records. */
 export declare function hooks(impl: Hook): {
-  onReconcile(raw: RawRequest): unknown;
-  onDelete(raw: RawRequest): unknown;
-  onNotFound(raw: RawRequest): unknown;
+  onReconcile(raw: RawRequest): RawResponse;
+  onDelete(raw: RawRequest): RawResponse;
+  onNotFound(raw: RawRequest): RawResponse;
 };

@@ -1,8 +1,8 @@
 // @orkestra-rs/guest: the Rust SDK's layer (guest-sdk/src) for JavaScript and TypeScript
-// hooks built with componentize-js. A Request that parses the custom resource once, a
-// Response built by chaining, Resource for children, kube calls that return objects and
-// throw KubeError, and log. `hooks(impl)` makes the `hooks` export componentize-js wires to
-// the orkestra:operator/hooks interface.
+// hooks built with componentize-qjs (QuickJS, also jco's `--backend quickjs`). A Request that
+// parses the custom resource once, a Response built by chaining, Resource for children, kube
+// calls that return objects and throw KubeError, and log. `hooks(impl)` makes the `hooks`
+// export componentize-qjs wires to the orkestra:operator/hooks interface.
 
 import * as host from "orkestra:operator/kube@0.1.0";
 import { log as hostLog } from "orkestra:operator/log@0.1.0";
@@ -13,7 +13,8 @@ export class Request {
     this.raw = raw;
     this.key = raw.key;
     this.sentinels = raw.sentinels ?? [];
-    this.target = raw.target;
+    // QuickJS passes an absent option as null.
+    this.target = raw.target ?? undefined;
   }
 
   /** The custom resource (empty in onNotFound). */
@@ -97,7 +98,8 @@ export class Response {
   }
 
   static requeueAfter(milliseconds) {
-    return new Response({ tag: "requeue-after", val: BigInt(Math.round(milliseconds)) });
+    // A u64 crosses as a plain number in QuickJS (a BigInt traps the call); never negative.
+    return new Response({ tag: "requeue-after", val: Math.max(0, Math.round(Number(milliseconds))) });
   }
 
   /** Ready=False with `reason` (CamelCase), then a retry with backoff. */
@@ -145,7 +147,7 @@ function call(thunk) {
   try {
     return thunk();
   } catch (error) {
-    // componentize-js throws a result's error case as { payload: { tag, val } }.
+    // A result's error case arrives as an Error whose payload is { tag, val }.
     const failure = error?.payload ?? error;
     if (failure && typeof failure.tag === "string") {
       throw new KubeError(failure.tag, failure.val ?? failure.tag);

@@ -15,7 +15,7 @@ static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// The component of example `package`, built if this process has not built it yet: a
 /// Rust crate with cargo (release, wasm32-wasip2; cargo makes an unchanged rebuild cheap),
 /// a Python one (`app.py`) with componentize-py, a TypeScript one (`package.json`) with its
-/// `npm run build` (componentize-js), a hand-written one (`wat/<package>.wat`,
+/// `npm run build` (componentize-qjs), a hand-written one (`wat/<package>.wat`,
 /// component-model text) assembled.
 ///
 /// # Errors
@@ -68,31 +68,30 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
     }
     // Interpreted guests rebuild only when their sources changed: their output differs from
     // build to build, and each build costs seconds of compiling in the host.
-    if js
-        && is_fresh(
-            &path,
-            &[
-                dir.join(package).join("hook.ts"),
-                dir.join(package).join("package-lock.json"),
-                dir.join("../wit/operator.wit"),
-                dir.join("../guest-sdk/js/index.js"),
-            ],
-        )
-    {
-        built.push(package.to_string());
-        return Ok(path);
+    if js {
+        let mut inputs = typescript_sources(&dir.join(package))?;
+        inputs.extend([
+            dir.join("package-lock.json"),
+            dir.join("../wit/operator.wit"),
+            dir.join("../guest-sdk/js/index.js"),
+        ]);
+        if is_fresh(&path, &inputs) {
+            built.push(package.to_string());
+            return Ok(path);
+        }
     }
-    let npm = |args: &[&str]| {
+    // The JavaScript examples are one npm workspace: one install, at its root.
+    let npm = |args: &[&str], folder: &std::path::Path| {
         Command::new("npm")
             .args(args)
-            .current_dir(dir.join(package))
+            .current_dir(folder)
             .output()
             .map_err(|e| anyhow::anyhow!("npm (Node.js) is needed for {package}: {e}"))
     };
     let output = if js {
         std::fs::create_dir_all(dir.join("target/js"))?;
-        if !dir.join(package).join("node_modules").exists() {
-            let installed = npm(&["ci", "--silent", "--no-audit", "--no-fund"])?;
+        if !dir.join("node_modules").exists() {
+            let installed = npm(&["ci", "--silent", "--no-audit", "--no-fund"], &dir)?;
             if !installed.status.success() {
                 anyhow::bail!(
                     "npm ci for {package} failed:\n{}",
@@ -100,7 +99,7 @@ pub fn component(package: &str) -> anyhow::Result<PathBuf> {
                 );
             }
         }
-        npm(&["run", "--silent", "build"])?
+        npm(&["run", "--silent", "build"], &dir.join(package))?
     } else if python {
         std::fs::create_dir_all(dir.join("target/python"))?;
         Command::new("componentize-py")
@@ -170,6 +169,18 @@ fn go(dir: &std::path::Path, package: &str) -> anyhow::Result<PathBuf> {
         std::fs::rename(&partial, &path)?;
     }
     Ok(path)
+}
+
+/// The TypeScript files of a JavaScript example.
+fn typescript_sources(folder: &std::path::Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut sources = Vec::new();
+    for entry in std::fs::read_dir(folder)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "ts") {
+            sources.push(path);
+        }
+    }
+    Ok(sources)
 }
 
 /// Whether `output` exists and is newer than every one of `inputs`.
