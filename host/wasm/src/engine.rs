@@ -364,7 +364,7 @@ impl WasmHost {
         let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
             .await
             .map_err(|e| format!("the compiler stopped: {e}"))?
-            .map_err(|e| format!("it is not a valid component: {}", error_chain(&e)))?;
+            .map_err(|e| invalid(&e))?;
         match component.serialize() {
             Ok(artifact) => {
                 if let Err(error) = self.cache.put(digest, &artifact) {
@@ -375,6 +375,20 @@ impl WasmHost {
         }
         Ok((component, false))
     }
+}
+
+/// Why a component did not compile, with the fix where it is a known one.
+fn invalid(error: &wasmtime::Error) -> String {
+    let chain = error_chain(error);
+    // Toolchains that default to the component model's async ABI (componentize-qjs
+    // without --sync) build components this WASI 0.2 host refuses to run.
+    let hint = if chain.contains("component model async") {
+        "; this host runs components without the component model's async ABI: build it \
+         synchronously (componentize-qjs: --sync)"
+    } else {
+        ""
+    };
+    format!("it is not a valid component: {chain}{hint}")
 }
 
 /// The messages of an error and its causes, on one line.
@@ -394,4 +408,26 @@ fn spawn_ticker(engine: &Engine) -> std::io::Result<()> {
         }
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_component_built_for_the_async_abi_is_refused_saying_how_to_build_it() {
+        let cache = tempfile::tempdir().unwrap();
+        let host = WasmHost::new(None, reqwest::Client::new(), cache.path().to_path_buf()).unwrap();
+        let component = wat::parse_str("(component (core func (canon task.cancel)))").unwrap();
+        let Err(refused) = host.compile("digest", component).await else {
+            panic!("an async-ABI component compiled");
+        };
+        assert!(
+            refused.contains("requires the component model async feature"),
+            "{refused}"
+        );
+        assert!(refused.contains("componentize-qjs: --sync"), "{refused}");
+        let plain = wat::parse_str("(component (core module))").unwrap();
+        assert!(host.compile("plain", plain).await.is_ok(), "a plain component compiles");
+    }
 }
