@@ -225,6 +225,7 @@ async fn the_control_center_shows_every_runtime_down_to_each_cr_and_component_in
     shows(&browser, "data-component=\"site\"").await;
     shows(&browser, "Hot-swap history").await;
     shows(&browser, "get, apply v1 ConfigMap in self").await;
+    shows(&browser, "p50 by phase: instantiate").await;
     shoot(&browser, "6-components").await;
 
     // The dashboard keeps itself current: a new CR shows without a reload, and a runtime

@@ -620,6 +620,23 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
         site["lastError"].as_str().unwrap().contains("not a valid component"),
         "{site}"
     );
+    // Where the calls' time went, phase by phase, on the endpoint and in the metrics.
+    for phase in ["instantiate", "run", "teardown"] {
+        let p50 = site["calls"]["phasesP50Ms"][phase].as_f64();
+        assert!(p50.is_some_and(|ms| ms > 0.0 && ms < 10_000.0), "{phase}: {site}");
+    }
+    let metrics = reqwest::get(format!("http://{admin}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let run_count = r#"orkestra_wasm_call_phase_duration_seconds_count{component="site",phase="run"} "#;
+    let counted = metrics.lines().find_map(|l| l.strip_prefix(run_count));
+    assert!(
+        counted.and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| n > 0),
+        "{metrics}"
+    );
 
     // `ork reload` after the file is fixed.
     std::fs::copy(&rust_hook, &live).unwrap();

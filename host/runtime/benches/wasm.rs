@@ -1,11 +1,12 @@
 //! Wasm host figures: the same echo hook (read `spec.mode` of a ~4 KB custom resource, echo
 //! it into the status) in Rust, TypeScript, Python and Go, each on a fresh pooled instance per
 //! call: component size, compile and cached-load times, per-call p50/p99 and page faults per
-//! call, against the per-language targets (p50 under 15 µs for Rust, 300 µs for TypeScript,
-//! 500 µs for Python). The CR's text is serialized once per resourceVersion, as the runtime
-//! keeps it; a Rust call at a new resourceVersion, and the same work in native Rust, are
-//! printed beside. Then the time from a replaced component file to the first call served by
-//! the new version. Languages whose toolchain is missing are skipped, saying so.
+//! call against the per-language targets (p50 under 15 µs for Rust, 300 µs for TypeScript,
+//! 500 µs for Python), and where a call's time goes (the runtime's own phase figures). The
+//! CR's text is serialized once per resourceVersion, as the runtime keeps it; a Rust call at a
+//! new resourceVersion, and the same work in native Rust, are printed beside. Then the time
+//! from a replaced component file to the first call served by the new version. Languages
+//! whose toolchain is missing are skipped, saying so.
 //! Run: `cargo bench -p orkestra --bench wasm` (`-- rust typescript` for some languages only).
 
 use std::hint::black_box;
@@ -291,6 +292,21 @@ async fn main() {
             time(cpu50),
             subject.faults as f64 / subject.wall.len() as f64,
             target
+        );
+    }
+    // The runtime's own figures of each call's phases: what is the guest's work (run) and
+    // what the host's per-instance cost.
+    println!("  where the time goes, p50 of each phase over each language's last calls:");
+    println!("  {:<11} {:>12} {:>10} {:>10}", "", "instantiate", "run", "teardown");
+    for subject in &subjects {
+        let phases = subject.stats.view().phases_p50_ms;
+        let phase = |name: &str| phases.get(name).map_or("-".into(), |ms| time(ms * 1e3));
+        println!(
+            "  {:<11} {:>12} {:>10} {:>10}",
+            subject.language,
+            phase("instantiate"),
+            phase("run"),
+            phase("teardown")
         );
     }
 

@@ -20,7 +20,7 @@ use prometheus_client::registry::Registry;
 
 use crate::health::State;
 use crate::runtime::{CrdHandle, Inspect};
-use orkestra_wasm::CallOutcome;
+use orkestra_wasm::{CallOutcome, Phase};
 
 /// The exposition's content type.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -280,6 +280,18 @@ impl Collector for RuntimeCollector {
             slots
                 .iter()
                 .map(|slot| (vec![("component", &*slot.name)], &slot.stats.durations)),
+        )?;
+        family.histograms(
+            "orkestra_wasm_call_phase_duration",
+            "Time of each phase of the calls into a component that got an instance (instantiate, run, teardown)",
+            slots.iter().flat_map(|slot| {
+                Phase::ALL.iter().map(move |phase| {
+                    (
+                        vec![("component", &*slot.name), ("phase", phase.label())],
+                        slot.stats.phase_durations(*phase),
+                    )
+                })
+            }),
         )?;
         family.counters(
             "orkestra_wasm_traps",

@@ -1,6 +1,8 @@
 //! One call into a component: a fresh store from the pool, the per-call limits (epoch
 //! deadline, wall clock, memory, result size, kube budget), the export for the call's kind,
-//! and each way it can fail told apart.
+//! the time of each phase, and each way it can fail told apart.
+
+use std::time::Instant;
 
 use wasmtime::Store;
 use wasmtime::component::ResourceTable;
@@ -83,6 +85,7 @@ impl WasmHost {
             .acquire()
             .await
             .map_err(|_| CallError::Instantiate("the Wasm host is shutting down".into()))?;
+        let started = Instant::now();
         let mut store = Store::new(&self.engine, self.state(caller, spec, &limits)?);
         store.limiter(|state| &mut state.memory);
         // Unlimited where the component set no limit: its fuel is counted all the same.
@@ -94,10 +97,10 @@ impl WasmHost {
         }
         // Every tick the guest yields to the async runtime, so a guest that computes for its
         // whole timeout delays nobody else; past the timeout it traps.
-        let deadline = std::time::Instant::now() + limits.timeout;
+        let deadline = Instant::now() + limits.timeout;
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
-            Ok(if std::time::Instant::now() >= deadline {
+            Ok(if Instant::now() >= deadline {
                 wasmtime::UpdateDeadline::Interrupt
             } else {
                 // tokio's own yield: a plain re-poll could be scheduled ahead of everyone
@@ -105,13 +108,19 @@ impl WasmHost {
                 wasmtime::UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
             })
         });
-        let run = run(&mut store, &loaded.pre, hook, request);
+        let mut instantiated = None;
+        let run = run(&mut store, &loaded.pre, hook, request, &mut instantiated);
         // The epoch stops guest code; the wall clock also stops a guest waiting on the host.
         let finished = tokio::time::timeout(limits.timeout + EPOCH_TICK * 2, run).await;
+        let ran = Instant::now();
         if self.fuel {
             stats.observe_fuel(fuel.saturating_sub(store.get_fuel().unwrap_or(fuel)));
         }
-        let state = store.data();
+        // Dropping the store hands its instance back to the pool.
+        let state = store.into_data();
+        if let Some(instantiated) = instantiated {
+            stats.observe_phases([instantiated - started, ran - instantiated, ran.elapsed()]);
+        }
         stats.observe_memory(state.memory.used);
         if state.denied.is_some() {
             stats.denied();
@@ -209,11 +218,13 @@ impl WasmHost {
 }
 
 /// Instantiates and runs the export for `hook`; `None` where the world has none.
+/// `instantiated`: when the instance was ready, if it got one.
 async fn run(
     store: &mut Store<CallState>,
     pre: &Pre,
     hook: Hook,
     request: &Request,
+    instantiated: &mut Option<Instant>,
 ) -> wasmtime::Result<Option<Response>> {
     let export = match hook {
         Hook::Reconcile => &pre.reconcile,
@@ -224,6 +235,7 @@ async fn run(
         },
     };
     let instance = pre.instance.instantiate_async(&mut *store).await?;
+    *instantiated = Some(Instant::now());
     let func = instance.get_typed_func::<(&Request,), (Response,)>(&mut *store, export)?;
     let (response,) = func.call_async(&mut *store, (request,)).await?;
     Ok(Some(response))

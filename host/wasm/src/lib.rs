@@ -19,4 +19,4 @@ pub use orkestra_katalog::component::{Deletion, Limits, Source, Spec, World};
 pub use registry::Registries;
 pub use slot::{Active, Components, Slot, SlotStatus};
 pub use state::{Caller, identity};
-pub use stats::{CallOutcome, CallStats, StatsView, Swap};
+pub use stats::{CallOutcome, CallStats, Phase, StatsView, Swap};

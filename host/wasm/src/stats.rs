@@ -1,7 +1,7 @@
-//! What one component's calls did: how each ended, how long it took, the most memory an
-//! instance held, the grants it was denied, and the swaps of its slot. The Live API's
-//! `/components` and the runtime's `/metrics` read these. Outcomes are a fixed set: a guest
-//! cannot add a label.
+//! What one component's calls did: how each ended, how long it took and where that time
+//! went, the most memory an instance held, the grants it was denied, and the swaps of its
+//! slot. The Live API's `/components` and the runtime's `/metrics` read these. Outcomes and
+//! phases are fixed sets: a guest cannot add a label.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -63,6 +63,34 @@ impl CallOutcome {
     }
 }
 
+/// The phases of a call that got an instance. Tells a component's own work from the host's
+/// per-instance cost, which for an interpreted guest can be most of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// A store, its WASI context and limits, and the instance from the pre-instantiated
+    /// template.
+    Instantiate,
+    /// The export: lowering the request, the guest's code, lifting its answer.
+    Run,
+    /// Handing the instance back to the pool, which resets the pages the call dirtied.
+    Teardown,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 3] = [Phase::Instantiate, Phase::Run, Phase::Teardown];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::Instantiate => "instantiate",
+            Phase::Run => "run",
+            Phase::Teardown => "teardown",
+        }
+    }
+}
+
+/// Wall time of each phase of one call, in the order of [`Phase::ALL`].
+pub type Phases = [Duration; Phase::ALL.len()];
+
 /// Call durations kept for the percentiles.
 const RECENT: usize = 512;
 /// Swaps remembered per slot.
@@ -86,6 +114,9 @@ pub struct CallStats {
     /// Seconds per call.
     pub durations: Histogram,
     recent: Mutex<VecDeque<Duration>>,
+    /// Seconds per phase, in the order of [`Phase::ALL`].
+    phase_durations: [Histogram; Phase::ALL.len()],
+    recent_phases: Mutex<VecDeque<Phases>>,
     /// The most bytes of memory and tables one instance held.
     memory_high_water: AtomicU64,
     /// Kube calls or children refused by the grants.
@@ -99,12 +130,15 @@ pub struct CallStats {
 
 impl Default for CallStats {
     fn default() -> Self {
-        // 10 µs to about 20 s.
-        let buckets = prometheus_client::metrics::histogram::exponential_buckets(1e-5, 2.5, 16);
+        use prometheus_client::metrics::histogram::exponential_buckets;
+        // 10 µs to about 20 s; a phase from 1 µs (a small guest's instantiation takes a few).
+        let phase = || Histogram::new(exponential_buckets(1e-6, 2.5, 18));
         Self {
             outcomes: Default::default(),
-            durations: Histogram::new(buckets),
+            durations: Histogram::new(exponential_buckets(1e-5, 2.5, 16)),
             recent: Mutex::default(),
+            phase_durations: [phase(), phase(), phase()],
+            recent_phases: Mutex::default(),
             memory_high_water: AtomicU64::new(0),
             denials: AtomicU64::new(0),
             fuel: AtomicU64::new(0),
@@ -125,6 +159,9 @@ pub struct StatsView {
     pub denials: u64,
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
+    /// Median of each phase over the recent calls that got an instance, by phase label;
+    /// empty before the first.
+    pub phases_p50_ms: std::collections::BTreeMap<&'static str, f64>,
     pub memory_high_water_bytes: u64,
     /// Fuel burnt by all calls and by the last one; absent where fuel is not metered.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -152,15 +189,24 @@ impl CallStats {
     pub fn record(&self, took: Duration, outcome: CallOutcome, error: Option<String>) {
         self.outcomes[CallOutcome::ALL.iter().position(|o| *o == outcome).unwrap_or(0)].fetch_add(1, Ordering::Relaxed);
         self.durations.observe(took.as_secs_f64());
-        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-        if recent.len() == RECENT {
-            recent.pop_front();
-        }
-        recent.push_back(took);
-        drop(recent);
+        push_recent(&self.recent, took);
         if let Some(error) = error {
             *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
         }
+    }
+
+    /// Notes where the time of one call that got an instance went.
+    pub fn observe_phases(&self, phases: Phases) {
+        for (histogram, took) in self.phase_durations.iter().zip(phases) {
+            histogram.observe(took.as_secs_f64());
+        }
+        push_recent(&self.recent_phases, phases);
+    }
+
+    /// Seconds per call spent in `phase`.
+    pub fn phase_durations(&self, phase: Phase) -> &Histogram {
+        // Declared in the order of `Phase::ALL`.
+        &self.phase_durations[phase as usize]
     }
 
     pub fn observe_memory(&self, bytes: usize) {
@@ -195,18 +241,14 @@ impl CallStats {
     pub fn view(&self) -> StatsView {
         let outcomes: std::collections::BTreeMap<&'static str, u64> =
             CallOutcome::ALL.iter().map(|o| (o.label(), self.count(*o))).collect();
-        let mut recent: Vec<Duration> = self
-            .recent
+        let recent = sorted(self.recent.lock().unwrap_or_else(|e| e.into_inner()).iter().copied());
+        let phases: Vec<Phases> = self
+            .recent_phases
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
             .copied()
             .collect();
-        recent.sort();
-        let percentile = |p: usize| {
-            (!recent.is_empty())
-                .then(|| recent[((recent.len() * p).div_ceil(100)).saturating_sub(1)].as_secs_f64() * 1e3)
-        };
         StatsView {
             calls: outcomes.values().sum(),
             traps: CallOutcome::ALL
@@ -216,8 +258,16 @@ impl CallStats {
                 .sum(),
             outcomes,
             denials: self.denials(),
-            p50_ms: percentile(50),
-            p99_ms: percentile(99),
+            p50_ms: percentile_ms(&recent, 50),
+            p99_ms: percentile_ms(&recent, 99),
+            phases_p50_ms: Phase::ALL
+                .iter()
+                .enumerate()
+                .filter_map(|(i, phase)| {
+                    let times = sorted(phases.iter().map(|p| p[i]));
+                    Some((phase.label(), percentile_ms(&times, 50)?))
+                })
+                .collect(),
             memory_high_water_bytes: self.memory_high_water(),
             fuel: match self.fuel.load(Ordering::Relaxed) {
                 0 => None,
@@ -236,6 +286,27 @@ impl CallStats {
                 .collect(),
         }
     }
+}
+
+/// Appends to one of the bounded windows of recent calls.
+fn push_recent<T>(window: &Mutex<VecDeque<T>>, item: T) {
+    let mut window = window.lock().unwrap_or_else(|e| e.into_inner());
+    if window.len() == RECENT {
+        window.pop_front();
+    }
+    window.push_back(item);
+}
+
+fn sorted(times: impl Iterator<Item = Duration>) -> Vec<Duration> {
+    let mut times: Vec<Duration> = times.collect();
+    times.sort();
+    times
+}
+
+/// The `p`th percentile of `sorted`, in milliseconds (nearest rank).
+fn percentile_ms(sorted: &[Duration], p: usize) -> Option<f64> {
+    let rank = (sorted.len() * p).div_ceil(100).saturating_sub(1);
+    sorted.get(rank).map(|d| d.as_secs_f64() * 1e3)
 }
 
 #[cfg(test)]
@@ -263,5 +334,23 @@ mod tests {
         assert_eq!(view.p99_ms, Some(100.0));
         assert_eq!(view.memory_high_water_bytes, 4096, "the most, not the last");
         assert!(view.last_call_error.unwrap().contains("timeout"));
+        assert!(view.phases_p50_ms.is_empty(), "no call reported its phases");
+    }
+
+    #[test]
+    fn each_phase_has_its_own_median_and_histogram() {
+        let stats = CallStats::default();
+        let us = Duration::from_micros;
+        for i in 1..=5 {
+            stats.observe_phases([us(10 * i), us(100 * i), us(i)]);
+        }
+        let view = stats.view();
+        let p50 = |phase: &str| (view.phases_p50_ms[phase] * 1e3).round();
+        assert_eq!((p50("instantiate"), p50("run"), p50("teardown")), (30.0, 300.0, 3.0));
+        let mut text = String::new();
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register("run", "", stats.phase_durations(Phase::Run).clone());
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(text.contains("run_count 5"), "{text}");
     }
 }

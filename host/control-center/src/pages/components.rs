@@ -12,6 +12,15 @@ fn ms(value: &Value) -> String {
     value.as_f64().map_or("-".into(), |v| format!("{v:.2} ms"))
 }
 
+/// Milliseconds, or microseconds below one.
+fn short(value: &Value) -> String {
+    match value.as_f64() {
+        Some(v) if v < 1.0 => format!("{:.0} µs", v * 1e3),
+        Some(v) => format!("{v:.2} ms"),
+        None => "-".into(),
+    }
+}
+
 pub fn components(runtime: &Watched) -> Markup {
     let seen = runtime.seen();
     let list = seen
@@ -37,6 +46,10 @@ pub fn components(runtime: &Watched) -> Markup {
                     (figure("traps", text(&calls["traps"])))
                     (figure("denials", text(&calls["denials"])))
                     (figure("memory high-water", format!("{} KiB", calls["memoryHighWaterBytes"].as_u64().unwrap_or(0) / 1024)))
+                }
+                @if let Some(phases) = calls["phasesP50Ms"].as_object().filter(|p| !p.is_empty()) {
+                    div.muted.phases { "p50 by phase: "
+                        @for (i, (phase, took)) in phases.iter().enumerate() { @if i > 0 { " · " } (phase) " " (short(took)) } }
                 }
                 div.muted { "sha256 " (text(&c["digest"])) " · loaded " (text(&c["loadedAt"])) " in " (ms(&c["loadMs"])) @if c["cached"] == true { " (cached)" } }
                 @if let Some(error) = c["lastError"].as_str() { div.error { (error) } }

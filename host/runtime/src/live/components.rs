@@ -1,7 +1,8 @@
 //! `/components` (each Wasm component: revision, digest, source, grants, limits, calls with
-//! their latency, traps by reason, denials and memory, swap history, last error) and
-//! `POST /reload[?component=NAME]` (what `ork reload` asks: the Katalog read again and the
-//! components reloaded; 422 with the reasons when one did not load, the old one serving).
+//! their latency and its phases, traps by reason, denials and memory, swap history, last
+//! error) and `POST /reload[?component=NAME]` (what `ork reload` asks: the Katalog read again
+//! and the components reloaded; 422 with the reasons when one did not load, the old one
+//! serving).
 
 use axum::Json;
 use axum::extract::{Query, State};
