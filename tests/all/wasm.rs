@@ -2,7 +2,7 @@
 //! from examples/, run by the runtime on the example Katalogs (each CRD confined to the
 //! test's namespace), then the objects, status and conditions they promise checked.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -21,23 +21,7 @@ fn katalogs_dir() -> PathBuf {
     crate::running::katalogs_dir()
 }
 
-/// A hook of `component` (a path, URL or `oci://` reference) with the default limits and no
-/// grants, as a Katalog declares it.
-pub(crate) fn hook_spec(component: &str, sha256: Option<&str>) -> Result<orkestra_wasm::Spec, String> {
-    let limits = orkestra_katalog::ComponentLimits::default();
-    let declared = orkestra_katalog::component::Declared {
-        component,
-        sha256,
-        limits: &limits,
-        deletion: &Default::default(),
-        capabilities: &[],
-        run_first: false,
-        args: None,
-        service_account: None,
-        files: &[],
-    };
-    orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new("."))
-}
+pub(crate) use orkestra_test_support::guests::hook_spec;
 
 /// Lowercase hex sha256, as digests are written.
 pub(crate) fn sha256(bytes: &[u8]) -> String {

@@ -30,6 +30,21 @@ fn spec(request: &Request) -> Spec {
     request.parse::<Cr>().map(|cr| cr.spec).unwrap_or_default()
 }
 
+/// Four host pages, of which the `remember` mode uses one in the middle: nothing else of the
+/// guest's state shares it, so only that mode touches it.
+static REMEMBERED: std::sync::Mutex<[u8; 16384]> = std::sync::Mutex::new([0; 16384]);
+
+/// What the middle of [`REMEMBERED`] held (up to a NUL), after writing `key` there.
+fn remember(key: &str) -> String {
+    let mut page = REMEMBERED.lock().unwrap_or_else(|e| e.into_inner());
+    let slot = &mut page[8192..8192 + 256];
+    let seen = String::from_utf8_lossy(slot.split(|b| *b == 0).next().unwrap_or_default()).into_owned();
+    let key = &key.as_bytes()[..key.len().min(255)];
+    slot[..key.len()].copy_from_slice(key);
+    slot[key.len()] = 0;
+    seen
+}
+
 /// Recurses until the wasm stack runs out: nothing in linear memory (no shadow stack), and
 /// work after the call so it cannot become a loop.
 fn descend(depth: u64) -> u64 {
@@ -77,6 +92,14 @@ impl Hook for Hostile {
             "slow" => {
                 std::thread::sleep(std::time::Duration::from_millis(300));
                 Response::ok().status("mode", "slow").status("slept", 300)
+            }
+            // Says what a page of its static memory held when the call began, leaves its key
+            // there and waits a while: a fresh instance must always find the page as the
+            // component shipped it, even when the kernel swapped it out meanwhile.
+            "remember" => {
+                let seen = remember(request.key());
+                std::thread::sleep(Duration::from_millis(300));
+                Response::ok().status("seen", seen)
             }
             // Returns more than its result-size limit.
             "oversized" => Response::ok().status("junk", "x".repeat(256 << 10)),

@@ -14,9 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use orkestra_katalog::ComponentLimits;
-use orkestra_katalog::component::Declared;
-use orkestra_wasm::{Caller, Components, Gvk, Hook, Loaded, Request, Spec, WasmHost, World};
+use orkestra_wasm::{Caller, Components, Gvk, Hook, Loaded, Request, Spec, WasmHost};
 use serde_json::{Value, json};
 
 /// A CR of about 4 KB.
@@ -36,19 +34,7 @@ fn cr() -> Value {
 }
 
 fn hook_spec(path: &Path) -> Spec {
-    let limits = ComponentLimits::default();
-    let declared = Declared {
-        component: path.to_str().expect("utf-8 path"),
-        sha256: None,
-        limits: &limits,
-        deletion: &Default::default(),
-        capabilities: &[],
-        run_first: false,
-        args: None,
-        service_account: None,
-        files: &[],
-    };
-    Spec::compile(World::Hook, declared, Path::new(".")).expect("spec")
+    orkestra_test_support::guests::hook_spec(path.to_str().expect("utf-8 path"), None).expect("spec")
 }
 
 /// A reconcile of the CR whose JSON text is `text`.
@@ -231,9 +217,10 @@ async fn main() {
     let text = object.to_string();
     let host = WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm")).expect("host");
     println!(
-        "Wasm host: the same echo hook in each language on a {} byte CR, a fresh pooled instance per call (pooling allocator: {})",
+        "Wasm host: the same echo hook in each language on a {} byte CR, a fresh pooled instance per call (pooling allocator: {}, memories reset in place: {})",
         text.len(),
-        host.pooling
+        host.pooling,
+        host.resident
     );
 
     // `cargo bench -p orkestra --bench wasm -- rust python` measures only those languages.

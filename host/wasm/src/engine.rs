@@ -104,6 +104,9 @@ pub struct WasmHost {
     http: reqwest::Client,
     /// Whether instances come from the pooling allocator (false: on-demand fallback).
     pub pooling: bool,
+    /// Whether a returned memory is reset in place, page by page after a `PAGEMAP_SCAN`
+    /// (false: by `madvise`, as with swap on).
+    pub resident: bool,
     /// Whether the engine meters fuel (every store then needs some).
     pub(super) fuel: bool,
 }
@@ -126,6 +129,17 @@ enum Allocation {
     PoolingResident,
     Pooling,
     OnDemand,
+}
+
+/// Whether `/proc/swaps` (its text) lists an active swap area. wasmtime 48's `PAGEMAP_SCAN`
+/// reset looks only for dirty pages that are present: one the kernel swapped out is neither
+/// reset nor unmapped, so the next instance in the slot would read the last call's data
+/// (fixed in later wasmtime, bytecodealliance/wasmtime#14357; `tests/swap.rs` shows it on
+/// wasmtime 48). With swap on, the resident reset is not used. Swap turned on after the
+/// runtime starts is not noticed.
+fn swap_active(proc_swaps: &str) -> bool {
+    // A header line, then one line per area.
+    proc_swaps.lines().skip(1).any(|line| !line.trim().is_empty())
 }
 
 fn config(allocation: Allocation, fuel: bool) -> Config {
@@ -197,8 +211,18 @@ impl WasmHost {
             fuel,
             registries,
         } = options;
+        // Unreadable: assume the kernel may swap.
+        let swap = std::fs::read_to_string("/proc/swaps").map_or(true, |swaps| swap_active(&swaps));
+        let allocations: &[Allocation] = if swap {
+            tracing::info!(
+                "swap is on: pooled memories are reset by madvise, not PAGEMAP_SCAN, which would leave a swapped-out page with the previous call's data"
+            );
+            &[Allocation::Pooling, Allocation::OnDemand]
+        } else {
+            &[Allocation::PoolingResident, Allocation::Pooling, Allocation::OnDemand]
+        };
         let mut engine = None;
-        for allocation in [Allocation::PoolingResident, Allocation::Pooling, Allocation::OnDemand] {
+        for &allocation in allocations {
             match Engine::new(&config(allocation, fuel)) {
                 Ok(built) => {
                     engine = Some((built, allocation));
@@ -216,6 +240,7 @@ impl WasmHost {
             tracing::warn!("the pooling allocator is unavailable; instances are allocated on demand (slower)");
         }
         let pooling = allocation != Allocation::OnDemand;
+        let resident = allocation == Allocation::PoolingResident;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| e.to_string())?;
         super::bindings::hook::Hook::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
@@ -237,6 +262,7 @@ impl WasmHost {
             }),
             http,
             pooling,
+            resident,
             fuel,
         }))
     }
@@ -413,6 +439,15 @@ fn spawn_ticker(engine: &Engine) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swap_is_active_when_proc_swaps_lists_an_area() {
+        let header = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";
+        assert!(!swap_active(header), "the header alone: no swap");
+        assert!(!swap_active(""), "an empty file: no swap");
+        let file = format!("{header}/swapfile                               file\t\t4194300\t\t0\t\t-2\n");
+        assert!(swap_active(&file));
+    }
 
     #[tokio::test]
     async fn a_component_built_for_the_async_abi_is_refused_saying_how_to_build_it() {

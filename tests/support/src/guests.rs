@@ -1,13 +1,32 @@
 //! The example guest components, built from `examples/` on first use (once per test
-//! binary) so a plain `cargo test` needs no separate step.
+//! binary) so a plain `cargo test` needs no separate step, and the spec a Katalog would
+//! give one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
 /// The repository's `examples/` folder.
 pub fn examples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// A hook of `component` (a path, URL or `oci://` reference) with the default limits and no
+/// grants, as a Katalog declares it.
+pub fn hook_spec(component: &str, sha256: Option<&str>) -> Result<orkestra_wasm::Spec, String> {
+    let limits = orkestra_katalog::ComponentLimits::default();
+    let declared = orkestra_katalog::component::Declared {
+        component,
+        sha256,
+        limits: &limits,
+        deletion: &Default::default(),
+        capabilities: &[],
+        run_first: false,
+        args: None,
+        service_account: None,
+        files: &[],
+    };
+    orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new("."))
 }
 
 static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
