@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use orkestra_wasm::{Caller, Components, Gvk, Hook, Loaded, Request, Spec, WasmHost};
+use orkestra_wasm::{Caller, Components, Gvk, Hook, Loaded, Phase, Request, Spec, WasmHost};
 use serde_json::{Value, json};
 
 /// A CR of about 4 KB.
@@ -284,17 +284,13 @@ async fn main() {
     // The runtime's own figures of each call's phases: what is the guest's work (run) and
     // what the host's per-instance cost.
     println!("  where the time goes, p50 of each phase over each language's last calls:");
-    println!("  {:<11} {:>12} {:>10} {:>10}", "", "instantiate", "run", "teardown");
+    let [instantiate, run, teardown] = Phase::ALL.map(Phase::label);
+    println!("  {:<11} {instantiate:>12} {run:>10} {teardown:>10}", "");
     for subject in &subjects {
         let phases = subject.stats.view().phases_p50_ms;
-        let phase = |name: &str| phases.get(name).map_or("-".into(), |ms| time(ms * 1e3));
-        println!(
-            "  {:<11} {:>12} {:>10} {:>10}",
-            subject.language,
-            phase("instantiate"),
-            phase("run"),
-            phase("teardown")
-        );
+        let [instantiate, run, teardown] =
+            Phase::ALL.map(|phase| phases.get(phase.label()).map_or("-".into(), |ms| time(ms * 1e3)));
+        println!("  {:<11} {instantiate:>12} {run:>10} {teardown:>10}", subject.language);
     }
 
     // Rust beside native code doing the same work, and what a CR at a new resourceVersion

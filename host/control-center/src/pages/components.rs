@@ -12,12 +12,11 @@ fn ms(value: &Value) -> String {
     value.as_f64().map_or("-".into(), |v| format!("{v:.2} ms"))
 }
 
-/// Milliseconds, or microseconds below one.
+/// As [`ms`], in microseconds below one millisecond.
 fn short(value: &Value) -> String {
     match value.as_f64() {
         Some(v) if v < 1.0 => format!("{:.0} µs", v * 1e3),
-        Some(v) => format!("{v:.2} ms"),
-        None => "-".into(),
+        _ => ms(value),
     }
 }
 
