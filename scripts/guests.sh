@@ -5,8 +5,9 @@
 #   examples/target/python/<name>.wasm                   Python (componentize-py)
 #   examples/target/js/<name>.wasm                       TypeScript/JavaScript (componentize-qjs)
 #   examples/target/go/<name>.wasm                       Go (GOOS=wasip1, then `ork component new`)
-# With --check, also checks formatting and lints of the guest SDK and the Rust examples, that
-# the JS SDK's generated WIT types match wit/, and runs the JS SDK's unit tests.
+# With --check, also checks formatting and lints of the guest SDK and the Rust examples, runs
+# the Rust SDK's unit tests, checks that the JS SDK's generated WIT types match wit/, and runs
+# the JS SDK's unit tests.
 # With --install, only installs the guest toolchains (the wasm32-wasip2 target,
 # componentize-py from PyPI, and the JS examples' componentize-qjs, TypeScript and jco type
 # generator from npm, as examples/package-lock.json pins them), which the tests need too,
@@ -35,6 +36,11 @@ if $check; then
     CARGO_TARGET_DIR=target cargo clippy --locked --quiet --manifest-path ../guest-sdk/Cargo.toml \
       --target wasm32-wasip2 --features "$feature" -- -D warnings
   done
+  # The SDK's unit tests natively (its portable code paths; tests/all/guest_sdk.rs runs them
+  # in wasmtime with SIMD).
+  CARGO_TARGET_DIR=target cargo clippy --locked --quiet --manifest-path ../guest-sdk/Cargo.toml \
+    --all-targets --features hook -- -D warnings
+  CARGO_TARGET_DIR=target cargo test --locked --quiet --manifest-path ../guest-sdk/Cargo.toml --lib --features hook
 fi
 # One package per cargo call: the SDK's world features are exclusive.
 for package in "${rust[@]}"; do

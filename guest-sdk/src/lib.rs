@@ -40,6 +40,7 @@ pub mod bindings {
 
 mod request;
 mod response;
+mod skim;
 
 pub mod kube;
 pub mod log;

@@ -56,9 +56,11 @@ impl Request {
         })
     }
 
-    /// The custom resource deserialized into `T`; fields `T` does not declare are skipped.
+    /// The custom resource deserialized into `T`, with the result (value or error)
+    /// `serde_json::from_str` gives; what `T` does not name is skipped without being parsed,
+    /// much faster with WebAssembly SIMD (`-C target-feature=+simd128`).
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        serde_json::from_str(self.wire.object.as_deref().unwrap_or("null"))
+        crate::skim::from_str(self.wire.object.as_deref().unwrap_or("null"))
     }
 
     /// `.spec` of the custom resource.

@@ -10,6 +10,7 @@ mod deploy;
 mod failure;
 mod faults;
 mod gateway;
+mod guest_sdk;
 mod isolation;
 mod katalogs;
 mod kinds;
