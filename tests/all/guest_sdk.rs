@@ -62,13 +62,11 @@ fn build_tests() -> PathBuf {
 /// path was compiled in.
 fn uses_simd(wasm: &[u8]) -> bool {
     wasmparser::Parser::new(0).parse_all(wasm).any(|payload| match payload {
-        Ok(wasmparser::Payload::CodeSectionEntry(body)) => body
-            .get_operators_reader()
-            .map(|mut reader| {
-                std::iter::from_fn(|| (!reader.eof()).then(|| reader.read().ok()).flatten())
-                    .any(|op| matches!(op, wasmparser::Operator::I8x16Bitmask))
-            })
-            .unwrap_or(false),
+        Ok(wasmparser::Payload::CodeSectionEntry(body)) => body.get_operators_reader().is_ok_and(|reader| {
+            reader
+                .into_iter()
+                .any(|op| matches!(op, Ok(wasmparser::Operator::I8x16Bitmask)))
+        }),
         _ => false,
     })
 }

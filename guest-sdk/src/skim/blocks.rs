@@ -1,22 +1,24 @@
 //! The bytes a skip over JSON stops at, found 64 at a time, one bit per byte: quotes,
-//! backslashes and, for a container, brackets; for a string, control characters. With WebAssembly SIMD (a
-//! guest built with `-C target-feature=+simd128`) sixteen bytes are compared at once,
-//! otherwise eight in a machine word. A loop per byte would cost more than it saves: the host
+//! backslashes and, for a container, brackets; for a string, control characters. With
+//! WebAssembly SIMD (a guest built with `-C target-feature=+simd128`) sixteen bytes are
+//! compared at once, otherwise eight in a machine word. A loop per byte would cost more than it saves: the host
 //! checks its epoch deadline on every loop iteration of guest code.
 
 /// Bytes per block.
 pub(super) const BLOCK: usize = 64;
 
-/// Bit `i` of each mask stands for byte `i` of the block.
+/// Bit `i` of each mask stands for byte `i` of the block. A container's block has no
+/// `control` bits, a string's no `open` or `close` bits: each looks only for what ends it.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Block {
     pub quote: u64,
     pub backslash: u64,
-    /// `{` and `[` in a container's block; control characters (which JSON does not allow in
-    /// a string) in a string's.
-    pub open_or_control: u64,
-    /// `}` and `]`; nothing in a string's block.
+    /// `{` and `[`.
+    pub open: u64,
+    /// `}` and `]`.
     pub close: u64,
+    /// Control characters, which JSON does not allow in a string.
+    pub control: u64,
 }
 
 /// The container masks of the 64 bytes of `bytes` from `at`; bytes past the end count as
@@ -28,7 +30,7 @@ pub(super) fn container(bytes: &[u8], at: usize) -> Block {
             let folded = chunk.and(NOT_CASE);
             masks.quote |= chunk.eq(b'"') << shift;
             masks.backslash |= chunk.eq(b'\\') << shift;
-            masks.open_or_control |= folded.eq(b'[') << shift;
+            masks.open |= folded.eq(b'[') << shift;
             masks.close |= folded.eq(b']') << shift;
         });
         masks
@@ -43,7 +45,7 @@ pub(super) fn string<const CHUNKS: usize>(bytes: &[u8], at: usize) -> Block {
         for_chunks(block, 16 / LANES * CHUNKS, |shift, chunk| {
             masks.quote |= chunk.eq(b'"') << shift;
             masks.backslash |= chunk.eq(b'\\') << shift;
-            masks.open_or_control |= chunk.below(0x20) << shift;
+            masks.control |= chunk.below(0x20) << shift;
         });
         masks
     })
@@ -52,7 +54,12 @@ pub(super) fn string<const CHUNKS: usize>(bytes: &[u8], at: usize) -> Block {
 /// Bit `i` set where byte `i` of a block of `span` bytes is escaped: it follows a backslash
 /// that is not escaped itself. `carry`: on the way in, whether a backslash at the end of the
 /// previous block escapes this one's first byte; on the way out, the same for the next block.
+#[inline]
 pub(super) fn escaped(mut backslash: u64, span: u32, carry: &mut bool) -> u64 {
+    // Most blocks: nothing escaped.
+    if backslash == 0 && !*carry {
+        return 0;
+    }
     let mut escaped = 0;
     if std::mem::take(carry) {
         escaped = 1;
@@ -219,9 +226,9 @@ mod tests {
                     container.backslash |= bit;
                     string.backslash |= bit;
                 }
-                Some(b'{' | b'[') => container.open_or_control |= bit,
+                Some(b'{' | b'[') => container.open |= bit,
                 Some(b'}' | b']') => container.close |= bit,
-                Some(0..0x20) => string.open_or_control |= bit,
+                Some(0..0x20) => string.control |= bit,
                 _ => {}
             }
         }
@@ -236,8 +243,8 @@ mod tests {
         let head = Block {
             quote: first16(string_masks.quote),
             backslash: first16(string_masks.backslash),
-            open_or_control: first16(string_masks.open_or_control),
-            close: 0,
+            control: first16(string_masks.control),
+            ..Block::default()
         };
         assert_eq!(string::<1>(bytes, at), head, "first 16 bytes of a string at {at}");
     }

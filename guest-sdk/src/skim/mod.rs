@@ -40,6 +40,11 @@ struct Skim<'de> {
     depth: usize,
 }
 
+/// JSON's whitespace.
+fn is_whitespace(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
+}
+
 fn malformed(what: &str) -> Error {
     de::Error::custom(format_args!("malformed JSON: {what}"))
 }
@@ -51,10 +56,7 @@ impl<'de> Skim<'de> {
 
     fn skip_whitespace(&mut self) {
         let rest = self.bytes().get(self.pos..).unwrap_or_default();
-        self.pos += rest
-            .iter()
-            .position(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
-            .unwrap_or(rest.len());
+        self.pos += rest.iter().position(|&b| !is_whitespace(b)).unwrap_or(rest.len());
     }
 
     /// The next byte after whitespace, not consumed.
@@ -62,7 +64,7 @@ impl<'de> Skim<'de> {
     fn peek(&mut self) -> Result<u8, Error> {
         // The host's text is compact: most of the time there is no whitespace to skip.
         match self.bytes().get(self.pos) {
-            Some(&byte) if !matches!(byte, b' ' | b'\n' | b'\r' | b'\t') => Ok(byte),
+            Some(&byte) if !is_whitespace(byte) => Ok(byte),
             _ => {
                 self.skip_whitespace();
                 self.bytes()
@@ -103,12 +105,9 @@ impl<'de> Skim<'de> {
         let mut masks = blocks::string::<1>(bytes, at);
         let mut span = 16;
         loop {
-            let escaped = match masks.backslash != 0 || carry {
-                true => blocks::escaped(masks.backslash, span, &mut carry),
-                false => 0,
-            };
+            let escaped = blocks::escaped(masks.backslash, span, &mut carry);
             let ends = masks.quote & !escaped;
-            let unplain = masks.backslash | masks.open_or_control;
+            let unplain = masks.backslash | masks.control;
             if ends != 0 {
                 let bit = ends.trailing_zeros();
                 self.pos = at + bit as usize + 1;
@@ -144,7 +143,7 @@ impl<'de> Skim<'de> {
                 let rest = self.bytes().get(self.pos..).unwrap_or_default();
                 let len = rest
                     .iter()
-                    .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'))
+                    .position(|&b| matches!(b, b',' | b'}' | b']') || is_whitespace(b))
                     .unwrap_or(rest.len());
                 if len == 0 {
                     return Err(malformed("expected a value"));
@@ -165,13 +164,10 @@ impl<'de> Skim<'de> {
         let mut carry = false;
         while at < bytes.len() {
             let masks = blocks::container(bytes, at);
-            let escaped = match masks.backslash != 0 || carry {
-                true => blocks::escaped(masks.backslash, BLOCK as u32, &mut carry),
-                false => 0,
-            };
+            let escaped = blocks::escaped(masks.backslash, BLOCK as u32, &mut carry);
             let strings = blocks::strings(masks.quote & !escaped, inside);
             inside = strings >> 63 == 1;
-            let open = masks.open_or_control & !strings;
+            let open = masks.open & !strings;
             let close = masks.close & !strings;
             // Too few closing brackets to get back to the start: count, do not look.
             if close.count_ones() < level {
