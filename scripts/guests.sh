@@ -8,6 +8,8 @@
 # With --check, also checks formatting and lints of the guest SDK and the Rust examples, runs
 # the Rust SDK's unit tests, checks that the JS SDK's generated WIT types match wit/, and runs
 # the JS SDK's unit tests.
+# ORK, when set, is the `ork` binary to use (CI passes the one its test build made);
+# otherwise `cargo run` builds one.
 # With --install, only installs the guest toolchains (the wasm32-wasip2 target,
 # componentize-py from PyPI, and the JS examples' componentize-qjs, TypeScript and jco type
 # generator from npm, as examples/package-lock.json pins them), which the tests need too,
@@ -68,6 +70,11 @@ for manifest in */package.json; do
   (cd "$package" && npm run --silent build >/dev/null)
 done
 mkdir -p target/go
+if [[ -n "${ORK:-}" ]]; then
+  ork=("$ORK")
+else
+  ork=(cargo run --quiet --locked --manifest-path ../Cargo.toml -p orkestra-cli --)
+fi
 for module in */go.mod; do
   package=$(dirname "$module")
   echo "guest: $package (Go)"
@@ -76,7 +83,6 @@ for module in */go.mod; do
     (cd "$package" && GOOS=wasip1 GOARCH=wasm go vet ./... github.com/orkestra-rs/orkestra-rs/guest-sdk/go)
   fi
   (cd "$package" && GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "../target/go/${package//-/_}.module.wasm" .)
-  cargo run --quiet --locked --manifest-path ../Cargo.toml -p orkestra-cli -- \
-    component new "target/go/${package//-/_}.module.wasm" -o "target/go/${package//-/_}.wasm"
+  "${ork[@]}" component new "target/go/${package//-/_}.module.wasm" -o "target/go/${package//-/_}.wasm"
 done
 ls -l target/wasm32-wasip2/release/*.wasm target/python/*.wasm target/js/*.wasm target/go/*.wasm
