@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -16,6 +17,13 @@ use orkestra_test_support::eventually;
 
 /// Pods are scheduled and turn Ready in seconds, but a loaded machine may take longer.
 const READY: Duration = Duration::from_secs(120);
+
+/// The name of the control plane's first simulated node.
+async fn first_node(client: &kube::Client) -> String {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let list = nodes.list(&Default::default()).await.unwrap();
+    list.items[0].metadata.name.clone().unwrap()
+}
 
 #[tokio::test]
 async fn a_status_field_reads_the_ready_replicas_of_its_deployment() {
@@ -44,6 +52,30 @@ async fn a_status_field_reads_the_ready_replicas_of_its_deployment() {
         "the CR says what the Deployment says: {status}"
     );
     h.stop().await;
+}
+
+#[tokio::test]
+async fn a_simulated_node_renews_its_lease_so_it_never_goes_silent() {
+    // The node lifecycle controller marks a node unreachable, and its Pods not Ready for
+    // good, once neither its status nor its Lease has been renewed for 50 s: every Pod of a
+    // control plane that runs longer than that would fall out of its Deployment.
+    let ns = orkestra_test_support::namespace("lease").await.unwrap();
+    let node = first_node(&ns.client).await;
+    let leases: Api<Lease> = Api::namespaced(ns.client.clone(), "kube-node-lease");
+    let renewed = || async {
+        let lease = leases.get_opt(&node).await.ok().flatten()?;
+        lease.spec?.renew_time
+    };
+    let first = eventually("the node's Lease", WAIT, renewed).await.unwrap();
+    // Renewed every 10 s, as a kubelet renews a 40 s lease.
+    let later = eventually("the node's Lease to be renewed", Duration::from_secs(30), || async {
+        renewed().await.filter(|time| *time != first)
+    })
+    .await
+    .unwrap();
+    assert!(later.0 > first.0, "{later:?} follows {first:?}");
+    let lease = leases.get(&node).await.unwrap().spec.unwrap();
+    assert_eq!(lease.lease_duration_seconds, Some(40));
 }
 
 #[tokio::test]
@@ -174,11 +206,7 @@ async fn a_dependent_waits_until_its_dependency_s_deployment_is_available() {
     // The pool appears: the Pod is scheduled and turns Ready, the Deployment Available, the
     // Db healthy, and only then does the App start.
     let nodes: Api<Node> = Api::all(h.ns.client.clone());
-    let node = nodes.list(&Default::default()).await.unwrap().items[0]
-        .metadata
-        .name
-        .clone()
-        .unwrap();
+    let node = first_node(&h.ns.client).await;
     let label = |value: Value| json!({"metadata": {"labels": {&pool: value}}});
     nodes
         .patch(&node, &PatchParams::default(), &Patch::Merge(label(json!("ready"))))

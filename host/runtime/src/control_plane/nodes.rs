@@ -22,6 +22,10 @@ pub fn kwok_args(kubeconfig: &Path, kwok: &Path) -> Vec<String> {
         format!("--manage-nodes-with-annotation-selector={MANAGED}=fake"),
         "--node-ip=10.0.0.1".into(),
         "--cidr=10.0.0.0/16".into(),
+        // Renew each node's Lease as a kubelet would (every 10 s). Without a heartbeat the
+        // node lifecycle controller finds the node silent after its 50 s grace period,
+        // marks it unreachable and its Pods not Ready, and they never turn Ready again.
+        "--node-lease-duration-seconds=40".into(),
         "--v=WARN".into(),
     ]
 }
