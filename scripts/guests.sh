@@ -10,7 +10,8 @@
 # the JS SDK's unit tests.
 # ORK, when set, is the `ork` binary to use (CI passes the one its test build made);
 # otherwise `cargo run` builds one.
-# With --install, only installs the guest toolchains (the wasm32-wasip2 target,
+# With --install, only installs the guest toolchains (the wasm32-wasip2 target, by rustup or
+# from the machine's ../shared/toolchains copy when rustup cannot download it,
 # componentize-py from PyPI, and the JS examples' componentize-qjs, TypeScript and jco type
 # generator from npm, as examples/package-lock.json pins them), which the tests need too,
 # and exits.
@@ -18,7 +19,17 @@ set -euo pipefail
 cd "$(dirname "$0")/../examples"
 
 if [[ "${1:-}" == "--install" ]]; then
-  rustup target add wasm32-wasip2
+  if ! rustup target add wasm32-wasip2; then
+    # The machines keep the target's standard library beside the project for when rustup's
+    # server cannot be reached. It fits rustc 1.95.0 only.
+    fallback=../../shared/toolchains/rust-std-wasm32-wasip2-1.95.0.tar.xz
+    if [[ ! -f $fallback || $(rustc --version) != "rustc 1.95.0 "* ]]; then
+      echo "rustup could not add wasm32-wasip2, and $fallback (for rustc 1.95.0) is not there to use" >&2
+      exit 1
+    fi
+    echo "rustup could not add wasm32-wasip2: unpacking $fallback"
+    tar -xJf "$fallback" -C "$(rustc --print sysroot)/lib/rustlib/"
+  fi
   if ! command -v componentize-py >/dev/null; then
     python3 -m pip install -q componentize-py==0.25.1 ||
       python3 -m pip install -q --break-system-packages componentize-py==0.25.1
