@@ -244,11 +244,18 @@ fn wrong_text_fails_with_serde_jsons_error() {
 
 #[test]
 fn nesting_is_limited_as_serde_json_limits_it() {
-    for depth in [1, 100, 126, 127, 128, 129, 130, 1000] {
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Holder {
+        held: Vec<Value>,
+    }
+    for depth in [1, 100, 125, 126, 127, 128, 129, 130, 1000] {
         let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
         same::<Value>(&text);
         let inside = format!(r#"{{"metadata": {{"name": "a"}}, "skipped": {text}}}"#);
         same::<Cr>(&inside);
+        // Values two and three levels down: the limit counts from the top of the text.
+        let held = format!(r#"{{"held": [{text}, {{"a": {text}}}]}}"#);
+        same::<Holder>(&held);
     }
 }
 
