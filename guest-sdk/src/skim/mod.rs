@@ -225,7 +225,7 @@ impl<'de> Skim<'de> {
 
     fn map<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, Error> {
         self.enter()?;
-        let value = visitor.visit_map(Entries {
+        let value = visitor.visit_map(Items {
             skim: self,
             first: true,
         })?;
@@ -236,7 +236,7 @@ impl<'de> Skim<'de> {
 
     fn seq<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, Error> {
         self.enter()?;
-        let value = visitor.visit_seq(Elements {
+        let value = visitor.visit_seq(Items {
             skim: self,
             first: true,
         })?;
@@ -385,12 +385,13 @@ fn next_item(skim: &mut Skim<'_>, first: &mut bool, close: u8) -> Result<bool, E
     Ok(true)
 }
 
-struct Entries<'a, 'de> {
+/// The entries of an object or the elements of an array, as the visitor asks for them.
+struct Items<'a, 'de> {
     skim: &'a mut Skim<'de>,
     first: bool,
 }
 
-impl<'de> de::MapAccess<'de> for Entries<'_, 'de> {
+impl<'de> de::MapAccess<'de> for Items<'_, 'de> {
     type Error = Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
@@ -416,12 +417,7 @@ impl<'de> de::MapAccess<'de> for Entries<'_, 'de> {
     }
 }
 
-struct Elements<'a, 'de> {
-    skim: &'a mut Skim<'de>,
-    first: bool,
-}
-
-impl<'de> de::SeqAccess<'de> for Elements<'_, 'de> {
+impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
     type Error = Error;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Error> {
