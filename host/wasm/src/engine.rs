@@ -134,9 +134,9 @@ enum Allocation {
 /// Whether `/proc/swaps` (its text) lists an active swap area. wasmtime 48's `PAGEMAP_SCAN`
 /// reset looks only for dirty pages that are present: one the kernel swapped out is neither
 /// reset nor unmapped, so the next instance in the slot would read the last call's data
-/// (fixed in later wasmtime, bytecodealliance/wasmtime#14357; `tests/swap.rs` shows it on
-/// wasmtime 48). With swap on, the resident reset is not used. Swap turned on after the
-/// runtime starts is not noticed.
+/// (`tests/swap.rs` shows it; wasmtime 50 resets swapped-out pages too, after
+/// bytecodealliance/wasmtime#14357, but needs rustc 1.97). With swap on, the resident reset
+/// is not used. Swap turned on after the runtime starts is not noticed.
 fn swap_active(proc_swaps: &str) -> bool {
     // A header line, then one line per area.
     proc_swaps.lines().skip(1).any(|line| !line.trim().is_empty())
