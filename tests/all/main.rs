@@ -2,6 +2,11 @@
 //! One binary, so kube is linked once; one shared control plane per run
 //! (`orkestra_test_support`), plus the `ork` binary itself for CLI-level tests.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks name the objects they create; no tenant input reaches these calls"
+)]
+
 mod cli;
 mod cluster;
 mod control_center;
@@ -16,11 +21,13 @@ mod katalogs;
 mod kinds;
 mod lifecycle;
 mod live;
+mod names;
 mod nodes;
 mod oci;
 mod ork;
 mod pipeline;
 mod policies;
+mod provenance;
 mod reconcile;
 mod replicas;
 mod routing;

@@ -158,6 +158,60 @@ impl Hook for Hostile {
                     .status("create", wrote(std::fs::write("/bundle/new.txt", "x")))
                     .status("mkdir", wrote(std::fs::create_dir("/bundle/sub")))
             }
+            // Names built to change the URL they go into: a get that would watch the
+            // namespace, a delete that would delete every ConfigMap in it.
+            "smuggle" => {
+                let outcome = |result: Result<String, kube::Error>| match result {
+                    Ok(what) => what,
+                    Err(error) => format!("refused: {error}"),
+                };
+                let namespace = request.namespace();
+                let got = kube::get("v1", "ConfigMap", namespace, "?watch=true").map(|_| "read".to_string());
+                let slashed = kube::get("v1", "ConfigMap", namespace, "a/b").map(|_| "read".to_string());
+                let deleted = kube::delete("v1", "ConfigMap", namespace, "?zz=").map(|()| "deleted".to_string());
+                Response::ok()
+                    .status("get", outcome(got))
+                    .status("slash", outcome(slashed))
+                    .status("delete", outcome(deleted))
+            }
+            // Reads a file of its grant that never answers (a FIFO nobody writes to).
+            "fifo" => match std::fs::read_to_string("/bundle/fifo") {
+                Ok(text) => Response::ok().status("fifo", text),
+                Err(error) => Response::error("ReadFailed", error.to_string()),
+            },
+            // A status that differs on every call, and no requeue asked for.
+            "churn" => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or_default();
+                Response::ok().status("at", now.to_string()).event("Churned", now.to_string())
+            }
+            // Takes over another CR's child through its kube grant: rewrites it, then deletes it.
+            "grab" => {
+                let namespace = request.namespace().unwrap_or("default");
+                let victim = request.get("/spec/victim").and_then(Value::as_str).unwrap_or("victim-t");
+                let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": victim, "namespace": namespace},
+                                    "data": {"grabbed": "yes"}});
+                let applied = match kube::apply(&object) {
+                    Ok(_) => "applied".to_string(),
+                    Err(error) => format!("refused: {error}"),
+                };
+                let deleted = match kube::delete("v1", "ConfigMap", Some(namespace), victim) {
+                    Ok(()) => "deleted".to_string(),
+                    Err(error) => format!("refused: {error}"),
+                };
+                Response::ok().status("apply", applied).status("delete", deleted)
+            }
+            // A child carrying a finalizer of its own, which nothing would ever remove.
+            "finalize-child" => {
+                let mut child = Resource::new("v1", "ConfigMap", &format!("{}-held", request.name()))
+                    .field("data", json!({"held": "yes"}))
+                    .into_value();
+                child["metadata"]["finalizers"] = json!(["hostile.example/never"]);
+                Response::ok().resource(child)
+            }
             // 100,000 empty events: nothing in bytes, a write each.
             "events" => (0..100_000).fold(Response::ok(), |r, _| r.event("", "")),
             // Many children (1,000 unless spec.count says), each small.

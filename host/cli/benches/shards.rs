@@ -9,6 +9,11 @@
 //! Needs the local control plane (`ork control-plane install`).
 //! Run: `cargo bench -p orkestra-cli --bench shards` (`SHARD_CRS=2000` for a quicker run).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks name the objects they create; no tenant input reaches these calls"
+)]
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use orkestra::ha::{self, Ha, Mode};
 use orkestra_katalog::model::HaMode;
@@ -107,7 +108,7 @@ impl HaArgs {
             settings.duration,
             settings.renew
         );
-        Ok(Ha::start(client.clone(), settings))
+        Ha::start(client.clone(), settings).context("--ha-namespace")
     }
 }
 

@@ -76,7 +76,8 @@ pub async fn secret_value(client: &kube::Client, reference: &str, key: &str) -> 
         [namespace, name, key] => (namespace, name, key),
         _ => anyhow::bail!("Secret {reference}: give NAMESPACE/NAME or NAMESPACE/NAME/KEY"),
     };
-    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::namespaced(client.clone(), namespace);
+    let secrets = orkestra_kube::objects::namespaced::<k8s_openapi::api::core::v1::Secret>(client.clone(), namespace)
+        .with_context(|| format!("Secret {reference}"))?;
     let secret = secrets
         .get(name)
         .await

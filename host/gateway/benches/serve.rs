@@ -6,6 +6,11 @@
 //! Needs the local control plane (`ork control-plane install`).
 //! Run: `cargo bench -p orkestra-gateway --bench serve`.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests and benchmarks name the objects they create; no tenant input reaches these calls"
+)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -15,8 +15,8 @@ use serde_json::{Map, Value, json};
 
 use orkestra_katalog::Compiled;
 use orkestra_katalog::compile::CompiledCrd;
-use orkestra_katalog::labels::SERVE_INTENT;
 
+use crate::provenance::Gateway;
 pub use crate::review::Counts;
 use crate::review::{crd_of, review};
 
@@ -28,31 +28,35 @@ pub const BODY_LIMIT: usize = 8 << 20;
 struct Shared {
     compiled: Arc<Compiled>,
     counts: Arc<Counts>,
+    /// Whose provenance `.request` may be read from.
+    gateway: Arc<Gateway>,
     /// For the rules' external calls.
     http: reqwest::Client,
 }
 
 /// The webhook routes.
-pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>) -> axum::Router {
+pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>, gateway: Arc<Gateway>) -> axum::Router {
     axum::Router::new()
         .route("/validate", post(validate))
         .route("/mutate", post(mutate))
         .with_state(Shared {
             compiled,
             counts,
+            gateway,
             http: reqwest::Client::new(),
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
 }
 
-/// What the rules see besides the object: the intent the gateway recorded, as `.request`,
+/// What the rules see besides the object: the intent the gateway recorded, as `.request`
+/// (only what the gateway wrote: a served CRD's provenance, see [`crate::provenance`]),
 /// and the results of the rules' external calls, as `.external` (made here as at reconcile;
 /// a failing one refuses the write, as it fails a reconcile).
-async fn context_of(shared: &Shared, crd: &CompiledCrd, object: &Value) -> Result<Map<String, Value>, String> {
+async fn context_of(shared: &Shared, crd: &CompiledCrd, request: &Value) -> Result<Map<String, Value>, String> {
+    let object = &request["object"];
     let mut context = Map::new();
-    if let Some(intent) = object["metadata"]["annotations"][SERVE_INTENT].as_str()
-        && let Ok(intent) = serde_json::from_str::<Value>(intent)
-    {
+    let guarded = crate::provenance::guarded(&shared.compiled).any(|served| served.name == crd.name);
+    if let Some(intent) = shared.gateway.intent(request).filter(|_| guarded) {
         context.insert("request".into(), intent);
     }
     if !crd.rule_calls.is_empty() {
@@ -91,7 +95,7 @@ async fn validate(State(shared): State<Shared>, Json(body): Json<Value>) -> Json
         Err(answer) => return answer,
     };
     let uid = &body["request"]["uid"];
-    let context = match context_of(&shared, crd, object).await {
+    let context = match context_of(&shared, crd, &body["request"]).await {
         Ok(context) => context,
         Err(why) => return refuse(uid, format!("an external call of the rules failed: {why}")),
     };
@@ -116,7 +120,7 @@ async fn mutate(State(shared): State<Shared>, Json(body): Json<Value>) -> Json<V
         Err(answer) => return answer,
     };
     let uid = &body["request"]["uid"];
-    let context = match context_of(&shared, crd, object).await {
+    let context = match context_of(&shared, crd, &body["request"]).await {
         Ok(context) => context,
         Err(why) => return refuse(uid, format!("an external call of the rules failed: {why}")),
     };
@@ -171,7 +175,10 @@ spec:
 
     async fn ask_with(katalog: &str, path: &str, operation: &str, object: Value) -> Value {
         let compiled = orkestra_katalog::load_sources(&[(PathBuf::from("k.yaml"), katalog.to_string())]).unwrap();
-        let app = router(Arc::new(compiled), Arc::default());
+        let gateway = Gateway {
+            username: "gateway".into(),
+        };
+        let app = router(Arc::new(compiled), Arc::default(), Arc::new(gateway));
         let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
             "uid": "u-1", "operation": operation, "resource": {"group": "demo.orkestra.io", "version": "v1", "resource": "sites"},
             "object": object}});

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use orkestra_kube::objects;
 use serde_json::json;
 
 use orkestra_katalog::Compiled;
@@ -99,7 +99,7 @@ async fn client_for(local: &kube::Client, entry: &ClusterEntry, namespace: &str)
 /// The text under a key of a Secret.
 async fn read(local: &kube::Client, secret: &SecretKey, namespace: &str) -> Result<String, String> {
     let namespace = secret.namespace.as_deref().unwrap_or(namespace);
-    let api: Api<Secret> = Api::namespaced(local.clone(), namespace);
+    let api = objects::namespaced::<Secret>(local.clone(), namespace).map_err(|e| e.to_string())?;
     let found = api
         .get_opt(&secret.name)
         .await

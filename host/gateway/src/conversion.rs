@@ -11,8 +11,9 @@ use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
 use base64::Engine;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use orkestra_kube::objects::Objects;
 use serde_json::{Value, json};
 
 use orkestra_katalog::Compiled;
@@ -114,7 +115,7 @@ pub async fn point_crds(
         &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         "customresourcedefinitions",
     );
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let api = Objects::<DynamicObject>::all_with(client.clone(), &resource);
     let ca = base64::engine::general_purpose::STANDARD.encode(&registration.ca_bundle);
     let client_config = match &registration.endpoint {
         Endpoint::Url(base) => json!({"url": format!("{}/convert", base.trim_end_matches('/')), "caBundle": ca}),

@@ -2,7 +2,8 @@
 //!
 //! - [`admission`], [`patch`], [`review`]: the validating and mutating webhooks the API
 //!   server calls, running the Katalog's rules at admission.
-//! - [`protection`]: deletion and namespace protection.
+//! - [`protection`]: deletion and namespace protection; [`provenance`]: the annotations only
+//!   the gateway writes.
 //! - [`conversion`]: the conversion webhook of multi-version CRDs.
 //! - [`registration`]: the webhook configurations that point the API server at them.
 //! - [`tls`], [`webhooks`]: the HTTPS server, its certificate and its renewal.
@@ -19,6 +20,7 @@ pub mod jwt_ring;
 pub mod oidc;
 pub mod patch;
 pub mod protection;
+pub mod provenance;
 pub mod registration;
 pub mod review;
 pub mod stats;

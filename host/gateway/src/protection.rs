@@ -16,8 +16,9 @@ use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
 use base64::Engine;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use orkestra_kube::objects::Objects;
 use serde_json::{Value, json};
 
 use orkestra_katalog::Compiled;
@@ -223,7 +224,7 @@ pub async fn label_existing(client: &kube::Client, compiled: &Compiled) -> Resul
         &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         "customresourcedefinitions",
     );
-    let crds: Api<DynamicObject> = Api::all_with(client.clone(), &crds);
+    let crds = Objects::<DynamicObject>::all_with(client.clone(), &crds);
     for crd in compiled.enabled() {
         if protects_crd(compiled, crd)
             && let Some(object) = crds.get_opt(&crd.crd_name()).await?
@@ -243,14 +244,12 @@ pub async fn label_existing(client: &kube::Client, compiled: &Compiled) -> Resul
         }
         let resource =
             ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&crd.group, &crd.version, &crd.kind), &crd.plural);
-        let all: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let all = Objects::<DynamicObject>::all_with(client.clone(), &resource);
         let unlabelled = ListParams::default().labels(&format!("{DELETION_PROTECTION}!=true"));
         for object in all.list(&unlabelled).await? {
             let name = object.metadata.name.clone().unwrap_or_default();
-            let api: Api<DynamicObject> = match &object.metadata.namespace {
-                Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
-                None => Api::all_with(client.clone(), &resource),
-            };
+            let api =
+                Objects::<DynamicObject>::within(client.clone(), object.metadata.namespace.as_deref(), &resource)?;
             api.patch(&name, &params, &patch).await?;
             written += 1;
         }

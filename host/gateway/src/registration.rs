@@ -6,8 +6,9 @@
 //! each feature's webhooks go unless that feature asks to stay.
 
 use base64::Engine;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use orkestra_kube::objects::Objects;
 use serde_json::{Value, json};
 
 use orkestra_katalog::Compiled;
@@ -77,6 +78,7 @@ pub fn enabled(compiled: &Compiled) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Feature {
     Rules,
+    Provenance,
     Deletion,
     Namespaces,
 }
@@ -156,6 +158,18 @@ fn hooks<'c>(compiled: &'c Compiled, registration: &Registration) -> Vec<Hook<'c
                 false,
             ));
         }
+        if crate::provenance::guarded(compiled).any(|served| served.name == crd.name) {
+            // Security, not policy: always `Fail`, so nothing forged slips in unchecked.
+            hooks.push(hook(
+                Kind::Validating,
+                Feature::Provenance,
+                "provenance",
+                "/provenance",
+                both(),
+                FailurePolicy::Fail,
+                false,
+            ));
+        }
         if let Some(policy) = namespaces
             && crd.namespaced
         {
@@ -228,7 +242,7 @@ fn hooks<'c>(compiled: &'c Compiled, registration: &Registration) -> Vec<Hook<'c
 fn cleaned_up(compiled: &Compiled, feature: Feature) -> bool {
     let security = compiled.katalog.security.as_ref();
     let setting = match feature {
-        Feature::Rules => security
+        Feature::Rules | Feature::Provenance => security
             .and_then(|s| s.webhooks.as_ref())
             .and_then(|w| w.cleanup_on_shutdown),
         Feature::Deletion => security
@@ -312,7 +326,7 @@ async fn write(
     keep: impl Fn(Feature) -> bool + Copy,
 ) -> Result<(), kube::Error> {
     for kind in [Kind::Validating, Kind::Mutating] {
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.resource());
+        let api = Objects::<DynamicObject>::all_with(client.clone(), &kind.resource());
         let name = name_for(&compiled.katalog.name);
         match configuration_of(compiled, kind, registration, keep) {
             Some(config) => {
@@ -336,7 +350,16 @@ pub async fn unregister(
     write(client, compiled, registration, |feature| !cleaned_up(compiled, feature)).await
 }
 
-async fn remove(api: &Api<DynamicObject>, name: &str) -> Result<(), kube::Error> {
+/// Removes both configurations of the Katalog, whatever they hold (a start that failed).
+pub async fn remove_all(client: &kube::Client, compiled: &Compiled) -> Result<(), kube::Error> {
+    for kind in [Kind::Validating, Kind::Mutating] {
+        let api = Objects::<DynamicObject>::all_with(client.clone(), &kind.resource());
+        remove(&api, &name_for(&compiled.katalog.name)).await?;
+    }
+    Ok(())
+}
+
+async fn remove(api: &Objects<DynamicObject>, name: &str) -> Result<(), kube::Error> {
     match api.delete(name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),

@@ -11,7 +11,8 @@ use std::time::Duration;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, PostParams};
+use kube::api::PostParams;
+use orkestra_kube::objects;
 use rand::RngCore;
 
 use orkestra_katalog::model::{TokenSecret, TokenSource};
@@ -153,7 +154,7 @@ async fn secret_value(
         .map(orkestra_katalog::duration::parse)
         .transpose()
         .map_err(|e| Error::Rotate(e.to_string(), name.to_string()))?;
-    let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+    let api = objects::namespaced::<Secret>(client.clone(), &namespace).map_err(failed)?;
     let existing = api.get_opt(&spec.name).await.map_err(failed)?;
     let generated = existing.as_ref().and_then(|s| {
         let at = s.metadata.annotations.as_ref()?.get(GENERATED_AT)?;

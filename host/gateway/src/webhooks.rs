@@ -12,6 +12,7 @@ use orkestra_katalog::Compiled;
 use orkestra_katalog::model::FailurePolicy;
 
 use crate::admission::{self, Counts};
+use crate::provenance::{self, Gateway};
 use crate::registration::{self, Endpoint, Registration};
 use crate::tls::{self, Identity, Serving};
 use crate::{conversion, protection};
@@ -42,6 +43,10 @@ pub enum Error {
     Listen(SocketAddr, std::io::Error),
     #[error("cannot register the webhooks with the API server: {0}")]
     Register(kube::Error),
+    #[error(
+        "cannot learn the gateway's own user from the API server (a SelfSubjectReview, Kubernetes 1.28 or later), which guarding the Serve API's provenance needs: {0}"
+    )]
+    Identity(kube::Error),
 }
 
 /// The running webhook server.
@@ -98,7 +103,18 @@ impl Webhooks {
         };
         let serving = Serving::new(&identity)?;
         let counts = Arc::new(Counts::default());
-        let router = admission::router(compiled.clone(), counts.clone())
+        let gateway = match Gateway::whoami(&client).await {
+            Ok(gateway) => gateway,
+            Err(error) if provenance::guarded(&compiled).next().is_some() => return Err(Error::Identity(error)),
+            // Nothing to guard: no provenance is read at all without a user to trust.
+            Err(_) => Gateway {
+                username: String::new(),
+            },
+        };
+        tracing::debug!(user = %gateway.username, "the gateway's own user");
+        let gateway = Arc::new(gateway);
+        let router = admission::router(compiled.clone(), counts.clone(), gateway.clone())
+            .merge(provenance::router(compiled.clone(), counts.clone(), gateway))
             .merge(protection::router(compiled.clone(), counts.clone()))
             .merge(conversion::router(compiled.clone(), counts.clone()))
             .layer(axum::extract::DefaultBodyLimit::max(admission::BODY_LIMIT));
@@ -114,10 +130,26 @@ impl Webhooks {
             serving.clone(),
             std::future::pending(),
         ))];
-        register(&client, &compiled, &registration).await?;
-        let labelled = crate::protection::label_existing(&client, &compiled)
-            .await
-            .map_err(Error::Register)?;
+        // A start that fails half way takes back what it registered: left behind, `Fail`
+        // webhooks with nobody serving them would refuse every write of the Katalog's kinds.
+        let registered = async {
+            register(&client, &compiled, &registration).await?;
+            crate::protection::label_existing(&client, &compiled)
+                .await
+                .map_err(Error::Register)
+        };
+        let labelled = match registered.await {
+            Ok(labelled) => labelled,
+            Err(error) => {
+                for task in &tasks {
+                    task.abort();
+                }
+                if let Err(cleanup) = registration::remove_all(&client, &compiled).await {
+                    tracing::warn!(error = %cleanup, "removing the webhooks of a failed start failed too");
+                }
+                return Err(error);
+            }
+        };
         tracing::info!(%addr, labelled, "admission webhooks serving and registered");
         let shared = Arc::new(std::sync::Mutex::new(registration.clone()));
         if options.cert.is_none() {
@@ -170,9 +202,10 @@ impl Webhooks {
 }
 
 /// Whether the Katalog has anything for the webhook server to serve: admission rules,
-/// protection, or conversion.
+/// provenance (the Serve API is open), protection, or conversion.
 pub fn any_enabled(compiled: &Compiled) -> bool {
     registration::enabled(compiled)
+        || provenance::guarded(compiled).next().is_some()
         || protection::deletion(compiled).is_some()
         || protection::namespaces(compiled).is_some()
         || conversion::crds(compiled).next().is_some()

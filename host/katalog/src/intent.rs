@@ -13,6 +13,7 @@ use crate::compile::{Compiled, CompiledCrd, CompiledServe, IntentField, Surface}
 use crate::fields::set_path;
 use crate::labels::{SERVE_ALIAS, SERVE_INTENT, SERVE_SOURCE, SERVE_TARGET};
 use crate::model::FieldType;
+use crate::names::is_dns1123_subdomain;
 use crate::resolver::Resolver;
 use crate::template::Template;
 
@@ -385,11 +386,6 @@ fn finish(
         crd: crd.clone(),
         surface: surface.name.clone(),
     })
-}
-
-/// A DNS-1123 subdomain: what most Kubernetes object names must be.
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(crate::is_dns1123_label)
 }
 
 /// The surface a stored CR came through (its alias, else its target), if any.

@@ -17,7 +17,8 @@
 //! - [`component`]: a Wasm component as the Katalog declares it, and its grants.
 //! - [`effective_box`]: a CR's CRD box overlaid by its serve target's box.
 //! - [`ownership`], [`labels`]: whose child an object is, by evidence a CR's writer cannot forge.
-//! - [`text`]: bounded, char-safe text for anything a tenant supplies.
+//! - [`text`]: bounded, char-safe text for anything a tenant supplies; [`names`]: the rules
+//!   for names that reach an API path.
 
 pub mod access;
 pub mod calendar;
@@ -40,6 +41,7 @@ mod loaded;
 pub mod migrate;
 pub mod model;
 mod motif;
+pub mod names;
 pub mod normalize;
 pub mod ownership;
 pub mod profile;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use kube::runtime::wait::{await_condition, conditions};
 use serde_json::{Value, json};
 
@@ -78,7 +78,7 @@ pub fn generated_crd(crd: &LoadedCrd) -> Value {
 /// Installs every enabled custom CRD of the Katalog and waits until each is Established.
 /// Returns the names of the CustomResourceDefinitions applied.
 pub async fn install_crds(client: &kube::Client, katalog: &Katalog, timeout: Duration) -> Result<Vec<String>, Error> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let api = crate::objects::all::<CustomResourceDefinition>(client.clone());
     let mut installed = Vec::new();
     for crd in katalog.crds.values().filter(|c| c.entry.enabled) {
         let documents = match &crd.entry.crd_file {
@@ -103,7 +103,7 @@ pub async fn install_crds(client: &kube::Client, katalog: &Katalog, timeout: Dur
         }
     }
     for name in &installed {
-        let established = await_condition(api.clone(), name, conditions::is_crd_established());
+        let established = await_condition(api.api().clone(), name, conditions::is_crd_established());
         match tokio::time::timeout(timeout, established).await {
             Ok(Ok(_)) => {}
             _ => {

@@ -1,7 +1,9 @@
 //! What the runtime, the Wasm host and `ork dev` need from an API server beyond kube's
 //! client: finding a kind (with fallbacks to older API versions), applying manifests, and
-//! installing a Katalog's CRDs.
+//! installing a Katalog's CRDs, and [`objects`], the one way to an API path that carries a
+//! name (checked and encoded).
 
 pub mod crd_install;
 pub mod discovery;
 pub mod manifests;
+pub mod objects;

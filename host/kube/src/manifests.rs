@@ -3,10 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Scope};
 use serde_json::Value;
+
+use crate::objects::Objects;
 
 /// The field manager of every write the runtime makes.
 pub const FIELD_MANAGER: &str = "orkestra";
@@ -100,28 +102,30 @@ pub async fn apply_file(client: &kube::Client, path: &Path, default_namespace: &
             .ok_or_else(|| incomplete("metadata.name"))?;
         let gvk = GroupVersionKind::try_from(&types).map_err(|_| incomplete("a valid apiVersion"))?;
         let (resource, caps) = resolve_kind(client, &gvk).await?;
-        let api: Api<DynamicObject> = match caps.scope {
-            Scope::Namespaced => {
-                let namespace = object
+        let namespace = match caps.scope {
+            Scope::Namespaced => Some(
+                object
                     .metadata
                     .namespace
                     .clone()
-                    .unwrap_or_else(|| default_namespace.to_string());
-                Api::namespaced_with(client.clone(), &namespace, &resource)
-            }
-            Scope::Cluster => Api::all_with(client.clone(), &resource),
+                    .unwrap_or_else(|| default_namespace.to_string()),
+            ),
+            Scope::Cluster => None,
         };
+        let applying = |source| Error::Apply {
+            kind: gvk.kind.clone(),
+            name: name.clone(),
+            source,
+        };
+        let api =
+            Objects::<DynamicObject>::within(client.clone(), namespace.as_deref(), &resource).map_err(applying)?;
         api.patch(
             &name,
             &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&object),
         )
         .await
-        .map_err(|source| Error::Apply {
-            kind: gvk.kind.clone(),
-            name: name.clone(),
-            source,
-        })?;
+        .map_err(applying)?;
         applied.push(format!("{}/{}", gvk.kind, name));
     }
     Ok(applied)

@@ -303,7 +303,9 @@ impl Kordinator {
         let Some(patch) = feedback::patch(object, stamps) else {
             return;
         };
-        let (api, name) = crate::observe::api_for_key(&self.client, &self.resource, key);
+        let Ok((api, name)) = crate::observe::api_for_key(&self.client, &self.resource, key) else {
+            return;
+        };
         self.counters.writes.fetch_add(1, Ordering::Relaxed);
         if let Err(error) = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             tracing::debug!(crd = %self.crd.name, %key, %error, "could not stamp health and metrics");

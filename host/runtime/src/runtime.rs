@@ -19,6 +19,7 @@ use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::Scope;
 use kube::runtime::watcher;
+use orkestra_kube::objects::Objects;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
@@ -428,9 +429,12 @@ impl CrdRun {
 
         let mut observers = JoinSet::new();
         let namespace = crd.namespace.clone().filter(|_| scope == Scope::Namespaced);
-        let primary_api: Api<DynamicObject> = match &namespace {
-            Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource.as_ref()),
-            None => Api::all_with(self.client.clone(), resource.as_ref()),
+        let primary_api = match Objects::<DynamicObject>::within(self.client.clone(), namespace.as_deref(), &resource) {
+            Ok(objects) => objects.api().clone(),
+            Err(error) => {
+                tracing::error!(crd = %crd.name, %error, "the CRD's namespace is not a namespace; not started");
+                return;
+            }
         };
         let mut config = watcher::Config::default();
         if let Some(labels) = &crd.label_selector {
@@ -721,10 +725,16 @@ impl CrdRun {
     /// An API for a secondary kind, found through discovery; `None` (logged) when unknown.
     async fn api_for(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Option<Api<DynamicObject>> {
         match orkestra_kube::discovery::resolve(&self.client, api_version, kind).await {
-            Ok((resource, scope)) => Some(match (namespace, scope) {
-                (Some(ns), Scope::Namespaced) => Api::namespaced_with(self.client.clone(), ns, &resource),
-                _ => Api::all_with(self.client.clone(), &resource),
-            }),
+            Ok((resource, scope)) => {
+                let namespace = namespace.filter(|_| scope == Scope::Namespaced);
+                match Objects::within(self.client.clone(), namespace, &resource) {
+                    Ok(objects) => Some(objects.api().clone()),
+                    Err(error) => {
+                        tracing::warn!(crd = %self.handle.crd.name, %kind, %error, "cannot watch this kind there");
+                        None
+                    }
+                }
+            }
             Err(error) => {
                 tracing::warn!(crd = %self.handle.crd.name, %api_version, %kind, %error, "cannot watch this kind: not served");
                 None

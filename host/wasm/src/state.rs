@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::Scope;
 use serde_json::Value;
 use wasmtime::component::ResourceTable;
@@ -13,6 +13,7 @@ use super::bindings::kube::{KubeError, ObjectRef};
 use super::bindings::{kube as wit_kube, log as wit_log, types as wit_types};
 use orkestra_katalog::component::grants::{Access, Grants, Verb};
 use orkestra_kube::discovery::KindCache;
+use orkestra_kube::objects::Objects;
 
 /// Longest log line kept; longer ones are cut.
 const LOG_LINE_LIMIT: usize = 1024;
@@ -195,7 +196,7 @@ impl wit_log::Host for CallState {
 
 /// The namespace an access is checked in, and the API to make it with.
 struct Target {
-    api: Api<DynamicObject>,
+    api: Objects<DynamicObject>,
     namespace: Option<String>,
     api_version: String,
 }
@@ -249,10 +250,8 @@ impl CallState {
             self.denied.get_or_insert_with(|| message.clone());
             return Err(KubeError::Forbidden(message));
         }
-        let api = match &namespace {
-            Some(ns) => Api::namespaced_with(cluster.client.clone(), ns, &resource),
-            None => Api::all_with(cluster.client.clone(), &resource),
-        };
+        let api = Objects::within(cluster.client.clone(), namespace.as_deref(), &resource)
+            .map_err(|e| KubeError::Rejected(e.to_string()))?;
         Ok(Target {
             api,
             namespace,
@@ -296,15 +295,10 @@ impl CallState {
     }
 }
 
-/// A name a guest passes, refused when no Kubernetes object could have it.
+/// A name a guest passes, refused when no Kubernetes object could have it (before it is
+/// spent on a kube call; [`Objects`] checks it again where it enters the URL).
 fn check_name(name: &str) -> Result<(), KubeError> {
-    if name.is_empty() || name.len() > NAME_LIMIT {
-        return Err(KubeError::Rejected(format!(
-            "a name must be 1 to {NAME_LIMIT} bytes, not {}",
-            name.len()
-        )));
-    }
-    Ok(())
+    orkestra_katalog::names::check_name(name).map_err(KubeError::Rejected)
 }
 
 /// An object a guest sends, refused past the API server's request limit before it is parsed.

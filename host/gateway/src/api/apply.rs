@@ -256,7 +256,10 @@ async fn write(
         metadata["namespace"].as_str().map(str::to_string),
     );
     let (name, namespace) = (name.as_str(), namespace.as_deref());
-    let api = api_of(client, &crd, namespace);
+    let api = match api_of(client, &crd, namespace) {
+        Ok(api) => api,
+        Err(response) => return *response,
+    };
     let watched = cache
         .and_then(|c| c.get(&crd.name, namespace, name))
         .and_then(|o| serde_json::to_value(&*o).ok());

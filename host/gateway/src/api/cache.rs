@@ -10,10 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject};
+use kube::api::DynamicObject;
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+use orkestra_kube::objects::Objects;
 
 use orkestra_katalog::Compiled;
 
@@ -37,9 +38,13 @@ impl Cache {
         for crd in compiled.enabled().filter(|c| c.serve.is_some()) {
             let gvk = GroupVersionKind::gvk(&crd.group, &crd.version, &crd.kind);
             let resource = ApiResource::from_gvk_with_plural(&gvk, &crd.plural);
-            let api: Api<DynamicObject> = match (&crd.namespace, crd.namespaced) {
-                (Some(namespace), true) => Api::namespaced_with(client.clone(), namespace, &resource),
-                _ => Api::all_with(client.clone(), &resource),
+            let namespace = crd.namespace.as_deref().filter(|_| crd.namespaced);
+            let api = match Objects::<DynamicObject>::within(client.clone(), namespace, &resource) {
+                Ok(objects) => objects.api().clone(),
+                Err(error) => {
+                    tracing::warn!(crd = %crd.name, %error, "the Serve API's view of these CRs is off");
+                    continue;
+                }
             };
             let writer = reflector::store::Writer::new(resource.clone());
             let store = writer.as_reader();

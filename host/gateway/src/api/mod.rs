@@ -18,8 +18,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use kube::api::{Api, DynamicObject};
+use kube::api::DynamicObject;
 use kube::core::{ApiResource, GroupVersionKind};
+use orkestra_kube::objects::Objects;
 use serde_json::{Value, json};
 
 use orkestra_katalog::Compiled;
@@ -207,14 +208,17 @@ pub(crate) fn cluster_client<'s>(shared: &'s Shared, cluster: Option<&str>) -> R
     }
 }
 
-/// The API of a CRD's CRs in `namespace` (all namespaces when `None`).
-pub(crate) fn api_of(client: &kube::Client, crd: &CompiledCrd, namespace: Option<&str>) -> Api<DynamicObject> {
+/// The CRs of a CRD in `namespace` (all namespaces when `None`), or the 400 that names a
+/// namespace that is not one.
+pub(crate) fn api_of(
+    client: &kube::Client,
+    crd: &CompiledCrd,
+    namespace: Option<&str>,
+) -> Result<Objects<DynamicObject>, Box<Response>> {
     let gvk = GroupVersionKind::gvk(&crd.group, &crd.version, &crd.kind);
     let resource = ApiResource::from_gvk_with_plural(&gvk, &crd.plural);
-    match (crd.namespaced, namespace) {
-        (true, Some(namespace)) => Api::namespaced_with(client.clone(), namespace, &resource),
-        _ => Api::all_with(client.clone(), &resource),
-    }
+    Objects::within(client.clone(), namespace.filter(|_| crd.namespaced), &resource)
+        .map_err(|refused| Box::new(failure(StatusCode::BAD_REQUEST, refused.to_string())))
 }
 
 /// An API server error as the Serve API answers it.

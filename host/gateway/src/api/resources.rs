@@ -36,6 +36,22 @@ fn query_of(shared: &Shared, query: Query_) -> Result<(ReadQuery, kube::Client),
     Ok((query, client.clone()))
 }
 
+/// The 400 for a namespace or name in the path that no CR could have, before anything
+/// reaches the API server (a CR's name is a DNS-1123 subdomain).
+fn checked(namespace: Option<&str>, name: Option<&str>) -> Result<(), Early> {
+    let bad = |why: String| Box::new(failure(StatusCode::BAD_REQUEST, why));
+    if let Some(namespace) = namespace {
+        orkestra_katalog::names::check_namespace(namespace).map_err(bad)?;
+    }
+    match name {
+        Some(name) if !orkestra_katalog::names::is_dns1123_subdomain(name) => Err(bad(format!(
+            "name {:?} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', at most 253)",
+            orkestra_katalog::text::bounded(name.to_string(), 80)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn served<'c>(shared: &'c Shared, kind: &str) -> Result<&'c std::sync::Arc<CompiledCrd>, Early> {
     crd_of_kind(&shared.compiled, kind)
         .ok_or_else(|| Box::new(failure(StatusCode::NOT_FOUND, format!("kind {kind} is not served"))))
@@ -111,7 +127,7 @@ async fn read_one(
     name: &str,
     field: Option<String>,
 ) -> Response {
-    let crd = match served(shared, kind) {
+    let crd = match served(shared, kind).and_then(|crd| checked(namespace, Some(name)).map(|()| crd)) {
         Ok(crd) => crd,
         Err(response) => return *response,
     };
@@ -121,7 +137,11 @@ async fn read_one(
     if let Err(why) = may_somewhere(serve, caller, Verb::Get, namespace) {
         return failure(StatusCode::FORBIDDEN, why);
     }
-    let object = match fetch(&api_of(client, crd, namespace), crd, namespace, name).await {
+    let object = match api_of(client, crd, namespace) {
+        Ok(api) => fetch(&api, crd, namespace, name).await,
+        Err(response) => Err(response),
+    };
+    let object = match object {
         Ok(object) => object,
         Err(response) => return *response,
     };
@@ -130,11 +150,7 @@ async fn read_one(
         return failure(StatusCode::FORBIDDEN, why);
     }
     if let Some(field) = field {
-        let value = field
-            .split('.')
-            .try_fold(&object, |v, k| v.get(k))
-            .cloned()
-            .unwrap_or(Value::Null);
+        let value = shape::field(crd, &surface.response, object, &field);
         return Json(json!({"name": name, "namespace": namespace, "field": field, "value": value})).into_response();
     }
     Json(shape::read(crd, &surface.response, object)).into_response()
@@ -144,6 +160,9 @@ async fn list(client: &kube::Client, caller: &Caller, crd: &CompiledCrd, namespa
     let Some(serve) = crd.serve.as_deref() else {
         return failure(StatusCode::NOT_FOUND, format!("kind {} is not served", crd.kind));
     };
+    if let Err(response) = checked(namespace, None) {
+        return *response;
+    }
     if let Err(why) = permits(
         serve.primary_surface(),
         &caller.token,
@@ -153,7 +172,11 @@ async fn list(client: &kube::Client, caller: &Caller, crd: &CompiledCrd, namespa
     ) {
         return failure(StatusCode::FORBIDDEN, why);
     }
-    let listed = match api_of(client, crd, namespace).list(&ListParams::default()).await {
+    let api = match api_of(client, crd, namespace) {
+        Ok(api) => api,
+        Err(response) => return *response,
+    };
+    let listed = match api.list(&ListParams::default()).await {
         Ok(list) => list,
         Err(error) => return from_kube(error, "listing the CRs"),
     };
@@ -203,7 +226,7 @@ async fn remove(
     namespace: Option<&str>,
     name: &str,
 ) -> Response {
-    let crd = match served(shared, kind) {
+    let crd = match served(shared, kind).and_then(|crd| checked(namespace, Some(name)).map(|()| crd)) {
         Ok(crd) => crd,
         Err(response) => return *response,
     };
@@ -227,7 +250,10 @@ async fn remove(
     if let Err(why) = may_somewhere(serve, caller, Verb::Delete, namespace) {
         return failure(StatusCode::FORBIDDEN, why);
     }
-    let api = api_of(client, crd, namespace);
+    let api = match api_of(client, crd, namespace) {
+        Ok(api) => api,
+        Err(response) => return *response,
+    };
     let object = match fetch(&api, crd, namespace, name).await {
         Ok(object) => object,
         Err(response) => return *response,
@@ -268,7 +294,7 @@ fn may_somewhere(
 
 /// One CR, or the 404 (or the API server's error) that answers instead.
 async fn fetch(
-    api: &kube::Api<kube::api::DynamicObject>,
+    api: &orkestra_kube::objects::Objects<kube::api::DynamicObject>,
     crd: &CompiledCrd,
     namespace: Option<&str>,
     name: &str,

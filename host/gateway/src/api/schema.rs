@@ -13,7 +13,7 @@ use axum::extract::{Extension, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::Api;
+use orkestra_kube::objects;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -49,7 +49,7 @@ impl Schemas {
         {
             return schema.clone();
         }
-        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let api = objects::all::<CustomResourceDefinition>(client.clone());
         let schema = match api.get_opt(&name).await {
             Ok(found) => found.and_then(|definition| {
                 let version = definition.spec.versions.into_iter().find(|v| v.name == crd.version)?;

@@ -12,19 +12,34 @@ pub fn read(crd: &CompiledCrd, response: &Response, mut object: Value) -> Value 
     strip_noise(&mut object);
     let payload = payload(crd, response, &object);
     let mut out = match response.include_cr {
-        true => object.clone(),
+        true => visible(crd, response, object),
         false => json!({}),
     };
-    if response.include_cr {
-        let resolver = Resolver::new(&object, &crd.notes);
-        for template in &response.exclude {
-            let Ok(paths) = resolver.render(template) else { continue };
-            for path in paths.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-                remove_path(&mut out, path);
-            }
+    out["payload"] = payload;
+    out
+}
+
+/// One value of the CR (`status.phase`), as the surface lets it be seen: an excluded path
+/// reads as null like an absent one.
+pub fn field(crd: &CompiledCrd, response: &Response, mut object: Value, path: &str) -> Value {
+    strip_noise(&mut object);
+    let shown = visible(crd, response, object);
+    path.split('.')
+        .try_fold(&shown, |v, k| v.get(k))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// The CR without the paths the surface's `exclude` names (rendered over the CR itself).
+fn visible(crd: &CompiledCrd, response: &Response, object: Value) -> Value {
+    let mut out = object.clone();
+    let resolver = Resolver::new(&object, &crd.notes);
+    for template in &response.exclude {
+        let Ok(paths) = resolver.render(template) else { continue };
+        for path in paths.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            remove_path(&mut out, path);
         }
     }
-    out["payload"] = payload;
     out
 }
 
@@ -140,6 +155,15 @@ spec:
         let shaped = read(crd, response, object.clone());
         assert_eq!(shaped["payload"], json!({"phase": "Ready"}));
         assert_eq!(shaped["spec"], json!({"kept": true}));
+        assert_eq!(field(crd, response, object.clone(), "spec.kept"), json!(true));
+        for excluded in ["spec.secretRef", "spec.token", "spec.other"] {
+            assert_eq!(
+                field(crd, response, object.clone(), excluded),
+                Value::Null,
+                "{excluded}"
+            );
+        }
+        assert_eq!(field(crd, response, object.clone(), "status.phase"), json!("Ready"));
         assert!(shaped["metadata"].get("managedFields").is_none());
         assert_eq!(
             poll_url(crd, response, &object),

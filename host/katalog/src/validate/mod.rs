@@ -10,6 +10,7 @@ use super::model::CrdEntry;
 use super::yaml::{Node, NodeValue, Pos};
 use crate::condition::{Check, ConditionSpec};
 use crate::de::Problem;
+pub use crate::names::is_dns1123_label;
 use crate::template::{Func, Functions, Template};
 use crate::text::closest;
 
@@ -357,18 +358,6 @@ pub fn is_builtin_group(group: &str) -> bool {
 /// (upstream's packs name CRDs `declarativeApp`). It never names a Kubernetes object.
 fn is_crd_key(s: &str) -> bool {
     is_dns1123_label(&s.to_ascii_lowercase())
-}
-
-/// True for a DNS-1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
-pub fn is_dns1123_label(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes[0] != b'-'
-        && bytes[bytes.len() - 1] != b'-'
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

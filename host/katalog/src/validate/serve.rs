@@ -217,7 +217,7 @@ impl Checker<'_> {
             && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
             && name.starts_with(|c: char| c.is_ascii_alphanumeric())
             && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-        if !valid_name || prefix.is_some_and(|p| !crate::intent::is_dns1123_subdomain(p)) {
+        if !valid_name || prefix.is_some_and(|p| !crate::names::is_dns1123_subdomain(p)) {
             self.error(path, pos, format!("\"{key}\" is not a valid label or annotation key"));
         }
         if field.type_.is_none() {

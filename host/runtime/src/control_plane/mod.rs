@@ -395,7 +395,9 @@ impl ControlPlane {
     async fn wait_controller_manager(&mut self, timeout: Duration) -> Result<(), Error> {
         let deadline = Instant::now() + timeout;
         let client = self.client().await?;
-        let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> = kube::Api::namespaced(client, "default");
+        let accounts =
+            orkestra_kube::objects::namespaced::<k8s_openapi::api::core::v1::ServiceAccount>(client, "default")
+                .map_err(Error::Client)?;
         loop {
             self.check_running()?;
             if matches!(accounts.get_opt("default").await, Ok(Some(_))) {

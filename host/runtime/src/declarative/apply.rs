@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use base64::Engine;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::discovery::Scope;
+use orkestra_kube::objects::Objects;
 use serde_json::{Value, json};
 
 use super::scale::SCALED_AT;
@@ -94,7 +95,7 @@ impl Applier {
     }
 
     /// The API for `object`'s kind, its scope and the apiVersion the server serves it as.
-    async fn api(&self, object: &Value) -> Result<(Api<DynamicObject>, Scope, String), ReconcileError> {
+    async fn api(&self, object: &Value) -> Result<(Objects<DynamicObject>, Scope, String), ReconcileError> {
         let api_version = object["apiVersion"].as_str().unwrap_or_default().to_string();
         let kind = object["kind"].as_str().unwrap_or_default().to_string();
         let (resource, scope) = self
@@ -108,10 +109,11 @@ impl Applier {
                     e,
                 )
             })?;
-        let api = match (&scope, object["metadata"]["namespace"].as_str()) {
-            (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &resource),
-            _ => Api::all_with(self.client.clone(), &resource),
-        };
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .filter(|_| scope == Scope::Namespaced);
+        let api = Objects::within(self.client.clone(), namespace, &resource)
+            .map_err(|e| ReconcileError::api(Reason::ApplyFailed, format!("{kind} in that namespace"), e))?;
         Ok((api, scope, resource.api_version))
     }
 
@@ -218,7 +220,7 @@ impl Applier {
     /// A merge patch of `name`, counted as a write; the object as stored afterwards.
     async fn merge(
         &self,
-        api: &Api<DynamicObject>,
+        api: &Objects<DynamicObject>,
         name: &str,
         patch: &Value,
         manager: &str,
@@ -283,7 +285,7 @@ impl Applier {
     /// The object as the owned-kind watch holds it, else as the API server has it.
     async fn live(
         &self,
-        api: &Api<DynamicObject>,
+        api: &Objects<DynamicObject>,
         watched: &(String, String),
         key: &str,
         name: &str,

@@ -7,8 +7,9 @@
 //! namespace is read only where the Katalog names it literally or lists it in
 //! `allowedNamespaces` (the rule of [`admit`], which also places the copies).
 
-use kube::api::{Api, DynamicObject};
+use kube::api::DynamicObject;
 use kube::core::{ApiResource, GroupVersionKind};
+use orkestra_kube::objects::Objects;
 use serde_json::Value;
 
 use super::Declarative;
@@ -62,7 +63,8 @@ impl Declarative {
             ));
         }
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", entry.kind.kind));
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &namespace, &resource);
+        let api = Objects::<DynamicObject>::namespaced_with(self.client.clone(), &namespace, &resource)
+            .map_err(|e| failed(e.to_string()))?;
         let found = api
             .get_opt(&name)
             .await

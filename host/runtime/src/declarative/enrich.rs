@@ -6,8 +6,9 @@
 //! and what is embedded is trimmed to what notes read (no managed fields; of a TLS Secret
 //! only its name, type and keys, never its data).
 
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use orkestra_kube::objects::Objects;
 use serde_json::{Map, Value, json};
 
 use super::Declarative;
@@ -77,7 +78,7 @@ impl Declarative {
             }
             Target::Warnings => {
                 let uid = child["metadata"]["uid"].as_str().unwrap_or_default();
-                let api = self.kind_api("", "v1", "Event", namespace);
+                let api = self.kind_api("", "v1", "Event", namespace)?;
                 let params = ListParams::default()
                     .fields(&format!("involvedObject.uid={uid},type=Warning"))
                     .limit(LIST_LIMIT);
@@ -128,7 +129,7 @@ impl Declarative {
             }
             Target::Pvcs => {
                 let replicas = child["spec"]["replicas"].as_i64().unwrap_or(1).clamp(0, MAX_ORDINALS);
-                let api = self.kind_api("", "v1", "PersistentVolumeClaim", namespace);
+                let api = self.kind_api("", "v1", "PersistentVolumeClaim", namespace)?;
                 let mut claims = Vec::new();
                 for template in child["spec"]["volumeClaimTemplates"].as_array().into_iter().flatten() {
                     let claim = template["metadata"]["name"].as_str().unwrap_or_default();
@@ -199,7 +200,7 @@ impl Declarative {
             ],
             Target::CronJob => {
                 let uid = child["metadata"]["uid"].clone();
-                let api = self.kind_api("batch", "v1", "Job", namespace);
+                let api = self.kind_api("batch", "v1", "Job", namespace)?;
                 let jobs = api.list(&ListParams::default().limit(JOB_SCAN)).await?.items;
                 let mut owned: Vec<Value> = jobs
                     .into_iter()
@@ -236,7 +237,7 @@ impl Declarative {
                     .flat_map(|b| [b["ip"].clone(), b["hostname"].clone()])
                     .filter(|a| a.is_string())
                     .collect();
-                let api = self.kind_api("", "v1", "Secret", namespace);
+                let api = self.kind_api("", "v1", "Secret", namespace)?;
                 let mut secrets = Vec::new();
                 let tls = child["spec"]["tls"].as_array().cloned().unwrap_or_default();
                 for secret in tls
@@ -263,12 +264,19 @@ impl Declarative {
         })
     }
 
-    fn kind_api(&self, group: &str, version: &str, kind: &str, namespace: &str) -> Api<DynamicObject> {
+    fn kind_api(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+        namespace: &str,
+    ) -> Result<Objects<DynamicObject>, kube::Error> {
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
-        match namespace.is_empty() {
-            true => Api::all_with(self.client.clone(), &resource),
-            false => Api::namespaced_with(self.client.clone(), namespace, &resource),
-        }
+        Objects::within(
+            self.client.clone(),
+            Some(namespace).filter(|n| !n.is_empty()),
+            &resource,
+        )
     }
 
     /// Up to [`LIST_LIMIT`] objects matching `selector`, trimmed.
@@ -281,7 +289,7 @@ impl Declarative {
         selector: &str,
     ) -> Result<Vec<Value>, kube::Error> {
         let params = ListParams::default().labels(selector).limit(LIST_LIMIT);
-        let found = self.kind_api(group, version, kind, namespace).list(&params).await?;
+        let found = self.kind_api(group, version, kind, namespace)?.list(&params).await?;
         Ok(found.items.into_iter().map(trimmed).collect())
     }
 
@@ -297,7 +305,7 @@ impl Declarative {
         if name.is_empty() {
             return Ok(Value::Null);
         }
-        let found = self.kind_api(group, version, kind, namespace).get_opt(name).await?;
+        let found = self.kind_api(group, version, kind, namespace)?.get_opt(name).await?;
         Ok(found.map_or(Value::Null, trimmed))
     }
 }

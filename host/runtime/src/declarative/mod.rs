@@ -25,7 +25,8 @@ use status::{failed_status, validation_conditions};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{DynamicObject, Patch, PatchParams};
+use orkestra_kube::objects::Objects;
 use serde_json::{Map, Value, json};
 
 use std::sync::atomic::Ordering;
@@ -424,21 +425,25 @@ impl Declarative {
 
     async fn patch_object(&self, request: &Request, patch: Value) -> Result<(), ReconcileError> {
         self.counters.writes.fetch_add(1, Ordering::Relaxed);
-        self.api(request)
-            .patch(split_key(&request.key).1, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .map_err(|e| {
-                ReconcileError::stale(
-                    Reason::MetadataPatchFailed,
-                    format!("{} {}", self.crd.kind, request.key),
-                    e,
-                )
-            })?;
+        let patched = match self.api(request) {
+            Ok(api) => {
+                api.patch(split_key(&request.key).1, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+            }
+            Err(refused) => Err(refused),
+        };
+        patched.map_err(|e| {
+            ReconcileError::stale(
+                Reason::MetadataPatchFailed,
+                format!("{} {}", self.crd.kind, request.key),
+                e,
+            )
+        })?;
         Ok(())
     }
 
-    fn api(&self, request: &Request) -> Api<DynamicObject> {
-        api_for_key(&self.client, &request.resource, &request.key).0
+    fn api(&self, request: &Request) -> Result<Objects<DynamicObject>, kube::Error> {
+        Ok(api_for_key(&self.client, &request.resource, &request.key)?.0)
     }
 
     /// Applies the templates: what they applied, and whether anything was written.

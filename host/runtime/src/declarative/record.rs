@@ -18,7 +18,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams, PostParams};
+use orkestra_kube::objects::{self, Objects};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -129,7 +130,7 @@ impl Events {
 /// arrives while its first Event is still being created only counts; the creator adds it.
 async fn write(client: &kube::Client, recent: &Mutex<Recent>, event: &Queued) -> Result<(), kube::Error> {
     let namespace = event.regarding.namespace.as_deref().unwrap_or("default");
-    let api: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let api: Objects<Event> = objects::namespaced(client.clone(), namespace)?;
     let (key, now) = (event.key(), Timestamp::now());
     let next = recent.lock().unwrap_or_else(|e| e.into_inner()).next(key, now);
     let created = match next {
@@ -161,7 +162,7 @@ async fn write(client: &kube::Client, recent: &Mutex<Recent>, event: &Queued) ->
     Ok(())
 }
 
-async fn patch_series(api: &Api<Event>, name: &str, count: i32, now: Timestamp) -> Result<(), kube::Error> {
+async fn patch_series(api: &Objects<Event>, name: &str, count: i32, now: Timestamp) -> Result<(), kube::Error> {
     let series = json!({"series": {"count": count, "lastObservedTime": MicroTime(now)}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(&series))
         .await

@@ -42,17 +42,14 @@ impl Declarative {
         }
         let name = split_key(&request.key).1;
         let failed = |e| ReconcileError::api(Reason::StatusPatchFailed, format!("status of {}", request.key), e);
+        let api = self.api(request).map_err(failed)?;
         if !inline {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
             let patch = Patch::Merge(json!({"status": status}));
-            match self
-                .api(request)
-                .patch_status(name, &PatchParams::default(), &patch)
-                .await
-            {
+            match api.patch_status(name, &PatchParams::default(), &patch).await {
                 Ok(_) => return Ok(true),
                 Err(kube::Error::Api(answer))
-                    if answer.code == 404 && self.api(request).get_opt(name).await.is_ok_and(|o| o.is_some()) =>
+                    if answer.code == 404 && api.get_opt(name).await.is_ok_and(|o| o.is_some()) =>
                 {
                     tracing::info!(kind = %self.crd.kind, "this kind has no status subresource: status is written through the object itself, without observedGeneration");
                     self.status_inline.store(true, Ordering::Relaxed);
@@ -65,8 +62,7 @@ impl Declarative {
             }
         }
         self.counters.writes.fetch_add(1, Ordering::Relaxed);
-        self.api(request)
-            .patch(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
+        api.patch(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
             .await
             .map_err(failed)?;
         Ok(true)

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::Api;
+use orkestra_kube::objects::Objects;
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -17,7 +17,7 @@ enum Role {
     Following(Option<String>),
 }
 
-pub async fn run(api: Api<Lease>, settings: Settings, ownership: Ownership, mut stop: watch::Receiver<bool>) {
+pub async fn run(api: Objects<Lease>, settings: Settings, ownership: Ownership, mut stop: watch::Receiver<bool>) {
     let name = settings.leader_lease();
     let mut observed = Observed::default();
     let mut renewed: Option<Instant> = None;
@@ -55,7 +55,7 @@ pub async fn run(api: Api<Lease>, settings: Settings, ownership: Ownership, mut 
     }
 }
 
-async fn step(api: &Api<Lease>, name: &str, settings: &Settings, observed: &mut Observed) -> kube::Result<Role> {
+async fn step(api: &Objects<Lease>, name: &str, settings: &Settings, observed: &mut Observed) -> kube::Result<Role> {
     let me = settings.identity.as_str();
     let mut lease = match api.get_opt(name).await? {
         Some(lease) => lease,
@@ -78,7 +78,7 @@ async fn step(api: &Api<Lease>, name: &str, settings: &Settings, observed: &mut 
 }
 
 /// Empties the holder so a follower takes the Lease at its next look.
-async fn release(api: &Api<Lease>, name: &str, me: &str) {
+async fn release(api: &Objects<Lease>, name: &str, me: &str) {
     let result = async {
         let Some(mut lease) = api.get_opt(name).await? else {
             return Ok(());

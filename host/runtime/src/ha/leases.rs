@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{ObjectMeta, PostParams};
+use orkestra_kube::objects::Objects;
 
 /// Creates `lease`, or replaces it when its `resourceVersion` is still current: `false`
 /// when someone else wrote it first (409).
-pub async fn write(api: &Api<Lease>, lease: Lease) -> kube::Result<bool> {
+pub async fn write(api: &Objects<Lease>, lease: Lease) -> kube::Result<bool> {
     let name = lease.metadata.name.clone().unwrap_or_default();
     let result = match lease.metadata.resource_version {
         Some(_) => api.replace(&name, &PostParams::default(), &lease).await,

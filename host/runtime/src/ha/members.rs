@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use orkestra_kube::objects::Objects;
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -25,7 +25,7 @@ const UNSETTLED: Duration = Duration::from_millis(250);
 const FORGOTTEN_AFTER: u32 = 6;
 
 struct Member {
-    api: Api<Lease>,
+    api: Objects<Lease>,
     settings: Settings,
     ownership: Ownership,
     observed: Observed,
@@ -34,7 +34,7 @@ struct Member {
     renewed: Option<Instant>,
 }
 
-pub async fn run(api: Api<Lease>, settings: Settings, ownership: Ownership, mut stop: watch::Receiver<bool>) {
+pub async fn run(api: Objects<Lease>, settings: Settings, ownership: Ownership, mut stop: watch::Receiver<bool>) {
     let mut member = Member {
         api,
         settings,

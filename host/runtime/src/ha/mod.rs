@@ -12,7 +12,7 @@ pub mod ring;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::Api;
+use orkestra_kube::objects::Objects;
 use sha2::Digest;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -130,10 +130,10 @@ impl Ha {
     }
 
     /// Starts the election or the membership; nothing is owned until a Lease says so.
-    pub fn start(client: kube::Client, settings: Settings) -> Self {
+    pub fn start(client: kube::Client, settings: Settings) -> Result<Self, kube::Error> {
         let ownership = Ownership::new(settings.mode, settings.identity.clone());
         let (stop, stopped) = watch::channel(false);
-        let api: Api<Lease> = Api::namespaced(client, &settings.namespace);
+        let api: Objects<Lease> = orkestra_kube::objects::namespaced(client, &settings.namespace)?;
         let task = match settings.mode {
             Mode::None => {
                 ownership.set(View::All);
@@ -142,7 +142,7 @@ impl Ha {
             Mode::Leader => Some(tokio::spawn(leader::run(api, settings, ownership.clone(), stopped))),
             Mode::Shard => Some(tokio::spawn(members::run(api, settings, ownership.clone(), stopped))),
         };
-        Self { ownership, stop, task }
+        Ok(Self { ownership, stop, task })
     }
 
     pub fn ownership(&self) -> Ownership {

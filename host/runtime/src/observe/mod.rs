@@ -13,6 +13,7 @@ use std::future::Future;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use orkestra_kube::objects::Objects;
 use serde_json::Value;
 
 pub use events::watch_events;
@@ -235,18 +236,15 @@ pub fn object_key(object: &Value) -> Option<String> {
     })
 }
 
-/// The API of the object a key names, and its name.
+/// The objects of the kind and namespace a key names, and its name (a key from a watched
+/// object's fields, through `keyFrom`, is checked like any other name).
 pub fn api_for_key<'k>(
     client: &kube::Client,
     resource: &kube::core::ApiResource,
     key: &'k str,
-) -> (kube::Api<kube::api::DynamicObject>, &'k str) {
+) -> Result<(Objects<kube::api::DynamicObject>, &'k str), kube::Error> {
     let (namespace, name) = split_key(key);
-    let api = match namespace {
-        Some(ns) => kube::Api::namespaced_with(client.clone(), ns, resource),
-        None => kube::Api::all_with(client.clone(), resource),
-    };
-    (api, name)
+    Ok((Objects::within(client.clone(), namespace, resource)?, name))
 }
 
 /// Splits a key into namespace (if any) and name.

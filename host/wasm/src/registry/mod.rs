@@ -150,8 +150,9 @@ impl Registries {
         for (namespace, name) in &self.secrets {
             let origin = format!("pull Secret {namespace}/{name}");
             let client = cluster.ok_or_else(|| format!("{origin}: no cluster to read it from"))?;
-            let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
-                kube::Api::namespaced(client.clone(), namespace);
+            let secrets =
+                orkestra_kube::objects::namespaced::<k8s_openapi::api::core::v1::Secret>(client.clone(), namespace)
+                    .map_err(|e| format!("{origin}: {e}"))?;
             let secret = secrets.get(name).await.map_err(|e| format!("{origin}: {e}"))?;
             let text = secret
                 .data
