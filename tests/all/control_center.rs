@@ -114,8 +114,9 @@ async fn live(inspect: orkestra::live::Inspect) -> (String, tokio::task::JoinHan
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let router = orkestra::live::router(inspect, None, orkestra::live::Auth::open());
+    let hosts = Some(orkestra_net::Hosts::loopback());
     let server = tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
+        let _ = orkestra::live::serve(listener, router, hosts).await;
     });
     (url, server)
 }
@@ -153,13 +154,14 @@ async fn the_control_center_shows_every_runtime_down_to_each_cr_and_component_in
             orkestra_control_center::config::RuntimeConfig::new(&plain_url, Some("plain"), None).unwrap(),
         ],
         config_file: Some(config_file.clone()),
-        runtime_token: None,
+        tokens: Default::default(),
         login: orkestra_control_center::login::Login::password("open-sesame".into()),
+        hosts: Vec::new(),
         poll: Duration::from_secs(1),
     };
-    let (listener, router, _poller) = orkestra_control_center::server::bind(options).await.unwrap();
-    let cc = format!("http://{}/controlcenter", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let bound = orkestra_control_center::server::bind(options).await.unwrap();
+    let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());
+    tokio::spawn(bound.serve(std::future::pending()));
 
     let driver = driver().await;
     let browser = browser(&driver).await;

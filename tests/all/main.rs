@@ -12,6 +12,7 @@ mod cluster;
 mod control_center;
 mod control_plane;
 mod deploy;
+mod doors;
 mod failure;
 mod faults;
 mod gateway;

@@ -361,3 +361,179 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
     let refused = offline.load(&hook_spec(&pinned, None).unwrap()).await.err().unwrap();
     assert!(refused.message.contains("cannot pull the component"), "{refused}");
 }
+
+/// A registry that serves one artifact the way an attacker would (issue 33, finding 5):
+/// its manifest, or an endless one, and its layer a byte at a time.
+#[derive(Clone)]
+struct Hostile {
+    /// `None`: a manifest that never ends.
+    manifest: Option<Vec<u8>>,
+    blob: Vec<u8>,
+    /// The wait between two bytes of the layer.
+    drip: Duration,
+}
+
+async fn hostile_registry(registry: Hostile) -> String {
+    use axum::body::Body;
+    use axum::response::IntoResponse;
+    use futures::StreamExt;
+    let answer = move |uri: axum::http::Uri| {
+        let registry = registry.clone();
+        async move {
+            let path = uri.path();
+            if path.contains("/manifests/") {
+                return match registry.manifest {
+                    Some(manifest) => (
+                        [("content-type", "application/vnd.oci.image.manifest.v1+json")],
+                        manifest,
+                    )
+                        .into_response(),
+                    // Whitespace is JSON too: it never stops being a valid prefix.
+                    None => Body::from_stream(futures::stream::repeat_with(|| {
+                        Ok::<_, std::io::Error>(vec![b' '; 64 << 10])
+                    }))
+                    .into_response(),
+                };
+            }
+            if path.contains("/blobs/") {
+                let drip = registry.drip;
+                let bytes = futures::stream::iter(registry.blob).then(move |byte| async move {
+                    tokio::time::sleep(drip).await;
+                    Ok::<_, std::io::Error>(vec![byte])
+                });
+                return Body::from_stream(bytes).into_response();
+            }
+            axum::Json(json!({})).into_response()
+        }
+    };
+    let app = axum::Router::new().fallback(answer);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+#[tokio::test]
+async fn a_manifest_that_never_ends_is_dropped_at_its_limit() {
+    let addr = hostile_registry(Hostile {
+        manifest: None,
+        blob: Vec::new(),
+        drip: Duration::ZERO,
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let options = orkestra_wasm::HostOptions {
+        cache_dir: dir.path().to_path_buf(),
+        fuel: false,
+        registries: orkestra_wasm::Registries {
+            config_files: vec![],
+            secrets: vec![],
+            insecure: vec![addr.clone()],
+        },
+    };
+    let host = orkestra_wasm::WasmHost::with_options(None, reqwest::Client::new(), options).unwrap();
+    let pinned = format!("oci://{addr}/team/endless:v1@sha256:{}", "0".repeat(64));
+    let started = std::time::Instant::now();
+    let refused = host.load(&hook_spec(&pinned, None).unwrap()).await.err().unwrap();
+    assert!(refused.message.contains("larger than the 1048576 bytes"), "{refused}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_registry_that_drips_holds_only_the_crds_its_component_serves() {
+    // The real artifact, pushed as `ork component push` does, then served by a registry that
+    // sends its layer a byte a second.
+    let registry = Registry::start(Some(USER)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let pinned = push_hook(&registry, dir.path());
+    let digest = pinned.rsplit_once("sha256:").unwrap().1.to_string();
+    let manifest = registry
+        .request(
+            reqwest::Method::GET,
+            &format!("/v2/team/site-hook/manifests/sha256:{digest}"),
+        )
+        .header("Accept", "application/vnd.oci.image.manifest.v1+json")
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    let hostile = hostile_registry(Hostile {
+        manifest: Some(manifest),
+        blob: std::fs::read(guests::component("rust-hook").unwrap()).unwrap(),
+        drip: Duration::from_secs(1),
+    })
+    .await;
+    let ns = namespace("oci-drip").await.unwrap();
+    let group = format!("{}.drip.orkestra.io", ns.name);
+    let katalog_text = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: drip}}
+spec:
+  crds:
+    dripping:
+      apiTypes: {{group: {group}, version: v1, kind: Dripping}}
+      namespace: {ns}
+      operatorBox:
+        reconcile:
+          hooks: {{component: 'oci://{hostile}/team/site-hook:v1@sha256:{digest}'}}
+    plain:
+      apiTypes: {{group: {group}, version: v1, kind: Plain}}
+      namespace: {ns}
+      operatorBox:
+        reconcile:
+          onReconcile:
+            configMaps:
+              - {{name: '{{{{ .metadata.name }}}}-c', data: {{a: b}}}}
+",
+        ns = ns.name
+    );
+    let katalog_file = dir.path().join("katalog.yaml");
+    std::fs::write(&katalog_file, &katalog_text).unwrap();
+    let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), katalog_text)]).unwrap();
+    orkestra_kube::crd_install::install_crds(&ns.client, &katalog.katalog, WAIT)
+        .await
+        .unwrap();
+    let plains: Api<DynamicObject> = Api::namespaced_with(
+        ns.client.clone(),
+        &ns.name,
+        &ApiResource::from_gvk(&GroupVersionKind::gvk(&group, "v1", "Plain")),
+    );
+    let plain: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1"), "kind": "Plain", "metadata": {"name": "p"}, "spec": {}}))
+    .unwrap();
+    plains.create(&PostParams::default(), &plain).await.unwrap();
+
+    let port = crate::replicas::free_port();
+    let spawned = std::time::Instant::now();
+    let mut host = run_host(
+        &katalog_file,
+        &dir.path().join("cache"),
+        port,
+        &["--insecure-registry", &hostile],
+    );
+    // The other CRD is served, and the runtime has started, while the pull still drips.
+    let configmaps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    eventually("the plain CR's ConfigMap", Duration::from_secs(20), || async {
+        configmaps.get_opt("p-c").await.ok().flatten().map(|_| ())
+    })
+    .await
+    .unwrap();
+    let started = reqwest::get(format!("http://127.0.0.1:{port}/startup")).await.unwrap();
+    assert_eq!(started.status(), 200);
+    assert!(spawned.elapsed() < Duration::from_secs(20), "{:?}", spawned.elapsed());
+    // The dripping pull is given up on, long before the whole layer could arrive.
+    let slot = eventually("the dripping pull to be given up", WAIT, || async {
+        let slot = crate::wasm::listed_component(&format!("127.0.0.1:{port}"), "dripping").await;
+        slot["lastError"].is_string().then_some(slot)
+    })
+    .await
+    .unwrap();
+    let error = slot["lastError"].as_str().unwrap();
+    assert!(error.contains("sent less than 32 KiB in 10s"), "{error}");
+    assert_eq!(slot["revision"], 0);
+    host.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
+}

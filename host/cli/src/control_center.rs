@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use orkestra_control_center::config::RuntimeConfig;
 use orkestra_control_center::login::Login;
+use orkestra_control_center::runtimes::Tokens;
 
 #[derive(Debug, Args)]
 pub struct ControlCenterArgs {
@@ -32,9 +33,24 @@ pub struct ControlCenterArgs {
     /// No sign-in at all (only on a loopback address).
     #[arg(long)]
     no_login: bool,
-    /// The bearer token the runtimes' Live APIs ask for, from this environment variable.
+    /// The bearer token the runtimes' Live APIs ask for, from this environment variable
+    /// (sent to the runtimes given at start and in the config file, not to ones added from
+    /// the UI unless --token-to-added-runtimes).
     #[arg(long, value_name = "VAR", default_value = "ORK_API_TOKEN")]
     runtime_token_env: String,
+    /// An environment variable a runtime added from the UI may name as its token
+    /// (`tokenEnv`); repeat for several. None by default: whoever reaches the UI must not
+    /// be able to send the Control Center's environment to an address of their choosing.
+    #[arg(long = "allow-token-env", value_name = "VAR")]
+    allow_token_env: Vec<String>,
+    /// Send the --runtime-token-env token to runtimes added from the UI as well.
+    #[arg(long)]
+    token_to_added_runtimes: bool,
+    /// A host name the UI is reached by besides loopback ones (`cc.example.com`); repeat for
+    /// several. Without a login only loopback names and these are answered (against DNS
+    /// rebinding); with one, when given, only these and loopback names.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
     /// How often each runtime is asked (`10s`, `1m`).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration)]
     poll: Duration,
@@ -71,17 +87,21 @@ pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode>
         addr: args.addr,
         runtimes,
         config_file: args.config,
-        runtime_token: token,
+        tokens: Tokens {
+            default: token,
+            allowed_envs: args.allow_token_env,
+            default_to_added: args.token_to_added_runtimes,
+        },
         login,
+        hosts: args.allowed_hosts,
         poll: args.poll,
     };
-    let (listener, router, poller) = orkestra_control_center::server::bind(options).await?;
-    eprintln!("control center: http://{}/controlcenter/", listener.local_addr()?);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async {
+    let bound = orkestra_control_center::server::bind(options).await?;
+    eprintln!("control center: http://{}/controlcenter/", bound.local_addr()?);
+    bound
+        .serve(async {
             let _ = super::shutdown_signal().await;
         })
         .await?;
-    poller.abort();
     Ok(ExitCode::SUCCESS)
 }

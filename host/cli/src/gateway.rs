@@ -140,7 +140,10 @@ pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
         eprintln!("gateway: Serve API on http://{addr}/api/v1");
     }
     eprintln!("gateway: statistics on http://{addr}/katalog");
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    // Its /katalog is open: on loopback, only loopback names may read it.
+    let hosts = addr.ip().is_loopback().then(orkestra_net::Hosts::loopback);
+    let door = orkestra_net::Door::new("gateway").hosts(hosts);
+    let server = tokio::spawn(orkestra_net::serve(listener, app, door, std::future::pending()));
     super::shutdown_signal().await?;
     eprintln!("gateway: stopping");
     server.abort();

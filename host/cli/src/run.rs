@@ -162,13 +162,16 @@ pub async fn serve(
     let (serve_api, token_refresh) = serve_api.unzip();
     let endpoint = auth.map(|auth| {
         let addr = http.http_addr;
+        let hosts = auth.hosts(addr);
         let mut router = orkestra::live::router(runtime.inspect(), Some(reloader), auth);
         if let Some(serve_api) = serve_api {
             router = router.nest("/api/v1", serve_api);
         }
         tokio::spawn(async move {
             // Another runtime on this machine may hold the port; reconciling matters more.
-            if let Err(error) = orkestra::live::serve(addr, router).await {
+            let served =
+                async { orkestra::live::serve(tokio::net::TcpListener::bind(addr).await?, router, hosts).await };
+            if let Err(error) = served.await {
                 tracing::warn!(%addr, %error, "the Live API is not available (use --http-addr)");
             }
         })

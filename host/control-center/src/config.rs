@@ -18,6 +18,10 @@ pub struct RuntimeConfig {
     /// The environment variable holding the bearer token its Live API asks for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_env: Option<String>,
+    /// Added from the UI (kept so in the config file): whoever can reach the UI chose its
+    /// URL, so it gets no token the operator did not allow for such runtimes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_ui: bool,
 }
 
 /// The config file.
@@ -95,13 +99,22 @@ impl RuntimeConfig {
                 "runtime name {name:?}: letters, digits, '-' and '_' only, at most 63"
             )));
         }
-        Ok(Self { name, url, token_env })
+        Ok(Self {
+            name,
+            url,
+            token_env,
+            from_ui: false,
+        })
     }
 
     /// The configured name, or one derived from the URL.
     pub fn checked(self) -> Result<Self, Error> {
         let name = (!self.name.is_empty()).then_some(self.name.as_str());
-        Self::new(&self.url, name, self.token_env.clone())
+        let checked = Self::new(&self.url, name, self.token_env.clone())?;
+        Ok(Self {
+            from_ui: self.from_ui,
+            ..checked
+        })
     }
 }
 

@@ -7,10 +7,11 @@
 //! - [`config`]: the runtimes to watch (command line, config file);
 //! - [`runtimes`]: polling, and what each runtime last said;
 //! - [`history`]: the last hour, for the charts;
-//! - [`login`]: the admin password and sessions;
+//! - [`login`]: the admin password and sessions; [`csrf`]: forms only from its own pages;
 //! - [`pages`]: what each page shows; [`server`]: the routes.
 
 pub mod config;
+pub mod csrf;
 pub mod history;
 pub mod login;
 pub mod pages;

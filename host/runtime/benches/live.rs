@@ -80,7 +80,10 @@ async fn phase(which: &str, namespace: &str, port: Option<&String>) {
     if which.starts_with("live") {
         let port: u16 = port.expect("a port").parse().expect("a port number");
         let router = orkestra::live::router(host.inspect(), None, orkestra::live::Auth::open());
-        tokio::spawn(orkestra::live::serve(([127, 0, 0, 1], port).into(), router));
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .expect("the Live API's port");
+        tokio::spawn(orkestra::live::serve(listener, router, None));
     }
     let running = tokio::spawn(host.run(std::future::pending()));
     tokio::task::spawn_blocking(|| {

@@ -279,8 +279,12 @@ impl Runtime {
         let mut file_watch = None;
         if !slots.is_empty() {
             tracing::info!(components = slots.len(), "loading Wasm components");
-            // A component that does not load fails only its own CRs' reconciles.
-            let _ = self.components.reload_where(|_| true).await;
+            // In the background, each on its own: a slow registry or a long compile holds only
+            // the CRDs that component serves (they wait for its first load), never the
+            // runtime's start or other CRDs. One that does not load fails only its own CRs.
+            for slot in slots {
+                tokio::spawn(async move { slot.reload().await });
+            }
             file_watch = Some(tokio::spawn(self.components.clone().watch_files(COMPONENT_POLL)));
         }
         let order = start_order(&self.crds);
@@ -580,7 +584,7 @@ impl CrdRun {
             if *stopped.borrow() {
                 return None;
             }
-            let unmet: Vec<String> = crd
+            let mut unmet: Vec<String> = crd
                 .depends_on
                 .iter()
                 .filter_map(|(name, condition)| {
@@ -594,6 +598,14 @@ impl CrdRun {
                     (!met).then(|| why.map_or_else(|| name.clone(), |why| format!("{name} ({why})")))
                 })
                 .collect();
+            // Its own components' first load (a pull from a slow registry, a compile): this
+            // CRD waits for them, no other does.
+            unmet.extend(
+                self.slots
+                    .iter()
+                    .filter(|slot| *slot.reloads().borrow() == 0)
+                    .map(|slot| format!("component {} (loading)", slot.name)),
+            );
             if unmet.is_empty() {
                 match kube::discovery::pinned_kind(&self.client, &gvk).await {
                     Ok((resource, caps)) => return Some((resource, caps.scope)),

@@ -269,14 +269,14 @@ impl Components {
         self.slots().into_iter().find(|s| &*s.name == name)
     }
 
-    /// Reloads the slots `picked` selects, one after the other; returns each one's name and
-    /// outcome.
+    /// Reloads the slots `picked` selects, all at once (a slow registry holds only its own
+    /// slot); returns each one's name and outcome.
     pub async fn reload_where(&self, picked: impl Fn(&Slot) -> bool) -> Vec<(Arc<str>, Result<(), LoadError>)> {
-        let mut outcomes = Vec::new();
-        for slot in self.slots().into_iter().filter(|s| picked(s)) {
-            outcomes.push((slot.name.clone(), slot.reload().await));
-        }
-        outcomes
+        let picked: Vec<Arc<Slot>> = self.slots().into_iter().filter(|s| picked(s)).collect();
+        let reloads = picked
+            .iter()
+            .map(|slot| async move { (slot.name.clone(), slot.reload().await) });
+        futures::future::join_all(reloads).await
     }
 
     pub fn statuses(&self) -> Vec<SlotStatus> {

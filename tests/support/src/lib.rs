@@ -10,6 +10,7 @@
 //! ```
 
 pub mod guests;
+pub mod idle;
 pub mod logs;
 pub mod oidc;
 pub mod proxy;

@@ -5,7 +5,8 @@
 use maud::{Markup, html};
 use serde_json::Value;
 
-use super::layout::{BASE, badge, figure, notice, pairs, text};
+use super::layout::{BASE, badge, csrf_field, figure, notice, pairs, text};
+use crate::csrf::Token;
 use crate::runtimes::{Runtimes, Watched};
 
 fn ms(value: &Value) -> String {
@@ -80,11 +81,12 @@ pub fn components(runtime: &Watched) -> Markup {
     }
 }
 
-pub fn manager(runtimes: &Runtimes, error: Option<&str>) -> Markup {
+pub fn manager(runtimes: &Runtimes, error: Option<&str>, token: &Token) -> Markup {
     html! {
         h1 { "Runtimes" }
         @if let Some(error) = error { p.error { (error) } }
         form.add method="post" action={(BASE) "/runtimes"} {
+            (csrf_field(token))
             input name="url" placeholder="http://runtime:8080" required;
             input name="name" placeholder="name (optional)";
             input name="tokenEnv" placeholder="token variable (optional)";
@@ -99,19 +101,20 @@ pub fn manager(runtimes: &Runtimes, error: Option<&str>) -> Markup {
                     td { (runtime.config.url) }
                     td { (badge(if seen.up { "up" } else { "unreachable" })) @if let Some(e) = &seen.last_error { div.error { (e) } } }
                     td { @if let Some(at) = seen.last_seen { (at) } @else { "never" } }
-                    td { form method="post" action={(BASE) "/runtimes/" (runtime.config.name) "/remove"} { button.danger type="submit" { "Remove" } } }
+                    td { form method="post" action={(BASE) "/runtimes/" (runtime.config.name) "/remove"} { (csrf_field(token)) button.danger type="submit" { "Remove" } } }
                 }
             }
         }
     }
 }
 
-pub fn sign_in(failed: bool) -> Markup {
+pub fn sign_in(failed: bool, token: &Token) -> Markup {
     html! {
         div.card.login {
             h1 { "Sign in" }
             @if failed { p.error { "That is not the admin password." } }
             form method="post" action={(BASE) "/login"} {
+                (csrf_field(token))
                 label { "User" input name="user" value="admin"; }
                 label { "Password" input name="password" type="password" autofocus; }
                 button.primary type="submit" { "Sign in" }

@@ -5,6 +5,8 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
+use crate::csrf::{self, Token};
+
 /// Where the Control Center is served.
 pub const BASE: &str = "/controlcenter";
 
@@ -35,8 +37,21 @@ pub fn here(text: impl Into<String>) -> Crumb {
     }
 }
 
-/// A page around `content`; `refresh` keeps the content current.
-pub fn page(title: &str, crumbs: &[Crumb], content: Markup, shape: Shape, refresh: bool, signed_in: bool) -> Markup {
+/// The hidden field every form carries: this browser's CSRF token.
+pub fn csrf_field(token: &Token) -> Markup {
+    html! { input type="hidden" name=(csrf::FIELD) value=(token.0); }
+}
+
+/// A page around `content`; `refresh` keeps the content current; `signed_in` (with the
+/// token its sign-out form carries) when there is a session to end.
+pub fn page(
+    title: &str,
+    crumbs: &[Crumb],
+    content: Markup,
+    shape: Shape,
+    refresh: bool,
+    signed_in: Option<&Token>,
+) -> Markup {
     if shape == Shape::Fragment {
         return content;
     }
@@ -55,8 +70,8 @@ pub fn page(title: &str, crumbs: &[Crumb], content: Markup, shape: Shape, refres
                     nav {
                         a href={(BASE) "/"} { "Dashboard" }
                         a href={(BASE) "/runtimes"} { "Runtimes" }
-                        @if signed_in {
-                            form.inline method="post" action={(BASE) "/logout"} { button.link type="submit" { "Sign out" } }
+                        @if let Some(token) = signed_in {
+                            form.inline method="post" action={(BASE) "/logout"} { (csrf_field(token)) button.link type="submit" { "Sign out" } }
                         }
                     }
                 }

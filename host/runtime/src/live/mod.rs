@@ -58,6 +58,13 @@ impl Auth {
         self.token.is_none()
     }
 
+    /// The Host names a Live API on `addr` answers to: on loopback without a token, only
+    /// loopback names (a page elsewhere cannot rebind its own name to it and read every CR);
+    /// with a token, or opened beyond loopback on purpose, any.
+    pub fn hosts(&self, addr: SocketAddr) -> Option<orkestra_net::Hosts> {
+        (self.is_open() && addr.ip().is_loopback()).then(orkestra_net::Hosts::loopback)
+    }
+
     fn admits(&self, headers: &HeaderMap) -> bool {
         let Some(token) = &self.token else { return true };
         let given = headers
@@ -135,11 +142,17 @@ async fn metrics(State(shared): State<Shared>) -> Response {
     ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
-/// Serves `router` on `addr` until the process ends.
-pub async fn serve(addr: SocketAddr, router: axum::Router) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+/// Serves `router` on `listener` until the process ends, through the doors' one server setup
+/// (timeouts, connection caps). `hosts`: the Host names it answers to, where a browser could
+/// otherwise read it without a token (an open Live API on loopback).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    hosts: Option<orkestra_net::Hosts>,
+) -> std::io::Result<()> {
     tracing::info!(addr = %listener.local_addr()?, "Live API listening");
-    axum::serve(listener, router).await
+    let door = orkestra_net::Door::new("Live API").hosts(hosts);
+    orkestra_net::serve(listener, router, door, std::future::pending()).await
 }
 
 fn not_found(what: String) -> Response {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
+use oci_client::{Client, Reference, RegistryOperation};
 use orkestra_katalog::component::OciReference;
 use sha2::{Digest, Sha256};
 
@@ -20,10 +20,19 @@ pub use artifact::component_interfaces;
 pub use credentials::Registries;
 pub use store::BlobStore;
 
-/// Most a manifest may be; a Wasm artifact's is well under 1 KiB.
+/// Most a manifest may be; a Wasm artifact's is well under 1 KiB. A longer answer is
+/// dropped as it streams in, never buffered whole.
 const MAX_MANIFEST_BYTES: usize = 1 << 20;
-/// A whole pull or push, manifest and component.
+/// A whole push, or the credentials and manifest of a pull.
 const TRANSFER_TIMEOUT: Duration = Duration::from_secs(120);
+/// The manifest's request, from connecting to its last byte.
+const MANIFEST_TIMEOUT: Duration = Duration::from_secs(20);
+/// A component's download must move at least this many bytes in every [`STALL_WINDOW`]:
+/// a registry that drips a byte every few seconds is given up on, not waited for.
+const STALL_BYTES: usize = 32 << 10;
+const STALL_WINDOW: Duration = Duration::from_secs(10);
+/// What is reserved before a download from the size its manifest declares.
+const MAX_PREALLOCATED: usize = 16 << 20;
 
 impl Registries {
     /// The component `reference` pins: from `store` when kept there, else pulled from its
@@ -39,16 +48,8 @@ impl Registries {
         let manifest = match store.get(&reference.digest) {
             Some(manifest) => manifest,
             None => {
-                let Session { client, image, auth } = session.insert(self.session(reference, cluster).await?);
-                let (manifest, _) = within(client.pull_manifest_raw(image, auth, &artifact::ACCEPTED_MEDIA_TYPES))
-                    .await?
-                    .map_err(|e| format!("cannot pull the manifest from {}: {e}", reference.registry))?;
-                if manifest.len() > MAX_MANIFEST_BYTES {
-                    return Err(format!(
-                        "the manifest is {} bytes; the limit is {MAX_MANIFEST_BYTES}",
-                        manifest.len()
-                    ));
-                }
+                let opened = session.insert(within(self.session(reference, cluster)).await??);
+                let manifest = self.manifest(opened).await?;
                 let digest = crate::cache::digest(&manifest);
                 if digest != reference.digest {
                     return Err(format!(
@@ -66,9 +67,9 @@ impl Registries {
         }
         let Session { client, image, .. } = match session {
             Some(session) => session,
-            None => self.session(reference, cluster).await?,
+            None => within(self.session(reference, cluster)).await??,
         };
-        let component = within(download(&client, &image, &layer)).await??;
+        let component = download(&client, &image, &layer).await?;
         keep(store, &layer.digest, &component);
         Ok(component)
     }
@@ -124,6 +125,50 @@ impl Registries {
         Ok(Session { client, image, auth })
     }
 
+    /// The pinned manifest, fetched here rather than by oci-client (which buffers a whole
+    /// answer): with the session's credentials, read within [`MAX_MANIFEST_BYTES`] as it
+    /// streams in, within [`MANIFEST_TIMEOUT`].
+    async fn manifest(&self, session: &Session) -> Result<Vec<u8>, String> {
+        let Session { client, image, auth } = session;
+        let registry = image.resolve_registry();
+        let failed = |why: String| format!("cannot pull the manifest from {registry}: {why}");
+        let token = within(client.auth(image, auth, RegistryOperation::Pull))
+            .await?
+            .map_err(|e| failed(e.to_string()))?;
+        let scheme = match self.insecure.iter().any(|r| r == registry) {
+            true => "http",
+            false => "https",
+        };
+        let url = format!(
+            "{scheme}://{registry}/v2/{}/manifests/{}",
+            image.repository(),
+            image.digest().unwrap_or_default()
+        );
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(MANIFEST_TIMEOUT)
+            .build()
+            .map_err(|e| failed(e.to_string()))?;
+        let mut request = http
+            .get(&url)
+            .header(reqwest::header::ACCEPT, artifact::ACCEPTED_MEDIA_TYPES.join(", "));
+        request = match (token, auth) {
+            (Some(token), _) => request.bearer_auth(token),
+            (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
+            (None, _) => request,
+        };
+        let response = request.send().await.map_err(|e| failed(e.to_string()))?;
+        let status = response.status();
+        let bytes = orkestra_net::read::bounded(response, MAX_MANIFEST_BYTES)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).into_owned();
+            return Err(failed(format!("{status}: {text}")));
+        }
+        Ok(bytes)
+    }
+
     fn client(&self) -> Client {
         Client::new(ClientConfig {
             protocol: ClientProtocol::HttpsExcept(self.insecure.clone()),
@@ -174,26 +219,47 @@ struct Session {
 }
 
 /// Streams the layer, refusing more bytes than the manifest declares and any whose sha256
-/// is not the layer digest.
+/// is not the layer digest, and giving up on a registry that stalls (less than
+/// [`STALL_BYTES`] in a [`STALL_WINDOW`]).
 async fn download(client: &Client, image: &Reference, layer: &artifact::Layer) -> Result<Vec<u8>, String> {
     let digest = format!("sha256:{}", layer.digest);
     let failed = |e: &dyn std::fmt::Display| format!("cannot pull the component from {}: {e}", image.registry());
-    let mut stream = client
-        .pull_blob_stream(image, digest.as_str())
+    let stalled = || {
+        format!(
+            "the registry {} sent less than {} KiB in {}s: given up",
+            image.registry(),
+            STALL_BYTES >> 10,
+            STALL_WINDOW.as_secs()
+        )
+    };
+    let mut stream = tokio::time::timeout(STALL_WINDOW, client.pull_blob_stream(image, digest.as_str()))
         .await
+        .map_err(|_| stalled())?
         .map_err(|e| failed(&e))?;
-    let mut bytes = Vec::with_capacity(layer.size as usize);
+    let mut bytes = Vec::with_capacity((layer.size as usize).min(MAX_PREALLOCATED));
     let mut hasher = Sha256::new();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| failed(&e))?;
-        if (bytes.len() + chunk.len()) as u64 > layer.size {
-            return Err(format!(
-                "the registry sent more than the {} bytes the manifest declares",
-                layer.size
-            ));
+    // Bytes received since the window began.
+    let (mut window, mut moved) = (tokio::time::Instant::now() + STALL_WINDOW, 0usize);
+    loop {
+        if let Ok(next) = tokio::time::timeout_at(window, stream.next()).await {
+            let Some(chunk) = next else { break };
+            let chunk = chunk.map_err(|e| failed(&e))?;
+            moved += chunk.len();
+            if (bytes.len() + chunk.len()) as u64 > layer.size {
+                return Err(format!(
+                    "the registry sent more than the {} bytes the manifest declares",
+                    layer.size
+                ));
+            }
+            hasher.update(&chunk);
+            bytes.extend_from_slice(&chunk);
         }
-        hasher.update(&chunk);
-        bytes.extend_from_slice(&chunk);
+        if tokio::time::Instant::now() >= window {
+            if moved < STALL_BYTES {
+                return Err(stalled());
+            }
+            (window, moved) = (tokio::time::Instant::now() + STALL_WINDOW, 0);
+        }
     }
     let got = crate::cache::hex(&hasher.finalize());
     if got != layer.digest || bytes.len() as u64 != layer.size {

@@ -1,0 +1,443 @@
+//! The one HTTP/1.1 server of every door. What a peer can hold is bounded:
+//!
+//! - a TLS handshake, a request's headers, and the wait for the next request on a kept-alive
+//!   connection each have [`Limits::header_timeout`] (hyper's header timer runs from the
+//!   moment a connection waits for a request, so it is the idle timeout too);
+//! - a request, from its headers to its answer (a body that drips included), has
+//!   [`Limits::request_timeout`], after which it is answered 503;
+//! - connections are capped in total and per peer address. At a cap, the oldest connection
+//!   that is not serving a request (idle, or still sending its headers) is closed to make
+//!   room; only when every connection is busy is the new one refused. Holding thousands of
+//!   idle connections therefore costs the holder its own connections, not everyone's, and a
+//!   probe or an admission call always gets in;
+//! - bodies have a default limit ([`Limits::body_limit`]) that a route may lower or raise.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::DefaultBodyLimit;
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
+
+use crate::hosts::Hosts;
+
+/// What one door lets a peer hold.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// A TLS handshake, a request's headers, and an idle connection's wait for its next request.
+    pub header_timeout: Duration,
+    /// A request from its headers to its answer.
+    pub request_timeout: Duration,
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// Connections open at once from one address.
+    pub max_per_peer: usize,
+    /// Request bodies, unless a route says otherwise.
+    pub body_limit: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(60),
+            max_connections: 1024,
+            max_per_peer: 256,
+            body_limit: 1 << 20,
+        }
+    }
+}
+
+/// A listener's setup.
+#[derive(Clone)]
+pub struct Door {
+    /// For logs: "Live API", "webhooks", "Control Center".
+    pub name: &'static str,
+    pub limits: Limits,
+    /// Answer only requests whose Host is one of these (`None`: any).
+    pub hosts: Option<Hosts>,
+    /// Serve HTTPS with this acceptor.
+    pub tls: Option<TlsAcceptor>,
+}
+
+impl Door {
+    /// Plain HTTP with the default limits, any Host.
+    pub fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            limits: Limits::default(),
+            hosts: None,
+            tls: None,
+        }
+    }
+
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub fn hosts(mut self, hosts: Option<Hosts>) -> Self {
+        self.hosts = hosts;
+        self
+    }
+
+    pub fn tls(mut self, tls: TlsAcceptor) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+}
+
+/// One open connection, as the caps see it.
+struct Conn {
+    peer: IpAddr,
+    opened: Instant,
+    /// Requests being served on it now.
+    busy: Arc<AtomicUsize>,
+    /// Told to close (gracefully: a request in flight finishes).
+    evict: Arc<Notify>,
+}
+
+/// Every open connection of a door.
+#[derive(Default)]
+struct Registry {
+    next: u64,
+    conns: HashMap<u64, Conn>,
+    per_peer: HashMap<IpAddr, usize>,
+}
+
+impl Registry {
+    /// Room for a connection from `peer`, made by evicting the oldest idle one where a cap
+    /// is reached; `None` when every connection in the way is busy.
+    fn admit(&mut self, peer: IpAddr, limits: &Limits) -> Option<(u64, Arc<AtomicUsize>, Arc<Notify>)> {
+        if self.per_peer.get(&peer).copied().unwrap_or(0) >= limits.max_per_peer && !self.evict_oldest_idle(Some(peer))
+        {
+            return None;
+        }
+        if self.conns.len() >= limits.max_connections && !self.evict_oldest_idle(None) {
+            return None;
+        }
+        let id = self.next;
+        self.next += 1;
+        let (busy, evict) = (Arc::new(AtomicUsize::new(0)), Arc::new(Notify::new()));
+        self.conns.insert(
+            id,
+            Conn {
+                peer,
+                opened: Instant::now(),
+                busy: busy.clone(),
+                evict: evict.clone(),
+            },
+        );
+        *self.per_peer.entry(peer).or_default() += 1;
+        Some((id, busy, evict))
+    }
+
+    fn evict_oldest_idle(&mut self, of: Option<IpAddr>) -> bool {
+        let victim = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.busy.load(Ordering::Acquire) == 0 && of.is_none_or(|peer| c.peer == peer))
+            .min_by_key(|(_, c)| c.opened)
+            .map(|(id, _)| *id);
+        match victim.and_then(|id| self.remove(id)) {
+            Some(conn) => {
+                // A stored permit: the connection closes even if it is not waiting yet.
+                conn.evict.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Conn> {
+        let conn = self.conns.remove(&id)?;
+        if let Some(count) = self.per_peer.get_mut(&conn.peer) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_peer.remove(&conn.peer);
+            }
+        }
+        Some(conn)
+    }
+}
+
+/// Serves `router` on `listener` through `door` until `shutdown` resolves; then every
+/// connection is asked to close once its request in flight is answered.
+pub async fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    door: Door,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let router = router.layer(DefaultBodyLimit::max(door.limits.body_limit));
+    let registry = Arc::new(Mutex::new(Registry::default()));
+    let door = Arc::new(door);
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (tcp, peer): (_, SocketAddr) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors, most likely: let connections close before trying again.
+                tracing::debug!(door = door.name, %error, "accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let admitted = registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .admit(peer.ip(), &door.limits);
+        let Some((id, busy, evict)) = admitted else {
+            tracing::debug!(door = door.name, %peer, "connection refused: every connection is serving a request");
+            continue;
+        };
+        let (router, door, registry) = (router.clone(), door.clone(), registry.clone());
+        tokio::spawn(async move {
+            connection(tcp, peer, router, &door, busy, &evict).await;
+            registry.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        });
+    }
+    let open: Vec<Arc<Notify>> = registry
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .conns
+        .values()
+        .map(|c| c.evict.clone())
+        .collect();
+    for evict in open {
+        evict.notify_one();
+    }
+    Ok(())
+}
+
+/// One connection, TLS first where the door has it, until it closes or is evicted.
+async fn connection(
+    tcp: tokio::net::TcpStream,
+    peer: SocketAddr,
+    router: axum::Router,
+    door: &Door,
+    busy: Arc<AtomicUsize>,
+    evict: &Notify,
+) {
+    let limits = &door.limits;
+    match &door.tls {
+        None => http(TokioIo::new(tcp), peer, router, door, busy, evict).await,
+        Some(acceptor) => {
+            let handshake = tokio::select! {
+                () = evict.notified() => return,
+                done = tokio::time::timeout(limits.header_timeout, acceptor.accept(tcp)) => done,
+            };
+            match handshake {
+                Ok(Ok(tls)) => http(TokioIo::new(tls), peer, router, door, busy, evict).await,
+                Ok(Err(error)) => tracing::debug!(door = door.name, %peer, %error, "TLS handshake failed"),
+                Err(_) => tracing::debug!(door = door.name, %peer, "TLS handshake timed out"),
+            }
+        }
+    }
+}
+
+async fn http<I>(io: I, peer: SocketAddr, router: axum::Router, door: &Door, busy: Arc<AtomicUsize>, evict: &Notify)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let hosts = door.hosts.clone().map(Arc::new);
+    let deadline = door.limits.request_timeout;
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let (router, hosts, busy) = (router.clone(), hosts.clone(), busy.clone());
+        async move {
+            if let Some(hosts) = hosts.filter(|h| !h.admits(request.headers())) {
+                return Ok::<_, Infallible>(plain(
+                    StatusCode::MISDIRECTED_REQUEST,
+                    format!("this door answers only for {}", hosts.describe()),
+                ));
+            }
+            let _serving = Busy::start(busy);
+            let answer = router.oneshot(request.map(Body::new));
+            Ok(match tokio::time::timeout(deadline, answer).await {
+                Ok(Ok(response)) => response,
+                Ok(Err(never)) => match never {},
+                Err(_) => plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("the request took longer than {}s", deadline.as_secs()),
+                ),
+            })
+        }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(door.limits.header_timeout)
+        .serve_connection(io, service);
+    tokio::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        () = evict.notified() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = result {
+        tracing::debug!(door = door.name, %peer, %error, "connection ended with an error");
+    }
+}
+
+/// Counts a request as in flight while it lives.
+struct Busy(Arc<AtomicUsize>);
+
+impl Busy {
+    fn start(busy: Arc<AtomicUsize>) -> Self {
+        busy.fetch_add(1, Ordering::AcqRel);
+        Self(busy)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn plain(status: StatusCode, message: String) -> Response<Body> {
+    let mut response = Response::new(Body::from(message));
+    *response.status_mut() = status;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use super::*;
+
+    fn small() -> Limits {
+        Limits {
+            header_timeout: Duration::from_secs(2),
+            request_timeout: Duration::from_secs(1),
+            max_connections: 8,
+            max_per_peer: 4,
+            body_limit: 16,
+        }
+    }
+
+    async fn start(door: Door) -> SocketAddr {
+        let router = axum::Router::new()
+            .route("/healthz", axum::routing::get(|| async { "ok" }))
+            .route(
+                "/slow",
+                axum::routing::get(|| async {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    "late"
+                }),
+            )
+            .route("/echo", axum::routing::post(|body: String| async move { body }));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(serve(listener, router, door, std::future::pending()));
+        addr
+    }
+
+    /// One request on a fresh connection: the status line, or why there was none.
+    async fn ask(addr: SocketAddr, request: &str) -> Result<String, String> {
+        let mut socket = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        socket.write_all(request.as_bytes()).await.map_err(|e| e.to_string())?;
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), socket.read_to_end(&mut answer)).await;
+        read.map_err(|_| "no answer".to_string())?.map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        text.lines().next().map(String::from).ok_or_else(|| "closed".into())
+    }
+
+    const PROBE: &str = "GET /healthz HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n";
+
+    #[tokio::test]
+    async fn idle_connections_make_room_for_a_probe_at_every_cap() {
+        let addr = start(Door::new("test").limits(small())).await;
+        // Far more idle connections than either cap, from one peer.
+        let mut idle = Vec::new();
+        for _ in 0..40 {
+            idle.push(TcpStream::connect(addr).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(ask(addr, PROBE).await.unwrap(), "HTTP/1.1 200 OK");
+        // The idle ones were closed to make room: all but the cap's worth read EOF.
+        let mut closed = 0;
+        for mut socket in idle {
+            let mut byte = [0u8; 1];
+            if let Ok(Ok(0)) = tokio::time::timeout(Duration::from_millis(200), socket.read(&mut byte)).await {
+                closed += 1;
+            }
+        }
+        assert!(closed >= 40 - 4, "{closed} of 40 idle connections closed");
+    }
+
+    #[tokio::test]
+    async fn busy_connections_are_kept_and_a_request_has_a_deadline() {
+        let limits = Limits {
+            request_timeout: Duration::from_secs(30),
+            ..small()
+        };
+        let addr = start(Door::new("test").limits(limits)).await;
+        let slow = "GET /slow HTTP/1.1\r\nhost: localhost\r\n\r\n";
+        let mut busy = Vec::new();
+        for _ in 0..4 {
+            let mut socket = TcpStream::connect(addr).await.unwrap();
+            socket.write_all(slow.as_bytes()).await.unwrap();
+            busy.push(socket);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Every slot of this peer serves a request: the new connection is refused, not queued.
+        assert!(ask(addr, PROBE).await.is_err(), "a fifth connection from the same peer");
+        drop(busy);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(ask(addr, PROBE).await.unwrap(), "HTTP/1.1 200 OK");
+
+        let addr = start(Door::new("test").limits(small())).await;
+        let answer = ask(
+            addr,
+            "GET /slow HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n",
+        )
+        .await;
+        assert_eq!(answer.unwrap(), "HTTP/1.1 503 Service Unavailable", "after its 1 s");
+    }
+
+    #[tokio::test]
+    async fn slow_headers_and_large_bodies_are_cut_off() {
+        let addr = start(Door::new("test").limits(small())).await;
+        let mut socket = TcpStream::connect(addr).await.unwrap();
+        socket.write_all(b"GET /healthz HTTP/1.1\r\nhost: local").await.unwrap();
+        let started = Instant::now();
+        let mut rest = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), socket.read_to_end(&mut rest)).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "closed after the 2 s header timeout"
+        );
+        let big = "POST /echo HTTP/1.1\r\nhost: localhost\r\ncontent-length: 64\r\nconnection: close\r\n\r\n";
+        let body = "x".repeat(64);
+        let answer = ask(addr, &format!("{big}{body}")).await.unwrap();
+        assert_eq!(answer, "HTTP/1.1 413 Payload Too Large");
+    }
+
+    #[tokio::test]
+    async fn a_door_with_hosts_answers_only_those() {
+        let addr = start(Door::new("test").limits(small()).hosts(Some(Hosts::loopback()))).await;
+        assert_eq!(ask(addr, PROBE).await.unwrap(), "HTTP/1.1 200 OK");
+        let rebound = "GET /healthz HTTP/1.1\r\nhost: attacker.example\r\nconnection: close\r\n\r\n";
+        assert_eq!(ask(addr, rebound).await.unwrap(), "HTTP/1.1 421 Misdirected Request");
+    }
+}
