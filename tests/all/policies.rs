@@ -287,3 +287,120 @@ spec:
     webhooks.stop().await;
     kubectl_with(&kubeconfig, &["delete", "crd", &format!("dbs.{group}"), "--wait=false"]).unwrap();
 }
+
+/// Issue 33, finding 6: a tenant's Katalog entry for a built-in kind reaches only the
+/// objects its labelSelector (and namespace) selects, never every Deployment in the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_for_a_built_in_kind_protects_only_what_it_selects() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let ns = namespace("gw-scope").await.unwrap();
+    let bystanders = namespace("gw-bystander").await.unwrap();
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let app = format!("grabby-{}", ns.name);
+    let deployment = |name: &str, labels: serde_json::Value| -> Deployment {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"selector": {"matchLabels": {"run": name}},
+                     "template": {"metadata": {"labels": {"run": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}))
+        .unwrap()
+    };
+    // Before the gateway starts: one Deployment it selects, one of another tenant.
+    let mine: Api<Deployment> = Api::namespaced(ns.client.clone(), &ns.name);
+    let theirs: Api<Deployment> = Api::namespaced(ns.client.clone(), &bystanders.name);
+    mine.create(
+        &PostParams::default(),
+        &deployment("selected", serde_json::json!({"app": app})),
+    )
+    .await
+    .unwrap();
+    theirs
+        .create(
+            &PostParams::default(),
+            &deployment("bystander", serde_json::json!({"app": "other"})),
+        )
+        .await
+        .unwrap();
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: grabby-{ns}}}
+security:
+  deletionProtection: {{enabled: true, strictMode: true}}
+spec:
+  crds:
+    deployments:
+      apiTypes: {{group: apps, version: v1, kind: Deployment}}
+      labelSelector: {{app: {app}}}
+      operatorBox: {{}}
+",
+        ns = ns.name
+    );
+    let compiled = orkestra_katalog::load_sources(&[("k.yaml".into(), katalog)]).unwrap();
+    let webhooks = Webhooks::start(ns.client.clone(), Arc::new(compiled), options(&ns.name))
+        .await
+        .unwrap();
+    let protected = |d: &Deployment| {
+        d.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(DELETION_PROTECTION))
+            .is_some()
+    };
+    assert!(
+        protected(&mine.get("selected").await.unwrap()),
+        "what it selects is labelled"
+    );
+    assert!(
+        !protected(&theirs.get("bystander").await.unwrap()),
+        "another tenant's is not"
+    );
+    let configuration = kubectl_with(
+        &cluster.kubeconfig,
+        &[
+            "get",
+            "validatingwebhookconfiguration",
+            &format!("orkestra-gateway-grabby-{}", ns.name),
+            "-o",
+            "json",
+        ],
+    )
+    .unwrap();
+    let configuration: serde_json::Value = serde_json::from_str(&configuration).unwrap();
+    for webhook in configuration["webhooks"].as_array().unwrap() {
+        assert_eq!(
+            webhook["objectSelector"]["matchLabels"]["app"],
+            app.as_str(),
+            "{webhook}"
+        );
+        assert_ne!(
+            webhook["rules"][0]["resources"][0], "customresourcedefinitions",
+            "a built-in kind has no CRD of the Katalog's to protect"
+        );
+    }
+    // Once the API server has the configuration: the selected Deployment is held, another
+    // tenant's goes as it always did.
+    eventually("the deletion webhook to refuse", WAIT, || async {
+        kubectl_with(
+            &cluster.kubeconfig,
+            &["delete", "deployment", "selected", "-n", &ns.name, "--wait=false"],
+        )
+        .err()
+        .map(|e| e.to_string())
+    })
+    .await
+    .unwrap();
+    kubectl_with(
+        &cluster.kubeconfig,
+        &[
+            "delete",
+            "deployment",
+            "bystander",
+            "-n",
+            &bystanders.name,
+            "--wait=false",
+        ],
+    )
+    .unwrap();
+    webhooks.stop().await;
+}

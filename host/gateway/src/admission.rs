@@ -19,6 +19,7 @@ use orkestra_katalog::compile::CompiledCrd;
 use crate::provenance::Gateway;
 pub use crate::review::Counts;
 use crate::review::{crd_of, review};
+use crate::scope::Scope;
 
 /// An AdmissionReview body the API server sends is at most an object or two; past this it
 /// is refused before parsing.
@@ -75,8 +76,8 @@ fn refuse(uid: &Value, message: String) -> Json<Value> {
     review(json!({"uid": uid, "allowed": false, "status": {"code": 422, "reason": "Invalid", "message": message}}))
 }
 
-/// The object a review asks about, when the rules have a say (a create or an update of a
-/// CRD of the Katalog).
+/// The object a review asks about, when the rules have a say (a create or an update of an
+/// object a CRD entry of the Katalog selects).
 fn subject<'r>(shared: &'r Shared, body: &'r Value) -> Result<(&'r Arc<CompiledCrd>, &'r Value), Json<Value>> {
     let request = &body["request"];
     let allow = || review(json!({"uid": request["uid"], "allowed": true}));
@@ -84,7 +85,9 @@ fn subject<'r>(shared: &'r Shared, body: &'r Value) -> Result<(&'r Arc<CompiledC
         return Err(allow());
     }
     match (crd_of(&shared.compiled, request), request.get("object")) {
-        (Some(crd), Some(object)) if object.is_object() => Ok((crd, object)),
+        (Some(crd), Some(object)) if object.is_object() && Scope::of(&shared.compiled, crd).selects(object) => {
+            Ok((crd, object))
+        }
         _ => Err(allow()),
     }
 }

@@ -5,7 +5,8 @@
 //! - [`protection`]: deletion and namespace protection; [`provenance`]: the annotations only
 //!   the gateway writes.
 //! - [`conversion`]: the conversion webhook of multi-version CRDs.
-//! - [`registration`]: the webhook configurations that point the API server at them.
+//! - [`registration`]: the webhook configurations that point the API server at them, each
+//!   reaching only what its entry selects ([`scope`]).
 //! - [`tls`], [`webhooks`]: the HTTPS server, its certificate and its renewal.
 //! - [`stats`]: `GET /katalog` of a standalone gateway.
 //! - [`api`], [`tokens`], [`oidc`], [`clusters`]: the Serve API (intents in, CRs applied with
@@ -23,6 +24,7 @@ pub mod protection;
 pub mod provenance;
 pub mod registration;
 pub mod review;
+pub mod scope;
 pub mod stats;
 pub mod tls;
 pub mod tokens;

@@ -27,6 +27,7 @@ use orkestra_katalog::labels::{DELETION_PROTECTION, STRICT_MODE_EXEMPT};
 use orkestra_katalog::model::{DeletionProtection, NamespaceProtection};
 
 use crate::review::{self, Counts, review};
+use crate::scope::Scope;
 
 /// The Katalog's deletion protection, when on.
 pub fn deletion(compiled: &Compiled) -> Option<&DeletionProtection> {
@@ -45,9 +46,12 @@ pub fn protects_crs(compiled: &Compiled, crd: &CompiledCrd) -> bool {
     deletion(compiled).is_some() && overrides(compiled, crd).protect_crs.unwrap_or(true)
 }
 
-/// Whether `crd` itself is protected from deletion (`protectCRD`, default true).
+/// Whether `crd` itself is protected from deletion (`protectCRD`, default true): only a CRD
+/// the Katalog installs, never a built-in kind's (there is none) or another's.
 pub fn protects_crd(compiled: &Compiled, crd: &CompiledCrd) -> bool {
-    deletion(compiled).is_some() && overrides(compiled, crd).protect_crd.unwrap_or(true)
+    deletion(compiled).is_some()
+        && !orkestra_katalog::is_builtin_group(&crd.group)
+        && overrides(compiled, crd).protect_crd.unwrap_or(true)
 }
 
 fn overrides(compiled: &Compiled, crd: &CompiledCrd) -> orkestra_katalog::model::CrdDeletionProtection {
@@ -117,7 +121,8 @@ async fn guard_deletion(State(shared): State<Shared>, Json(body): Json<Value>) -
         false => protects_crs(&shared.compiled, crd),
     };
     let old = &request["oldObject"];
-    if !guarded || !labelled(old, DELETION_PROTECTION) {
+    let selected = is_crd || Scope::of(&shared.compiled, crd).selects(old);
+    if !guarded || !selected || !labelled(old, DELETION_PROTECTION) {
         return allow();
     }
     let what = match is_crd {
@@ -171,7 +176,7 @@ async fn label_new(State(shared): State<Shared>, Json(body): Json<Value>) -> Jso
     let uid = &request["uid"];
     let object = &request["object"];
     let protect = match crd_of(&shared.compiled, request) {
-        Some((crd, false)) => protects_crs(&shared.compiled, crd),
+        Some((crd, false)) => protects_crs(&shared.compiled, crd) && Scope::of(&shared.compiled, crd).selects(object),
         _ => false,
     };
     if request["operation"] != "CREATE" || !protect || labelled(object, DELETION_PROTECTION) {
@@ -211,8 +216,8 @@ async fn guard_namespace(State(shared): State<Shared>, Json(body): Json<Value>) 
 }
 
 /// Labels what deletion protection guards and is not labelled yet: the Katalog's CRDs and
-/// the CRs that exist (new ones are labelled as they are created). Run once at start; an
-/// object already labelled costs no write.
+/// the CRs each entry selects that exist (new ones are labelled as they are created). Run
+/// once at start; an object already labelled costs no write.
 pub async fn label_existing(client: &kube::Client, compiled: &Compiled) -> Result<usize, kube::Error> {
     if deletion(compiled).is_none() {
         return Ok(0);
@@ -244,9 +249,10 @@ pub async fn label_existing(client: &kube::Client, compiled: &Compiled) -> Resul
         }
         let resource =
             ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&crd.group, &crd.version, &crd.kind), &crd.plural);
-        let all = Objects::<DynamicObject>::all_with(client.clone(), &resource);
-        let unlabelled = ListParams::default().labels(&format!("{DELETION_PROTECTION}!=true"));
-        for object in all.list(&unlabelled).await? {
+        let scope = Scope::of(compiled, crd);
+        let selected = Objects::<DynamicObject>::within(client.clone(), scope.namespace.as_deref(), &resource)?;
+        let unlabelled = ListParams::default().labels(&scope.list_selector(&format!("{DELETION_PROTECTION}!=true")));
+        for object in selected.list(&unlabelled).await? {
             let name = object.metadata.name.clone().unwrap_or_default();
             let api =
                 Objects::<DynamicObject>::within(client.clone(), object.metadata.namespace.as_deref(), &resource)?;

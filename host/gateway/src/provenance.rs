@@ -22,6 +22,7 @@ use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::labels::{SERVE_INTENT, SERVE_SOURCE};
 
 use crate::review::{Counts, crd_of, review};
+use crate::scope::Scope;
 
 /// The annotations only the gateway may write.
 pub const GATEWAY_OWNED: [&str; 2] = [SERVE_SOURCE, SERVE_INTENT];
@@ -104,9 +105,9 @@ async fn guard(State(shared): State<Shared>, Json(body): Json<Value>) -> Json<Va
     let request = &body["request"];
     let uid = &request["uid"];
     let allow = || review(json!({"uid": uid, "allowed": true}));
-    if !matches!(request["operation"].as_str(), Some("CREATE" | "UPDATE"))
-        || crd_of(&shared.compiled, request).is_none()
-        || shared.gateway.wrote(request)
+    let selected = crd_of(&shared.compiled, request)
+        .is_some_and(|crd| Scope::of(&shared.compiled, crd).selects(&request["object"]));
+    if !matches!(request["operation"].as_str(), Some("CREATE" | "UPDATE")) || !selected || shared.gateway.wrote(request)
     {
         return allow();
     }

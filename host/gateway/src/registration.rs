@@ -16,6 +16,7 @@ use orkestra_katalog::labels::DELETION_PROTECTION;
 use orkestra_katalog::model::FailurePolicy;
 
 use crate::protection;
+use crate::scope::Scope;
 
 /// The field manager of everything the gateway writes.
 pub const MANAGER: &str = "orkestra-gateway";
@@ -98,6 +99,8 @@ struct Hook<'c> {
     failure_policy: FailurePolicy,
     /// Only objects with the deletion-protection label reach the webhook.
     labelled_only: bool,
+    /// What the entry selects (`None`: the Katalog's CRDs themselves).
+    scope: Option<Scope>,
 }
 
 fn both() -> Vec<String> {
@@ -122,6 +125,7 @@ fn hooks<'c>(compiled: &'c Compiled, registration: &Registration) -> Vec<Hook<'c
             false => switches.operations.clone(),
         };
         let rules_policy = switches.failure_policy.unwrap_or(registration.failure_policy);
+        let scope = Scope::of(compiled, crd);
         let hook = |kind, feature, verb: &str, path, operations, failure_policy, labelled_only| Hook {
             kind,
             feature,
@@ -134,6 +138,7 @@ fn hooks<'c>(compiled: &'c Compiled, registration: &Registration) -> Vec<Hook<'c
             operations,
             failure_policy,
             labelled_only,
+            scope: Some(scope.clone()),
         };
         if rules_on && switches.validation.unwrap_or(true) && crd.admission_rules.validates() {
             let h = hook(
@@ -233,6 +238,7 @@ fn hooks<'c>(compiled: &'c Compiled, registration: &Registration) -> Vec<Hook<'c
             operations,
             failure_policy: policy.failure_policy.unwrap_or_default(),
             labelled_only: true,
+            scope: None,
         });
     }
     hooks
@@ -287,8 +293,20 @@ fn configuration_of(
                 "admissionReviewVersions": ["v1"],
                 "timeoutSeconds": registration.timeout_seconds.clamp(1, 30),
             });
-            if hook.labelled_only {
-                webhook["objectSelector"] = json!({"matchLabels": {DELETION_PROTECTION: "true"}});
+            let protected: &[(&str, &str)] = match hook.labelled_only {
+                true => &[(DELETION_PROTECTION, "true")],
+                false => &[],
+            };
+            let scope = hook.scope.clone().unwrap_or_default();
+            if let Some(selector) = scope.object_selector(protected) {
+                webhook["objectSelector"] = selector;
+            }
+            // Namespace protection is about the namespaces outside the entry's: it must see them.
+            if let Some(selector) = scope
+                .namespace_selector()
+                .filter(|_| hook.feature != Feature::Namespaces)
+            {
+                webhook["namespaceSelector"] = selector;
             }
             webhook
         })
