@@ -97,6 +97,8 @@ async fn remembered(host: &WasmHost, path: &Path) -> Vec<String> {
             namespace: None,
             manager: "orkestra-wasm/test".into(),
             client: None,
+            owner_uid: None,
+            writes: Default::default(),
         };
         let response = host
             .call(&loaded, &spec, Hook::Reconcile, caller, &request, &stats)

@@ -33,4 +33,5 @@ mod reconcile;
 mod replicas;
 mod routing;
 mod running;
+mod storms;
 mod wasm;

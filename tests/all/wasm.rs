@@ -743,6 +743,8 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
         namespace: Some("ns".into()),
         manager: "orkestra-wasm/test".into(),
         client: None,
+        owner_uid: None,
+        writes: Default::default(),
     };
     let call = |active: std::sync::Arc<orkestra_wasm::Active>| {
         let (slot, request) = (slot.clone(), request.clone());

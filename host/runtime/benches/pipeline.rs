@@ -109,7 +109,13 @@ fn pipeline() -> Pipeline {
         reqwest::Client::new(),
     );
     let (ready, _) = tokio::sync::oneshot::channel();
-    let observer = PrimaryObserver::new(cache.clone(), crd.declared_sentinels(), admission, Some(ready));
+    let observer = PrimaryObserver::new(
+        cache.clone(),
+        crd.declared_sentinels(),
+        admission,
+        Default::default(),
+        Some(ready),
+    );
     let reconciler = Arc::new(NoOp {
         done: AtomicU64::new(0),
         enqueued_at: Mutex::default(),
@@ -135,6 +141,8 @@ fn pipeline() -> Pipeline {
         counters: Arc::new(Counters::default()),
         tuning,
         ownership: orkestra::ha::Ownership::default(),
+        own: Arc::default(),
+        budget: Arc::default(),
     });
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..crd.workers {

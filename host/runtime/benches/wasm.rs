@@ -61,6 +61,8 @@ fn caller() -> Caller {
         namespace: Some("web".into()),
         manager: "orkestra-wasm/test".into(),
         client: None,
+        owner_uid: None,
+        writes: Default::default(),
     }
 }
 

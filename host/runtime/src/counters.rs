@@ -62,6 +62,8 @@ pub struct Counters {
     pub gated: AtomicU64,
     /// Writes reconcilers made to the API server (applies, deletes, status patches).
     pub writes: AtomicU64,
+    /// Reconciles held back because their CR had spent its write budget.
+    pub held: AtomicU64,
     /// The latest reconciles: when each ended, how long it took, whether it failed.
     recent: Mutex<VecDeque<(Instant, Duration, bool)>>,
 }
@@ -79,6 +81,13 @@ pub struct Recent {
 }
 
 impl Counters {
+    /// Counts one write to the API server, in total and against the reconcile making it
+    /// (its write budget).
+    pub fn wrote(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        crate::budget::count();
+    }
+
     /// Counts a failed reconcile.
     pub fn failed(&self, reason: &Reason) {
         self.failures.fetch_add(1, Ordering::Relaxed);

@@ -12,8 +12,9 @@ use std::time::Duration;
 use futures::FutureExt;
 use kube::api::{Patch, PatchParams};
 use kube::core::ApiResource;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use crate::budget::{Meter, WriteBudget};
 use crate::counters::Counters;
 use crate::failure::{Reason, ReconcileError, Retry};
 use crate::feedback;
@@ -44,6 +45,10 @@ pub struct Kordinator {
     pub tuning: Arc<Tuning>,
     /// Which CRs this replica reconciles (all, without leases).
     pub ownership: crate::ha::Ownership,
+    /// The runtime's writes to the CRs, announced so their echoes trigger nothing.
+    pub own: Arc<crate::own_writes::OwnWrites>,
+    /// What each CR's writes may cost.
+    pub budget: Arc<WriteBudget>,
 }
 
 impl Kordinator {
@@ -123,22 +128,10 @@ impl Kordinator {
         let object_ref = object.as_deref().unwrap_or(&empty);
         let (compiled, target) = self.crd.for_object(object_ref);
         let context = Arc::new(self.crd.context_of(object_ref));
-        let resolver = || {
-            let mut resolver =
-                Resolver::in_context(object_ref, &self.crd.notes, &context).with_sentinels(lease.payload.sentinels);
-            if let Some(events) = &lease.payload.events {
-                resolver.set("events", events.clone());
-            }
-            if self.crd.stamp_metrics {
-                // Gates see the metrics live, queue depth included (it is never stamped).
-                resolver.set("metrics", self.live_metrics());
-            }
-            resolver
-        };
         // The gate reads the object; a vanished object goes straight to its reconciler.
         if object.is_some()
             && let Some(gate) = &compiled.gates.reconcile
-            && !self.gate_passes(gate, resolver()).await
+            && !self.gate_passes(gate, self.resolver(object_ref, &context, lease)).await
         {
             self.counters.gated.fetch_add(1, Ordering::Relaxed);
             self.health.record(&self.crd.name, Event::Gated);
@@ -149,6 +142,51 @@ impl Kordinator {
         let alive = object
             .as_ref()
             .is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null());
+        if object.is_none() {
+            self.budget.forget(key);
+        }
+        // A CR that spent its write budget waits for it (its deletion never does).
+        if alive && let Err(wait) = self.budget.admit(key) {
+            self.counters.held.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(crd = %self.crd.name, %key, ?wait, "write budget spent; reconcile held back");
+            return Outcome::RequeueAfter(wait);
+        }
+        let meter = Meter::default();
+        let outcome = meter
+            .measure(self.reconcile_and_stamp(lease, object, alive, compiled.clone(), target, context))
+            .await;
+        self.budget.charge(key, meter.writes());
+        outcome
+    }
+
+    /// What gates and the requeue see: the CR in its context, the sentinels and events of
+    /// the item, and the metrics live.
+    fn resolver<'o>(&'o self, object: &'o Value, context: &Map<String, Value>, lease: &Lease) -> Resolver<'o, 'o> {
+        let mut resolver =
+            Resolver::in_context(object, &self.crd.notes, context).with_sentinels(lease.payload.sentinels);
+        if let Some(events) = &lease.payload.events {
+            resolver.set("events", events.clone());
+        }
+        if self.crd.stamp_metrics {
+            // Gates see the metrics live, queue depth included (it is never stamped).
+            resolver.set("metrics", self.live_metrics());
+        }
+        resolver
+    }
+
+    /// The reconcile of one item past its gates, and the stamps after it.
+    async fn reconcile_and_stamp(
+        &self,
+        lease: &Lease,
+        object: Option<Arc<Value>>,
+        alive: bool,
+        compiled: Arc<orkestra_katalog::compile::CompiledBox>,
+        target: Option<&str>,
+        context: Arc<Map<String, Value>>,
+    ) -> Outcome {
+        let key = &lease.item.key;
+        let empty = Value::Null;
+        let object_ref = object.as_deref().unwrap_or(&empty);
         let before = self.stamps();
         let stamps = StampPatch::new(
             object
@@ -168,6 +206,7 @@ impl Kordinator {
             event_id: lease.item.event_id,
             interrupt: self.interrupt(key, object.as_deref()),
             stamps: stamps.clone(),
+            own: self.own.clone(),
         };
         let result = self.reconcile(&request).await;
         let outcome = match result {
@@ -187,7 +226,7 @@ impl Kordinator {
                     Action::RequeueAfter(delay) => Outcome::RequeueAfter(delay.max(compiled.requeue_floor)),
                     Action::Done => match (&compiled.requeue, &object) {
                         (Some(requeue), Some(_)) => {
-                            let resolver = resolver();
+                            let resolver = self.resolver(object_ref, &context, lease);
                             let after = match resolver.render(&requeue.after) {
                                 Ok(text) if text.trim().is_empty() => None,
                                 Ok(text) => orkestra_katalog::duration::parse(&text)
@@ -306,9 +345,11 @@ impl Kordinator {
         let Ok((api, name)) = crate::observe::api_for_key(&self.client, &self.resource, key) else {
             return;
         };
-        self.counters.writes.fetch_add(1, Ordering::Relaxed);
-        if let Err(error) = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            tracing::debug!(crd = %self.crd.name, %key, %error, "could not stamp health and metrics");
+        self.counters.wrote();
+        let writing = self.own.begin(key);
+        match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(stamped) => writing.wrote(stamped.metadata.resource_version),
+            Err(error) => tracing::debug!(crd = %self.crd.name, %key, %error, "could not stamp health and metrics"),
         }
     }
 }

@@ -4,9 +4,11 @@
 //!
 //! It runs what `orkestra_katalog::compile` made of the Katalog; nothing is compiled here.
 //! Modules, in the order data flows:
-//! - [`observe`], [`enqueue`], [`queue`]: watches in, keyed work items out.
-//! - [`kordinator`], [`mux`], [`failure`]: workers and the gates in front of reconcile, the
-//!   one request each reconcile receives, and why one failed.
+//! - [`observe`], [`own_writes`], [`enqueue`], [`queue`]: watches in (the echoes of the
+//!   runtime's own writes left out), keyed work items out.
+//! - [`kordinator`], [`mux`], [`failure`], [`budget`]: workers and the gates in front of
+//!   reconcile, the one request each reconcile receives, why one failed, and the write budget
+//!   a CR that never settles is held to.
 //! - [`declarative`] with [`render`], [`external`], [`cross`], [`cross_remote`]: the
 //!   reconciler, the templates it renders, its HTTP calls, reads of other CRDs (of this
 //!   runtime or another).
@@ -20,6 +22,7 @@
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
 
 pub mod autoscale;
+pub mod budget;
 pub mod control_plane;
 pub mod counters;
 pub mod cross;
@@ -37,6 +40,7 @@ pub mod live;
 pub mod metrics;
 pub mod mux;
 pub mod observe;
+pub mod own_writes;
 pub mod queue;
 pub mod readiness;
 pub mod reload;

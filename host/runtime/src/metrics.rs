@@ -242,6 +242,11 @@ impl Collector for RuntimeCollector {
             crds.iter().map(|h| (controller(h), load(&h.counters.writes))),
         )?;
         family.counters(
+            "orkestra_write_budget_held",
+            "Reconciles held back because their CR had spent its write budget",
+            crds.iter().map(|h| (controller(h), load(&h.counters.held))),
+        )?;
+        family.counters(
             "orkestra_gated",
             "Items the reconcile gate held back",
             crds.iter().map(|h| (controller(h), load(&h.counters.gated))),

@@ -44,6 +44,8 @@ pub struct Request {
     /// The stamps the runtime wants on the CR, for a reconciler that writes its metadata
     /// anyway to carry along.
     pub stamps: StampPatch,
+    /// Where a write to the CR is announced, so its echo triggers nothing.
+    pub own: Arc<crate::own_writes::OwnWrites>,
 }
 
 /// Stamp annotations (`.health`, `.metrics`) the runtime wants on the CR. A reconciler that
@@ -203,6 +205,7 @@ mod tests {
             event_id: None,
             interrupt: Interrupt::default(),
             stamps: StampPatch::default(),
+            own: Arc::default(),
         }
     }
 

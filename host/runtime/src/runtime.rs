@@ -58,6 +58,11 @@ pub struct CrdHandle {
     pub cache: Cache,
     /// Its children as the owned-kind watches see them.
     pub children: Children,
+    /// The runtime's writes to its CRs (status, finalizers, stamps), whose echoes are no
+    /// trigger.
+    pub own: Arc<crate::own_writes::OwnWrites>,
+    /// What each CR's writes may cost.
+    pub budget: Arc<crate::budget::WriteBudget>,
     pub stats: Arc<Stats>,
     pub counters: Arc<Counters>,
     /// Workers, queue depth and resync now (the autoscaler moves them).
@@ -151,6 +156,8 @@ impl Runtime {
                 queue: WorkQueue::new(),
                 cache: Cache::default(),
                 children: Children::default(),
+                own: Arc::default(),
+                budget: Arc::default(),
                 stats: Arc::new(Stats::default()),
                 counters: Arc::new(Counters::default()),
                 events: EventLog::default(),
@@ -450,8 +457,13 @@ impl CrdRun {
         let (ready_tx, ready_rx) = oneshot::channel();
         let mut ready = Some(ready_tx);
         let (cache, declared, enqueue) = (self.handle.cache.clone(), crd.declared_sentinels(), admission.clone());
+        // Held echoes that turn out to be others' changes go on through the one enqueue path.
+        self.handle.own.connect(admission.clone());
+        self.handle.children.own_writes().connect(admission.clone());
+        let own = self.handle.own.clone();
         observers.spawn(observe::supervise(format!("{} primary", crd.name), move || {
-            let observer = observe::PrimaryObserver::new(cache.clone(), declared, enqueue.clone(), ready.take());
+            let observer =
+                observe::PrimaryObserver::new(cache.clone(), declared, enqueue.clone(), own.clone(), ready.take());
             observe::watch_primary(primary_api.clone(), config.clone(), observer)
         }));
         self.start_secondary(&mut observers, &admission).await;
@@ -486,6 +498,8 @@ impl CrdRun {
             counters: self.handle.counters.clone(),
             tuning: self.handle.tuning.clone(),
             ownership: self.ownership.clone(),
+            own: self.handle.own.clone(),
+            budget: self.handle.budget.clone(),
         });
         let mut workers = JoinSet::new();
         for _ in 0..Tuning::tasks(&crd) {
@@ -698,6 +712,10 @@ impl CrdRun {
             let config = watcher::Config::default().labels(&owned_by_us);
             let (primary, admission) = (primary.clone(), admission.clone());
             let children = self.handle.children.register(api_version, kind);
+            let (watched, own) = (
+                (api_version.clone(), kind.clone()),
+                self.handle.children.own_writes().clone(),
+            );
             observers.spawn(observe::supervise(
                 format!("{} children of kind {kind}", crd.name),
                 move || {
@@ -706,7 +724,7 @@ impl CrdRun {
                         config.clone(),
                         primary.clone(),
                         admission.clone(),
-                        children.clone(),
+                        (children.clone(), watched.clone(), own.clone()),
                     )
                 },
             ));

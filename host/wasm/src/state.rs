@@ -59,6 +59,11 @@ pub struct Caller {
     /// A client acting as the component's own ServiceAccount, for its kube calls (`None`:
     /// the host's).
     pub client: Option<kube::Client>,
+    /// The UID of the custom resource: objects another one controls are not the
+    /// component's to write unless a grant says so.
+    pub owner_uid: Option<String>,
+    /// Writes its kube calls made (apply, delete, patch-status), for the CR's write budget.
+    pub writes: Arc<std::sync::atomic::AtomicU32>,
 }
 
 /// The resource limiter of one call: every memory and table the instance creates or grows
@@ -199,6 +204,8 @@ struct Target {
     api: Objects<DynamicObject>,
     namespace: Option<String>,
     api_version: String,
+    /// Whether a grant lets it write objects other custom resources control.
+    others: bool,
 }
 
 impl CallState {
@@ -254,9 +261,53 @@ impl CallState {
             .map_err(|e| KubeError::Rejected(e.to_string()))?;
         Ok(Target {
             api,
+            others: self.grants.others(access, self.caller.namespace.as_deref()),
             namespace,
             api_version: resource.api_version.clone(),
         })
+    }
+
+    /// Before a write to `name`: refused when another custom resource controls the object
+    /// (by its controller reference or the host's owner label), unless a grant allows it.
+    /// Reading it costs a kube call.
+    async fn check_not_others(&mut self, target: &Target, kind: &str, name: &str) -> Result<(), KubeError> {
+        if target.others {
+            return Ok(());
+        }
+        self.spend_call()?;
+        let Some(live) = target.api.get_opt(name).await.map_err(kube_error)? else {
+            return Ok(());
+        };
+        let own = self.caller.owner_uid.as_deref();
+        let controller = live
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|r| r.controller == Some(true))
+            .map(|r| (r.uid.as_str(), format!("{} {}", r.kind, r.name)));
+        let labelled = live
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(orkestra_katalog::labels::OWNER_UID_LABEL))
+            .map(|uid| (uid.as_str(), "the host's owner label".to_string()));
+        match controller.or(labelled) {
+            Some((uid, whose)) if Some(uid) != own => {
+                let message = format!(
+                    "{kind} {name} is controlled by another custom resource ({whose}); writing it needs controlledByOthers: true on the capability"
+                );
+                tracing::warn!(component = %self.caller.component, key = %self.caller.key, "denied: {message}");
+                self.denied.get_or_insert_with(|| message.clone());
+                Err(KubeError::Forbidden(message))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// One write made for the custom resource.
+    fn wrote(&self) {
+        self.caller.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -392,15 +443,23 @@ impl wit_kube::Host for CallState {
                 .map_err(|e| KubeError::Rejected(format!("apply: the object is not JSON: {e}")))?;
             let (api_version, kind, name) = identity(&value).map_err(KubeError::Rejected)?;
             check_name(&name)?;
+            if value["metadata"].get("finalizers").is_some_and(|f| !f.is_null()) {
+                return Err(KubeError::Rejected(
+                    "apply: metadata.finalizers are the host's to set, not a component's (nothing would ever remove them)"
+                        .into(),
+                ));
+            }
             let namespace = value["metadata"]["namespace"].as_str().map(String::from);
             let target = self
                 .admit(Verb::Apply, &api_version, &kind, namespace.as_deref())
                 .await?;
+            self.check_not_others(&target, &kind, &name).await?;
             value["apiVersion"] = Value::String(target.api_version.clone());
             if let Some(ns) = &target.namespace {
                 value["metadata"]["namespace"] = Value::String(ns.clone());
             }
             let params = PatchParams::apply(&self.caller.manager).force();
+            self.wrote();
             let stored = target
                 .api
                 .patch(&name, &params, &Patch::Apply(&value))
@@ -422,6 +481,8 @@ impl wit_kube::Host for CallState {
                     object.namespace.as_deref(),
                 )
                 .await?;
+            self.check_not_others(&target, &object.kind, &object.name).await?;
+            self.wrote();
             target
                 .api
                 .delete(&object.name, &DeleteParams::background())
@@ -446,6 +507,8 @@ impl wit_kube::Host for CallState {
                     object.namespace.as_deref(),
                 )
                 .await?;
+            self.check_not_others(&target, &object.kind, &object.name).await?;
+            self.wrote();
             let patch = serde_json::json!({ "status": status });
             let stored = target
                 .api

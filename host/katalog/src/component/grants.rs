@@ -46,6 +46,8 @@ struct Grant {
     kinds: Option<Vec<String>>,
     verbs: Vec<Verb>,
     namespaces: Namespaces,
+    /// May write objects another custom resource controls.
+    others: bool,
 }
 
 /// One grant as data.
@@ -57,6 +59,21 @@ pub struct GrantView<'a> {
     pub verbs: &'a [Verb],
     /// `None`: any namespace; else the names and whether the CR's own is one.
     pub namespaces: Option<(&'a [String], bool)>,
+}
+
+impl Grant {
+    fn covers(&self, access: Access<'_>, own: Option<&str>) -> bool {
+        self.verbs.contains(&access.verb)
+            && self.api_version.as_deref().is_none_or(|v| v == access.api_version)
+            && self.kinds.as_ref().is_none_or(|k| k.iter().any(|k| k == access.kind))
+            && match (&self.namespaces, access.namespace) {
+                (Namespaces::Any, _) => true,
+                (Namespaces::Listed { .. }, None) => false,
+                (Namespaces::Listed { names, self_ns }, Some(ns)) => {
+                    names.iter().any(|n| n == ns) || (*self_ns && own == Some(ns))
+                }
+            }
+    }
 }
 
 /// The grants of one component.
@@ -128,6 +145,7 @@ impl Grants {
                 kinds: (!cap.kinds.iter().any(|k| k == "*")).then(|| cap.kinds.clone()),
                 verbs,
                 namespaces,
+                others: cap.controlled_by_others,
             });
         }
         Ok(Self(grants))
@@ -172,22 +190,16 @@ impl Grants {
             .collect()
     }
 
+    /// Whether a grant that covers `access` lets it touch objects other custom resources
+    /// control (`controlledByOthers`).
+    pub fn others(&self, access: Access<'_>, own: Option<&str>) -> bool {
+        self.0.iter().any(|g| g.others && g.covers(access, own))
+    }
+
     /// Allows `access` when one grant covers it; `own` is the custom resource's namespace.
     /// The error is the message of a `forbidden` answer.
     pub fn check(&self, access: Access<'_>, own: Option<&str>) -> Result<(), String> {
-        let covered = self.0.iter().any(|g| {
-            g.verbs.contains(&access.verb)
-                && g.api_version.as_deref().is_none_or(|v| v == access.api_version)
-                && g.kinds.as_ref().is_none_or(|k| k.iter().any(|k| k == access.kind))
-                && match (&g.namespaces, access.namespace) {
-                    (Namespaces::Any, _) => true,
-                    (Namespaces::Listed { .. }, None) => false,
-                    (Namespaces::Listed { names, self_ns }, Some(ns)) => {
-                        names.iter().any(|n| n == ns) || (*self_ns && own == Some(ns))
-                    }
-                }
-        });
-        if covered {
+        if self.0.iter().any(|g| g.covers(access, own)) {
             return Ok(());
         }
         let namespaces = match access.namespace {
@@ -215,6 +227,7 @@ mod tests {
             kinds: strings(kinds),
             verbs: strings(verbs),
             namespaces: strings(namespaces),
+            controlled_by_others: false,
         }
     }
 
@@ -276,6 +289,20 @@ mod tests {
         );
         assert!(grants.check(access(Verb::PatchStatus, "Secret", own), own).is_ok());
         assert!(grants.check(access(Verb::Delete, "Secret", Some("b")), own).is_err());
+        assert!(
+            !grants.others(access(Verb::Delete, "Secret", own), own),
+            "others' objects need their own say"
+        );
+        let open = Grants::compile(&[Capability {
+            controlled_by_others: true,
+            ..cap("v1", &["Secret"], &["delete"], &[])
+        }])
+        .unwrap();
+        assert!(open.others(access(Verb::Delete, "Secret", own), own));
+        assert!(
+            !open.others(access(Verb::Delete, "Secret", Some("b")), own),
+            "only where it is granted"
+        );
     }
 
     #[test]

@@ -199,6 +199,11 @@ pub struct Capability {
     /// Namespaces; `self` is the custom resource's own (the default), `*` any.
     #[serde(default)]
     pub namespaces: Vec<String>,
+    /// Whether `apply`, `delete` and `patch-status` may touch an object another custom
+    /// resource controls (its controller reference, or the host's owner label). Off by
+    /// default: a granted namespace holds other tenants' children too.
+    #[serde(default)]
+    pub controlled_by_others: bool,
 }
 
 /// `reconcile.imports[]`: a motif whose resource templates join onReconcile.

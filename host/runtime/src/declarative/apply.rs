@@ -4,7 +4,6 @@
 //! the same name that is not provably this CR's (see [`orkestra_katalog::ownership`]).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use base64::Engine;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
@@ -145,6 +144,8 @@ impl Applier {
             Some(namespace) => format!("{namespace}/{name}"),
             None => name.clone(),
         };
+        // Its writes are announced under this name, so their echoes re-enqueue nobody.
+        let own_key = Children::own_key(&watched.0, &watched.1, &key);
         if let Some(mut live) = self.live(&api, &watched, &key, &name).await? {
             let legacy = match ownership::claim(&live, &owner) {
                 Claim::Ours => false,
@@ -162,13 +163,13 @@ impl Applier {
                 let patch = json!({"metadata": {
                     "resourceVersion": live["metadata"]["resourceVersion"], "managedFields": managers,
                 }});
-                live = self.merge(&api, &name, &patch, mode.manager).await?;
+                live = self.merge(&api, &name, &own_key, &patch, mode.manager).await?;
             }
             if legacy && mode.create_only {
                 // Adopted without rewriting what it holds: only the UID and kind labels.
                 tracing::info!(%kind, %name, owner = %owner.name, "adopting a child labelled by the older scheme");
                 let live = self
-                    .merge(&api, &name, &ownership::adoption_patch(&owner), mode.manager)
+                    .merge(&api, &name, &own_key, &ownership::adoption_patch(&owner), mode.manager)
                     .await?;
                 return Ok((live, true));
             }
@@ -184,7 +185,7 @@ impl Applier {
                 if !contains(&live, &scaled) {
                     let mut patch = scaled;
                     patch["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"].clone();
-                    return Ok((self.merge(&api, &name, &patch, mode.manager).await?, true));
+                    return Ok((self.merge(&api, &name, &own_key, &patch, mode.manager).await?, true));
                 }
             }
             if !expired && (mode.create_only || !drifted) {
@@ -193,7 +194,7 @@ impl Applier {
             if expired || mode.replace == Replace::OnDrift {
                 // Delete and create anew; while the old one terminates the create conflicts,
                 // which is an error the retry resolves.
-                self.counters.writes.fetch_add(1, Ordering::Relaxed);
+                self.counters.wrote();
                 api.delete(&name, &DeleteParams::background().preconditions(uid_of(&live)))
                     .await
                     .map_err(failed)?;
@@ -206,11 +207,13 @@ impl Applier {
         }
         let params = PatchParams::apply(mode.manager);
         let params = if mode.force { params.force() } else { params };
-        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        self.counters.wrote();
+        let writing = self.children.own_writes().begin(&own_key);
         let applied = api
             .patch(&name, &params, &Patch::Apply(&object))
             .await
             .map_err(failed)?;
+        writing.wrote(applied.metadata.resource_version.clone());
         Ok((
             to_value(&applied).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?,
             true,
@@ -222,16 +225,19 @@ impl Applier {
         &self,
         api: &Objects<DynamicObject>,
         name: &str,
+        own_key: &str,
         patch: &Value,
         manager: &str,
     ) -> Result<Value, ReconcileError> {
-        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        self.counters.wrote();
         let params = PatchParams {
             field_manager: Some(manager.to_string()),
             ..PatchParams::default()
         };
         let failed = |e: kube::Error| ReconcileError::api(Reason::ApplyFailed, name, e);
+        let writing = self.children.own_writes().begin(own_key);
         let stored = api.patch(name, &params, &Patch::Merge(patch)).await.map_err(failed)?;
+        writing.wrote(stored.metadata.resource_version.clone());
         to_value(&stored).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))
     }
 
@@ -377,7 +383,7 @@ impl Applier {
             }
             Claim::NotOurs(whose) => return Ok(Deletion::Refused(whose)),
         }
-        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        self.counters.wrote();
         match api.delete(name, &params.preconditions(uid_of(&live))).await {
             Ok(_) => Ok(Deletion::Deleted),
             // Gone or replaced in between: not ours to delete any more.

@@ -58,11 +58,16 @@ impl Declarative {
             namespace,
             manager: self.managers.component.as_str().into(),
             client: acting_as.as_ref().map(|(_, client)| client.clone()),
+            owner_uid: object.and_then(|o| o["metadata"]["uid"].as_str()).map(String::from),
+            writes: Default::default(),
         };
-        let response = slot
-            .call(&active, hook, caller.clone(), &wasm_request)
-            .await
-            .map_err(|e| ReconcileError::new(call_reason(&e), format!("component {}: {e}", slot.name)))?;
+        let response = slot.call(&active, hook, caller.clone(), &wasm_request).await;
+        // Its own kube writes count against the CR's write budget like the host's.
+        if let Some(meter) = crate::budget::Meter::current() {
+            meter.add(caller.writes.load(std::sync::atomic::Ordering::Relaxed));
+        }
+        let response =
+            response.map_err(|e| ReconcileError::new(call_reason(&e), format!("component {}: {e}", slot.name)))?;
         let Some(response) = response else {
             return Ok(Applied::default());
         };
@@ -179,6 +184,12 @@ impl Declarative {
                 return Err(bad("needs a metadata object (with labels, if any, as an object)".into()));
             }
             let (api_version, kind, name) = orkestra_wasm::identity(&child).map_err(bad)?;
+            if child["metadata"].get("finalizers").is_some_and(|f| !f.is_null()) {
+                // Nothing would ever take it off: the child, and its namespace, would hang.
+                return Err(bad(
+                    "metadata.finalizers: a component may not put finalizers on what the host applies for it".into(),
+                ));
+            }
             if let Some(long) = [&api_version, &kind, &name].into_iter().find(|f| f.len() > NAME_LIMIT) {
                 return Err(bad(format!(
                     "{} bytes is longer than any Kubernetes name ({NAME_LIMIT})",

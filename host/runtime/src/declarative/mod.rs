@@ -29,8 +29,6 @@ use kube::api::{DynamicObject, Patch, PatchParams};
 use orkestra_kube::objects::Objects;
 use serde_json::{Map, Value, json};
 
-use std::sync::atomic::Ordering;
-
 use crate::counters::Counters;
 use crate::cross::Peers;
 use crate::failure::{Reason, ReconcileError};
@@ -424,7 +422,8 @@ impl Declarative {
     }
 
     async fn patch_object(&self, request: &Request, patch: Value) -> Result<(), ReconcileError> {
-        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        self.counters.wrote();
+        let writing = request.own.begin(&request.key);
         let patched = match self.api(request) {
             Ok(api) => {
                 api.patch(split_key(&request.key).1, &PatchParams::default(), &Patch::Merge(patch))
@@ -432,6 +431,9 @@ impl Declarative {
             }
             Err(refused) => Err(refused),
         };
+        if let Ok(written) = &patched {
+            writing.wrote(written.metadata.resource_version.clone());
+        }
         patched.map_err(|e| {
             ReconcileError::stale(
                 Reason::MetadataPatchFailed,

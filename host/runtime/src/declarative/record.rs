@@ -5,8 +5,13 @@
 //! a reason to fail a reconcile.
 //!
 //! A repeat of a recent event (same CR, type, reason and note) updates the earlier Event's
-//! series count instead of creating another. Only the last [`REMEMBERED`] events are kept
-//! for that, by a hash of what they say, so memory does not grow with the number of CRs.
+//! series count instead of creating another, at most once per [`SERIES_PATCH_INTERVAL`]
+//! (between patches, repeats are only counted). Past [`SIMILAR`] different notes of one
+//! reason on one CR within the window, they join one combined Event ("combined from similar
+//! events"), as client-go's correlator does. And each CR may publish at most a burst of
+//! [`SPAM`] events, then one per ten seconds: a reconcile that emits a new event every time
+//! costs a handful of writes a minute, not one per call. Only the last [`REMEMBERED`] events
+//! are kept for this, by a hash of what they say, so memory does not grow with the CRs.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -33,6 +38,15 @@ const PUBLISHERS: usize = 4;
 const REMEMBERED: usize = 256;
 /// A repeat within this long of the last one joins its series.
 const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
+/// A series' count is written at most this often.
+const SERIES_PATCH_INTERVAL: Duration = Duration::from_secs(30);
+/// Different notes of one reason on one CR before they are combined.
+const SIMILAR: usize = 10;
+/// What one CR may publish: a burst, then one event per ten seconds.
+const SPAM: crate::budget::Rate = crate::budget::Rate {
+    burst: 25.0,
+    per_second: 0.1,
+};
 /// Who reports.
 const CONTROLLER: &str = "orkestra";
 
@@ -48,16 +62,41 @@ impl Queued {
     /// What makes a repeat: the same CR, type, reason and note.
     fn key(&self) -> u64 {
         let mut hasher = DefaultHasher::new();
+        (self.similar_key(), &self.note).hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// What makes events similar: the same CR, type and reason.
+    fn similar_key(&self) -> u64 {
+        let mut hasher = DefaultHasher::new();
         (
             &self.regarding.namespace,
             &self.regarding.name,
             &self.regarding.uid,
             self.type_,
             &self.reason,
-            &self.note,
         )
             .hash(&mut hasher);
         hasher.finish()
+    }
+
+    /// The CR it is about, for its spam budget.
+    fn source(&self) -> String {
+        let r = &self.regarding;
+        format!(
+            "{}/{}/{}",
+            r.namespace.as_deref().unwrap_or_default(),
+            r.name.as_deref().unwrap_or_default(),
+            r.uid.as_deref().unwrap_or_default()
+        )
+    }
+
+    /// This event as part of the combined Event of its similar ones.
+    fn combined(self) -> Self {
+        Self {
+            note: orkestra_katalog::text::bounded(format!("(combined from similar events): {}", self.note), NOTE_LIMIT),
+            ..self
+        }
     }
 }
 
@@ -95,8 +134,9 @@ impl Events {
             tokio::spawn(queued.for_each_concurrent(PUBLISHERS, move |event| {
                 let (client, recent) = (client.clone(), recent.clone());
                 async move {
-                    if let Err(error) = write(&client, &recent, &event).await {
-                        tracing::debug!(%error, reason = %event.reason, "could not record the event");
+                    let reason = event.reason.clone();
+                    if let Err(error) = write(&client, &recent, event).await {
+                        tracing::debug!(%error, %reason, "could not record the event");
                     }
                 }
             }));
@@ -120,6 +160,8 @@ impl Events {
             reason: reason.into(),
             note: orkestra_katalog::text::bounded(note, NOTE_LIMIT),
         };
+        // A write to come (or a series count): charged to the reconcile that asked for it.
+        crate::budget::count();
         if self.queue().try_send(event).is_err() {
             tracing::debug!(reason, "event dropped: the queue of events to write is full");
         }
@@ -128,11 +170,29 @@ impl Events {
 
 /// Writes one event: a new Event, or the next count of a recent one's series. A repeat that
 /// arrives while its first Event is still being created only counts; the creator adds it.
-async fn write(client: &kube::Client, recent: &Mutex<Recent>, event: &Queued) -> Result<(), kube::Error> {
-    let namespace = event.regarding.namespace.as_deref().unwrap_or("default");
-    let api: Objects<Event> = objects::namespaced(client.clone(), namespace)?;
-    let (key, now) = (event.key(), Timestamp::now());
-    let next = recent.lock().unwrap_or_else(|e| e.into_inner()).next(key, now);
+async fn write(client: &kube::Client, recent: &Mutex<Recent>, event: Queued) -> Result<(), kube::Error> {
+    let namespace = event.regarding.namespace.clone().unwrap_or_else(|| "default".into());
+    let api: Objects<Event> = objects::namespaced(client.clone(), &namespace)?;
+    let now = Timestamp::now();
+    let (event, next) = {
+        let mut recent = recent.lock().unwrap_or_else(|e| e.into_inner());
+        let event = match recent.too_similar(event.similar_key(), event.key(), now) {
+            true => event.combined(),
+            false => event,
+        };
+        let next = recent.next(event.key(), now);
+        if next != Next::Counted && recent.spam.admit(&event.source()).is_err() {
+            tracing::debug!(reason = %event.reason, "event dropped: its custom resource published too many");
+            if next == Next::Create {
+                recent.forget(event.key());
+            }
+            return Ok(());
+        }
+        recent.spam.charge(&event.source(), 1);
+        (event, next)
+    };
+    let key = event.key();
+    let event = &event;
     let created = match next {
         Next::Counted => return Ok(()),
         Next::Series(name, count) => match patch_series(&api, &name, count, now).await {
@@ -190,17 +250,32 @@ fn new_event(event: &Queued, now: Timestamp) -> Event {
     }
 }
 
-/// The last [`REMEMBERED`] events, by key.
-#[derive(Default)]
-struct Recent(HashMap<u64, Seen>);
+/// The last [`REMEMBERED`] events, by key; the notes seen lately per CR, type and reason;
+/// what each CR may still publish.
+struct Recent {
+    seen: HashMap<u64, Seen>,
+    similar: HashMap<u64, (Vec<u64>, Timestamp)>,
+    spam: crate::budget::WriteBudget,
+}
+
+impl Default for Recent {
+    fn default() -> Self {
+        Self {
+            seen: HashMap::new(),
+            similar: HashMap::new(),
+            spam: crate::budget::WriteBudget::new(SPAM, SPAM),
+        }
+    }
+}
 
 /// What is known of a recent event.
 #[derive(Debug, Clone, PartialEq)]
 enum Seen {
     /// Its Event is being created; this many occurrences so far.
     Creating(i32),
-    /// Its Event, the count so far, and when it was last seen.
-    Written(String, i32, Timestamp),
+    /// Its Event, the count so far, when it was last seen, and when its count was last
+    /// written.
+    Written(String, i32, Timestamp, Timestamp),
 }
 
 /// What to do with an occurrence.
@@ -217,14 +292,20 @@ enum Next {
 impl Recent {
     /// Records an occurrence of `key` at `now` and says what to write.
     fn next(&mut self, key: u64, now: Timestamp) -> Next {
-        match self.0.get_mut(&key) {
+        match self.seen.get_mut(&key) {
             Some(Seen::Creating(count)) => {
                 *count = count.saturating_add(1);
                 Next::Counted
             }
-            Some(Seen::Written(name, count, last)) if now.duration_since(*last).unsigned_abs() < SERIES_WINDOW => {
+            Some(Seen::Written(name, count, last, patched))
+                if now.duration_since(*last).unsigned_abs() < SERIES_WINDOW =>
+            {
                 *count = count.saturating_add(1);
                 *last = now;
+                if now.duration_since(*patched).unsigned_abs() < SERIES_PATCH_INTERVAL {
+                    return Next::Counted;
+                }
+                *patched = now;
                 Next::Series(name.clone(), *count)
             }
             _ => {
@@ -236,12 +317,41 @@ impl Recent {
 
     /// Its Event exists now; returns the occurrences it stands for.
     fn created(&mut self, key: u64, name: String, now: Timestamp) -> i32 {
-        let count = match self.0.get(&key) {
+        let count = match self.seen.get(&key) {
             Some(Seen::Creating(count)) => *count,
             _ => 1,
         };
-        self.remember(key, Seen::Written(name, count, now));
+        self.remember(key, Seen::Written(name, count, now, now));
         count
+    }
+
+    /// Whether the event `key` is one note too many among the similar ones `similar`
+    /// (same CR, type and reason) seen within the window.
+    fn too_similar(&mut self, similar: u64, key: u64, now: Timestamp) -> bool {
+        let (notes, since) = self.similar.entry(similar).or_insert_with(|| (Vec::new(), now));
+        if now.duration_since(*since).unsigned_abs() >= SERIES_WINDOW {
+            *notes = Vec::new();
+            *since = now;
+        }
+        if notes.contains(&key) {
+            return false;
+        }
+        if notes.len() >= SIMILAR {
+            return true;
+        }
+        notes.push(key);
+        if self.similar.len() > REMEMBERED {
+            // The group seen first is the one dropped: its notes count from zero again.
+            let oldest = self
+                .similar
+                .iter()
+                .min_by_key(|(_, (_, since))| *since)
+                .map(|(k, _)| *k);
+            if let Some(oldest) = oldest {
+                self.similar.remove(&oldest);
+            }
+        }
+        false
     }
 
     /// Its Event is gone (expired): this occurrence creates a new one.
@@ -251,26 +361,26 @@ impl Recent {
 
     /// The Event could not be written: the next occurrence tries anew.
     fn forget(&mut self, key: u64) {
-        self.0.remove(&key);
+        self.seen.remove(&key);
     }
 
     fn remember(&mut self, key: u64, seen: Seen) {
-        if self.0.len() >= REMEMBERED && !self.0.contains_key(&key) {
+        if self.seen.len() >= REMEMBERED && !self.seen.contains_key(&key) {
             // Forget the written one seen longest ago (one being created is kept).
             let oldest = self
-                .0
+                .seen
                 .iter()
                 .filter_map(|(k, seen)| match seen {
-                    Seen::Written(_, _, last) => Some((*last, *k)),
+                    Seen::Written(_, _, last, _) => Some((*last, *k)),
                     Seen::Creating(_) => None,
                 })
                 .min()
                 .map(|(_, k)| k);
             if let Some(oldest) = oldest {
-                self.0.remove(&oldest);
+                self.seen.remove(&oldest);
             }
         }
-        self.0.insert(key, seen);
+        self.seen.insert(key, seen);
     }
 }
 
@@ -285,10 +395,38 @@ mod tests {
         assert_eq!(recent.next(7, start), Next::Create);
         assert_eq!(recent.next(7, start), Next::Counted, "its Event is still being created");
         assert_eq!(recent.created(7, "web.1".into(), start), 2, "the creator writes both");
-        assert_eq!(recent.next(7, start), Next::Series("web.1".into(), 3));
+        assert_eq!(recent.next(7, start), Next::Counted, "just written: counted only");
+        let soon = start + SERIES_PATCH_INTERVAL;
+        assert_eq!(recent.next(7, soon), Next::Series("web.1".into(), 4), "then written");
         assert_eq!(recent.next(8, start), Next::Create, "another event");
-        let later = start + SERIES_WINDOW + Duration::from_secs(1);
+        let later = soon + SERIES_WINDOW + Duration::from_secs(1);
         assert_eq!(recent.next(7, later), Next::Create, "too long ago: a new Event");
+    }
+
+    #[test]
+    fn past_ten_notes_of_one_reason_they_are_combined() {
+        let mut recent = Recent::default();
+        let start = Timestamp::now();
+        for note in 0..SIMILAR as u64 {
+            assert!(!recent.too_similar(1, note, start), "note {note}");
+        }
+        assert!(!recent.too_similar(1, 3, start), "a repeat is not a new note");
+        assert!(recent.too_similar(1, 99, start), "the eleventh note");
+        assert!(!recent.too_similar(2, 99, start), "another reason");
+        let later = start + SERIES_WINDOW;
+        assert!(!recent.too_similar(1, 99, later), "a new window");
+    }
+
+    #[test]
+    fn a_cr_publishes_a_burst_then_one_event_in_ten_seconds() {
+        let recent = Recent::default();
+        for _ in 0..SPAM.burst as usize {
+            assert!(recent.spam.admit("ns/web/uid").is_ok());
+            recent.spam.charge("ns/web/uid", 1);
+        }
+        let wait = recent.spam.admit("ns/web/uid").unwrap_err();
+        assert!(wait > Duration::from_secs(9), "{wait:?}");
+        assert!(recent.spam.admit("ns/other/uid").is_ok());
     }
 
     #[test]
@@ -300,11 +438,11 @@ mod tests {
             recent.next(key, at);
             recent.created(key, format!("e{key}"), at);
         }
-        assert_eq!(recent.0.len(), REMEMBERED);
+        assert_eq!(recent.seen.len(), REMEMBERED);
         assert_eq!(recent.next(0, start), Next::Create, "the oldest is forgotten");
         let last = REMEMBERED as u64 + 49;
         assert!(matches!(
-            recent.next(last, start + Duration::from_secs(last)),
+            recent.next(last, start + Duration::from_secs(last) + SERIES_PATCH_INTERVAL),
             Next::Series(..)
         ));
     }

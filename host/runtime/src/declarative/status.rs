@@ -44,10 +44,14 @@ impl Declarative {
         let failed = |e| ReconcileError::api(Reason::StatusPatchFailed, format!("status of {}", request.key), e);
         let api = self.api(request).map_err(failed)?;
         if !inline {
-            self.counters.writes.fetch_add(1, Ordering::Relaxed);
+            self.counters.wrote();
             let patch = Patch::Merge(json!({"status": status}));
+            let writing = request.own.begin(&request.key);
             match api.patch_status(name, &PatchParams::default(), &patch).await {
-                Ok(_) => return Ok(true),
+                Ok(written) => {
+                    writing.wrote(written.metadata.resource_version);
+                    return Ok(true);
+                }
                 Err(kube::Error::Api(answer))
                     if answer.code == 404 && api.get_opt(name).await.is_ok_and(|o| o.is_some()) =>
                 {
@@ -61,10 +65,13 @@ impl Declarative {
                 Err(error) => return Err(failed(error)),
             }
         }
-        self.counters.writes.fetch_add(1, Ordering::Relaxed);
-        api.patch(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
+        self.counters.wrote();
+        let writing = request.own.begin(&request.key);
+        let written = api
+            .patch(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
             .await
             .map_err(failed)?;
+        writing.wrote(written.metadata.resource_version);
         Ok(true)
     }
 }

@@ -180,12 +180,23 @@ where
 /// The children of one CRD as its owned-kind watches see them, by (apiVersion, kind): what
 /// the applier compares against instead of asking the API server. Only a hit is trusted; an
 /// object not here may still exist (someone else's, or not seen yet), so a miss is asked for.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Children {
     kinds: Arc<RwLock<HashMap<(String, String), Cache>>>,
+    /// The applier's writes, whose echoes the owned-kind watches drop.
+    own: Arc<crate::own_writes::OwnWrites>,
 }
 
 impl Children {
+    pub fn own_writes(&self) -> &Arc<crate::own_writes::OwnWrites> {
+        &self.own
+    }
+
+    /// A child's name among [`Children::own_writes`]: its kind as watched, and its key.
+    pub fn own_key(api_version: &str, kind: &str, key: &str) -> String {
+        format!("{api_version} {kind} {key}")
+    }
+
     /// The store the watch of `api_version` `kind` fills.
     pub fn register(&self, api_version: &str, kind: &str) -> Cache {
         self.kinds

@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::{Cache, Enqueue, Source, Trigger, object_key};
+use crate::own_writes::OwnWrites;
 use orkestra_katalog::sentinel;
 
 /// Watches `api` until the stream ends (it does not: the watcher relists and backs off on
@@ -33,6 +34,8 @@ pub struct PrimaryObserver {
     cache: Cache,
     declared_sentinels: u16,
     enqueue: Arc<dyn Enqueue>,
+    /// The runtime's writes to the CRs, whose echoes are no trigger.
+    own: Arc<OwnWrites>,
     relisting: Option<HashSet<String>>,
     ready: Option<oneshot::Sender<()>>,
 }
@@ -43,12 +46,14 @@ impl PrimaryObserver {
         cache: Cache,
         declared_sentinels: u16,
         enqueue: Arc<dyn Enqueue>,
+        own: Arc<OwnWrites>,
         ready: Option<oneshot::Sender<()>>,
     ) -> Self {
         Self {
             cache,
             declared_sentinels,
             enqueue,
+            own,
             relisting: None,
             ready,
         }
@@ -77,12 +82,21 @@ impl PrimaryObserver {
                     return;
                 }
                 let sentinels = sentinel::compute(old.as_deref(), &value, self.declared_sentinels);
-                self.enqueue.offer(Trigger {
-                    key,
+                let trigger = Trigger {
+                    key: key.clone(),
                     source: Source::Primary,
                     sentinels,
                     events: None,
-                });
+                };
+                // A relist's change may hold others' writes: never screened.
+                let version = crate::own_writes::version_of(&value).filter(|_| self.relisting.is_none());
+                let trigger = match version {
+                    Some(version) => self.own.screen(&key, &version, trigger),
+                    None => Some(trigger),
+                };
+                if let Some(trigger) = trigger {
+                    self.enqueue.offer(trigger);
+                }
             }
             Event::InitDone => {
                 // Objects deleted while the watch was down are gone from the new list.
@@ -99,6 +113,7 @@ impl PrimaryObserver {
             Event::Delete(object) => {
                 let Some((key, _)) = to_json(&object) else { return };
                 self.cache.remove(&key);
+                self.own.forget(&key);
                 self.enqueue.offer(Trigger::new(key, Source::Primary));
             }
         }

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::primary::{to_cached_json, to_json};
 use super::{Cache, Enqueue, Source, Trigger};
+use crate::own_writes::OwnWrites;
 use orkestra_katalog::EventType;
 use orkestra_katalog::compile::CompiledWatch;
 use orkestra_katalog::resolver::Resolver;
@@ -205,16 +206,31 @@ pub async fn watch_secondary(
 /// Runs an implicit watch on an owned kind: its objects are kept in `children` (the applier
 /// reads them there instead of asking the API server), and a changed or deleted child
 /// re-enqueues its owner.
+/// The echo of the runtime's own apply (`own`, by `kind` — apiVersion and kind as watched —
+/// and key) re-enqueues nobody.
 pub async fn watch_owned(
     api: Api<DynamicObject>,
     config: watcher::Config,
     primary: PrimaryKind,
     enqueue: Arc<dyn Enqueue>,
-    children: Cache,
+    (children, kind, own): (Cache, (String, String), Arc<OwnWrites>),
 ) {
     changes(api, config, 0, children, |change| {
-        for key in primary.owners(&change.object) {
-            enqueue.offer(Trigger::new(key, Source::Owned));
+        let key = super::object_key(&change.object).unwrap_or_default();
+        let own_key = super::Children::own_key(&kind.0, &kind.1, &key);
+        if change.kind == EventType::Delete {
+            own.forget(&own_key);
+        }
+        let version = crate::own_writes::version_of(&change.object).filter(|_| change.kind != EventType::Delete);
+        for owner in primary.owners(&change.object) {
+            let trigger = Trigger::new(owner, Source::Owned);
+            let trigger = match &version {
+                Some(version) => own.screen(&own_key, version, trigger),
+                None => Some(trigger),
+            };
+            if let Some(trigger) = trigger {
+                enqueue.offer(trigger);
+            }
         }
     })
     .await;
