@@ -652,3 +652,131 @@ spec:
     assert!(slot.stats.view().outcomes["fuel"] >= 1);
     run.stop().await;
 }
+
+/// Issue 33, finding 8: a component whose granted directory holds a FIFO nobody writes to
+/// reads it on every call. Each call times out, but its read keeps a thread; those threads
+/// are the component's own few, never the host's, so reloads, other tenants and shutdown go
+/// on as before.
+#[tokio::test]
+async fn reads_that_never_return_pin_only_their_own_components_threads() {
+    use std::os::unix::ffi::OsStrExt;
+    let hostile = guests::component("hostile").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    let fifo = std::ffi::CString::new(bundle.join("fifo").as_os_str().as_bytes()).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path of our own temporary directory.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let ns = orkestra_test_support::namespace("pinned").await.unwrap();
+    let group = format!("{}.pinned.orkestra.io", ns.name);
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: pinned}}
+spec:
+  crds:
+    reader:
+      apiTypes: {{group: {group}, version: v1, kind: Reader}}
+      namespace: {ns}
+      operatorBox:
+        reconcile:
+          workers: 20
+          hooks:
+            component: {component}
+            limits: {{timeout: 300ms}}
+            files: [{{path: bundle, mountPath: /bundle}}]
+    plain:
+      apiTypes: {{group: {group}, version: v1, kind: Plain}}
+      namespace: {ns}
+      operatorBox:
+        reconcile:
+          onReconcile:
+            configMaps:
+              - {{name: '{{{{ .metadata.name }}}}-c', data: {{a: b}}}}
+",
+        ns = ns.name,
+        component = hostile.display()
+    );
+    let katalog_file = dir.path().join("katalog.yaml");
+    std::fs::write(&katalog_file, &katalog).unwrap();
+    let compiled = orkestra_katalog::load_sources(&[("katalog.yaml".into(), katalog)]).unwrap();
+    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
+        .await
+        .unwrap();
+    let resource =
+        |kind: &str| kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(&group, "v1", kind));
+    let readers: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource("Reader"));
+    let create = |api: Api<DynamicObject>, kind: &'static str, name: String, spec: Value| {
+        let group = group.clone();
+        async move {
+            let object: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": format!("{group}/v1"), "kind": kind, "metadata": {"name": name}, "spec": spec}))
+            .unwrap();
+            api.create(&PostParams::default(), &object).await.unwrap();
+        }
+    };
+    for chunk in (0..200).collect::<Vec<_>>().chunks(20) {
+        let creates = chunk
+            .iter()
+            .map(|i| create(readers.clone(), "Reader", format!("r{i}"), json!({"mode": "fifo"})));
+        futures::future::join_all(creates).await;
+    }
+    let port = crate::replicas::free_port();
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let mut host = crate::ork::Ork::spawn(
+        &[
+            "run",
+            "-f",
+            katalog_file.to_str().unwrap(),
+            "--http-addr",
+            &format!("127.0.0.1:{port}"),
+        ],
+        &[
+            ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
+            ("ORK_API_TOKEN", ""),
+        ],
+    );
+    let addr = format!("127.0.0.1:{port}");
+    // Every reader's call has timed out at least once: each left a read behind.
+    eventually("200 calls timed out", Duration::from_secs(120), || async {
+        let listed: Value = reqwest::get(format!("http://{addr}/components"))
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        let reader = listed["components"]
+            .as_array()?
+            .iter()
+            .find(|c| c["name"] == "reader")?
+            .clone();
+        (reader["calls"]["outcomes"]["timeout"].as_u64()? >= 200).then_some(())
+    })
+    .await
+    .unwrap();
+    let threads = std::fs::read_dir(format!("/proc/{}/task", host.pid())).unwrap().count();
+    assert!(
+        threads < 80,
+        "ork holds {threads} threads: the stuck reads took the host's"
+    );
+    // A reload answers, another tenant reconciles, and the host stops when asked.
+    let started = std::time::Instant::now();
+    let reload = reqwest::Client::new()
+        .post(format!("http://{addr}/reload"))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap();
+    assert!(reload.status().is_success(), "{}", reload.status());
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let plains: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource("Plain"));
+    create(plains, "Plain", "p".into(), json!({})).await;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    eventually("the other tenant's ConfigMap", Duration::from_secs(15), || async {
+        maps.get_opt("p-c").await.ok().flatten().map(|_| ())
+    })
+    .await
+    .unwrap();
+    let status = host.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
+    assert!(status.success() || status.code() == Some(0), "{status:?}");
+}

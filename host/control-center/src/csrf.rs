@@ -50,9 +50,13 @@ pub async fn protect(request: Request, next: Next) -> Response {
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
+    // The cookie is scoped to the Control Center's path: a request elsewhere (a favicon)
+    // never carries it, and must not be handed a new one that replaces the pages' token.
+    let ours = request.uri().path().starts_with(BASE);
     request.extensions_mut().insert(Token(token.clone()));
     let mut response = next.run(request).await;
     if held.is_none()
+        && ours
         && let Ok(value) = format!("{COOKIE}={token}; Path={BASE}; HttpOnly; SameSite=Strict").parse()
     {
         response.headers_mut().append(header::SET_COOKIE, value);

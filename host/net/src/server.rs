@@ -172,8 +172,8 @@ impl Registry {
     }
 }
 
-/// Serves `router` on `listener` through `door` until `shutdown` resolves; then every
-/// connection is asked to close once its request in flight is answered.
+/// Serves `router` on `listener` through `door` until `shutdown` resolves (or this future is
+/// dropped); then every connection closes once its request in flight is answered.
 pub async fn serve(
     listener: TcpListener,
     router: axum::Router,
@@ -183,6 +183,8 @@ pub async fn serve(
     let router = router.layer(DefaultBodyLimit::max(door.limits.body_limit));
     let registry = Arc::new(Mutex::new(Registry::default()));
     let door = Arc::new(door);
+    // Dropped when serving ends, however it ends: every connection hears it and closes.
+    let (serving, _) = tokio::sync::watch::channel(());
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -207,43 +209,42 @@ pub async fn serve(
             continue;
         };
         let (router, door, registry) = (router.clone(), door.clone(), registry.clone());
+        let mut ended = serving.subscribe();
         tokio::spawn(async move {
-            connection(tcp, peer, router, &door, busy, &evict).await;
+            let close = async {
+                tokio::select! {
+                    () = evict.notified() => {}
+                    _ = ended.changed() => {}
+                }
+            };
+            connection(tcp, peer, router, &door, busy, close).await;
             registry.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         });
-    }
-    let open: Vec<Arc<Notify>> = registry
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .conns
-        .values()
-        .map(|c| c.evict.clone())
-        .collect();
-    for evict in open {
-        evict.notify_one();
     }
     Ok(())
 }
 
-/// One connection, TLS first where the door has it, until it closes or is evicted.
+/// One connection, TLS first where the door has it, until it closes or `close` (evicted, or
+/// the server stopped) resolves.
 async fn connection(
     tcp: tokio::net::TcpStream,
     peer: SocketAddr,
     router: axum::Router,
     door: &Door,
     busy: Arc<AtomicUsize>,
-    evict: &Notify,
+    close: impl Future<Output = ()>,
 ) {
     let limits = &door.limits;
+    tokio::pin!(close);
     match &door.tls {
-        None => http(TokioIo::new(tcp), peer, router, door, busy, evict).await,
+        None => http(TokioIo::new(tcp), peer, router, door, busy, close).await,
         Some(acceptor) => {
             let handshake = tokio::select! {
-                () = evict.notified() => return,
+                () = &mut close => return,
                 done = tokio::time::timeout(limits.header_timeout, acceptor.accept(tcp)) => done,
             };
             match handshake {
-                Ok(Ok(tls)) => http(TokioIo::new(tls), peer, router, door, busy, evict).await,
+                Ok(Ok(tls)) => http(TokioIo::new(tls), peer, router, door, busy, close).await,
                 Ok(Err(error)) => tracing::debug!(door = door.name, %peer, %error, "TLS handshake failed"),
                 Err(_) => tracing::debug!(door = door.name, %peer, "TLS handshake timed out"),
             }
@@ -251,8 +252,14 @@ async fn connection(
     }
 }
 
-async fn http<I>(io: I, peer: SocketAddr, router: axum::Router, door: &Door, busy: Arc<AtomicUsize>, evict: &Notify)
-where
+async fn http<I>(
+    io: I,
+    peer: SocketAddr,
+    router: axum::Router,
+    door: &Door,
+    busy: Arc<AtomicUsize>,
+    close: impl Future<Output = ()>,
+) where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let hosts = door.hosts.clone().map(Arc::new);
@@ -285,7 +292,7 @@ where
     tokio::pin!(connection);
     let result = tokio::select! {
         result = connection.as_mut() => result,
-        () = evict.notified() => {
+        () = close => {
             connection.as_mut().graceful_shutdown();
             connection.await
         }
@@ -349,6 +356,24 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         tokio::spawn(serve(listener, router, door, std::future::pending()));
         addr
+    }
+
+    #[tokio::test]
+    async fn a_stopped_server_closes_its_kept_alive_connections() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok" }));
+        let server = tokio::spawn(serve(listener, router, Door::new("test"), std::future::pending()));
+        let mut kept = TcpStream::connect(addr).await.unwrap();
+        kept.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = [0u8; 256];
+        let n = kept.read(&mut answer).await.unwrap();
+        assert!(String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 200"));
+        server.abort();
+        let closed = tokio::time::timeout(Duration::from_secs(2), kept.read(&mut answer)).await;
+        assert!(matches!(closed, Ok(Ok(0))), "{closed:?}");
     }
 
     /// One request on a fresh connection: the status line, or why there was none.

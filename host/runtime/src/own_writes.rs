@@ -7,18 +7,41 @@
 //! dropped, and anything else goes on to the enqueue path. An event after a relist is never
 //! screened: its change may include others' writes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::observe::{Enqueue, Trigger};
 
 /// What is known of one object's writes.
-enum Own {
-    /// Writes in flight (usually one), and the events that arrived meanwhile, with their
-    /// resourceVersions.
-    Writing { writes: u32, held: Vec<(Trigger, String)> },
-    /// The resourceVersion the last write produced, until its event arrives.
-    Wrote(String),
+#[derive(Default)]
+struct Own {
+    /// Writes in flight (usually one).
+    writes: u32,
+    /// Events that arrived while one was in flight, with their resourceVersions.
+    held: Vec<(Trigger, String)>,
+    /// The resourceVersions of finished writes whose events have not arrived yet (a few: a
+    /// status write may follow a metadata write before the first one's event is back).
+    wrote: VecDeque<String>,
+}
+
+/// Finished writes whose echoes are still expected, per object.
+const EXPECTED: usize = 4;
+
+impl Own {
+    fn idle(&self) -> bool {
+        self.writes == 0 && self.held.is_empty() && self.wrote.is_empty()
+    }
+
+    /// Whether `version` is the echo of one of its writes (forgotten once seen).
+    fn echo(&mut self, version: &str) -> bool {
+        match self.wrote.iter().position(|v| v == version) {
+            Some(at) => {
+                self.wrote.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// The runtime's writes to the objects of one kind of watch (a CRD's CRs, or its children).
@@ -44,18 +67,7 @@ impl OwnWrites {
     /// A write to `object` (its key in this watch) is about to be sent.
     pub fn begin(self: &Arc<Self>, object: &str) -> Writing {
         let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
-        match objects.get_mut(object) {
-            Some(Own::Writing { writes, .. }) => *writes += 1,
-            _ => {
-                objects.insert(
-                    object.to_string(),
-                    Own::Writing {
-                        writes: 1,
-                        held: Vec::new(),
-                    },
-                );
-            }
-        }
+        objects.entry(object.to_string()).or_default().writes += 1;
         Writing {
             owner: self.clone(),
             object: object.to_string(),
@@ -67,42 +79,47 @@ impl OwnWrites {
     /// write (dropped) or arrives while one is in flight (held until it is answered).
     pub fn screen(&self, object: &str, version: &str, trigger: Trigger) -> Option<Trigger> {
         let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
-        match objects.get_mut(object) {
-            Some(Own::Writing { held, .. }) => {
-                held.push((trigger, version.to_string()));
-                None
-            }
-            Some(Own::Wrote(written)) if written == version => {
+        let Some(own) = objects.get_mut(object) else {
+            return Some(trigger);
+        };
+        if own.echo(version) {
+            if own.idle() {
                 objects.remove(object);
-                None
             }
-            _ => Some(trigger),
+            return None;
         }
+        if own.writes > 0 {
+            own.held.push((trigger, version.to_string()));
+            return None;
+        }
+        Some(trigger)
     }
 
     fn settle(&self, object: &str, version: Option<String>) {
         let released = {
             let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(Own::Writing { writes, held }) = objects.get_mut(object) else {
-                return;
-            };
-            *writes -= 1;
+            let Some(own) = objects.get_mut(object) else { return };
+            own.writes = own.writes.saturating_sub(1);
+            if let Some(version) = version {
+                if own.wrote.len() == EXPECTED {
+                    own.wrote.pop_front();
+                }
+                own.wrote.push_back(version);
+            }
             let mut released = Vec::new();
-            let mut echoed = false;
-            for (trigger, seen) in std::mem::take(held) {
-                match &version {
-                    Some(written) if *written == seen => echoed = true,
-                    _ => released.push(trigger),
+            for (trigger, seen) in std::mem::take(&mut own.held) {
+                if own.echo(&seen) {
+                    continue;
+                }
+                match own.writes {
+                    // Not the echo of any write: someone else's change.
+                    0 => released.push(trigger),
+                    // Perhaps the echo of the write still in flight.
+                    _ => own.held.push((trigger, seen)),
                 }
             }
-            match (*writes, version) {
-                (0, Some(written)) if !echoed => {
-                    objects.insert(object.to_string(), Own::Wrote(written));
-                }
-                (0, _) => {
-                    objects.remove(object);
-                }
-                _ => {}
+            if own.idle() {
+                objects.remove(object);
             }
             released
         };
@@ -125,7 +142,7 @@ impl OwnWrites {
     /// Forgets `object` (deleted): no echo of it is coming.
     pub fn forget(&self, object: &str) {
         let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
-        if matches!(objects.get(object), Some(Own::Wrote(_))) {
+        if objects.get(object).is_some_and(|own| own.writes == 0) {
             objects.remove(object);
         }
     }
@@ -225,6 +242,21 @@ mod tests {
             own.screen("ns/other", "1", trigger("ns/other")).is_some(),
             "not written: a trigger"
         );
+    }
+
+    #[test]
+    fn the_echo_of_an_earlier_write_is_known_while_a_later_one_is_in_flight() {
+        let (own, offered) = setup();
+        own.begin("ns/a").wrote(Some("10".into()));
+        let status = own.begin("ns/a");
+        assert!(
+            own.screen("ns/a", "10", trigger("ns/a")).is_none(),
+            "the first write's echo"
+        );
+        assert!(own.screen("ns/a", "11", trigger("ns/a")).is_none(), "held");
+        status.wrote(Some("11".into()));
+        assert!(offered.0.lock().unwrap().is_empty());
+        assert!(own.is_empty());
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! The Wasm host: components (hooks and constructors) compiled once per digest, called on a
 //! fresh sandboxed instance per reconcile, limited per call, checked against their grants,
-//! and swapped live.
+//! and swapped live. A component with file grants runs on threads of its own, so a read that
+//! never returns pins only them.
 
 mod bindings;
 mod cache;
 mod call;
 pub mod componentize;
 mod engine;
+mod pool;
 pub mod registry;
 pub mod slot;
 mod state;

@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::bindings::types::{Outcome, Request, Response};
 use super::call::{CallError, Hook};
 use super::engine::{LoadError, Loaded, WasmHost};
+use super::pool::Pool;
 use super::state::Caller;
 use super::stats::{CallOutcome, CallStats, StatsView, Swap};
 use orkestra_katalog::component::{Source, Spec};
@@ -22,6 +23,9 @@ pub struct Active {
     pub spec: Arc<Spec>,
     pub revision: u64,
 }
+
+/// What a call on a tenant's pool gets past its own timeout before it is given up on.
+const POOL_GRACE: Duration = Duration::from_secs(1);
 
 /// Size and modification time of a component file, to notice a replaced file.
 type FileStamp = Option<(SystemTime, u64)>;
@@ -42,6 +46,8 @@ pub struct Slot {
     reloads: tokio::sync::watch::Sender<u64>,
     /// What its calls did, across swaps, and its swap history.
     pub stats: Arc<CallStats>,
+    /// Where its calls run when it has file grants (made at the first such call).
+    pool: std::sync::OnceLock<Result<Pool, String>>,
 }
 
 /// A slot as the Live API shows it.
@@ -78,6 +84,7 @@ impl Slot {
             reloading: tokio::sync::Mutex::new(()),
             reloads: tokio::sync::watch::Sender::new(0),
             stats: Arc::default(),
+            pool: std::sync::OnceLock::new(),
         })
     }
 
@@ -176,10 +183,14 @@ impl Slot {
         request: &Request,
     ) -> Result<Option<Response>, CallError> {
         let started = std::time::Instant::now();
-        let result = self
-            .host
-            .call(&active.loaded, &active.spec, hook, caller, request, &self.stats)
-            .await;
+        let result = match active.spec.files.is_empty() {
+            true => {
+                self.host
+                    .call(&active.loaded, &active.spec, hook, caller, request, &self.stats)
+                    .await
+            }
+            false => self.call_on_pool(active, hook, caller, request).await,
+        };
         let outcome = match &result {
             Ok(Some(response)) if matches!(response.outcome, Outcome::Error(_)) => CallOutcome::GuestError,
             Ok(_) => CallOutcome::Ok,
@@ -188,6 +199,38 @@ impl Slot {
         let error = result.as_ref().err().map(ToString::to_string);
         self.stats.record(started.elapsed(), outcome, error);
         result
+    }
+
+    /// A call of a component with file grants, on its own threads ([`Pool`]). The call keeps
+    /// its own deadline; this one also covers a pool whose threads are all stuck.
+    async fn call_on_pool(
+        &self,
+        active: &Active,
+        hook: Hook,
+        caller: Caller,
+        request: &Request,
+    ) -> Result<Option<Response>, CallError> {
+        let pool = self
+            .pool
+            .get_or_init(|| Pool::new(&self.name).map_err(|e| e.to_string()));
+        let pool = pool
+            .as_ref()
+            .map_err(|e| CallError::Instantiate(format!("cannot start its threads: {e}")))?;
+        let (host, loaded, spec) = (self.host.clone(), active.loaded.clone(), active.spec.clone());
+        let (stats, request) = (self.stats.clone(), request.clone());
+        let timeout = spec.limits.timeout;
+        let Some(mut task) = pool.spawn(async move { host.call(&loaded, &spec, hook, caller, &request, &stats).await })
+        else {
+            return Err(CallError::Instantiate("its threads are shutting down".into()));
+        };
+        match tokio::time::timeout(timeout + POOL_GRACE, &mut task).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(failed)) => Err(CallError::Trapped(format!("the call's task ended: {failed}"))),
+            Err(_) => {
+                task.abort();
+                Err(CallError::Timeout(timeout))
+            }
+        }
     }
 
     /// Whether the component file changed since the last load.

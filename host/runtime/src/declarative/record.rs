@@ -5,12 +5,12 @@
 //! a reason to fail a reconcile.
 //!
 //! A repeat of a recent event (same CR, type, reason and note) updates the earlier Event's
-//! series count instead of creating another, at most once per [`SERIES_PATCH_INTERVAL`]
-//! (between patches, repeats are only counted). Past [`SIMILAR`] different notes of one
-//! reason on one CR within the window, they join one combined Event ("combined from similar
-//! events"), as client-go's correlator does. And each CR may publish at most a burst of
-//! [`SPAM`] events, then one per ten seconds: a reconcile that emits a new event every time
-//! costs a handful of writes a minute, not one per call. Only the last [`REMEMBERED`] events
+//! series count instead of creating another. Past [`SIMILAR`] different notes of one reason
+//! on one CR within the window, they join one combined Event ("combined from similar
+//! events"), as client-go's correlator does. And each CR may write at most a burst of
+//! [`SPAM`] Events or series counts, then one per ten seconds (a repeat in between is
+//! counted, and written with the next): a reconcile that emits an event every time costs a
+//! handful of writes a minute, not one per call. Only the last [`REMEMBERED`] events
 //! are kept for this, by a hash of what they say, so memory does not grow with the CRs.
 
 use std::collections::HashMap;
@@ -38,8 +38,6 @@ const PUBLISHERS: usize = 4;
 const REMEMBERED: usize = 256;
 /// A repeat within this long of the last one joins its series.
 const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
-/// A series' count is written at most this often.
-const SERIES_PATCH_INTERVAL: Duration = Duration::from_secs(30);
 /// Different notes of one reason on one CR before they are combined.
 const SIMILAR: usize = 10;
 /// What one CR may publish: a burst, then one event per ten seconds.
@@ -273,9 +271,8 @@ impl Default for Recent {
 enum Seen {
     /// Its Event is being created; this many occurrences so far.
     Creating(i32),
-    /// Its Event, the count so far, when it was last seen, and when its count was last
-    /// written.
-    Written(String, i32, Timestamp, Timestamp),
+    /// Its Event, the count so far, and when it was last seen.
+    Written(String, i32, Timestamp),
 }
 
 /// What to do with an occurrence.
@@ -297,15 +294,9 @@ impl Recent {
                 *count = count.saturating_add(1);
                 Next::Counted
             }
-            Some(Seen::Written(name, count, last, patched))
-                if now.duration_since(*last).unsigned_abs() < SERIES_WINDOW =>
-            {
+            Some(Seen::Written(name, count, last)) if now.duration_since(*last).unsigned_abs() < SERIES_WINDOW => {
                 *count = count.saturating_add(1);
                 *last = now;
-                if now.duration_since(*patched).unsigned_abs() < SERIES_PATCH_INTERVAL {
-                    return Next::Counted;
-                }
-                *patched = now;
                 Next::Series(name.clone(), *count)
             }
             _ => {
@@ -321,7 +312,7 @@ impl Recent {
             Some(Seen::Creating(count)) => *count,
             _ => 1,
         };
-        self.remember(key, Seen::Written(name, count, now, now));
+        self.remember(key, Seen::Written(name, count, now));
         count
     }
 
@@ -371,7 +362,7 @@ impl Recent {
                 .seen
                 .iter()
                 .filter_map(|(k, seen)| match seen {
-                    Seen::Written(_, _, last, _) => Some((*last, *k)),
+                    Seen::Written(_, _, last) => Some((*last, *k)),
                     Seen::Creating(_) => None,
                 })
                 .min()
@@ -395,11 +386,9 @@ mod tests {
         assert_eq!(recent.next(7, start), Next::Create);
         assert_eq!(recent.next(7, start), Next::Counted, "its Event is still being created");
         assert_eq!(recent.created(7, "web.1".into(), start), 2, "the creator writes both");
-        assert_eq!(recent.next(7, start), Next::Counted, "just written: counted only");
-        let soon = start + SERIES_PATCH_INTERVAL;
-        assert_eq!(recent.next(7, soon), Next::Series("web.1".into(), 4), "then written");
+        assert_eq!(recent.next(7, start), Next::Series("web.1".into(), 3));
         assert_eq!(recent.next(8, start), Next::Create, "another event");
-        let later = soon + SERIES_WINDOW + Duration::from_secs(1);
+        let later = start + SERIES_WINDOW + Duration::from_secs(1);
         assert_eq!(recent.next(7, later), Next::Create, "too long ago: a new Event");
     }
 
@@ -442,7 +431,7 @@ mod tests {
         assert_eq!(recent.next(0, start), Next::Create, "the oldest is forgotten");
         let last = REMEMBERED as u64 + 49;
         assert!(matches!(
-            recent.next(last, start + Duration::from_secs(last) + SERIES_PATCH_INTERVAL),
+            recent.next(last, start + Duration::from_secs(last)),
             Next::Series(..)
         ));
     }
