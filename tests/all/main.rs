@@ -34,4 +34,5 @@ mod replicas;
 mod routing;
 mod running;
 mod storms;
+mod tenants;
 mod wasm;

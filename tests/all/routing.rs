@@ -44,6 +44,8 @@ spec:
         fields:
           image: {{required: true}}
           region: {{}}
+        tokens:
+          '*': {{permissions: {{global: ['*']}}}}
         target:
           app: {{primary: true, clusters: [local, east]}}
           regional: {{cluster: '{{{{ .request.region }}}}'}}

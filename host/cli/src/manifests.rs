@@ -31,10 +31,27 @@ pub struct ManifestsArgs {
     /// `ork run --pull-secret`); repeat for several.
     #[arg(long, value_name = "SECRET")]
     pull_secret: Vec<String>,
+    /// Let components act as ServiceAccounts of the cluster's own namespaces (kube-system,
+    /// kube-public, kube-node-lease): without it such a Katalog is refused, as the runtime
+    /// would be allowed to impersonate the cluster's controllers.
+    #[arg(long)]
+    allow_system_impersonation: bool,
 }
+
+/// Namespaces whose ServiceAccounts run the cluster itself.
+const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
 
 pub fn manifests(args: ManifestsArgs) -> anyhow::Result<ExitCode> {
     let compiled = args.katalog.load()?;
+    if !args.allow_system_impersonation {
+        for (crd, account) in impersonated(&compiled) {
+            if SYSTEM_NAMESPACES.contains(&account.as_str().split('/').next().unwrap_or_default()) {
+                anyhow::bail!(
+                    "CRD {crd}: a component acts as ServiceAccount {account}, of the cluster's own namespace: the runtime would be granted to impersonate it; pass --allow-system-impersonation if that is meant"
+                );
+            }
+        }
+    }
     let name = format!("orkestra:{}", compiled.katalog.name);
     let mut needs = Needs::of(&compiled);
     if !args.no_leases {
@@ -84,6 +101,24 @@ pub fn manifests(args: ManifestsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Each ServiceAccount a component acts as (`namespace/name`; the namespace is the CRD's own
+/// when the Katalog names none), with its CRD.
+fn impersonated(compiled: &orkestra_katalog::Compiled) -> Vec<(String, String)> {
+    let mut accounts = Vec::new();
+    for crd in compiled.enabled() {
+        let boxes = std::iter::once(crd.crd_box()).chain(crd.targets.values());
+        for account in boxes.filter_map(|b| b.component.as_ref()?.service_account.as_ref()) {
+            let namespace = account
+                .namespace
+                .clone()
+                .or_else(|| crd.namespace.clone())
+                .unwrap_or_default();
+            accounts.push((crd.name.to_string(), format!("{namespace}/{}", account.name)));
+        }
+    }
+    accounts
+}
+
 fn labels(katalog: &str) -> Value {
     json!({"app.kubernetes.io/name": "orkestra", "orkestra.io/katalog": katalog})
 }
@@ -99,17 +134,35 @@ fn rule(rule: &Rule) -> Value {
 /// What the webhooks and the Serve API read and write besides the runtime's own needs.
 fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut Needs) {
     if orkestra_gateway::webhooks::any_enabled(compiled) {
-        let verbs = &["get", "list", "create", "update", "patch", "delete"];
+        // Its own two configurations, by name; a create cannot be limited by name.
+        let configuration = orkestra_gateway::registration::name_for(&compiled.katalog.name);
         for resource in ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"] {
-            needs.add(Scope::Cluster, "admissionregistration.k8s.io", resource, verbs);
+            needs.add(Scope::Cluster, "admissionregistration.k8s.io", resource, &["create"]);
+            for verb in ["get", "update", "patch", "delete"] {
+                needs.add_named(
+                    Scope::Cluster,
+                    "admissionregistration.k8s.io",
+                    resource,
+                    verb,
+                    &configuration,
+                );
+            }
         }
-        // Protection labels and conversion settings go on the Katalog's own CRDs.
-        needs.add(
-            Scope::Cluster,
-            "apiextensions.k8s.io",
-            "customresourcedefinitions",
-            &["get", "list", "patch"],
-        );
+        // Protection labels and conversion settings go on the Katalog's own CRDs, by name.
+        for crd in compiled
+            .enabled()
+            .filter(|c| !orkestra_katalog::is_builtin_group(&c.group))
+        {
+            for verb in ["get", "patch"] {
+                needs.add_named(
+                    Scope::Cluster,
+                    "apiextensions.k8s.io",
+                    "customresourcedefinitions",
+                    verb,
+                    &crd.crd_name(),
+                );
+            }
+        }
     }
     let Some(gateway) = &compiled.katalog.gateway else {
         return;

@@ -4,8 +4,10 @@
 //! come back as a JSON Patch, so a default lands in the same write. The CRD is found by the
 //! request's group and resource; a review for anything else is allowed unchanged.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
@@ -33,10 +35,39 @@ struct Shared {
     gateway: Arc<Gateway>,
     /// For the rules' external calls.
     http: reqwest::Client,
+    calls: Calls,
+    /// When each CRD and namespace last got an Event for a failed call.
+    reported: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
+/// How the rules' external calls are bounded and reported.
+#[derive(Clone)]
+pub struct Calls {
+    /// All of one review's calls together. Under the webhook's own timeout, so the API
+    /// server always hears an answer: past it, with `failurePolicy: Ignore`, it would admit
+    /// what was never checked.
+    pub deadline: Duration,
+    /// Where a failed call is recorded as an Event (`None`: logged and counted only).
+    pub events: Option<kube::Client>,
+}
+
+impl Calls {
+    /// The deadline for a webhook that must answer within `timeout`.
+    pub fn within(timeout: Duration, events: Option<kube::Client>) -> Self {
+        Self {
+            deadline: timeout
+                .saturating_sub(Duration::from_secs(1))
+                .max(Duration::from_millis(500)),
+            events,
+        }
+    }
+}
+
+/// The same CRD and namespace get an Event for a failed call at most this often.
+const REPORT_EVERY: Duration = Duration::from_secs(60);
+
 /// The webhook routes.
-pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>, gateway: Arc<Gateway>) -> axum::Router {
+pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>, gateway: Arc<Gateway>, calls: Calls) -> axum::Router {
     axum::Router::new()
         .route("/validate", post(validate))
         .route("/mutate", post(mutate))
@@ -45,6 +76,8 @@ pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>, gateway: Arc<Gateway
             counts,
             gateway,
             http: reqwest::Client::new(),
+            calls,
+            reported: Arc::default(),
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
 }
@@ -62,14 +95,95 @@ async fn context_of(shared: &Shared, crd: &CompiledCrd, request: &Value) -> Resu
     }
     if !crd.rule_calls.is_empty() {
         let mut resolver = orkestra_katalog::resolver::Resolver::in_context(object, &crd.notes, &context);
-        let outcome = orkestra::external::run(&shared.http, &crd.rule_calls, &mut resolver).await;
+        let deadline = shared.calls.deadline;
+        let calls = orkestra::external::run(&shared.http, &crd.rule_calls, &mut resolver);
+        let outcome = match tokio::time::timeout(deadline, calls).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!(
+                "no answer within {}s (the webhook itself must answer before the API server stops waiting)",
+                deadline.as_secs_f64()
+            )),
+        };
         let results = resolver.lookup("external").cloned();
         if let Some(results) = results {
             context.insert("external".into(), results);
         }
+        if let Err(why) = &outcome {
+            report(shared, crd, request, why);
+        }
         outcome?;
     }
     Ok(context)
+}
+
+/// A failed external call of the rules, which refuses the write: counted, logged, and an
+/// Event about the object (at most one per CRD and namespace a minute).
+fn report(shared: &Shared, crd: &CompiledCrd, request: &Value, why: &str) {
+    shared.counts.calls_failed.fetch_add(1, Ordering::Relaxed);
+    let namespace = request["namespace"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default");
+    let name = request["name"]
+        .as_str()
+        .or_else(|| request["object"]["metadata"]["name"].as_str());
+    tracing::warn!(crd = %crd.name, %namespace, name = name.unwrap_or_default(), %why, "an external call of the admission rules failed; the write is refused");
+    let Some(client) = shared.calls.events.clone() else {
+        return;
+    };
+    let now = Instant::now();
+    let key = format!("{} {namespace}", crd.name);
+    {
+        let mut reported = shared.reported.lock().unwrap_or_else(|e| e.into_inner());
+        if reported
+            .get(&key)
+            .is_some_and(|at| now.duration_since(*at) < REPORT_EVERY)
+        {
+            return;
+        }
+        reported.insert(key, now);
+    }
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use k8s_openapi::api::events::v1::Event;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+    let event = Event {
+        metadata: ObjectMeta {
+            generate_name: Some("orkestra-gateway-".into()),
+            namespace: Some(namespace.to_string()),
+            ..ObjectMeta::default()
+        },
+        event_time: Some(MicroTime(jiff::Timestamp::now())),
+        type_: Some("Warning".into()),
+        reason: Some("AdmissionCallFailed".into()),
+        action: Some("Admit".into()),
+        note: Some(orkestra_katalog::text::bounded(
+            format!("refused: an external call of the rules failed: {why}"),
+            1024,
+        )),
+        reporting_controller: Some("orkestra-gateway".into()),
+        reporting_instance: Some("orkestra-gateway".into()),
+        regarding: Some(ObjectReference {
+            api_version: Some(orkestra_katalog::intent::api_version_of(crd)),
+            kind: Some(crd.kind.clone()),
+            name: name.map(String::from),
+            namespace: request["namespace"].as_str().map(String::from),
+            ..ObjectReference::default()
+        }),
+        ..Event::default()
+    };
+    let namespace = namespace.to_string();
+    tokio::spawn(async move {
+        let created = match orkestra_kube::objects::namespaced::<Event>(client, &namespace) {
+            Ok(events) => events
+                .create(&kube::api::PostParams::default(), &event)
+                .await
+                .map(|_| ()),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = created {
+            tracing::warn!(%error, "could not record the failed call as an Event");
+        }
+    });
 }
 
 fn refuse(uid: &Value, message: String) -> Json<Value> {
@@ -181,7 +295,8 @@ spec:
         let gateway = Gateway {
             username: "gateway".into(),
         };
-        let app = router(Arc::new(compiled), Arc::default(), Arc::new(gateway));
+        let calls = Calls::within(Duration::from_secs(3), None);
+        let app = router(Arc::new(compiled), Arc::default(), Arc::new(gateway), calls);
         let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
             "uid": "u-1", "operation": operation, "resource": {"group": "demo.orkestra.io", "version": "v1", "resource": "sites"},
             "object": object}});

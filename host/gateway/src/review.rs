@@ -24,6 +24,9 @@ pub struct Counts {
     /// Objects converted, and conversions that failed.
     pub converted: AtomicU64,
     pub conversion_failed: AtomicU64,
+    /// External calls of the admission rules that failed or did not answer in time (each
+    /// refused its write).
+    pub calls_failed: AtomicU64,
 }
 
 /// An `admission.k8s.io/v1` AdmissionReview carrying `response`.

@@ -46,7 +46,7 @@ pub fn katalog(compiled: &Compiled, counts: Option<&Counts>) -> Value {
             "allowed": count(&c.allowed), "denied": count(&c.denied), "warned": count(&c.warned),
             "mutated": count(&c.mutated), "deletionBlocked": count(&c.deletion_blocked),
             "namespaceBlocked": count(&c.namespace_blocked), "converted": count(&c.converted),
-            "conversionFailed": count(&c.conversion_failed),
+            "conversionFailed": count(&c.conversion_failed), "callsFailed": count(&c.calls_failed),
         })
     });
     json!({

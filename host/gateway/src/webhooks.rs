@@ -113,7 +113,9 @@ impl Webhooks {
         };
         tracing::debug!(user = %gateway.username, "the gateway's own user");
         let gateway = Arc::new(gateway);
-        let router = admission::router(compiled.clone(), counts.clone(), gateway.clone())
+        let timeout = Duration::from_secs(u64::from(settings.timeout_seconds.unwrap_or(5).clamp(1, 30)));
+        let calls = admission::Calls::within(timeout, Some(client.clone()));
+        let router = admission::router(compiled.clone(), counts.clone(), gateway.clone(), calls)
             .merge(provenance::router(compiled.clone(), counts.clone(), gateway))
             .merge(protection::router(compiled.clone(), counts.clone()))
             .merge(conversion::router(compiled.clone(), counts.clone()));

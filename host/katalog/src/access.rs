@@ -1,8 +1,10 @@
 //! Who may do what through the Serve API, the gateway's stage 2. A surface's own token list
 //! and the CRD's list both have to allow a call (a surface narrows access, never widens
-//! it); with neither declared any valid gateway token may. Each list grants verbs per
-//! endpoint class (`schema`, `resources`, falling back to `global`) and may restrict the
-//! namespaces.
+//! it). With neither declared no token may: a CRD is closed until its Katalog names who may
+//! use it, and `"*"` names every token of the gateway (upstream opens an undeclared CRD to
+//! every token; here one tenant's token never writes another's CRs by default). Each list
+//! grants verbs per endpoint class (`schema`, `resources`, falling back to `global`) and may
+//! restrict the namespaces.
 
 use std::collections::BTreeMap;
 
@@ -36,12 +38,21 @@ pub fn permits(
     verb: Verb,
     namespace: Option<&str>,
 ) -> Result<(), String> {
+    if surface.tokens.is_none() && surface.crd_tokens.is_none() {
+        return Err(format!(
+            "target \"{}\" names no tokens (serve.tokens), so none may use it; list the tokens that may, or \"*\" for every token of the gateway",
+            surface.name
+        ));
+    }
     for (level, list) in [("target", &surface.tokens), ("CRD", &surface.crd_tokens)] {
         let Some(list) = list else { continue };
         check(list, level, &surface.name, token, class, verb, namespace)?;
     }
     Ok(())
 }
+
+/// The `serve.tokens` key that stands for every token of the gateway.
+pub const EVERY_TOKEN: &str = "*";
 
 fn check(
     list: &BTreeMap<String, TokenAccess>,
@@ -52,7 +63,7 @@ fn check(
     verb: Verb,
     namespace: Option<&str>,
 ) -> Result<(), String> {
-    let Some(access) = list.get(token) else {
+    let Some(access) = list.get(token).or_else(|| list.get(EVERY_TOKEN)) else {
         return Err(format!(
             "token \"{token}\" may not use target \"{surface}\" (not in its {level} tokens)"
         ));
@@ -130,9 +141,13 @@ mod tests {
     }
 
     #[test]
-    fn with_no_lists_any_token_may_and_a_class_list_wins_over_global() {
-        let open = surface(None, None);
-        assert!(permits(&open, "anyone", Class::Resources, Verb::Delete, Some("ns")).is_ok());
+    fn with_no_lists_no_token_may_and_a_class_list_wins_over_global() {
+        let closed = surface(None, None);
+        let refused = permits(&closed, "anyone", Class::Resources, Verb::Get, Some("ns")).unwrap_err();
+        assert!(refused.contains("names no tokens (serve.tokens)"), "{refused}");
+        let open = surface(None, Some(&[("*", access(&[Verb::Get], &[], &[]))]));
+        assert!(permits(&open, "anyone", Class::Resources, Verb::Get, Some("ns")).is_ok());
+        assert!(permits(&open, "anyone", Class::Resources, Verb::Delete, Some("ns")).is_err());
         let reader = surface(
             None,
             Some(&[("ci", access(&[Verb::All], &[Verb::Get, Verb::List], &[]))]),

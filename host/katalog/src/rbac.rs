@@ -199,13 +199,15 @@ impl Needs {
         }
         let boxes = std::iter::once(crd.crd_box()).chain(crd.targets.values());
         for component in boxes.filter_map(|b| b.component.as_ref()) {
-            // Acting as its ServiceAccount: the host impersonates it, and nothing else.
+            // Acting as its ServiceAccount: the host impersonates it, and nothing else. What
+            // the component may do is that account's RBAC, never the host's.
             if let Some(account) = &component.service_account {
                 let scope = match &account.namespace {
                     Some(ns) => Scope::Namespace(ns.clone()),
                     None => home.clone(),
                 };
                 self.add_named(scope, "", "serviceaccounts", "impersonate", &account.name);
+                continue;
             }
             for grant in component.grants.each() {
                 let (api_version, kinds, verbs, namespaces) =
@@ -434,32 +436,47 @@ mod tests {
         assert!(rule(cluster, "demo.io", "tenants/finalizers").is_some());
     }
 
-    #[test]
-    fn a_component_grant_and_its_service_account_become_rules() {
-        let katalog = compiled(
+    const GRANTS: &str = "            capabilities:
+              - {apiVersion: v1, kinds: [ConfigMap], verbs: [get, apply]}
+              - {apiVersion: apps/v1, kinds: [Deployment], verbs: [list], namespaces: [ops]}
+";
+
+    fn hooked(service_account: &str) -> Compiled {
+        compiled(&format!(
             "    site:
-      apiTypes: {group: demo.io, version: v1, kind: Site}
+      apiTypes: {{group: demo.io, version: v1, kind: Site}}
       namespace: shop
       operatorBox:
         reconcile:
           hooks:
             component: hook.wasm
-            serviceAccount: runner
-            capabilities:
-              - {apiVersion: v1, kinds: [ConfigMap], verbs: [get, apply]}
-              - {apiVersion: apps/v1, kinds: [Deployment], verbs: [list], namespaces: [ops]}
-",
-        );
-        let rules = Needs::of(&katalog).rules();
+{service_account}{GRANTS}"
+        ))
+    }
+
+    #[test]
+    fn a_components_grants_become_the_hosts_rules() {
+        let rules = Needs::of(&hooked("")).rules();
         let shop = &rules[&Scope::Namespace("shop".into())];
         assert_eq!(rule(shop, "", "configmaps").unwrap().verbs, ["create", "get", "patch"]);
+        let ops = &rules[&Scope::Namespace("ops".into())];
+        assert_eq!(rule(ops, "apps", "deployments").unwrap().verbs, ["list"]);
+    }
+
+    #[test]
+    fn a_component_acting_as_its_service_account_gives_the_host_only_impersonation() {
+        let rules = Needs::of(&hooked("            serviceAccount: runner\n")).rules();
+        let shop = &rules[&Scope::Namespace("shop".into())];
         let impersonate = rule(shop, "", "serviceaccounts").unwrap();
         assert_eq!(
             (impersonate.verbs.clone(), impersonate.resource_names.clone()),
             (vec!["impersonate"], vec!["runner".to_string()])
         );
-        let ops = &rules[&Scope::Namespace("ops".into())];
-        assert_eq!(rule(ops, "apps", "deployments").unwrap().verbs, ["list"]);
+        assert!(
+            rule(shop, "", "configmaps").is_none(),
+            "its grants are the account's RBAC"
+        );
+        assert!(!rules.contains_key(&Scope::Namespace("ops".into())));
     }
 
     #[test]

@@ -279,8 +279,13 @@ impl WasmHost {
                 "limits.fuel: this runtime started without fuel metering (no component declared limits.fuel then); restart it to meter fuel".into(),
             ));
         }
-        // A granted directory that is not there fails the load, not every call.
+        // A granted directory that is not there fails the load, not every call; nor may a
+        // symlink put there since the Katalog loaded lead it elsewhere.
         for (i, mount) in spec.files.iter().enumerate() {
+            let inside = mount.host.strip_prefix(&mount.folder).unwrap_or(&mount.host);
+            if let Some(why) = orkestra_katalog::component::outside(&mount.folder, inside) {
+                return Err(fail(format!("files[{i}].path {why}")));
+            }
             if !mount.host.is_dir() {
                 return Err(fail(format!(
                     "files[{i}].path: {} is not a directory",

@@ -8,4 +8,4 @@ mod spec;
 
 pub use oci::{OciReference, is_sha256_hex};
 
-pub use spec::{Declared, Deletion, Limits, MAX_MEMORY, Source, Spec, World, declared_in};
+pub use spec::{Declared, Deletion, Limits, MAX_MEMORY, Mount, Source, Spec, World, declared_in, outside};

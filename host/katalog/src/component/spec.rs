@@ -221,12 +221,31 @@ pub struct Spec {
     pub files: Vec<Mount>,
 }
 
-/// A directory of the host a component sees read-only.
+/// A directory of the host a component sees read-only: one inside the Katalog's folder.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Mount {
     pub host: std::path::PathBuf,
     /// An absolute path inside the guest.
     pub guest: String,
+    /// The Katalog's folder, which `host` must stay inside.
+    pub folder: std::path::PathBuf,
+}
+
+/// Why `path` (a grant's, relative to the Katalog's folder `base`) is not a directory inside
+/// that folder: absolute, climbing out with `..`, or (where it exists) leading out through
+/// a symlink. A grant is checked at load and again before each component load.
+pub fn outside(base: &Path, path: &Path) -> Option<String> {
+    if path.is_absolute() {
+        return Some("is absolute: a grant is a directory inside the Katalog's folder, given relative to it".into());
+    }
+    if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Some("climbs out with '..': a grant is a directory inside the Katalog's folder".into());
+    }
+    let (Ok(real), Ok(root)) = (base.join(path).canonicalize(), base.canonicalize()) else {
+        // Not there (yet): the component's load says so.
+        return None;
+    };
+    (!real.starts_with(&root)).then(|| format!("leads outside the Katalog's folder (to {})", real.display()))
 }
 
 impl Mount {
@@ -237,6 +256,9 @@ impl Mount {
             let at = format!("files[{i}]");
             if grant.path.trim().is_empty() {
                 return Err(format!("{at}.path: give a directory (relative to the Katalog file)"));
+            }
+            if let Some(why) = outside(base, Path::new(grant.path.trim())) {
+                return Err(format!("{at}.path: {:?} {why}", grant.path.trim()));
             }
             let guest = grant.mount_path.clone().unwrap_or_else(|| "/files".into());
             let plain = guest.starts_with('/')
@@ -255,6 +277,7 @@ impl Mount {
             mounts.push(Mount {
                 host: base.join(grant.path.trim()),
                 guest,
+                folder: base.to_path_buf(),
             });
         }
         Ok(mounts)
@@ -468,7 +491,8 @@ mod tests {
             spec.files[0],
             Mount {
                 host: "/k/policies".into(),
-                guest: "/files".into()
+                guest: "/files".into(),
+                folder: "/k".into(),
             }
         );
         assert_eq!(spec.files[1].guest, "/data/v1");
@@ -478,6 +502,9 @@ mod tests {
             (vec![grant("p", Some("/"))], "mountPath"),
             (vec![grant("p", None), grant("q", None)], "given twice"),
             (vec![grant(" ", None)], "files[0].path"),
+            (vec![grant("/etc", None)], "is absolute"),
+            (vec![grant("../secrets", None)], "climbs out"),
+            (vec![grant("policies/../../etc", None)], "climbs out"),
         ] {
             let error = Spec::compile(
                 World::Hook,
@@ -490,6 +517,19 @@ mod tests {
             .unwrap_err();
             assert!(error.contains(why), "{error}");
         }
+    }
+
+    #[test]
+    fn a_grant_that_leads_out_through_a_symlink_is_refused() {
+        let dir = std::env::temp_dir().join(format!("grant-{}", std::process::id()));
+        let katalog = dir.join("katalog");
+        std::fs::create_dir_all(katalog.join("inside")).unwrap();
+        let _ = std::fs::remove_file(katalog.join("escape"));
+        std::os::unix::fs::symlink("/etc", katalog.join("escape")).unwrap();
+        assert_eq!(outside(&katalog, Path::new("inside")), None);
+        let why = outside(&katalog, Path::new("escape")).unwrap();
+        assert!(why.contains("leads outside the Katalog's folder (to /etc)"), "{why}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

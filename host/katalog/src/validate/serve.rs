@@ -246,7 +246,7 @@ impl Checker<'_> {
         let (Some(list), Some(node)) = (list, node) else { return };
         for (token, access) in list {
             let pos = node.get(token).map_or(node.pos, |n| n.pos);
-            if !known.is_empty() && !known.contains(token) {
+            if !known.is_empty() && !known.contains(token) && token != crate::access::EVERY_TOKEN {
                 let names: Vec<&str> = known.iter().map(String::as_str).collect();
                 let hint = closest(token, &names)
                     .map(|c| format!(" (did you mean \"{c}\"?)"))
