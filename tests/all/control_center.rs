@@ -13,6 +13,7 @@ use orkestra_test_support::eventually;
 use serde_json::json;
 
 use crate::pipeline::{Harness, WAIT, crd};
+use crate::replicas::free_port;
 use crate::running::{Running, katalogs_dir};
 
 /// chromedriver on a free loopback port, stopped when dropped.
@@ -27,14 +28,6 @@ impl Drop for Driver {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 async fn driver() -> Driver {

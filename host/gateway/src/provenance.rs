@@ -69,10 +69,21 @@ fn annotation<'v>(object: &'v Value, key: &str) -> Option<&'v str> {
     object["metadata"]["annotations"][key].as_str()
 }
 
+/// Whether the Katalog opens the Serve API (`gateway.api.enabled`): the one writer of
+/// provenance.
+pub fn serve_api_open(compiled: &Compiled) -> bool {
+    compiled
+        .katalog
+        .gateway
+        .as_ref()
+        .and_then(|g| g.api.as_ref())
+        .is_some_and(|a| a.enabled)
+}
+
 /// The CRDs whose provenance the webhook guards: every served one, while the Serve API is
 /// open (nothing else writes provenance).
 pub fn guarded(compiled: &Compiled) -> impl Iterator<Item = &Arc<CompiledCrd>> {
-    let open = crate::api::enabled(compiled);
+    let open = serve_api_open(compiled);
     compiled.enabled().filter(move |crd| open && crd.serve.is_some())
 }
 

@@ -46,7 +46,7 @@ pub struct Kordinator {
     /// Which CRs this replica reconciles (all, without leases).
     pub ownership: crate::ha::Ownership,
     /// The runtime's writes to the CRs, announced so their echoes trigger nothing.
-    pub own: Arc<crate::own_writes::OwnWrites>,
+    pub own: Arc<crate::observe::own_writes::OwnWrites>,
     /// What each CR's writes may cost.
     pub budget: Arc<WriteBudget>,
 }

@@ -4,8 +4,8 @@
 //!
 //! It runs what `orkestra_katalog::compile` made of the Katalog; nothing is compiled here.
 //! Modules, in the order data flows:
-//! - [`observe`], [`own_writes`], [`enqueue`], [`queue`]: watches in (the echoes of the
-//!   runtime's own writes left out), keyed work items out.
+//! - [`observe`], [`enqueue`], [`queue`]: watches in (the echoes of the runtime's own writes
+//!   left out), keyed work items out.
 //! - [`kordinator`], [`mux`], [`failure`], [`budget`]: workers and the gates in front of
 //!   reconcile, the one request each reconcile receives, why one failed, and the write budget
 //!   a CR that never settles is held to.
@@ -40,7 +40,6 @@ pub mod live;
 pub mod metrics;
 pub mod mux;
 pub mod observe;
-pub mod own_writes;
 pub mod queue;
 pub mod readiness;
 pub mod reload;

@@ -45,7 +45,7 @@ pub struct Request {
     /// anyway to carry along.
     pub stamps: StampPatch,
     /// Where a write to the CR is announced, so its echo triggers nothing.
-    pub own: Arc<crate::own_writes::OwnWrites>,
+    pub own: Arc<crate::observe::own_writes::OwnWrites>,
 }
 
 /// Stamp annotations (`.health`, `.metrics`) the runtime wants on the CR. A reconciler that

@@ -60,7 +60,7 @@ pub struct CrdHandle {
     pub children: Children,
     /// The runtime's writes to its CRs (status, finalizers, stamps), whose echoes are no
     /// trigger.
-    pub own: Arc<crate::own_writes::OwnWrites>,
+    pub own: Arc<crate::observe::own_writes::OwnWrites>,
     /// What each CR's writes may cost.
     pub budget: Arc<crate::budget::WriteBudget>,
     pub stats: Arc<Stats>,

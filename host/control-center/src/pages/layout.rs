@@ -7,8 +7,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::csrf::{self, Token};
 
-/// Where the Control Center is served.
-pub const BASE: &str = "/controlcenter";
+pub use crate::BASE;
 
 /// How a page is answered: the whole page, or only its content (the script's refresh).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -56,12 +56,7 @@ struct Caller {
 
 /// Whether the Katalog opens the Serve API (`gateway.api.enabled`).
 pub fn enabled(compiled: &Compiled) -> bool {
-    compiled
-        .katalog
-        .gateway
-        .as_ref()
-        .and_then(|g| g.api.as_ref())
-        .is_some_and(|a| a.enabled)
+    crate::provenance::serve_api_open(compiled)
 }
 
 /// The Serve API of the Katalog, to be nested at `/api/v1`: its tokens read (and their

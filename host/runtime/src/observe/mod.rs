@@ -5,6 +5,7 @@
 
 pub mod cr_events;
 mod events;
+pub mod own_writes;
 mod primary;
 pub mod secondary;
 
@@ -184,11 +185,11 @@ where
 pub struct Children {
     kinds: Arc<RwLock<HashMap<(String, String), Cache>>>,
     /// The applier's writes, whose echoes the owned-kind watches drop.
-    own: Arc<crate::own_writes::OwnWrites>,
+    own: Arc<own_writes::OwnWrites>,
 }
 
 impl Children {
-    pub fn own_writes(&self) -> &Arc<crate::own_writes::OwnWrites> {
+    pub fn own_writes(&self) -> &Arc<own_writes::OwnWrites> {
         &self.own
     }
 

@@ -12,8 +12,8 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::own_writes::OwnWrites;
 use super::{Cache, Enqueue, Source, Trigger, object_key};
-use crate::own_writes::OwnWrites;
 use orkestra_katalog::sentinel;
 
 /// Watches `api` until the stream ends (it does not: the watcher relists and backs off on
@@ -89,7 +89,7 @@ impl PrimaryObserver {
                     events: None,
                 };
                 // A relist's change may hold others' writes: never screened.
-                let version = crate::own_writes::version_of(&value).filter(|_| self.relisting.is_none());
+                let version = super::own_writes::version_of(&value).filter(|_| self.relisting.is_none());
                 let trigger = match version {
                     Some(version) => self.own.screen(&key, &version, trigger),
                     None => Some(trigger),

@@ -12,9 +12,9 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
+use super::own_writes::OwnWrites;
 use super::primary::{to_cached_json, to_json};
 use super::{Cache, Enqueue, Source, Trigger};
-use crate::own_writes::OwnWrites;
 use orkestra_katalog::EventType;
 use orkestra_katalog::compile::CompiledWatch;
 use orkestra_katalog::resolver::Resolver;
@@ -221,7 +221,7 @@ pub async fn watch_owned(
         if change.kind == EventType::Delete {
             own.forget(&own_key);
         }
-        let version = crate::own_writes::version_of(&change.object).filter(|_| change.kind != EventType::Delete);
+        let version = super::own_writes::version_of(&change.object).filter(|_| change.kind != EventType::Delete);
         for owner in primary.owners(&change.object) {
             let trigger = Trigger::new(owner, Source::Owned);
             let trigger = match &version {

@@ -10,7 +10,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::observe::{Enqueue, Trigger};
+use super::{Enqueue, Trigger};
 
 /// What is known of one object's writes.
 #[derive(Default)]
