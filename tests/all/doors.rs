@@ -10,7 +10,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use futures::StreamExt;
 use orkestra_control_center::runtimes::Tokens;
-use orkestra_gateway::webhooks::{Options, Webhooks};
+use orkestra_gateway::webhooks::Webhooks;
 use orkestra_test_support::{eventually, idle, kubectl_with, namespace};
 use serde_json::json;
 
@@ -49,13 +49,7 @@ async fn admission_calls_are_answered_while_hundreds_of_idle_tls_connections_are
     orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
         .await
         .unwrap();
-    let options = Options {
-        https_addr: "127.0.0.1:0".parse().unwrap(),
-        url: None,
-        namespace: ns.name.clone(),
-        cert: None,
-        valid_for: Duration::from_secs(3600),
-    };
+    let options = crate::policies::options(&ns.name);
     let webhooks = Webhooks::start(ns.client.clone(), Arc::new(compiled), options)
         .await
         .unwrap();

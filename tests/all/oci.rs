@@ -161,6 +161,23 @@ fn run_host(katalog: &Path, cache: &Path, port: u16, pull: &[&str]) -> Ork {
     )
 }
 
+/// The manifest of `team/site-hook` at `reference` (a tag or a digest), as the registry keeps it.
+async fn manifest_of(registry: &Registry, reference: &str) -> Vec<u8> {
+    registry
+        .request(
+            reqwest::Method::GET,
+            &format!("/v2/team/site-hook/manifests/{reference}"),
+        )
+        .header("Accept", "application/vnd.oci.image.manifest.v1+json")
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec()
+}
+
 async fn site_content(ns: &TestNamespace, wanted: &str) -> String {
     let configmaps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
     eventually(&format!("blog-content with {wanted:?}"), WAIT, || async {
@@ -291,15 +308,7 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
     assert!(refused.message.contains("cannot pull the manifest"), "{refused}");
 
     // The digest of an image index (here: one listing the artifact) is not a component.
-    let manifest = registry
-        .request(reqwest::Method::GET, "/v2/team/site-hook/manifests/v1")
-        .header("Accept", "application/vnd.oci.image.manifest.v1+json")
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let manifest = manifest_of(&registry, "v1").await;
     let index = serde_json::to_vec(&json!({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.index.v1+json",
@@ -447,19 +456,7 @@ async fn a_registry_that_drips_holds_only_the_crds_its_component_serves() {
     let dir = tempfile::tempdir().unwrap();
     let pinned = push_hook(&registry, dir.path());
     let digest = pinned.rsplit_once("sha256:").unwrap().1.to_string();
-    let manifest = registry
-        .request(
-            reqwest::Method::GET,
-            &format!("/v2/team/site-hook/manifests/sha256:{digest}"),
-        )
-        .header("Accept", "application/vnd.oci.image.manifest.v1+json")
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap()
-        .to_vec();
+    let manifest = manifest_of(&registry, &format!("sha256:{digest}")).await;
     let hostile = hostile_registry(Hostile {
         manifest: Some(manifest),
         blob: std::fs::read(guests::component("rust-hook").unwrap()).unwrap(),

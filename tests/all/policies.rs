@@ -14,7 +14,8 @@ use orkestra_test_support::{eventually, kubectl_with, namespace};
 
 use crate::pipeline::WAIT;
 
-fn options(ns: &str) -> Options {
+/// The webhooks on a free loopback port, with a certificate made for an hour.
+pub(crate) fn options(ns: &str) -> Options {
     Options {
         https_addr: "127.0.0.1:0".parse().unwrap(),
         url: None,

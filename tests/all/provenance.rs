@@ -4,12 +4,11 @@
 //! them go through.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use orkestra_gateway::webhooks::{Options, Webhooks};
+use orkestra_gateway::webhooks::Webhooks;
 use orkestra_katalog::labels::{SERVE_INTENT, SERVE_SOURCE};
 use orkestra_test_support::{eventually, kubectl_with, namespace};
 use serde_json::json;
@@ -84,19 +83,9 @@ async fn provenance_is_written_by_the_gateway_alone() {
     let secret: Secret =
         serde_json::from_value(json!({"metadata": {"name": "gw-ci"}, "stringData": {"token": "ci-token"}})).unwrap();
     secrets.create(&PostParams::default(), &secret).await.unwrap();
-    let webhooks = Webhooks::start(
-        ns.client.clone(),
-        compiled.clone(),
-        Options {
-            https_addr: "127.0.0.1:0".parse().unwrap(),
-            url: None,
-            namespace: ns.name.clone(),
-            cert: None,
-            valid_for: Duration::from_secs(3600),
-        },
-    )
-    .await
-    .unwrap();
+    let webhooks = Webhooks::start(ns.client.clone(), compiled.clone(), crate::policies::options(&ns.name))
+        .await
+        .unwrap();
     let (base, refresh) = crate::gateway::serve_api(&ns, compiled.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = cluster.kubeconfig.clone();

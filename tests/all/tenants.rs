@@ -9,22 +9,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use orkestra_gateway::webhooks::{Options, Webhooks};
+use orkestra_gateway::webhooks::Webhooks;
 use orkestra_test_support::{eventually, kubectl_with, namespace};
 use serde_json::json;
 
 use crate::ork::run;
 use crate::pipeline::WAIT;
-
-fn options(ns: &str) -> Options {
-    Options {
-        https_addr: "127.0.0.1:0".parse().unwrap(),
-        url: None,
-        namespace: ns.to_string(),
-        cert: None,
-        valid_for: Duration::from_secs(3600),
-    }
-}
+use crate::policies::options;
 
 async fn token_secret(ns: &orkestra_test_support::TestNamespace, name: &str, token: &str) {
     let secrets: Api<Secret> = Api::namespaced(ns.client.clone(), &ns.name);

@@ -261,10 +261,6 @@ async fn mutate(State(shared): State<Shared>, Json(body): Json<Value>) -> Json<V
 mod tests {
     use std::path::PathBuf;
 
-    use axum::body::Body;
-    use axum::http::Request;
-    use tower::ServiceExt;
-
     use super::*;
 
     const KATALOG: &str = "
@@ -300,13 +296,7 @@ spec:
         let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
             "uid": "u-1", "operation": operation, "resource": {"group": "demo.orkestra.io", "version": "v1", "resource": "sites"},
             "object": object}});
-        let request = Request::post(path)
-            .header("content-type", "application/json")
-            .body(Body::from(body.to_string()))
-            .unwrap();
-        let response = app.oneshot(request).await.unwrap();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
-        serde_json::from_slice::<Value>(&bytes).unwrap()["response"].clone()
+        crate::review::answer(app, path, body).await
     }
 
     #[tokio::test]

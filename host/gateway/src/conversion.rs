@@ -149,10 +149,6 @@ pub async fn point_crds(
 mod tests {
     use std::path::PathBuf;
 
-    use axum::body::Body;
-    use axum::http::Request;
-    use tower::ServiceExt;
-
     use super::*;
 
     const KATALOG: &str = "
@@ -178,13 +174,7 @@ spec:
         let app = router(Arc::new(compiled), Arc::default());
         let body = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
                           "request": {"uid": "c-1", "desiredAPIVersion": desired, "objects": objects}});
-        let request = Request::post("/convert")
-            .header("content-type", "application/json")
-            .body(Body::from(body.to_string()))
-            .unwrap();
-        let response = app.oneshot(request).await.unwrap();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
-        serde_json::from_slice::<Value>(&bytes).unwrap()["response"].clone()
+        crate::review::answer(app, "/convert", body).await
     }
 
     #[tokio::test]

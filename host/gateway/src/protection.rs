@@ -267,10 +267,6 @@ pub async fn label_existing(client: &kube::Client, compiled: &Compiled) -> Resul
 mod tests {
     use std::path::PathBuf;
 
-    use axum::body::Body;
-    use axum::http::Request;
-    use tower::ServiceExt;
-
     use super::*;
 
     const KATALOG: &str = "
@@ -296,13 +292,7 @@ spec:
         let compiled = orkestra_katalog::load_sources(&[(PathBuf::from("k.yaml"), katalog)]).unwrap();
         let app = router(Arc::new(compiled), Arc::default());
         let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request});
-        let request = Request::post(path)
-            .header("content-type", "application/json")
-            .body(Body::from(body.to_string()))
-            .unwrap();
-        let response = app.oneshot(request).await.unwrap();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
-        serde_json::from_slice::<Value>(&bytes).unwrap()["response"].clone()
+        crate::review::answer(app, path, body).await
     }
 
     fn review_of(operation: &str, plural: &str, old: Value, new: Value) -> Value {

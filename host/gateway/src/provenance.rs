@@ -138,10 +138,6 @@ async fn guard(State(shared): State<Shared>, Json(body): Json<Value>) -> Json<Va
 mod tests {
     use std::path::PathBuf;
 
-    use axum::body::Body;
-    use axum::http::Request;
-    use tower::ServiceExt;
-
     use super::*;
 
     const KATALOG: &str = "
@@ -178,13 +174,7 @@ spec:
             "uid": "u", "operation": operation, "userInfo": {"username": user},
             "resource": {"group": "demo.orkestra.io", "version": "v1", "resource": "sites"},
             "object": object, "oldObject": old}});
-        let request = Request::post("/provenance")
-            .header("content-type", "application/json")
-            .body(Body::from(body.to_string()))
-            .unwrap();
-        let response = app.oneshot(request).await.unwrap();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
-        serde_json::from_slice::<Value>(&bytes).unwrap()["response"].clone()
+        crate::review::answer(app, "/provenance", body).await
     }
 
     #[tokio::test]

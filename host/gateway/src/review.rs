@@ -43,3 +43,16 @@ pub fn crd_of<'c>(compiled: &'c Compiled, request: &Value) -> Option<&'c Arc<Com
             && request["subResource"].as_str().is_none_or(str::is_empty)
     })
 }
+
+/// What a webhook of `app` answers to `body` posted at `path` (the review's `response`).
+#[cfg(test)]
+pub(crate) async fn answer(app: axum::Router, path: &str, body: Value) -> Value {
+    use tower::ServiceExt;
+    let request = axum::http::Request::post(path)
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let response = app.oneshot(request).await.unwrap();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    serde_json::from_slice::<Value>(&bytes).unwrap()["response"].clone()
+}
