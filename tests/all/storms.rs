@@ -37,7 +37,7 @@ const TIMESTAMPED: &str = "        reconcile:
         emit:
           status:
             fields:
-              - {path: at, value: '{{ now }}'}
+              - {path: at, value: '{{ timeFormat \"RFC3339Nano\" }}'}
 ";
 
 #[tokio::test]
@@ -75,16 +75,17 @@ async fn a_cr_changed_without_pause_is_held_to_its_write_budget() {
     .unwrap();
     let counters = &h.handle("clock").counters;
     let before = counters.writes.load(Ordering::Relaxed);
-    // 100 changes in 10 s, each a ConfigMap update, a status and an Event to write.
+    // 200 changes in 10 s, each a ConfigMap update, a status and an Event to write.
     let started = std::time::Instant::now();
-    for x in 1..=100 {
+    for x in 1..=200 {
         h.patch("Clock", "busy", json!({"spec": {"x": x.to_string()}})).await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let seconds = started.elapsed().as_secs_f64();
     let written = counters.writes.load(Ordering::Relaxed) - before;
-    // A burst of 30, then one a second (events are counted when published).
-    let allowed = 30.0 + seconds + 5.0;
+    // The budget's burst, then its rate (events are counted when published).
+    let per_cr = orkestra::budget::PER_CR;
+    let allowed = per_cr.burst + per_cr.per_second * seconds + 5.0;
     assert!(
         (written as f64) <= allowed,
         "{written} writes in {seconds:.1} s; the budget allows about {allowed:.0}"
@@ -94,7 +95,7 @@ async fn a_cr_changed_without_pause_is_held_to_its_write_budget() {
     let maps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
     eventually("the last change applied", Duration::from_secs(90), || async {
         let data = maps.get("busy-c").await.ok()?.data?;
-        (data.get("x")? == "100").then_some(())
+        (data.get("x")? == "200").then_some(())
     })
     .await
     .unwrap();
