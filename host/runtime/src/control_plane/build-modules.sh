@@ -99,14 +99,16 @@ for binary in kube-apiserver kube-controller-manager kube-scheduler; do
 done
 said=$("$out/kubectl" version --client)
 [[ $said == *"Client Version: $version"* ]] || fail "kubectl reports \"$said\", expected $version"
-"$out/etcd" --version | head -n1
+# Likewise `| head -n1`: etcd writes a line at a time and dies of SIGPIPE once head has gone.
+etcd_said=$("$out/etcd" --version)
+echo "${etcd_said%%$'\n'*}"
 said=$("$out/kwok" --version 2>&1)
 [[ $said == *"$kwok_version"* ]] || fail "kwok reports \"$said\", expected $kwok_version"
 {
   echo "kubernetes=$version"
   echo "recipe=go-modules"
-  echo "etcd=$("$out/etcd" --version | head -n1)"
-  echo "kwok=$("$out/kwok" --version 2>&1 | head -n1)"
+  echo "etcd=${etcd_said%%$'\n'*}"
+  echo "kwok=${said%%$'\n'*}"
   echo "go=$(go version)"
 } >"$out/VERSIONS"
 go clean -cache
