@@ -185,12 +185,17 @@ impl Hook for Hostile {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_nanos())
                     .unwrap_or_default();
-                Response::ok().status("at", now.to_string()).event("Churned", now.to_string())
+                Response::ok()
+                    .status("at", now.to_string())
+                    .event("Churned", now.to_string())
             }
             // Takes over another CR's child through its kube grant: rewrites it, then deletes it.
             "grab" => {
                 let namespace = request.namespace().unwrap_or("default");
-                let victim = request.get("/spec/victim").and_then(Value::as_str).unwrap_or("victim-t");
+                let victim = request
+                    .get("/spec/victim")
+                    .and_then(Value::as_str)
+                    .unwrap_or("victim-t");
                 let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
                                     "metadata": {"name": victim, "namespace": namespace},
                                     "data": {"grabbed": "yes"}});
