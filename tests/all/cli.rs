@@ -215,6 +215,36 @@ fn dev_installs_the_crds_and_applies_the_sample_crs() {
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(status, "http://hello.default.svc True");
+
+    // Ready means the garbage collector knows the CRDs: a sample deleted at once has its
+    // children collected in seconds, not at the collector's next discovery (~30 s).
+    let kubeconfig = dir.join("kubeconfig");
+    let started = std::time::Instant::now();
+    kubectl_with(&kubeconfig, &["delete", "website", "hello", "--wait=false"]).unwrap();
+    let collected = loop {
+        let left = kubectl_with(
+            &kubeconfig,
+            &[
+                "get",
+                "deployment/hello",
+                "service/hello",
+                "--ignore-not-found",
+                "-o",
+                "name",
+            ],
+        )
+        .unwrap();
+        if left.trim().is_empty() || started.elapsed() > Duration::from_secs(60) {
+            break started.elapsed();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        collected < Duration::from_secs(10),
+        "the children were collected {collected:?} after the delete"
+    );
+    let probes = kubectl_with(&kubeconfig, &["get", "configmaps", "-n", "default", "-o", "name"]).unwrap();
+    assert!(!probes.contains("ork-gc-probe"), "the probes are gone: {probes}");
     assert!(ork.signal_and_wait(libc::SIGINT, Duration::from_secs(30)).success());
     assert_eq!(wait_no_processes(&dir, Duration::from_secs(5)), Vec::<u32>::new());
 }
@@ -284,6 +314,57 @@ fn run_refuses_a_live_api_beyond_loopback_without_a_token() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("the Live API would listen on 0.0.0.0:0 without a token: set ORK_API_TOKEN (or --token-secret), or pass --insecure-no-auth"),
+        "{stderr}"
+    );
+}
+
+/// Stand-ins for the control plane binaries in a cache entry, each reporting a version.
+fn stub_cache(root: &std::path::Path, kwok_says: &str) {
+    use orkestra::control_plane::{KUBERNETES_VERSION, Release, cache_root};
+    let entry = Release::pick(None).cache_dir();
+    let relative = entry.strip_prefix(cache_root()).unwrap();
+    let dir = root.join(relative);
+    std::fs::create_dir_all(&dir).unwrap();
+    let version = KUBERNETES_VERSION;
+    for (name, says) in [
+        ("kube-apiserver", format!("echo 'Kubernetes {version}'")),
+        ("kube-controller-manager", format!("echo 'Kubernetes {version}'")),
+        ("kube-scheduler", format!("echo 'Kubernetes {version}'")),
+        ("kubectl", format!("echo 'Client Version: {version}'")),
+        // Line by line, as etcd writes: a reader that stops after one line kills it.
+        (
+            "etcd",
+            "for l in 'etcd Version: 3.7.0' 'Git SHA: x' 'Go Version: y'; do echo \"$l\"; sleep 0.05; done".into(),
+        ),
+        ("kwok", format!("echo '{kwok_says}'")),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{says}\n")).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+}
+
+#[test]
+fn a_cached_control_plane_is_checked_again_on_every_install() {
+    let good = tempfile::tempdir().unwrap();
+    stub_cache(good.path(), "kwok version v0.8.0 go1.26.8 (linux/amd64)");
+    let output = run(
+        &["control-plane", "install"],
+        &[("ORK_CACHE_DIR", good.path().to_str().unwrap())],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "a cached build that passes: {stderr}");
+
+    let bad = tempfile::tempdir().unwrap();
+    stub_cache(bad.path(), "kwok version v0.1.0");
+    let output = run(
+        &["control-plane", "install"],
+        &[("ORK_CACHE_DIR", bad.path().to_str().unwrap())],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "a cached build that fails its check");
+    assert!(
+        stderr.contains("fails its check: kwok reports \"kwok version v0.1.0\", expected v0.8.0"),
         "{stderr}"
     );
 }

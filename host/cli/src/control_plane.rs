@@ -138,19 +138,33 @@ pub async fn start(
     binaries: control_plane::Binaries,
     nodes: u32,
 ) -> anyhow::Result<ControlPlane> {
-    let progress = Progress::start(match (controller_manager, binaries.simulates_nodes() && nodes > 0) {
-        (true, true) => "starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok",
-        (true, false) => "starting etcd, kube-apiserver and kube-controller-manager",
-        (false, _) => "starting etcd and kube-apiserver",
-    });
+    let options = options(dir, port, controller_manager, binaries, nodes);
+    let progress = Progress::start(
+        match (controller_manager, options.binaries.simulates_nodes() && nodes > 0) {
+            (true, true) => "starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok",
+            (true, false) => "starting etcd, kube-apiserver and kube-controller-manager",
+            (false, _) => "starting etcd and kube-apiserver",
+        },
+    );
+    let plane = ControlPlane::start(options).await?;
+    progress.finish();
+    Ok(plane)
+}
+
+/// The control plane's options from the CLI's flags.
+pub fn options(
+    dir: PathBuf,
+    port: Option<u16>,
+    controller_manager: bool,
+    binaries: control_plane::Binaries,
+    nodes: u32,
+) -> Options {
     let mut options = Options::new(dir);
     options.port = port;
     options.controller_manager = controller_manager;
     options.binaries = binaries;
     options.nodes = nodes;
-    let plane = ControlPlane::start(options).await?;
-    progress.finish();
-    Ok(plane)
+    options
 }
 
 /// Resolves `--dir`, or makes a temporary one that lives as long as the returned guard.

@@ -1,6 +1,6 @@
 //! Installs the CRDs a Katalog operates, for `ork dev` and the tests: from the entry's
 //! `crdFile` when given, otherwise generated from `apiTypes`; then waits until each is
-//! Established.
+//! Established, and (`ork dev`) until the garbage collector knows each kind.
 
 use std::time::Duration;
 
@@ -36,6 +36,85 @@ pub enum Error {
     },
     #[error("the CustomResourceDefinition {name} was not Established within {}s", timeout.as_secs())]
     NotEstablished { name: String, timeout: Duration },
+    #[error("probing the garbage collector for {name} failed")]
+    Probe {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("the garbage collector did not see {} within {}s (is kube-controller-manager running?)", names.join(", "), timeout.as_secs())]
+    NotCollected { names: Vec<String>, timeout: Duration },
+}
+
+/// Where the probes live: every cluster has it.
+const PROBE_NAMESPACE: &str = "default";
+
+/// Waits until the garbage collector knows the kinds of the CustomResourceDefinitions
+/// `names`: children owned by a CR of a kind it has not discovered yet are not collected
+/// when the CR goes (it rediscovers kinds about every 30 s). The proof: per kind, a
+/// ConfigMap owned by a CR of that kind that does not exist, which the collector deletes
+/// once it can look that kind up.
+pub async fn wait_collected(client: &kube::Client, names: &[String], timeout: Duration) -> Result<(), Error> {
+    let crds = crate::objects::all::<CustomResourceDefinition>(client.clone());
+    let maps = crate::objects::namespaced::<k8s_openapi::api::core::v1::ConfigMap>(client.clone(), PROBE_NAMESPACE)
+        .map_err(|source| Error::Probe {
+            name: PROBE_NAMESPACE.into(),
+            source,
+        })?;
+    let probe_error = |name: &str| {
+        let name = name.to_string();
+        move |source| Error::Probe { name, source }
+    };
+    let mut probes = Vec::new();
+    for (index, name) in names.iter().enumerate() {
+        let crd = crds.get(name).await.map_err(probe_error(name))?;
+        let spec = &crd.spec;
+        let Some(version) = spec.versions.iter().find(|v| v.storage).or(spec.versions.first()) else {
+            continue;
+        };
+        let probe = format!("ork-gc-probe-{index}");
+        let document = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": probe,
+                "ownerReferences": [{
+                    "apiVersion": format!("{}/{}", spec.group, version.name),
+                    "kind": spec.names.kind,
+                    "name": "ork-gc-probe-owner",
+                    // No object has this uid: the collector finds the owner gone.
+                    "uid": "00000000-0000-0000-0000-000000000000",
+                }],
+            },
+        });
+        maps.patch(
+            &probe,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&document),
+        )
+        .await
+        .map_err(probe_error(name))?;
+        probes.push((probe, name.clone()));
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let mut waiting = Vec::new();
+        for (probe, name) in &probes {
+            if maps.get_opt(probe).await.map_err(probe_error(name))?.is_some() {
+                waiting.push(name.clone());
+            }
+        }
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(Error::NotCollected {
+                names: waiting,
+                timeout,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// The CRD generated from `apiTypes`: a structural schema whose `spec` and `status` keep

@@ -70,13 +70,12 @@ step 6 "checking the binaries and staging them"
 mkdir -p "$out"
 cp "$tree/_output/bin/kube-apiserver" "$tree/_output/bin/kube-controller-manager" "$out/"
 cp /usr/bin/etcd "$out/etcd"
-"$out/kube-apiserver" --version | grep -q "Kubernetes $kube_version" || fail "kube-apiserver reports $("$out/kube-apiserver" --version), expected $kube_version"
-"$out/kube-controller-manager" --version | grep -q "Kubernetes $kube_version" || fail "kube-controller-manager reports the wrong version"
-"$out/etcd" --version | grep -q "etcd Version: 3.4" || fail "etcd is not 3.4: $("$out/etcd" --version | head -n1)"
+bash "$(dirname "$0")/check.sh" "$out" "$kube_version" 3.4
+etcd_said=$("$out/etcd" --version)
 {
   echo "kubernetes=$kube_version"
   echo "debian-source=$source_version"
-  echo "etcd=$("$out/etcd" --version | head -n1)"
+  echo "etcd=${etcd_said%%$'\n'*}"
   echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 } >"$out/VERSION"
 echo "::done"

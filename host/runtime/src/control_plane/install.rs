@@ -17,6 +17,8 @@ use super::{Error, lock_file};
 
 const DEBIAN_SCRIPT: &str = include_str!("build.sh");
 const MODULES_SCRIPT: &str = include_str!("build-modules.sh");
+/// The check both build scripts end with, run again on a cached build.
+const CHECK_SCRIPT: &str = include_str!("check.sh");
 /// The pinned modules of [`KUBERNETES_VERSION`] and kwok, written out for the build.
 const PINNED: &[(&str, &str)] = &[
     ("kubernetes/go.mod", include_str!("modules/kubernetes/go.mod")),
@@ -41,6 +43,8 @@ pub enum InstallEvent {
 }
 
 /// Ensures the binaries of `release` exist and returns their paths and whether a build ran.
+/// A cached build is checked again (each binary reports the expected version), so a
+/// machine where the check fails says so on every run, not only on the run that built.
 ///
 /// Environment overrides (`ORK_ETCD_BIN`, `ORK_KUBE_APISERVER_BIN`,
 /// `ORK_KUBE_CONTROLLER_MANAGER_BIN`) are used as they are and never built.
@@ -50,9 +54,6 @@ pub enum InstallEvent {
 /// naming the failed step and the build log.
 pub fn install(release: &Release, mut on_event: impl FnMut(InstallEvent)) -> Result<(Binaries, bool), Error> {
     let resolved = Binaries::resolve(release);
-    if resolved.complete() {
-        return Ok((resolved, false));
-    }
     let overridden = [
         binaries::ENV_ETCD,
         binaries::ENV_APISERVER,
@@ -60,6 +61,17 @@ pub fn install(release: &Release, mut on_event: impl FnMut(InstallEvent)) -> Res
     ]
     .iter()
     .any(|var| std::env::var_os(var).is_some());
+    if resolved.complete() {
+        if !overridden {
+            on_event(InstallEvent::Step {
+                index: 1,
+                total: 1,
+                title: "checking the cached binaries".into(),
+            });
+            check(release)?;
+        }
+        return Ok((resolved, false));
+    }
     if overridden {
         // The user chose their own binaries: report which one is missing instead of building.
         resolved.check(true)?;
@@ -98,6 +110,41 @@ pub fn install(release: &Release, mut on_event: impl FnMut(InstallEvent)) -> Res
     Ok((Binaries::resolve(release), true))
 }
 
+/// Runs the build scripts' check on the cached build of `release`.
+fn check(release: &Release) -> Result<(), Error> {
+    let dir = release.cache_dir();
+    let (etcd, kwok) = match release.recipe {
+        Recipe::Debian => ("3.4", ""),
+        Recipe::Modules => ("3.", KWOK_VERSION),
+    };
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(CHECK_SCRIPT)
+        .arg("check.sh")
+        .arg(&dir)
+        .arg(&release.version)
+        .args([etcd, kwok])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| Error::Io {
+            action: "run the check of the cached binaries".into(),
+            source,
+        })?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&output.stdout);
+    let message = said
+        .lines()
+        .find_map(|line| line.strip_prefix("::error "))
+        .map_or_else(|| format!("the check exited with {}", output.status), str::to_string);
+    Err(Error::CachedBuildBroken {
+        dir,
+        message,
+        stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+    })
+}
+
 fn run_build(
     release: &Release,
     work: &Path,
@@ -111,6 +158,7 @@ fn run_build(
     std::fs::create_dir_all(work).map_err(io("create the build directory"))?;
     let script = work.join("build.sh");
     let out = work.join("out").display().to_string();
+    std::fs::write(work.join("check.sh"), CHECK_SCRIPT).map_err(io("write the check script"))?;
     let args: Vec<String> = match release.recipe {
         Recipe::Debian => {
             std::fs::write(&script, DEBIAN_SCRIPT).map_err(io("write the build script"))?;

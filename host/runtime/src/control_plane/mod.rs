@@ -99,6 +99,13 @@ pub enum Error {
         log: PathBuf,
         tail: String,
     },
+    /// A cached build no longer passes the build's own check.
+    #[error("the cached control plane in {} fails its check: {message}{}\nremove that directory and run `ork control-plane install` to build it again", dir.display(), if stderr.is_empty() { String::new() } else { format!(" ({stderr})") })]
+    CachedBuildBroken {
+        dir: PathBuf,
+        message: String,
+        stderr: String,
+    },
     /// The generated kubeconfig could not be loaded.
     #[error("cannot load the kubeconfig {}", path.display())]
     Kubeconfig {
@@ -158,6 +165,10 @@ pub struct ControlPlane {
     etcd_port: u16,
     /// In start order: etcd, kube-apiserver, kube-controller-manager. Stopped in reverse.
     processes: Vec<Process>,
+    /// A release before 1.24, whose insecure ports must be closed by flag.
+    legacy: bool,
+    /// The service-account signing key, which the controller manager needs too.
+    sa_private: PathBuf,
     _lock: File,
 }
 
@@ -168,6 +179,15 @@ impl ControlPlane {
     ///
     /// Call it from a thread that outlives the control plane (see [`Process::spawn`]).
     pub async fn start(options: Options) -> Result<Self, Error> {
+        let mut plane = Self::start_api_server(&options).await?;
+        plane.start_controllers(&options).await?;
+        Ok(plane)
+    }
+
+    /// The first half of [`ControlPlane::start`]: etcd and kube-apiserver, ready. What is
+    /// installed before [`ControlPlane::start_controllers`] is known to the controllers
+    /// (the garbage collector's kinds) from their first moment.
+    pub async fn start_api_server(options: &Options) -> Result<Self, Error> {
         options.binaries.check(options.controller_manager)?;
         // Before 1.24 the insecure ports were open unless closed; later releases refuse the flags.
         let legacy = options.binaries.minor_version()? < 24;
@@ -189,6 +209,8 @@ impl ControlPlane {
             port,
             etcd_port,
             processes: Vec::new(),
+            legacy,
+            sa_private: pki.sa_private.clone(),
             _lock: lock,
         };
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
@@ -243,7 +265,17 @@ impl ControlPlane {
             .await?;
         write_kubeconfig(&kubeconfig, port, &ca, &pki.token)?;
         plane.wait_ready(options.ready_timeout).await?;
+        Ok(plane)
+    }
 
+    /// The second half of [`ControlPlane::start`]: kube-controller-manager (unless
+    /// disabled), then the scheduler and kwok's nodes where the binaries have them.
+    pub async fn start_controllers(&mut self, options: &Options) -> Result<(), Error> {
+        let plane = self;
+        let dir = plane.dir.clone();
+        let kubeconfig = plane.kubeconfig();
+        let legacy = plane.legacy;
+        let cert_dir = dir.join("pki").join("apiserver");
         if options.controller_manager {
             plane.processes.push(Process::spawn(
                 "kube-controller-manager",
@@ -252,7 +284,7 @@ impl ControlPlane {
                     &format!("--kubeconfig={}", kubeconfig.display()),
                     "--leader-elect=false",
                     "--use-service-account-credentials=false",
-                    &format!("--service-account-private-key-file={}", pki.sa_private.display()),
+                    &format!("--service-account-private-key-file={}", plane.sa_private.display()),
                     &format!("--root-ca-file={}", cert_dir.join("apiserver.crt").display()),
                     "--bind-address=127.0.0.1",
                     // No serving ports of its own, so instances never collide.
@@ -292,7 +324,7 @@ impl ControlPlane {
                 .wait_nodes_ready(&client, options.nodes, options.ready_timeout)
                 .await?;
         }
-        Ok(plane)
+        Ok(())
     }
 
     /// The instance directory.
