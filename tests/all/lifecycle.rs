@@ -1,18 +1,31 @@
 //! CR bookkeeping and deletion against the real API server (with kube-controller-manager):
 //! our finalizers, labels and annotations on each CR, Events on change, and on deletion the
 //! onDelete Jobs (un-owned, awaited until the job controller finishes them) or the owned
-//! cluster-scoped children, then only our finalizers removed.
+//! cluster-scoped children, then only our finalizers removed; a closed reconcile gate
+//! holds reconciles but never a deletion; create-once children outlive their `when`; what a
+//! status may hold (a schema that drops it, `ignoreStatusPatch`, `.request` from the
+//! gateway's recorded intent).
 
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, DeleteParams, ListParams};
+use orkestra::health::State;
 use orkestra_test_support::eventually;
 use serde_json::{Value, json};
 
 use crate::pipeline::{Harness, WAIT, crd};
 
 const CLEANUP: &str = "orkestra.orkspace.io/cleanup";
+/// A cluster-scoped child, which the runtime itself removes when its CR goes.
+const CLUSTER_ROLE: &str = "        reconcile:
+          onReconcile:
+            custom:
+              - apiVersion: rbac.authorization.k8s.io/v1
+                kind: ClusterRole
+                name: '{{ .metadata.namespace }}-{{ .metadata.name }}'
+";
 
 fn finalizers(object: &Value) -> Vec<&str> {
     object["metadata"]["finalizers"]
@@ -32,16 +45,8 @@ async fn reasons(h: &Harness, name: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_cr_is_marked_as_ours_and_on_deletion_loses_only_our_finalizers() {
-    let operator_box = "        runtime:
-          finalizers: [example.io/audit]
-        reconcile:
-          onReconcile:
-            custom:
-              - apiVersion: rbac.authorization.k8s.io/v1
-                kind: ClusterRole
-                name: '{{ .metadata.namespace }}-{{ .metadata.name }}'
-";
-    let h = Harness::start("lifecycle", &crd("app", "App", operator_box), &[], true).await;
+    let operator_box = format!("        runtime:\n          finalizers: [example.io/audit]\n{CLUSTER_ROLE}");
+    let h = Harness::start("lifecycle", &crd("app", "App", &operator_box), &[], true).await;
     h.create("App", "a", json!({})).await;
     let app = eventually("bookkeeping", WAIT, || async {
         let app = h.api("App").get("a").await.ok()?;
@@ -292,4 +297,248 @@ async fn a_failure_that_repeats_is_one_event_whose_series_counts_it() {
         "{:?}",
         event.note
     );
+}
+
+#[tokio::test]
+async fn a_gated_cr_keeps_its_children_reports_gated_and_is_still_finalized() {
+    let gate = "        preReconcile:\n          reconcileGate:\n            when:\n              - {field: spec.paused, notEquals: 'true'}\n";
+    let h = Harness::start(
+        "gated-delete",
+        &crd("app", "App", &format!("{gate}{CLUSTER_ROLE}")),
+        &[],
+        true,
+    )
+    .await;
+    h.create("App", "g", json!({"paused": false})).await;
+    let roles: Api<ClusterRole> = Api::all(h.ns.client.clone());
+    let role_name = format!("{}-g", h.ns.name);
+    eventually("the cluster-scoped child", WAIT, || async {
+        roles.get_opt(&role_name).await.ok().flatten()
+    })
+    .await
+    .unwrap();
+
+    h.patch("App", "g", json!({"spec": {"paused": true}})).await;
+    h.wait_state("app", State::Gated).await;
+    let url = crate::live::serve(&h, orkestra::live::Auth::open()).await;
+    let (_, health) = crate::live::get(&format!("{url}/katalog/app/health")).await;
+    assert_eq!(
+        (health["gated"].clone(), health["state"].clone()),
+        (json!(true), json!("gated")),
+        "{health}"
+    );
+    assert!(
+        roles.get_opt(&role_name).await.unwrap().is_some(),
+        "a closed gate does not clean up"
+    );
+
+    // The gate still says no, yet the deletion goes through: cleanup, then our finalizer.
+    h.api("App").delete("g", &DeleteParams::default()).await.unwrap();
+    eventually("the gated CR finalized and gone", WAIT, || async {
+        matches!(h.api("App").get_opt("g").await, Ok(None)).then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(
+        roles.get_opt(&role_name).await.unwrap().is_none(),
+        "its cluster-scoped child was cleaned up"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn create_once_children_outlive_their_when_and_drift_corrected_ones_do_not() {
+    // A two-step state machine: step one's Job and its `reconcile: false` ConfigMap are made
+    // once; the drift-corrected ConfigMap of step one goes when the CR moves to step two.
+    let operator_box = "        reconcile:
+          resync: 1s
+          onReconcile:
+            jobs:
+              - name: '{{ .metadata.name }}-build'
+                image: busybox
+                command: ['true']
+                when: [{field: spec.step, equals: one}]
+            configMaps:
+              - name: '{{ .metadata.name }}-once'
+                data: {step: '{{ .spec.step }}'}
+                reconcile: false
+                when: [{field: spec.step, equals: one}]
+              - name: '{{ .metadata.name }}-live'
+                data: {step: '{{ .spec.step }}'}
+                when: [{field: spec.step, equals: one}]
+              - name: '{{ .metadata.name }}-two'
+                data: {step: '{{ .spec.step }}'}
+                when: [{field: spec.step, equals: two}]
+";
+    let h = Harness::start("create-once", &crd("pipe", "Pipe", operator_box), &[], true).await;
+    h.create("Pipe", "p", json!({"step": "one"})).await;
+    let jobs: Api<Job> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let maps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    eventually("step one's children", WAIT, || async {
+        let job = jobs.get_opt("p-build").await.ok()??;
+        let once = maps.get_opt("p-once").await.ok()??;
+        maps.get_opt("p-live").await.ok()??;
+        Some((job, once))
+    })
+    .await
+    .unwrap();
+
+    h.patch("Pipe", "p", json!({"spec": {"step": "two"}})).await;
+    eventually(
+        "step two's child, and step one's drift-corrected child pruned",
+        WAIT,
+        || async {
+            let two = maps.get_opt("p-two").await.ok()?;
+            let live = maps.get_opt("p-live").await.ok()?;
+            (two.is_some() && live.is_none()).then_some(())
+        },
+    )
+    .await
+    .unwrap();
+    // Resyncs (every second) must not prune them either.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert!(
+        jobs.get_opt("p-build").await.unwrap().is_some(),
+        "the create-once Job outlives its when"
+    );
+    let once = maps
+        .get_opt("p-once")
+        .await
+        .unwrap()
+        .expect("the reconcile: false ConfigMap stays");
+    assert_eq!(
+        once.data.unwrap_or_default().get("step").map(String::as_str),
+        Some("one"),
+        "and is never rewritten"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_crd_whose_schema_drops_status_is_warned_about_and_costs_no_writes() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::runtime::wait::{await_condition, conditions};
+    let h = Harness::start(
+        "dropped-status",
+        &crd("app", "App", "        reconcile: {resync: 1s}\n"),
+        &[],
+        false,
+    )
+    .await;
+    // As a crdFile might declare it: a schema with a spec only, and no status subresource.
+    let name = format!("apps.{}", h.group);
+    let definition: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "group": h.group, "scope": "Namespaced",
+            "names": {"kind": "App", "plural": "apps", "singular": "app", "listKind": "AppList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+            }}}],
+        },
+    }))
+    .unwrap();
+    let definitions: Api<CustomResourceDefinition> = Api::all(h.ns.client.clone());
+    definitions.create(&Default::default(), &definition).await.unwrap();
+    tokio::time::timeout(
+        WAIT,
+        await_condition(definitions, &name, conditions::is_crd_established()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    eventually("the kind served", WAIT, || async {
+        h.api("App").list(&Default::default()).await.ok()
+    })
+    .await
+    .unwrap();
+    h.create("App", "a", json!({"x": 1})).await;
+    eventually("a StatusDropped warning", WAIT, || async {
+        reasons(&h, "a")
+            .await
+            .iter()
+            .any(|r| r == "StatusDropped")
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    h.writes_nothing_once_settled("app").await;
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn request_is_the_recorded_intent_on_a_served_crd_and_ignore_status_patch_writes_none() {
+    let status = "        emit:
+          status:
+            fields:
+              - {path: team, value: '{{ .request.team | default \"none\" }}'}
+        reconcile:
+          onReconcile:
+            configMaps:
+              - {name: '{{ .metadata.name }}-c', data: {team: '{{ .request.team | default \"none\" }}'}}
+";
+    let served = crd("app", "App", status)
+        + "      serve:\n        enabled: true\n        namespace: NS\n        target:\n          app: {primary: true}\n";
+    // Not served: an intent written on its CRs by anyone is not the gateway's.
+    let unserved = crd("other", "Other", status);
+    let quiet = crd(
+        "quiet",
+        "Quiet",
+        "        runtime: {ignoreStatusPatch: true}
+        reconcile:
+          onReconcile:
+            configMaps:
+              - {name: '{{ .metadata.name }}-q', data: {x: '1'}}
+",
+    );
+    let h = Harness::start_with(
+        "request",
+        "gateway: {api: {enabled: true}}\n",
+        &[served, unserved, quiet].concat(),
+        &[],
+        true,
+    )
+    .await;
+    let intent = r#"{"team":"blue"}"#;
+    for (kind, name) in [("App", "r"), ("Other", "s")] {
+        let object: kube::api::DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("{}/v1", h.group), "kind": kind,
+            "metadata": {"name": name, "namespace": h.ns.name,
+                         "annotations": {"orkestra.orkspace.io/serve-intent": intent}},
+            "spec": {},
+        }))
+        .unwrap();
+        h.api(kind).create(&Default::default(), &object).await.unwrap();
+    }
+    for (kind, name, want) in [("App", "r", "blue"), ("Other", "s", "none")] {
+        let last = std::sync::Mutex::new(Value::Null);
+        let status = eventually(&format!("{kind}'s status"), WAIT, || async {
+            let object = serde_json::to_value(h.api(kind).get(name).await.ok()?).ok()?;
+            *last.lock().unwrap() = object.clone();
+            object["status"]["team"].as_str().map(str::to_string)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", last.lock().unwrap()));
+        assert_eq!(status, want, "{kind}");
+    }
+    let maps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let child = maps.get("r-c").await.unwrap();
+    assert_eq!(child.data.unwrap()["team"], "blue", "templates see it too");
+    let forged = maps.get("s-c").await.unwrap();
+    assert_eq!(forged.data.unwrap()["team"], "none", "not the gateway's: not shown");
+
+    h.create("Quiet", "q", json!({})).await;
+    eventually("the quiet CR's child", WAIT, || async {
+        maps.get_opt("q-q").await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let quiet = serde_json::to_value(h.api("Quiet").get("q").await.unwrap()).unwrap();
+    assert!(
+        quiet.get("status").is_none_or(Value::is_null),
+        "ignoreStatusPatch: {quiet}"
+    );
+    h.stop().await;
 }

@@ -26,7 +26,7 @@ const BROKEN: &str = "        reconcile:
 ";
 
 /// The Live API of `h` on a loopback port.
-async fn serve(h: &Harness, auth: orkestra::live::Auth) -> String {
+pub(crate) async fn serve(h: &Harness, auth: orkestra::live::Auth) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let router = orkestra::live::router(h.inspect.clone(), None, auth);
@@ -34,7 +34,7 @@ async fn serve(h: &Harness, auth: orkestra::live::Auth) -> String {
     url
 }
 
-async fn get(url: &str) -> (u16, Value) {
+pub(crate) async fn get(url: &str) -> (u16, Value) {
     let response = reqwest::get(url).await.unwrap();
     let status = response.status().as_u16();
     let text = response.text().await.unwrap();

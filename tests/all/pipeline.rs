@@ -101,7 +101,6 @@ pub(crate) struct Harness {
     runtime_crds: Vec<CrdHandle>,
     pub(crate) health: orkestra::health::HealthBoard,
     /// What its Live API serves.
-    /// What its Live API serves.
     pub(crate) inspect: orkestra::live::Inspect,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -542,6 +541,126 @@ async fn an_event_with_a_matching_reason_enqueues_the_keyed_cr_and_its_fields_re
         .await
         .unwrap();
     wait_calls(&recorder, &h.key("app"), before + 1).await;
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn templated_event_matches_reach_only_the_crs_they_name() {
+    // The seed's own example: an App waits for the Database its spec names.
+    let recorder = Arc::new(Recorder::default());
+    let operator_box = "        observe:
+          events:
+            dbReady:
+              reason: DatabaseReady
+              regarding: {kind: Database, name: '{{ .spec.databaseRef }}'}
+            keyed:
+              reason: Keyed
+              keyFrom: {name: '{{ .regarding.name }}'}
+";
+    let h = Harness::start(
+        "event-templates",
+        &crd("app", "App", operator_box),
+        &[("app", recorder.clone())],
+        true,
+    )
+    .await;
+    for (name, db) in [("shop", "orders"), ("blog", "posts")] {
+        h.create("App", name, json!({"databaseRef": db})).await;
+        wait_calls(&recorder, &h.key(name), 1).await;
+    }
+    settle(&recorder).await;
+    let count = |name: &str| recorder.count(&h.key(name));
+    let before = (count("shop"), count("blog"));
+
+    let events_api: Api<DynamicObject> = Api::namespaced_with(
+        h.ns.client.clone(),
+        &h.ns.name,
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("events.k8s.io", "v1", "Event"), "events"),
+    );
+    let ns = h.ns.name.clone();
+    let event = |name: &str, reason: &str, regarding: &str| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": name},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reason": reason, "action": "Ready", "type": "Normal",
+            "reportingController": "db.example.io/controller", "reportingInstance": "db-0",
+            "regarding": {"apiVersion": "db.example.io/v1", "kind": "Database", "name": regarding, "namespace": ns},
+        }))
+        .unwrap()
+    };
+    let post = |e: DynamicObject| {
+        let api = events_api.clone();
+        async move { api.create(&PostParams::default(), &e).await.unwrap() }
+    };
+    // A database nobody names: no trigger at all.
+    post(event("e1", "DatabaseReady", "inventory")).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!((count("shop"), count("blog")), before, "nobody's database");
+    // The shop's database: the shop, and only the shop.
+    post(event("e2", "DatabaseReady", "orders")).await;
+    wait_calls(&recorder, &h.key("shop"), before.0 + 1).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(count("blog"), before.1, "the blog's database is another");
+    // keyFrom.name rendered over the Event: `blog` from regarding.name `blog`.
+    let shop_now = count("shop");
+    post(event("e3", "Keyed", "blog")).await;
+    wait_calls(&recorder, &h.key("blog"), before.1 + 1).await;
+    assert_eq!(count("shop"), shop_now, "keyed to the blog only");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_serve_targets_own_watch_runs_and_triggers_only_the_crs_of_that_target() {
+    let recorder = Arc::new(Recorder::default());
+    let watch = |label: &str, indent: usize| {
+        let pad = " ".repeat(indent);
+        format!(
+            "{pad}observe:\n{pad}  watch:\n{pad}    - {{apiVersion: v1, kind: ConfigMap, namespace: NS, keyFrom: {{label: {label}}}}}\n"
+        )
+    };
+    let crds = crd("app", "App", &watch("site", 8))
+        + "      serve:\n        enabled: true\n        namespace: NS\n        target:\n          app: {primary: true}\n          v2:\n            operatorBox:\n"
+        + &watch("v2site", 14);
+    let h = Harness::start("target-watch", &crds, &[("app", recorder.clone())], true).await;
+    h.create("App", "plain", json!({})).await;
+    let mut v2: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{}/v1", h.group), "kind": "App",
+        "metadata": {"name": "new", "annotations": {"orkestra.orkspace.io/serve-target": "v2"}},
+        "spec": {},
+    }))
+    .unwrap();
+    v2.metadata.namespace = Some(h.ns.name.clone());
+    h.api("App").create(&PostParams::default(), &v2).await.unwrap();
+    for name in ["plain", "new"] {
+        wait_calls(&recorder, &h.key(name), 1).await;
+    }
+    settle(&recorder).await;
+    let count = |name: &str| recorder.count(&h.key(name));
+    let before = (count("plain"), count("new"));
+
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let create = |name: &str, label: &str, value: &str| {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": {label: value}}})).unwrap();
+        let api = configmaps.clone();
+        async move { api.create(&PostParams::default(), &cm).await.unwrap() }
+    };
+    // The target's watch: started, and it reaches its CR.
+    create("for-new", "v2site", "new").await;
+    wait_calls(&recorder, &h.key("new"), before.1 + 1).await;
+    // The CRD's watch reaches the CRD-level CR, not the target's (its box replaced observe).
+    create("for-plain", "site", "plain").await;
+    wait_calls(&recorder, &h.key("plain"), before.0 + 1).await;
+    let new_now = count("new");
+    create("crd-level-for-new", "site", "new").await;
+    create("target-for-plain", "v2site", "plain").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        (count("new"), count("plain")),
+        (new_now, before.0 + 1),
+        "each watch triggers only the CRs whose box declares it"
+    );
     h.stop().await;
 }
 

@@ -167,7 +167,7 @@ fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut N
     let Some(gateway) = &compiled.katalog.gateway else {
         return;
     };
-    if gateway.api.as_ref().is_some_and(|a| a.enabled) {
+    if gateway.serve_api_open() {
         // The Serve API creates and deletes the CRs of served CRDs.
         for crd in compiled.enabled().filter(|c| c.serve.is_some()) {
             let scope = match &crd.namespace {

@@ -76,8 +76,7 @@ pub fn serve_api_open(compiled: &Compiled) -> bool {
         .katalog
         .gateway
         .as_ref()
-        .and_then(|g| g.api.as_ref())
-        .is_some_and(|a| a.enabled)
+        .is_some_and(orkestra_katalog::Gateway::serve_api_open)
 }
 
 /// The CRDs whose provenance the webhook guards: every served one, while the Serve API is

@@ -1,6 +1,7 @@
 //! A CRD entry that names its manifest (`crdFile:`) and no `apiTypes` takes group, version,
 //! kind, plural and scope from that manifest, as upstream does; one that has both must agree
-//! with it. Runs on the node tree before deserialization, so what it fills in reads (and
+//! with it. A manifest whose schema would drop the status the runtime writes is warned
+//! about. Runs on the node tree before deserialization, so what it fills in reads (and
 //! errs) like what a user wrote, placed at the `crdFile` line.
 
 use serde_json::Value;
@@ -10,8 +11,9 @@ use super::include::Files;
 use super::yaml::{self, Node, NodeValue, Pos};
 
 /// Fills in `apiTypes` (and `namespaced`) of every CRD entry of `root` that has a local
-/// `crdFile` and no `apiTypes`; checks the two against each other where both are given.
-pub fn fill(root: &mut Node, files: &Files, problems: &mut Vec<Problem>) {
+/// `crdFile` and no `apiTypes`; checks the two against each other where both are given;
+/// warns where the manifest's version has no status subresource or drops `status`.
+pub fn fill(root: &mut Node, files: &Files, problems: &mut Vec<Problem>, warnings: &mut Vec<Problem>) {
     let Some(NodeValue::Map(crds)) = root
         .get_mut("spec")
         .and_then(|s| s.get_mut("crds"))
@@ -60,6 +62,13 @@ pub fn fill(root: &mut Node, files: &Files, problems: &mut Vec<Problem>) {
                 continue;
             }
         };
+        for message in types.status_warnings() {
+            warnings.push(Problem {
+                path: format!("{base}.crdFile"),
+                pos: at,
+                message: format!("{relative}: {message}"),
+            });
+        }
         match entry.get("apiTypes") {
             Some(given) => check(given, &types, &base, &relative, problems),
             None => {
@@ -83,9 +92,24 @@ struct Definition {
     kind: String,
     plural: String,
     namespaced: bool,
+    /// The version's schema keeps a `status` (declares it, or keeps unknown fields).
+    keeps_status: bool,
 }
 
 impl Definition {
+    /// What the runtime's status writes will meet on this version. Without a status
+    /// subresource they go through the object itself, which works (see the runtime); a
+    /// schema without `status` drops them.
+    fn status_warnings(&self) -> Vec<String> {
+        match self.keeps_status {
+            true => Vec::new(),
+            false => vec![format!(
+                "the schema of version {} has no `status` property (and keeps no unknown fields): the API server drops every status the runtime writes, the Ready condition included; declare `status` with x-kubernetes-preserve-unknown-fields",
+                self.version
+            )],
+        }
+    }
+
     fn node(&self, at: Pos) -> Node {
         let entries = [
             ("group", &self.group),
@@ -137,13 +161,23 @@ fn definition(text: &str, key: &str) -> Result<Definition, String> {
             .ok_or_else(|| format!("its CustomResourceDefinition has no {what}"))
     };
     let versions = spec["versions"].as_array().cloned().unwrap_or_default();
-    let version = versions
+    let chosen = versions
         .iter()
         .find(|v| v["storage"] == true)
-        .or_else(|| versions.iter().find(|v| v["served"] != false))
+        .or_else(|| versions.iter().find(|v| v["served"] != false));
+    let version = chosen
         .map(|v| text(&v["name"], "spec.versions[].name"))
         .unwrap_or_else(|| text(&spec["version"], "spec.versions"))?;
+    // Older manifests put the schema beside the versions.
+    let schema = match chosen {
+        Some(v) if v.get("schema").is_some() => &v["schema"]["openAPIV3Schema"],
+        _ => &spec["validation"]["openAPIV3Schema"],
+    };
+    let keeps_status = schema.is_null()
+        || schema["x-kubernetes-preserve-unknown-fields"] == true
+        || !schema["properties"]["status"].is_null();
     Ok(Definition {
+        keeps_status,
         group: text(&spec["group"], "spec.group")?,
         version,
         kind: text(&spec["names"]["kind"], "spec.names.kind")?,
@@ -199,6 +233,7 @@ spec:
                 kind: "Hello".into(),
                 plural: "hellos".into(),
                 namespaced: false,
+                keeps_status: true,
             }
         );
         let err = definition("apiVersion: v1\nkind: ConfigMap\n", "x").unwrap_err();
@@ -221,5 +256,30 @@ spec:
             err.contains("holds 2 CustomResourceDefinitions") && err.contains("\"other\""),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_version_that_cannot_hold_the_status_is_warned_about() {
+        let with = |version: &str| CRD.replace("    - {name: v1, served: true, storage: true}\n", version);
+        let full = with(
+            "    - name: v1\n      served: true\n      storage: true\n      subresources: {status: {}}\n      schema: {openAPIV3Schema: {type: object, properties: {status: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}\n",
+        );
+        assert_eq!(
+            definition(&full, "hello").unwrap().status_warnings(),
+            Vec::<String>::new()
+        );
+        let inline = with(
+            "    - name: v1\n      served: true\n      storage: true\n      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
+        );
+        assert_eq!(
+            definition(&inline, "hello").unwrap().status_warnings(),
+            Vec::<String>::new(),
+            "no status subresource: written through the object, which works"
+        );
+        let dropped = with(
+            "    - name: v1\n      served: true\n      storage: true\n      subresources: {status: {}}\n      schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object}}}}\n",
+        );
+        let warnings = definition(&dropped, "hello").unwrap().status_warnings();
+        assert!(warnings[0].contains("drops every status"), "{warnings:?}");
     }
 }

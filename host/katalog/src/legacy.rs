@@ -1,6 +1,7 @@
-//! Translation of the older flat operatorBox shape (and the CRD-level keys that moved) to
-//! the grouped shape, on the node tree, before deserialization. Each CRD written in the old
-//! shape gets one warning listing what moved; a key set in both shapes is an error.
+//! Translation of the flat operatorBox shape (and the CRD-level keys that moved) to the
+//! grouped shape, on the node tree, before deserialization. Loading translates silently:
+//! upstream's own current examples still write boxes flat, so it is a form, not a mistake.
+//! `ork migrate` lists what moved (one line per CRD). A key set in both shapes is an error.
 
 use super::de::Problem;
 use super::yaml::{Node, NodeValue};
@@ -15,6 +16,7 @@ const CRD_MOVES: &[(&str, &[&str])] = &[
     ("webhooks", &["admission", "webhooks"]),
     ("workers", &["operatorBox", "reconcile", "workers"]),
     ("resync", &["operatorBox", "reconcile", "resync"]),
+    ("queue", &["operatorBox", "reconcile", "queue"]),
     ("normalize", &["operatorBox", "reconcile", "normalize"]),
     ("imports", &["operatorBox", "reconcile", "imports"]),
     ("forceConflict", &["operatorBox", "reconcile", "forceConflict"]),
@@ -74,8 +76,9 @@ const BOX_MOVES: &[(&str, &[&str])] = &[
 const PRE_RECONCILE_MOVES: &[(&str, &[&str])] =
     &[("when", &["reconcileGate", "when"]), ("or", &["reconcileGate", "or"])];
 
-/// Translates every CRD entry under `spec.crds` of a Katalog file.
-pub fn translate(root: &mut Node, problems: &mut Vec<Problem>, warnings: &mut Vec<Problem>) {
+/// Translates every CRD entry under `spec.crds` of a Katalog file; `moves` gets one line per
+/// CRD that was written flat.
+pub fn translate(root: &mut Node, problems: &mut Vec<Problem>, moves: &mut Vec<Problem>) {
     let Some(crds) = root.get_mut("spec").and_then(|s| s.get_mut("crds")) else {
         return;
     };
@@ -132,10 +135,10 @@ pub fn translate(root: &mut Node, problems: &mut Vec<Problem>, warnings: &mut Ve
             }
         }
         if !moved.is_empty() {
-            warnings.push(Problem {
+            moves.push(Problem {
                 path: base,
                 pos: name.pos,
-                message: format!("written in the older flat shape; translated: {}", moved.join(", ")),
+                message: format!("written in the flat shape; grouped: {}", moved.join(", ")),
             });
         }
     }

@@ -221,8 +221,9 @@ fn parse_one(
         });
     }
     include::expand(&mut node, &mut Vec::new(), files, 0, problems);
-    legacy::translate(&mut node, problems, warnings);
-    crd_file::fill(&mut node, files, problems);
+    // The flat shape is a form upstream still writes: translated without a word.
+    legacy::translate(&mut node, problems, &mut Vec::new());
+    crd_file::fill(&mut node, files, problems, warnings);
     match de::read::<KatalogFile>(&node, "") {
         Ok((file, unknown)) => {
             problems.extend(unknown);

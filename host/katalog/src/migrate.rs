@@ -1,7 +1,7 @@
 //! `ork migrate`: rewrites a Katalog written in an older schema in the current one. The
 //! konductor-era apiVersion and list-shaped `spec.crds`, the flat operatorBox shape and the
-//! CRD-level keys that moved (what loading translates with a warning), and the renamed keys
-//! (what loading refuses, naming the new key). The result loads without those warnings.
+//! CRD-level keys that moved (what loading translates silently), and the renamed keys
+//! (what loading refuses, naming the new key).
 //!
 //! Works on one file's YAML tree; `include:`d files are left as they are (each can be
 //! migrated on its own), and comments do not survive (the YAML is written anew).
@@ -28,12 +28,12 @@ pub fn migrate(text: &str) -> Result<Migrated, String> {
         changes.push(format!("apiVersion {LEGACY_API_VERSION} → {API_VERSION}"));
     }
     crds_as_map(&mut root, &mut changes)?;
-    let (mut problems, mut warnings) = (Vec::new(), Vec::new());
-    legacy::translate(&mut root, &mut problems, &mut warnings);
+    let (mut problems, mut moves) = (Vec::new(), Vec::new());
+    legacy::translate(&mut root, &mut problems, &mut moves);
     if let Some(conflict) = problems.first() {
         return Err(located(conflict));
     }
-    changes.extend(warnings.iter().map(|w| format!("{}: {}", w.path, w.message)));
+    changes.extend(moves.iter().map(|w| format!("{}: {}", w.path, w.message)));
     // A renamed key may sit inside a section another rename moved: go until none is left.
     for _ in 0..4 {
         let renames = de::renames::<KatalogFile>(&root);

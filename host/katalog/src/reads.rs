@@ -1,7 +1,8 @@
 //! Which of the runtime's own stamps a CRD's Katalog reads: `.health` and `.metrics`, as a
 //! template field (`{{ .health.state }}`) or a condition path (`field: metrics.errorRatePercent`).
 //! The runtime writes a stamp onto every CR only when something reads it, so a Katalog that
-//! never looks costs no write when the CRD's health moves.
+//! never looks costs no write when the CRD's health moves. And whether it reads the CR's own
+//! `.status` (a state machine), whose next step then follows a status write at once.
 //!
 //! A textual scan of every string value: it may see a reference where there is none (a probe
 //! path `/health`), which only costs a stamp; it does not miss the ways Katalogs read them.
@@ -18,9 +19,12 @@ use super::yaml::{Node, NodeValue};
 pub struct StampReads {
     pub health: bool,
     pub metrics: bool,
+    /// The CR's own status (not a stamp).
+    pub status: bool,
 }
 
 impl StampReads {
+    /// Whether a stamp is read.
     pub fn any(self) -> bool {
         self.health || self.metrics
     }
@@ -29,13 +33,15 @@ impl StampReads {
         StampReads {
             health: self.health || other.health,
             metrics: self.metrics || other.metrics,
+            status: self.status || other.status,
         }
     }
 }
 
-/// `health` or `metrics` at the root of a field chain: not after a word or another field.
+/// `health`, `metrics` or `status` at the root of a field chain: not after a word or
+/// another field.
 static ROOT_READ: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?:^|[^\w.])\.?(health|metrics)(?:[.\s})|]|$)").expect("a valid pattern"));
+    LazyLock::new(|| Regex::new(r"(?:^|[^\w.])\.?(health|metrics|status)(?:[.\s})|]|$)").expect("a valid pattern"));
 
 /// What `text` reads.
 pub fn in_text(text: &str) -> StampReads {
@@ -43,7 +49,8 @@ pub fn in_text(text: &str) -> StampReads {
     for found in ROOT_READ.captures_iter(text) {
         match &found[1] {
             "health" => reads.health = true,
-            _ => reads.metrics = true,
+            "metrics" => reads.metrics = true,
+            _ => reads.status = true,
         }
     }
     reads
@@ -71,7 +78,8 @@ mod tests {
             in_text("{{ if gt .health.consecutiveFails 3 }}x{{ end }}"),
             StampReads {
                 health: true,
-                metrics: false
+                metrics: false,
+                status: false,
             }
         );
         assert!(in_text("metrics.errorRatePercent").metrics, "a condition field path");
@@ -83,5 +91,9 @@ mod tests {
         assert!(!in_text("{{ .spec.healthCheck }}").any());
         assert!(!in_text("healthy").any(), "a dependsOn condition");
         assert!(!in_text("{{ .status.metricsEndpoint }}").any());
+        assert!(in_text("{{ .status.metricsEndpoint }}").status, "its own status");
+        assert!(in_text("status.phase").status, "a condition field path");
+        assert!(!in_text("{{ .cross.db.status.phase }}").status, "another CR's");
+        assert!(!in_text("{{ .children.job.status.succeeded }}").status, "a child's");
     }
 }

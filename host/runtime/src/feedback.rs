@@ -8,8 +8,6 @@
 //! write when there is one, and a change to nothing but them never enqueues the CR: the loop
 //! cannot feed itself. Pure: no kube or wasmtime imports.
 
-use std::sync::atomic::Ordering;
-
 use serde_json::{Map, Value, json};
 
 use crate::counters::Counters;
@@ -37,13 +35,10 @@ pub fn health(health: &Health) -> Value {
 }
 
 /// The `.metrics` stamp: workers now, whether the autoscaler set them, and the error rate
-/// in whole percent.
+/// over the last minute in whole percent.
 pub fn metrics(tuning: &Tuning, counters: &Counters) -> Value {
-    let (reconciles, failures) = (
-        counters.reconciles.load(Ordering::Relaxed),
-        counters.failures.load(Ordering::Relaxed),
-    );
-    let error_rate = (failures * 100).checked_div(reconciles).unwrap_or(0);
+    // The last minute, as the Live API, the autoscaler and the Control Center count it.
+    let error_rate = counters.recent(std::time::Instant::now()).error_rate_percent;
     json!({"workers": tuning.workers(), "autoscaleActive": tuning.scaled(), "errorRatePercent": error_rate})
 }
 
@@ -121,8 +116,9 @@ mod tests {
             });
         let tuning = Tuning::new(&crate::testing::compile_for_test("        reconcile: {workers: 2}\n"));
         let counters = Counters::default();
-        counters.reconciles.store(10, Ordering::Relaxed);
-        counters.failures.store(1, Ordering::Relaxed);
+        for i in 0..10 {
+            counters.record(std::time::Duration::from_millis(5), i == 0);
+        }
         let stamps = Stamps {
             health: Some(health(&record)),
             metrics: Some(metrics(&tuning, &counters)),

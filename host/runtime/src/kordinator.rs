@@ -128,8 +128,12 @@ impl Kordinator {
         let object_ref = object.as_deref().unwrap_or(&empty);
         let (compiled, target) = self.crd.for_object(object_ref);
         let context = Arc::new(self.crd.context_of(object_ref));
-        // The gate reads the object; a vanished object goes straight to its reconciler.
-        if object.is_some()
+        let alive = object
+            .as_ref()
+            .is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null());
+        // The gate decides whether a live CR is reconciled, never whether one being deleted
+        // is finalized: a closed gate would keep it Terminating with its children for ever.
+        if alive
             && let Some(gate) = &compiled.gates.reconcile
             && !self.gate_passes(gate, self.resolver(object_ref, &context, lease)).await
         {
@@ -138,10 +142,6 @@ impl Kordinator {
             tracing::debug!(crd = %self.crd.name, %key, "reconcile gate closed; item skipped");
             return Outcome::Success;
         }
-
-        let alive = object
-            .as_ref()
-            .is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null());
         if object.is_none() {
             self.budget.forget(key);
         }

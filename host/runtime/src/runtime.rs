@@ -643,10 +643,7 @@ impl CrdRun {
 
     async fn start_secondary(&self, observers: &mut JoinSet<()>, admission: &Arc<dyn Enqueue>) {
         let crd = &self.handle.crd;
-        let primary = observe::secondary::PrimaryKind {
-            group: crd.group.clone(),
-            kind: crd.kind.clone(),
-        };
+        let primary = observe::secondary::PrimaryKind { crd: crd.clone() };
         for watch in &crd.watches {
             let entry = &watch.entry;
             let Some(api) = self

@@ -27,7 +27,8 @@ pub struct Entry {
     pub conditions: Conditions,
     /// `(list path, as)`.
     pub for_each: Option<(String, Option<String>)>,
-    /// Drift-correct every reconcile (onReconcile, or onCreate with `reconcile: true`).
+    /// Drift-correct every reconcile: onReconcile unless it says `reconcile: false` (created
+    /// once), onCreate only with `reconcile: true`.
     pub reconcile: bool,
     pub force: Option<bool>,
     /// Motif inputs, visible as `.inputs`.
@@ -298,7 +299,7 @@ impl Entry {
                 .collect::<Result<_, Error>>()?,
             conditions: conditions(&entry.when, &entry.or, functions)?,
             for_each: entry.for_each.as_ref().map(|f| (f.field.clone(), f.as_.clone())),
-            reconcile: drift || entry.reconcile == Some(true),
+            reconcile: entry.reconcile.unwrap_or(drift),
             force: entry.force_conflict,
             inputs: entry.inputs.clone(),
             replace: replace(kind, entry)?,

@@ -204,6 +204,8 @@ pub struct CompiledCrd {
     pub behaviour: Behaviour,
     pub watches: Vec<Arc<CompiledWatch>>,
     pub events: Arc<Vec<CompiledEvents>>,
+    /// Serve targets that declare their own `observe` (see [`CompiledCrd::observes`]).
+    pub observing_targets: std::collections::HashSet<String>,
     /// What is read about the children after they are applied (`enrich`).
     pub enrich: Arc<Vec<super::enrich::Enrichment>>,
     /// `(apiVersion, kind)` of every kind the templates manage: owned children re-enqueue
@@ -216,6 +218,8 @@ pub struct CompiledCrd {
     pub finalizers: Vec<String>,
     /// `runtime.removeFinalizers`: strip them instead (testing).
     pub remove_finalizers: bool,
+    /// `runtime.ignoreStatusPatch`: the runtime writes no status on its CRs.
+    pub ignore_status_patch: bool,
     /// CRD-level labels written onto each CR (values templated).
     pub labels: Vec<(String, Template)>,
     /// Stamp `.health` on each CR after reconcile: the Katalog reads it and
@@ -223,6 +227,9 @@ pub struct CompiledCrd {
     pub stamp_health: bool,
     /// Stamp `.metrics` on each CR after reconcile: the Katalog reads it.
     pub stamp_metrics: bool,
+    /// The Katalog reads the CR's own `.status`: a reconcile that changed it runs again
+    /// (a state machine's next step), as its own write's echo no longer triggers one.
+    pub reads_own_status: bool,
     /// `crossAccess` (default on): other CRDs' cross reads may see this one's CRs.
     pub cross_access: bool,
     /// Which parts of the Live API answer for this CRD.
@@ -233,6 +240,9 @@ pub struct CompiledCrd {
     pub admission_rules: crate::rules::Rules,
     /// What the gateway's Serve API offers of this CRD (`serve.enabled`).
     pub serve: Option<Arc<super::CompiledServe>>,
+    /// The CRD is served while the Katalog opens the Serve API: its CRs' `serve-intent`
+    /// annotation is provenance the gateway's webhook guards, shown as `.request`.
+    pub request_from_intent: bool,
     /// How the gateway's conversion webhook turns one version into another.
     pub conversion: Option<Arc<super::CompiledConversion>>,
     /// The rules' external calls (validation's, then mutation's), made before them.
@@ -338,22 +348,43 @@ impl CompiledCrd {
                 None => None,
             },
         };
-        let observe = entry.operator_box.observe.clone().unwrap_or_default();
+        // The CRD's own observation, then each serve target's that declares its own (for the
+        // CRs of that target, whose effective box has it instead of the CRD's).
+        let mut scopes = vec![(None, entry.operator_box.observe.clone().unwrap_or_default())];
+        if let Some(crate::ServeTarget::Entries(entries)) = entry.serve.as_ref().and_then(|s| s.target.as_ref()) {
+            for (name, target) in entries {
+                if let Some(observe) = target.operator_box.as_ref().and_then(|b| b.observe.clone()) {
+                    scopes.push((Some(name.as_str()), observe));
+                }
+            }
+        }
         // Cluster-scoped children cannot carry an owner reference to a namespaced CR.
         let owned_kinds: Vec<(String, String)> = applied_kinds(&entry.operator_box)
             .into_iter()
             .filter(|(_, _, namespaced)| *namespaced)
             .map(|(api_version, kind, _)| (api_version, kind))
             .collect();
-        let watches = gather.each(observe.watch.iter().enumerate().map(|(i, watch)| {
-            CompiledWatch::compile(watch, &notes.functions)
-                .map(Arc::new)
-                .map_err(|e| e.within(&format!("operatorBox.observe.watch[{i}]")))
+        let at = |target: Option<&str>| match target {
+            Some(target) => format!("serve.target.{target}.operatorBox.observe"),
+            None => "operatorBox.observe".to_string(),
+        };
+        let watches = gather.each(scopes.iter().flat_map(|(target, observe)| {
+            observe.watch.iter().enumerate().map(move |(i, watch)| {
+                CompiledWatch::compile(watch, *target, &notes.functions)
+                    .map(Arc::new)
+                    .map_err(|e| e.within(&format!("{}.watch[{i}]", at(*target))))
+            })
         }));
-        let events = gather.each(observe.events.iter().map(|(name, entry)| {
-            CompiledEvents::compile(name, entry, &notes.functions)
-                .map_err(|e| e.within(&format!("operatorBox.observe.events.{name}")))
+        let events = gather.each(scopes.iter().flat_map(|(target, observe)| {
+            observe.events.iter().map(move |(name, entry)| {
+                CompiledEvents::compile(name, entry, *target, &notes.functions)
+                    .map_err(|e| e.within(&format!("{}.events.{name}", at(*target))))
+            })
         }));
+        let observing_targets = scopes
+            .iter()
+            .filter_map(|(target, _)| target.map(str::to_string))
+            .collect();
         let enrich = gather.ok(super::enrich::compile(
             entry.enrich.as_deref(),
             entry.enrich_all,
@@ -491,6 +522,7 @@ impl CompiledCrd {
             behaviour,
             watches,
             events: Arc::new(events),
+            observing_targets,
             enrich: Arc::new(enrich),
             rule_calls,
             owned_kinds,
@@ -498,13 +530,17 @@ impl CompiledCrd {
             katalog: katalog.name.clone(),
             finalizers,
             remove_finalizers: runtime.remove_finalizers,
+            ignore_status_patch: runtime.ignore_status_patch,
             labels,
             stamp_health: crd.reads.health && Endpoints::of(entry.endpoints.as_ref()).health,
             stamp_metrics: crd.reads.metrics,
+            reads_own_status: crd.reads.status,
             cross_access: entry.cross_access,
             endpoints: Endpoints::of(entry.endpoints.as_ref()),
             rules,
             admission_rules,
+            request_from_intent: serve.is_some()
+                && katalog.gateway.as_ref().is_some_and(crate::Gateway::serve_api_open),
             serve,
             conversion,
             boxes,
@@ -530,12 +566,31 @@ impl CompiledCrd {
     }
 
     /// What every resolver of one run over `object` starts from: the stamps, parsed once
-    /// and only when the Katalog reads them.
+    /// and only when the Katalog reads them, and `.request` on a CR the gateway made.
     pub fn context_of(&self, object: &Value) -> serde_json::Map<String, Value> {
-        match self.stamp_health || self.stamp_metrics {
+        let mut context = match self.stamp_health || self.stamp_metrics {
             true => crate::resolver::stamps(object),
             false => serde_json::Map::new(),
+        };
+        if self.request_from_intent
+            && let Some(text) = object["metadata"]["annotations"][crate::labels::SERVE_INTENT].as_str()
+            && let Ok(intent @ Value::Object(_)) = serde_json::from_str::<Value>(text)
+        {
+            context.insert("request".into(), intent);
         }
+        context
+    }
+
+    /// Whether an observation declared by `target` (`None`: the CRD's own) triggers `cr`: a
+    /// CR of a target with its own `observe` hears only that target's, the others only the
+    /// CRD's.
+    pub fn observes(&self, target: Option<&str>, cr: &Value) -> bool {
+        let own = self
+            .boxes
+            .for_object(cr)
+            .target
+            .filter(|t| self.observing_targets.contains(*t));
+        own == target
     }
 
     /// The CRD-level compiled box.

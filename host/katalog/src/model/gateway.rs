@@ -9,6 +9,14 @@ use serde_json::Value;
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Gateway {
+    /// `false` turns every part of the gateway off (upstream's switch); unset or `true`
+    /// leaves each part to its own setting.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// Where the gateway is reached (upstream's runtime sent notifications there; this one
+    /// sends none, so it is the address shown to people, nothing calls it).
+    #[serde(default)]
+    pub endpoint: Option<String>,
     /// The Serve API (`/api/v1/...`).
     #[serde(default)]
     pub api: Option<GatewayApi>,
@@ -24,6 +32,14 @@ pub struct Gateway {
     /// The older place of `webhooks`.
     #[serde(default)]
     pub admission: Option<Value>,
+}
+
+impl Gateway {
+    /// Whether the Serve API is open: `api.enabled`, unless `enabled: false` turns the
+    /// gateway off.
+    pub fn serve_api_open(&self) -> bool {
+        self.enabled != Some(false) && self.api.as_ref().is_some_and(|a| a.enabled)
+    }
 }
 
 /// The name of the gateway's own cluster in `serve.clusters` (never declared).

@@ -18,6 +18,7 @@ mod cross;
 mod gateway;
 mod operator_box;
 mod serve;
+mod unhosted;
 
 struct Checker<'a> {
     problems: &'a mut Vec<Problem>,
@@ -41,6 +42,8 @@ pub(super) fn check(
     };
     for Parsed { node, file } in parsed {
         checker.notes(node, katalog);
+        checker.unhosted(node);
+        checker.lifecycle(node);
         if let (Some(gateway), Some(gateway_node)) = (&file.gateway, node.get("gateway")) {
             checker.gateway(gateway, gateway_node);
         }
@@ -79,6 +82,25 @@ impl Checker<'_> {
             pos,
             message: message.into(),
         });
+    }
+
+    /// A Katalog its author marks deprecated says so at every load, with where to go.
+    fn lifecycle(&mut self, root: &Node) {
+        let Some(lifecycle) = root.get("lifecycle") else { return };
+        let deprecation = lifecycle.get("deprecation");
+        let maturity = lifecycle.get("maturity").and_then(Node::as_str);
+        if deprecation.is_none() && maturity != Some("deprecated") {
+            return;
+        }
+        let text = |key: &str| deprecation.and_then(|d| d.get(key)).and_then(Node::as_str);
+        let mut message = String::from("this Katalog is deprecated");
+        if let Some(why) = text("message") {
+            message.push_str(&format!(": {why}"));
+        }
+        if let Some(to) = text("migratedTo") {
+            message.push_str(&format!("; it moved to {to}"));
+        }
+        self.warn("lifecycle", lifecycle.pos, message);
     }
 
     /// Lease timings that parse, and a renewal well inside the duration.

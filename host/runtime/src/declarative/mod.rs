@@ -60,6 +60,8 @@ pub struct Declarative {
     managers: Managers,
     /// The kind has no status subresource: status goes through the object itself.
     status_inline: std::sync::atomic::AtomicBool,
+    /// The kind's schema drops `status`: writing it again could never settle.
+    status_dropped: std::sync::atomic::AtomicBool,
     /// Clients acting as the ServiceAccounts components declare.
     identities: Option<Arc<crate::identities::Identities>>,
 }
@@ -95,6 +97,7 @@ impl Declarative {
             args: None,
             serialized: Default::default(),
             status_inline: Default::default(),
+            status_dropped: Default::default(),
             identities: None,
             crd,
         }
@@ -224,8 +227,15 @@ impl Declarative {
                     self.events.normal(object, &format!("{kind}Reconciled"), note);
                     self.emit_declared(compiled, &mutated, &context, None).await;
                 }
+                let mut action = done.action.unwrap_or(Action::Done);
+                if status_written && self.crd.reads_own_status {
+                    // What it reads has just changed: the next step now, not at the next
+                    // resync (the requeue's minimum interval and the write budget bound a
+                    // status that never settles).
+                    action = Action::RequeueAfter(std::time::Duration::ZERO);
+                }
                 Ok(Reconciled {
-                    action: done.action.unwrap_or(Action::Done),
+                    action,
                     waiting: done.waiting,
                 })
             }
@@ -524,7 +534,9 @@ impl Declarative {
                             applied.wrote |= written;
                             applied.add(live);
                         }
-                    } else if !is_create && entry.reconcile {
+                    } else if !is_create && !entry.create_only() {
+                        // `when` decides a create-once child's creation only: a Job created
+                        // while its phase held must outlive the phase it moves the CR past.
                         failing.push((entry, scoped));
                     }
                 }

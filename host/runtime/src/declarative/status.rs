@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use kube::api::{Patch, PatchParams};
+use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
 use super::Declarative;
@@ -21,7 +21,8 @@ use orkestra_katalog::template::Template;
 pub(super) const MESSAGE_LIMIT: usize = 256;
 
 impl Declarative {
-    /// Writes `status` unless it is already there; returns whether it wrote.
+    /// Writes `status` unless it is already there (or `runtime.ignoreStatusPatch` says
+    /// never); returns whether it wrote.
     ///
     /// A kind without a status subresource (a CRD from a `crdFile` may lack one) answers 404
     /// on `/status` although the object exists. Its status is then written through the
@@ -33,6 +34,9 @@ impl Declarative {
         object: &Value,
         mut status: Value,
     ) -> Result<bool, ReconcileError> {
+        if self.crd.ignore_status_patch || self.status_dropped.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
         let inline = self.status_inline.load(Ordering::Relaxed);
         if inline {
             without_observed_generation(&mut status);
@@ -49,6 +53,7 @@ impl Declarative {
             let writing = request.own.begin(&request.key);
             match api.patch_status(name, &PatchParams::default(), &patch).await {
                 Ok(written) => {
+                    self.check_kept(&written, &status, object);
                     writing.wrote(written.metadata.resource_version);
                     return Ok(true);
                 }
@@ -71,8 +76,24 @@ impl Declarative {
             .patch(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
             .await
             .map_err(failed)?;
+        self.check_kept(&written, &status, object);
         writing.wrote(written.metadata.resource_version);
         Ok(true)
+    }
+
+    /// A schema that declares no status (and keeps no unknown fields) prunes what was
+    /// written: say so once, and stop writing what can never be kept.
+    fn check_kept(&self, written: &DynamicObject, status: &Value, object: &Value) {
+        if written.data.get("status").is_some_and(|s| !s.is_null()) || status == &json!({}) {
+            return;
+        }
+        self.status_dropped.store(true, Ordering::Relaxed);
+        let note = format!(
+            "the {} CRD's schema has no status and keeps no unknown fields: the API server drops the status the runtime writes (Ready included); declare status in the schema",
+            self.crd.kind
+        );
+        tracing::warn!(kind = %self.crd.kind, "{note}");
+        self.events.warning(object, "StatusDropped", note);
     }
 }
 

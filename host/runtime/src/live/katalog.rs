@@ -278,6 +278,7 @@ async fn crd_health(State(shared): State<Shared>, Path(name): Path<String>) -> R
         ("healthy", json!(health.is_healthy())),
         ("started", json!(health.is_started())),
         ("pending", json!(health.state == HealthState::Pending)),
+        ("gated", json!(health.state == HealthState::Gated)),
         ("consecutiveFails", json!(health.consecutive_fails)),
         ("totalReconciles", json!(health.total_reconciles)),
         ("failedReconciles", json!(health.failed_reconciles)),

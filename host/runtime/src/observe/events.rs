@@ -1,6 +1,8 @@
 //! `observe.events`: Kubernetes Event objects (`events.k8s.io/v1`) that match an entry's
 //! fields become triggers, routed by `keyFrom`, by `regarding` (when it names a primary),
-//! or to every primary; the Event's content rides along as `.events.<name>`.
+//! or to every primary; the Event's content rides along as `.events.<name>`. A match field
+//! written as a template (`regarding.name: "{{ .spec.databaseRef }}"`) is rendered over each
+//! of those primaries, and the Event goes only to the ones it names.
 
 use std::sync::Arc;
 
@@ -40,7 +42,8 @@ pub async fn watch_events(
             }
         };
         let Some((_, event)) = to_json(&object) else { continue };
-        for CompiledEvents { name, entry, gate } in entries.iter() {
+        for compiled in entries.iter() {
+            let CompiledEvents { name, entry, gate, .. } = compiled;
             let on = &entry.on;
             if (!on.is_empty() && !on.contains(&kind)) || !matches(entry, &event) {
                 continue;
@@ -51,7 +54,12 @@ pub async fn watch_events(
             if gate.as_ref().is_some_and(|g| !g.passes(&resolver)) {
                 continue;
             }
-            for key in route(entry, &event, &primary, &cache) {
+            let keys = route(compiled, &event, &resolver, &primary, &cache);
+            let mut keys = primary.observed(compiled.target.as_deref(), keys, &cache);
+            if !compiled.per_cr.is_empty() {
+                keys.retain(|key| cache.get(key).is_some_and(|cr| concerns(compiled, &event, &cr)));
+            }
+            for key in keys {
                 enqueue.offer(Trigger {
                     key,
                     source: Source::Events,
@@ -104,8 +112,25 @@ fn matches(entry: &EventWatch, event: &Value) -> bool {
         && object_matches(&entry.related, &event["related"])
 }
 
-/// The primaries an Event concerns.
-fn route(entry: &EventWatch, event: &Value, primary: &PrimaryKind, cache: &Cache) -> Vec<String> {
+/// Whether every templated match field, rendered over `cr`, equals the Event's.
+fn concerns(compiled: &CompiledEvents, event: &Value, cr: &Value) -> bool {
+    let resolver = Resolver::new(cr, &[]);
+    compiled.per_cr.iter().all(|m| {
+        let want = resolver.render(&m.template);
+        let got = event.pointer(&m.pointer).and_then(Value::as_str);
+        matches!((want, got), (Ok(want), Some(got)) if want.trim() == got)
+    })
+}
+
+/// The primaries an Event may concern.
+fn route(
+    compiled: &CompiledEvents,
+    event: &Value,
+    resolver: &Resolver<'_, '_>,
+    primary: &PrimaryKind,
+    cache: &Cache,
+) -> Vec<String> {
+    let entry = &compiled.entry;
     let namespace = event["metadata"]["namespace"].as_str().unwrap_or_default();
     let in_namespace = |ns: &str, name: &str| {
         if ns.is_empty() {
@@ -122,12 +147,24 @@ fn route(entry: &EventWatch, event: &Value, primary: &PrimaryKind, cache: &Cache
                 None => vec![],
             };
         }
-        if let Some(name) = &key_from.name {
-            return vec![in_namespace(key_from.namespace.as_deref().unwrap_or(namespace), name)];
+        if let Some(template) = &compiled.key_name {
+            return match resolver.render(template) {
+                Ok(name) if !name.trim().is_empty() => {
+                    vec![in_namespace(
+                        key_from.namespace.as_deref().unwrap_or(namespace),
+                        name.trim(),
+                    )]
+                }
+                Ok(_) => vec![],
+                Err(error) => {
+                    tracing::warn!(event = %compiled.name, error = %error.message, "keyFrom.name does not render; the Event is dropped");
+                    vec![]
+                }
+            };
         }
     }
     let regarding = &event["regarding"];
-    if regarding["kind"].as_str() == Some(primary.kind.as_str())
+    if regarding["kind"].as_str() == Some(primary.crd.kind.as_str())
         && let Some(name) = regarding["name"].as_str()
     {
         return vec![in_namespace(regarding["namespace"].as_str().unwrap_or(namespace), name)];

@@ -16,19 +16,31 @@ use super::own_writes::OwnWrites;
 use super::primary::{to_cached_json, to_json};
 use super::{Cache, Enqueue, Source, Trigger};
 use orkestra_katalog::EventType;
-use orkestra_katalog::compile::CompiledWatch;
+use orkestra_katalog::compile::{CompiledCrd, CompiledWatch};
 use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::sentinel;
 use orkestra_katalog::sentinel::SentinelBits;
 
-/// The primary kind, for owner-reference routing.
+/// The primary CRD: its kind, for owner-reference routing, and which of its CRs each
+/// observation may trigger.
 #[derive(Debug, Clone)]
 pub struct PrimaryKind {
-    pub group: String,
-    pub kind: String,
+    pub crd: Arc<CompiledCrd>,
 }
 
 impl PrimaryKind {
+    /// Of `keys`, the CRs an observation declared by `target` (`None`: the CRD's own)
+    /// triggers (see [`CompiledCrd::observes`]).
+    pub(super) fn observed(&self, target: Option<&str>, mut keys: Vec<String>, cache: &Cache) -> Vec<String> {
+        if !self.crd.observing_targets.is_empty() {
+            keys.retain(|key| match cache.get(key) {
+                Some(cr) => self.crd.observes(target, &cr),
+                None => target.is_none(),
+            });
+        }
+        keys
+    }
+
     /// The keys of primaries that own `object` (same namespace).
     fn owners(&self, object: &Value) -> Vec<String> {
         let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
@@ -39,7 +51,7 @@ impl PrimaryKind {
             .filter(|owner| {
                 let api_version = owner["apiVersion"].as_str().unwrap_or_default();
                 let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-                owner["kind"].as_str() == Some(self.kind.as_str()) && group == self.group
+                owner["kind"].as_str() == Some(self.crd.kind.as_str()) && group == self.crd.group
             })
             .filter_map(|owner| owner["name"].as_str())
             .map(|name| {
@@ -191,7 +203,7 @@ pub async fn watch_secondary(
                 if owners.is_empty() { cache.keys() } else { owners }
             }
         };
-        for key in keys {
+        for key in primary.observed(watch.target.as_deref(), keys, &cache) {
             enqueue.offer(Trigger {
                 key,
                 source: Source::Watch,

@@ -1,0 +1,134 @@
+//! Keys upstream defines whose effect this runtime does not provide. Each is refused by
+//! name, with what to do instead, rather than loaded and silently ignored: a Katalog that
+//! expects a notification, a rollback or a remote reconciler must not seem to have one.
+
+use super::Checker;
+use crate::yaml::{Node, NodeValue};
+
+/// Why a key is refused; `when_true` refuses only `key: true` (`false` is what runs here).
+struct Unhosted {
+    /// The path's last segments (`*` matches one segment).
+    ends: &'static [&'static str],
+    when_true: bool,
+    why: &'static str,
+}
+
+const UNHOSTED: &[Unhosted] = &[
+    Unhosted {
+        ends: &["operatorBox", "reconcile", "remote"],
+        when_true: false,
+        why: "a remote (HTTP) reconciler is not hosted by this runtime: write the reconciler as a Wasm component (`reconcile.constructor`), which calls other services through its grants",
+    },
+    Unhosted {
+        ends: &["operatorBox", "runtime", "rollback"],
+        when_true: false,
+        why: "rollback is not implemented (upstream's is switched off as in development too); remove it",
+    },
+    Unhosted {
+        ends: &["operatorBox", "runtime", "rollBackOnError"],
+        when_true: true,
+        why: "rollback is not implemented (upstream's is switched off as in development too); remove it",
+    },
+    Unhosted {
+        ends: &["operatorBox", "runtime", "cleanup"],
+        when_true: false,
+        why: "runtime cleanup policies are not implemented: children owned by a CR go with it (owner references), onDelete templates run before its finalizer is removed",
+    },
+    Unhosted {
+        ends: &["operatorBox", "reconcile", "providers"],
+        when_true: false,
+        why: "provider runners (git, docker) are not hosted by this runtime: do that work in a Wasm component",
+    },
+    Unhosted {
+        ends: &["when", "*", "notify"],
+        when_true: false,
+        why: "notifications (SMTP, Slack) are not sent by this runtime: declare an Event (`emit.events`) and route Events with your alerting",
+    },
+    Unhosted {
+        ends: &["or", "*", "notify"],
+        when_true: false,
+        why: "notifications (SMTP, Slack) are not sent by this runtime: declare an Event (`emit.events`) and route Events with your alerting",
+    },
+    Unhosted {
+        ends: &["when", "*", "source"],
+        when_true: false,
+        why: "a condition cannot read another runtime itself: read it with `observe.cross` and `source:`, then test `cross.<as>.metrics...`",
+    },
+    Unhosted {
+        ends: &["or", "*", "source"],
+        when_true: false,
+        why: "a condition cannot read another runtime itself: read it with `observe.cross` and `source:`, then test `cross.<as>.metrics...`",
+    },
+];
+
+/// Top-level sections refused whole.
+const UNHOSTED_SECTIONS: &[(&str, &str)] = &[
+    (
+        "notification",
+        "notification teams (SMTP, Slack) are not used by this runtime: it sends no notifications; declare Events (`emit.events`) and route them with your alerting",
+    ),
+    (
+        "providers",
+        "provider runners (git, docker) are not hosted by this runtime: do that work in a Wasm component",
+    ),
+];
+
+impl Checker<'_> {
+    /// Refuses every unhosted key of one Katalog file.
+    pub(super) fn unhosted(&mut self, root: &Node) {
+        for (key, value) in root.entries().unwrap_or_default() {
+            let name = key.key_text();
+            if let Some((_, why)) = UNHOSTED_SECTIONS.iter().find(|(section, _)| *section == name) {
+                self.error(name.clone(), key.pos, *why);
+            }
+            if name == "spec" {
+                self.walk_unhosted(value, &mut vec![name]);
+            }
+        }
+    }
+
+    fn walk_unhosted(&mut self, node: &Node, path: &mut Vec<String>) {
+        match &node.value {
+            NodeValue::Map(entries) => {
+                for (key, value) in entries {
+                    path.push(key.key_text());
+                    if let Some(rule) = UNHOSTED.iter().find(|rule| ends_with(path, rule.ends))
+                        && (!rule.when_true || value.value == NodeValue::Bool(true))
+                    {
+                        self.error(join(path), key.pos, rule.why);
+                    }
+                    self.walk_unhosted(value, path);
+                    path.pop();
+                }
+            }
+            NodeValue::Seq(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(format!("[{i}]"));
+                    self.walk_unhosted(item, path);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn ends_with(path: &[String], ends: &[&str]) -> bool {
+    path.len() >= ends.len()
+        && path[path.len() - ends.len()..]
+            .iter()
+            .zip(ends)
+            .all(|(segment, want)| *want == "*" || segment == want)
+}
+
+/// `spec.crds.web.operatorBox.reconcile.remote`, `when[0].notify`.
+fn join(path: &[String]) -> String {
+    let mut text = String::new();
+    for segment in path {
+        if !text.is_empty() && !segment.starts_with('[') {
+            text.push('.');
+        }
+        text.push_str(segment);
+    }
+    text
+}
