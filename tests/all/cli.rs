@@ -169,10 +169,26 @@ fn dev_with_a_missing_katalog_fails_before_starting_anything() {
 }
 
 #[test]
-fn dev_installs_the_crds_and_applies_the_sample_crs() {
+fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("dev");
-    let katalog = website_katalog();
+    // The website example with a prerequisite: its setup goes in before its samples.
+    let example = website_katalog();
+    let text = std::fs::read_to_string(&example).unwrap();
+    let katalog = temp.path().join("katalog.yaml");
+    std::fs::write(
+        &katalog,
+        text.replace("      crFiles:", "      setup: {apply: [setup.yaml]}\n      crFiles:"),
+    )
+    .unwrap();
+    std::fs::create_dir(temp.path().join("samples")).unwrap();
+    let sample = example.parent().unwrap().join("samples/website.yaml");
+    std::fs::copy(sample, temp.path().join("samples/website.yaml")).unwrap();
+    std::fs::write(
+        temp.path().join("setup.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: website-defaults}\ndata: {theme: plain}\n",
+    )
+    .unwrap();
     let mut ork = Ork::spawn(
         &[
             "dev",
@@ -185,6 +201,8 @@ fn dev_installs_the_crds_and_applies_the_sample_crs() {
         &[],
     );
     ork.wait_for("installed CRD websites.demo.orkestra.io", Duration::from_secs(180));
+    let setup = ork.wait_for("applied ConfigMap/website-defaults", Duration::from_secs(30));
+    assert!(setup.ends_with("(setup)"), "{setup}");
     ork.wait_for("applied Website/hello", Duration::from_secs(30));
     let hint = ork.wait_for("try: kubectl --kubeconfig", Duration::from_secs(30));
     assert!(hint.contains(&dir.join("kubeconfig").display().to_string()), "{hint}");

@@ -69,6 +69,18 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     for crd in &crds {
         println!("installed CRD {crd}");
     }
+    // Prerequisites first (each CRD's `setup`, in order), then the samples.
+    for crd in katalog.katalog.crds.values().filter(|c| c.entry.enabled) {
+        for file in crd.entry.setup_files() {
+            let path = crd.resolve(file);
+            let applied = manifests::apply_file(&client, &path, "default")
+                .await
+                .with_context(|| format!("applying the setup of CRD \"{}\"", crd.name))?;
+            for object in applied {
+                println!("applied {object} from {} (setup)", path.display());
+            }
+        }
+    }
     if args.apply_cr {
         for crd in katalog.katalog.crds.values().filter(|c| c.entry.enabled) {
             for file in &crd.entry.cr_files {

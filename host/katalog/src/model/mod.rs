@@ -261,7 +261,8 @@ pub struct CrdEntry {
     /// Sample CRs applied by `ork dev --apply-cr`.
     #[serde(default)]
     pub cr_files: Vec<String>,
-    /// Prerequisite manifests applied in order by `ork dev`.
+    /// Prerequisite manifests applied in order by `ork dev`: a list of files, or
+    /// `{apply: [files]}` (see [`CrdEntry::setup_files`]).
     #[serde(default)]
     pub setup: Option<Value>,
     /// Namespaced (default) or cluster-scoped.
@@ -316,6 +317,22 @@ pub struct CrdEntry {
     pub katalog_name: Option<String>,
     #[serde(default)]
     pub katalog_namespace: Option<String>,
+}
+
+impl CrdEntry {
+    /// The `setup` files in order: written as a list, or as `{apply: [...]}`. Other shapes
+    /// are refused at load.
+    pub fn setup_files(&self) -> Vec<&str> {
+        let list = match &self.setup {
+            Some(Value::Array(list)) => list,
+            Some(Value::Object(setup)) => match setup.get("apply") {
+                Some(Value::Array(list)) => list,
+                _ => return Vec::new(),
+            },
+            _ => return Vec::new(),
+        };
+        list.iter().filter_map(Value::as_str).collect()
+    }
 }
 
 /// `apiTypes`: group, version, kind and plural of the primary resource.

@@ -84,6 +84,42 @@ impl Checker<'_> {
         });
     }
 
+    /// `setup`: a list of files, or `{apply: [files]}`; `wait` is not hosted.
+    fn setup(&mut self, setup: &Node, path: &str) {
+        let files = match &setup.value {
+            NodeValue::Seq(_) => setup,
+            NodeValue::Map(entries) => {
+                for (key, _) in entries {
+                    match key.key_text().as_str() {
+                        "apply" => {}
+                        "wait" => self.error(
+                            format!("{path}.wait"),
+                            key.pos,
+                            "is not supported: `ork dev` applies the setup files in order and goes on; a CRD that needs another one ready says so with dependsOn",
+                        ),
+                        other => self.error(format!("{path}.{other}"), key.pos, "is not a setup key (apply)"),
+                    }
+                }
+                match setup.get("apply") {
+                    Some(apply) => apply,
+                    None => return,
+                }
+            }
+            _ => {
+                self.error(path, setup.pos, "is a list of manifest files, or {apply: [files]}");
+                return;
+            }
+        };
+        match &files.value {
+            NodeValue::Seq(items) if items.iter().all(|i| i.as_str().is_some()) => {}
+            _ => self.error(
+                path,
+                files.pos,
+                "lists manifest files (paths relative to the Katalog file)",
+            ),
+        }
+    }
+
     /// A Katalog its author marks deprecated says so at every load, with where to go.
     fn lifecycle(&mut self, root: &Node) {
         let Some(lifecycle) = root.get("lifecycle") else { return };
@@ -164,6 +200,9 @@ impl Checker<'_> {
     fn crd(&mut self, name: &str, entry: &CrdEntry, node: &Node, key_pos: Pos, katalog: &Katalog) {
         let base = format!("spec.crds.{name}");
         let at = |key: &str| node.get(key).map_or(node.pos, |n| n.pos);
+        if let Some(setup) = node.get("setup") {
+            self.setup(setup, &format!("{base}.setup"));
+        }
         if !is_crd_key(name) {
             self.error(
                 &base,
