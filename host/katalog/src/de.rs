@@ -175,9 +175,10 @@ impl<'de, 'c> NodeDe<'de, 'c> {
                 self.collector.renames.borrow_mut().push((path.clone(), new));
                 format!("`{old}` was renamed to `{new}` in {since}; use `{new}` (`ork migrate` rewrites it)")
             }
-            None => match closest(&text, fields) {
+            None => match crate::text::misspelt(&text, fields) {
                 Some(best) => format!("unknown field `{text}`; the closest valid key is `{best}`"),
-                None => format!("unknown field `{text}`"),
+                None if fields.is_empty() => format!("unknown field `{text}`"),
+                None => format!("unknown field `{text}`; the keys here are {}", valid_keys(fields)),
             },
         };
         self.collector.push(Problem {
@@ -471,6 +472,15 @@ impl<'de> de::MapAccess<'de> for MapAccess<'_, 'de, '_> {
     }
 }
 
+/// The keys a map takes, for a message: all of them up to 16, else the first 16 and a count.
+fn valid_keys(fields: &[&str]) -> String {
+    let shown: Vec<String> = fields.iter().take(16).map(|f| format!("`{f}`")).collect();
+    match fields.len() > shown.len() {
+        true => format!("{} and {} more", shown.join(", "), fields.len() - shown.len()),
+        false => shown.join(", "),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -530,7 +540,7 @@ mod tests {
             [
                 "workrs 2:1 unknown field `workrs`; the closest valid key is `workers`",
                 "inner.wen 4:3 unknown field `wen`; the closest valid key is `when`",
-                "inner.extra 5:3 unknown field `extra`; the closest valid key is `or`",
+                "inner.extra 5:3 unknown field `extra`; the keys here are `when`, `or`",
             ]
         );
     }

@@ -33,9 +33,28 @@ pub fn closest<'a>(key: &str, fields: &[&'a str]) -> Option<&'a str> {
         .min_by_key(|f| strsim::levenshtein(&lower, &f.to_lowercase()))
 }
 
+/// The field `key` is probably a misspelling of: the closest, only when it is near (at most
+/// a third of the key's letters differ, and at least two may), else none; "closest" alone
+/// suggests `apiVersion` for `admission`.
+pub fn misspelt<'a>(key: &str, fields: &[&'a str]) -> Option<&'a str> {
+    let lower = key.to_lowercase();
+    let best = closest(key, fields)?;
+    let distance = strsim::levenshtein(&lower, &best.to_lowercase());
+    (distance <= (lower.chars().count() / 3).max(2)).then_some(best)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misspelling_is_near_and_a_stranger_is_not() {
+        let fields = ["apiVersion", "kind", "metadata", "spec", "resources"];
+        assert_eq!(misspelt("resouces", &fields), Some("resources"));
+        assert_eq!(misspelt("Kind", &fields), Some("kind"));
+        assert_eq!(misspelt("admission", &fields), None);
+        assert_eq!(misspelt("queue", &["mode", "namespace"]), None);
+    }
 
     #[test]
     fn cuts_fall_on_character_boundaries_and_are_marked() {
