@@ -249,6 +249,7 @@ const CASES: &[(&str, &str)] = &[
     // Data.
     ("{{ toBase64 \"hi\" }} {{ fromBase64 \"aGk=\" }}", "aGk= hi"),
     ("{{ toJSON .spec.limits }}", "{\"cpu\":\"500m\",\"memory\":\"1Gi\"}"),
+    ("{{ toJson .spec.limits }}", "{\"cpu\":\"500m\",\"memory\":\"1Gi\"}"),
     (
         "{{ sha256sum \"abc\" }}",
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
@@ -343,6 +344,11 @@ const CASES: &[(&str, &str)] = &[
     (
         "{{ mapGet \"cpu\" .spec.limits }} {{ mapKeys .spec.limits }} {{ mapValues .spec.limits }}",
         "500m [cpu memory] [500m 1Gi]",
+    ),
+    // Upstream's documented order (container first) reads the same; piping still works.
+    (
+        "{{ listHas .spec.tags \"b\" }} {{ listGet .spec.tags 1 }} {{ mapGet .spec.limits \"cpu\" }} {{ join (mapKeys .spec.limits) \", \" }} {{ .spec.tags | join \"+\" }} [{{ join .spec.none \",\" }}]",
+        "true b 500m cpu, memory a+b+c []",
     ),
     (
         "{{ mapPick .spec.limits \"cpu\" }} {{ mapOmit .spec.limits \"cpu\" }} {{ toList 1 \"a\" }}",

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::Entry;
-use super::args::{Result, at_least, exactly, string, text};
+use super::args::{Result, at_least, exactly, string};
 use super::conditional::parse_bool;
 use crate::template::Env;
 use crate::template::value::{as_i64, display, equal};
@@ -19,13 +19,13 @@ pub const FUNCS: &[Entry] = &[
         name: "listHas",
         func: list_has,
         usage: "listHas ITEM LIST",
-        doc: "LIST contains ITEM",
+        doc: "LIST contains ITEM (upstream's `listHas LIST ITEM` reads the same)",
     },
     Entry {
         name: "listGet",
         func: list_get,
         usage: "listGet INDEX LIST",
-        doc: "the item at INDEX (negative counts from the end), nil when out of range",
+        doc: "the item at INDEX (negative counts from the end), nil when out of range (upstream's `listGet LIST INDEX` reads the same)",
     },
     Entry {
         name: "listLen",
@@ -37,7 +37,7 @@ pub const FUNCS: &[Entry] = &[
         name: "mapGet",
         func: map_get,
         usage: "mapGet KEY MAP",
-        doc: "the value at KEY, nil when absent",
+        doc: "the value at KEY, nil when absent (upstream's `mapGet MAP KEY` reads the same)",
     },
     Entry {
         name: "mapKeys",
@@ -122,21 +122,33 @@ pub const ACCESS: &[Entry] = &[
     },
 ];
 
+/// `(the other argument, the container)`: the piped form puts the container last
+/// (`.spec.tags | listHas "b"`), upstream's documented calls put it first (`listHas
+/// .spec.tags "b"`); a first argument that is a container (and a second that is not) is
+/// upstream's order.
+fn container_last<'v>(args: &[&'v Value], is_container: fn(&Value) -> bool) -> (&'v Value, &'v Value) {
+    match is_container(args[0]) && !is_container(args[1]) {
+        true => (args[1], args[0]),
+        false => (args[0], args[1]),
+    }
+}
+
 fn list_has(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
+    let (item, list) = container_last(args, Value::is_array);
     Ok(Value::Bool(
-        args[1]
-            .as_array()
-            .is_some_and(|items| items.iter().any(|i| equal(i, args[0]))),
+        list.as_array()
+            .is_some_and(|items| items.iter().any(|i| equal(i, item))),
     ))
 }
 
 fn list_get(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
-    let Some(items) = args[1].as_array() else {
+    let (index, list) = container_last(args, Value::is_array);
+    let Some(items) = list.as_array() else {
         return Ok(Value::Null);
     };
-    let index = as_i64(args[0]).ok_or_else(|| format!("index {} is not an integer", display(args[0])))?;
+    let index = as_i64(index).ok_or_else(|| format!("index {} is not an integer", display(index)))?;
     let index = if index < 0 { items.len() as i64 + index } else { index };
     Ok(usize::try_from(index)
         .ok()
@@ -152,7 +164,8 @@ fn list_len(_: &Env<'_>, args: &[&Value]) -> Result {
 
 fn map_get(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
-    Ok(args[1].get(text(args, 0).as_ref()).cloned().unwrap_or(Value::Null))
+    let (key, map) = container_last(args, Value::is_object);
+    Ok(map.get(display(key).as_ref()).cloned().unwrap_or(Value::Null))
 }
 
 fn map_keys(_: &Env<'_>, args: &[&Value]) -> Result {

@@ -29,6 +29,12 @@ pub const FUNCS: &[Entry] = &[
         doc: "VALUE as compact JSON",
     },
     Entry {
+        name: "toJson",
+        func: to_json,
+        usage: "toJson VALUE",
+        doc: "toJSON, as upstream's examples also spell it",
+    },
+    Entry {
         name: "sha256sum",
         func: sha256sum,
         usage: "sha256sum S",

@@ -89,7 +89,7 @@ pub const FUNCS: &[Entry] = &[
         name: "join",
         func: join,
         usage: "join SEP LIST",
-        doc: "the items of LIST joined by SEP",
+        doc: "the items of LIST joined by SEP (upstream's `join LIST SEP` reads the same)",
     },
     Entry {
         name: "repeat",
@@ -181,8 +181,14 @@ fn split(_: &Env<'_>, args: &[&Value]) -> Result {
 
 fn join(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
-    let sep = text(args, 0);
-    match &args[1] {
+    // Upstream documents `join LIST SEP` too; a missing list (nil) before a text is that.
+    let upstream = args[0].is_array() || (args[0].is_null() && args[1].is_string());
+    let (sep, list) = match upstream {
+        true => (args[1], args[0]),
+        false => (args[0], args[1]),
+    };
+    let sep = crate::template::value::display(sep);
+    match list {
         Value::Array(items) => Ok(string(
             items
                 .iter()
