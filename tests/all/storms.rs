@@ -1,6 +1,7 @@
 //! Write storms (issue 33, finding 7): a status that differs on every reconcile, from a
 //! template or from a component, writes once and settles, because the echo of the runtime's
-//! own write is no trigger; a CR that keeps being changed is held to its write budget; and a
+//! own write is no trigger (nor, where the Katalog reads its own status, a write that changes
+//! only fields it does not read); a CR that keeps being changed is held to its write budget; and a
 //! component's events join series instead of each being a write.
 
 use std::sync::atomic::Ordering;
@@ -60,6 +61,27 @@ async fn a_status_holding_a_timestamp_is_written_once_not_forever() {
     let total = counters.writes.load(Ordering::Relaxed) - before;
     assert!(written <= 1, "the CR was written {written} times in 5 s");
     assert!(total <= 4, "the runtime wrote {total} times in 5 s for two CRs");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_timestamp_beside_a_status_field_the_katalog_reads_is_no_next_step() {
+    // It reads its own `.status.seen` (a state machine would), which settles at once; the
+    // timestamp beside it changes on every write, and nothing reads it.
+    let katalog =
+        format!("{TIMESTAMPED}              - {{path: seen, value: '{{{{ .status.seen | default \"first\" }}}}'}}\n");
+    let h = Harness::start("storm-steps", &crd("clock", "Clock", &katalog), &[], true).await;
+    let crs = h.api("Clock");
+    h.create("Clock", "a", json!({"x": "1"})).await;
+    eventually("the status", WAIT, || async {
+        crs.get("a").await.ok()?.data["status"]["seen"].as_str().map(|_| ())
+    })
+    .await
+    .unwrap();
+    // The write that set `seen` was one step (it read a field that changed); the next writes
+    // only the timestamp, which is no step.
+    let written = writes_during(&crs, "a", Duration::from_secs(5)).await;
+    assert!(written <= 1, "the CR was written {written} times in 5 s");
     h.stop().await;
 }
 

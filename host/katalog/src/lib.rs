@@ -46,7 +46,7 @@ pub mod normalize;
 pub mod ownership;
 pub mod profile;
 pub mod rbac;
-mod reads;
+pub mod reads;
 pub mod resolver;
 pub mod rules;
 pub mod sentinel;

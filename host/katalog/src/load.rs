@@ -113,7 +113,7 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
         r.or(super::reads::in_text(&note.expression))
     });
     for crd in katalog.crds.values_mut() {
-        crd.reads = crd.reads.or(by_notes);
+        crd.reads = std::mem::take(&mut crd.reads).or(by_notes.clone());
     }
     super::cross_target::resolve(&mut katalog);
     let functions = Functions::with_notes(katalog.notes.iter().map(|n| n.name.as_str()));

@@ -227,9 +227,10 @@ pub struct CompiledCrd {
     pub stamp_health: bool,
     /// Stamp `.metrics` on each CR after reconcile: the Katalog reads it.
     pub stamp_metrics: bool,
-    /// The Katalog reads the CR's own `.status`: a reconcile that changed it runs again
-    /// (a state machine's next step), as its own write's echo no longer triggers one.
-    pub reads_own_status: bool,
+    /// The fields of the CR's own `.status` the Katalog reads: a reconcile whose status
+    /// write changed one of them runs again (a state machine's next step), as its own
+    /// write's echo no longer triggers one.
+    pub own_status_reads: std::collections::BTreeSet<String>,
     /// `crossAccess` (default on): other CRDs' cross reads may see this one's CRs.
     pub cross_access: bool,
     /// Which parts of the Live API answer for this CRD.
@@ -534,7 +535,7 @@ impl CompiledCrd {
             labels,
             stamp_health: crd.reads.health && Endpoints::of(entry.endpoints.as_ref()).health,
             stamp_metrics: crd.reads.metrics,
-            reads_own_status: crd.reads.status,
+            own_status_reads: crd.reads.status.clone(),
             cross_access: entry.cross_access,
             endpoints: Endpoints::of(entry.endpoints.as_ref()),
             rules,

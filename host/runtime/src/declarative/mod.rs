@@ -37,6 +37,7 @@ use crate::observe::{Children, api_for_key, split_key};
 use crate::render::{Render, merge};
 use orkestra_katalog::compile::Entry;
 use orkestra_katalog::compile::{CompiledBox, CompiledCrd};
+use orkestra_katalog::reads::changes_what_it_reads;
 use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::rules::Verdict;
 use orkestra_katalog::template::Functions;
@@ -216,6 +217,7 @@ impl Declarative {
         if let Some(slot) = &self.component {
             component::component_condition(&mut status, slot, &object["metadata"]["generation"], now);
         }
+        let step = changes_what_it_reads(&self.crd.own_status_reads, &object["status"], &status);
         let status_written = self.patch_status(request, object, status).await?;
         let kind = &self.crd.kind;
         match outcome {
@@ -228,10 +230,11 @@ impl Declarative {
                     self.emit_declared(compiled, &mutated, &context, None).await;
                 }
                 let mut action = done.action.unwrap_or(Action::Done);
-                if status_written && self.crd.reads_own_status {
-                    // What it reads has just changed: the next step now, not at the next
-                    // resync (the requeue's minimum interval and the write budget bound a
-                    // status that never settles).
+                if status_written && step {
+                    // A status field it reads has just changed: the next step now, not at
+                    // the next resync. A field nobody reads (a timestamp) is no step; one
+                    // read and changed every time is slowed as any hot loop is, and the
+                    // write budget holds it.
                     action = Action::RequeueAfter(std::time::Duration::ZERO);
                 }
                 Ok(Reconciled {
