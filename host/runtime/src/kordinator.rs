@@ -346,10 +346,9 @@ impl Kordinator {
             return;
         };
         self.counters.wrote();
-        let writing = self.own.begin(key);
-        match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            Ok(stamped) => writing.wrote(stamped.metadata.resource_version),
-            Err(error) => tracing::debug!(crd = %self.crd.name, %key, %error, "could not stamp health and metrics"),
+        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        if let Err(error) = self.own.write(key, api.patch(name, &params, &patch)).await {
+            tracing::debug!(crd = %self.crd.name, %key, %error, "could not stamp health and metrics");
         }
     }
 }

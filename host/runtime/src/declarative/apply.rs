@@ -208,12 +208,12 @@ impl Applier {
         let params = PatchParams::apply(mode.manager);
         let params = if mode.force { params.force() } else { params };
         self.counters.wrote();
-        let writing = self.children.own_writes().begin(&own_key);
-        let applied = api
-            .patch(&name, &params, &Patch::Apply(&object))
+        let applied = self
+            .children
+            .own_writes()
+            .write(&own_key, api.patch(&name, &params, &Patch::Apply(&object)))
             .await
             .map_err(failed)?;
-        writing.wrote(applied.metadata.resource_version.clone());
         Ok((
             to_value(&applied).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?,
             true,
@@ -235,9 +235,12 @@ impl Applier {
             ..PatchParams::default()
         };
         let failed = |e: kube::Error| ReconcileError::api(Reason::ApplyFailed, name, e);
-        let writing = self.children.own_writes().begin(own_key);
-        let stored = api.patch(name, &params, &Patch::Merge(patch)).await.map_err(failed)?;
-        writing.wrote(stored.metadata.resource_version.clone());
+        let stored = self
+            .children
+            .own_writes()
+            .write(own_key, api.patch(name, &params, &Patch::Merge(patch)))
+            .await
+            .map_err(failed)?;
         to_value(&stored).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))
     }
 

@@ -436,17 +436,14 @@ impl Declarative {
 
     async fn patch_object(&self, request: &Request, patch: Value) -> Result<(), ReconcileError> {
         self.counters.wrote();
-        let writing = request.own.begin(&request.key);
         let patched = match self.api(request) {
             Ok(api) => {
-                api.patch(split_key(&request.key).1, &PatchParams::default(), &Patch::Merge(patch))
-                    .await
+                let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
+                let patched = api.patch(split_key(&request.key).1, &params, &patch);
+                request.own.write(&request.key, patched).await
             }
             Err(refused) => Err(refused),
         };
-        if let Ok(written) = &patched {
-            writing.wrote(written.metadata.resource_version.clone());
-        }
         patched.map_err(|e| {
             ReconcileError::stale(
                 Reason::MetadataPatchFailed,

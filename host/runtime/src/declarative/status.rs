@@ -50,11 +50,14 @@ impl Declarative {
         if !inline {
             self.counters.wrote();
             let patch = Patch::Merge(json!({"status": status}));
-            let writing = request.own.begin(&request.key);
-            match api.patch_status(name, &PatchParams::default(), &patch).await {
+            let params = PatchParams::default();
+            match request
+                .own
+                .write(&request.key, api.patch_status(name, &params, &patch))
+                .await
+            {
                 Ok(written) => {
                     self.check_kept(&written, &status, object);
-                    writing.wrote(written.metadata.resource_version);
                     return Ok(true);
                 }
                 Err(kube::Error::Api(answer))
@@ -71,13 +74,11 @@ impl Declarative {
             }
         }
         self.counters.wrote();
-        let writing = request.own.begin(&request.key);
-        let written = api
-            .patch(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
-            .await
-            .map_err(failed)?;
+        let patch = Patch::Merge(json!({"status": status}));
+        let params = PatchParams::default();
+        let patched = request.own.write(&request.key, api.patch(name, &params, &patch));
+        let written = patched.await.map_err(failed)?;
         self.check_kept(&written, &status, object);
-        writing.wrote(written.metadata.resource_version);
         Ok(true)
     }
 

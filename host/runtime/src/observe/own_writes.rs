@@ -1,7 +1,7 @@
 //! Own writes are not new work. When the runtime writes an object (a CR's status, its
 //! finalizers or stamps, a child it applies), the watch brings that write back as an event;
 //! were it a trigger, a status holding a timestamp would write, re-trigger and write again
-//! without end. Each write is announced before it is sent ([`OwnWrites::begin`]): an event
+//! without end. Each write is announced before it is sent ([`OwnWrites::write`]): an event
 //! of that object arriving meanwhile is held, and once the write is answered, the event
 //! carrying the write's own resourceVersion (whose only change is what this runtime wrote) is
 //! dropped, and anything else goes on to the enqueue path. An event after a relist is never
@@ -64,8 +64,23 @@ impl OwnWrites {
         let _ = self.enqueue.set(enqueue);
     }
 
+    /// Sends `write` to `object` (its key in this watch) as an announced write: the
+    /// resourceVersion it answers with is remembered, so its echo triggers nothing.
+    pub async fn write<E>(
+        self: &Arc<Self>,
+        object: &str,
+        write: impl std::future::Future<Output = Result<kube::api::DynamicObject, E>>,
+    ) -> Result<kube::api::DynamicObject, E> {
+        let writing = self.begin(object);
+        let written = write.await;
+        if let Ok(stored) = &written {
+            writing.wrote(stored.metadata.resource_version.clone());
+        }
+        written
+    }
+
     /// A write to `object` (its key in this watch) is about to be sent.
-    pub fn begin(self: &Arc<Self>, object: &str) -> Writing {
+    fn begin(self: &Arc<Self>, object: &str) -> Writing {
         let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
         objects.entry(object.to_string()).or_default().writes += 1;
         Writing {
@@ -150,7 +165,7 @@ impl OwnWrites {
 
 /// A write in flight; say how it ended with [`Writing::wrote`]. Dropped without it, the
 /// write counts as failed: what was held goes on as triggers.
-pub struct Writing {
+struct Writing {
     owner: Arc<OwnWrites>,
     object: String,
     settled: bool,
@@ -158,7 +173,7 @@ pub struct Writing {
 
 impl Writing {
     /// The write produced `version` (`None`: it failed, or its result is unknown).
-    pub fn wrote(mut self, version: Option<String>) {
+    fn wrote(mut self, version: Option<String>) {
         self.settled = true;
         self.owner.settle(&self.object, version);
     }
