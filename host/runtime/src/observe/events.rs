@@ -13,7 +13,7 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
 
 use super::primary::to_json;
-use super::secondary::PrimaryKind;
+use super::secondary::{PrimaryKind, keyed};
 use super::{Cache, Enqueue, Source, Trigger};
 use orkestra_katalog::compile::CompiledEvents;
 use orkestra_katalog::resolver::Resolver;
@@ -130,44 +130,16 @@ fn route(
     primary: &PrimaryKind,
     cache: &Cache,
 ) -> Vec<String> {
-    let entry = &compiled.entry;
-    let namespace = event["metadata"]["namespace"].as_str().unwrap_or_default();
-    let in_namespace = |ns: &str, name: &str| {
-        if ns.is_empty() {
-            name.to_string()
-        } else {
-            format!("{ns}/{name}")
-        }
-    };
-    if let Some(key_from) = &entry.key_from {
-        if let Some(label) = &key_from.label {
-            return match event["metadata"]["labels"][label.as_str()].as_str() {
-                Some(value) if value.contains('/') => vec![value.to_string()],
-                Some(value) => vec![in_namespace(namespace, value)],
-                None => vec![],
-            };
-        }
-        if let Some(template) = &compiled.key_name {
-            return match resolver.render(template) {
-                Ok(name) if !name.trim().is_empty() => {
-                    vec![in_namespace(
-                        key_from.namespace.as_deref().unwrap_or(namespace),
-                        name.trim(),
-                    )]
-                }
-                Ok(_) => vec![],
-                Err(error) => {
-                    tracing::warn!(event = %compiled.name, error = %error.message, "keyFrom.name does not render; the Event is dropped");
-                    vec![]
-                }
-            };
-        }
+    if let Some(key_from) = &compiled.entry.key_from {
+        return keyed(key_from, compiled.key_name.as_ref(), event, resolver);
     }
+    let namespace = event["metadata"]["namespace"].as_str().unwrap_or_default();
     let regarding = &event["regarding"];
     if regarding["kind"].as_str() == Some(primary.crd.kind.as_str())
         && let Some(name) = regarding["name"].as_str()
     {
-        return vec![in_namespace(regarding["namespace"].as_str().unwrap_or(namespace), name)];
+        let namespace = regarding["namespace"].as_str().unwrap_or(namespace);
+        return vec![super::key_in(namespace, name)];
     }
     cache.keys()
 }

@@ -242,10 +242,18 @@ impl Children {
 pub fn object_key(object: &Value) -> Option<String> {
     let meta = object.get("metadata")?;
     let name = meta.get("name")?.as_str()?;
-    Some(match meta.get("namespace").and_then(Value::as_str) {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
-        _ => name.to_string(),
-    })
+    Some(key_in(
+        meta.get("namespace").and_then(Value::as_str).unwrap_or_default(),
+        name,
+    ))
+}
+
+/// The key of `name` in `namespace` (none: cluster-scoped).
+fn key_in(namespace: &str, name: &str) -> String {
+    match namespace.is_empty() {
+        true => name.to_string(),
+        false => format!("{namespace}/{name}"),
+    }
 }
 
 /// The objects of the kind and namespace a key names, and its name (a key from a watched

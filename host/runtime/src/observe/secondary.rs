@@ -15,11 +15,12 @@ use serde_json::Value;
 use super::own_writes::OwnWrites;
 use super::primary::{to_cached_json, to_json};
 use super::{Cache, Enqueue, Source, Trigger};
-use orkestra_katalog::EventType;
 use orkestra_katalog::compile::{CompiledCrd, CompiledWatch};
 use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::sentinel;
 use orkestra_katalog::sentinel::SentinelBits;
+use orkestra_katalog::template::Template;
+use orkestra_katalog::{EventType, KeyFrom};
 
 /// The primary CRD: its kind, for owner-reference routing, and which of its CRs each
 /// observation may trigger.
@@ -164,40 +165,8 @@ pub async fn watch_secondary(
         if watch.gate.as_ref().is_some_and(|g| !g.passes(&resolver)) {
             return;
         }
-        let namespace = change.object["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let in_namespace = |name: &str| {
-            if namespace.is_empty() {
-                name.to_string()
-            } else {
-                format!("{namespace}/{name}")
-            }
-        };
         let keys: Vec<String> = match &entry.key_from {
-            Some(key_from) if key_from.label.is_some() => {
-                let label = key_from.label.as_deref().unwrap_or_default();
-                match change.object["metadata"]["labels"][label].as_str() {
-                    Some(value) if value.contains('/') => vec![value.to_string()],
-                    Some(value) => vec![in_namespace(value)],
-                    None => vec![],
-                }
-            }
-            Some(key_from) => match watch.key_name.as_ref().map(|t| resolver.render(t)) {
-                Some(Ok(name)) if !name.is_empty() => match &key_from.namespace {
-                    Some(ns) => vec![format!("{ns}/{name}")],
-                    None => vec![in_namespace(&name)],
-                },
-                Some(Err(error)) => {
-                    tracing::warn!(kind = %entry.kind, error = %error.message, "keyFrom.name does not render; the change is dropped");
-                    vec![]
-                }
-                _ => {
-                    tracing::debug!(kind = %entry.kind, "keyFrom.name is empty for this object; the change is dropped");
-                    vec![]
-                }
-            },
+            Some(key_from) => keyed(key_from, watch.key_name.as_ref(), &change.object, &resolver),
             None => {
                 let owners = primary.owners(&change.object);
                 if owners.is_empty() { cache.keys() } else { owners }
@@ -213,6 +182,41 @@ pub async fn watch_secondary(
         }
     })
     .await;
+}
+
+/// The primary keys `keyFrom` names for `object` (a watched object, or an Event): its label's
+/// value (`name` or `namespace/name`), or `keyFrom.name` rendered over it; in
+/// `keyFrom.namespace`, else the object's own namespace. One that names none drops the
+/// change.
+pub(super) fn keyed(
+    key_from: &KeyFrom,
+    key_name: Option<&Template>,
+    object: &Value,
+    resolver: &Resolver<'_, '_>,
+) -> Vec<String> {
+    let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+    if let Some(label) = &key_from.label {
+        return match object["metadata"]["labels"][label.as_str()].as_str() {
+            Some(value) if value.contains('/') => vec![value.to_string()],
+            Some(value) => vec![super::key_in(namespace, value)],
+            None => vec![],
+        };
+    }
+    let Some(template) = key_name else { return vec![] };
+    match resolver.render(template) {
+        Ok(name) if !name.trim().is_empty() => {
+            let namespace = key_from.namespace.as_deref().unwrap_or(namespace);
+            vec![super::key_in(namespace, name.trim())]
+        }
+        Ok(_) => {
+            tracing::debug!(kind = %object["kind"], "keyFrom.name is empty for this object; the change is dropped");
+            vec![]
+        }
+        Err(error) => {
+            tracing::warn!(kind = %object["kind"], error = %error.message, "keyFrom.name does not render; the change is dropped");
+            vec![]
+        }
+    }
 }
 
 /// Runs an implicit watch on an owned kind: its objects are kept in `children` (the applier
