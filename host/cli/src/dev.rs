@@ -70,29 +70,12 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         println!("installed CRD {crd}");
     }
     // Prerequisites first (each CRD's `setup`, in order), then the samples.
-    for crd in katalog.katalog.crds.values().filter(|c| c.entry.enabled) {
-        for file in crd.entry.setup_files() {
-            let path = crd.resolve(file);
-            let applied = manifests::apply_file(&client, &path, "default")
-                .await
-                .with_context(|| format!("applying the setup of CRD \"{}\"", crd.name))?;
-            for object in applied {
-                println!("applied {object} from {} (setup)", path.display());
-            }
-        }
-    }
+    apply_each(&client, &katalog, "the setup", " (setup)", |c| c.entry.setup_files()).await?;
     if args.apply_cr {
-        for crd in katalog.katalog.crds.values().filter(|c| c.entry.enabled) {
-            for file in &crd.entry.cr_files {
-                let path = crd.resolve(file);
-                let applied = manifests::apply_file(&client, &path, "default")
-                    .await
-                    .with_context(|| format!("applying sample CRs of CRD \"{}\"", crd.name))?;
-                for object in applied {
-                    println!("applied {object} from {}", path.display());
-                }
-            }
-        }
+        apply_each(&client, &katalog, "sample CRs", "", |c| {
+            c.entry.cr_files.iter().map(String::as_str).collect()
+        })
+        .await?;
     }
     println!("control plane ready: server {}", plane.server());
     println!("try: kubectl --kubeconfig {} get crds", plane.kubeconfig().display());
@@ -112,4 +95,26 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     };
     plane.stop();
     result.map(|()| ExitCode::SUCCESS)
+}
+
+/// Applies the manifest files `files` names for each enabled CRD, saying what each made.
+async fn apply_each(
+    client: &kube::Client,
+    katalog: &orkestra_katalog::Compiled,
+    what: &str,
+    mark: &str,
+    files: impl Fn(&orkestra_katalog::LoadedCrd) -> Vec<&str>,
+) -> anyhow::Result<()> {
+    for crd in katalog.katalog.crds.values().filter(|c| c.entry.enabled) {
+        for file in files(crd) {
+            let path = crd.resolve(file);
+            let applied = manifests::apply_file(client, &path, "default")
+                .await
+                .with_context(|| format!("applying {what} of CRD \"{}\"", crd.name))?;
+            for object in applied {
+                println!("applied {object} from {}{mark}", path.display());
+            }
+        }
+    }
+    Ok(())
 }
