@@ -7,11 +7,15 @@ use crate::yaml::{Node, NodeValue};
 
 /// Why a key is refused; `when_true` refuses only `key: true` (`false` is what runs here).
 struct Unhosted {
-    /// The path's last segments (`*` matches one segment).
+    /// The path's last segments: `*` matches any one, `a|b` either.
     ends: &'static [&'static str],
     when_true: bool,
     why: &'static str,
 }
+
+const ROLLBACK: &str = "rollback is not implemented (upstream's is switched off as in development too); remove it";
+const PROVIDERS: &str =
+    "provider runners (git, docker) are not hosted by this runtime: do that work in a Wasm component";
 
 const UNHOSTED: &[Unhosted] = &[
     Unhosted {
@@ -22,12 +26,12 @@ const UNHOSTED: &[Unhosted] = &[
     Unhosted {
         ends: &["operatorBox", "runtime", "rollback"],
         when_true: false,
-        why: "rollback is not implemented (upstream's is switched off as in development too); remove it",
+        why: ROLLBACK,
     },
     Unhosted {
         ends: &["operatorBox", "runtime", "rollBackOnError"],
         when_true: true,
-        why: "rollback is not implemented (upstream's is switched off as in development too); remove it",
+        why: ROLLBACK,
     },
     Unhosted {
         ends: &["operatorBox", "runtime", "cleanup"],
@@ -37,25 +41,15 @@ const UNHOSTED: &[Unhosted] = &[
     Unhosted {
         ends: &["operatorBox", "reconcile", "providers"],
         when_true: false,
-        why: "provider runners (git, docker) are not hosted by this runtime: do that work in a Wasm component",
+        why: PROVIDERS,
     },
     Unhosted {
-        ends: &["when", "*", "notify"],
+        ends: &["when|or", "*", "notify"],
         when_true: false,
         why: "notifications (SMTP, Slack) are not sent by this runtime: declare an Event (`emit.events`) and route Events with your alerting",
     },
     Unhosted {
-        ends: &["or", "*", "notify"],
-        when_true: false,
-        why: "notifications (SMTP, Slack) are not sent by this runtime: declare an Event (`emit.events`) and route Events with your alerting",
-    },
-    Unhosted {
-        ends: &["when", "*", "source"],
-        when_true: false,
-        why: "a condition cannot read another runtime itself: read it with `observe.cross` and `source:`, then test `cross.<as>.metrics...`",
-    },
-    Unhosted {
-        ends: &["or", "*", "source"],
+        ends: &["when|or", "*", "source"],
         when_true: false,
         why: "a condition cannot read another runtime itself: read it with `observe.cross` and `source:`, then test `cross.<as>.metrics...`",
     },
@@ -67,10 +61,7 @@ const UNHOSTED_SECTIONS: &[(&str, &str)] = &[
         "notification",
         "notification teams (SMTP, Slack) are not used by this runtime: it sends no notifications; declare Events (`emit.events`) and route them with your alerting",
     ),
-    (
-        "providers",
-        "provider runners (git, docker) are not hosted by this runtime: do that work in a Wasm component",
-    ),
+    ("providers", PROVIDERS),
 ];
 
 impl Checker<'_> {
@@ -118,7 +109,7 @@ fn ends_with(path: &[String], ends: &[&str]) -> bool {
         && path[path.len() - ends.len()..]
             .iter()
             .zip(ends)
-            .all(|(segment, want)| *want == "*" || segment == want)
+            .all(|(segment, want)| *want == "*" || want.split('|').any(|w| w == segment))
 }
 
 /// `spec.crds.web.operatorBox.reconcile.remote`, `when[0].notify`.
