@@ -30,6 +30,7 @@ mod pipeline;
 mod policies;
 mod provenance;
 mod reconcile;
+mod reload;
 mod replicas;
 mod routing;
 mod running;

@@ -2,7 +2,6 @@
 //! fresh namespace (so tests of the same Katalog never share CRs), the runtime started, and
 //! helpers to create CRs and wait for their status.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,7 +9,6 @@ use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use orkestra::runtime::{CrdHandle, Runtime};
 use orkestra_katalog::Katalog;
-use orkestra_katalog::compile::CompiledCrd;
 use orkestra_test_support::{TestNamespace, eventually, guests, namespace};
 use orkestra_wasm::Components;
 use serde_json::{Value, json};
@@ -29,6 +27,8 @@ pub struct Running {
     /// What its Live API serves.
     pub inspect: orkestra::live::Inspect,
     pub katalog: Katalog,
+    /// Where reloads send the Katalog they read.
+    pub pipelines: orkestra::runtime::Pipelines,
     handles: Vec<CrdHandle>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
@@ -60,6 +60,7 @@ impl Running {
             .with_identities(config);
         let components = runtime.components();
         let inspect = runtime.inspect();
+        let pipelines = runtime.pipelines();
         let handles = katalog.crds.keys().filter_map(|name| runtime.crd(name)).collect();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(runtime.run(async {
@@ -85,18 +86,11 @@ impl Running {
             components,
             inspect,
             katalog: katalog.katalog,
+            pipelines,
             handles,
             stop: Some(stop),
             task,
         }
-    }
-
-    /// The compiled CRDs it runs, by name (what a reload compares with).
-    pub fn running(&self) -> BTreeMap<String, Arc<CompiledCrd>> {
-        self.handles
-            .iter()
-            .map(|h| (h.crd.name.to_string(), h.crd.clone()))
-            .collect()
     }
 
     /// Applies every CRD's sample CRs (`crFiles`).

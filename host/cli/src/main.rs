@@ -48,7 +48,8 @@ enum Command {
     /// Print the RBAC a Katalog's runtime needs (Roles or ClusterRoles and their bindings to
     /// its ServiceAccount), and nothing more.
     Manifests(manifests::ManifestsArgs),
-    /// Ask a running runtime to re-read its Katalog and reload its Wasm components.
+    /// Ask a running runtime to re-read and apply its Katalog (CRDs added, removed or changed
+    /// apply live) and reload its Wasm components.
     Reload(reload::ReloadArgs),
     /// Serve the Control Center: a web UI over the Live APIs of any number of runtimes.
     ControlCenter(control_center::ControlCenterArgs),

@@ -1,5 +1,5 @@
-//! `ork reload`: asks a running runtime (its admin endpoint) to re-read the Katalog and
-//! reload its Wasm components; prints what serves afterwards.
+//! `ork reload`: asks a running runtime (its admin endpoint) to re-read and apply the
+//! Katalog and reload its Wasm components; prints what changed and what serves afterwards.
 
 use std::process::ExitCode;
 
@@ -61,11 +61,25 @@ pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
     for error in body["errors"].as_array().into_iter().flatten() {
         eprintln!("error: {}", error.as_str().unwrap_or_default());
     }
-    for crd in body["restartNeeded"].as_array().into_iter().flatten() {
-        eprintln!(
-            "note: CRD {} changed beyond its components; the change applies at the next restart",
-            crd.as_str().unwrap_or_default()
-        );
+    let names = |key: &str| -> Vec<&str> {
+        body[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect()
+    };
+    for (key, said) in [
+        ("started", "started (added to the Katalog)"),
+        ("restarted", "restarted with its changed pipeline"),
+        ("stopped", "stopped (removed from the Katalog)"),
+    ] {
+        for crd in names(key) {
+            println!("CRD {crd}: {said}");
+        }
+    }
+    for part in names("restartNeeded") {
+        eprintln!("note: {part} changed; it applies at the next restart");
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

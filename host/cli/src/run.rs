@@ -122,8 +122,7 @@ pub struct Hosting<'a> {
 
 /// Runs the Katalog's runtime until SIGINT/SIGTERM; a second signal, or in-flight
 /// reconciles outlasting `--shutdown-timeout`, exits at once. The Katalog `files` are
-/// watched: a changed component declaration swaps that component, any other change is
-/// logged as needing a restart.
+/// watched: a change applies live, each CRD added, removed or changed on its own.
 pub async fn serve(
     client: kube::Client,
     config: kube::Config,
@@ -151,8 +150,8 @@ pub async fn serve(
         runtime = runtime.with_event_log();
     }
     let components = runtime.components();
-    let reloader = orkestra::reload::Reloader::new(files.to_vec(), components, runtime.running());
-    // Components swap live; any other change is reported as needing a restart.
+    let reloader = orkestra::reload::Reloader::new(files.to_vec(), components, runtime.pipelines());
+    // A changed Katalog applies live, CRD by CRD (the webhooks, gateway and HA at restart).
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
     // The Serve API shares the Live API's port under /api/v1, with its own tokens.
     let serve_api = super::gateway::serve_api(&client, katalog, &webhooks_args.gateway_namespace).await?;

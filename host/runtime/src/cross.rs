@@ -4,53 +4,37 @@
 //! readable. A change to a read CR does not enqueue the reader; its next resync sees it.
 //! Reads with `source:` go to another runtime ([`crate::cross_remote`]).
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
-use crate::counters::Counters;
 use crate::cross_remote::RemoteReads;
 use crate::health::HealthBoard;
-use crate::observe::Cache;
-use crate::queue::WorkQueue;
-use crate::tuning::Tuning;
+use crate::roster::{CrdHandle, Roster};
 use orkestra_katalog::compile::CrossRead;
 use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::template::Template;
 
-/// One CRD of the runtime, as cross reads see it.
-pub struct Peer {
-    pub cache: Cache,
-    /// `crossAccess`.
-    pub access: bool,
-    /// For its live `.metrics`.
-    pub queue: WorkQueue,
-    pub counters: Arc<Counters>,
-    pub tuning: Arc<Tuning>,
-}
-
-/// The CRDs of a runtime, as cross reads see them.
-#[derive(Clone, Default)]
+/// The CRDs of a runtime, as cross reads see them: the roster's, so a CRD added by a reload
+/// is readable at once and a removed one reads as not found.
+#[derive(Clone)]
 pub struct Peers {
-    peers: Arc<HashMap<String, Peer>>,
+    roster: Roster,
     health: HealthBoard,
     remote: RemoteReads,
 }
 
 impl Peers {
-    /// Every CRD of the runtime, by name; `http` makes the reads of other runtimes.
-    pub fn new(crds: impl IntoIterator<Item = (String, Peer)>, health: HealthBoard, http: reqwest::Client) -> Self {
+    /// Every CRD of the runtime; `http` makes the reads of other runtimes.
+    pub fn new(roster: Roster, health: HealthBoard, http: reqwest::Client) -> Self {
         Self {
-            peers: Arc::new(crds.into_iter().collect()),
+            roster,
             health,
             remote: RemoteReads::new(http),
         }
     }
 
     /// A CRD of the runtime, when other CRDs (and runtimes) may read it.
-    pub fn readable(&self, crd: &str) -> Option<&Peer> {
-        self.peers.get(crd).filter(|p| p.access)
+    pub fn readable(&self, crd: &str) -> Option<CrdHandle> {
+        self.roster.get(crd).filter(|h| h.crd.cross_access)
     }
 
     /// The runtime's health board.
@@ -72,16 +56,16 @@ impl Peers {
     }
 
     /// `.metrics` of a CRD, live.
-    pub fn live_metrics(&self, peer: &Peer) -> Value {
+    pub fn live_metrics(&self, peer: &CrdHandle) -> Value {
         crate::feedback::live_metrics(&peer.queue, &peer.tuning, &peer.counters)
     }
 
     /// `.cross.<crd>.metrics` of every readable CRD, live: what autoscale conditions read of
     /// their siblings.
     pub fn all_metrics(&self) -> Value {
-        let crds = self.peers.iter().filter(|(_, peer)| peer.access);
+        let crds = self.roster.crds().into_iter().filter(|h| h.crd.cross_access);
         Value::Object(
-            crds.map(|(name, peer)| (name.clone(), json!({"metrics": self.live_metrics(peer)})))
+            crds.map(|h| (h.crd.name.to_string(), json!({"metrics": self.live_metrics(&h)})))
                 .collect(),
         )
     }
@@ -113,7 +97,7 @@ impl Peers {
         let Some(object) = found else { return not_found };
         // Health and metrics live, as the peer's runtime knows them now (the peer stamps
         // them on its CRs only if its own Katalog reads them).
-        let metrics = self.live_metrics(peer);
+        let metrics = self.live_metrics(&peer);
         json!({
             "found": true,
             "metadata": object["metadata"],

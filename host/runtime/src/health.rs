@@ -312,6 +312,12 @@ impl HealthBoard {
         self.changed.notify_waiters();
     }
 
+    /// Forgets a CRD the Katalog no longer runs.
+    pub fn unregister(&self, crd: &str) {
+        self.write().remove(crd);
+        self.changed.notify_waiters();
+    }
+
     /// Applies an event to a CRD's record.
     pub fn record(&self, crd: &str, event: Event) {
         let mut records = self.write();

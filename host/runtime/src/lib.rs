@@ -16,7 +16,8 @@
 //!   makes a child ready, the stamps gates read, the counts behind them.
 //! - [`tuning`], [`autoscale`]: the workers, queue depth and resync a CRD runs with, and the
 //!   autoscaler that moves them.
-//! - [`runtime`], [`reload`]: wiring and live reloads.
+//! - [`runtime`], [`roster`], [`slots`], [`reload`]: the per-CRD runs and their supervisor,
+//!   the CRDs running now, their component slots, and live reloads.
 //! - [`live`], [`metrics`]: the Live API (probes, the Katalog, CRs, components) and
 //!   `/metrics`.
 //! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
@@ -44,7 +45,9 @@ pub mod queue;
 pub mod readiness;
 pub mod reload;
 pub mod render;
+pub mod roster;
 pub mod runtime;
+pub mod slots;
 pub mod tuning;
 
 /// Compiles a one-CRD Katalog (CRD `web`, kind `Web`) whose operatorBox is `operator_box`

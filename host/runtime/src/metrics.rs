@@ -19,7 +19,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use crate::health::State;
-use crate::runtime::{CrdHandle, Inspect};
+use crate::roster::CrdHandle;
+use crate::runtime::Inspect;
 use orkestra_wasm::{CallOutcome, Phase};
 
 /// The exposition's content type.
@@ -32,7 +33,7 @@ struct RuntimeCollector(Inspect);
 impl std::fmt::Debug for Inspect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Inspect")
-            .field("crds", &self.crds.len())
+            .field("crds", &self.crds().len())
             .finish_non_exhaustive()
     }
 }
@@ -103,7 +104,7 @@ fn by<'h>(label: &'static str, handle: &'h CrdHandle) -> Vec<(&'static str, &'h 
 impl Collector for RuntimeCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
         let inspect = &self.0;
-        let crds = &inspect.crds;
+        let crds = &inspect.crds();
         let health = inspect.health.all();
         let mut family = Family { encoder: &mut encoder };
         let load = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);

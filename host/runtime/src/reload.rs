@@ -1,15 +1,17 @@
-//! Live changes without a restart: a changed Katalog file is compiled again and compared
-//! with what runs. Each component slot whose declaration changed reloads; a CRD whose
-//! pipeline changed otherwise (templates, gates, status, ...) needs a restart, and the
-//! outcome and the log say which. The admin endpoint reloads on request (`ork reload`).
+//! Live changes without a restart: a changed Katalog file is compiled again and handed to
+//! the running runtime, which starts the CRDs added, stops the removed and restarts those
+//! whose pipeline changed, leaving every other CRD's workers, queue and caches alone; then
+//! the component slots declared anew or changed load. A Katalog that does not load changes
+//! nothing: the last good one keeps running, and the outcome says why. The admin endpoint
+//! reloads on request (`ork reload`).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::SystemTime;
 
-use orkestra_katalog::compile::CompiledCrd;
+use orkestra_katalog::{Admission, CrdDeletionProtection, CrdEntry, Katalog, Serve};
 use orkestra_wasm::{Components, LoadError, Slot};
+
+use crate::runtime::Pipelines;
 
 /// What a reload did.
 #[derive(Debug, Default, serde::Serialize)]
@@ -17,10 +19,15 @@ use orkestra_wasm::{Components, LoadError, Slot};
 pub struct Outcome {
     /// Slots that were reloaded.
     pub reloaded: Vec<String>,
-    /// Why a slot (or the Katalog) did not load; what served before keeps serving.
+    /// CRDs added to the Katalog and started.
+    pub started: Vec<String>,
+    /// CRDs whose pipeline changed, restarted with the new one.
+    pub restarted: Vec<String>,
+    /// CRDs removed from the Katalog and stopped.
+    pub stopped: Vec<String>,
+    /// Why a slot, a CRD or the Katalog did not load; what ran before keeps running.
     pub errors: Vec<String>,
-    /// CRDs whose Katalog entry changed beyond their components: the change applies at the
-    /// next restart.
+    /// Changes that apply only when the process starts (the webhooks, the gateway, HA).
     pub restart_needed: Vec<String>,
 }
 
@@ -29,32 +36,25 @@ pub struct Outcome {
 pub struct Reloader {
     files: Vec<PathBuf>,
     components: Components,
-    /// The compiled CRDs the runtime runs, by name.
-    running: Arc<BTreeMap<String, Arc<CompiledCrd>>>,
+    pipelines: Pipelines,
 }
 
 impl Reloader {
-    pub fn new(files: Vec<PathBuf>, components: Components, running: BTreeMap<String, Arc<CompiledCrd>>) -> Self {
+    pub fn new(files: Vec<PathBuf>, components: Components, pipelines: Pipelines) -> Self {
         Self {
             files,
             components,
-            running: Arc::new(running),
+            pipelines,
         }
     }
 
-    /// Reads the Katalog again and reloads every slot whose declaration changed (all slots
-    /// when `force`), or only the slot `only`.
+    /// Reads the Katalog again, applies it, and reloads every slot declared anew or changed
+    /// (all slots when `force`), or only the slot `only`.
     pub async fn reload(&self, force: bool, only: Option<&str>) -> Outcome {
         let mut outcome = Outcome::default();
-        let changed = match self.redeclare(&mut outcome.restart_needed) {
-            Ok(changed) => changed,
-            Err(error) => {
-                outcome.errors.push(error);
-                Vec::new()
-            }
-        };
+        let loads = self.apply(&mut outcome).await;
         let picked =
-            |slot: &Slot| (force || changed.iter().any(|c| *c == *slot.name)) && only.is_none_or(|o| o == &*slot.name);
+            |slot: &Slot| (force || loads.iter().any(|c| *c == *slot.name)) && only.is_none_or(|o| o == &*slot.name);
         for (name, result) in self.components.reload_where(picked).await {
             match result {
                 Ok(()) => outcome.reloaded.push(name.to_string()),
@@ -68,48 +68,42 @@ impl Reloader {
         outcome
     }
 
-    /// Compiles the Katalog again and declares its current component specs; returns the
-    /// slots that changed, and adds to `restart_needed` the CRDs that changed otherwise.
-    fn redeclare(&self, restart_needed: &mut Vec<String>) -> Result<Vec<String>, String> {
+    /// Compiles the Katalog again and has the runtime apply it; returns the slots to load.
+    async fn apply(&self, outcome: &mut Outcome) -> Vec<String> {
         if self.files.is_empty() {
-            return Ok(Vec::new());
+            return Vec::new();
         }
-        let katalog = orkestra_katalog::load(&self.files).map_err(|e| format!("the Katalog did not load: {e}"))?;
-        let mut changed = Vec::new();
-        let now: Vec<&str> = katalog.enabled().map(|c| &*c.name).collect();
-        for gone in self.running.keys().filter(|name| !now.contains(&name.as_str())) {
-            tracing::warn!(crd = %gone, "a CRD removed from the Katalog (or disabled) keeps running until the next restart");
-            restart_needed.push(gone.clone());
-        }
-        for compiled in katalog.enabled() {
-            match self.running.get(&*compiled.name) {
-                Some(running) if running.runs_like(compiled) => {}
-                Some(_) => {
-                    tracing::warn!(crd = %compiled.name, "the CRD's pipeline changed in the Katalog; it applies at the next restart");
-                    restart_needed.push(compiled.name.to_string());
-                }
-                None => {
-                    tracing::warn!(crd = %compiled.name, "a CRD added to the Katalog starts with the next restart");
-                    restart_needed.push(compiled.name.to_string());
-                }
+        let katalog = match orkestra_katalog::load(&self.files) {
+            Ok(katalog) => katalog,
+            Err(error) => {
+                tracing::warn!(%error, "the Katalog did not load; the last good one keeps running");
+                outcome.errors.push(format!(
+                    "the Katalog did not load (the last good one keeps running): {error}"
+                ));
+                return Vec::new();
             }
-            for (name, spec) in crate::runtime::component_specs(compiled) {
-                match self.components.get(&name) {
-                    Some(slot) if *slot.declared() != *spec => {
-                        slot.declare(spec);
-                        changed.push(name);
-                    }
-                    Some(_) => {}
-                    None => {
-                        tracing::warn!(component = %name, "a component added to the Katalog starts with the next restart")
-                    }
-                }
+        };
+        let before = self.pipelines.katalog();
+        outcome.restart_needed = restart_only(&before.katalog, &katalog.katalog);
+        for part in &outcome.restart_needed {
+            tracing::warn!(%part, "changed in the Katalog; it applies at the next restart");
+        }
+        match self.pipelines.apply(katalog).await {
+            Ok(applied) => {
+                outcome.started = applied.started;
+                outcome.restarted = applied.restarted;
+                outcome.stopped = applied.stopped;
+                outcome.errors.extend(applied.errors);
+                applied.loads
+            }
+            Err(error) => {
+                outcome.errors.push(error);
+                Vec::new()
             }
         }
-        Ok(changed)
     }
 
-    /// Polls the Katalog files every `period`; on a change, re-declares and reloads.
+    /// Polls the Katalog files every `period`; on a change, reloads.
     pub async fn watch(self, period: std::time::Duration) {
         let stamps = |files: &[PathBuf]| -> Vec<Option<SystemTime>> {
             files
@@ -126,7 +120,7 @@ impl Reloader {
                 continue;
             }
             seen = now;
-            tracing::info!("the Katalog changed; re-reading its components");
+            tracing::info!("the Katalog changed; applying it");
             let outcome = self.reload(false, None).await;
             for error in &outcome.errors {
                 tracing::warn!("{error}");
@@ -135,34 +129,60 @@ impl Reloader {
     }
 }
 
+/// The parts of a CRD entry the webhooks and the gateway read once, at start.
+fn hooked(e: &CrdEntry) -> (&Admission, &Option<CrdDeletionProtection>, &Option<Serve>) {
+    (&e.admission, &e.deletion_protection, &e.serve)
+}
+
+/// What changed between two Katalogs that only a new process applies: the parts read once at
+/// start (the admission and conversion webhooks, deletion protection, the gateway, HA).
+fn restart_only(before: &Katalog, after: &Katalog) -> Vec<String> {
+    let mut parts = Vec::new();
+    if before.ha != after.ha {
+        parts.push("ha".to_string());
+    }
+    if before.gateway != after.gateway || before.security != after.security {
+        parts.push("gateway".to_string());
+    }
+    for (name, crd) in &after.crds {
+        let entry = &crd.entry;
+        let changed = match before.crds.get(name) {
+            Some(old) => hooked(&old.entry) != hooked(entry),
+            None => {
+                entry.admission != Default::default() || entry.deletion_protection.is_some() || entry.serve.is_some()
+            }
+        };
+        if changed {
+            parts.push(format!("{name}: admission, deletion protection or serve"));
+        }
+    }
+    parts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn katalog(data: &str) -> String {
-        format!(
-            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n        reconcile:\n          onReconcile:\n            configMaps: [{{data: {{a: '{data}'}}}}]\n"
-        )
+    fn katalog(extra: &str) -> Katalog {
+        let text = format!(
+            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n{extra}      operatorBox:\n        reconcile:\n          onReconcile:\n            configMaps: [{{data: {{a: b}}}}]\n"
+        );
+        orkestra_katalog::load_sources(&[("k.yaml".into(), text)])
+            .unwrap()
+            .katalog
     }
 
-    #[tokio::test]
-    async fn a_changed_pipeline_is_reported_as_needing_a_restart_and_an_unchanged_one_is_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("katalog.yaml");
-        std::fs::write(&file, katalog("{{ .spec.a }}")).unwrap();
-        let running = orkestra_katalog::load(std::slice::from_ref(&file)).unwrap().crds;
-        let reloader = Reloader::new(vec![file.clone()], Components::default(), running);
-        // Only formatting changed: the same compiled form.
-        std::fs::write(&file, katalog("{{ .spec.a }}") + "# a comment\n").unwrap();
-        let outcome = reloader.reload(false, None).await;
-        assert!(
-            outcome.restart_needed.is_empty() && outcome.errors.is_empty(),
-            "{outcome:?}"
+    #[test]
+    fn only_what_is_read_at_start_is_said_to_need_a_restart() {
+        let plain = katalog("");
+        assert!(restart_only(&plain, &plain).is_empty());
+        let guarded = katalog("      deletionProtection: {protectCRs: true}\n");
+        assert_eq!(
+            restart_only(&plain, &guarded),
+            ["web: admission, deletion protection or serve"]
         );
-        std::fs::write(&file, katalog("{{ .spec.b }}")).unwrap();
-        assert_eq!(reloader.reload(false, None).await.restart_needed, ["web"]);
-        std::fs::write(&file, "kind: nonsense\n").unwrap();
-        let outcome = reloader.reload(false, None).await;
-        assert!(outcome.errors[0].starts_with("the Katalog did not load"), "{outcome:?}");
+        let mut ha = plain.clone();
+        ha.ha = Some(Default::default());
+        assert_eq!(restart_only(&plain, &ha), ["ha"]);
     }
 }

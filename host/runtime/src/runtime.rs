@@ -9,6 +9,10 @@
 //! 3. after the first complete list: `workers` Kordinator workers, and a resync that
 //!    offers every cached CR again;
 //! 4. on shutdown (in reverse dependency order): intake stops, in-flight reconciles finish.
+//!
+//! The runtime supervises these per-CRD runs: a reload ([`Pipelines::apply`]) starts a CRD
+//! added to the Katalog, stops a removed one and restarts one whose pipeline changed, while
+//! every other CRD keeps its workers, queue and caches.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -20,23 +24,22 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::Scope;
 use kube::runtime::watcher;
 use orkestra_kube::objects::Objects;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use crate::counters::Counters;
 use crate::declarative::Declarative;
-use crate::enqueue::{Admission, Stats};
+use crate::enqueue::Admission;
 use crate::health::{Event, HealthBoard};
 use crate::kordinator::Kordinator;
 use crate::mux::MuxReconciler;
-use crate::observe::cr_events::EventLog;
-use crate::observe::{self, Cache, Children, Enqueue, Source, Trigger};
-use crate::queue::WorkQueue;
+use crate::observe::{self, Enqueue, Source, Trigger};
+pub use crate::roster::CrdHandle;
+use crate::roster::Roster;
+use crate::slots::{Declared, belongs, slot_names};
 use crate::tuning::Tuning;
 use orkestra_katalog::DependencyCondition;
-use orkestra_katalog::compile::{Compiled, CompiledCrd};
-use orkestra_katalog::template::Functions;
-use orkestra_wasm::{Components, HostOptions, Registries, Slot, WasmHost};
+use orkestra_katalog::compile::Compiled;
+use orkestra_wasm::{Components, Registries, Slot};
 
 /// How often a pending CRD checks its dependencies and whether its CRD exists.
 const PENDING_RETRY: Duration = Duration::from_millis(500);
@@ -46,36 +49,15 @@ const PENDING_RETRY: Duration = Duration::from_millis(500);
 pub enum Error {
     #[error("no custom reconciler may be registered for unknown CRD \"{0}\"")]
     UnknownCrd(String),
-    #[error("the Wasm host cannot start: {0}")]
+    #[error("{0}")]
     Wasm(String),
-}
-
-/// Everything observable about one running CRD.
-#[derive(Clone)]
-pub struct CrdHandle {
-    pub crd: Arc<CompiledCrd>,
-    pub queue: WorkQueue,
-    pub cache: Cache,
-    /// Its children as the owned-kind watches see them.
-    pub children: Children,
-    /// The runtime's writes to its CRs (status, finalizers, stamps), whose echoes are no
-    /// trigger.
-    pub own: Arc<crate::observe::own_writes::OwnWrites>,
-    /// What each CR's writes may cost.
-    pub budget: Arc<crate::budget::WriteBudget>,
-    pub stats: Arc<Stats>,
-    pub counters: Arc<Counters>,
-    /// Workers, queue depth and resync now (the autoscaler moves them).
-    pub tuning: Arc<Tuning>,
-    /// Its CRs' events, for the Live API (kept only while it is served).
-    pub events: EventLog,
 }
 
 /// Everything the Live API and `/metrics` read of a running runtime.
 #[derive(Clone)]
 pub struct Inspect {
-    pub katalog: Arc<Compiled>,
-    pub crds: Vec<CrdHandle>,
+    /// The running CRDs and their Katalog, as of the last reload.
+    pub roster: Roster,
     pub health: HealthBoard,
     pub components: Components,
     pub peers: crate::cross::Peers,
@@ -85,11 +67,19 @@ pub struct Inspect {
 }
 
 impl Inspect {
+    /// The Katalog the runtime runs now.
+    pub fn katalog(&self) -> Arc<Compiled> {
+        self.roster.katalog()
+    }
+
+    /// Every running CRD.
+    pub fn crds(&self) -> Vec<CrdHandle> {
+        self.roster.crds()
+    }
+
     /// A CRD the Live API shows (its `endpoints.enabled` is on).
-    pub fn crd(&self, name: &str) -> Option<&CrdHandle> {
-        self.crds
-            .iter()
-            .find(|h| &*h.crd.name == name && h.crd.endpoints.enabled)
+    pub fn crd(&self, name: &str) -> Option<CrdHandle> {
+        self.roster.get(name).filter(|h| h.crd.endpoints.enabled)
     }
 }
 
@@ -112,27 +102,85 @@ impl Lifecycle {
     }
 }
 
+/// What applying a reloaded Katalog did to the running CRDs.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// CRDs added to the Katalog (or enabled), now started.
+    pub started: Vec<String>,
+    /// CRDs whose pipeline changed: stopped and started again with the new one.
+    pub restarted: Vec<String>,
+    /// CRDs removed from the Katalog (or disabled), now stopped.
+    pub stopped: Vec<String>,
+    /// Component slots declared anew or changed: the reloader loads them.
+    pub loads: Vec<String>,
+    /// CRDs whose change could not be applied (each keeps running as it was), and why.
+    pub errors: Vec<String>,
+}
+
+/// A Katalog for the running runtime to apply.
+struct Apply {
+    katalog: Compiled,
+    reply: oneshot::Sender<Applied>,
+}
+
+/// The way into a running runtime for reloads: a Katalog sent here is applied CRD by CRD.
+#[derive(Clone)]
+pub struct Pipelines {
+    sender: mpsc::Sender<Apply>,
+    roster: Roster,
+}
+
+impl Pipelines {
+    /// The Katalog the runtime runs now.
+    pub fn katalog(&self) -> Arc<Compiled> {
+        self.roster.katalog()
+    }
+
+    /// Applies `katalog` (waits while the runtime starts, if it has not yet).
+    pub async fn apply(&self, katalog: Compiled) -> Result<Applied, String> {
+        let (reply, answer) = oneshot::channel();
+        let gone = || "the runtime is not running; nothing was applied".to_string();
+        self.sender.send(Apply { katalog, reply }).await.map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())
+    }
+}
+
 /// A Katalog's CRDs, ready to run.
 pub struct Runtime {
     client: kube::Client,
-    functions: Functions,
-    crds: Vec<CrdHandle>,
     reconcilers: HashMap<String, MuxReconciler>,
     health: HealthBoard,
     /// One connection pool for every external call of the runtime.
     http: reqwest::Client,
-    /// Every declared Wasm component, by slot name.
-    components: Components,
-    katalog: Arc<Compiled>,
+    /// Every declared Wasm component, by slot name, and the engine they run on.
+    slots: Declared,
+    roster: Roster,
+    peers: crate::cross::Peers,
     lifecycle: Arc<Lifecycle>,
     /// Keep each CRD's CR events (the Live API shows them).
     event_log: bool,
     ownership: crate::ha::Ownership,
     identities: Option<Arc<crate::identities::Identities>>,
+    applies: mpsc::Receiver<Apply>,
+    pipelines: Pipelines,
 }
 
 /// How often component files are checked for a new version.
 pub const COMPONENT_POLL: Duration = Duration::from_millis(100);
+
+/// A started CRD's task and the switch that stops it.
+struct Running {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops intake and waits for in-flight reconciles to finish.
+    async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
 
 impl Runtime {
     /// Runs every enabled CRD of the compiled Katalog; each gets the declarative reconciler unless another is
@@ -147,51 +195,31 @@ impl Runtime {
     /// component.
     pub fn with_registries(client: kube::Client, katalog: &Compiled, registries: Registries) -> Result<Self, Error> {
         let health = HealthBoard::default();
-        let mut crds = Vec::new();
-        for compiled in katalog.enabled().cloned() {
-            health.register(&compiled.name, compiled.failure_threshold);
-            crds.push(CrdHandle {
-                tuning: Arc::new(Tuning::new(&compiled)),
-                crd: compiled,
-                queue: WorkQueue::new(),
-                cache: Cache::default(),
-                children: Children::default(),
-                own: Arc::default(),
-                budget: Arc::default(),
-                stats: Arc::new(Stats::default()),
-                counters: Arc::new(Counters::default()),
-                events: EventLog::default(),
-            });
-        }
         let http = reqwest::Client::new();
-        let components = Components::default();
-        let declared: Vec<(String, Arc<orkestra_wasm::Spec>)> =
-            crds.iter().flat_map(|h| component_specs(&h.crd)).collect();
-        if !declared.is_empty() {
-            let options = HostOptions {
-                cache_dir: crate::control_plane::cache_root().join("wasm"),
-                // Fuel metering is engine-wide: on when any component asks for a fuel limit.
-                fuel: declared.iter().any(|(_, spec)| spec.limits.fuel.is_some()),
-                registries,
-            };
-            let host = WasmHost::with_options(Some(client.clone()), http.clone(), options).map_err(Error::Wasm)?;
-            for (name, spec) in declared {
-                components.add(&name, &host, spec);
-            }
-        }
+        let mut slots = Declared::new(client.clone(), http.clone(), registries);
+        slots
+            .declare_all(katalog.enabled(), crate::slots::wants_fuel(katalog.enabled()))
+            .map_err(Error::Wasm)?;
+        let handles = katalog.enabled().map(|compiled| {
+            health.register(&compiled.name, compiled.failure_threshold);
+            CrdHandle::new(compiled.clone())
+        });
+        let roster = Roster::new(Arc::new(katalog.clone()), handles.collect::<Vec<_>>());
+        let (sender, applies) = mpsc::channel(4);
         Ok(Self {
+            peers: crate::cross::Peers::new(roster.clone(), health.clone(), http.clone()),
             client,
-            functions: katalog.notes.functions.clone(),
-            crds,
             reconcilers: HashMap::new(),
             health,
             http,
-            components,
-            katalog: Arc::new(katalog.clone()),
+            slots,
+            roster: roster.clone(),
             lifecycle: Arc::default(),
             event_log: false,
             ownership: crate::ha::Ownership::default(),
             identities: None,
+            applies,
+            pipelines: Pipelines { sender, roster },
         })
     }
 
@@ -218,50 +246,34 @@ impl Runtime {
     /// Everything the Live API and `/metrics` read of this runtime.
     pub fn inspect(&self) -> Inspect {
         Inspect {
-            katalog: self.katalog.clone(),
-            crds: self.crds.clone(),
+            roster: self.roster.clone(),
             health: self.health.clone(),
-            components: self.components.clone(),
-            peers: self.peers(),
+            components: self.slots.components.clone(),
+            peers: self.peers.clone(),
             lifecycle: self.lifecycle.clone(),
             ownership: self.ownership.clone(),
         }
     }
 
-    /// The compiled CRDs this runtime runs, by name (what a reload compares with).
     /// Its CRDs as cross reads and the Live API see them.
     pub fn peers(&self) -> crate::cross::Peers {
-        crate::cross::Peers::new(
-            self.crds.iter().map(|h| {
-                let peer = crate::cross::Peer {
-                    cache: h.cache.clone(),
-                    access: h.crd.cross_access,
-                    queue: h.queue.clone(),
-                    counters: h.counters.clone(),
-                    tuning: h.tuning.clone(),
-                };
-                (h.crd.name.to_string(), peer)
-            }),
-            self.health.clone(),
-            self.http.clone(),
-        )
+        self.peers.clone()
     }
 
-    pub fn running(&self) -> std::collections::BTreeMap<String, Arc<CompiledCrd>> {
-        self.crds
-            .iter()
-            .map(|h| (h.crd.name.to_string(), h.crd.clone()))
-            .collect()
+    /// Where reloads send a Katalog to apply while this runtime runs.
+    pub fn pipelines(&self) -> Pipelines {
+        self.pipelines.clone()
     }
 
     /// The Wasm components, for reloads and the Live API.
     pub fn components(&self) -> Components {
-        self.components.clone()
+        self.slots.components.clone()
     }
 
-    /// Replaces the reconcilers of a CRD (a constructor, or per-target routing).
+    /// Replaces the reconcilers of a CRD (a constructor, or per-target routing); they stay
+    /// when a reload restarts the CRD.
     pub fn with_reconciler(mut self, crd: &str, mux: MuxReconciler) -> Result<Self, Error> {
-        if !self.crds.iter().any(|c| &*c.crd.name == crd) {
+        if self.roster.get(crd).is_none() {
             return Err(Error::UnknownCrd(crd.to_string()));
         }
         self.reconcilers.insert(crd.to_string(), mux);
@@ -275,112 +287,159 @@ impl Runtime {
 
     /// The queue, cache and counters of a CRD.
     pub fn crd(&self, name: &str) -> Option<CrdHandle> {
-        self.crds.iter().find(|c| &*c.crd.name == name).cloned()
+        self.roster.get(name)
     }
 
-    /// Runs until `shutdown` resolves, then stops the CRDs in reverse dependency order,
-    /// letting in-flight reconciles finish.
-    pub async fn run(self, shutdown: impl Future<Output = ()>) {
-        let slots = self.components.slots();
-        // Without components there is nothing to load or watch.
-        let mut file_watch = None;
-        if !slots.is_empty() {
-            tracing::info!(components = slots.len(), "loading Wasm components");
-            // In the background, each on its own: a slow registry or a long compile holds only
-            // the CRDs that component serves (they wait for its first load), never the
-            // runtime's start or other CRDs. One that does not load fails only its own CRs.
-            for slot in slots {
-                tokio::spawn(async move { slot.reload().await });
-            }
-            file_watch = Some(tokio::spawn(self.components.clone().watch_files(COMPONENT_POLL)));
+    /// Runs until `shutdown` resolves, applying the Katalogs reloads send meanwhile; then
+    /// stops the CRDs in reverse dependency order, letting in-flight reconciles finish.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
+        let slots = self.slots.components.slots();
+        // Without components there is nothing to load; the file watch reads the slots anew
+        // each round, so it follows slots a reload adds.
+        tracing::info!(components = slots.len(), "loading Wasm components");
+        // In the background, each on its own: a slow registry or a long compile holds only
+        // the CRDs that component serves (they wait for its first load), never the
+        // runtime's start or other CRDs. One that does not load fails only its own CRs.
+        for slot in slots {
+            tokio::spawn(async move { slot.reload().await });
         }
-        let order = start_order(&self.crds);
-        let mut stops: BTreeMap<String, watch::Sender<bool>> = BTreeMap::new();
-        let mut tasks: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
-        let peers = self.peers();
-        for handle in &self.crds {
-            let (stop, stopped) = watch::channel(false);
-            stops.insert(handle.crd.name.to_string(), stop);
-            let mux = self.reconcilers.get(&*handle.crd.name).cloned().unwrap_or_else(|| {
-                let declarative = |slot: Option<Arc<Slot>>| {
-                    let reconciler = Declarative::new(
-                        self.client.clone(),
-                        handle.crd.clone(),
-                        handle.counters.clone(),
-                        peers.clone(),
-                        self.http.clone(),
-                    )
-                    .with_children(handle.children.clone())
-                    .with_identities(self.identities.clone());
-                    Arc::new(match slot {
-                        Some(slot) => reconciler.with_component(slot, self.functions.clone()),
-                        None => reconciler,
-                    })
-                };
-                let crd_slot = self.components.get(&handle.crd.name);
-                let mut mux = MuxReconciler::new(declarative(crd_slot.clone()));
-                // A target with a component of its own gets its own reconciler.
-                for target in handle.crd.targets.keys() {
-                    if let Some(slot) = self.components.get(&format!("{}/{target}", handle.crd.name)) {
-                        mux = mux.with_target(target.clone(), declarative(Some(slot)));
-                    }
-                }
-                mux
-            });
-            let crd_run = CrdRun {
-                slots: self
-                    .components
-                    .slots()
-                    .into_iter()
-                    .filter(|s| s.name.split('/').next() == Some(&*handle.crd.name))
-                    .collect(),
-                client: self.client.clone(),
-                handle: handle.clone(),
-                mux,
-                health: self.health.clone(),
-                http: self.http.clone(),
-                peers: peers.clone(),
-                event_log: self.event_log,
-                ownership: self.ownership.clone(),
-            };
-            tasks.insert(handle.crd.name.to_string(), tokio::spawn(crd_run.run(stopped)));
+        let file_watch = tokio::spawn(self.slots.components.clone().watch_files(COMPONENT_POLL));
+        let mut running: BTreeMap<String, Running> = BTreeMap::new();
+        for handle in self.roster.crds() {
+            running.insert(handle.crd.name.to_string(), self.start(handle));
         }
         self.lifecycle.started.store(true, std::sync::atomic::Ordering::Release);
-        shutdown.await;
+        let shutdown = std::pin::pin!(shutdown);
+        let mut shutdown = shutdown;
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                Some(apply) = self.applies.recv() => {
+                    let applied = self.apply(apply.katalog, &mut running).await;
+                    let _ = apply.reply.send(applied);
+                }
+            }
+        }
         self.lifecycle
             .stopping
             .store(true, std::sync::atomic::Ordering::Release);
-        if let Some(file_watch) = file_watch {
-            file_watch.abort();
-        }
+        file_watch.abort();
         tracing::info!("shutting down: stopping intake, finishing in-flight reconciles");
-        for name in order.iter().rev() {
-            if let Some(stop) = stops.get(name) {
-                let _ = stop.send(true);
-            }
-            if let Some(task) = tasks.remove(name) {
-                let _ = task.await;
+        for name in start_order(&self.roster.crds()).iter().rev() {
+            if let Some(run) = running.remove(name) {
+                run.stop().await;
             }
         }
     }
-}
 
-/// The components a compiled CRD declares, by slot name: `crd` for the CRD's box and
-/// `crd/target` for a target whose component differs from it.
-pub fn component_specs(crd: &CompiledCrd) -> Vec<(String, Arc<orkestra_wasm::Spec>)> {
-    let base = crd.crd_box().component.clone();
-    let mut specs: Vec<(String, Arc<orkestra_wasm::Spec>)> =
-        base.iter().map(|spec| (crd.name.to_string(), spec.clone())).collect();
-    let mut targets: Vec<_> = crd.targets.iter().collect();
-    targets.sort_by(|a, b| a.0.cmp(b.0));
-    for (target, compiled) in targets {
-        if let Some(spec) = &compiled.component
-            && base.as_ref() != Some(spec)
+    /// Applies a reloaded Katalog: CRDs removed stop, CRDs added start, CRDs whose pipeline
+    /// (or set of components) changed restart with it; the others keep running untouched.
+    async fn apply(&mut self, katalog: Compiled, running: &mut BTreeMap<String, Running>) -> Applied {
+        let mut applied = Applied::default();
+        let was = self.roster.running();
+        let fuel = crate::slots::wants_fuel(katalog.enabled());
+        for name in was
+            .keys()
+            .filter(|name| !katalog.enabled().any(|c| &*c.name == name.as_str()))
         {
-            specs.push((format!("{}/{target}", crd.name), spec.clone()));
+            if let Some(run) = running.remove(name) {
+                run.stop().await;
+            }
+            self.roster.remove(name);
+            self.health.unregister(name);
+            self.slots.forget(name);
+            tracing::info!(crd = %name, "removed from the Katalog: stopped");
+            applied.stopped.push(name.clone());
+        }
+        for crd in katalog.enabled() {
+            let name = crd.name.to_string();
+            let before = was.get(&name);
+            let same = before.is_some_and(|b| b.runs_like(crd) && slot_names(b) == slot_names(crd));
+            match self.slots.declare(crd, fuel) {
+                Ok(loads) => applied.loads.extend(loads),
+                Err(why) => {
+                    tracing::warn!(crd = %name, %why, "the CRD's change is not applied; it runs as it was");
+                    applied.errors.push(format!("{name}: {why}; it runs as it was"));
+                    continue;
+                }
+            }
+            if same {
+                continue;
+            }
+            let handle = match self.roster.get(&name) {
+                Some(old) => {
+                    if let Some(run) = running.remove(&name) {
+                        run.stop().await;
+                    }
+                    tracing::info!(crd = %name, "the CRD's pipeline changed: restarted with it");
+                    applied.restarted.push(name.clone());
+                    old.restarted(crd.clone())
+                }
+                None => {
+                    tracing::info!(crd = %name, "added to the Katalog: starting");
+                    applied.started.push(name.clone());
+                    CrdHandle::new(crd.clone())
+                }
+            };
+            self.health.register(&name, crd.failure_threshold);
+            self.roster.insert(handle.clone());
+            running.insert(name, self.start(handle));
+        }
+        self.roster.set_katalog(Arc::new(katalog));
+        applied
+    }
+
+    /// Starts one CRD's run: its reconcilers (a registered one, or the declarative reconciler
+    /// with its components), then its task.
+    fn start(&self, handle: CrdHandle) -> Running {
+        let (stop, stopped) = watch::channel(false);
+        let components = &self.slots.components;
+        let functions = self.roster.katalog().notes.functions.clone();
+        let mux = self.reconcilers.get(&*handle.crd.name).cloned().unwrap_or_else(|| {
+            let declarative = |slot: Option<Arc<Slot>>| {
+                let reconciler = Declarative::new(
+                    self.client.clone(),
+                    handle.crd.clone(),
+                    handle.counters.clone(),
+                    self.peers.clone(),
+                    self.http.clone(),
+                )
+                .with_children(handle.children.clone())
+                .with_identities(self.identities.clone());
+                Arc::new(match slot {
+                    Some(slot) => reconciler.with_component(slot, functions.clone()),
+                    None => reconciler,
+                })
+            };
+            let mut mux = MuxReconciler::new(declarative(components.get(&handle.crd.name)));
+            // A target with a component of its own gets its own reconciler.
+            for target in handle.crd.targets.keys() {
+                if let Some(slot) = components.get(&format!("{}/{target}", handle.crd.name)) {
+                    mux = mux.with_target(target.clone(), declarative(Some(slot)));
+                }
+            }
+            mux
+        });
+        let crd_run = CrdRun {
+            slots: components
+                .slots()
+                .into_iter()
+                .filter(|s| belongs(&s.name, &handle.crd.name))
+                .collect(),
+            client: self.client.clone(),
+            handle,
+            mux,
+            health: self.health.clone(),
+            http: self.http.clone(),
+            peers: self.peers.clone(),
+            event_log: self.event_log,
+            ownership: self.ownership.clone(),
+        };
+        Running {
+            stop,
+            task: tokio::spawn(crd_run.run(stopped)),
         }
     }
-    specs
 }
 
 /// CRD names in dependency order (dependencies first); cycles were rejected at load.

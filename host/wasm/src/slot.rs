@@ -304,6 +304,14 @@ impl Components {
         slot
     }
 
+    /// Drops the slot `name` (its CRD no longer declares it); calls under way finish.
+    pub fn remove(&self, name: &str) {
+        self.slots
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|s| &*s.name != name);
+    }
+
     pub fn slots(&self) -> Vec<Arc<Slot>> {
         self.slots.read().unwrap_or_else(|e| e.into_inner()).clone()
     }

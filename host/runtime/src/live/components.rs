@@ -61,6 +61,9 @@ async fn reload(
     };
     let body = json!({
         "reloaded": outcome.reloaded,
+        "started": outcome.started,
+        "restarted": outcome.restarted,
+        "stopped": outcome.stopped,
         "errors": outcome.errors,
         "restartNeeded": outcome.restart_needed,
         "components": components.statuses(),

@@ -12,7 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{Shared, not_found, unknown_crd};
-use crate::runtime::CrdHandle;
+use crate::roster::CrdHandle;
 
 pub(super) fn routes() -> OpenApiRouter<Shared> {
     OpenApiRouter::new()
@@ -24,7 +24,7 @@ pub(super) fn routes() -> OpenApiRouter<Shared> {
 }
 
 /// A CRD whose CRs the Live API shows.
-fn readable<'s>(shared: &'s Shared, crd: &str) -> Option<&'s CrdHandle> {
+fn readable(shared: &Shared, crd: &str) -> Option<CrdHandle> {
     shared.inspect.crd(crd).filter(|h| h.crd.cross_access)
 }
 
@@ -204,7 +204,7 @@ async fn cluster_events(State(shared): State<Shared>, Path((crd, name)): Path<(S
     // Of a namespaced kind, this is the CR named `events` in namespace `name`.
     let namespaced = shared
         .inspect
-        .katalog
+        .katalog()
         .katalog
         .crds
         .get(&crd)

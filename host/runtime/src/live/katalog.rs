@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 
 use super::{Inspect, Shared, unknown_crd};
 use crate::health::{Health, State as HealthState};
-use crate::runtime::CrdHandle;
+use crate::roster::CrdHandle;
 use orkestra_katalog::DependencyCondition;
 
 pub(super) fn routes() -> OpenApiRouter<Shared> {
@@ -30,7 +30,8 @@ pub(super) fn routes() -> OpenApiRouter<Shared> {
 async fn katalog(State(shared): State<Shared>) -> Json<Value> {
     let inspect = &shared.inspect;
     let health = inspect.health.all();
-    let shown: Vec<&CrdHandle> = inspect.crds.iter().filter(|h| h.crd.endpoints.enabled).collect();
+    let crds = inspect.crds();
+    let shown: Vec<&CrdHandle> = crds.iter().filter(|h| h.crd.endpoints.enabled).collect();
     let mut counts = serde_json::Map::new();
     for state in HealthState::ALL {
         let n = shown
@@ -53,7 +54,8 @@ async fn katalog(State(shared): State<Shared>) -> Json<Value> {
         let ns = h.crd.namespace.clone().unwrap_or_else(|| "*".into());
         namespaces.entry(ns).or_default().push(&h.crd.name);
     }
-    let model = &inspect.katalog.katalog;
+    let katalog = inspect.katalog();
+    let model = &katalog.katalog;
     let ready = inspect.lifecycle.is_started() && !inspect.lifecycle.is_stopping() && degraded.is_empty();
     let total_enabled = model.crds.values().filter(|c| c.entry.enabled).count();
     Json(json!({
@@ -130,7 +132,7 @@ fn summary(inspect: &Inspect, handle: &CrdHandle, health: Option<&Health>) -> Va
 async fn raw(State(shared): State<Shared>) -> Json<Value> {
     let files: Vec<Value> = shared
         .inspect
-        .katalog
+        .katalog()
         .katalog
         .sources
         .iter()
@@ -143,7 +145,8 @@ async fn raw(State(shared): State<Shared>) -> Json<Value> {
 /// every default filled in.
 #[utoipa::path(get, path = "/katalog/enriched", tag = "katalog", responses((status = 200, description = "every CRD entry with its defaults")))]
 async fn enriched(State(shared): State<Shared>) -> Json<Value> {
-    let model = &shared.inspect.katalog.katalog;
+    let katalog = shared.inspect.katalog();
+    let model = &katalog.katalog;
     let crds: serde_json::Map<String, Value> = model
         .crds
         .iter()
@@ -165,8 +168,11 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
     };
     let crd = &handle.crd;
     let health = inspect.health.get(&name);
-    let mut body = summary(inspect, handle, health.as_ref());
-    let written = &inspect.katalog.katalog.crds[&name].entry;
+    let mut body = summary(inspect, &handle, health.as_ref());
+    let katalog = inspect.katalog();
+    let Some(written) = katalog.katalog.crds.get(&name).map(|c| &c.entry) else {
+        return unknown_crd(&name);
+    };
     let configured = written
         .operator_box
         .reconcile
@@ -187,7 +193,7 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
     body["eventLog"] = json!({"events": handle.events.len(), "crs": handle.events.crs()});
     body["writes"] = json!(handle.counters.writes.load(std::sync::atomic::Ordering::Relaxed));
     body["failuresByReason"] = json!(handle.counters.failures_by_reason());
-    body["rbac"] = json!(rbac(&inspect.katalog, crd));
+    body["rbac"] = json!(rbac(&katalog, crd));
     body["admission"] = json!({
         "validationRules": written.admission.validation.as_ref().map_or(0, |v| v.rules.len()),
         "mutationRules": written.admission.mutation.as_ref().map_or(0, |m| m.rules.len()),
@@ -210,7 +216,7 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
             .components
             .slots()
             .iter()
-            .filter(|s| s.name.split('/').next() == Some(&*crd.name))
+            .filter(|s| crate::slots::belongs(&s.name, &crd.name))
             .map(|s| s.name.to_string())
             .collect::<Vec<_>>()
     );
@@ -219,7 +225,7 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
     if crd.cross_access
         && let Some(peer) = inspect.peers.readable(&name)
     {
-        body["metrics"] = inspect.peers.live_metrics(peer);
+        body["metrics"] = inspect.peers.live_metrics(&peer);
     }
     Json(body).into_response()
 }
@@ -306,7 +312,8 @@ async fn crd_health(State(shared): State<Shared>, Path(name): Path<String>) -> R
     params(("crd" = String, Path, description = "the CRD's key in the Katalog")),
     responses((status = 200, description = "the entry as written"), (status = 404, description = "no such CRD")))]
 async fn crd_raw(State(shared): State<Shared>, Path(name): Path<String>) -> Response {
-    let model = &shared.inspect.katalog.katalog;
+    let katalog = shared.inspect.katalog();
+    let model = &katalog.katalog;
     let (Some(_), Some(loaded)) = (shared.inspect.crd(&name), model.crds.get(&name)) else {
         return unknown_crd(&name);
     };
@@ -325,7 +332,8 @@ async fn crd_raw(State(shared): State<Shared>, Path(name): Path<String>) -> Resp
     params(("crd" = String, Path, description = "the CRD's key in the Katalog")),
     responses((status = 200, description = "the entry as run"), (status = 404, description = "no such CRD")))]
 async fn crd_enriched(State(shared): State<Shared>, Path(name): Path<String>) -> Response {
-    let model = &shared.inspect.katalog.katalog;
+    let katalog = shared.inspect.katalog();
+    let model = &katalog.katalog;
     let (Some(_), Some(loaded)) = (shared.inspect.crd(&name), model.crds.get(&name)) else {
         return unknown_crd(&name);
     };
