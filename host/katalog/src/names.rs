@@ -24,6 +24,23 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= NAME_LIMIT && s.split('.').all(is_dns1123_label)
 }
 
+/// A label value: empty, or at most 63 of `[A-Za-z0-9-_.]` starting and ending with an
+/// alphanumeric.
+pub fn is_label_value(s: &str) -> bool {
+    s.is_empty()
+        || (s.len() <= 63
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && s.ends_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+/// A label (or annotation) key: `[prefix/]name`, the name a non-empty label value, the
+/// prefix a DNS-1123 subdomain.
+pub fn is_label_key(key: &str) -> bool {
+    let (prefix, name) = key.rsplit_once('/').map_or((None, key), |(p, n)| (Some(p), n));
+    !name.is_empty() && is_label_value(name) && prefix.is_none_or(is_dns1123_subdomain)
+}
+
 /// Why `namespace` cannot be a namespace, if it cannot.
 pub fn check_namespace(namespace: &str) -> Result<(), String> {
     match is_dns1123_label(namespace) {

@@ -79,11 +79,27 @@ fn data() -> Value {
                 "_currentMetrics": [{"type": "Resource"}, {"type": "External"}],
             },
             "cj": {
-                "status": {"lastScheduleTime": "2026-01-05T02:00:00Z"},
+                "status": {"lastScheduleTime": "2026-01-05T02:00:00Z", "active": [{"name": "nightly-1"}], "nextScheduleTime": "2026-01-06T02:00:00Z"},
                 "_activeJobs": [{"name": "nightly-1"}],
-                "_lastJob": {"status": {"startTime": "2026-01-05T02:00:05Z"}},
-                "_lastSuccessfulJob": {"status": {"completionTime": "2026-01-04T02:03:00Z"}},
+                "_lastJob": {"metadata": {"name": "nightly-1"}, "status": {"startTime": "2026-01-05T02:00:05Z", "succeeded": 1}},
+                "_lastSuccessfulJob": {"metadata": {"name": "nightly-0"}, "status": {"completionTime": "2026-01-04T02:03:00Z"}},
             },
+            "node": {
+                "metadata": {"labels": {"size": "4"}},
+                "spec": {"taints": [{"key": "dedicated"}]},
+                "status": {"allocatable": {"cpu": "3920m", "memory": "15Gi"},
+                           "conditions": [{"type": "Ready", "status": "True"}, {"type": "MemoryPressure", "status": "False"}]},
+            },
+            "sts": {"status": {"currentRevision": "db-6d8", "updateRevision": "db-7a2"}},
+            "req": {"spec": {"resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}}},
+            "jobpods": {"_pods": [
+                {"metadata": {"name": "mig-0"}, "spec": {"nodeName": "node-1"}, "status": {"phase": "Succeeded",
+                 "containerStatuses": [{"name": "main", "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}},
+                {"metadata": {"name": "mig-1"}, "spec": {"nodeName": "node-2"}, "status": {"phase": "Failed",
+                 "containerStatuses": [{"name": "main", "restartCount": 2, "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}},
+                {"metadata": {"name": "mig-2"}, "status": {"phase": "Pending",
+                 "containerStatuses": [{"name": "main", "state": {"waiting": {"reason": "ImagePullBackOff"}}}]}},
+            ]},
             "ing": {
                 "spec": {"ingressClassName": "nginx", "rules": [{"host": "a.example"}, {"host": "b.example"}],
                          "tls": [{"hosts": ["a.example"], "secretName": "a-cert"}]},
@@ -93,6 +109,8 @@ fn data() -> Value {
             },
         },
         "prom": {"data": {"result": [{"value": [1, "0.93"]}]}},
+        "promv": {"data": {"resultType": "vector", "result": [{"metric": {"pod": "a"}, "value": [1, "2"]}, {"metric": {"pod": "b"}, "value": [1, "5"]}]}},
+        "proms": {"data": {"resultType": "scalar", "result": [1, "7"]}},
     })
 }
 
@@ -484,6 +502,55 @@ const CASES: &[(&str, &str)] = &[
     (
         "{{ promAboveThreshold 0.9 .prom }} {{ promBelowThreshold 0.9 .prom }} {{ promAboveThreshold 0.5 (toJSON .prom) }}",
         "true false true",
+    ),
+    (
+        "{{ promValue .promv }} {{ promValue .proms }} {{ promSum .promv }} {{ promMax .promv }} {{ promSeriesCount .promv }} {{ promLabelValues \"pod\" .promv }} {{ promLabelValues .promv \"pod\" }} {{ promAboveThreshold .promv 1 }} [{{ promValue .nothing }}]",
+        "2 7 7 5 2 [a b] [a b] true []",
+    ),
+    // Labels, annotations and status fields.
+    (
+        "{{ getLabel \"tier\" . }} {{ getLabel . \"tier\" }} {{ hasLabel \"tier\" . }} {{ hasLabel \"none\" . }} {{ getLabelInt \"size\" .children.node }} {{ getAnnotationInt \"team\" . }} {{ labelMatches . \"tier\" \"gold\" }} {{ labelMatches . \"tier\" \"silver\" }} {{ getAnnotation . \"team\" }}",
+        "gold gold true false 4 0 true false blue",
+    ),
+    (
+        "{{ getStatus \"phase\" . }} [{{ getStatus \"conditions\" . }}] {{ hasStatus \"phase\" . }} {{ hasStatus \"nothing\" . }} {{ resourceCPU .children.req }}/{{ resourceMemory .children.req }} [{{ resourceMemory . }}]",
+        "Running [] true false 250m/64Mi []",
+    ),
+    // Validation.
+    (
+        "{{ isDNS1123Subdomain \"my-app.example.com\" }} {{ isDNS1123Subdomain \"My_App\" }} {{ isValidLabelKey \"platform.myorg.io/tier\" }} {{ isValidAnnotationKey \"bad key\" }} {{ isValidLabelValue \"\" }} {{ isValidEmail \"team@myorg.io\" }} {{ isValidURL \"ftp://x.io\" }} {{ isValidPort \"8080\" }} {{ isValidPort 70000 }} {{ isValidJSON \"{\\\"a\\\": 1}\" }} {{ isValidImageRef \"MyOrg/App\" }} {{ isValidGitRepository \"git@github.com:myorg/payments.git\" }} {{ isValidPort .spec.tags }}",
+        "true false true false true true false true false true false true false",
+    ),
+    // Pods and warnings.
+    (
+        "{{ podCrashLoopDetected .children.deployment }} {{ podOOMKilledDetected .children.jobpods }} {{ podImagePullBackOffDetected .children.jobpods }} {{ podErrImagePullDetected .children.jobpods }} {{ podInvalidImageNameDetected .children.jobpods }} {{ podCreateContainerErrorDetected .children.jobpods }} {{ podRunContainerErrorDetected .children.jobpods }} {{ podPostStartHookErrorDetected .children.jobpods }} {{ podPreStartHookErrorDetected .children.jobpods }} {{ podErrorDetected .children.jobpods }}",
+        "true true true false false false false false false false",
+    ),
+    (
+        "{{ jobSucceededPodNames .children.jobpods }} {{ jobFailedPodNames .children.jobpods }} {{ jobActivePodNames .children.jobpods }} {{ jobFirstExitCode .children.jobpods }} {{ jobFirstExitCode .children.deployment }} {{ podPhases .children.jobpods }} {{ podNodes .children.jobpods }}",
+        "[mig-0] [mig-1] [mig-2] 0 -1 [Succeeded Failed Pending] [node-1 node-2]",
+    ),
+    (
+        "{{ (podByOrdinal 1 .children.jobpods).name }} {{ (podByOrdinal .children.jobpods 1).restartCount }} [{{ podByOrdinal 7 .children.jobpods }}] {{ podContainerState .children.jobpods 2 \"main\" }} [{{ podContainerState .children.jobpods 5 \"main\" }}] {{ podNodeName .children.pod }} {{ warningMessages .children.deployment }} {{ warningReasons .children.deployment }}",
+        "mig-1 2 [] Waiting [] node-1 [restarting failed container] [BackOff]",
+    ),
+    // Nodes, StatefulSets, CronJobs.
+    (
+        "{{ nodeAllocatableCPU .children.node }} {{ nodeAllocatableMemory .children.node }} {{ nodeReady .children.node }} {{ nodeCondition \"MemoryPressure\" .children.node }} [{{ nodeCondition .children.node \"DiskPressure\" }}] {{ nodeTaints .children.node }} {{ statefulSetCurrentRevision .children.sts }}->{{ statefulSetUpdateRevision .children.sts }}",
+        "3920m 15Gi true False [] [dedicated] db-6d8->db-7a2",
+    ),
+    (
+        "{{ cronJobActiveCount .children.cj }} {{ cronJobNextScheduleTime .children.cj }} {{ cronJobLastJobName .children.cj }} {{ cronJobLastJobSucceeded .children.cj }} {{ cronJobLastSuccessfulJobName .children.cj }} [{{ cronJobNextScheduleTime .children.nightly }}]",
+        "1 2026-01-06T02:00:00Z nightly-1 true nightly-0 []",
+    ),
+    // Strings, data, conditionals and quantities upstream's catalogue adds.
+    (
+        "{{ joinList \", \" .spec.tags }} {{ joinList .spec.tags \"-\" }} {{ domainHost \" https://www.acme.com/ \" }} {{ domainBare \"https://www.acme.com/\" }} {{ domainBare 5 }}| {{ repoSlug \"git@github.com:myorg/Payments-API.git\" }} {{ repoSlug \"myorg/orders\" }}",
+        "a, b, c a-b-c www.acme.com acme.com | payments-api orders",
+    ),
+    (
+        "{{ lookup \"b\" \"a\" 1 \"b\" 2 }} [{{ lookup \"z\" \"a\" 1 \"z\" }}] {{ eqTernary .spec.image \"nginx\" \"yes\" \"no\" }} {{ eqTernary 3 \"4\" \"same\" \"differ\" }} {{ len uuidv4 }} {{ subtractQuantity \"1Gi\" \"512Mi\" }} {{ subtractQuantity \"100m\" \"200m\" }}",
+        "2 [] yes differ 36 512Mi -100m",
     ),
 ];
 

@@ -211,13 +211,7 @@ impl Checker<'_> {
     }
 
     fn metadata_field(&mut self, key: &str, field: &ServeField, path: &str, pos: crate::yaml::Pos) {
-        let (prefix, name) = key.rsplit_once('/').map_or((None, key), |(p, n)| (Some(p), n));
-        let valid_name = !name.is_empty()
-            && name.len() <= 63
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-        if !valid_name || prefix.is_some_and(|p| !crate::names::is_dns1123_subdomain(p)) {
+        if !crate::names::is_label_key(key) {
             self.error(path, pos, format!("\"{key}\" is not a valid label or annotation key"));
         }
         if field.type_.is_none() {

@@ -56,6 +56,12 @@ pub const FUNCS: &[Entry] = &[
         usage: "notEmpty VALUE",
         doc: "VALUE is not empty",
     },
+    Entry {
+        name: "eqTernary",
+        func: eq_ternary,
+        usage: "eqTernary VALUE TARGET IF_EQUAL ELSE",
+        doc: "IF_EQUAL when VALUE and TARGET print the same, else ELSE",
+    },
 ];
 
 fn default(_: &Env<'_>, args: &[&Value]) -> Result {
@@ -119,4 +125,10 @@ fn empty(_: &Env<'_>, args: &[&Value]) -> Result {
 fn not_empty(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 1)?;
     Ok(Value::Bool(truthy(args[0])))
+}
+
+fn eq_ternary(_: &Env<'_>, args: &[&Value]) -> Result {
+    exactly(args, 4)?;
+    let same = crate::template::value::display(args[0]) == crate::template::value::display(args[1]);
+    Ok(if same { args[2].clone() } else { args[3].clone() })
 }

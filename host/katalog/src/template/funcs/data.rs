@@ -6,7 +6,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::Entry;
-use super::args::{Result, between, count, exactly, string, text};
+use super::args::{Result, at_least, between, count, exactly, string, text};
+use crate::template::value::display;
 use crate::template::Env;
 
 pub const FUNCS: &[Entry] = &[
@@ -52,6 +53,12 @@ pub const FUNCS: &[Entry] = &[
         usage: "truncateName [MAX] NAME",
         doc: "NAME fitted into MAX (default 63) characters; a cut name ends in a 5-character hash so names stay distinct",
     },
+    Entry {
+        name: "lookup",
+        func: lookup,
+        usage: "lookup KEY K1 V1 [K2 V2...]",
+        doc: "the value paired with KEY in the pairs that follow (the first match); \"\" when none",
+    },
 ];
 
 pub const RANDOM: &[Entry] = &[
@@ -72,6 +79,12 @@ pub const RANDOM: &[Entry] = &[
         func: random_base64,
         usage: "randomBase64 N",
         doc: "N random bytes, base64-encoded",
+    },
+    Entry {
+        name: "uuidv4",
+        func: uuid_v4,
+        usage: "uuidv4",
+        doc: "a random UUID (version 4)",
     },
 ];
 
@@ -109,7 +122,7 @@ fn sha256sum(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(string(sha256_hex(text(args, 0).as_bytes())))
 }
 
-fn slug(s: &str) -> String {
+pub(super) fn slug(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars().flat_map(char::to_lowercase) {
         if c.is_ascii_alphanumeric() {
@@ -179,4 +192,30 @@ fn random_base64(_: &Env<'_>, args: &[&Value]) -> Result {
     let mut bytes = vec![0u8; n];
     rand::rng().fill(bytes.as_mut_slice());
     Ok(string(base64::engine::general_purpose::STANDARD.encode(bytes)))
+}
+
+fn lookup(_: &Env<'_>, args: &[&Value]) -> Result {
+    at_least(args, 1)?;
+    let key = text(args, 0);
+    // A trailing key without a value pairs with nothing.
+    Ok(args[1..]
+        .chunks_exact(2)
+        .find(|pair| display(pair[0]) == key)
+        .map_or_else(|| string(""), |pair| pair[1].clone()))
+}
+
+fn uuid_v4(_: &Env<'_>, args: &[&Value]) -> Result {
+    exactly(args, 0)?;
+    let mut bytes: [u8; 16] = rand::random();
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(string(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )))
 }

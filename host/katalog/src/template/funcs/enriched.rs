@@ -328,7 +328,7 @@ fn backing_pod_names(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(names(&list(obj(args)?, "_backingPods")))
 }
 
-fn pod_node(_: &Env<'_>, args: &[&Value]) -> Result {
+pub(super) fn pod_node(_: &Env<'_>, args: &[&Value]) -> Result {
     let pod = obj(args)?;
     let node = at(pod, &["_node", "name"]);
     Ok(match node.is_null() {

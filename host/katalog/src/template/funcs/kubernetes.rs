@@ -301,9 +301,15 @@ pub(super) fn obj<'a>(args: &[&'a Value]) -> Result<&'a Value> {
     Ok(args[0])
 }
 
+/// A key and an object, in either order: `KEY OBJ` (so a pipe passes the object) or
+/// upstream's `OBJ KEY`.
 pub(super) fn keyed<'a>(args: &[&'a Value]) -> Result<(String, &'a Value)> {
     exactly(args, 2)?;
-    Ok((text(args, 0).into_owned(), args[1]))
+    let (key, object) = match args[0].is_object() && !args[1].is_object() {
+        true => (1, args[0]),
+        false => (0, args[1]),
+    };
+    Ok((text(args, key).into_owned(), object))
 }
 
 pub(super) fn int_at(value: &Value, path: &[&str]) -> i64 {
@@ -407,7 +413,7 @@ fn is_synced(_: &Env<'_>, args: &[&Value]) -> Result {
             && int_at(value, &["status", "observedGeneration"]) >= int_at(value, &["metadata", "generation"]),
     ))
 }
-fn get_annotation(_: &Env<'_>, args: &[&Value]) -> Result {
+pub(super) fn get_annotation(_: &Env<'_>, args: &[&Value]) -> Result {
     let (key, value) = keyed(args)?;
     Ok(text_at(value, &["metadata", "annotations", &key]))
 }
@@ -416,10 +422,10 @@ fn has_annotation(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Bool(!at(value, &["metadata", "annotations", &key]).is_null()))
 }
 
-fn pods(value: &Value) -> Vec<Value> {
+pub(super) fn pods(value: &Value) -> Vec<Value> {
     at(value, &["_pods"]).as_array().cloned().unwrap_or_default()
 }
-fn warnings(value: &Value) -> Vec<Value> {
+pub(super) fn warnings(value: &Value) -> Vec<Value> {
     at(value, &["_warnings"]).as_array().cloned().unwrap_or_default()
 }
 fn pod_count(_: &Env<'_>, args: &[&Value]) -> Result {
@@ -447,7 +453,7 @@ fn pod_ips(_: &Env<'_>, args: &[&Value]) -> Result {
             .collect(),
     ))
 }
-fn container_statuses(pod: &Value) -> Vec<Value> {
+pub(super) fn container_statuses(pod: &Value) -> Vec<Value> {
     at(pod, &["status", "containerStatuses"])
         .as_array()
         .cloned()

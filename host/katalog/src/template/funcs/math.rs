@@ -78,6 +78,36 @@ pub const PROMETHEUS: &[Entry] = &[
         usage: "promBelowThreshold THRESHOLD RESULT",
         doc: "the first sample of a Prometheus query result is below THRESHOLD",
     },
+    Entry {
+        name: "promValue",
+        func: prom_value,
+        usage: "promValue RESULT",
+        doc: "the value of a scalar result, or of a vector's first series; nil when none",
+    },
+    Entry {
+        name: "promSum",
+        func: prom_sum,
+        usage: "promSum RESULT",
+        doc: "the sum of every series' value",
+    },
+    Entry {
+        name: "promMax",
+        func: prom_max,
+        usage: "promMax RESULT",
+        doc: "the largest series value; nil when none",
+    },
+    Entry {
+        name: "promSeriesCount",
+        func: prom_series_count,
+        usage: "promSeriesCount RESULT",
+        doc: "the number of series in the result",
+    },
+    Entry {
+        name: "promLabelValues",
+        func: prom_label_values,
+        usage: "promLabelValues LABEL RESULT",
+        doc: "the values of LABEL across the series",
+    },
 ];
 
 fn is_int(args: &[&Value]) -> bool {
@@ -151,30 +181,92 @@ fn abs(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(number(float(args, 0)?.abs()))
 }
 
-/// The first sample value of a Prometheus instant-query result.
-fn first_sample(result: &Value) -> Option<f64> {
+/// A Prometheus instant-query result (the body as text or parsed, whole or its `data`) as
+/// its `result`: a vector's series, or a scalar's one `[time, value]` pair as one series.
+fn series(result: &Value) -> Vec<Value> {
     let parsed;
     let result = match result {
-        Value::String(body) => {
-            parsed = serde_json::from_str::<Value>(body).ok()?;
-            &parsed
-        }
+        Value::String(body) => match serde_json::from_str::<Value>(body) {
+            Ok(value) => {
+                parsed = value;
+                &parsed
+            }
+            Err(_) => return Vec::new(),
+        },
         other => other,
     };
     let data = result.get("data").unwrap_or(result);
-    let first = data.get("result")?.as_array()?.first()?;
-    let value = first.get("value")?.as_array()?.get(1)?;
-    as_f64(value)
+    match data.get("result") {
+        Some(Value::Array(items)) if data["resultType"] == "scalar" => vec![serde_json::json!({ "value": items })],
+        Some(Value::Array(items)) => items.clone(),
+        _ => Vec::new(),
+    }
+}
+
+fn sample(series: &Value) -> Option<f64> {
+    as_f64(series.get("value")?.as_array()?.get(1)?)
+}
+
+/// The first sample value of a Prometheus instant-query result.
+fn first_sample(result: &Value) -> Option<f64> {
+    series(result).first().and_then(sample)
+}
+
+/// The threshold and the result, in either order (upstream writes the result first).
+fn threshold_and_result<'v>(args: &[&'v Value]) -> Result<(f64, &'v Value)> {
+    exactly(args, 2)?;
+    let numeric = |v: &Value| as_f64(v).is_some();
+    match numeric(args[0]) || !numeric(args[1]) {
+        true => Ok((float(args, 0)?, args[1])),
+        false => Ok((float(args, 1)?, args[0])),
+    }
 }
 
 fn prom_above(_: &Env<'_>, args: &[&Value]) -> Result {
-    exactly(args, 2)?;
-    let threshold = float(args, 0)?;
-    Ok(Value::Bool(first_sample(args[1]).is_some_and(|v| v > threshold)))
+    let (threshold, result) = threshold_and_result(args)?;
+    Ok(Value::Bool(first_sample(result).is_some_and(|v| v > threshold)))
 }
 
 fn prom_below(_: &Env<'_>, args: &[&Value]) -> Result {
+    let (threshold, result) = threshold_and_result(args)?;
+    Ok(Value::Bool(first_sample(result).is_some_and(|v| v < threshold)))
+}
+
+fn prom_value(_: &Env<'_>, args: &[&Value]) -> Result {
+    exactly(args, 1)?;
+    Ok(first_sample(args[0]).map_or(Value::Null, number))
+}
+
+fn prom_sum(_: &Env<'_>, args: &[&Value]) -> Result {
+    exactly(args, 1)?;
+    Ok(number(series(args[0]).iter().filter_map(sample).sum()))
+}
+
+fn prom_max(_: &Env<'_>, args: &[&Value]) -> Result {
+    exactly(args, 1)?;
+    Ok(series(args[0])
+        .iter()
+        .filter_map(sample)
+        .reduce(f64::max)
+        .map_or(Value::Null, number))
+}
+
+fn prom_series_count(_: &Env<'_>, args: &[&Value]) -> Result {
+    exactly(args, 1)?;
+    Ok(Value::from(series(args[0]).len()))
+}
+
+fn prom_label_values(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
-    let threshold = float(args, 0)?;
-    Ok(Value::Bool(first_sample(args[1]).is_some_and(|v| v < threshold)))
+    let (label, result) = match args[0].is_string() && !args[0].as_str().is_some_and(|s| s.trim_start().starts_with('{')) {
+        true => (args[0], args[1]),
+        false => (args[1], args[0]),
+    };
+    let label = crate::template::value::display(label);
+    Ok(Value::Array(
+        series(result)
+            .iter()
+            .filter_map(|s| s["metric"].get(label.as_ref()).cloned())
+            .collect(),
+    ))
 }

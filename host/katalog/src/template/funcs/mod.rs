@@ -6,6 +6,7 @@
 
 mod args;
 mod builtins;
+mod cluster;
 mod collections;
 mod conditional;
 mod cron;
@@ -14,11 +15,14 @@ mod enriched;
 mod kubernetes;
 mod math;
 mod network;
+mod objects;
+mod pods;
 pub(crate) mod quantity;
 mod semver;
 mod strings;
 mod time;
 mod types;
+mod validation;
 mod workloads;
 
 use std::collections::HashMap;
@@ -139,6 +143,14 @@ pub const DOMAINS: &[Domain] = &[
         entries: kubernetes::FUNCS,
     },
     Domain {
+        name: "Labels, annotations and status fields",
+        entries: objects::FUNCS,
+    },
+    Domain {
+        name: "Validation",
+        entries: validation::FUNCS,
+    },
+    Domain {
         name: "Replicas, services, containers, jobs",
         entries: workloads::WORKLOADS,
     },
@@ -149,6 +161,14 @@ pub const DOMAINS: &[Domain] = &[
     Domain {
         name: "Enriched children",
         entries: enriched::FUNCS,
+    },
+    Domain {
+        name: "Pods and warnings",
+        entries: pods::FUNCS,
+    },
+    Domain {
+        name: "Nodes, StatefulSets, CronJobs",
+        entries: cluster::FUNCS,
     },
     Domain {
         name: "Serve provenance",

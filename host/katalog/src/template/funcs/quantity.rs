@@ -26,6 +26,12 @@ pub const FUNCS: &[Entry] = &[
         usage: "sumQuantity Q...",
         doc: "the sum of quantities (arguments or a list), formatted",
     },
+    Entry {
+        name: "subtractQuantity",
+        func: subtract_quantity,
+        usage: "subtractQuantity A B",
+        doc: "A minus B, formatted (\"1Gi\" \"512Mi\" → \"512Mi\")",
+    },
 ];
 
 const SUFFIXES: &[(&str, f64)] = &[
@@ -122,4 +128,9 @@ fn sum_quantity(_: &Env<'_>, args: &[&Value]) -> Result {
         total += quantity_of(item)?;
     }
     Ok(string(format(total)))
+}
+
+fn subtract_quantity(_: &Env<'_>, args: &[&Value]) -> Result {
+    exactly(args, 2)?;
+    Ok(string(format(quantity_of(args[0])? - quantity_of(args[1])?)))
 }

@@ -121,6 +121,30 @@ pub const FUNCS: &[Entry] = &[
         usage: "title S",
         doc: "each word capitalised",
     },
+    Entry {
+        name: "joinList",
+        func: join,
+        usage: "joinList SEP LIST",
+        doc: "join (a list's items with SEP), either order",
+    },
+    Entry {
+        name: "domainHost",
+        func: domain_host,
+        usage: "domainHost TEXT",
+        doc: "the bare host of a URL or domain: whitespace, http(s):// and a trailing / removed",
+    },
+    Entry {
+        name: "domainBare",
+        func: domain_bare,
+        usage: "domainBare TEXT",
+        doc: "domainHost, less a leading www.",
+    },
+    Entry {
+        name: "repoSlug",
+        func: repo_slug,
+        usage: "repoSlug REPOSITORY",
+        doc: "a name from a repository: its last path segment, .git removed, slugified",
+    },
 ];
 
 fn lower(_: &Env<'_>, args: &[&Value]) -> Result {
@@ -255,4 +279,40 @@ fn title(_: &Env<'_>, args: &[&Value]) -> Result {
         start = c.is_whitespace() || c == '-' || c == '_';
     }
     Ok(string(out))
+}
+
+/// The host of a URL or domain as typed; non-text is "".
+fn host_of(value: &Value) -> String {
+    let Value::String(text) = value else {
+        return String::new();
+    };
+    let text = text.trim();
+    let text = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))
+        .unwrap_or(text);
+    text.trim_end_matches('/').to_string()
+}
+
+fn domain_host(_: &Env<'_>, args: &[&Value]) -> Result {
+    exactly(args, 1)?;
+    Ok(string(host_of(args[0])))
+}
+
+fn domain_bare(_: &Env<'_>, args: &[&Value]) -> Result {
+    exactly(args, 1)?;
+    let host = host_of(args[0]);
+    Ok(string(host.strip_prefix("www.").unwrap_or(&host)))
+}
+
+fn repo_slug(_: &Env<'_>, args: &[&Value]) -> Result {
+    exactly(args, 1)?;
+    let repository = text(args, 0);
+    let last = repository
+        .trim()
+        .trim_end_matches('/')
+        .rsplit(['/', ':'])
+        .next()
+        .unwrap_or_default();
+    Ok(string(super::data::slug(last.trim_end_matches(".git"))))
 }
