@@ -72,7 +72,8 @@ enum Command {
 /// The `-f KATALOG` option shared by the commands that read Katalogs.
 #[derive(Debug, Args)]
 pub struct KatalogArgs {
-    /// A Katalog file; repeat to merge several. Default: katalog.yaml in the current directory.
+    /// A Katalog (or Komposer) file; repeat to merge several. Default: katalog.yaml in the
+    /// current directory, else komposer.yaml.
     #[arg(short = 'f', long = "file", value_name = "KATALOG")]
     files: Vec<PathBuf>,
 }
@@ -80,7 +81,11 @@ pub struct KatalogArgs {
 impl KatalogArgs {
     fn files(&self) -> Vec<PathBuf> {
         if self.files.is_empty() {
-            vec![PathBuf::from("katalog.yaml")]
+            let komposer = PathBuf::from("komposer.yaml");
+            match !std::path::Path::new("katalog.yaml").exists() && komposer.exists() {
+                true => vec![komposer],
+                false => vec![PathBuf::from("katalog.yaml")],
+            }
         } else {
             self.files.clone()
         }

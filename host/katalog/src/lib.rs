@@ -33,6 +33,7 @@ pub mod duration;
 pub mod effective_box;
 pub mod fields;
 mod include;
+mod komposer;
 pub mod intent;
 pub mod labels;
 mod legacy;

@@ -2,7 +2,7 @@
 //! older shape, typed deserialization, then validation; several files merge into one
 //! [`Katalog`]. Every problem found is reported, each with its file, line and column.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use super::compile::{self, Compiled};
@@ -13,7 +13,7 @@ use super::model::KatalogFile;
 use super::reads::StampReads;
 use super::template::Functions;
 use super::yaml::{self, Node, NodeValue};
-use super::{API_VERSION, LEGACY_API_VERSION, crd_file, legacy, motif, validate};
+use super::{API_VERSION, LEGACY_API_VERSION, crd_file, komposer, legacy, motif, validate};
 
 /// Loads, merges, validates and compiles the files in order.
 pub fn load(paths: &[PathBuf]) -> Result<Compiled, Error> {
@@ -37,19 +37,33 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
     let mut parsed = Vec::new();
+    let mut read = sources.to_vec();
+    // Per parsed file, the Komposer notes that replace its own of the same name.
+    let mut replaced: Vec<BTreeSet<String>> = Vec::new();
     for (path, text) in sources {
         let index = files.paths.len();
         files.paths.push(path.clone());
-        if let Some(file) = parse_one(text, index, &mut files, &mut problems, &mut warnings) {
-            parsed.push(file);
+        let Some(node) = parse_root(text, index, &mut problems) else {
+            continue;
+        };
+        let (katalogs, notes) = katalogs_of(node, &mut files, &mut read, &mut problems, &mut warnings);
+        // The Komposer's own part keeps its notes; the files it composes lose theirs.
+        for (i, parsed_file) in katalogs.into_iter().enumerate() {
+            replaced.push(if i == 0 { BTreeSet::new() } else { notes.clone() });
+            parsed.push(parsed_file);
         }
     }
     let mut profiles = Vec::new();
     motif::merge_imports(&mut parsed, &mut files, &mut profiles, &mut problems);
     super::profile::apply(&mut parsed, &profiles, &mut problems);
+    for (Parsed { file, .. }, names) in parsed.iter_mut().zip(&replaced) {
+        if let Some(notes) = &mut file.notes {
+            notes.0.retain(|note| !names.contains(&note.name));
+        }
+    }
 
     let mut katalog = Katalog {
-        sources: sources.to_vec(),
+        sources: read,
         ..Katalog::default()
     };
     let mut origins: BTreeMap<String, usize> = BTreeMap::new();
@@ -172,14 +186,9 @@ fn locate_in(parsed: &[Parsed], error: compile::Error) -> Problem {
     }
 }
 
-fn parse_one(
-    text: &str,
-    index: usize,
-    files: &mut Files,
-    problems: &mut Vec<Problem>,
-    warnings: &mut Vec<Problem>,
-) -> Option<Parsed> {
-    let mut node = match yaml::parse_file(text, index) {
+/// A file's YAML root, when it is a map.
+fn parse_root(text: &str, index: usize, problems: &mut Vec<Problem>) -> Option<Node> {
+    let node = match yaml::parse_file(text, index) {
         Ok(node) => node,
         Err(e) => {
             problems.push(Problem {
@@ -198,6 +207,12 @@ fn parse_one(
         });
         return None;
     }
+    Some(node)
+}
+
+/// Checks a Katalog root's apiVersion and kind, expands its includes, translates the older
+/// shape and fills CRD entries from their `crdFile`.
+fn prepare(node: &mut Node, files: &mut Files, problems: &mut Vec<Problem>, warnings: &mut Vec<Problem>) {
     let api_version = node
         .get("apiVersion")
         .and_then(Node::as_str)
@@ -217,13 +232,17 @@ fn parse_one(
         problems.push(Problem {
             path: "kind".into(),
             pos,
-            message: format!("\"{kind}\" is not Katalog"),
+            message: format!("\"{kind}\" is not Katalog (or Komposer)"),
         });
     }
-    include::expand(&mut node, &mut Vec::new(), files, 0, problems);
+    include::expand(node, &mut Vec::new(), files, 0, problems);
     // The flat shape is a form upstream still writes: translated without a word.
-    legacy::translate(&mut node, problems, &mut Vec::new());
-    crd_file::fill(&mut node, files, problems, warnings);
+    legacy::translate(node, problems, &mut Vec::new());
+    crd_file::fill(node, files, problems, warnings);
+}
+
+/// The typed Katalog file of a prepared root.
+fn typed(node: Node, problems: &mut Vec<Problem>) -> Option<Parsed> {
     match de::read::<KatalogFile>(&node, "") {
         Ok((file, unknown)) => {
             problems.extend(unknown);
@@ -234,4 +253,38 @@ fn parse_one(
             None
         }
     }
+}
+
+/// The Katalogs one file holds: itself, or for a Komposer its own part first (its name, notes
+/// and added CRDs) and then the files it composes, with the names of the notes it replaces.
+fn katalogs_of(
+    mut node: Node,
+    files: &mut Files,
+    read: &mut Vec<(PathBuf, String)>,
+    problems: &mut Vec<Problem>,
+    warnings: &mut Vec<Problem>,
+) -> (Vec<Parsed>, BTreeSet<String>) {
+    if node.get("kind").and_then(Node::as_str) != Some("Komposer") {
+        prepare(&mut node, files, problems, warnings);
+        return (typed(node, problems).into_iter().collect(), BTreeSet::new());
+    }
+    let Some(komposer) = komposer::read(&node, files, problems) else {
+        return (Vec::new(), BTreeSet::new());
+    };
+    let mut roots = Vec::new();
+    for (index, text) in &komposer.sources {
+        read.push((files.paths[*index].clone(), text.clone()));
+        if let Some(mut root) = parse_root(text, *index, problems) {
+            prepare(&mut root, files, problems, warnings);
+            roots.push(root);
+        }
+    }
+    let replaced = komposer.note_names.clone();
+    let mut own = komposer.compose(&mut roots, |n| legacy::translate(n, &mut Vec::new(), &mut Vec::new()));
+    prepare(&mut own, files, problems, warnings);
+    let parsed = std::iter::once(own)
+        .chain(roots)
+        .filter_map(|root| typed(root, problems))
+        .collect();
+    (parsed, replaced)
 }

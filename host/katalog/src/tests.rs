@@ -584,3 +584,94 @@ spec:
     let reads: Vec<&str> = target.cross.iter().map(|r| r.crd.as_str()).collect();
     assert!(reads.contains(&"cache"), "{reads:?}");
 }
+
+#[test]
+fn a_komposer_composes_its_files_overrides_only_what_it_writes_and_replaces_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    write(
+        "shop.yaml",
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {name: shop}
+spec:
+  crds:
+    web:
+      apiTypes: {group: a.io, version: v1, kind: Web}
+      operatorBox:
+        reconcile:
+          workers: 2
+          resync: 30s
+          onReconcile:
+            configMaps: [{data: {host: '{{ host }}'}}]
+    cache:
+      apiTypes: {group: a.io, version: v1, kind: Cache}
+notes:
+  - {name: host, expression: '{{ .metadata.name }}.local'}
+",
+    );
+    write(
+        "later.yaml",
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+spec:
+  crds:
+    cache:
+      apiTypes: {group: b.io, version: v1, kind: Cache}
+",
+    );
+    let komposer = |extra: &str| {
+        write(
+            "komposer.yaml",
+            &format!(
+                "apiVersion: orkestra.orkspace.io/v1
+kind: Komposer
+metadata: {{name: platform}}
+imports:
+  files: [./shop.yaml, ./later.yaml]
+spec:
+  crds:
+    - name: web
+      workers: 6
+    - name: queue
+      apiTypes: {{group: a.io, version: v1, kind: Queue}}
+notes:
+  - {{name: host, expression: '{{{{ .metadata.name }}}}.prod.example'}}
+{extra}"
+            ),
+        )
+    };
+    let compiled = load(&[komposer("")]).unwrap();
+    let katalog = &compiled.katalog;
+    assert_eq!(katalog.name, "platform", "the Komposer names the Katalog");
+    assert_eq!(katalog.crds.keys().collect::<Vec<_>>(), ["cache", "queue", "web"]);
+    let web = katalog.crds["web"].entry.operator_box.reconcile.as_ref().unwrap();
+    assert_eq!(web.workers, Some(6), "the override (written flat) wins");
+    assert_eq!(web.resync.as_deref(), Some("30s"), "what it does not write stays");
+    assert!(web.on_reconcile.is_some(), "the source's templates stay");
+    assert_eq!(katalog.crds["cache"].entry.api_types.group, "b.io", "a later file's CRD replaces");
+    let hosts: Vec<&str> = katalog
+        .notes
+        .iter()
+        .filter(|n| n.name == "host")
+        .map(|n| n.expression.as_str())
+        .collect();
+    assert_eq!(hosts, ["{{ .metadata.name }}.prod.example"], "the Komposer's note replaces the file's");
+
+    let text = error_text_of(&[komposer("registry:\n  - {url: ghcr.io/x/y@v1, oci: true}\n")]);
+    assert!(text.contains("registry"), "a misplaced key is named: {text}");
+    let remote = write(
+        "remote.yaml",
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Komposer\nsources:\n  files: [./missing.yaml]\n  helm: [{repo: https://charts.example, chart: x}]\n",
+    );
+    let text = error_text_of(&[remote]);
+    assert!(
+        text.contains("sources.helm: this runtime composes local Katalog files only")
+            && text.contains("sources.files[0]: cannot read"),
+        "{text}"
+    );
+}
