@@ -1,7 +1,8 @@
 //! Motif imports: `reconcile.imports: [{motif: ./file.yaml, with: {...}}]` merges a motif's
-//! resource templates into `onReconcile`, its `status` fields after the CRD's own and its
-//! notes into the Katalog's, at load time; `spec.imports` at Katalog level brings notes to
-//! every CRD. A motif declares its inputs (with an optional `type`); a missing required
+//! resource templates into `onReconcile` (or, written by phase, into `onCreate`, `onReconcile`
+//! and `onDelete`), its `status` fields after the CRD's own, its `admission` rules after the
+//! CRD's own and its notes into the Katalog's, at load time; `spec.imports` at Katalog level
+//! brings notes to every CRD. A motif declares its inputs (with an optional `type`); a missing required
 //! input, an undeclared one or a value of another type is an error. The values (given or
 //! defaulted) travel with each merged entry and are visible to its templates as `.inputs`.
 
@@ -13,7 +14,7 @@ use serde_json::Value;
 use super::de::{self, Problem};
 use super::include::Files;
 use super::loaded::{Parsed, crd_node};
-use super::model::{HookTemplates, Import, NoteSpec, StatusSpec};
+use super::model::{HookTemplates, Import, MutationSpec, Notes, StatusSpec, ValidationSpec};
 use super::profile::Imported;
 use super::yaml::{self, Node, NodeValue};
 
@@ -30,17 +31,85 @@ struct MotifFile {
     metadata: Option<Value>,
     #[serde(default)]
     inputs: Vec<MotifInput>,
+    /// Read from the node by [`phases`]: one set of templates, or one per phase.
     #[serde(default)]
-    resources: HookTemplates,
+    #[expect(dead_code, reason = "read from the node, in one of its two shapes")]
+    resources: Option<Value>,
+    #[serde(skip)]
+    phases: Phases,
     /// Status fields the importing CRD writes after its own.
     #[serde(default)]
     status: Option<StatusSpec>,
-    /// Template functions for every CRD of the importing Katalog.
+    /// Validation and mutation rules the importing CRD runs after its own.
     #[serde(default)]
-    notes: Vec<NoteSpec>,
+    admission: Option<MotifAdmission>,
+    /// Template functions for every CRD of the importing Katalog (a list, or a map by name).
+    #[serde(default)]
+    notes: Notes,
     /// Profiles for every CRD of the importing Katalog.
     #[serde(default)]
     profiles: Option<Value>,
+}
+
+/// A motif's resource templates by phase; the one-set shape is `on_reconcile`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Phases {
+    #[serde(default)]
+    on_create: HookTemplates,
+    #[serde(default)]
+    on_reconcile: HookTemplates,
+    #[serde(default)]
+    on_delete: HookTemplates,
+}
+
+impl Phases {
+    fn is_empty(&self) -> bool {
+        [&self.on_create, &self.on_reconcile, &self.on_delete]
+            .iter()
+            .all(|t| t.resources().iter().all(|(_, entries)| entries.is_empty()))
+    }
+}
+
+/// The rules a motif adds to the importing CRD's admission.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MotifAdmission {
+    #[serde(default)]
+    validation: Option<ValidationSpec>,
+    #[serde(default)]
+    mutation: Option<MutationSpec>,
+}
+
+/// The `resources` of a motif node: by phase when it names one, else one set for
+/// `onReconcile`.
+fn phases(node: &Node, problems: &mut Vec<Problem>) -> Phases {
+    let Some(resources) = node.get("resources") else {
+        return Phases::default();
+    };
+    let by_phase = ["onCreate", "onReconcile", "onDelete"]
+        .iter()
+        .any(|phase| resources.get(phase).is_some());
+    let read = match by_phase {
+        true => de::read::<Phases>(resources, "resources"),
+        false => de::read::<HookTemplates>(resources, "resources").map(|(on_reconcile, unknown)| {
+            let phases = Phases {
+                on_reconcile,
+                ..Phases::default()
+            };
+            (phases, unknown)
+        }),
+    };
+    match read {
+        Ok((phases, unknown)) => {
+            problems.extend(unknown);
+            phases
+        }
+        Err(problem) => {
+            problems.push(problem);
+            Phases::default()
+        }
+    }
 }
 
 /// One declared input.
@@ -89,21 +158,15 @@ pub(super) fn merge_imports(
                 continue;
             };
             add_profiles(&mut motif, import.motif.as_deref().unwrap_or_default(), pos);
-            if motif
-                .resources
-                .resources()
-                .iter()
-                .any(|(_, entries)| !entries.is_empty())
-                || motif.status.is_some()
-            {
+            if !motif.phases.is_empty() || motif.status.is_some() || motif.admission.is_some() {
                 problems.push(Problem {
                     path,
                     pos,
-                    message: "a Katalog-level import brings only notes and profiles; import a motif with resources or status under a CRD's reconcile.imports".into(),
+                    message: "a Katalog-level import brings only notes and profiles; import a motif with resources, status or admission under a CRD's reconcile.imports".into(),
                 });
                 continue;
             }
-            add_notes(&mut file.notes, motif.notes);
+            add_notes(&mut file.notes, motif.notes.0);
         }
         for (name, entry) in file.spec.crds.iter_mut() {
             let Some(reconcile) = entry.operator_box.reconcile.as_mut() else {
@@ -123,13 +186,29 @@ pub(super) fn merge_imports(
                 let Some(inputs) = inputs(&motif, &import.with_, &path, pos, problems) else {
                     continue;
                 };
-                let target = reconcile.on_reconcile.get_or_insert_with(HookTemplates::default);
-                for (key, entries) in motif.resources.resources() {
-                    if let Some(list) = target.resources_mut(key) {
-                        list.extend(entries.iter().cloned().map(|mut e| {
-                            e.inputs = Some(inputs.clone());
-                            e
-                        }));
+                let Phases {
+                    on_create,
+                    on_reconcile,
+                    on_delete,
+                } = std::mem::take(&mut motif.phases);
+                for (templates, target) in [
+                    (on_create, &mut reconcile.on_create),
+                    (on_reconcile, &mut reconcile.on_reconcile),
+                    (on_delete, &mut reconcile.on_delete),
+                ] {
+                    join(templates, target, &inputs);
+                }
+                if let Some(admission) = motif.admission.take() {
+                    let own = &mut entry.admission;
+                    if let Some(validation) = admission.validation {
+                        let into = own.validation.get_or_insert_with(Default::default);
+                        into.rules.extend(validation.rules);
+                        into.external.extend(validation.external);
+                    }
+                    if let Some(mutation) = admission.mutation {
+                        let into = own.mutation.get_or_insert_with(Default::default);
+                        into.rules.extend(mutation.rules);
+                        into.external.extend(mutation.external);
                     }
                 }
                 if let Some(status) = motif.status {
@@ -137,8 +216,25 @@ pub(super) fn merge_imports(
                     let fields = &mut emit.status.get_or_insert_with(Default::default).fields;
                     fields.extend(status.fields);
                 }
-                add_notes(&mut file.notes, motif.notes);
+                add_notes(&mut file.notes, motif.notes.0);
             }
+        }
+    }
+}
+
+/// Adds a motif's templates (each carrying the import's input values) after a phase's own.
+fn join(templates: HookTemplates, target: &mut Option<HookTemplates>, inputs: &Value) {
+    let entries = templates.resources();
+    if entries.iter().all(|(_, e)| e.is_empty()) {
+        return;
+    }
+    let target = target.get_or_insert_with(HookTemplates::default);
+    for (key, entries) in entries {
+        if let Some(list) = target.resources_mut(key) {
+            list.extend(entries.iter().cloned().map(|mut e| {
+                e.inputs = Some(inputs.clone());
+                e
+            }));
         }
     }
 }
@@ -206,9 +302,23 @@ fn read_motif(
             return None;
         }
     };
+    let mut node = node;
+    // The older admission sections were the rule lists themselves.
+    for section in ["validation", "mutation"] {
+        if let Some(rules) = node
+            .get_mut("admission")
+            .and_then(|a| a.get_mut(section))
+            .filter(|r| matches!(r.value, NodeValue::Seq(_)))
+        {
+            let pos = rules.pos;
+            let list = std::mem::replace(rules, Node::new(NodeValue::Null, pos));
+            *rules = Node::new(NodeValue::Map(vec![(Node::string("rules", pos), list)]), pos);
+        }
+    }
     match de::read::<MotifFile>(&node, "") {
-        Ok((motif, unknown)) => {
+        Ok((mut motif, unknown)) => {
             problems.extend(unknown);
+            motif.phases = phases(&node, problems);
             if motif.kind != "Motif" || (motif.api_version != super::API_VERSION && !motif.api_version.is_empty()) {
                 let message = format!(
                     "a motif file has kind Motif and apiVersion {}, found {} {}",
@@ -306,7 +416,7 @@ fn is_of_type(value: &Value, wanted: &str) -> bool {
 }
 
 /// Adds a motif's notes; one imported twice (by two CRDs) is added once.
-fn add_notes(notes: &mut Option<super::model::Notes>, imported: Vec<NoteSpec>) {
+fn add_notes(notes: &mut Option<Notes>, imported: Vec<super::model::NoteSpec>) {
     let notes = &mut notes.get_or_insert_with(Default::default).0;
     for note in imported {
         if !notes.contains(&note) {

@@ -675,3 +675,64 @@ notes:
         "{text}"
     );
 }
+
+#[test]
+fn a_motif_may_give_resources_by_phase_admission_rules_and_notes_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    write(
+        "pipeline.yaml",
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Motif
+resources:
+  onCreate:
+    jobs: [{name: '{{ .metadata.name }}-build', image: busybox, command: [true]}]
+  onDelete:
+    configMaps: [{name: '{{ .metadata.name }}-bye', data: {a: b}}]
+admission:
+  validation:
+    - {field: spec.image, operator: exists, message: spec.image is required, action: deny}
+notes:
+  functions:
+    buildName: '{{ .metadata.name }}-build'
+    owner: {expression: '{{ .metadata.namespace }}', description: the team}
+",
+    );
+    let katalog = write(
+        "k.yaml",
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+spec:
+  crds:
+    pipeline:
+      apiTypes: {group: a.io, version: v1, kind: Pipeline}
+      admission:
+        validation:
+          rules: [{field: spec.steps, operator: exists, message: spec.steps is required, action: deny}]
+      operatorBox:
+        reconcile:
+          imports: [{motif: ./pipeline.yaml}]
+          onReconcile:
+            configMaps: [{data: {job: '{{ buildName }}'}}]
+",
+    );
+    let compiled = load(&[katalog]).unwrap();
+    let entry = &compiled.katalog.crds["pipeline"].entry;
+    let reconcile = entry.operator_box.reconcile.as_ref().unwrap();
+    assert_eq!(reconcile.on_create.as_ref().unwrap().jobs.len(), 1, "onCreate joined");
+    assert_eq!(reconcile.on_delete.as_ref().unwrap().config_maps.len(), 1, "onDelete joined");
+    assert_eq!(reconcile.on_reconcile.as_ref().unwrap().config_maps.len(), 1, "the CRD's own stay");
+    let rules: Vec<&str> = entry.admission.validation.as_ref().unwrap().rules.iter().map(|r| r.message.as_str()).collect();
+    assert_eq!(rules, ["spec.steps is required", "spec.image is required"], "the motif's after the CRD's own");
+    let notes: Vec<(&str, &str)> = compiled
+        .katalog
+        .notes
+        .iter()
+        .map(|n| (n.name.as_str(), n.description.as_str()))
+        .collect();
+    assert_eq!(notes, [("buildName", ""), ("owner", "the team")]);
+}

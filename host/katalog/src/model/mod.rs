@@ -187,16 +187,10 @@ impl<'de> Deserialize<'de> for EnrichItem {
     }
 }
 
-/// User notes: `{functions: [...]}` or a bare list.
+/// User notes: a bare list, `{functions: [...]}`, or by name: `{functions: {isProd: {...}}}`
+/// or `{isProd: {expression: ...}}` (a note's body may be its expression alone).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Notes(pub Vec<NoteSpec>);
-
-#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct NotesMap {
-    #[serde(default)]
-    functions: Vec<NoteSpec>,
-}
 
 impl serde::Serialize for Notes {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -204,25 +198,53 @@ impl serde::Serialize for Notes {
     }
 }
 
+/// Notes written as a list, or as a map by name.
+fn notes_of(value: Value) -> Result<Vec<NoteSpec>, String> {
+    match value {
+        Value::Array(_) => serde_json::from_value(value).map_err(|e| e.to_string()),
+        Value::Object(by_name) => by_name.into_iter().map(|(name, body)| note_named(name, body)).collect(),
+        Value::Null => Ok(Vec::new()),
+        other => Err(format!("notes are a list or a map by name, found {other}")),
+    }
+}
+
+/// The note `name` from its body: the expression, or `{expression, description, shadow}`.
+fn note_named(name: String, body: Value) -> Result<NoteSpec, String> {
+    match body {
+        Value::String(expression) => Ok(NoteSpec {
+            name,
+            expression,
+            description: String::new(),
+            shadow: false,
+        }),
+        Value::Object(mut fields) => {
+            fields.insert("name".into(), Value::String(name.clone()));
+            serde_json::from_value(Value::Object(fields)).map_err(|e| format!("note {name}: {e}"))
+        }
+        other => Err(format!(
+            "note {name}: an expression or {{expression, description, shadow}}, found {other}"
+        )),
+    }
+}
+
 impl<'de> Deserialize<'de> for Notes {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct NotesVisitor;
-        impl<'de> serde::de::Visitor<'de> for NotesVisitor {
-            type Value = Notes;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a list of notes or {functions: [...]}")
+        use serde::de::Error;
+        let value = Value::deserialize(deserializer)?;
+        let notes = match value {
+            Value::Object(map) => {
+                let mut notes = Vec::new();
+                for (key, value) in map {
+                    match key.as_str() {
+                        "functions" => notes.extend(notes_of(value).map_err(D::Error::custom)?),
+                        _ => notes.push(note_named(key, value).map_err(D::Error::custom)?),
+                    }
+                }
+                notes
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Notes, A::Error> {
-                Vec::<NoteSpec>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq)).map(Notes)
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Notes, A::Error> {
-                NotesMap::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(|m| Notes(m.functions))
-            }
-            fn visit_unit<E: serde::de::Error>(self) -> Result<Notes, E> {
-                Ok(Notes::default())
-            }
-        }
-        deserializer.deserialize_any(NotesVisitor)
+            other => notes_of(other).map_err(D::Error::custom)?,
+        };
+        Ok(Notes(notes))
     }
 }
 
