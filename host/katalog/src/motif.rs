@@ -254,9 +254,10 @@ fn imported(
         Some(NodeValue::Seq(items)) => items.get(i).map_or(fallback, |n| n.pos),
         _ => fallback,
     };
-    let Some(motif_path) = &import.motif else {
-        let message = if import.oci.is_some() {
-            "motifs from OCI registries are not supported by this runtime; vendor the motif file and use `motif:`"
+    let remote = import.oci.is_some() || import.motif.as_deref().is_some_and(|m| m.starts_with("oci://"));
+    let Some(motif_path) = import.motif.as_ref().filter(|_| !remote) else {
+        let message = if remote {
+            "this runtime reads motifs from files only: pull the motif artifact (oras pull REF) and import the file with `motif: ./path`"
         } else {
             "an import needs `motif:` (a file path)"
         };

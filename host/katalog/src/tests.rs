@@ -241,6 +241,14 @@ spec:
         texts,
         ["lifecycle: this Katalog is deprecated: replaced by shop-v2; it moved to oci://registry/shop-v2"]
     );
+    std::fs::write(
+        &path,
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata:\n  name: old\n  deprecation: {message: use shop-v2}\nspec: {}\n",
+    )
+    .unwrap();
+    let warnings = load(std::slice::from_ref(&path)).unwrap().katalog.warnings;
+    assert_eq!(warnings[0].path, "metadata.deprecation");
+    assert_eq!(warnings[0].message, "this Katalog is deprecated: use shop-v2");
 }
 
 #[test]
@@ -735,4 +743,39 @@ spec:
         .map(|n| (n.name.as_str(), n.description.as_str()))
         .collect();
     assert_eq!(notes, [("buildName", ""), ("owner", "the team")]);
+}
+
+#[test]
+fn a_cross_read_may_name_its_crd_by_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.yaml");
+    let write = |kind: &str| {
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+spec:
+  crds:
+    producer:
+      apiTypes: {{group: a.io, version: v1, kind: Producer}}
+    consumer:
+      apiTypes: {{group: a.io, version: v1, kind: Consumer}}
+      operatorBox:
+        cross:
+          - {{kind: {kind}, selector: {{name: '{{{{ .metadata.name }}}}'}}}}
+        status:
+          fields: [{{path: endpoint, value: '{{{{ .cross.producer.status.endpoint }}}}'}}]
+"
+            ),
+        )
+        .unwrap();
+    };
+    write("Producer");
+    let katalog = load(std::slice::from_ref(&path)).unwrap().katalog;
+    let reads = &katalog.crds["consumer"].entry.operator_box.observe.as_ref().unwrap().cross;
+    assert_eq!(reads[0].crd.as_deref(), Some("producer"));
+    write("Database");
+    let text = error_text_of(std::slice::from_ref(&path));
+    assert!(text.contains("cross[0].kind: no CRD of the Katalog has kind Database"), "{text}");
 }

@@ -93,6 +93,9 @@ pub struct Metadata {
     pub labels: BTreeMap<String, String>,
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+    /// `{message, migratedTo, ...}`: a deprecated Katalog warns at every load.
+    #[serde(default)]
+    pub deprecation: Option<Value>,
 }
 
 /// `spec`.

@@ -146,6 +146,9 @@ pub struct CrossSpec {
     pub crd: Option<String>,
     #[serde(default)]
     pub label_selector: BTreeMap<String, String>,
+    /// Or the CRD by its kind (`apiTypes.kind`), when one CRD of the Katalog has it.
+    #[serde(default)]
+    pub kind: Option<String>,
     /// Which CR: `{name, namespace}` (templated) or `{matchLabels}`.
     #[serde(default)]
     pub selector: Option<Value>,

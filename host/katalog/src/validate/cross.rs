@@ -34,11 +34,26 @@ impl Checker<'_> {
                         read_node.pos,
                         "name the CRD by `crd` or by `labelSelector`, not both",
                     ),
-                    (None, true) => self.error(
-                        &path,
-                        read_node.pos,
-                        "needs `crd` (a CRD's key) or `labelSelector` (matching one CRD's labelSelector)",
-                    ),
+                    (None, true) => match &read.kind {
+                        None => self.error(
+                            &path,
+                            read_node.pos,
+                            "needs `crd` (a CRD's key), `kind` (one CRD's kind) or `labelSelector` (matching one CRD's labelSelector)",
+                        ),
+                        Some(kind) => match cross_target::of_kind(katalog, kind)[..] {
+                            [_] => {}
+                            [] => self.error(
+                                format!("{path}.kind"),
+                                at("kind"),
+                                format!("no CRD of the Katalog has kind {kind}; a CRD of another runtime is read by `crd` with `source`"),
+                            ),
+                            ref several => self.error(
+                                format!("{path}.kind"),
+                                at("kind"),
+                                format!("several CRDs have kind {kind} ({}): name one with `crd`", several.join(", ")),
+                            ),
+                        },
+                    },
                     (None, false) => {
                         if read.as_.is_none() {
                             self.error(

@@ -120,11 +120,17 @@ impl Checker<'_> {
         }
     }
 
-    /// A Katalog its author marks deprecated says so at every load, with where to go.
+    /// A Katalog its author marks deprecated (`lifecycle`, or `metadata.deprecation`) says so at
+    /// every load, with where to go.
     fn lifecycle(&mut self, root: &Node) {
-        let Some(lifecycle) = root.get("lifecycle") else { return };
-        let deprecation = lifecycle.get("deprecation");
-        let maturity = lifecycle.get("maturity").and_then(Node::as_str);
+        let (key, section, deprecation) = match (root.get("lifecycle"), root.get("metadata")) {
+            (Some(lifecycle), _) => ("lifecycle", lifecycle, lifecycle.get("deprecation")),
+            (None, Some(metadata)) if metadata.get("deprecation").is_some() => {
+                ("metadata.deprecation", metadata, metadata.get("deprecation"))
+            }
+            _ => return,
+        };
+        let maturity = section.get("maturity").and_then(Node::as_str);
         if deprecation.is_none() && maturity != Some("deprecated") {
             return;
         }
@@ -136,7 +142,7 @@ impl Checker<'_> {
         if let Some(to) = text("migratedTo") {
             message.push_str(&format!("; it moved to {to}"));
         }
-        self.warn("lifecycle", lifecycle.pos, message);
+        self.warn(key, section.pos, message);
     }
 
     /// Lease timings that parse, and a renewal well inside the duration.
