@@ -34,6 +34,7 @@ pub fn migrate(text: &str) -> Result<Migrated, String> {
         return Err(located(conflict));
     }
     changes.extend(moves.iter().map(|w| format!("{}: {}", w.path, w.message)));
+    entry_conditions(&mut root, &mut String::new(), false, &mut changes);
     // A renamed key may sit inside a section another rename moved: go until none is left.
     for _ in 0..4 {
         let renames = de::renames::<KatalogFile>(&root);
@@ -91,6 +92,34 @@ fn crds_as_map(root: &mut Node, changes: &mut Vec<String>) -> Result<(), String>
     crds.value = NodeValue::Map(entries);
     changes.push("spec.crds: a list of entries with name → a map keyed by name".into());
     Ok(())
+}
+
+/// `anyOf` → `or` on resource entries (list items under `onCreate`, `onReconcile` or
+/// `onDelete`), whose keys are the kind's own and so not seen by the typed renames.
+fn entry_conditions(node: &mut Node, path: &mut String, in_hooks: bool, changes: &mut Vec<String>) {
+    let len = path.len();
+    match &mut node.value {
+        NodeValue::Map(entries) => {
+            for (key, value) in entries.iter_mut() {
+                let key = key.key_text();
+                path.push_str(&format!("{}{key}", if path.is_empty() { "" } else { "." }));
+                let hooks = in_hooks || ["onCreate", "onReconcile", "onDelete"].contains(&key.as_str());
+                entry_conditions(value, path, hooks, changes);
+                path.truncate(len);
+            }
+        }
+        NodeValue::Seq(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                path.push_str(&format!("[{i}]"));
+                if in_hooks && rename_in(item, "anyOf", "or") {
+                    changes.push(format!("{path}.anyOf → or"));
+                }
+                entry_conditions(item, path, in_hooks, changes);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Renames the key a dot path (`a.b[2].c.old`) ends in; false when the path is not there.
@@ -173,6 +202,8 @@ spec:
           deployments:
             - image: "{{ .spec.image }}"
               reconcile: true
+              anyOf:
+                - {field: spec.tier, equals: gold}
         hooks:
           component: ./hooks.wasm
           resources: [{kind: ConfigMap}]
@@ -195,6 +226,7 @@ spec:
             "validation: [...] → admission.validation.rules",
             "operatorBox.reconcile.hooks.resources → managedResources",
             "operatorBox.preReconcile.reconcileGate.anyOf → or",
+            "onCreate.deployments[0].anyOf → or",
         ] {
             assert!(changes.contains(said), "{said} in\n{changes}");
         }
@@ -214,6 +246,10 @@ spec:
         assert_eq!(
             json["operatorBox"]["reconcile"]["onCreate"]["deployments"][0]["image"],
             "{{ .spec.image }}"
+        );
+        assert_eq!(
+            json["operatorBox"]["reconcile"]["onCreate"]["deployments"][0]["or"][0]["field"],
+            "spec.tier"
         );
         // What it wrote reads back with no error and no warning about older forms (the
         // component file is not there, which only the component check would mind).

@@ -10,7 +10,7 @@ use crate::model::{Gate, HookTemplates, KeyFrom, OperatorBox, kind_spec};
 use crate::resolver::CONTEXT_KEYS;
 use crate::sentinel;
 use crate::template::{Func, Template};
-use crate::text::closest;
+use crate::text::{closest, misspelt};
 use crate::yaml::{Node, NodeValue, Pos};
 
 /// Metric names an autoscale condition may read.
@@ -379,13 +379,14 @@ impl Checker<'_> {
                         let keys = kind.keys();
                         let mut candidates: Vec<&str> = COMMON_RESOURCE_KEYS.to_vec();
                         candidates.extend(keys.iter().copied());
-                        let best = closest(extra, &candidates).unwrap_or_default();
-                        let pos = key_pos(entry_node, extra);
-                        self.error(
-                            format!("{entry_path}.{extra}"),
-                            pos,
-                            format!("unknown field `{extra}` for {key}; the closest valid key is `{best}`"),
-                        );
+                        let message = match (extra.as_str(), misspelt(extra, &candidates)) {
+                            ("anyOf", _) => {
+                                "`anyOf` was renamed to `or` in v0.7.16; use `or` (`ork migrate` rewrites it)".to_string()
+                            }
+                            (_, Some(best)) => format!("unknown field `{extra}` for {key}; the closest valid key is `{best}`"),
+                            (_, None) => format!("unknown field `{extra}` for {key}; its keys are {}", candidates.join(", ")),
+                        };
+                        self.error(format!("{entry_path}.{extra}"), key_pos(entry_node, extra), message);
                     }
                 }
                 if let Some(targets) = entry.fields.get("toNamespaces") {
