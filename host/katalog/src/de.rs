@@ -27,6 +27,9 @@ const RENAMED: &[(&str, &str, &str, &str)] = &[
     ("ConstructorSpec", "resources", "managedResources", "v0.7.16"),
     ("CrossSpec", "labels", "labelSelector", "v0.7.17"),
     ("CrossSource", "type", "protocol", "v0.7.17"),
+    // The konductor-era queue keys.
+    ("Queue", "maxQueueDepth", "maxDepth", ""),
+    ("Queue", "default", "shared", ""),
 ];
 
 /// Collects the non-fatal problems of one deserialization.
@@ -173,7 +176,11 @@ impl<'de, 'c> NodeDe<'de, 'c> {
         let message = match renamed {
             Some((_, old, new, since)) => {
                 self.collector.renames.borrow_mut().push((path.clone(), new));
-                format!("`{old}` was renamed to `{new}` in {since}; use `{new}` (`ork migrate` rewrites it)")
+                let since = match *since {
+                    "" => String::new(),
+                    version => format!(" in {version}"),
+                };
+                format!("`{old}` was renamed to `{new}`{since}; use `{new}` (`ork migrate` rewrites it)")
             }
             None => match crate::text::misspelt(&text, fields) {
                 Some(best) => format!("unknown field `{text}`; the closest valid key is `{best}`"),

@@ -194,6 +194,7 @@ spec:
     - name: website
       apiTypes: {group: demo.io, version: v1, kind: Website}
       workers: 2
+      queue: {default: true, maxQueueDepth: 200}
       validation:
         - {field: spec.image, operator: exists, action: deny, message: an image is required}
       reconciler:
@@ -227,6 +228,8 @@ spec:
             "operatorBox.reconcile.hooks.resources → managedResources",
             "operatorBox.preReconcile.reconcileGate.anyOf → or",
             "onCreate.deployments[0].anyOf → or",
+            "reconcile.queue.maxQueueDepth → maxDepth",
+            "reconcile.queue.default → shared",
         ] {
             assert!(changes.contains(said), "{said} in\n{changes}");
         }
