@@ -819,3 +819,63 @@ async fn admission_rules_read_their_external_calls() {
     assert!(configmaps.get_opt("enormous-config").await.unwrap().is_none());
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_cr_moved_to_another_surface_loses_what_only_the_previous_one_made_unless_it_keeps_it() {
+    // Each target's box makes a ConfigMap of its own and one they share by name.
+    let target = |name: &str, extra: &str| {
+        format!(
+            "          {name}:\n{extra}            operatorBox:\n              reconcile:\n                onReconcile:\n                  configMaps:\n                    - {{name: '{{{{ .metadata.name }}}}-{name}', data: {{by: {name}}}}}\n                    - {{name: '{{{{ .metadata.name }}}}-shared', data: {{by: {name}}}}}\n"
+        )
+    };
+    let crds = crd("app", "App", "        reconcile: {resync: 1s}\n")
+        + "      serve:\n        enabled: true\n        namespace: NS\n        target:\n"
+        + &target("a", "            primary: true\n")
+        + &target("b", "")
+        + &target("c", "            apply: {overrides: {keepPreviousSurface: true}}\n");
+    let h = Harness::start("surface", &crds, &[], true).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let routed = |to: &str| json!({"metadata": {"annotations": {"orkestra.orkspace.io/serve-target": to}}});
+    let exists = |name: &'static str| {
+        let configmaps = configmaps.clone();
+        async move { configmaps.get_opt(name).await.unwrap().is_some() }
+    };
+    let by = |name: &'static str| {
+        let configmaps = configmaps.clone();
+        async move { data_by(&configmaps, name).await }
+    };
+    h.create("App", "x", json!({})).await;
+    h.patch("App", "x", routed("a")).await;
+    eventually("x-a made by a", WAIT, || async {
+        (by("x-a").await.as_deref() == Some("a")).then_some(())
+    })
+    .await
+    .unwrap();
+
+    // Moved to b: b's own and the shared one (now b's) are there, a's own is gone.
+    h.patch("App", "x", routed("b")).await;
+    eventually("x-a deleted, x-b made", WAIT, || async {
+        (!exists("x-a").await && exists("x-b").await).then_some(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        by("x-shared").await.as_deref(),
+        Some("b"),
+        "the shared child stays, rewritten"
+    );
+
+    // Moved to c, which keeps what the previous surface made.
+    h.patch("App", "x", routed("c")).await;
+    eventually("x-c made", WAIT, || async { exists("x-c").await.then_some(()) })
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(exists("x-b").await, "keepPreviousSurface: b's child is kept");
+    h.stop().await;
+}
+
+/// The `by` value of a ConfigMap's data.
+async fn data_by(configmaps: &Api<ConfigMap>, name: &str) -> Option<String> {
+    configmaps.get_opt(name).await.ok()??.data?.get("by").cloned()
+}

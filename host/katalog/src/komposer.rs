@@ -91,8 +91,16 @@ pub(super) fn read(node: &Node, files: &mut Files, problems: &mut Vec<Problem>) 
     let sources = file.imports.or(file.sources).unwrap_or_default();
     let at = |field: &str| node.get(key).and_then(|s| s.get(field)).map_or(node.pos, |n| n.pos);
     for (field, given, how) in [
-        ("registry", !sources.registry.is_empty(), "pull the pattern with upstream's CLI or an OCI client"),
-        ("helm", !sources.helm.is_empty(), "render the chart (helm template) to a file"),
+        (
+            "registry",
+            !sources.registry.is_empty(),
+            "pull the pattern with upstream's CLI or an OCI client",
+        ),
+        (
+            "helm",
+            !sources.helm.is_empty(),
+            "render the chart (helm template) to a file",
+        ),
     ] {
         if given {
             problems.push(Problem {
@@ -112,7 +120,8 @@ pub(super) fn read(node: &Node, files: &mut Files, problems: &mut Vec<Problem>) 
             problems.push(Problem {
                 path,
                 pos: at("files"),
-                message: "a remote Katalog (url, auth) is not fetched by this runtime; download it and give its path".into(),
+                message: "a remote Katalog (url, auth) is not fetched by this runtime; download it and give its path"
+                    .into(),
             });
             continue;
         };
@@ -137,7 +146,11 @@ pub(super) fn read(node: &Node, files: &mut Files, problems: &mut Vec<Problem>) 
         });
     }
     let overrides = crd_entries(node.get("spec").and_then(|s| s.get("crds")), problems);
-    let note_names = file.notes.iter().flat_map(|n| n.0.iter().map(|n| n.name.clone())).collect();
+    let note_names = file
+        .notes
+        .iter()
+        .flat_map(|n| n.0.iter().map(|n| n.name.clone()))
+        .collect();
     let mut own = node.clone();
     own.insert(Node::string("kind", node.pos), Node::string("Katalog", node.pos));
     for key in ["sources", "imports", "spec", "lifecycle"] {
@@ -197,7 +210,11 @@ impl Komposer {
         for later in (1..sources.len()).rev() {
             let names: Vec<String> = crd_names(&sources[later]);
             for earlier in &mut sources[..later] {
-                if let Some(NodeValue::Map(entries)) = earlier.get_mut("spec").and_then(|s| s.get_mut("crds")).map(|c| &mut c.value) {
+                if let Some(NodeValue::Map(entries)) = earlier
+                    .get_mut("spec")
+                    .and_then(|s| s.get_mut("crds"))
+                    .map(|c| &mut c.value)
+                {
                     entries.retain(|(k, _)| !names.contains(&k.key_text()));
                 }
             }
@@ -209,7 +226,9 @@ impl Komposer {
             // An override may be written in the flat shape, like any entry: translate it alone.
             let mut wrapper = crds_root(vec![(name.clone(), patch)], name.pos);
             translate(&mut wrapper);
-            let Some((_, patch)) = take_crds(wrapper).into_iter().next() else { continue };
+            let Some((_, patch)) = take_crds(wrapper).into_iter().next() else {
+                continue;
+            };
             let target = sources
                 .iter_mut()
                 .rev()
@@ -221,7 +240,10 @@ impl Komposer {
         }
         if !added.is_empty() {
             let pos = own.pos;
-            let spec = Node::new(NodeValue::Map(vec![(Node::string("crds", pos), Node::new(NodeValue::Map(added), pos))]), pos);
+            let spec = Node::new(
+                NodeValue::Map(vec![(Node::string("crds", pos), Node::new(NodeValue::Map(added), pos))]),
+                pos,
+            );
             own.insert(Node::string("spec", pos), spec);
         }
         own
@@ -243,7 +265,11 @@ fn crds_root(entries: Vec<(Node, Node)>, pos: super::yaml::Pos) -> Node {
 }
 
 fn take_crds(mut root: Node) -> Vec<(Node, Node)> {
-    match root.get_mut("spec").and_then(|s| s.remove("crds")).map(|(_, c)| c.value) {
+    match root
+        .get_mut("spec")
+        .and_then(|s| s.remove("crds"))
+        .map(|(_, c)| c.value)
+    {
         Some(NodeValue::Map(entries)) => entries,
         _ => Vec::new(),
     }

@@ -10,6 +10,10 @@ pub const OWNER_NAME_LABEL: &str = "orkestra-owner";
 pub const OWNER_UID_LABEL: &str = "orkestra.orkspace.io/owner-uid";
 /// On every child: the owning CR's `Kind.group`.
 pub const OWNER_KIND_LABEL: &str = "orkestra.orkspace.io/owner-kind";
+/// On a child of a CRD with serve targets: the surface (target, or "" for the CRD's own box)
+/// whose templates made it. A CR moved to another surface loses the children only the
+/// previous one made (unless `apply.overrides.keepPreviousSurface`).
+pub const SURFACE_LABEL: &str = "orkestra.orkspace.io/surface";
 /// Serve target the gateway routed a CR through.
 pub const SERVE_TARGET: &str = "orkestra.orkspace.io/serve-target";
 /// Serve alias the gateway routed a CR through (empty for the primary target).

@@ -661,14 +661,21 @@ notes:
     assert_eq!(web.workers, Some(6), "the override (written flat) wins");
     assert_eq!(web.resync.as_deref(), Some("30s"), "what it does not write stays");
     assert!(web.on_reconcile.is_some(), "the source's templates stay");
-    assert_eq!(katalog.crds["cache"].entry.api_types.group, "b.io", "a later file's CRD replaces");
+    assert_eq!(
+        katalog.crds["cache"].entry.api_types.group, "b.io",
+        "a later file's CRD replaces"
+    );
     let hosts: Vec<&str> = katalog
         .notes
         .iter()
         .filter(|n| n.name == "host")
         .map(|n| n.expression.as_str())
         .collect();
-    assert_eq!(hosts, ["{{ .metadata.name }}.prod.example"], "the Komposer's note replaces the file's");
+    assert_eq!(
+        hosts,
+        ["{{ .metadata.name }}.prod.example"],
+        "the Komposer's note replaces the file's"
+    );
 
     let text = error_text_of(&[komposer("registry:\n  - {url: ghcr.io/x/y@v1, oci: true}\n")]);
     assert!(text.contains("registry"), "a misplaced key is named: {text}");
@@ -732,10 +739,30 @@ spec:
     let entry = &compiled.katalog.crds["pipeline"].entry;
     let reconcile = entry.operator_box.reconcile.as_ref().unwrap();
     assert_eq!(reconcile.on_create.as_ref().unwrap().jobs.len(), 1, "onCreate joined");
-    assert_eq!(reconcile.on_delete.as_ref().unwrap().config_maps.len(), 1, "onDelete joined");
-    assert_eq!(reconcile.on_reconcile.as_ref().unwrap().config_maps.len(), 1, "the CRD's own stay");
-    let rules: Vec<&str> = entry.admission.validation.as_ref().unwrap().rules.iter().map(|r| r.message.as_str()).collect();
-    assert_eq!(rules, ["spec.steps is required", "spec.image is required"], "the motif's after the CRD's own");
+    assert_eq!(
+        reconcile.on_delete.as_ref().unwrap().config_maps.len(),
+        1,
+        "onDelete joined"
+    );
+    assert_eq!(
+        reconcile.on_reconcile.as_ref().unwrap().config_maps.len(),
+        1,
+        "the CRD's own stay"
+    );
+    let rules: Vec<&str> = entry
+        .admission
+        .validation
+        .as_ref()
+        .unwrap()
+        .rules
+        .iter()
+        .map(|r| r.message.as_str())
+        .collect();
+    assert_eq!(
+        rules,
+        ["spec.steps is required", "spec.image is required"],
+        "the motif's after the CRD's own"
+    );
     let notes: Vec<(&str, &str)> = compiled
         .katalog
         .notes
@@ -773,9 +800,18 @@ spec:
     };
     write("Producer");
     let katalog = load(std::slice::from_ref(&path)).unwrap().katalog;
-    let reads = &katalog.crds["consumer"].entry.operator_box.observe.as_ref().unwrap().cross;
+    let reads = &katalog.crds["consumer"]
+        .entry
+        .operator_box
+        .observe
+        .as_ref()
+        .unwrap()
+        .cross;
     assert_eq!(reads[0].crd.as_deref(), Some("producer"));
     write("Database");
     let text = error_text_of(std::slice::from_ref(&path));
-    assert!(text.contains("cross[0].kind: no CRD of the Katalog has kind Database"), "{text}");
+    assert!(
+        text.contains("cross[0].kind: no CRD of the Katalog has kind Database"),
+        "{text}"
+    );
 }

@@ -173,10 +173,28 @@ fn replace(kind: &KindSpec, entry: &ResourceEntry) -> Result<Replace, Error> {
             if entry.fields.get("once") != Some(&Value::Bool(true)) && !entry.fields.contains_key("tls") {
                 return Err(rotate("rotateAfter needs once: true (or tls)".into()));
             }
-            Ok(Replace::After(crate::duration::parse(text).map_err(rotate)?))
+            let text = fixed(text, entry.inputs.as_ref()).map_err(rotate)?;
+            Ok(Replace::After(crate::duration::parse(&text).map_err(rotate)?))
         }
         Some(other) if kind.key == "secrets" => Err(rotate(format!("{other} is not a duration"))),
         _ => Ok(Replace::Never),
+    }
+}
+
+/// A value fixed when the Katalog loads: plain text, or a template over the `.inputs` a motif
+/// import gave its entry (`rotateAfter: '{{ .inputs.rotateAfter }}'`).
+fn fixed(text: &str, inputs: Option<&Value>) -> Result<String, String> {
+    if !text.contains("{{") {
+        return Ok(text.to_string());
+    }
+    let template = Template::compile(text, Functions::builtin()).map_err(|e| e.to_string())?;
+    let data = serde_json::json!({ "inputs": inputs.cloned().unwrap_or(Value::Null) });
+    match template.render(&crate::template::Env::now(), &data) {
+        Ok(rendered) if !rendered.trim().is_empty() => Ok(rendered.trim().to_string()),
+        Ok(_) => Err(format!(
+            "{text:?} is fixed when the Katalog loads, so a template here reads only a motif's .inputs (and gave nothing)"
+        )),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -388,6 +406,8 @@ mod tests {
             Replace::After(std::time::Duration::from_secs(90 * 86400))
         );
         assert!(secret.entries[0].create_only(), "a once secret is never patched");
+        let error = block("secrets: [{once: true, rotateAfter: '{{ .spec.days }}'}]").unwrap_err();
+        assert!(error.contains("reads only a motif's .inputs"), "{error}");
         let error = block("secrets: [{rotateAfter: 90d}]").unwrap_err();
         assert!(error.contains("rotateAfter needs once: true"), "{error}");
         let pod = block("pods: [{image: busybox}]").unwrap();

@@ -359,12 +359,22 @@ impl CompiledCrd {
                 }
             }
         }
-        // Cluster-scoped children cannot carry an owner reference to a namespaced CR.
-        let owned_kinds: Vec<(String, String)> = applied_kinds(&entry.operator_box)
-            .into_iter()
-            .filter(|(_, _, namespaced)| *namespaced)
-            .map(|(api_version, kind, _)| (api_version, kind))
-            .collect();
+        // The kinds every box applies, the CRD's own and each serve target's. Cluster-scoped
+        // children cannot carry an owner reference to a namespaced CR.
+        let target_boxes = match entry.serve.as_ref().and_then(|s| s.target.as_ref()) {
+            Some(crate::ServeTarget::Entries(entries)) => {
+                entries.values().filter_map(|t| t.operator_box.as_ref()).collect()
+            }
+            _ => Vec::new(),
+        };
+        let mut owned_kinds: Vec<(String, String)> = Vec::new();
+        for ob in std::iter::once(&entry.operator_box).chain(target_boxes) {
+            for (api_version, kind, namespaced) in applied_kinds(ob) {
+                if namespaced && !owned_kinds.iter().any(|(a, k)| *a == api_version && *k == kind) {
+                    owned_kinds.push((api_version, kind));
+                }
+            }
+        }
         let at = |target: Option<&str>| match target {
             Some(target) => format!("serve.target.{target}.operatorBox.observe"),
             None => "operatorBox.observe".to_string(),

@@ -381,10 +381,16 @@ impl Checker<'_> {
                         candidates.extend(keys.iter().copied());
                         let message = match (extra.as_str(), misspelt(extra, &candidates)) {
                             ("anyOf", _) => {
-                                "`anyOf` was renamed to `or` in v0.7.16; use `or` (`ork migrate` rewrites it)".to_string()
+                                "`anyOf` was renamed to `or` in v0.7.16; use `or` (`ork migrate` rewrites it)"
+                                    .to_string()
                             }
-                            (_, Some(best)) => format!("unknown field `{extra}` for {key}; the closest valid key is `{best}`"),
-                            (_, None) => format!("unknown field `{extra}` for {key}; its keys are {}", candidates.join(", ")),
+                            (_, Some(best)) => {
+                                format!("unknown field `{extra}` for {key}; the closest valid key is `{best}`")
+                            }
+                            (_, None) => format!(
+                                "unknown field `{extra}` for {key}; its keys are {}",
+                                candidates.join(", ")
+                            ),
                         };
                         self.error(format!("{entry_path}.{extra}"), key_pos(entry_node, extra), message);
                     }

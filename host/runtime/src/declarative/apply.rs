@@ -326,6 +326,36 @@ impl Applier {
         Ok(deletion == Deletion::Deleted)
     }
 
+    /// Deletes `cr`'s children that another surface's templates made (their surface label is
+    /// not `surface`) and this run did not apply (`made`, by UID): what a CR moved to another
+    /// serve target no longer declares. Reads only the owned-kind watches' caches; a child
+    /// without the label (made before it) stays.
+    pub async fn prune_other_surfaces(
+        &self,
+        cr: &Value,
+        surface: &str,
+        made: &[String],
+    ) -> Result<bool, ReconcileError> {
+        let Some(uid) = cr["metadata"]["uid"].as_str() else {
+            return Ok(false);
+        };
+        let mut deleted = false;
+        for child in self.children.owned_by(uid) {
+            let made_by = child["metadata"]["labels"][labels::SURFACE_LABEL].as_str();
+            let applied_now = child["metadata"]["uid"]
+                .as_str()
+                .is_some_and(|uid| made.iter().any(|m| m == uid));
+            if made_by.is_some_and(|made_by| made_by != surface)
+                && !applied_now
+                && self.delete_if_owned(&child, cr).await?
+            {
+                tracing::info!(kind = %child["kind"], name = %child["metadata"]["name"], from = ?made_by, to = %surface, "moved to another surface: deleted what only the previous one made");
+                deleted = true;
+            }
+        }
+        Ok(deleted)
+    }
+
     /// Deletes the copies of `object` (same kind and name) that the owned-kind watch has seen
     /// as `cr`'s in a namespace outside `keep`: what a `toNamespaces` list no longer names.
     /// Reads only the watch's cache, so nothing is asked of the API server while none are left.

@@ -360,8 +360,9 @@ impl Declarative {
             return Err(ReconcileError::new(Reason::ValidationFailed, denied.join("; ")));
         }
         let compiled = &request.compiled;
+        let surface = self.surface(request);
         let Some(slot) = &self.component else {
-            let applied = self.children(compiled, mutated, context).await?;
+            let applied = self.children(compiled, mutated, context, surface).await?;
             return Ok(Done::from_call(Applied::default(), applied, wrote));
         };
         if self.is_constructor() {
@@ -379,7 +380,7 @@ impl Declarative {
         } else {
             None
         };
-        let applied = self.children(compiled, mutated, context).await?;
+        let applied = self.children(compiled, mutated, context, surface).await?;
         let called = match before {
             Some(called) => called,
             None => {
@@ -458,14 +459,37 @@ impl Declarative {
         Ok(api_for_key(&self.client, &request.resource, &request.key)?.0)
     }
 
-    /// Applies the templates: what they applied, and whether anything was written.
+    /// The surface whose box runs for this CR (its target, or "" for the CRD's own box), and
+    /// whether the children only another surface made stay; `None` when the CRD has no
+    /// target with a box of its own (there is no other surface to have made anything).
+    fn surface<'r>(&self, request: &'r Request) -> Option<(&'r str, bool)> {
+        if self.crd.targets.is_empty() {
+            return None;
+        }
+        let object = request.object.as_deref()?;
+        let routed = object["metadata"]["annotations"][orkestra_katalog::labels::SERVE_TARGET].as_str();
+        let keep = self
+            .crd
+            .serve
+            .as_ref()
+            .and_then(|serve| serve.surface(routed?))
+            .is_some_and(|surface| surface.overrides.keep_previous_surface);
+        Some((request.target.as_deref().unwrap_or_default(), keep))
+    }
+
+    /// Applies the templates: what they applied, and whether anything was written. With a
+    /// `surface`, each child is labelled with it, and a child another surface made that this
+    /// run did not apply is deleted (unless the surface keeps them).
     async fn children(
         &self,
         compiled: &CompiledBox,
         object: &Value,
         context: &Map<String, Value>,
+        surface: Option<(&str, bool)>,
     ) -> Result<Applied, ReconcileError> {
         let mut applied = Applied::default();
+        // The UIDs of every child this run applied or found as it should be.
+        let mut made: Vec<String> = Vec::new();
         let resolver = Resolver::in_context(object, &self.crd.notes, context);
         for (block, is_create) in [(&compiled.on_create, true), (&compiled.on_reconcile, false)] {
             let Some(block) = block else { continue };
@@ -510,6 +534,9 @@ impl Declarative {
                                 if let Some(scale) = &entry.autoscale {
                                     self.scale(scale, &scoped, &mut rendered, jiff::Timestamp::now());
                                 }
+                                if let Some((name, _)) = surface {
+                                    label(&mut rendered, orkestra_katalog::labels::SURFACE_LABEL, name);
+                                }
                                 match &placements {
                                     None => lives.push(self.applier.apply(rendered, object, mode).await?),
                                     Some(namespaces) => {
@@ -527,6 +554,7 @@ impl Declarative {
                             }
                         }
                         for (live, written) in lives {
+                            made.extend(live["metadata"]["uid"].as_str().map(String::from));
                             kept.push((
                                 entry.kind.key,
                                 live["metadata"]["name"].as_str().unwrap_or_default().to_string(),
@@ -557,7 +585,26 @@ impl Declarative {
                 }
             }
         }
+        if let Some((name, false)) = surface {
+            applied.wrote |= self.applier.prune_other_surfaces(object, name, &made).await?;
+        }
         Ok(applied)
+    }
+}
+
+/// Sets one label on a rendered object.
+fn label(object: &mut Value, key: &str, value: &str) {
+    let Some(metadata) = object
+        .as_object_mut()
+        .map(|o| o.entry("metadata").or_insert_with(|| json!({})))
+    else {
+        return;
+    };
+    if let Some(metadata) = metadata.as_object_mut() {
+        let labels = metadata.entry("labels").or_insert_with(|| json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert(key.to_string(), json!(value));
+        }
     }
 }
 

@@ -215,14 +215,24 @@ impl Children {
         kinds.get(&(api_version.to_string(), kind.to_string()))?.get(key)
     }
 
-    /// Every seen child of any kind whose owner UID label is `uid`.
+    /// Every seen child of any kind whose owner UID label is `uid`, with its apiVersion and
+    /// kind as watched (a listed object may come without them).
     pub fn owned_by(&self, uid: &str) -> Vec<Arc<Value>> {
         let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         kinds
-            .values()
-            .flat_map(|cache| {
-                cache.select(|child| {
+            .iter()
+            .flat_map(|((api_version, kind), cache)| {
+                let owned = cache.select(|child| {
                     child["metadata"]["labels"][orkestra_katalog::labels::OWNER_UID_LABEL].as_str() == Some(uid)
+                });
+                owned.into_iter().map(move |child| match child["kind"].is_string() {
+                    true => child,
+                    false => {
+                        let mut typed = (*child).clone();
+                        typed["apiVersion"] = Value::String(api_version.clone());
+                        typed["kind"] = Value::String(kind.clone());
+                        Arc::new(typed)
+                    }
                 })
             })
             .collect()

@@ -103,7 +103,10 @@ fn node_condition(_: &Env<'_>, args: &[&Value]) -> Result {
 }
 
 fn node_taints(_: &Env<'_>, args: &[&Value]) -> Result {
-    let taints = at(obj(args)?, &["spec", "taints"]).as_array().cloned().unwrap_or_default();
+    let taints = at(obj(args)?, &["spec", "taints"])
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     Ok(Value::Array(taints.iter().map(|t| text_at(t, &["key"])).collect()))
 }
 
@@ -114,5 +117,7 @@ fn cron_job_active_count(_: &Env<'_>, args: &[&Value]) -> Result {
 }
 
 fn cron_job_last_job_succeeded(_: &Env<'_>, args: &[&Value]) -> Result {
-    Ok(Value::Bool(int_at(obj(args)?, &["_lastJob", "status", "succeeded"]) > 0))
+    Ok(Value::Bool(
+        int_at(obj(args)?, &["_lastJob", "status", "succeeded"]) > 0,
+    ))
 }

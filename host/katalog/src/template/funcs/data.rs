@@ -7,8 +7,8 @@ use sha2::{Digest, Sha256};
 
 use super::Entry;
 use super::args::{Result, at_least, between, count, exactly, string, text};
-use crate::template::value::display;
 use crate::template::Env;
+use crate::template::value::display;
 
 pub const FUNCS: &[Entry] = &[
     Entry {

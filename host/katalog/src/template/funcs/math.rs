@@ -258,10 +258,11 @@ fn prom_series_count(_: &Env<'_>, args: &[&Value]) -> Result {
 
 fn prom_label_values(_: &Env<'_>, args: &[&Value]) -> Result {
     exactly(args, 2)?;
-    let (label, result) = match args[0].is_string() && !args[0].as_str().is_some_and(|s| s.trim_start().starts_with('{')) {
-        true => (args[0], args[1]),
-        false => (args[1], args[0]),
-    };
+    let (label, result) =
+        match args[0].is_string() && !args[0].as_str().is_some_and(|s| s.trim_start().starts_with('{')) {
+            true => (args[0], args[1]),
+            false => (args[1], args[0]),
+        };
     let label = crate::template::value::display(label);
     Ok(Value::Array(
         series(result)

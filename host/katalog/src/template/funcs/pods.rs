@@ -118,9 +118,11 @@ fn any_reason(object: &Value, reason: &str) -> bool {
 /// The pod whose name ends in `-N`.
 fn by_ordinal(object: &Value, ordinal: i64) -> Option<Value> {
     let suffix = format!("-{ordinal}");
-    pods(object)
-        .into_iter()
-        .find(|pod| at(pod, &["metadata", "name"]).as_str().is_some_and(|n| n.ends_with(&suffix)))
+    pods(object).into_iter().find(|pod| {
+        at(pod, &["metadata", "name"])
+            .as_str()
+            .is_some_and(|n| n.ends_with(&suffix))
+    })
 }
 
 fn pod_by_ordinal(_: &Env<'_>, args: &[&Value]) -> Result {
@@ -157,10 +159,14 @@ fn pod_container_state(_: &Env<'_>, args: &[&Value]) -> Result {
         .into_iter()
         .find(|s| s["name"].as_str() == Some(container.as_ref()))
         .and_then(|s| {
-            [("running", "Running"), ("waiting", "Waiting"), ("terminated", "Terminated")]
-                .into_iter()
-                .find(|(key, _)| !s["state"][key].is_null())
-                .map(|(_, label)| label)
+            [
+                ("running", "Running"),
+                ("waiting", "Waiting"),
+                ("terminated", "Terminated"),
+            ]
+            .into_iter()
+            .find(|(key, _)| !s["state"][key].is_null())
+            .map(|(_, label)| label)
         });
     Ok(string(state.unwrap_or_default()))
 }
@@ -211,10 +217,7 @@ fn job_first_exit_code(_: &Env<'_>, args: &[&Value]) -> Result {
 
 fn warning_messages(_: &Env<'_>, args: &[&Value]) -> Result {
     Ok(Value::Array(
-        warnings(obj(args)?)
-            .iter()
-            .map(|w| text_at(w, &["message"]))
-            .collect(),
+        warnings(obj(args)?).iter().map(|w| text_at(w, &["message"])).collect(),
     ))
 }
 

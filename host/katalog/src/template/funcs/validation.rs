@@ -48,11 +48,7 @@ pub const FUNCS: &[Entry] = &[
         is_email,
         "TEXT is one bare email address (user@host.tld)"
     ),
-    check!(
-        "isValidURL",
-        is_url,
-        "TEXT is an absolute http(s) URL with a host"
-    ),
+    check!("isValidURL", is_url, "TEXT is an absolute http(s) URL with a host"),
     check!(
         "isValidPort",
         |t| t.trim().parse::<u16>().is_ok_and(|p| p > 0),
@@ -76,10 +72,12 @@ pub const FUNCS: &[Entry] = &[
 ];
 
 fn is_host(host: &str) -> bool {
-    let host = host.rsplit_once(':').map_or(host, |(h, port)| match port.parse::<u16>() {
-        Ok(_) => h,
-        Err(_) => "",
-    });
+    let host = host
+        .rsplit_once(':')
+        .map_or(host, |(h, port)| match port.parse::<u16>() {
+            Ok(_) => h,
+            Err(_) => "",
+        });
     !host.is_empty()
         && host.split('.').all(|part| {
             !part.is_empty()
@@ -180,7 +178,10 @@ mod tests {
         assert!(is_image_ref("myorg/app:v1.2.3") && is_image_ref("registry.myorg.io:5000/team/app:latest"));
         assert!(is_image_ref("nginx") && is_image_ref(&format!("nginx@sha256:{}", "a".repeat(64))));
         assert!(!is_image_ref("MyOrg/App") && !is_image_ref("app:") && !is_image_ref("a b"));
-        assert!(is_git_repository("https://github.com/myorg/payments") && is_git_repository("git@github.com:myorg/payments.git"));
+        assert!(
+            is_git_repository("https://github.com/myorg/payments")
+                && is_git_repository("git@github.com:myorg/payments.git")
+        );
         assert!(!is_git_repository("not a repo") && !is_git_repository("https://github.com"));
         assert!(is_label_key("platform.myorg.io/tier") && !is_label_key("bad key") && !is_label_key("a/"));
         assert!(is_label_value("") && is_label_value("team-payments") && !is_label_value("-leading"));
