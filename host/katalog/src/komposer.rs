@@ -1,7 +1,7 @@
 //! Komposer files (`kind: Komposer`): one runtime's Katalog composed of several Katalog files.
 //! The files it lists (`sources.files`, or `imports.files`; relative to the Komposer) load as
-//! if given one after another, except that a later file's CRD replaces an earlier one of the
-//! same name. Its `spec.crds` then layers over them: an entry naming a CRD of a source
+//! if given one after another, except that a later file's CRD (or note) replaces an earlier
+//! one of the same name. Its `spec.crds` then layers over them: an entry naming a CRD of a source
 //! changes only the fields it writes (maps merge key by key, anything else is replaced; an
 //! empty entry keeps the CRD as it is), an entry naming no source's CRD adds one. Its
 //! `notes` replace imported notes of the same name. Registry and Helm sources are fetched

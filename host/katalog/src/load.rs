@@ -255,6 +255,15 @@ fn typed(node: Node, problems: &mut Vec<Problem>) -> Option<Parsed> {
     }
 }
 
+fn note_names(parsed: &Parsed) -> BTreeSet<String> {
+    parsed
+        .file
+        .notes
+        .iter()
+        .flat_map(|n| n.0.iter().map(|n| n.name.clone()))
+        .collect()
+}
+
 /// The Katalogs one file holds: itself, or for a Komposer its own part first (its name, notes
 /// and added CRDs) and then the files it composes, with the names of the notes it replaces.
 fn katalogs_of(
@@ -282,9 +291,19 @@ fn katalogs_of(
     let replaced = komposer.note_names.clone();
     let mut own = komposer.compose(&mut roots, |n| legacy::translate(n, &mut Vec::new(), &mut Vec::new()));
     prepare(&mut own, files, problems, warnings);
-    let parsed = std::iter::once(own)
+    let mut parsed: Vec<Parsed> = std::iter::once(own)
         .chain(roots)
         .filter_map(|root| typed(root, problems))
         .collect();
+    // A later file's note replaces an earlier one's, as its CRDs do (the Komposer's own part,
+    // first, replaces them all through `replaced`).
+    for later in (2..parsed.len()).rev() {
+        let names: BTreeSet<String> = note_names(&parsed[later]);
+        for earlier in &mut parsed[1..later] {
+            if let Some(notes) = &mut earlier.file.notes {
+                notes.0.retain(|note| !names.contains(&note.name));
+            }
+        }
+    }
     (parsed, replaced)
 }

@@ -620,6 +620,7 @@ spec:
       apiTypes: {group: a.io, version: v1, kind: Cache}
 notes:
   - {name: host, expression: '{{ .metadata.name }}.local'}
+  - {name: port, expression: '80'}
 ",
     );
     write(
@@ -630,6 +631,8 @@ spec:
   crds:
     cache:
       apiTypes: {group: b.io, version: v1, kind: Cache}
+notes:
+  - {name: port, expression: '8080'}
 ",
     );
     let komposer = |extra: &str| {
