@@ -263,6 +263,39 @@ fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
     );
     let probes = kubectl_with(&kubeconfig, &["get", "configmaps", "-n", "default", "-o", "name"]).unwrap();
     assert!(!probes.contains("ork-gc-probe"), "the probes are gone: {probes}");
+
+    // A CRD added to the file: installed and started without a restart.
+    let added = "  crds:\n    memo:\n      apiTypes: {group: demo.orkestra.io, version: v1, kind: Memo, plural: memos}\n      operatorBox:\n        reconcile:\n          onReconcile:\n            configMaps: [{name: '{{ .metadata.name }}-memo', data: {text: '{{ .spec.text }}'}}]\n";
+    let text = std::fs::read_to_string(&katalog).unwrap();
+    std::fs::write(&katalog, text.replacen("  crds:\n", added, 1)).unwrap();
+    let memo = temp.path().join("memo.yaml");
+    std::fs::write(
+        &memo,
+        "apiVersion: demo.orkestra.io/v1\nkind: Memo\nmetadata: {name: first, namespace: default}\nspec: {text: hi}\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let text = loop {
+        // Refused until the reload installed the CRD.
+        let _ = kubectl_with(&kubeconfig, &["apply", "-f", memo.to_str().unwrap()]);
+        let text = kubectl_with(
+            &kubeconfig,
+            &[
+                "get",
+                "configmap",
+                "first-memo",
+                "--ignore-not-found",
+                "-o",
+                "jsonpath={.data.text}",
+            ],
+        )
+        .unwrap_or_default();
+        if !text.is_empty() || started.elapsed() > Duration::from_secs(60) {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(text, "hi", "the added CRD runs in the same process, not restarted");
     assert!(ork.signal_and_wait(libc::SIGINT, Duration::from_secs(30)).success());
     assert_eq!(wait_no_processes(&dir, Duration::from_secs(5)), Vec::<u32>::new());
 }

@@ -88,6 +88,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         webhooks: &args.webhooks,
         ha: &ha,
         registries: args.registry.registries()?,
+        dev: true,
     };
     let result = tokio::select! {
         result = super::run::serve(client, config, &katalog, &files, hosting) => result,

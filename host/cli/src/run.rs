@@ -107,6 +107,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         webhooks: &args.webhooks,
         ha: &args.ha,
         registries: args.registry.registries()?,
+        dev: false,
     };
     serve(client, config, &katalog, &args.katalog.files(), hosting).await?;
     Ok(ExitCode::SUCCESS)
@@ -118,6 +119,8 @@ pub struct Hosting<'a> {
     pub webhooks: &'a super::gateway::WebhookArgs,
     pub ha: &'a super::ha::HaArgs,
     pub registries: orkestra_wasm::Registries,
+    /// `ork dev`: a reload installs the Katalog's CRDs too.
+    pub dev: bool,
 }
 
 /// Runs the Katalog's runtime until SIGINT/SIGTERM; a second signal, or in-flight
@@ -135,6 +138,7 @@ pub async fn serve(
         webhooks: webhooks_args,
         ha: ha_args,
         registries,
+        dev,
     } = hosting;
     let auth = match http.no_http {
         true => None,
@@ -150,7 +154,10 @@ pub async fn serve(
         runtime = runtime.with_event_log();
     }
     let components = runtime.components();
-    let reloader = orkestra::reload::Reloader::new(files.to_vec(), components, runtime.pipelines());
+    let mut reloader = orkestra::reload::Reloader::new(files.to_vec(), components, runtime.pipelines());
+    if dev {
+        reloader = reloader.installing_crds(client.clone());
+    }
     // A changed Katalog applies live, CRD by CRD (the webhooks, gateway and HA at restart).
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
     // The Serve API shares the Live API's port under /api/v1, with its own tokens.

@@ -37,6 +37,9 @@ pub struct Reloader {
     files: Vec<PathBuf>,
     components: Components,
     pipelines: Pipelines,
+    /// Installs the Katalog's CRDs before applying it (`ork dev`, which installs them at
+    /// start too), so a CRD added to the file starts at once.
+    installs: Option<kube::Client>,
 }
 
 impl Reloader {
@@ -45,7 +48,14 @@ impl Reloader {
             files,
             components,
             pipelines,
+            installs: None,
         }
+    }
+
+    /// Installs (or updates) the Katalog's CRDs with `client` before each apply.
+    pub fn installing_crds(mut self, client: kube::Client) -> Self {
+        self.installs = Some(client);
+        self
     }
 
     /// Reads the Katalog again, applies it, and reloads every slot declared anew or changed
@@ -83,6 +93,13 @@ impl Reloader {
                 return Vec::new();
             }
         };
+        if let Some(client) = &self.installs {
+            let waited = std::time::Duration::from_secs(60);
+            if let Err(error) = orkestra_kube::crd_install::install_crds(client, &katalog.katalog, waited).await {
+                tracing::warn!(%error, "the Katalog's CRDs did not install; a CRD added waits for its kind");
+                outcome.errors.push(format!("installing the CRDs: {error}"));
+            }
+        }
         let before = self.pipelines.katalog();
         outcome.restart_needed = restart_only(&before.katalog, &katalog.katalog);
         for part in &outcome.restart_needed {
