@@ -36,4 +36,5 @@ mod routing;
 mod running;
 mod storms;
 mod tenants;
+mod upstream;
 mod wasm;
