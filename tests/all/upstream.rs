@@ -22,7 +22,7 @@ fn write(dir: &Path, name: &str, text: &str) {
 
 async fn data(maps: &Api<ConfigMap>, name: &str) -> Option<Value> {
     let map = maps.get_opt(name).await.ok()??;
-    Some(serde_json::to_value(map.data?).ok()?)
+    serde_json::to_value(map.data?).ok()
 }
 
 #[tokio::test]
