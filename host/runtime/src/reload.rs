@@ -170,7 +170,7 @@ fn restart_only(before: &Katalog, after: &Katalog) -> Vec<String> {
             }
         };
         if changed {
-            parts.push(format!("{name}: admission, deletion protection or serve"));
+            parts.push(format!("{name}: the webhooks and the gateway (admission, deletion protection, serve)"));
         }
     }
     parts
@@ -196,7 +196,7 @@ mod tests {
         let guarded = katalog("      deletionProtection: {protectCRs: true}\n");
         assert_eq!(
             restart_only(&plain, &guarded),
-            ["web: admission, deletion protection or serve"]
+            ["web: the webhooks and the gateway (admission, deletion protection, serve)"]
         );
         let mut ha = plain.clone();
         ha.ha = Some(Default::default());
