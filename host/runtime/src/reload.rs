@@ -170,7 +170,9 @@ fn restart_only(before: &Katalog, after: &Katalog) -> Vec<String> {
             }
         };
         if changed {
-            parts.push(format!("{name}: the webhooks and the gateway (admission, deletion protection, serve)"));
+            parts.push(format!(
+                "{name}: the webhooks and the gateway (admission, deletion protection, serve)"
+            ));
         }
     }
     parts
