@@ -773,6 +773,17 @@ spec:
         .map(|n| (n.name.as_str(), n.description.as_str()))
         .collect();
     assert_eq!(notes, [("buildName", ""), ("owner", "the team")]);
+
+    std::fs::write(
+        dir.path().join("pipeline.yaml"),
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Motif\nnotes: {functions: {x: {expresion: y}}}\n",
+    )
+    .unwrap();
+    let text = error_text_of(&[dir.path().join("k.yaml")]);
+    assert!(
+        text.contains("unknown field `expresion`"),
+        "a misspelt note key is named: {text}"
+    );
 }
 
 #[test]

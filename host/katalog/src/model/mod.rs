@@ -251,9 +251,10 @@ impl<'de> Deserialize<'de> for Notes {
     }
 }
 
-/// One user note: a zero-argument function whose value is its template.
+/// One user note: a zero-argument function whose value is its template. Read from a JSON
+/// value (either shape of [`Notes`]), so an unknown key is refused here.
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NoteSpec {
     pub name: String,
     /// The template the note evaluates.
