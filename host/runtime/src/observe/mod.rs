@@ -212,20 +212,18 @@ impl Children {
     /// it was seen.
     pub fn get(&self, api_version: &str, kind: &str, key: &str) -> Option<Arc<Value>> {
         let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let child = kinds.get(&(api_version.to_string(), kind.to_string()))?.get(key)?;
-        Some(typed(api_version, kind, child))
+        kinds.get(&(api_version.to_string(), kind.to_string()))?.get(key)
     }
 
     /// Every seen child of any kind whose owner UID label is `uid`.
     pub fn owned_by(&self, uid: &str) -> Vec<Arc<Value>> {
         let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         kinds
-            .iter()
-            .flat_map(|((api_version, kind), cache)| {
-                let owned = cache.select(|child| {
+            .values()
+            .flat_map(|cache| {
+                cache.select(|child| {
                     child["metadata"]["labels"][orkestra_katalog::labels::OWNER_UID_LABEL].as_str() == Some(uid)
-                });
-                owned.into_iter().map(move |child| typed(api_version, kind, child))
+                })
             })
             .collect()
     }
@@ -237,22 +235,7 @@ impl Children {
         kinds
             .get(&(api_version.to_string(), kind.to_string()))
             .map_or_else(Vec::new, |cache| cache.select(keep))
-            .into_iter()
-            .map(|child| typed(api_version, kind, child))
-            .collect()
     }
-}
-
-/// A child with its apiVersion and kind as watched: an object that came with a list has
-/// neither, and would otherwise look drifted from what is applied (and could not be deleted).
-fn typed(api_version: &str, kind: &str, child: Arc<Value>) -> Arc<Value> {
-    if child["kind"].is_string() && child["apiVersion"].is_string() {
-        return child;
-    }
-    let mut typed = (*child).clone();
-    typed["apiVersion"] = Value::String(api_version.to_string());
-    typed["kind"] = Value::String(kind.to_string());
-    Arc::new(typed)
 }
 
 /// The key of an object: `namespace/name`, or `name` when cluster-scoped.
@@ -296,24 +279,7 @@ pub fn split_key(key: &str) -> (Option<&str>, &str) {
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use serde_json::json;
-
     use super::*;
-
-    #[test]
-    fn a_listed_child_is_given_the_kind_it_was_watched_as() {
-        let children = Children::default();
-        let cache = children.register("v1", "ConfigMap");
-        // A list answer's items carry no apiVersion or kind.
-        let listed = json!({"metadata": {"name": "a-c", "namespace": "ns",
-            "labels": {orkestra_katalog::labels::OWNER_UID_LABEL: "u1"}}, "data": {"v": "1"}});
-        cache.insert("ns/a-c".into(), Arc::new(listed));
-        let typed = |child: &Value| (child["apiVersion"].clone(), child["kind"].clone());
-        let want = (json!("v1"), json!("ConfigMap"));
-        assert_eq!(typed(&children.get("v1", "ConfigMap", "ns/a-c").unwrap()), want);
-        assert_eq!(typed(&children.owned_by("u1")[0]), want);
-        assert_eq!(typed(&children.select("v1", "ConfigMap", |_| true)[0]), want);
-    }
 
     #[tokio::test(start_paused = true)]
     async fn a_watch_that_panics_or_ends_is_started_again_and_stops_with_its_supervisor() {

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, DynamicObject, TypeMeta};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
@@ -73,11 +73,21 @@ struct Change {
     sentinels: SentinelBits,
 }
 
-/// Runs a watch and calls `route` for every change after the initial list.
+/// `object` with `types` where it has none.
+fn typed(mut object: DynamicObject, types: Option<&TypeMeta>) -> DynamicObject {
+    if object.types.is_none() {
+        object.types = types.cloned();
+    }
+    object
+}
+
+/// Runs a watch and calls `route` for every change after the initial list. With `types`, an
+/// object that comes without its apiVersion and kind (every item of a list answer) is stored
+/// with them, so readers of `seen` get it as the watch would.
 async fn changes(
     api: Api<DynamicObject>,
     config: watcher::Config,
-    declared: u16,
+    (declared, types): (u16, Option<&TypeMeta>),
     seen: Cache,
     mut route: impl FnMut(Change),
 ) {
@@ -89,7 +99,7 @@ async fn changes(
             Ok(Event::Init) => relisting = Some(HashSet::new()),
             Ok(Event::InitApply(object)) => {
                 // The initial list is not a change: remember it, trigger nothing.
-                if let Some((key, value)) = to_cached_json(object, declared) {
+                if let Some((key, value)) = to_cached_json(typed(object, types), declared) {
                     if let Some(listed) = relisting.as_mut() {
                         listed.insert(key.clone());
                     }
@@ -109,7 +119,7 @@ async fn changes(
                 }
             }
             Ok(Event::Apply(object)) => {
-                let Some((key, value)) = to_cached_json(object, declared) else {
+                let Some((key, value)) = to_cached_json(typed(object, types), declared) else {
                     continue;
                 };
                 let value = Arc::new(value);
@@ -157,7 +167,7 @@ pub async fn watch_secondary(
     } else {
         entry.on.clone()
     };
-    changes(api, config, declared, Cache::default(), |change| {
+    changes(api, config, (declared, None), Cache::default(), |change| {
         if !on.contains(&change.kind) {
             return;
         }
@@ -231,7 +241,11 @@ pub async fn watch_owned(
     enqueue: Arc<dyn Enqueue>,
     (children, kind, own): (Cache, (String, String), Arc<OwnWrites>),
 ) {
-    changes(api, config, 0, children, |change| {
+    let types = TypeMeta {
+        api_version: kind.0.clone(),
+        kind: kind.1.clone(),
+    };
+    changes(api, config, (0, Some(&types)), children, |change| {
         let key = super::object_key(&change.object).unwrap_or_default();
         let own_key = super::Children::own_key(&kind.0, &kind.1, &key);
         if change.kind == EventType::Delete {
@@ -250,4 +264,35 @@ pub async fn watch_owned(
         }
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listed_child_is_stored_with_the_kind_it_was_watched_as() {
+        // A list answer's items carry no apiVersion or kind.
+        let listed: DynamicObject = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "a-c", "namespace": "ns"}, "data": {"v": "1"}}),
+        )
+        .unwrap();
+        assert!(listed.types.is_none());
+        let types = TypeMeta {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        };
+        let (key, stored) = to_cached_json(typed(listed, Some(&types)), 0).unwrap();
+        assert_eq!(key, "ns/a-c");
+        assert_eq!(
+            (&stored["apiVersion"], &stored["kind"]),
+            (&serde_json::json!("v1"), &serde_json::json!("ConfigMap"))
+        );
+        // What the watch names stays its own.
+        let watched: DynamicObject = serde_json::from_value(
+            serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}),
+        )
+        .unwrap();
+        assert_eq!(typed(watched, Some(&types)).types.unwrap().kind, "Secret");
+    }
 }
