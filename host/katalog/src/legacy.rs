@@ -76,6 +76,25 @@ const BOX_MOVES: &[(&str, &[&str])] = &[
 const PRE_RECONCILE_MOVES: &[(&str, &[&str])] =
     &[("when", &["reconcileGate", "when"]), ("or", &["reconcileGate", "or"])];
 
+/// The older admission sections were the rule lists themselves: `admission.validation: [...]`
+/// (and `mutation`) under `node` becomes `{rules: [...]}`. Returns the sections rewritten.
+pub fn rule_lists_as_maps(node: &mut Node) -> Vec<&'static str> {
+    let mut rewritten = Vec::new();
+    for section in ["validation", "mutation"] {
+        if let Some(rules) = node
+            .get_mut("admission")
+            .and_then(|a| a.get_mut(section))
+            .filter(|r| matches!(r.value, NodeValue::Seq(_)))
+        {
+            let pos = rules.pos;
+            let list = std::mem::replace(rules, Node::new(NodeValue::Null, pos));
+            *rules = Node::new(NodeValue::Map(vec![(Node::string("rules", pos), list)]), pos);
+            rewritten.push(section);
+        }
+    }
+    rewritten
+}
+
 /// Translates every CRD entry under `spec.crds` of a Katalog file; `moves` gets one line per
 /// CRD that was written flat.
 pub fn translate(root: &mut Node, problems: &mut Vec<Problem>, moves: &mut Vec<Problem>) {
@@ -96,18 +115,8 @@ pub fn translate(root: &mut Node, problems: &mut Vec<Problem>, moves: &mut Vec<P
         let base = format!("spec.crds.{}", name.key_text());
         let mut moved = Vec::new();
         apply(entry, CRD_MOVES, &base, &mut moved, problems);
-        // The older admission sections were the rule lists themselves.
-        for section in ["validation", "mutation"] {
-            if let Some(rules) = entry
-                .get_mut("admission")
-                .and_then(|a| a.get_mut(section))
-                .filter(|r| matches!(r.value, NodeValue::Seq(_)))
-            {
-                let pos = rules.pos;
-                let list = std::mem::replace(rules, Node::new(NodeValue::Null, pos));
-                *rules = Node::new(NodeValue::Map(vec![(Node::string("rules", pos), list)]), pos);
-                moved.push(format!("{section}: [...] → admission.{section}.rules"));
-            }
+        for section in rule_lists_as_maps(entry) {
+            moved.push(format!("{section}: [...] → admission.{section}.rules"));
         }
         if let Some(operator_box) = entry.get_mut("operatorBox") {
             apply(

@@ -304,18 +304,7 @@ fn read_motif(
         }
     };
     let mut node = node;
-    // The older admission sections were the rule lists themselves.
-    for section in ["validation", "mutation"] {
-        if let Some(rules) = node
-            .get_mut("admission")
-            .and_then(|a| a.get_mut(section))
-            .filter(|r| matches!(r.value, NodeValue::Seq(_)))
-        {
-            let pos = rules.pos;
-            let list = std::mem::replace(rules, Node::new(NodeValue::Null, pos));
-            *rules = Node::new(NodeValue::Map(vec![(Node::string("rules", pos), list)]), pos);
-        }
-    }
+    super::legacy::rule_lists_as_maps(&mut node);
     match de::read::<MotifFile>(&node, "") {
         Ok((mut motif, unknown)) => {
             problems.extend(unknown);
