@@ -205,7 +205,7 @@ impl Komposer {
     /// Lays the Komposer over its sources (Katalog roots, in order, each already translated to
     /// the current shape); returns the Komposer's own Katalog root (its notes, its metadata,
     /// and the CRDs it adds), to load first so the Katalog takes its name.
-    pub(super) fn compose(self, sources: &mut [Node], translate: impl Fn(&mut Node)) -> Node {
+    pub(super) fn compose(self, sources: &mut [Node], problems: &mut Vec<Problem>) -> Node {
         // A later source's CRD replaces an earlier one of the same name.
         for later in (1..sources.len()).rev() {
             let names: Vec<String> = crd_names(&sources[later]);
@@ -225,7 +225,7 @@ impl Komposer {
             let key = name.key_text();
             // An override may be written in the flat shape, like any entry: translate it alone.
             let mut wrapper = crds_root(vec![(name.clone(), patch)], name.pos);
-            translate(&mut wrapper);
+            super::legacy::translate(&mut wrapper, problems, &mut Vec::new());
             let Some((_, patch)) = take_crds(wrapper).into_iter().next() else {
                 continue;
             };

@@ -289,7 +289,7 @@ fn katalogs_of(
         }
     }
     let replaced = komposer.note_names.clone();
-    let mut own = komposer.compose(&mut roots, |n| legacy::translate(n, &mut Vec::new(), &mut Vec::new()));
+    let mut own = komposer.compose(&mut roots, problems);
     prepare(&mut own, files, problems, warnings);
     let mut parsed: Vec<Parsed> = std::iter::once(own)
         .chain(roots)

@@ -682,6 +682,21 @@ notes:
 
     let text = error_text_of(&[komposer("registry:\n  - {url: ghcr.io/x/y@v1, oci: true}\n")]);
     assert!(text.contains("registry"), "a misplaced key is named: {text}");
+    let both = write(
+        "both.yaml",
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Komposer
+imports: {files: [./shop.yaml]}
+spec:
+  crds:
+    web: {workers: 6, operatorBox: {reconcile: {workers: 3}}}
+",
+    );
+    let text = error_text_of(&[both]);
+    assert!(
+        text.contains("set in both the older shape (`workers`)"),
+        "an override's conflict is named: {text}"
+    );
     let remote = write(
         "remote.yaml",
         "apiVersion: orkestra.orkspace.io/v1\nkind: Komposer\nsources:\n  files: [./missing.yaml]\n  helm: [{repo: https://charts.example, chart: x}]\n",
