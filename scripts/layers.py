@@ -3,7 +3,8 @@
 
 1. orkestra-katalog stays pure: none of kube, wasmtime, tokio, an HTTP stack or axum in its
    dependency tree (normal and dev), so it builds, tests and fuzzes without them.
-2. No import cycles between the top-level modules of each host crate. A module's own files
+2. orkestra-gateway links no Wasm engine (it shares the Katalog's effects, not the runtime).
+3. No import cycles between the top-level modules of each host crate. A module's own files
    may refer to each other (a reconciler split into impl blocks); test code is left out.
 """
 import os
@@ -15,13 +16,16 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 FORBIDDEN = ("kube", "kube-client", "kube-runtime", "wasmtime", "tokio", "reqwest", "hyper", "axum")
 
 
-def impure_dependencies():
+def dependencies(package, edges):
     tree = subprocess.run(
-        ["cargo", "tree", "-p", "orkestra-katalog", "-e", "normal,dev", "--prefix", "none", "--locked"],
+        ["cargo", "tree", "-p", package, "-e", edges, "--prefix", "none", "--locked"],
         cwd=ROOT, check=True, capture_output=True, text=True,
     ).stdout
-    names = {line.split()[0] for line in tree.splitlines() if line.strip()}
-    return sorted(n for n in names if n in FORBIDDEN)
+    return {line.split()[0] for line in tree.splitlines() if line.strip()}
+
+
+def impure_dependencies():
+    return sorted(n for n in dependencies("orkestra-katalog", "normal,dev") if n in FORBIDDEN)
 
 
 def module_edges(src_dir):
@@ -83,12 +87,17 @@ def main():
     if impure:
         print(f"orkestra-katalog must stay pure, but depends on: {', '.join(impure)}")
         failed = True
-    for crate in ("katalog", "kube", "wasm", "runtime", "gateway", "control-center", "cli"):
+    engines = sorted(n for n in dependencies("orkestra-gateway", "normal") if n in ("wasmtime", "orkestra-wasm"))
+    if engines:
+        print(f"orkestra-gateway must not link a Wasm engine, but depends on: {', '.join(engines)}")
+        failed = True
+    crates = ("katalog", "kube", "net", "effects", "control-plane", "wasm", "runtime", "gateway", "control-center", "cli")
+    for crate in crates:
         for cycle in cycles(module_edges(os.path.join(ROOT, "host", crate, "src"))):
             print(f"host/{crate}: import cycle between modules {' -> '.join(cycle)}")
             failed = True
     if not failed:
-        print("layers: orkestra-katalog is pure; no import cycles between modules")
+        print("layers: orkestra-katalog is pure; the gateway links no Wasm engine; no import cycles between modules")
     return 1 if failed else 0
 
 

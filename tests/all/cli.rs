@@ -371,7 +371,7 @@ fn run_refuses_a_live_api_beyond_loopback_without_a_token() {
 
 /// Stand-ins for the control plane binaries in a cache entry, each reporting a version.
 fn stub_cache(root: &std::path::Path, kwok_says: &str) {
-    use orkestra::control_plane::{KUBERNETES_VERSION, Release, cache_root};
+    use orkestra_control_plane::{KUBERNETES_VERSION, Release, cache_root};
     let entry = Release::pick(None).cache_dir();
     let relative = entry.strip_prefix(cache_root()).unwrap();
     let dir = root.join(relative);

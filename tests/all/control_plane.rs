@@ -25,8 +25,8 @@ fn up_serves_kubectl_and_sigterm_leaves_no_process() {
     let namespaces = kubectl_with(&dir.join("kubeconfig"), &["get", "ns", "-o", "name"]).unwrap();
     assert!(namespaces.contains("namespace/default"), "{namespaces}");
     assert!(namespaces.contains("namespace/kube-system"), "{namespaces}");
-    let release = orkestra::control_plane::Release::pick(None);
-    if orkestra::control_plane::Binaries::resolve(&release).simulates_nodes() {
+    let release = orkestra_control_plane::Release::pick(None);
+    if orkestra_control_plane::Binaries::resolve(&release).simulates_nodes() {
         assert_eq!(
             processes_mentioning(&dir).len(),
             6,
@@ -167,7 +167,7 @@ fn a_second_instance_in_the_same_dir_is_refused() {
 
 #[test]
 fn install_of_a_release_that_does_not_exist_fails_clearly_and_caches_nothing() {
-    if orkestra::control_plane::Release::pick(None).recipe != orkestra::control_plane::Recipe::Modules {
+    if orkestra_control_plane::Release::pick(None).recipe != orkestra_control_plane::Recipe::Modules {
         return; // Without Go there is only the v1.20.2 fallback, whatever is asked.
     }
     let cache = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use orkestra::failure::{Reason, ReconcileError, Retry};
+use orkestra::outcome::failure::{Reason, ReconcileError, Retry};
 use orkestra_test_support::{cluster, namespace};
 use serde_json::json;
 

@@ -12,8 +12,8 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use orkestra::control_plane::{ControlPlane, Options};
 use orkestra::runtime::{CrdHandle, Runtime};
+use orkestra_control_plane::{ControlPlane, Options};
 use orkestra_test_support::eventually;
 use serde_json::json;
 

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, DeleteParams, ListParams};
-use orkestra::health::State;
+use orkestra::outcome::health::State;
 use orkestra_test_support::eventually;
 use serde_json::{Value, json};
 

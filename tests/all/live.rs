@@ -258,7 +258,7 @@ async fn metrics_parse_back_and_count_the_reconciles_that_ran() {
     }
     h.create("Broken", "x", json!({"x": "not a list"})).await;
     let url = serve(&h, orkestra::live::Auth::open()).await;
-    h.wait_state("broken", orkestra::health::State::Degraded).await;
+    h.wait_state("broken", orkestra::outcome::health::State::Degraded).await;
     let counters = &h.handle("app").counters;
     // Settled: the figures read now describe what ran.
     eventually("three reconciles of app", WAIT, || async {

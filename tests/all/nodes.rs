@@ -9,7 +9,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use orkestra::health::State;
+use orkestra::outcome::health::State;
 use serde_json::{Value, json};
 
 use crate::pipeline::{Harness, WAIT, crd};

@@ -12,9 +12,9 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use orkestra::failure::{Reason, ReconcileError};
-use orkestra::health::State;
-use orkestra::mux::{Action, Form, MuxReconciler, Reconciled, Reconciler, Request};
+use orkestra::outcome::failure::{Reason, ReconcileError};
+use orkestra::outcome::health::State;
+use orkestra::pipeline::mux::{Action, Form, MuxReconciler, Reconciled, Reconciler, Request};
 use orkestra::runtime::{CrdHandle, Runtime};
 use orkestra_katalog::sentinel;
 use orkestra_test_support::{TestNamespace, eventually, namespace};
@@ -99,7 +99,7 @@ pub(crate) struct Harness {
     pub(crate) ns: TestNamespace,
     pub(crate) group: String,
     runtime_crds: Vec<CrdHandle>,
-    pub(crate) health: orkestra::health::HealthBoard,
+    pub(crate) health: orkestra::outcome::health::HealthBoard,
     /// What its Live API serves.
     pub(crate) inspect: orkestra::live::Inspect,
     stop: Option<tokio::sync::oneshot::Sender<()>>,

@@ -75,7 +75,8 @@ async fn a_changed_katalog_applies_crd_by_crd_without_a_restart_and_a_broken_one
     orkestra_kube::crd_install::install_crds(&run.ns.client, &loaded.katalog, WAIT)
         .await
         .unwrap();
-    let reloader = orkestra::reload::Reloader::new(vec![file.clone()], run.components.clone(), run.pipelines.clone());
+    let reloader =
+        orkestra::runtime::reload::Reloader::new(vec![file.clone()], run.components.clone(), run.pipelines.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let router = orkestra::live::router(run.inspect.clone(), Some(reloader), orkestra::live::Auth::open());

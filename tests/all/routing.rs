@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use orkestra::control_plane::{ControlPlane, Options};
+use orkestra_control_plane::{ControlPlane, Options};
 use orkestra_test_support::namespace;
 use serde_json::{Value, json};
 

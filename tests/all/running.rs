@@ -53,7 +53,7 @@ impl Running {
             .unwrap();
         // As `ork run` does: components may act as their own ServiceAccounts.
         let kubeconfig = &orkestra_test_support::cluster().unwrap().kubeconfig;
-        let config = orkestra::control_plane::config_for(kubeconfig).await.unwrap();
+        let config = orkestra_control_plane::config_for(kubeconfig).await.unwrap();
         let runtime = Runtime::new(ns.client.clone(), &katalog)
             .unwrap()
             .with_event_log()
@@ -118,7 +118,7 @@ impl Running {
             .unwrap();
     }
 
-    pub fn counters(&self, crd: &str) -> &orkestra::counters::Counters {
+    pub fn counters(&self, crd: &str) -> &orkestra::outcome::counters::Counters {
         &self.handles.iter().find(|h| &*h.crd.name == crd).unwrap().counters
     }
 

@@ -106,7 +106,7 @@ async fn a_cr_changed_without_pause_is_held_to_its_write_budget() {
     let seconds = started.elapsed().as_secs_f64();
     let written = counters.writes.load(Ordering::Relaxed) - before;
     // The budget's burst, then its rate (events are counted when published).
-    let per_cr = orkestra::budget::PER_CR;
+    let per_cr = orkestra::outcome::budget::PER_CR;
     let allowed = per_cr.burst + per_cr.per_second * seconds + 5.0;
     assert!(
         (written as f64) <= allowed,

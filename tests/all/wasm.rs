@@ -560,7 +560,7 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
     let katalog_file = dir.path().join("katalog.yaml");
     std::fs::write(&katalog_file, &katalog_text).unwrap();
     let run = Running::start("swap", std::slice::from_ref(&katalog_file), &[]).await;
-    let reloader = orkestra::reload::Reloader::new(
+    let reloader = orkestra::runtime::reload::Reloader::new(
         vec![katalog_file.clone()],
         run.components.clone(),
         run.pipelines.clone(),

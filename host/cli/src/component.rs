@@ -101,6 +101,15 @@ impl PullArgs {
         }
         Ok(registries)
     }
+
+    /// Where the runtime's components come from and where compiled ones are cached
+    /// (`$ORK_CACHE_DIR/wasm`, else `~/.cache/orkestra/wasm`).
+    pub fn store(&self) -> anyhow::Result<orkestra::runtime::slots::ComponentStore> {
+        Ok(orkestra::runtime::slots::ComponentStore {
+            registries: self.registries()?,
+            cache_dir: Some(orkestra_control_plane::cache_root().join("wasm")),
+        })
+    }
 }
 
 /// A `--pull-secret` as (namespace, name).

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use orkestra::control_plane::{self, ControlPlane, InstallEvent, Options, Recipe, Release};
+use orkestra_control_plane::{self as control_plane, ControlPlane, InstallEvent, Options, Recipe, Release};
 
 use super::progress::Progress;
 

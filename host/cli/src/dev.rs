@@ -10,7 +10,7 @@ use clap::Args;
 use orkestra_kube::{crd_install, manifests};
 
 use super::KatalogArgs;
-use orkestra::control_plane::ControlPlane;
+use orkestra_control_plane::ControlPlane;
 
 use super::control_plane::{install, instance_dir, options, watch};
 use super::progress::Progress;
@@ -50,7 +50,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let progress = Progress::start("starting etcd and kube-apiserver");
     let mut plane = ControlPlane::start_api_server(&options).await?;
     let client = plane.client().await?;
-    let config = orkestra::control_plane::config_for(&plane.kubeconfig()).await?;
+    let config = orkestra_control_plane::config_for(&plane.kubeconfig()).await?;
     progress.set("installing the Katalog's CRDs");
     let crds = crd_install::install_crds(&client, &katalog.katalog, Duration::from_secs(60))
         .await
@@ -87,7 +87,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         http: &args.http,
         webhooks: &args.webhooks,
         ha: &ha,
-        registries: args.registry.registries()?,
+        components: args.registry.store()?,
         dev: true,
     };
     let result = tokio::select! {

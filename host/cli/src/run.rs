@@ -106,7 +106,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         http: &args.http,
         webhooks: &args.webhooks,
         ha: &args.ha,
-        registries: args.registry.registries()?,
+        components: args.registry.store()?,
         dev: false,
     };
     serve(client, config, &katalog, &args.katalog.files(), hosting).await?;
@@ -118,7 +118,7 @@ pub struct Hosting<'a> {
     pub http: &'a HttpArgs,
     pub webhooks: &'a super::gateway::WebhookArgs,
     pub ha: &'a super::ha::HaArgs,
-    pub registries: orkestra_wasm::Registries,
+    pub components: orkestra::runtime::slots::ComponentStore,
     /// `ork dev`: a reload installs the Katalog's CRDs too.
     pub dev: bool,
 }
@@ -137,7 +137,7 @@ pub async fn serve(
         http,
         webhooks: webhooks_args,
         ha: ha_args,
-        registries,
+        components,
         dev,
     } = hosting;
     let auth = match http.no_http {
@@ -147,14 +147,14 @@ pub async fn serve(
     // Before the runtime starts: CRs written from now on are checked at admission.
     let webhooks = webhooks_args.start(&client, katalog).await?;
     let ha = ha_args.start(&client, katalog)?;
-    let mut runtime = orkestra::runtime::Runtime::with_registries(client.clone(), katalog, registries)?
+    let mut runtime = orkestra::runtime::Runtime::with_components(client.clone(), katalog, components)?
         .with_ownership(ha.ownership())
         .with_identities(config);
     if auth.is_some() {
         runtime = runtime.with_event_log();
     }
     let components = runtime.components();
-    let mut reloader = orkestra::reload::Reloader::new(files.to_vec(), components, runtime.pipelines());
+    let mut reloader = orkestra::runtime::reload::Reloader::new(files.to_vec(), components, runtime.pipelines());
     if dev {
         reloader = reloader.installing_crds(client.clone());
     }

@@ -73,7 +73,7 @@ pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
 fn missing_components(katalog: &orkestra_katalog::Compiled) -> Vec<Diagnostic> {
     let mut missing = Vec::new();
     for crd in katalog.crds.values() {
-        for (slot, spec) in orkestra::slots::component_specs(crd) {
+        for (slot, spec) in orkestra::runtime::slots::component_specs(crd) {
             if let Source::Path(path) = &spec.source
                 && !path.exists()
             {

@@ -96,7 +96,7 @@ async fn context_of(shared: &Shared, crd: &CompiledCrd, request: &Value) -> Resu
     if !crd.rule_calls.is_empty() {
         let mut resolver = orkestra_katalog::resolver::Resolver::in_context(object, &crd.notes, &context);
         let deadline = shared.calls.deadline;
-        let calls = orkestra::external::run(&shared.http, &crd.rule_calls, &mut resolver);
+        let calls = orkestra_effects::external::run(&shared.http, &crd.rule_calls, &mut resolver);
         let outcome = match tokio::time::timeout(deadline, calls).await {
             Ok(outcome) => outcome,
             Err(_) => Err(format!(

@@ -118,7 +118,7 @@ fn main() {
 /// One contender, in a child process: runs until stdin closes, then prints its peak RSS.
 async fn phase(which: &str, namespace: &str) {
     let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG");
-    let client = orkestra::control_plane::client_for(std::path::Path::new(&kubeconfig))
+    let client = orkestra_control_plane::client_for(std::path::Path::new(&kubeconfig))
         .await
         .expect("a client");
     let running = match which {

@@ -68,7 +68,7 @@ fn main() {
 /// the port given.
 async fn phase(which: &str, namespace: &str, port: Option<&String>) {
     let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG");
-    let client = orkestra::control_plane::client_for(std::path::Path::new(&kubeconfig))
+    let client = orkestra_control_plane::client_for(std::path::Path::new(&kubeconfig))
         .await
         .expect("a client");
     let katalog =

@@ -3,52 +3,28 @@
 //! (hosted by `orkestra_wasm`) supply hooks and reconcilers.
 //!
 //! It runs what `orkestra_katalog::compile` made of the Katalog; nothing is compiled here.
-//! Modules, in the order data flows:
-//! - [`observe`], [`enqueue`], [`queue`]: watches in (the echoes of the runtime's own writes
-//!   left out), keyed work items out.
-//! - [`kordinator`], [`mux`], [`failure`], [`budget`]: workers and the gates in front of
-//!   reconcile, the one request each reconcile receives, why one failed, and the write budget
-//!   a CR that never settles is held to.
-//! - [`declarative`] with [`render`], [`external`], [`cross`], [`cross_remote`]: the
-//!   reconciler, the templates it renders, its HTTP calls, reads of other CRDs (of this
-//!   runtime or another).
-//! - [`health`], [`readiness`], [`feedback`], [`counters`]: the health state machine, what
-//!   makes a child ready, the stamps gates read, the counts behind them.
-//! - [`tuning`], [`autoscale`]: the workers, queue depth and resync a CRD runs with, and the
-//!   autoscaler that moves them.
-//! - [`runtime`], [`roster`], [`slots`], [`reload`]: the per-CRD runs and their supervisor,
-//!   the CRDs running now, their component slots, and live reloads.
-//! - [`live`], [`metrics`]: the Live API (probes, the Katalog, CRs, components) and
-//!   `/metrics`.
-//! - [`control_plane`]: a real local etcd + kube-apiserver + kube-controller-manager.
+//! Grouped by stage:
+//! - [`pipeline`]: one CRD's watches, queue, workers and gates, and the declarative
+//!   reconciler with what it renders and reads;
+//! - [`outcome`]: what reconciles leave behind (health, failures, counts, the write budget,
+//!   readiness), read by the gates, the Live API and `/metrics`;
+//! - [`runtime`]: the per-CRD runs and their supervisor, component slots, live reloads and
+//!   the autoscaler;
+//! - [`live`]: the Live API (probes, the Katalog, CRs, components) and `/metrics`;
+//! - [`ha`]: which replica reconciles which CR when several run.
+//!
+//! The entry points are re-exported here: [`Runtime`] runs a compiled Katalog, [`Reloader`]
+//! applies a changed Katalog file to it, and [`live::router`] serves what it knows.
 
-pub mod autoscale;
-pub mod budget;
-pub mod control_plane;
-pub mod counters;
-pub mod cross;
-pub mod cross_remote;
-pub mod declarative;
-pub mod enqueue;
-pub mod external;
-pub mod failure;
-pub mod feedback;
 pub mod ha;
-pub mod health;
-pub mod identities;
-pub mod kordinator;
 pub mod live;
-pub mod metrics;
-pub mod mux;
-pub mod observe;
-pub mod queue;
-pub mod readiness;
-pub mod reload;
-pub mod render;
-pub mod roster;
+pub mod outcome;
+pub mod pipeline;
 pub mod runtime;
-pub mod slots;
-pub mod tuning;
+
+pub use runtime::reload::Reloader;
+pub use runtime::slots::ComponentStore;
+pub use runtime::{Error, Runtime};
 
 /// Compiles a one-CRD Katalog (CRD `web`, kind `Web`) whose operatorBox is `operator_box`
 /// (YAML indented by 8 spaces); for tests of the stages that read compiled CRDs.

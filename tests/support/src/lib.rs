@@ -22,7 +22,7 @@ use std::sync::{Mutex, OnceLock};
 use anyhow::{Context, anyhow};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
-use orkestra::control_plane::{ControlPlane, Options};
+use orkestra_control_plane::{ControlPlane, Options};
 
 /// What tests need to know about the shared control plane.
 #[derive(Debug, Clone)]
@@ -53,7 +53,7 @@ pub fn cluster() -> anyhow::Result<&'static Cluster> {
 /// tokio runtime they were made on).
 pub async fn client() -> anyhow::Result<kube::Client> {
     let cluster = cluster()?;
-    Ok(orkestra::control_plane::client_for(&cluster.kubeconfig).await?)
+    Ok(orkestra_control_plane::client_for(&cluster.kubeconfig).await?)
 }
 
 /// A fresh namespace with a client.
@@ -126,8 +126,8 @@ pub fn kubectl_with(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> 
 
 /// Runs kubectl and returns all it did: status, stdout and stderr (where warnings go).
 pub fn kubectl_output(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<std::process::Output> {
-    let release = orkestra::control_plane::Release::pick(None);
-    let program = orkestra::control_plane::Binaries::in_cache(&release)
+    let release = orkestra_control_plane::Release::pick(None);
+    let program = orkestra_control_plane::Binaries::in_cache(&release)
         .kubectl
         .filter(|path| path.exists())
         .unwrap_or_else(|| PathBuf::from("kubectl"));

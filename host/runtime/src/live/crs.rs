@@ -12,7 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{Shared, not_found, unknown_crd};
-use crate::roster::CrdHandle;
+use crate::pipeline::roster::CrdHandle;
 
 pub(super) fn routes() -> OpenApiRouter<Shared> {
     OpenApiRouter::new()
@@ -117,12 +117,11 @@ fn one(shared: &Shared, crd: &str, key: String) -> Response {
     let mut children: std::collections::BTreeMap<String, Vec<Value>> = Default::default();
     if let Some(uid) = metadata["uid"].as_str() {
         for child in handle.children.owned_by(uid) {
-            let readiness = crate::readiness::of(&child);
+            let readiness = crate::outcome::readiness::of(&child);
             let why = match &readiness {
-                crate::readiness::Readiness::Ready => None,
-                crate::readiness::Readiness::Waiting(why) | crate::readiness::Readiness::Failed(why) => {
-                    Some(why.clone())
-                }
+                crate::outcome::readiness::Readiness::Ready => None,
+                crate::outcome::readiness::Readiness::Waiting(why)
+                | crate::outcome::readiness::Readiness::Failed(why) => Some(why.clone()),
             };
             let kind = child["kind"].as_str().unwrap_or_default().to_string();
             children.entry(kind).or_default().push(json!({

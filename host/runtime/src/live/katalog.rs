@@ -10,8 +10,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{Inspect, Shared, unknown_crd};
-use crate::health::{Health, State as HealthState};
-use crate::roster::CrdHandle;
+use crate::outcome::health::{Health, State as HealthState};
+use crate::pipeline::roster::CrdHandle;
 use orkestra_katalog::DependencyCondition;
 
 pub(super) fn routes() -> OpenApiRouter<Shared> {
@@ -216,7 +216,7 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
             .components
             .slots()
             .iter()
-            .filter(|s| crate::slots::belongs(&s.name, &crd.name))
+            .filter(|s| crate::runtime::slots::belongs(&s.name, &crd.name))
             .map(|s| s.name.to_string())
             .collect::<Vec<_>>()
     );
@@ -275,7 +275,7 @@ async fn crd_health(State(shared): State<Shared>, Path(name): Path<String>) -> R
         true => StatusCode::OK,
         false => StatusCode::SERVICE_UNAVAILABLE,
     };
-    let mut body = crate::feedback::health(&health);
+    let mut body = crate::pipeline::feedback::health(&health);
     let recent = handle.counters.recent(std::time::Instant::now());
     for (key, value) in [
         ("name", json!(name)),

@@ -10,7 +10,7 @@
 //! - custom resources ([`crs`]): `/katalog/{crd}/cr`, `/katalog/{crd}/cr/{ns}/{name}` (or
 //!   `/cr/{name}`) and their `/events`;
 //! - ours ([`components`]): `/components`, `POST /reload`;
-//! - `/metrics` ([`crate::metrics`]) and `/openapi.json`, which lists every endpoint.
+//! - `/metrics` ([`metrics`]) and `/openapi.json`, which lists every endpoint.
 //!
 //! A bearer token ([`Auth`]) guards everything but the probes when one is set. A CRD's
 //! `endpoints` switches and `crossAccess` hide parts of it; a hidden CRD answers 404 as if
@@ -19,6 +19,7 @@
 mod components;
 mod crs;
 mod katalog;
+pub mod metrics;
 mod probes;
 
 use std::net::SocketAddr;
@@ -33,8 +34,8 @@ use serde_json::json;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::reload::Reloader;
 pub use crate::runtime::Inspect;
+use crate::runtime::reload::Reloader;
 
 /// Who may call the Live API: anyone (`token: None`), or callers with this bearer token.
 /// The probes never ask.
@@ -98,7 +99,7 @@ struct ApiDoc;
 
 /// The Live API's router: `reloader` enables `POST /reload`.
 pub fn router(inspect: Inspect, reloader: Option<Reloader>, auth: Auth) -> axum::Router {
-    let registry = Arc::new(crate::metrics::registry(inspect.clone()));
+    let registry = Arc::new(crate::live::metrics::registry(inspect.clone()));
     let guarded = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(katalog::routes())
         .merge(crs::routes())
@@ -138,8 +139,8 @@ struct Shared {
 /// Every metric of the runtime, in the Prometheus exposition format.
 #[utoipa::path(get, path = "/metrics", tag = "metrics", responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text")))]
 async fn metrics(State(shared): State<Shared>) -> Response {
-    let text = crate::metrics::encode(&shared.registry);
-    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
+    let text = crate::live::metrics::encode(&shared.registry);
+    ([(header::CONTENT_TYPE, crate::live::metrics::CONTENT_TYPE)], text).into_response()
 }
 
 /// Serves `router` on `listener` until the process ends, through the doors' one server setup

@@ -11,7 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::Inspect;
-use crate::health::State as Health;
+use crate::outcome::health::State as Health;
 
 pub(super) fn routes() -> OpenApiRouter<Inspect> {
     OpenApiRouter::new()

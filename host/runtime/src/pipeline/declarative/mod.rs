@@ -1,0 +1,761 @@
+//! The declarative reconciler (Katalog templates only). On each reconcile: mark the CR as
+//! ours (finalizers, labels, annotations), render and apply its children (`onCreate` once,
+//! `onReconcile` with drift correction, DeleteIfOwned for entries whose conditions fail),
+//! then write status (Ready with observedGeneration, then the `emit.status` fields in order,
+//! `.children` visible), skipping every write whose result is already there so a reconcile
+//! never triggers itself. On deletion: the onDelete work, then our finalizers off.
+
+mod applied;
+mod apply;
+mod component;
+mod copy;
+mod enrich;
+mod finalize;
+mod lifecycle;
+mod record;
+mod scale;
+mod serialized;
+mod status;
+
+use applied::Applied;
+
+pub use status::desired_status;
+use status::{failed_status, validation_conditions};
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kube::api::{DynamicObject, Patch, PatchParams};
+use orkestra_kube::objects::Objects;
+use serde_json::{Map, Value, json};
+
+use crate::outcome::counters::Counters;
+use crate::outcome::failure::{Reason, ReconcileError};
+use crate::pipeline::cross::Peers;
+use crate::pipeline::mux::{Action, Form, Reconciled, Reconciler, Request};
+use crate::pipeline::observe::{Children, api_for_key, split_key};
+use crate::pipeline::render::{Render, merge};
+use orkestra_katalog::compile::Entry;
+use orkestra_katalog::compile::{CompiledBox, CompiledCrd};
+use orkestra_katalog::reads::changes_what_it_reads;
+use orkestra_katalog::resolver::Resolver;
+use orkestra_katalog::rules::Verdict;
+use orkestra_katalog::template::Functions;
+use orkestra_wasm::{Hook, Slot, World};
+
+/// The declarative reconciler of one CRD.
+pub struct Declarative {
+    client: kube::Client,
+    crd: Arc<CompiledCrd>,
+    applier: apply::Applier,
+    events: record::Events,
+    counters: Arc<Counters>,
+    peers: Peers,
+    http: reqwest::Client,
+    /// The Wasm component of this CRD or target: hooks, or a constructor.
+    component: Option<Arc<Slot>>,
+    /// The component's `args` templates, compiled once per declaration.
+    args: Option<component::ComponentArgs>,
+    /// The CRs as JSON text for the component, per resourceVersion.
+    serialized: serialized::SerializedCrs,
+    managers: Managers,
+    /// The kind has no status subresource: status goes through the object itself.
+    status_inline: std::sync::atomic::AtomicBool,
+    /// The kind's schema drops `status`: writing it again could never settle.
+    status_dropped: std::sync::atomic::AtomicBool,
+    /// Clients acting as the ServiceAccounts components declare.
+    identities: Option<Arc<crate::pipeline::identities::Identities>>,
+}
+
+/// The field managers of this reconciler's writes: one per CRD for its templates, one per
+/// component, so tenants never share one and `managedFields` says who wrote what.
+struct Managers {
+    templates: String,
+    component: String,
+}
+
+impl Declarative {
+    /// `counters.writes` counts every write this reconciler makes.
+    pub fn new(
+        client: kube::Client,
+        crd: Arc<CompiledCrd>,
+        counters: Arc<Counters>,
+        peers: Peers,
+        http: reqwest::Client,
+    ) -> Self {
+        Self {
+            peers,
+            http,
+            applier: apply::Applier::new(client.clone(), counters.clone()),
+            events: record::Events::new(client.clone()),
+            client,
+            counters,
+            managers: Managers {
+                templates: orkestra_katalog::ownership::field_manager("orkestra", &crd.crd_name(), None),
+                component: orkestra_katalog::ownership::field_manager("orkestra-wasm", &crd.crd_name(), None),
+            },
+            component: None,
+            args: None,
+            serialized: Default::default(),
+            status_inline: Default::default(),
+            status_dropped: Default::default(),
+            identities: None,
+            crd,
+        }
+    }
+
+    /// Components that declare a `serviceAccount` act as it through `identities`.
+    pub fn with_identities(mut self, identities: Option<Arc<crate::pipeline::identities::Identities>>) -> Self {
+        self.identities = identities;
+        self
+    }
+
+    /// Reads existing children from `children` (the owned-kind watches) where it holds them,
+    /// instead of asking the API server.
+    pub fn with_children(mut self, children: Children) -> Self {
+        self.applier = self.applier.with_children(children);
+        self
+    }
+
+    /// Runs `slot`'s component: hooks around the templates, or a constructor instead of them;
+    /// its `args` templates compile with `functions`.
+    pub fn with_component(mut self, slot: Arc<Slot>, functions: Functions) -> Self {
+        let target = slot.name.split_once('/').map(|(_, target)| target);
+        self.managers.component =
+            orkestra_katalog::ownership::field_manager("orkestra-wasm", &self.crd.crd_name(), target);
+        self.component = Some(slot);
+        self.args = Some(component::ComponentArgs::new(functions));
+        self
+    }
+
+    fn is_constructor(&self) -> bool {
+        self.component
+            .as_ref()
+            .is_some_and(|s| s.declared().world == World::Constructor)
+    }
+
+    async fn run(&self, request: &Request) -> Result<Reconciled, ReconcileError> {
+        let Some(object) = &request.object else {
+            self.serialized.forget(&request.key);
+            if let Some(slot) = &self.component {
+                self.call_component(slot, Hook::NotFound, request, None, &request.context)
+                    .await?;
+            }
+            return Ok(Action::Done.into());
+        };
+        let compiled = &request.compiled;
+        if !object["metadata"]["deletionTimestamp"].is_null() {
+            return self.finalize(request, compiled, object).await.map(Reconciled::from);
+        }
+        let now = jiff::Timestamp::now();
+        let normalized = self.normalize(request, object);
+        // One context for every stage of this run, starting from the stamps parsed once.
+        let mut context = (*request.context).clone();
+        let rule_calls = self.call_rule_externals(&normalized, &mut context).await;
+        let (mutated, verdict) = self.crd.rules.run(&normalized, &self.crd.notes, &context);
+        // Mutations are persisted; normalization never is.
+        let checked = Checked {
+            mutation: added_fields(&normalized, &mutated),
+            verdict,
+        };
+        let verdict = &checked.verdict;
+        for skipped in &verdict.skipped {
+            // As upstream: a mutation that cannot produce a value is skipped, the CR is reconciled.
+            tracing::warn!(key = %request.key, mutation = %skipped, "mutation rule skipped");
+        }
+        if !compiled.cross.is_empty() {
+            let resolver = Resolver::in_context(&mutated, &self.crd.notes, &context);
+            let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+            context.insert(
+                "cross".into(),
+                self.peers.read_all(&compiled.cross, &resolver, namespace).await,
+            );
+        }
+        let calls = match rule_calls {
+            Ok(()) => self.call_externals(compiled, &mutated, &mut context).await,
+            Err(error) => Err(error),
+        };
+        let mut outcome = match calls {
+            Ok(()) => self.apply_all(request, object, &mutated, &checked, &context, now).await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = &outcome
+            && error.reason == Reason::Interrupted
+        {
+            // Nothing half-done is recorded: the run that handles the deletion (or the next
+            // start) is already due.
+            tracing::debug!(key = %request.key, why = %error.message, "reconcile stopped early");
+            return Ok(Action::Done.into());
+        }
+        if let Ok(done) = &mut outcome {
+            if let Value::Object(children) = &mut done.children
+                && !self.crd.enrich.is_empty()
+            {
+                // Gates see the children as applied; what they ask for is then embedded.
+                let mut seen = context.clone();
+                seen.insert("children".into(), Value::Object(children.clone()));
+                let resolver = Resolver::in_context(&mutated, &self.crd.notes, &seen);
+                self.enrich(children, &resolver).await;
+            }
+            context.insert("children".into(), done.children.clone());
+        }
+        let mut status = match &outcome {
+            Ok(done) => {
+                let mut status = desired_status(compiled, &mutated, &self.crd.notes, now, &context);
+                for (key, value) in done.status.iter().flatten() {
+                    if key != "conditions" && key != "observedGeneration" {
+                        status[key.as_str()] = value.clone();
+                    }
+                }
+                status
+            }
+            Err(error) => failed_status(object, error, now),
+        };
+        if self.crd.rules.validates() {
+            validation_conditions(&mut status, verdict, &object["metadata"]["generation"], now);
+        }
+        if let Some(slot) = &self.component {
+            component::component_condition(&mut status, slot, &object["metadata"]["generation"], now);
+        }
+        let step = changes_what_it_reads(&self.crd.own_status_reads, &object["status"], &status);
+        let status_written = self.patch_status(request, object, status).await?;
+        let kind = &self.crd.kind;
+        match outcome {
+            Ok(done) => {
+                // Only a reconcile that changed something reports: a resync of a settled CR
+                // stays silent, as it writes nothing either.
+                if done.wrote || status_written {
+                    let note = format!("{kind} {} reconciled", request.key);
+                    self.events.normal(object, &format!("{kind}Reconciled"), note);
+                    self.emit_declared(compiled, &mutated, &context, None).await;
+                }
+                let mut action = done.action.unwrap_or(Action::Done);
+                if status_written && step {
+                    // A status field it reads has just changed: the next step now, not at
+                    // the next resync. A field nobody reads (a timestamp) is no step; one
+                    // read and changed every time is slowed as any hot loop is, and the
+                    // write budget holds it.
+                    action = Action::RequeueAfter(std::time::Duration::ZERO);
+                }
+                Ok(Reconciled {
+                    action,
+                    waiting: done.waiting,
+                })
+            }
+            Err(error) => {
+                self.events
+                    .warning(object, &format!("{kind}ReconcileError"), error.to_string());
+                self.emit_declared(compiled, &mutated, &context, Some(&error)).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// The CR with `reconcile.normalize` applied (in memory only); with `audit`, each change
+    /// is logged, and a template that fails is always logged (its value stays as written).
+    fn normalize<'o>(&self, request: &Request, object: &'o Value) -> std::borrow::Cow<'o, Value> {
+        let normalizer = &request.compiled.normalize;
+        let (normalized, changes) = normalizer.apply(object, &self.crd.notes);
+        for change in changes {
+            match change {
+                Ok(change) if normalizer.audit => {
+                    tracing::info!(key = %request.key, path = %change.path, before = %change.before, after = %change.after, "normalized");
+                }
+                Ok(_) => {}
+                Err(why) => tracing::warn!(key = %request.key, %why, "normalize entry skipped"),
+            }
+        }
+        normalized
+    }
+
+    /// The `emit.events` whose `on` and conditions match this outcome; the reconcile's context
+    /// (`.cross`, `.external`, `.children` on success) and `.error` on failure are visible.
+    async fn emit_declared(
+        &self,
+        compiled: &CompiledBox,
+        object: &Value,
+        context: &Map<String, Value>,
+        error: Option<&ReconcileError>,
+    ) {
+        if compiled.events.is_empty() {
+            return;
+        }
+        let mut resolver = Resolver::in_context(object, &self.crd.notes, context);
+        if let Some(error) = error {
+            resolver.set("error", json!(error.to_string()));
+        }
+        for event in compiled.events.iter().filter(|e| e.fires_on(error.is_none())) {
+            if !event.conditions.passes(&resolver, None) {
+                continue;
+            }
+            match (resolver.render(&event.reason), resolver.render(&event.message)) {
+                (Ok(reason), Ok(message)) if event.warning => self.events.warning(object, &reason, message),
+                (Ok(reason), Ok(message)) => self.events.normal(object, &reason, message),
+                (Err(error), _) | (_, Err(error)) => {
+                    tracing::warn!(event = %event.name, error = %error.message, "emit.events entry did not render");
+                }
+            }
+        }
+    }
+
+    /// The admission rules' external calls, into `context["external"]`: the rules read their
+    /// results. One that fails (without `continueOnError`) fails the reconcile, as a block's
+    /// does, once the rules are reported.
+    async fn call_rule_externals(
+        &self,
+        object: &Value,
+        context: &mut Map<String, Value>,
+    ) -> Result<(), ReconcileError> {
+        if self.crd.rule_calls.is_empty() {
+            return Ok(());
+        }
+        let mut resolver = Resolver::in_context(object, &self.crd.notes, context);
+        let outcome = orkestra_effects::external::run(&self.http, &self.crd.rule_calls, &mut resolver).await;
+        if let Some(results) = resolver.lookup("external") {
+            context.insert("external".into(), results.clone());
+        }
+        outcome.map_err(|e| ReconcileError::new(Reason::ExternalCallFailed, e))
+    }
+
+    /// The external calls of the blocks whose gate passes, into `context["external"]`.
+    async fn call_externals(
+        &self,
+        compiled: &CompiledBox,
+        object: &Value,
+        context: &mut Map<String, Value>,
+    ) -> Result<(), ReconcileError> {
+        let blocks = [&compiled.on_create, &compiled.on_reconcile];
+        if blocks.iter().flat_map(|b| b.iter()).all(|b| b.external.is_empty()) {
+            return Ok(());
+        }
+        let mut resolver = Resolver::in_context(object, &self.crd.notes, context);
+        for block in blocks.into_iter().flatten().filter(|b| !b.external.is_empty()) {
+            if block.conditions.passes(&resolver, None) {
+                let outcome = orkestra_effects::external::run(&self.http, &block.external, &mut resolver).await;
+                outcome.map_err(|e| ReconcileError::new(Reason::ExternalCallFailed, e))?;
+            }
+        }
+        if let Some(results) = resolver.lookup("external") {
+            context.insert("external".into(), results.clone());
+        }
+        Ok(())
+    }
+
+    /// Bookkeeping, the mutated fields, then (unless a deny rule failed) the children: the
+    /// templates' and the component's.
+    async fn apply_all(
+        &self,
+        request: &Request,
+        object: &Value,
+        mutated: &Value,
+        checked: &Checked,
+        context: &Map<String, Value>,
+        now: jiff::Timestamp,
+    ) -> Result<Done, ReconcileError> {
+        let wrote = self
+            .write_metadata(request, object, checked.mutation.clone(), now)
+            .await?;
+        let denied = &checked.verdict.denied;
+        if !denied.is_empty() {
+            return Err(ReconcileError::new(Reason::ValidationFailed, denied.join("; ")));
+        }
+        let compiled = &request.compiled;
+        let surface = self.surface(request);
+        let Some(slot) = &self.component else {
+            let applied = self.children(compiled, mutated, context, surface).await?;
+            return Ok(Done::from_call(Applied::default(), applied, wrote));
+        };
+        if self.is_constructor() {
+            let called = self
+                .call_component(slot, Hook::Reconcile, request, Some(mutated), context)
+                .await?;
+            return Ok(Done::from_call(called, Applied::default(), wrote));
+        }
+        let first = slot.active().is_some_and(|a| a.spec.run_first);
+        let before = if first {
+            Some(
+                self.call_component(slot, Hook::Reconcile, request, Some(mutated), context)
+                    .await?,
+            )
+        } else {
+            None
+        };
+        let applied = self.children(compiled, mutated, context, surface).await?;
+        let called = match before {
+            Some(called) => called,
+            None => {
+                // After the templates, the hook sees what they applied.
+                let mut seen = context.clone();
+                seen.insert("children".into(), Value::Object(applied.children.clone()));
+                self.call_component(slot, Hook::Reconcile, request, Some(mutated), &seen)
+                    .await?
+            }
+        };
+        Ok(Done::from_call(called, applied, wrote))
+    }
+
+    /// One write for everything the CR itself needs: finalizers, the managed label, CRD
+    /// labels and the managed-by/-since annotations, the fields mutation rules set (persisted,
+    /// so users and other controllers see them), and, riding along, the runtime's stamps.
+    /// Nothing when all is in place. Returns whether it wrote. The patch carries the
+    /// resourceVersion, so a finalizer list changed by someone else in between is a conflict
+    /// and a retry, never a lost entry.
+    async fn write_metadata(
+        &self,
+        request: &Request,
+        object: &Value,
+        mutation: Option<Value>,
+        now: jiff::Timestamp,
+    ) -> Result<bool, ReconcileError> {
+        let resolver = Resolver::in_context(object, &self.crd.notes, &request.context);
+        let bookkeeping = lifecycle::bookkeeping_patch(&self.crd, object, &resolver, now)
+            .map_err(|e| ReconcileError::new(Reason::RenderFailed, e))?;
+        let added = bookkeeping
+            .as_ref()
+            .is_some_and(|p| p["metadata"]["finalizers"].is_array() && !self.crd.remove_finalizers);
+        let mut patch = match (mutation, bookkeeping) {
+            (None, None) => return Ok(false),
+            (Some(mut patch), Some(bookkeeping)) => {
+                merge(&mut patch, bookkeeping);
+                patch
+            }
+            (Some(patch), None) | (None, Some(patch)) => patch,
+        };
+        for (annotation, stamp) in request.stamps.annotations().into_iter().flatten() {
+            patch["metadata"]["annotations"][annotation] = stamp.clone();
+        }
+        patch["metadata"]["resourceVersion"] = object["metadata"]["resourceVersion"].clone();
+        self.patch_object(request, patch).await?;
+        request.stamps.mark_written();
+        if added {
+            let note = format!("finalizers {} in place", self.crd.finalizers.join(", "));
+            self.events
+                .normal(object, &format!("{}FinalizerAdded", self.crd.kind), note);
+        }
+        Ok(true)
+    }
+
+    async fn patch_object(&self, request: &Request, patch: Value) -> Result<(), ReconcileError> {
+        self.counters.wrote();
+        let patched = match self.api(request) {
+            Ok(api) => {
+                let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
+                let patched = api.patch(split_key(&request.key).1, &params, &patch);
+                request.own.write(&request.key, patched).await
+            }
+            Err(refused) => Err(refused),
+        };
+        patched.map_err(|e| {
+            ReconcileError::stale(
+                Reason::MetadataPatchFailed,
+                format!("{} {}", self.crd.kind, request.key),
+                e,
+            )
+        })?;
+        Ok(())
+    }
+
+    fn api(&self, request: &Request) -> Result<Objects<DynamicObject>, kube::Error> {
+        Ok(api_for_key(&self.client, &request.resource, &request.key)?.0)
+    }
+
+    /// The surface whose box runs for this CR (its target, or "" for the CRD's own box), and
+    /// whether the children only another surface made stay; `None` when the CRD has no
+    /// target with a box of its own (there is no other surface to have made anything).
+    fn surface<'r>(&self, request: &'r Request) -> Option<(&'r str, bool)> {
+        if self.crd.targets.is_empty() {
+            return None;
+        }
+        let object = request.object.as_deref()?;
+        let routed = object["metadata"]["annotations"][orkestra_katalog::labels::SERVE_TARGET].as_str();
+        let keep = self
+            .crd
+            .serve
+            .as_ref()
+            .and_then(|serve| serve.surface(routed?))
+            .is_some_and(|surface| surface.overrides.keep_previous_surface);
+        Some((request.target.as_deref().unwrap_or_default(), keep))
+    }
+
+    /// Applies the templates: what they applied, and whether anything was written. With a
+    /// `surface`, each child is labelled with it, and a child another surface made that this
+    /// run did not apply is deleted (unless the surface keeps them).
+    async fn children(
+        &self,
+        compiled: &CompiledBox,
+        object: &Value,
+        context: &Map<String, Value>,
+        surface: Option<(&str, bool)>,
+    ) -> Result<Applied, ReconcileError> {
+        let mut applied = Applied::default();
+        // The UIDs of every child this run applied or found as it should be.
+        let mut made: Vec<String> = Vec::new();
+        let resolver = Resolver::in_context(object, &self.crd.notes, context);
+        for (block, is_create) in [(&compiled.on_create, true), (&compiled.on_reconcile, false)] {
+            let Some(block) = block else { continue };
+            if !block.conditions.passes(&resolver, None) {
+                continue;
+            }
+            // Names applied by a passing entry are safe from DeleteIfOwned of a failing one.
+            let mut kept: Vec<(&str, String)> = Vec::new();
+            let mut failing: Vec<(&Entry, Resolver<'_, '_>)> = Vec::new();
+            for entry in &block.entries {
+                for scoped in expand(entry, &resolver) {
+                    if entry.conditions.passes(&scoped, None) {
+                        let mode = apply::Mode {
+                            create_only: entry.create_only(),
+                            force: entry.force.unwrap_or(compiled.force_conflict),
+                            owned: true,
+                            replace: entry.replace,
+                            manager: &self.managers.templates,
+                            scaled: entry.autoscale.is_some(),
+                        };
+                        let placements = placements(entry, &scoped, object, compiled)?;
+                        // A create-only child that exists as it should is not rendered again
+                        // (unless its autoscale may step its replicas).
+                        let settled = placements.is_none() && !entry.kind.api_version.is_empty() && !mode.scaled;
+                        let unchanged = match settled {
+                            true => {
+                                self.applier
+                                    .unchanged(&child_refs(entry, &scoped, object, compiled)?[0], object, mode)
+                                    .await?
+                            }
+                            false => None,
+                        };
+                        let mut lives = Vec::new();
+                        match unchanged {
+                            Some(live) => lives.push((live, false)),
+                            None => {
+                                let mut rendered = entry.render(&scoped, object).map_err(|e| {
+                                    ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.at))
+                                })?;
+                                self.copy_source(entry, &scoped, object, compiled, &mut rendered)
+                                    .await?;
+                                if let Some(scale) = &entry.autoscale {
+                                    self.scale(scale, &scoped, &mut rendered, jiff::Timestamp::now());
+                                }
+                                if let Some((name, _)) = surface {
+                                    label(&mut rendered, orkestra_katalog::labels::SURFACE_LABEL, name);
+                                }
+                                match &placements {
+                                    None => lives.push(self.applier.apply(rendered, object, mode).await?),
+                                    Some(namespaces) => {
+                                        for namespace in namespaces {
+                                            let mut copy = rendered.clone();
+                                            copy["metadata"]["namespace"] = json!(namespace);
+                                            lives.push(self.applier.apply(copy, object, mode).await?);
+                                        }
+                                        if entry.fields.contains_key("toNamespaces") {
+                                            applied.wrote |=
+                                                self.applier.prune_copies(&rendered, object, namespaces).await?;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        for (live, written) in lives {
+                            made.extend(live["metadata"]["uid"].as_str().map(String::from));
+                            kept.push((
+                                entry.kind.key,
+                                live["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                            ));
+                            applied.wrote |= written;
+                            applied.add(live);
+                        }
+                    } else if !is_create && !entry.create_only() {
+                        // `when` decides a create-once child's creation only: a Job created
+                        // while its phase held must outlive the phase it moves the CR past.
+                        failing.push((entry, scoped));
+                    }
+                }
+            }
+            for (entry, scoped) in failing {
+                for target in child_refs(entry, &scoped, object, compiled)? {
+                    let name = target["metadata"]["name"].as_str().unwrap_or_default();
+                    if kept
+                        .iter()
+                        .any(|(kind, kept_name)| *kind == entry.kind.key && kept_name == name)
+                    {
+                        continue;
+                    }
+                    if self.applier.delete_if_owned(&target, object).await? {
+                        applied.wrote = true;
+                        tracing::info!(kind = %target["kind"], %name, "condition no longer holds: deleted the child we own");
+                    }
+                }
+            }
+        }
+        if let Some((name, false)) = surface {
+            applied.wrote |= self.applier.prune_other_surfaces(object, name, &made).await?;
+        }
+        Ok(applied)
+    }
+}
+
+/// Sets one label on a rendered object.
+fn label(object: &mut Value, key: &str, value: &str) {
+    let Some(metadata) = object
+        .as_object_mut()
+        .map(|o| o.entry("metadata").or_insert_with(|| json!({})))
+    else {
+        return;
+    };
+    if let Some(metadata) = metadata.as_object_mut() {
+        let labels = metadata.entry("labels").or_insert_with(|| json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert(key.to_string(), json!(value));
+        }
+    }
+}
+
+/// Where an entry's objects go ([`Entry::placements`]); a namespace the CR may not pick fails
+/// the reconcile.
+fn placements(
+    entry: &Entry,
+    scoped: &Resolver<'_, '_>,
+    cr: &Value,
+    compiled: &CompiledBox,
+) -> Result<Option<Vec<String>>, ReconcileError> {
+    entry
+        .placements(scoped, cr["metadata"]["namespace"].as_str(), compiled)
+        .map_err(|why| ReconcileError::new(Reason::NamespaceRefused, format!("{}.{why}", entry.at)))
+}
+
+/// apiVersion, kind, name and namespace of each of an entry's objects (one per namespace it
+/// goes to), to find or delete them. Custom entries carry their kind in the template, so
+/// only they are rendered whole.
+fn child_refs(
+    entry: &Entry,
+    scoped: &Resolver<'_, '_>,
+    cr: &Value,
+    compiled: &CompiledBox,
+) -> Result<Vec<Value>, ReconcileError> {
+    let failed = |e: String| ReconcileError::new(Reason::RenderFailed, format!("{}: {e}", entry.at));
+    let reference = if entry.kind.api_version.is_empty() {
+        let rendered = entry.render(scoped, cr).map_err(failed)?;
+        json!({
+            "apiVersion": rendered["apiVersion"], "kind": rendered["kind"],
+            "metadata": {"name": rendered["metadata"]["name"], "namespace": rendered["metadata"]["namespace"]},
+        })
+    } else {
+        let name = entry
+            .render_name(scoped, cr["metadata"]["name"].as_str().unwrap_or_default())
+            .map_err(failed)?;
+        json!({
+            "apiVersion": entry.kind.api_version, "kind": entry.kind.kind,
+            "metadata": {"name": name, "namespace": cr["metadata"]["namespace"]},
+        })
+    };
+    Ok(match placements(entry, scoped, cr, compiled)? {
+        None => vec![reference],
+        Some(namespaces) => namespaces
+            .into_iter()
+            .map(|namespace| {
+                let mut copy = reference.clone();
+                copy["metadata"]["namespace"] = json!(namespace);
+                copy
+            })
+            .collect(),
+    })
+}
+
+/// `resolver` with the reconcile's context entries (`.cross`, `.children`) added.
+/// One resolver per element for a `forEach` entry (`.item` and `.<as>`), else one.
+fn expand<'o, 'n>(entry: &Entry, resolver: &Resolver<'o, 'n>) -> Vec<Resolver<'o, 'n>> {
+    let mut base = resolver.clone();
+    if let Some(inputs) = &entry.inputs {
+        base.set("inputs", inputs.clone());
+    }
+    let Some((path, alias)) = &entry.for_each else {
+        return vec![base];
+    };
+    let items = resolver
+        .lookup(path)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    items
+        .into_iter()
+        .map(|item| {
+            let mut scoped = base.clone();
+            if let Some(alias) = alias {
+                scoped.set(alias, item.clone());
+            }
+            scoped.set("item", item);
+            scoped
+        })
+        .collect()
+}
+
+/// A merge patch holding the fields `mutated` sets or changes against `object` (status
+/// aside: it has its own subresource); `None` when there are none.
+fn added_fields(object: &Value, mutated: &Value) -> Option<Value> {
+    match (object, mutated) {
+        (Value::Object(old), Value::Object(new)) => {
+            let patch: Map<String, Value> = new
+                .iter()
+                .filter(|(key, _)| key.as_str() != "status")
+                .filter_map(|(key, value)| {
+                    let changed = match old.get(key) {
+                        Some(previous) => added_fields(previous, value),
+                        None => Some(value.clone()),
+                    };
+                    changed.map(|c| (key.clone(), c))
+                })
+                .collect();
+            (!patch.is_empty()).then_some(Value::Object(patch))
+        }
+        (old, new) => (old != new).then(|| new.clone()),
+    }
+}
+
+/// What the admission rules made of the CR: their verdict, and the fields mutation set (a
+/// merge patch to persist).
+struct Checked {
+    verdict: Verdict,
+    mutation: Option<Value>,
+}
+
+/// What a successful reconcile did.
+struct Done {
+    /// `.children`.
+    children: Value,
+    wrote: bool,
+    /// Status fields a component returned.
+    status: Option<Map<String, Value>>,
+    action: Option<Action>,
+    /// The first child not ready yet, if any.
+    waiting: Option<String>,
+}
+
+impl Done {
+    /// The component's call and the templates' children together (the templates' first of a
+    /// kind wins `.children`), `wrote` adding the CR's own write.
+    fn from_call(called: Applied, templates: Applied, wrote: bool) -> Self {
+        let mut children = templates.children;
+        for (kind, child) in called.children {
+            children.entry(kind).or_insert(child);
+        }
+        Self {
+            children: Value::Object(children),
+            wrote: wrote || templates.wrote || called.wrote,
+            status: called.status,
+            action: called.action,
+            waiting: templates.holdouts.and(called.holdouts).summary(),
+        }
+    }
+}
+
+impl Reconciler for Declarative {
+    fn form(&self) -> Form {
+        match &self.component {
+            None => Form::Declarative,
+            Some(_) if self.is_constructor() => Form::Constructor,
+            Some(_) => Form::Hybrid,
+        }
+    }
+
+    fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Reconciled, ReconcileError>> {
+        Box::pin(self.run(request))
+    }
+}

@@ -1,0 +1,364 @@
+//! The Kordinator: dequeues items of one CRD, resolves the effective box of each CR,
+//! evaluates its reconcile gate (a failing gate skips the item, writes nothing and marks the
+//! CRD gated), dispatches to the MuxReconciler, and reports the outcome to the queue and
+//! the health board. A panic inside a reconciler is caught and counted as a failure of that
+//! item only. It knows nothing of how a reconciler works.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use futures::FutureExt;
+use kube::api::{Patch, PatchParams};
+use kube::core::ApiResource;
+use serde_json::{Map, Value};
+
+use crate::outcome::budget::{Meter, WriteBudget};
+use crate::outcome::counters::Counters;
+use crate::outcome::failure::{Reason, ReconcileError, Retry};
+use crate::outcome::health::{Event, HealthBoard};
+use crate::pipeline::feedback;
+use crate::pipeline::mux::{Action, Interrupt, MuxReconciler, Reconciled, Request, StampPatch};
+use crate::pipeline::observe::Cache;
+use crate::pipeline::queue::{Lease, Outcome, WorkQueue};
+use crate::pipeline::tuning::Tuning;
+use orkestra_katalog::compile::CompiledCrd;
+use orkestra_katalog::resolver::Resolver;
+
+/// How soon a reconcile whose write found the CR changed runs again (time for the watch to
+/// deliver the new version).
+const STALE_RETRY: Duration = Duration::from_millis(200);
+
+/// The workers of one CRD share one Kordinator.
+pub struct Kordinator {
+    pub client: kube::Client,
+    /// For the reconcile gate's external calls.
+    pub http: reqwest::Client,
+    pub crd: Arc<CompiledCrd>,
+    pub resource: Arc<ApiResource>,
+    pub cache: Cache,
+    pub queue: WorkQueue,
+    pub mux: MuxReconciler,
+    pub health: HealthBoard,
+    pub counters: Arc<Counters>,
+    pub tuning: Arc<Tuning>,
+    /// Which CRs this replica reconciles (all, without leases).
+    pub ownership: crate::ha::Ownership,
+    /// The runtime's writes to the CRs, announced so their echoes trigger nothing.
+    pub own: Arc<crate::pipeline::observe::own_writes::OwnWrites>,
+    /// What each CR's writes may cost.
+    pub budget: Arc<WriteBudget>,
+}
+
+impl Kordinator {
+    /// One worker: runs items until the queue shuts down; an item in progress finishes. A
+    /// panic anywhere in an item's run (its gate, its reconcile, its stamp) fails that item
+    /// only, and the worker goes on.
+    pub async fn work(self: Arc<Self>) {
+        // A slot first: the autoscaler decides how many workers take items.
+        while let Some(slot) = self.tuning.slot().await {
+            let Some(lease) = self.queue.next().await else { break };
+            // Another replica's CR: dropped here, offered again if it becomes ours.
+            let Some(claim) = self.ownership.claim(&self.crd.name, &lease.item.key) else {
+                self.queue.done(lease, Outcome::Success);
+                drop(slot);
+                continue;
+            };
+            let outcome = match AssertUnwindSafe(self.run(&lease)).catch_unwind().await {
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    let message = panic_message(panic.as_ref());
+                    self.counters.failed(&Reason::Panicked);
+                    self.counters.panics.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(crd = %self.crd.name, key = %lease.item.key, %message, "a reconcile step panicked; counted as a failure");
+                    self.health
+                        .record(&self.crd.name, Event::Failed(format!("panic: {message}")));
+                    Outcome::Retry
+                }
+            };
+            let results = &self.counters.results;
+            let result = match outcome {
+                Outcome::Success => &results.success,
+                Outcome::RequeueAfter(STALE_RETRY) => &results.requeue,
+                Outcome::RequeueAfter(_) => &results.requeue_after,
+                Outcome::Retry => &results.error,
+            };
+            result.fetch_add(1, Ordering::Relaxed);
+            let timing = &self.counters.timing;
+            timing.queued.observe(lease.waited.as_secs_f64());
+            timing.work.observe(lease.taken.elapsed().as_secs_f64());
+            self.queue.done(lease, outcome);
+            drop(claim);
+            drop(slot);
+        }
+    }
+
+    /// Calls the reconciler, retrying errors in place when `queue.retryBackoff` says so.
+    /// A panic is not retried here: it goes straight back to the queue.
+    async fn reconcile(&self, request: &Request) -> std::thread::Result<Result<Reconciled, ReconcileError>> {
+        let mut retry = 0;
+        loop {
+            self.counters.reconciles.fetch_add(1, Ordering::Relaxed);
+            let started = std::time::Instant::now();
+            let result = AssertUnwindSafe(self.mux.reconcile(request)).catch_unwind().await;
+            self.counters.record(started.elapsed(), !matches!(result, Ok(Ok(_))));
+            // Decide before waiting: no reference into the result may live across the sleep.
+            let delay = match (&result, self.crd.retry) {
+                // A stale write goes back to the queue: in place it would fail the same way.
+                (Ok(Err(error)), Some(policy)) if retry < policy.attempts && error.retry() != Retry::Soon => {
+                    retry += 1;
+                    let delay = policy.delay(retry);
+                    tracing::debug!(crd = %self.crd.name, key = %request.key, retry, ?delay, reason = %error.reason, "retrying in place");
+                    Some(delay)
+                }
+                _ => None,
+            };
+            match delay {
+                Some(delay) => tokio::time::sleep(delay).await,
+                None => return result,
+            }
+        }
+    }
+
+    async fn run(&self, lease: &Lease) -> Outcome {
+        let key = &lease.item.key;
+        let object = self.cache.get(key);
+        let empty = Value::Null;
+        let object_ref = object.as_deref().unwrap_or(&empty);
+        let (compiled, target) = self.crd.for_object(object_ref);
+        let context = Arc::new(self.crd.context_of(object_ref));
+        let alive = object
+            .as_ref()
+            .is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null());
+        // The gate decides whether a live CR is reconciled, never whether one being deleted
+        // is finalized: a closed gate would keep it Terminating with its children for ever.
+        if alive
+            && let Some(gate) = &compiled.gates.reconcile
+            && !self.gate_passes(gate, self.resolver(object_ref, &context, lease)).await
+        {
+            self.counters.gated.fetch_add(1, Ordering::Relaxed);
+            self.health.record(&self.crd.name, Event::Gated);
+            tracing::debug!(crd = %self.crd.name, %key, "reconcile gate closed; item skipped");
+            return Outcome::Success;
+        }
+        if object.is_none() {
+            self.budget.forget(key);
+        }
+        // A CR that spent its write budget waits for it (its deletion never does).
+        if alive && let Err(wait) = self.budget.admit(key) {
+            self.counters.held.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(crd = %self.crd.name, %key, ?wait, "write budget spent; reconcile held back");
+            return Outcome::RequeueAfter(wait);
+        }
+        let meter = Meter::default();
+        let outcome = meter
+            .measure(self.reconcile_and_stamp(lease, object, alive, compiled.clone(), target, context))
+            .await;
+        self.budget.charge(key, meter.writes());
+        outcome
+    }
+
+    /// What gates and the requeue see: the CR in its context, the sentinels and events of
+    /// the item, and the metrics live.
+    fn resolver<'o>(&'o self, object: &'o Value, context: &Map<String, Value>, lease: &Lease) -> Resolver<'o, 'o> {
+        let mut resolver =
+            Resolver::in_context(object, &self.crd.notes, context).with_sentinels(lease.payload.sentinels);
+        if let Some(events) = &lease.payload.events {
+            resolver.set("events", events.clone());
+        }
+        if self.crd.stamp_metrics {
+            // Gates see the metrics live, queue depth included (it is never stamped).
+            resolver.set("metrics", self.live_metrics());
+        }
+        resolver
+    }
+
+    /// The reconcile of one item past its gates, and the stamps after it.
+    async fn reconcile_and_stamp(
+        &self,
+        lease: &Lease,
+        object: Option<Arc<Value>>,
+        alive: bool,
+        compiled: Arc<orkestra_katalog::compile::CompiledBox>,
+        target: Option<&str>,
+        context: Arc<Map<String, Value>>,
+    ) -> Outcome {
+        let key = &lease.item.key;
+        let empty = Value::Null;
+        let object_ref = object.as_deref().unwrap_or(&empty);
+        let before = self.stamps();
+        let stamps = StampPatch::new(
+            object
+                .as_deref()
+                .filter(|_| alive)
+                .and_then(|o| feedback::annotations(o, &before)),
+        );
+        let request = Request {
+            key: key.clone(),
+            crd: self.crd.name.clone(),
+            resource: self.resource.clone(),
+            object: object.clone(),
+            target: target.map(String::from),
+            compiled: compiled.clone(),
+            context: context.clone(),
+            sentinels: lease.payload.sentinels,
+            event_id: lease.item.event_id,
+            interrupt: self.interrupt(key, object.as_deref()),
+            stamps: stamps.clone(),
+            own: self.own.clone(),
+        };
+        let result = self.reconcile(&request).await;
+        let outcome = match result {
+            Ok(Ok(Reconciled { action, waiting })) => {
+                // A CR being deleted or gone reports nothing waiting, which ends its wait.
+                let waiting = waiting.filter(|_| self.crd.health_waits_for_children);
+                self.health.record(
+                    &self.crd.name,
+                    Event::Succeeded {
+                        key: key.clone(),
+                        waiting,
+                    },
+                );
+                match action {
+                    // Never sooner than the floor: a reconciler asking for 0 would hold a
+                    // worker and the API server for as long as it keeps asking.
+                    Action::RequeueAfter(delay) => Outcome::RequeueAfter(delay.max(compiled.requeue_floor)),
+                    Action::Done => match (&compiled.requeue, &object) {
+                        (Some(requeue), Some(_)) => {
+                            let resolver = self.resolver(object_ref, &context, lease);
+                            let after = match resolver.render(&requeue.after) {
+                                Ok(text) if text.trim().is_empty() => None,
+                                Ok(text) => orkestra_katalog::duration::parse(&text)
+                                    .inspect_err(|error| {
+                                        tracing::warn!(crd = %self.crd.name, %key, %error, "requeue.after is not a duration; no requeue");
+                                    })
+                                    .ok(),
+                                Err(error) => {
+                                    tracing::warn!(crd = %self.crd.name, %key, error = %error.message, "requeue.after does not render; no requeue");
+                                    None
+                                }
+                            };
+                            match after {
+                                Some(delay) if !delay.is_zero() && requeue.conditions.passes(&resolver, None) => {
+                                    Outcome::RequeueAfter(delay.max(compiled.requeue_floor))
+                                }
+                                _ => Outcome::Success,
+                            }
+                        }
+                        _ => Outcome::Success,
+                    },
+                }
+            }
+            Ok(Err(error)) if error.retry() == Retry::Soon => {
+                // Not a failure: the CR changed under our write; the watch brings the new
+                // version, and the queue's hot-loop backoff holds a CR that keeps changing.
+                tracing::debug!(crd = %self.crd.name, %key, message = %error.message, "the custom resource changed under a write; running again");
+                Outcome::RequeueAfter(STALE_RETRY)
+            }
+            Ok(Err(error)) => {
+                self.counters.failed(&error.reason);
+                if error.retry() == Retry::Backoff {
+                    tracing::info!(crd = %self.crd.name, %key, reason = %error.reason, message = %error.message, "the API server is busy or unreachable; backing off");
+                } else {
+                    tracing::warn!(crd = %self.crd.name, %key, reason = %error.reason, message = %error.message, "reconcile failed");
+                }
+                self.health.record(&self.crd.name, Event::Failed(error.to_string()));
+                Outcome::Retry
+            }
+            Err(panic) => {
+                let message = panic_message(panic.as_ref());
+                self.counters.failed(&Reason::Panicked);
+                self.counters.panics.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(crd = %self.crd.name, %key, %message, "reconciler panicked; counted as a failure");
+                self.health
+                    .record(&self.crd.name, Event::Failed(format!("panic: {message}")));
+                Outcome::Retry
+            }
+        };
+        if let Some(object) = object.as_deref().filter(|_| alive) {
+            let after = self.stamps();
+            // The reconciler's own write carried them, and the reconcile did not move them.
+            if !(stamps.written() && after == before) {
+                self.stamp(key, object, &after).await;
+            }
+        }
+        outcome
+    }
+
+    /// Stops a run early when the runtime shuts down, or when the CR it works for (alive when
+    /// the run began) is being deleted or is gone: the next run handles that.
+    fn interrupt(&self, key: &str, object: Option<&Value>) -> Interrupt {
+        let alive = object.is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null());
+        let (queue, cache, key) = (self.queue.clone(), self.cache.clone(), key.to_string());
+        Interrupt::new(move || {
+            if queue.is_closed() {
+                return Some("the runtime is shutting down");
+            }
+            if !alive {
+                return None;
+            }
+            match cache.get(&key) {
+                None => Some("the custom resource is gone"),
+                Some(now) if !now["metadata"]["deletionTimestamp"].is_null() => {
+                    Some("the custom resource is being deleted")
+                }
+                Some(_) => None,
+            }
+        })
+    }
+
+    /// Makes the gate's external calls, then asks it; a failed call lets `failPolicy` decide.
+    async fn gate_passes(&self, gate: &orkestra_katalog::compile::Gate, mut resolver: Resolver<'_, '_>) -> bool {
+        if !gate.external.is_empty()
+            && let Err(error) = orkestra_effects::external::run(&self.http, &gate.external, &mut resolver).await
+        {
+            tracing::debug!(crd = %self.crd.name, %error, open = gate.fail_open, "reconcile gate call failed");
+            return gate.fail_open;
+        }
+        gate.passes(&resolver)
+    }
+
+    /// What the CRD's CRs should carry as stamps now: only what its Katalog reads.
+    fn stamps(&self) -> feedback::Stamps {
+        let health = self.health.get(&self.crd.name);
+        feedback::Stamps {
+            health: health.filter(|_| self.crd.stamp_health).map(|h| feedback::health(&h)),
+            metrics: self
+                .crd
+                .stamp_metrics
+                .then(|| feedback::metrics(&self.tuning, &self.counters)),
+        }
+    }
+
+    /// `.metrics` as gates see it, queue depth included.
+    fn live_metrics(&self) -> Value {
+        feedback::live_metrics(&self.queue, &self.tuning, &self.counters)
+    }
+
+    /// Writes `stamps` on the CR where they differ from what it carries. Best effort: a failed
+    /// stamp is logged and retried by the next reconcile.
+    async fn stamp(&self, key: &str, object: &Value, stamps: &feedback::Stamps) {
+        let Some(patch) = feedback::patch(object, stamps) else {
+            return;
+        };
+        let Ok((api, name)) = crate::pipeline::observe::api_for_key(&self.client, &self.resource, key) else {
+            return;
+        };
+        self.counters.wrote();
+        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        if let Err(error) = self.own.write(key, api.patch(name, &params, &patch)).await {
+            tracing::debug!(crd = %self.crd.name, %key, %error, "could not stamp health and metrics");
+        }
+    }
+}
+
+/// The text of a panic's payload.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    orkestra_katalog::text::bounded(text, 1024)
+}

@@ -1,0 +1,147 @@
+//! The primary informer: a watch (list, then watch, relisting on expiry) of the CRD's own
+//! objects into the [`Cache`], with sentinels computed from the old and new version of
+//! each update, and a trigger for every change.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::own_writes::OwnWrites;
+use super::{Cache, Enqueue, Source, Trigger, object_key};
+use orkestra_katalog::sentinel;
+
+/// Watches `api` until the stream ends (it does not: the watcher relists and backs off on
+/// errors), feeding every event to the observer.
+pub async fn watch_primary(api: Api<DynamicObject>, config: watcher::Config, mut observer: PrimaryObserver) {
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => observer.handle(event),
+            Err(error) => tracing::warn!(%error, "primary watch failed; retrying with backoff"),
+        }
+    }
+}
+
+/// What the primary informer does with each watch event: update the cache, compute the
+/// declared sentinels from the old and new version, and offer a trigger.
+pub struct PrimaryObserver {
+    cache: Cache,
+    declared_sentinels: u16,
+    enqueue: Arc<dyn Enqueue>,
+    /// The runtime's writes to the CRs, whose echoes are no trigger.
+    own: Arc<OwnWrites>,
+    relisting: Option<HashSet<String>>,
+    ready: Option<oneshot::Sender<()>>,
+}
+
+impl PrimaryObserver {
+    /// `ready`, if any, fires after the first complete list.
+    pub fn new(
+        cache: Cache,
+        declared_sentinels: u16,
+        enqueue: Arc<dyn Enqueue>,
+        own: Arc<OwnWrites>,
+        ready: Option<oneshot::Sender<()>>,
+    ) -> Self {
+        Self {
+            cache,
+            declared_sentinels,
+            enqueue,
+            own,
+            relisting: None,
+            ready,
+        }
+    }
+
+    pub fn handle(&mut self, event: Event<DynamicObject>) {
+        match event {
+            Event::Init => {
+                self.cache.listing();
+                self.relisting = Some(HashSet::new());
+            }
+            Event::InitApply(object) | Event::Apply(object) => {
+                let Some((key, value)) = to_cached_json(object, self.declared_sentinels) else {
+                    return;
+                };
+                if let Some(seen) = self.relisting.as_mut() {
+                    seen.insert(key.clone());
+                }
+                let value = Arc::new(value);
+                let old = self.cache.insert(key.clone(), value.clone());
+                // The runtime's own health/metrics stamp is news to no one.
+                if old
+                    .as_deref()
+                    .is_some_and(|old| crate::pipeline::feedback::only_stamps_changed(old, &value))
+                {
+                    return;
+                }
+                let sentinels = sentinel::compute(old.as_deref(), &value, self.declared_sentinels);
+                let trigger = Trigger {
+                    key: key.clone(),
+                    source: Source::Primary,
+                    sentinels,
+                    events: None,
+                };
+                // A relist's change may hold others' writes: never screened.
+                let version = super::own_writes::version_of(&value).filter(|_| self.relisting.is_none());
+                let trigger = match version {
+                    Some(version) => self.own.screen(&key, &version, trigger),
+                    None => Some(trigger),
+                };
+                if let Some(trigger) = trigger {
+                    self.enqueue.offer(trigger);
+                }
+            }
+            Event::InitDone => {
+                // Objects deleted while the watch was down are gone from the new list.
+                if let Some(seen) = self.relisting.take() {
+                    for key in self.cache.keys().into_iter().filter(|k| !seen.contains(k)) {
+                        self.cache.remove(&key);
+                        self.enqueue.offer(Trigger::new(key, Source::Primary));
+                    }
+                }
+                if let Some(ready) = self.ready.take() {
+                    let _ = ready.send(());
+                }
+            }
+            Event::Delete(object) => {
+                let Some((key, _)) = to_json(&object) else { return };
+                self.cache.remove(&key);
+                self.own.forget(&key);
+                self.enqueue.offer(Trigger::new(key, Source::Primary));
+            }
+        }
+    }
+}
+
+/// The object as JSON and its key; an object that does not convert is logged and skipped.
+pub(super) fn to_json(object: &DynamicObject) -> Option<(String, Value)> {
+    let value = match serde_json::to_value(object) {
+        Ok(value) => value,
+        Err(error) => {
+            tracing::warn!(name = ?object.metadata.name, %error, "a watched object does not convert to JSON; skipped");
+            return None;
+        }
+    };
+    let Some(key) = object_key(&value) else {
+        tracing::warn!(name = ?object.metadata.name, "a watched object has no name; skipped");
+        return None;
+    };
+    Some((key, value))
+}
+
+/// As [`to_json`], for a cache: without `managedFields` (most of a small object's metadata,
+/// read by nothing but the `managedFieldsChanged` sentinel) unless `declared` asks for it.
+/// They are dropped before the conversion, so they are never copied.
+pub(super) fn to_cached_json(mut object: DynamicObject, declared: u16) -> Option<(String, Value)> {
+    if declared & (1 << sentinel::MANAGED_FIELDS_CHANGED) == 0 {
+        object.metadata.managed_fields = None;
+    }
+    to_json(&object)
+}
