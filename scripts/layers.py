@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks the layering of the host crates (CI runs it):
 
-1. orkestra-katalog stays pure: none of kube, wasmtime, tokio, an HTTP stack or axum in its
-   dependency tree (normal and dev), so it builds, tests and fuzzes without them.
+1. orkestra-katalog and the expression language under it (orkestra-expr) stay pure: none of
+   kube, wasmtime, tokio, an HTTP stack or axum in their dependency trees (normal and dev),
+   so they build, test and fuzz without them.
 2. orkestra-gateway links no Wasm engine (it shares the Katalog's effects, not the runtime).
 3. No import cycles between the top-level modules of each host crate. A module's own files
    may refer to each other (a reconciler split into impl blocks); test code is left out.
@@ -24,8 +25,8 @@ def dependencies(package, edges):
     return {line.split()[0] for line in tree.splitlines() if line.strip()}
 
 
-def impure_dependencies():
-    return sorted(n for n in dependencies("orkestra-katalog", "normal,dev") if n in FORBIDDEN)
+def impure_dependencies(package):
+    return sorted(n for n in dependencies(package, "normal,dev") if n in FORBIDDEN)
 
 
 def module_edges(src_dir):
@@ -83,21 +84,22 @@ def cycles(edges):
 
 def main():
     failed = False
-    impure = impure_dependencies()
-    if impure:
-        print(f"orkestra-katalog must stay pure, but depends on: {', '.join(impure)}")
-        failed = True
+    for package in ("orkestra-expr", "orkestra-katalog"):
+        impure = impure_dependencies(package)
+        if impure:
+            print(f"{package} must stay pure, but depends on: {', '.join(impure)}")
+            failed = True
     engines = sorted(n for n in dependencies("orkestra-gateway", "normal") if n in ("wasmtime", "orkestra-wasm"))
     if engines:
         print(f"orkestra-gateway must not link a Wasm engine, but depends on: {', '.join(engines)}")
         failed = True
-    crates = ("katalog", "kube", "net", "effects", "control-plane", "wasm", "runtime", "gateway", "control-center", "cli")
+    crates = ("expr", "katalog", "kube", "net", "effects", "control-plane", "wasm", "runtime", "gateway", "control-center", "cli")
     for crate in crates:
         for cycle in cycles(module_edges(os.path.join(ROOT, "host", crate, "src"))):
             print(f"host/{crate}: import cycle between modules {' -> '.join(cycle)}")
             failed = True
     if not failed:
-        print("layers: orkestra-katalog is pure; the gateway links no Wasm engine; no import cycles between modules")
+        print("layers: orkestra-expr and orkestra-katalog are pure; the gateway links no Wasm engine; no import cycles between modules")
     return 1 if failed else 0
 
 

@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use orkestra_katalog::template::{Env, Functions, Template};
+use orkestra_expr::template::{Env, Functions, Template};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(source) = std::str::from_utf8(data)

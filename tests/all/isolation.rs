@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use orkestra_katalog::labels::{COMPONENT_CHILDREN, OWNER_UID_LABEL};
+use orkestra_expr::labels::{COMPONENT_CHILDREN, OWNER_UID_LABEL};
 use orkestra_test_support::{eventually, guests};
 use serde_json::{Value, json};
 

@@ -16,7 +16,7 @@ use orkestra::outcome::failure::{Reason, ReconcileError};
 use orkestra::outcome::health::State;
 use orkestra::pipeline::mux::{Action, Form, MuxReconciler, Reconciled, Reconciler, Request};
 use orkestra::runtime::{CrdHandle, Runtime};
-use orkestra_katalog::sentinel;
+use orkestra_expr::sentinel;
 use orkestra_test_support::{TestNamespace, eventually, namespace};
 use serde_json::{Value, json};
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use orkestra_expr::labels::DELETION_PROTECTION;
 use orkestra_gateway::webhooks::{Options, Webhooks};
-use orkestra_katalog::labels::DELETION_PROTECTION;
 use orkestra_test_support::{eventually, kubectl_with, namespace};
 
 use crate::pipeline::WAIT;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use orkestra_expr::labels::{SERVE_INTENT, SERVE_SOURCE};
 use orkestra_gateway::webhooks::Webhooks;
-use orkestra_katalog::labels::{SERVE_INTENT, SERVE_SOURCE};
 use orkestra_test_support::{eventually, kubectl_with, namespace};
 use serde_json::json;
 

@@ -57,7 +57,7 @@ pub struct ControlCenterArgs {
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
-    orkestra_katalog::duration::parse(text)
+    orkestra_expr::duration::parse(text)
 }
 
 pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode> {

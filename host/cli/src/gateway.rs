@@ -54,7 +54,7 @@ impl WebhookArgs {
         if !orkestra_gateway::webhooks::any_enabled(katalog) {
             return Ok(None);
         }
-        let valid_for = orkestra_katalog::duration::parse(&self.cert_valid_for)
+        let valid_for = orkestra_expr::duration::parse(&self.cert_valid_for)
             .map_err(|e| anyhow::anyhow!("--cert-valid-for: {e}"))?;
         let options = Options {
             https_addr: self.https_addr,

@@ -60,7 +60,7 @@ impl Default for HaArgs {
 const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(25);
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    orkestra_katalog::duration::parse(text)
+    orkestra_expr::duration::parse(text)
 }
 
 impl HaArgs {

@@ -12,7 +12,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 
-use orkestra_katalog::intent::{self, Refusal};
+use orkestra_katalog::serve::intent::{self, Refusal};
 
 use super::KatalogArgs;
 
@@ -267,10 +267,10 @@ fn play_token(token: Option<&str>, surface: &orkestra_katalog::compile::Surface)
     match token {
         None => println!("skipped (give --token NAME to check a token's grants)"),
         Some(token) => {
-            let verdict = orkestra_katalog::access::permits(
+            let verdict = orkestra_katalog::serve::access::permits(
                 surface,
                 token,
-                orkestra_katalog::access::Class::Resources,
+                orkestra_katalog::serve::access::Class::Resources,
                 orkestra_katalog::model::Verb::Create,
                 None,
             );

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::Call;
-use orkestra_katalog::resolver::Resolver;
 /// Bodies beyond this are not read: a reconcile should not buffer someone's download.
 const BODY_LIMIT: usize = 1 << 20;
 /// Non-JSON bodies are kept to this many bytes.

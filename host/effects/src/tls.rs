@@ -28,7 +28,7 @@ pub fn generate(spec: &Value, fallback_validity: Duration) -> Result<Map<String,
         names.push(common_name.to_string());
     }
     let validity = match spec["validFor"].as_str() {
-        Some(text) => orkestra_katalog::duration::parse(text).map_err(|e| format!("tls.validFor: {e}"))?,
+        Some(text) => orkestra_expr::duration::parse(text).map_err(|e| format!("tls.validFor: {e}"))?,
         None => fallback_validity,
     };
     let now = time::OffsetDateTime::now_utc();

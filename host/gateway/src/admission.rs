@@ -94,7 +94,7 @@ async fn context_of(shared: &Shared, crd: &CompiledCrd, request: &Value) -> Resu
         context.insert("request".into(), intent);
     }
     if !crd.rule_calls.is_empty() {
-        let mut resolver = orkestra_katalog::resolver::Resolver::in_context(object, &crd.notes, &context);
+        let mut resolver = orkestra_expr::resolver::Resolver::in_context(object, &crd.notes, &context);
         let deadline = shared.calls.deadline;
         let calls = orkestra_effects::external::run(&shared.http, &crd.rule_calls, &mut resolver);
         let outcome = match tokio::time::timeout(deadline, calls).await {
@@ -156,14 +156,14 @@ fn report(shared: &Shared, crd: &CompiledCrd, request: &Value, why: &str) {
         type_: Some("Warning".into()),
         reason: Some("AdmissionCallFailed".into()),
         action: Some("Admit".into()),
-        note: Some(orkestra_katalog::text::bounded(
+        note: Some(orkestra_expr::text::bounded(
             format!("refused: an external call of the rules failed: {why}"),
             1024,
         )),
         reporting_controller: Some("orkestra-gateway".into()),
         reporting_instance: Some("orkestra-gateway".into()),
         regarding: Some(ObjectReference {
-            api_version: Some(orkestra_katalog::intent::api_version_of(crd)),
+            api_version: Some(orkestra_katalog::serve::intent::api_version_of(crd)),
             kind: Some(crd.kind.clone()),
             name: name.map(String::from),
             namespace: request["namespace"].as_str().map(String::from),

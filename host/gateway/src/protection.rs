@@ -21,9 +21,9 @@ use kube::core::{ApiResource, GroupVersionKind};
 use orkestra_kube::objects::Objects;
 use serde_json::{Value, json};
 
+use orkestra_expr::labels::{DELETION_PROTECTION, STRICT_MODE_EXEMPT};
 use orkestra_katalog::Compiled;
 use orkestra_katalog::compile::CompiledCrd;
-use orkestra_katalog::labels::{DELETION_PROTECTION, STRICT_MODE_EXEMPT};
 use orkestra_katalog::model::{DeletionProtection, NamespaceProtection};
 
 use crate::review::{self, Counts, review};

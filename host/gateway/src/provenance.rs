@@ -17,9 +17,9 @@ use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use kube::api::PostParams;
 use serde_json::{Value, json};
 
+use orkestra_expr::labels::{SERVE_INTENT, SERVE_SOURCE};
 use orkestra_katalog::Compiled;
 use orkestra_katalog::compile::CompiledCrd;
-use orkestra_katalog::labels::{SERVE_INTENT, SERVE_SOURCE};
 
 use crate::review::{Counts, crd_of, review};
 use crate::scope::Scope;

@@ -11,8 +11,8 @@ use kube::core::{ApiResource, GroupVersionKind};
 use orkestra_kube::objects::Objects;
 use serde_json::{Value, json};
 
+use orkestra_expr::labels::DELETION_PROTECTION;
 use orkestra_katalog::Compiled;
-use orkestra_katalog::labels::DELETION_PROTECTION;
 use orkestra_katalog::model::FailurePolicy;
 
 use crate::protection;
@@ -318,7 +318,7 @@ fn configuration_of(
     Some(json!({
         "apiVersion": resource.api_version, "kind": resource.kind,
         "metadata": {"name": name_for(&compiled.katalog.name),
-                     "labels": {orkestra_katalog::labels::MANAGED_LABEL: "true"}},
+                     "labels": {orkestra_expr::labels::MANAGED_LABEL: "true"}},
         "webhooks": webhooks,
     }))
 }

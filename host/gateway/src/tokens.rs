@@ -151,7 +151,7 @@ async fn secret_value(
     let rotate_after = spec
         .rotate_after
         .as_deref()
-        .map(orkestra_katalog::duration::parse)
+        .map(orkestra_expr::duration::parse)
         .transpose()
         .map_err(|e| Error::Rotate(e.to_string(), name.to_string()))?;
     let api = objects::namespaced::<Secret>(client.clone(), &namespace).map_err(failed)?;
@@ -187,7 +187,7 @@ async fn secret_value(
             name: Some(spec.name.clone()),
             namespace: Some(namespace.clone()),
             annotations: Some([(GENERATED_AT.to_string(), jiff::Timestamp::now().to_string())].into()),
-            labels: Some([(orkestra_katalog::labels::MANAGED_LABEL.to_string(), "true".to_string())].into()),
+            labels: Some([(orkestra_expr::labels::MANAGED_LABEL.to_string(), "true".to_string())].into()),
             resource_version: existing.as_ref().and_then(|s| s.metadata.resource_version.clone()),
             ..ObjectMeta::default()
         },

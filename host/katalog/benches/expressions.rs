@@ -5,9 +5,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use orkestra_katalog::condition::{ConditionSpec, Conditions};
-use orkestra_katalog::resolver::Resolver;
-use orkestra_katalog::template::{Functions, Template};
+use orkestra_expr::condition::{ConditionSpec, Conditions};
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::{Functions, Template};
 use orkestra_katalog::{read, yaml};
 use serde_json::{Value, json};
 

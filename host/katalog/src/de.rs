@@ -9,7 +9,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Error as _, IntoDeserializer, Visitor};
 
 use super::yaml::{Node, NodeValue, Pos};
-use crate::text::closest;
+use orkestra_expr::text::closest;
 
 /// One problem found while reading a Katalog: where and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,7 +182,7 @@ impl<'de, 'c> NodeDe<'de, 'c> {
                 };
                 format!("`{old}` was renamed to `{new}`{since}; use `{new}` (`ork migrate` rewrites it)")
             }
-            None => match crate::text::misspelt(&text, fields) {
+            None => match orkestra_expr::text::misspelt(&text, fields) {
                 Some(best) => format!("unknown field `{text}`; the closest valid key is `{best}`"),
                 None if fields.is_empty() => format!("unknown field `{text}`"),
                 None => format!("unknown field `{text}`; the keys here are {}", valid_keys(fields)),

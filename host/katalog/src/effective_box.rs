@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::labels;
 use crate::{CrdEntry, OperatorBox, Reconcile, ServeTarget};
+use orkestra_expr::labels;
 
 /// The CRD box and one merged box per target that declares its own.
 #[derive(Debug, Clone)]

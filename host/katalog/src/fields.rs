@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::condition::ValueType;
-use crate::resolver::Resolver;
-use crate::template::Template;
+use orkestra_expr::condition::ValueType;
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::Template;
 
 /// A template's value in its declared type, or why it has none (the template failed, or its
 /// text does not convert).
@@ -52,7 +52,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::template::Functions;
+    use orkestra_expr::template::Functions;
 
     fn eval(text: &str, value_type: ValueType) -> Result<Value, String> {
         let object = json!({"spec": {"replicas": 3, "name": "web"}});

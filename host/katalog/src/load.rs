@@ -11,9 +11,9 @@ use super::include::{self, Files};
 use super::loaded::{Diagnostic, Error, Katalog, LoadedCrd, Parsed, crd_node};
 use super::model::KatalogFile;
 use super::reads::StampReads;
-use super::template::Functions;
 use super::yaml::{self, Node, NodeValue};
 use super::{API_VERSION, LEGACY_API_VERSION, crd_file, komposer, legacy, motif, validate};
+use orkestra_expr::template::Functions;
 
 /// Loads, merges, validates and compiles the files in order.
 pub fn load(paths: &[PathBuf]) -> Result<Compiled, Error> {

@@ -7,9 +7,11 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use crate::fields::{set_path, typed};
-use crate::resolver::Resolver;
-use crate::template::{Functions, Template};
-use crate::{Normalize, condition::ValueType};
+use orkestra_expr::condition::ValueType;
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::{Functions, Template};
+
+use crate::Normalize;
 
 /// The compiled `normalize` of a box.
 #[derive(Debug, Clone, Default)]

@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 
-use crate::labels::{MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_NAME_LABEL, OWNER_UID_LABEL};
+use orkestra_expr::labels::{MANAGED_LABEL, OWNER_KIND_LABEL, OWNER_NAME_LABEL, OWNER_UID_LABEL};
 
 /// The field manager every child used to share; objects it still manages are moved to the
 /// manager of their CRD or component on their first reconcile.
@@ -186,7 +186,10 @@ pub fn field_manager(prefix: &str, crd: &str, target: Option<&str>) -> String {
         return name;
     }
     let digest = fnv1a(&name);
-    format!("{}-{digest:016x}", crate::text::cut(&name, FIELD_MANAGER_LIMIT - 17))
+    format!(
+        "{}-{digest:016x}",
+        orkestra_expr::text::cut(&name, FIELD_MANAGER_LIMIT - 17)
+    )
 }
 
 /// The owner-kind label value of CRs of `kind` in `group`: `Kind.group` (`Kind` for the core
@@ -207,7 +210,7 @@ fn label_value(text: &str) -> String {
 
 /// A name from the cluster, bounded for a message.
 fn short(text: &str) -> &str {
-    crate::text::cut(text, 253)
+    orkestra_expr::text::cut(text, 253)
 }
 
 /// FNV-1a: a stable digest for cutting names (not a security boundary: both names are

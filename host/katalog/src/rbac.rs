@@ -169,7 +169,7 @@ impl Needs {
         self.add(own, &crd.group, &format!("{}/finalizers", crd.plural), &["update"]);
         let mut applied = applied_kinds(crd.boxes.crd());
         for target in crd.boxes.targets() {
-            let object = serde_json::json!({"metadata": {"annotations": {crate::labels::SERVE_ALIAS: target}}});
+            let object = serde_json::json!({"metadata": {"annotations": {orkestra_expr::labels::SERVE_ALIAS: target}}});
             applied.extend(applied_kinds(crd.boxes.for_object(&object).operator_box));
         }
         for (api_version, kind, namespaced) in applied {

@@ -8,11 +8,11 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use crate::condition::{Check, Conditions, ValueType};
 use crate::fields::{set_path, typed};
-use crate::resolver::Resolver;
-use crate::template::{Functions, Template};
 use crate::{Admission, RuleAction};
+use orkestra_expr::condition::{Check, Conditions, ValueType};
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::{Functions, Template};
 
 #[derive(Debug, Clone)]
 struct Validation {

@@ -445,7 +445,7 @@ spec:
     let entry = &guard.on_reconcile.as_ref().unwrap().entries[0];
     let placements = |spec: serde_json::Value, own: Option<&str>| {
         let cr = serde_json::json!({"metadata": {"name": "x"}, "spec": spec});
-        entry.placements(&resolver::Resolver::new(&cr, &[]), own, guard)
+        entry.placements(&orkestra_expr::resolver::Resolver::new(&cr, &[]), own, guard)
     };
     // A list from the spec, a literal, a duplicate and the CR's own namespace.
     assert_eq!(

@@ -2,7 +2,7 @@
 //! into the URL as they are, so a name a tenant chose (`?watch=true`, `a/b`) would turn a
 //! read of one object into a watch of a namespace and a delete into a deletecollection.
 //! [`Objects`] checks every namespace and name against Kubernetes' rules
-//! ([`orkestra_katalog::names`]) and percent-encodes the name before kube sees it; the
+//! ([`orkestra_expr::names`]) and percent-encodes the name before kube sees it; the
 //! workspace's clippy configuration refuses the named calls of `Api` everywhere else.
 //!
 //! A refused name is a [`kube::Error::BuildRequest`] naming the rule, so callers keep one
@@ -19,7 +19,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use orkestra_katalog::names::{check_name, check_namespace};
+use orkestra_expr::names::{check_name, check_namespace};
 
 /// What a path segment may keep as it is (RFC 3986's unreserved and sub-delimiters, `:` and
 /// `@`); everything else is encoded, `?` and `#` above all.

@@ -276,7 +276,7 @@ fn trap_cause(error: &wasmtime::Error) -> String {
             text.push(')');
         }
     }
-    orkestra_katalog::text::bounded(text, TRAP_LIMIT)
+    orkestra_expr::text::bounded(text, TRAP_LIMIT)
 }
 
 /// Bytes of what a call returned.

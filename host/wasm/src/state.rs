@@ -176,7 +176,7 @@ impl wit_types::Host for CallState {}
 
 impl wit_log::Host for CallState {
     fn log(&mut self, level: wit_log::Level, message: String) -> wasmtime::Result<()> {
-        let message = orkestra_katalog::text::bounded(message, LOG_LINE_LIMIT);
+        let message = orkestra_expr::text::bounded(message, LOG_LINE_LIMIT);
         if matches!(level, wit_log::Level::Error) {
             // Kept even past the budget: it explains a trap (a panic logs here first).
             self.last_error = Some(message.clone());
@@ -290,7 +290,7 @@ impl CallState {
             .metadata
             .labels
             .as_ref()
-            .and_then(|l| l.get(orkestra_katalog::labels::OWNER_UID_LABEL))
+            .and_then(|l| l.get(orkestra_expr::labels::OWNER_UID_LABEL))
             .map(|uid| (uid.as_str(), "the host's owner label".to_string()));
         match controller.or(labelled) {
             Some((uid, whose)) if Some(uid) != own => {
@@ -349,7 +349,7 @@ impl CallState {
 /// A name a guest passes, refused when no Kubernetes object could have it (before it is
 /// spent on a kube call; [`Objects`] checks it again where it enters the URL).
 fn check_name(name: &str) -> Result<(), KubeError> {
-    orkestra_katalog::names::check_name(name).map_err(KubeError::Rejected)
+    orkestra_expr::names::check_name(name).map_err(KubeError::Rejected)
 }
 
 /// An object a guest sends, refused past the API server's request limit before it is parsed.

@@ -14,9 +14,9 @@ use kube::api::{Patch, PatchParams};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use orkestra_katalog::access::{Class, permits};
-use orkestra_katalog::intent::{self, Made, Refusal, api_version_of, stored_surface};
 use orkestra_katalog::model::{LOCAL_CLUSTER, Verb};
+use orkestra_katalog::serve::access::{Class, permits};
+use orkestra_katalog::serve::intent::{self, Made, Refusal, api_version_of, stored_surface};
 
 use super::cache::Cache;
 use super::{Caller, Shared, api_of, cluster_client, failure, from_kube, params, shape};
@@ -87,7 +87,7 @@ fn clusters_of(
     let surface = made.crd.serve.as_deref().and_then(|s| s.surfaces.get(&made.surface));
     let templates = surface.map(|s| s.clusters.as_slice()).unwrap_or_default();
     let overlay = Map::from_iter([("request".to_string(), Value::Object(body.clone()))]);
-    let env = orkestra_katalog::template::Env::now();
+    let env = orkestra_expr::template::Env::now();
     let mut names = Vec::new();
     for template in templates {
         let name = template.render_in(&env, &made.object, Some(&overlay)).map_err(|e| {
@@ -201,7 +201,7 @@ async fn make(shared: &Shared, caller: &Caller, body: &Map<String, Value>) -> Re
             .of(&shared.client, LOCAL_CLUSTER, crd)
             .await
             .unwrap_or(Value::Null);
-        let types = |path: &[String]| orkestra_katalog::serve_schema::type_at(&schema, path);
+        let types = |path: &[String]| orkestra_katalog::serve::schema::type_at(&schema, path);
         return intent::from_target(crd, surface, body, source, &types).map_err(refused);
     }
     let (Some(api_version), Some(kind)) = (

@@ -251,7 +251,7 @@ pub(crate) fn crd_of_kind<'c>(compiled: &'c Compiled, kind: &str) -> Option<&'c 
 /// primary.
 pub(crate) fn surface_of<'s>(serve: &'s CompiledServe, object: Option<&Value>) -> &'s Surface {
     object
-        .and_then(orkestra_katalog::intent::stored_surface)
+        .and_then(orkestra_katalog::serve::intent::stored_surface)
         .and_then(|name| serve.surface(&name))
         .unwrap_or_else(|| serve.primary_surface())
 }

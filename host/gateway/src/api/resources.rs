@@ -10,9 +10,9 @@ use kube::api::{DeleteParams, ListParams};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use orkestra_katalog::access::{Class, permits};
 use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::model::Verb;
+use orkestra_katalog::serve::access::{Class, permits};
 
 use super::{Caller, Shared, api_of, cluster_client, crd_of_kind, failure, from_kube, params, shape, surface_of};
 
@@ -41,12 +41,12 @@ fn query_of(shared: &Shared, query: Query_) -> Result<(ReadQuery, kube::Client),
 fn checked(namespace: Option<&str>, name: Option<&str>) -> Result<(), Early> {
     let bad = |why: String| Box::new(failure(StatusCode::BAD_REQUEST, why));
     if let Some(namespace) = namespace {
-        orkestra_katalog::names::check_namespace(namespace).map_err(bad)?;
+        orkestra_expr::names::check_namespace(namespace).map_err(bad)?;
     }
     match name {
-        Some(name) if !orkestra_katalog::names::is_dns1123_subdomain(name) => Err(bad(format!(
+        Some(name) if !orkestra_expr::names::is_dns1123_subdomain(name) => Err(bad(format!(
             "name {:?} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', at most 253)",
-            orkestra_katalog::text::bounded(name.to_string(), 80)
+            orkestra_expr::text::bounded(name.to_string(), 80)
         ))),
         _ => Ok(()),
     }

@@ -17,10 +17,10 @@ use orkestra_kube::objects;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use orkestra_katalog::access::{Class, permits};
 use orkestra_katalog::compile::CompiledCrd;
-use orkestra_katalog::intent::api_version_of;
 use orkestra_katalog::model::{LOCAL_CLUSTER, Verb};
+use orkestra_katalog::serve::access::{Class, permits};
+use orkestra_katalog::serve::intent::api_version_of;
 
 use super::{Caller, Shared, cluster_client, failure, params};
 
@@ -95,7 +95,7 @@ pub async fn schema(
     let Some(target) = query.target else {
         return catalog(&shared, &token, query.limit, query.offset);
     };
-    let Some((crd, surface)) = orkestra_katalog::intent::find_target(&shared.compiled, &target) else {
+    let Some((crd, surface)) = orkestra_katalog::serve::intent::find_target(&shared.compiled, &target) else {
         return failure(StatusCode::NOT_FOUND, format!("unknown target \"{target}\""));
     };
     if let Err(why) = permits(surface, &token, Class::Schema, Verb::Get, None) {
@@ -105,7 +105,7 @@ pub async fn schema(
         return failure(StatusCode::NOT_FOUND, format!("unknown target \"{target}\""));
     };
     let openapi = shared.schemas.of(&client, cluster, crd).await.unwrap_or(Value::Null);
-    let fields = orkestra_katalog::serve_schema::fields(&openapi, serve);
+    let fields = orkestra_katalog::serve::schema::fields(&openapi, serve);
     Json(json!({
         "target": target, "primaryTarget": serve.primary, "kind": crd.kind, "apiVersion": api_version_of(crd),
         "namespaced": crd.namespaced, "requireServeName": serve.name.is_none(),
@@ -153,8 +153,9 @@ pub async fn raw_schema(
         Ok(query) => query,
         Err(response) => return *response,
     };
-    let Some(crd) = orkestra_katalog::intent::find_kind(&shared.compiled, query.api_version.as_deref(), &query.kind)
-        .filter(|crd| crd.serve.is_some())
+    let Some(crd) =
+        orkestra_katalog::serve::intent::find_kind(&shared.compiled, query.api_version.as_deref(), &query.kind)
+            .filter(|crd| crd.serve.is_some())
     else {
         return failure(StatusCode::NOT_FOUND, format!("kind {} is not served", query.kind));
     };

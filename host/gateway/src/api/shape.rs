@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
+use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::{CompiledCrd, Response};
-use orkestra_katalog::resolver::Resolver;
 
 /// The CR (unless the surface leaves it out) with `payload` and without `exclude`.
 pub fn read(crd: &CompiledCrd, response: &Response, mut object: Value) -> Value {

@@ -7,10 +7,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Error, Gather, call::Call, conditions, template};
-use crate::condition::Conditions;
-use crate::template::{Functions, Template};
-use crate::tree::Tree;
 use crate::{HookTemplates, KindSpec, ResourceEntry, kind_spec};
+use orkestra_expr::condition::Conditions;
+use orkestra_expr::template::{Functions, Template};
+use orkestra_expr::tree::Tree;
 
 /// One resource template, compiled.
 #[derive(Debug, Clone)]
@@ -95,7 +95,7 @@ impl Scale {
             min,
             max,
             cooldown: match &spec.cooldown {
-                Some(text) => crate::duration::parse(text).map_err(|e| Error::at("autoscale.cooldown", e))?,
+                Some(text) => orkestra_expr::duration::parse(text).map_err(|e| Error::at("autoscale.cooldown", e))?,
                 None => SCALE_COOLDOWN,
             },
             up: step(&spec.scale_up, "scaleUp", |s| s.increment)?,
@@ -118,7 +118,7 @@ impl Entry {
     pub fn choose_profiles(
         &self,
         fields: &mut serde_json::Map<String, Value>,
-        resolver: &crate::resolver::Resolver<'_, '_>,
+        resolver: &orkestra_expr::resolver::Resolver<'_, '_>,
     ) -> Result<(), String> {
         for choice in &self.profiles {
             let mut holder = &*fields;
@@ -128,7 +128,8 @@ impl Entry {
                     .and_then(Value::as_object)
                     .ok_or("a profile's holder did not render")?;
             }
-            let name = crate::template::value::display(holder.get("profile").unwrap_or(&Value::Null)).into_owned();
+            let name =
+                orkestra_expr::template::value::display(holder.get("profile").unwrap_or(&Value::Null)).into_owned();
             let at = choice.path.iter().map(|p| format!("{p}.")).collect::<String>() + "profile";
             let Some(option) = choice.options.get(&name.to_lowercase()) else {
                 let known = choice.options.keys().map(String::as_str);
@@ -174,7 +175,7 @@ fn replace(kind: &KindSpec, entry: &ResourceEntry) -> Result<Replace, Error> {
                 return Err(rotate("rotateAfter needs once: true (or tls)".into()));
             }
             let text = fixed(text, entry.inputs.as_ref()).map_err(rotate)?;
-            Ok(Replace::After(crate::duration::parse(&text).map_err(rotate)?))
+            Ok(Replace::After(orkestra_expr::duration::parse(&text).map_err(rotate)?))
         }
         Some(other) if kind.key == "secrets" => Err(rotate(format!("{other} is not a duration"))),
         _ => Ok(Replace::Never),
@@ -189,7 +190,7 @@ fn fixed(text: &str, inputs: Option<&Value>) -> Result<String, String> {
     }
     let template = Template::compile(text, Functions::builtin()).map_err(|e| e.to_string())?;
     let data = serde_json::json!({ "inputs": inputs.cloned().unwrap_or(Value::Null) });
-    match template.render(&crate::template::Env::now(), &data) {
+    match template.render(&orkestra_expr::template::Env::now(), &data) {
         Ok(rendered) if !rendered.trim().is_empty() => Ok(rendered.trim().to_string()),
         Ok(_) => Err(format!(
             "{text:?} is fixed when the Katalog loads, so a template here reads only a motif's .inputs (and gave nothing)"
@@ -252,7 +253,7 @@ impl Block {
             }
         };
         let timeout = match &templates.timeout {
-            Some(text) => gather.ok(crate::duration::parse(text).map_err(|e| Error::at("timeout", e))),
+            Some(text) => gather.ok(orkestra_expr::duration::parse(text).map_err(|e| Error::at("timeout", e))),
             None => Some(ORDERED_TIMEOUT),
         };
         let external = gather.each(
@@ -434,7 +435,7 @@ mod tests {
         )
         .unwrap();
         let cr = serde_json::json!({"spec": {"team": "blue"}});
-        let resolver = crate::resolver::Resolver::new(&cr, &[]);
+        let resolver = orkestra_expr::resolver::Resolver::new(&cr, &[]);
         let metadata = block.entries[0].fields["metadata"].render(&resolver).unwrap();
         assert_eq!(metadata, serde_json::json!({"name": "v", "labels": {"team": "blue"}}));
     }

@@ -10,8 +10,8 @@ use super::cross::CrossRead;
 use super::gate::BoxGates;
 use super::{Error, Gather, conditions, template};
 use crate::OperatorBox;
-use crate::condition::{Conditions, ValueType};
-use crate::template::{Functions, Template};
+use orkestra_expr::condition::{Conditions, ValueType};
+use orkestra_expr::template::{Functions, Template};
 
 /// One status field, compiled.
 #[derive(Debug, Clone)]

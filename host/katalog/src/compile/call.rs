@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use super::{Error, conditions, template};
 use crate::ExternalCall;
-use crate::condition::Conditions;
-use crate::template::{Functions, Template};
-use crate::tree::Tree;
+use orkestra_expr::condition::Conditions;
+use orkestra_expr::template::{Functions, Template};
+use orkestra_expr::tree::Tree;
 
 /// Default per-call timeout (upstream's code default).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -89,7 +89,7 @@ impl Call {
                 .map(|b| super::tree(b, functions).map_err(|e| e.within("body")))
                 .transpose()?,
             timeout: match &spec.timeout {
-                Some(text) => crate::duration::parse(text).map_err(|e| Error::at("timeout", e))?,
+                Some(text) => orkestra_expr::duration::parse(text).map_err(|e| Error::at("timeout", e))?,
                 None => DEFAULT_TIMEOUT,
             },
             expected,
@@ -151,7 +151,7 @@ mod tests {
     #[test]
     fn a_token_becomes_a_bearer_header_unless_one_is_written() {
         let cr = serde_json::json!({"spec": {"key": "s3cret"}});
-        let resolver = crate::resolver::Resolver::new(&cr, &[]);
+        let resolver = orkestra_expr::resolver::Resolver::new(&cr, &[]);
         let with_token = call("{name: a, url: 'http://x', token: '{{ .spec.key }}'}").unwrap();
         let sent: Vec<(String, String)> = with_token
             .headers

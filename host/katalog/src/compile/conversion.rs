@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::{Error, template};
 use crate::model::Conversion;
-use crate::resolver::Resolver;
-use crate::template::{Functions, Template};
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::{Functions, Template};
 
 /// A CRD's conversion, compiled.
 #[derive(Debug, Clone)]

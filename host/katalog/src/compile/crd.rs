@@ -11,11 +11,11 @@ use super::{
     CLEANUP_FINALIZER, CompiledBox, CompiledEvents, CompiledWatch, DEFAULT_FAILURE_THRESHOLD, DEFAULT_RESYNC,
     DEFAULT_WORKERS, Error, Gather, Notes, conditions, template,
 };
-use crate::condition::Conditions;
 use crate::effective_box::EffectiveBoxes;
 use crate::loaded::{Katalog, LoadedCrd};
-use crate::template::{Functions, Template};
 use crate::{DependencyCondition, NoteSpec, RESOURCE_KINDS};
+use orkestra_expr::condition::Conditions;
+use orkestra_expr::template::{Functions, Template};
 
 /// What a CRD is compiled from, less its component declarations. Compiling is
 /// deterministic, so equal origins give equal compiled forms: that is how a reload tells a
@@ -79,7 +79,7 @@ impl RetryPolicy {
 
     fn from_spec(spec: &crate::RetryBackoff) -> Result<Self, Error> {
         let parse = |key: &str, text: &Option<String>, default| match text.as_deref() {
-            Some(text) => crate::duration::parse(text).map_err(|e| Error::at(key, e)),
+            Some(text) => orkestra_expr::duration::parse(text).map_err(|e| Error::at(key, e)),
             None => Ok(default),
         };
         let multiplier = match spec.multiplier {
@@ -135,7 +135,7 @@ const AUTOSCALE_COOLDOWN: Duration = Duration::from_secs(120);
 impl Autoscale {
     fn compile(spec: &crate::model::Autoscale, functions: &Functions) -> Result<Self, Error> {
         let duration = |key: &str, text: &Option<String>, default: Duration| match text {
-            Some(text) => crate::duration::parse(text).map_err(|e| Error::at(key, e)),
+            Some(text) => orkestra_expr::duration::parse(text).map_err(|e| Error::at(key, e)),
             None => Ok(default),
         };
         Ok(Self {
@@ -149,7 +149,7 @@ impl Autoscale {
                 .do_
                 .resync
                 .as_ref()
-                .map(|text| crate::duration::parse(text).map_err(|e| Error::at("do.resync", e)))
+                .map(|text| orkestra_expr::duration::parse(text).map_err(|e| Error::at("do.resync", e)))
                 .transpose()?,
         })
     }
@@ -318,8 +318,9 @@ impl CompiledCrd {
         );
         let mut targets = HashMap::new();
         for target in boxes.targets() {
-            let effective = boxes
-                .for_object(&serde_json::json!({"metadata": {"annotations": {crate::labels::SERVE_ALIAS: target}}}));
+            let effective = boxes.for_object(
+                &serde_json::json!({"metadata": {"annotations": {orkestra_expr::labels::SERVE_ALIAS: target}}}),
+            );
             let at = format!("serve.target.{target}.operatorBox");
             let compiled_target = CompiledBox::compile(effective.operator_box, &notes.functions, base, &at);
             // The merged box: what the CRD-level part got wrong is reported above already.
@@ -415,9 +416,8 @@ impl CompiledCrd {
                 .map_err(|e| e.within(k).within("labels"))
         }));
         let resync = match reconcile.resync.as_deref() {
-            Some(text) => {
-                gather.ok(crate::duration::parse(text).map_err(|e| Error::at("operatorBox.reconcile.resync", e)))
-            }
+            Some(text) => gather
+                .ok(orkestra_expr::duration::parse(text).map_err(|e| Error::at("operatorBox.reconcile.resync", e))),
             None => Some(DEFAULT_RESYNC),
         };
         let autoscale = runtime.autoscale.as_ref().map(|spec| {
@@ -428,7 +428,7 @@ impl CompiledCrd {
         let retry = gather.ok(retry.map_err(|e| e.within("operatorBox.reconcile.queue.retryBackoff")));
         // At admission the rules `serve` implies join them (kubectl writers meet what an
         // intent would).
-        let with_serve = crate::serve_rules::with_serve_rules(&entry.admission, entry.serve.as_ref());
+        let with_serve = crate::compile::serve_rules::with_serve_rules(&entry.admission, entry.serve.as_ref());
         let rules_at = |stage| {
             let admission = match stage {
                 crate::rules::Stage::Admission => &with_serve,
@@ -580,11 +580,11 @@ impl CompiledCrd {
     /// and only when the Katalog reads them, and `.request` on a CR the gateway made.
     pub fn context_of(&self, object: &Value) -> serde_json::Map<String, Value> {
         let mut context = match self.stamp_health || self.stamp_metrics {
-            true => crate::resolver::stamps(object),
+            true => orkestra_expr::resolver::stamps(object),
             false => serde_json::Map::new(),
         };
         if self.request_from_intent
-            && let Some(text) = object["metadata"]["annotations"][crate::labels::SERVE_INTENT].as_str()
+            && let Some(text) = object["metadata"]["annotations"][orkestra_expr::labels::SERVE_INTENT].as_str()
             && let Ok(intent @ Value::Object(_)) = serde_json::from_str::<Value>(text)
         {
             context.insert("request".into(), intent);

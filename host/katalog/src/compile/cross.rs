@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{Error, template};
 use crate::CrossSpec;
-use crate::template::{Functions, Template};
+use orkestra_expr::template::{Functions, Template};
 
 /// One `observe.cross` entry, compiled.
 #[derive(Debug, Clone)]
@@ -107,7 +107,7 @@ impl Remote {
             "info" => Protocol::Info,
             "events" => Protocol::Events,
             other => {
-                let best = crate::text::closest(other, &PROTOCOLS).unwrap_or("cr");
+                let best = orkestra_expr::text::closest(other, &PROTOCOLS).unwrap_or("cr");
                 return Err(Error::at(
                     "protocol",
                     format!(
@@ -161,7 +161,7 @@ impl Remote {
             url: template(&url, functions).map_err(|e| e.within("endpoint"))?,
             protocol,
             cache_for: match &source.cache_for {
-                Some(text) => crate::duration::parse(text).map_err(|e| Error::at("cacheFor", e))?,
+                Some(text) => orkestra_expr::duration::parse(text).map_err(|e| Error::at("cacheFor", e))?,
                 None => DEFAULT_CACHE_FOR,
             },
             token,

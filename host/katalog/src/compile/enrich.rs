@@ -4,9 +4,9 @@
 //! evaluated once the children are known, so a target costs no request when it is not needed.
 
 use super::{Error, conditions};
-use crate::condition::Conditions;
 use crate::model::EnrichItem;
-use crate::template::Functions;
+use orkestra_expr::condition::Conditions;
+use orkestra_expr::template::Functions;
 
 /// What is read about a child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +123,7 @@ pub fn compile(enrich: Option<&[EnrichItem]>, all: bool, functions: &Functions) 
         };
         let target = Target::named(name).ok_or_else(|| {
             let all: Vec<&str> = NAMES.iter().flat_map(|(_, names)| names.iter().copied()).collect();
-            let best = crate::text::closest(name, &all).unwrap_or("pods");
+            let best = orkestra_expr::text::closest(name, &all).unwrap_or("pods");
             Error::at(
                 at.clone(),
                 format!("unknown enrichment target \"{name}\"; the closest is \"{best}\""),

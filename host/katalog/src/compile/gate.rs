@@ -10,11 +10,11 @@
 
 use super::call::Call;
 use super::{Error, conditions};
-use crate::condition::Conditions;
-use crate::resolver::Resolver;
-use crate::sentinel;
-use crate::template::Functions;
 use crate::{ExternalCall, FailPolicy, OperatorBox};
+use orkestra_expr::condition::Conditions;
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::sentinel;
+use orkestra_expr::template::Functions;
 
 /// One compiled gate.
 #[derive(Debug, Clone)]
@@ -126,7 +126,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::sentinel::SentinelBits;
+    use orkestra_expr::sentinel::SentinelBits;
 
     fn gates(text: &str) -> BoxGates {
         let node = crate::yaml::parse(text).unwrap();

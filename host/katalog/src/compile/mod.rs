@@ -13,6 +13,7 @@ pub mod enrich;
 mod gate;
 mod placement;
 mod serve;
+mod serve_rules;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -34,10 +35,10 @@ pub use serve::{CompiledServe, IntentField, Response, Surface};
 pub use watch::{CompiledEvents, CompiledWatch};
 
 use crate::NoteSpec;
-use crate::condition::{ConditionSpec, Conditions};
 use crate::loaded::Katalog;
-use crate::template::{Functions, Template};
-use crate::tree::Tree;
+use orkestra_expr::condition::{ConditionSpec, Conditions};
+use orkestra_expr::template::{Functions, Template};
+use orkestra_expr::tree::Tree;
 
 /// Concurrent reconciles per CRD when the Katalog does not say (controller-runtime's
 /// default, and what upstream's generic reconciler falls back to).
@@ -126,7 +127,7 @@ impl Gather {
 /// Compiles one template; a syntax error gives its column inside the template.
 fn template(text: &str, functions: &Functions) -> Result<Template, Error> {
     Template::compile(text, functions).map_err(|e| {
-        let column = crate::template::column(text, e.offset);
+        let column = orkestra_expr::template::column(text, e.offset);
         Error::at(
             "",
             format!(

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::{CompiledBox, Entry};
 use crate::is_dns1123_label;
-use crate::resolver::Resolver;
-use crate::tree::Tree;
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::tree::Tree;
 
 impl Entry {
     /// The namespaces this entry's objects go to, each checked; `None` when that is the CR's

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{Error, template};
 use crate::model::{FieldType, Modes, Overrides, ResponseShape, Serve, ServeField, ServeTarget, TokenAccess};
-use crate::template::{Functions, Template};
+use orkestra_expr::template::{Functions, Template};
 
 /// A CRD's serve settings, compiled.
 #[derive(Debug, Clone)]

@@ -4,8 +4,8 @@
 
 use super::gate::Gate;
 use super::{Error, template};
-use crate::template::{Functions, Template};
 use crate::{EventWatch, KeyFrom, Watch};
+use orkestra_expr::template::{Functions, Template};
 
 /// One `observe.watch` entry with its gate and key template compiled.
 #[derive(Debug)]

@@ -110,14 +110,15 @@ impl Limits {
     fn compile(spec: &ComponentLimits) -> Result<Self, String> {
         let mut limits = Limits::default();
         let duration = |field: &str, text: &str| -> Result<Duration, String> {
-            let value = crate::duration::parse(text).map_err(|e| format!("limits.{field}: {e}"))?;
+            let value = orkestra_expr::duration::parse(text).map_err(|e| format!("limits.{field}: {e}"))?;
             if value.is_zero() || value > MAX_TIMEOUT {
                 return Err(format!("limits.{field}: {text:?} must be above 0 and at most 5m"));
             }
             Ok(value)
         };
         let bytes = |field: &str, text: &str, max: usize| -> Result<usize, String> {
-            let n = crate::template::funcs::quantity::parse(text).map_err(|e| format!("limits.{field}: {e}"))?;
+            let n =
+                orkestra_expr::template::funcs::quantity::parse(text).map_err(|e| format!("limits.{field}: {e}"))?;
             if !(n >= 1.0 && n <= max as f64) {
                 return Err(format!("limits.{field}: {text:?} must be between 1 and {max} bytes"));
             }
@@ -188,7 +189,7 @@ impl Deletion {
     fn compile(spec: &ComponentDeletion) -> Result<Self, String> {
         let mut deletion = Deletion::default();
         if let Some(text) = &spec.timeout {
-            deletion.timeout = crate::duration::parse(text).map_err(|e| format!("deletion.timeout: {e}"))?;
+            deletion.timeout = orkestra_expr::duration::parse(text).map_err(|e| format!("deletion.timeout: {e}"))?;
         }
         deletion.release = match spec.on_timeout.as_deref() {
             None | Some("block") => false,

@@ -5,7 +5,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::calls::ExternalCall;
-use crate::condition::{ConditionSpec, ValueType, with_condition_fields};
+use orkestra_expr::condition::{ConditionSpec, ValueType};
+use orkestra_expr::with_condition_fields;
 
 /// `spec.crds.<name>.admission`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::condition::ConditionSpec;
+use orkestra_expr::condition::ConditionSpec;
 
 /// An HTTP call whose result lands in `.external.<name>`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]

@@ -265,7 +265,7 @@ pub struct WebhookSettings {
 }
 
 /// `security.deletionProtection`: a DELETE of a Katalog CR (or of a Katalog CRD) labelled
-/// [`crate::labels::DELETION_PROTECTION`] is refused until the label is removed.
+/// [`orkestra_expr::labels::DELETION_PROTECTION`] is refused until the label is removed.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeletionProtection {
@@ -276,7 +276,7 @@ pub struct DeletionProtection {
     #[serde(default)]
     pub cleanup_on_shutdown: Option<bool>,
     /// Removing the label is refused too, unless the object also carries
-    /// [`crate::labels::STRICT_MODE_EXEMPT`].
+    /// [`orkestra_expr::labels::STRICT_MODE_EXEMPT`].
     #[serde(default)]
     pub strict_mode: bool,
 }

@@ -150,7 +150,7 @@ pub enum HaMode {
 #[derive(Debug, Clone, PartialEq)]
 pub enum EnrichItem {
     Name(String),
-    Gated(String, crate::condition::ConditionsSpec),
+    Gated(String, orkestra_expr::condition::ConditionsSpec),
 }
 
 impl serde::Serialize for EnrichItem {
@@ -177,7 +177,7 @@ impl<'de> Deserialize<'de> for EnrichItem {
                 let Some(name) = map.next_key::<String>()? else {
                     return Err(serde::de::Error::custom("an empty map names no target"));
                 };
-                let gate: Option<crate::condition::ConditionsSpec> = map.next_value()?;
+                let gate: Option<orkestra_expr::condition::ConditionsSpec> = map.next_value()?;
                 if map.next_key::<String>()?.is_some() {
                     return Err(serde::de::Error::custom(
                         "one target per entry: write each as its own item",

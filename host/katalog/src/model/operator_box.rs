@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::calls::{ExternalCall, RetryBackoff};
 use super::components::{ConstructorSpec, HooksSpec, Import};
 use super::resources::HookTemplates;
-use crate::condition::{ConditionSpec, ConditionsSpec, ValueType};
+use orkestra_expr::condition::{ConditionSpec, ConditionsSpec, ValueType};
 
 /// What one CRD (or one serve target) does.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
@@ -418,7 +418,7 @@ impl Requeue {
         let Some(text) = self.min_interval.as_deref() else {
             return Ok(DEFAULT_REQUEUE_FLOOR);
         };
-        match crate::duration::parse(text) {
+        match orkestra_expr::duration::parse(text) {
             Ok(floor) if !floor.is_zero() => Ok(floor),
             Ok(_) => Err(format!("requeue.minInterval: {text:?} must be above 0")),
             Err(e) => Err(format!("requeue.minInterval: {e}")),

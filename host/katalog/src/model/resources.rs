@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::calls::ExternalCall;
-use crate::condition::{ConditionSpec, ConditionsSpec};
+use orkestra_expr::condition::{ConditionSpec, ConditionsSpec};
 
 /// One template block.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]

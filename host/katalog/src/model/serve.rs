@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::operator_box::OperatorBox;
-use crate::condition::ConditionSpec;
+use orkestra_expr::condition::ConditionSpec;
 
 /// `spec.crds.<name>.serve`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]

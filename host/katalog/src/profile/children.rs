@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::registry::Registry;
 use crate::model::ProfileChoice;
-use crate::text::closest;
+use orkestra_expr::text::closest;
 
 /// Where in an entry a class's `profile:` is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use super::registry::Registry;
 use crate::de::Problem;
 use crate::loaded::{Parsed, crd_node};
 use crate::model::{Autoscale, AutoscaleDo, Queue, Reconcile};
-use crate::text::closest;
+use orkestra_expr::text::closest;
 
 /// One preset: what it sets when the CRD leaves it unset.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -143,7 +143,7 @@ fn expand_autoscale(autoscale: &mut Autoscale, reconcile: &Reconcile) -> Result<
         profile: None,
         interval: Some("5s".into()),
         cooldown: Some("30s".into()),
-        conditions: crate::condition::ConditionsSpec {
+        conditions: orkestra_expr::condition::ConditionsSpec {
             when: vec![condition],
             or: Vec::new(),
         },

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::de::Problem;
-use crate::text::closest;
 use crate::yaml::Pos;
+use orkestra_expr::text::closest;
 
 /// Every profile class a `profiles:` block may hold.
 pub const CLASSES: &[&str] = &[

@@ -6,8 +6,8 @@ use super::{Checker, item};
 use crate::cross_target;
 use crate::loaded::Katalog;
 use crate::model::CrdEntry;
-use crate::text::closest;
 use crate::yaml::Node;
+use orkestra_expr::text::closest;
 
 impl Checker<'_> {
     pub(super) fn cross_reads(&mut self, entry: &CrdEntry, node: &Node, base: &str, katalog: &Katalog) {

@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::loaded::{Katalog, Parsed, crd_node};
 use super::model::CrdEntry;
 use super::yaml::{Node, NodeValue, Pos};
-use crate::condition::{Check, ConditionSpec};
 use crate::de::Problem;
-pub use crate::names::is_dns1123_label;
-use crate::template::{Func, Functions, Template};
-use crate::text::closest;
+use orkestra_expr::condition::{Check, ConditionSpec};
+pub use orkestra_expr::names::is_dns1123_label;
+use orkestra_expr::template::{Func, Functions, Template};
+use orkestra_expr::text::closest;
 
 mod cross;
 mod gateway;
@@ -150,7 +150,7 @@ impl Checker<'_> {
         let mut parsed = |key: &str, text: &Option<String>, default: f64| -> f64 {
             let Some(text) = text else { return default };
             let pos = node.get(key).map_or(node.pos, |n| n.pos);
-            match crate::duration::parse_seconds(text) {
+            match orkestra_expr::duration::parse_seconds(text) {
                 Ok(seconds) if seconds >= 1.0 => seconds,
                 Ok(_) => {
                     self.error(format!("spec.ha.{key}"), pos, "must be at least 1s");
@@ -334,7 +334,7 @@ impl Checker<'_> {
         if text.contains("{{") {
             return;
         }
-        if let Err(message) = crate::duration::parse(text) {
+        if let Err(message) = orkestra_expr::duration::parse(text) {
             let key = path.rsplit('.').next().unwrap_or_default();
             let pos = node.get(key).map_or(node.pos, |n| n.pos);
             self.error(path, pos, message);
@@ -360,7 +360,7 @@ impl Checker<'_> {
                     }
                 }
                 Err(e) => {
-                    let column = crate::template::column(text, e.offset);
+                    let column = orkestra_expr::template::column(text, e.offset);
                     self.error(
                         path,
                         node.pos,

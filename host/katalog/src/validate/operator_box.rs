@@ -7,11 +7,11 @@ use serde_json::Value;
 
 use super::{Checker, Scope, item};
 use crate::model::{Gate, HookTemplates, KeyFrom, OperatorBox, kind_spec};
-use crate::resolver::CONTEXT_KEYS;
-use crate::sentinel;
-use crate::template::{Func, Template};
-use crate::text::{closest, misspelt};
 use crate::yaml::{Node, NodeValue, Pos};
+use orkestra_expr::resolver::CONTEXT_KEYS;
+use orkestra_expr::sentinel;
+use orkestra_expr::template::{Func, Template};
+use orkestra_expr::text::{closest, misspelt};
 
 /// Metric names an autoscale condition may read.
 const AUTOSCALE_METRICS: &[&str] = &[

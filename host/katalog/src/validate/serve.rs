@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use super::{Checker, Scope, is_dns1123_label};
 use crate::loaded::Katalog;
 use crate::model::{CrdEntry, FieldType, LOCAL_CLUSTER, Serve, ServeField, ServeTarget, TokenAccess, Verb};
-use crate::text::closest;
 use crate::yaml::Node;
+use orkestra_expr::text::closest;
 
 /// A fieldSelector routes by at most this many fields.
 const MAX_SELECTOR: usize = 3;
@@ -211,7 +211,7 @@ impl Checker<'_> {
     }
 
     fn metadata_field(&mut self, key: &str, field: &ServeField, path: &str, pos: crate::yaml::Pos) {
-        if !crate::names::is_label_key(key) {
+        if !orkestra_expr::names::is_label_key(key) {
             self.error(path, pos, format!("\"{key}\" is not a valid label or annotation key"));
         }
         if field.type_.is_none() {
@@ -240,7 +240,7 @@ impl Checker<'_> {
         let (Some(list), Some(node)) = (list, node) else { return };
         for (token, access) in list {
             let pos = node.get(token).map_or(node.pos, |n| n.pos);
-            if !known.is_empty() && !known.contains(token) && token != crate::access::EVERY_TOKEN {
+            if !known.is_empty() && !known.contains(token) && token != crate::serve::access::EVERY_TOKEN {
                 let names: Vec<&str> = known.iter().map(String::as_str).collect();
                 let hint = closest(token, &names)
                     .map(|c| format!(" (did you mean \"{c}\"?)"))

@@ -185,7 +185,7 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
     };
     body["workers"]["source"] = json!(source);
     body["isKonductor"] = json!(inspect.ownership.is_konductor());
-    body["resync"] = json!(orkestra_katalog::duration::format_go(
+    body["resync"] = json!(orkestra_expr::duration::format_go(
         handle.tuning.resync().borrow().as_secs_f64()
     ));
     body["queue"]["failureThreshold"] = serde_json::to_value(crd.failure_threshold).unwrap_or_default();
@@ -204,8 +204,8 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
         Some(rule) => json!({
             "configured": true,
             "active": handle.tuning.scaled(),
-            "interval": orkestra_katalog::duration::format_go(rule.interval.as_secs_f64()),
-            "cooldown": orkestra_katalog::duration::format_go(rule.cooldown.as_secs_f64()),
+            "interval": orkestra_expr::duration::format_go(rule.interval.as_secs_f64()),
+            "cooldown": orkestra_expr::duration::format_go(rule.cooldown.as_secs_f64()),
             "workers": rule.workers,
             "queueDepth": rule.queue_depth,
         }),

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use orkestra_katalog::text::bounded;
+use orkestra_expr::text::bounded;
 
 /// Why a reconcile failed. Every reason but [`Reason::Component`] is one of a fixed set.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

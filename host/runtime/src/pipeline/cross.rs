@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use crate::outcome::health::HealthBoard;
 use crate::pipeline::cross_remote::RemoteReads;
 use crate::pipeline::roster::{CrdHandle, Roster};
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::Template;
 use orkestra_katalog::compile::CrossRead;
-use orkestra_katalog::resolver::Resolver;
-use orkestra_katalog::template::Template;
 
 /// The CRDs of a runtime, as cross reads see them: the roster's, so a CRD added by a reload
 /// is readable at once and a removed one reads as not found.

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::{CrossRead, Protocol, Remote, Token};
-use orkestra_katalog::resolver::Resolver;
 
 /// The most answers kept; past it, expired ones go, then the oldest.
 const CACHE_LIMIT: usize = 4096;

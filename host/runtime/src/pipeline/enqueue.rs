@@ -27,8 +27,8 @@ use tokio::sync::Semaphore;
 use crate::pipeline::observe::{Cache, Enqueue, Trigger, split_key};
 use crate::pipeline::queue::{Added, Payload, QueueItem, WorkQueue};
 use crate::pipeline::tuning::Tuning;
+use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::CompiledCrd;
-use orkestra_katalog::resolver::Resolver;
 
 /// Why a trigger did not become work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,7 +204,7 @@ impl Admission {
         if let Some(waiting) = deciding.get_mut(&trigger.key) {
             *waiting = Some(match waiting.take() {
                 Some(earlier) => Trigger {
-                    sentinels: orkestra_katalog::sentinel::SentinelBits(earlier.sentinels.0 | trigger.sentinels.0),
+                    sentinels: orkestra_expr::sentinel::SentinelBits(earlier.sentinels.0 | trigger.sentinels.0),
                     events: trigger.events.or(earlier.events),
                     ..trigger
                 },

@@ -14,7 +14,7 @@ use crate::outcome::counters::Counters;
 use crate::outcome::health::{Health, State};
 use crate::pipeline::queue::WorkQueue;
 use crate::pipeline::tuning::Tuning;
-use orkestra_katalog::labels::{CROSS_METRICS, HEALTH};
+use orkestra_expr::labels::{CROSS_METRICS, HEALTH};
 
 /// What gets stamped for a CRD (either part may be switched off).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -103,7 +103,7 @@ fn same_except(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use orkestra_katalog::resolver::Resolver;
+    use orkestra_expr::resolver::Resolver;
 
     #[test]
     fn a_stamp_is_written_once_and_read_back_by_the_resolver() {

@@ -23,8 +23,8 @@ use crate::pipeline::mux::{Action, Interrupt, MuxReconciler, Reconciled, Request
 use crate::pipeline::observe::Cache;
 use crate::pipeline::queue::{Lease, Outcome, WorkQueue};
 use crate::pipeline::tuning::Tuning;
+use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::CompiledCrd;
-use orkestra_katalog::resolver::Resolver;
 
 /// How soon a reconcile whose write found the CR changed runs again (time for the watch to
 /// deliver the new version).
@@ -229,7 +229,7 @@ impl Kordinator {
                             let resolver = self.resolver(object_ref, &context, lease);
                             let after = match resolver.render(&requeue.after) {
                                 Ok(text) if text.trim().is_empty() => None,
-                                Ok(text) => orkestra_katalog::duration::parse(&text)
+                                Ok(text) => orkestra_expr::duration::parse(&text)
                                     .inspect_err(|error| {
                                         tracing::warn!(crd = %self.crd.name, %key, %error, "requeue.after is not a duration; no requeue");
                                     })
@@ -360,5 +360,5 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .map(|s| (*s).to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
-    orkestra_katalog::text::bounded(text, 1024)
+    orkestra_expr::text::bounded(text, 1024)
 }

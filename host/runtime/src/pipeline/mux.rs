@@ -15,8 +15,8 @@ use kube::core::ApiResource;
 use serde_json::{Map, Value};
 
 use crate::outcome::failure::ReconcileError;
+use orkestra_expr::sentinel::SentinelBits;
 use orkestra_katalog::compile::CompiledBox;
-use orkestra_katalog::sentinel::SentinelBits;
 
 /// One unit of work handed to a reconciler.
 #[derive(Debug, Clone)]

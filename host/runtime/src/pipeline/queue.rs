@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use orkestra_katalog::sentinel::SentinelBits;
+use orkestra_expr::sentinel::SentinelBits;
 
 /// First retry delay after a failure.
 pub const BACKOFF_BASE: Duration = Duration::from_millis(5);

@@ -13,9 +13,9 @@ use crate::outcome::counters::Counters;
 use crate::pipeline::cross::Peers;
 use crate::pipeline::queue::WorkQueue;
 use crate::pipeline::tuning::Tuning;
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::Template;
 use orkestra_katalog::compile::{Autoscale, CompiledCrd};
-use orkestra_katalog::resolver::Resolver;
-use orkestra_katalog::template::Template;
 
 /// The autoscaler's decision for one tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -769,7 +769,7 @@ impl CrdRun {
             // Only this CRD's children: what the applier needs, and no more held in memory.
             let owned_by_us = format!(
                 "{}={}",
-                orkestra_katalog::labels::OWNER_KIND_LABEL,
+                orkestra_expr::labels::OWNER_KIND_LABEL,
                 orkestra_katalog::ownership::kind_label(&crd.kind, &crd.group)
             );
             let config = watcher::Config::default().labels(&owned_by_us);

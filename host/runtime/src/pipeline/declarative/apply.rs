@@ -16,8 +16,8 @@ use crate::outcome::counters::Counters;
 use crate::outcome::failure::{Reason, ReconcileError};
 use crate::pipeline::observe::Children;
 use crate::pipeline::render::GENERATED_AT;
+use orkestra_expr::labels;
 use orkestra_katalog::compile::Replace;
-use orkestra_katalog::labels;
 use orkestra_katalog::ownership::{self, Claim, Owner};
 use orkestra_kube::discovery::KindCache;
 
@@ -202,7 +202,7 @@ impl Applier {
             }
         }
         if matches!(mode.replace, Replace::After(_)) {
-            let now = orkestra_katalog::calendar::rfc3339(jiff::Timestamp::now());
+            let now = orkestra_expr::calendar::rfc3339(jiff::Timestamp::now());
             object["metadata"]["annotations"][GENERATED_AT] = json!(now);
         }
         let params = PatchParams::apply(mode.manager);

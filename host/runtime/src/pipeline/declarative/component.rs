@@ -14,13 +14,13 @@ use super::applied::Applied;
 use super::apply::{self, Deletion};
 use crate::outcome::failure::{Reason, ReconcileError, guest_reason};
 use crate::pipeline::mux::{Action, Request};
+use orkestra_expr::labels::COMPONENT_CHILDREN;
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::Functions;
+use orkestra_expr::text::bounded;
+use orkestra_expr::tree::Tree;
 use orkestra_katalog::compile::Replace;
 use orkestra_katalog::component::grants::{Access, Verb};
-use orkestra_katalog::labels::COMPONENT_CHILDREN;
-use orkestra_katalog::resolver::Resolver;
-use orkestra_katalog::template::Functions;
-use orkestra_katalog::text::bounded;
-use orkestra_katalog::tree::Tree;
 use orkestra_wasm::{CallError, Caller, EventType, Gvk, Hook, Outcome, Response, Slot, Spec};
 
 /// Longest guest-supplied message kept for a log line or an error (the Ready condition and
@@ -356,7 +356,7 @@ impl Declarative {
                 _ => o.to_string(),
             }),
             event_id: request.event_id,
-            sentinels: orkestra_katalog::sentinel::NAMES
+            sentinels: orkestra_expr::sentinel::NAMES
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| request.sentinels.is_set(*i))

@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use super::Declarative;
 use crate::outcome::failure::{Reason, ReconcileError};
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::value::display;
+use orkestra_expr::tree::Tree;
 use orkestra_katalog::compile::{CompiledBox, Entry, admit};
-use orkestra_katalog::resolver::Resolver;
-use orkestra_katalog::template::value::display;
-use orkestra_katalog::tree::Tree;
 
 impl Declarative {
     /// Fills `rendered` (the entry's object) with its source's data, if it names a source.

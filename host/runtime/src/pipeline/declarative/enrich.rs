@@ -12,8 +12,8 @@ use orkestra_kube::objects::Objects;
 use serde_json::{Map, Value, json};
 
 use super::Declarative;
+use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::enrich::{Enrichment, Target};
-use orkestra_katalog::resolver::Resolver;
 
 /// At most this many objects of a list are embedded.
 const LIST_LIMIT: u32 = 100;

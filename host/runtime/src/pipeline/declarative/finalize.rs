@@ -8,9 +8,9 @@ use super::{Declarative, apply, child_refs, expand, lifecycle};
 use crate::outcome::failure::{Reason, ReconcileError};
 use crate::pipeline::mux::{Action, Request};
 use crate::pipeline::render::Render;
+use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::CompiledBox;
 use orkestra_katalog::compile::{Block, Entry, Replace};
-use orkestra_katalog::resolver::Resolver;
 use orkestra_wasm::{Hook, Slot};
 
 /// How often a CR being deleted looks again at its onDelete Jobs or ordered groups.
@@ -113,7 +113,7 @@ impl Declarative {
             Ok(error) => error.to_string(),
             Err(_) => "it still asks to wait".to_string(),
         };
-        let timeout = orkestra_katalog::duration::format_go(policy.timeout.as_secs_f64());
+        let timeout = orkestra_expr::duration::format_go(policy.timeout.as_secs_f64());
         if policy.release {
             let note = format!(
                 "on-delete did not succeed within {timeout} ({cause}); the finalizer is released (deletion.onTimeout: release)"

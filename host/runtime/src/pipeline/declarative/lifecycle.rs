@@ -6,9 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
+use orkestra_expr::labels::{MANAGED_BY, MANAGED_LABEL, MANAGED_SINCE};
+use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::CompiledCrd;
-use orkestra_katalog::labels::{MANAGED_BY, MANAGED_LABEL, MANAGED_SINCE};
-use orkestra_katalog::resolver::Resolver;
 
 /// The finalizer older releases put on CRs; removed on deletion like ours.
 pub const LEGACY_FINALIZER: &str = "orkestra.orkspace.io/finalizer";
@@ -80,7 +80,7 @@ pub fn bookkeeping_patch(
         annotations.insert(MANAGED_BY.into(), json!(crd.katalog));
     }
     if meta["annotations"][MANAGED_SINCE].is_null() {
-        annotations.insert(MANAGED_SINCE.into(), json!(orkestra_katalog::calendar::rfc3339(now)));
+        annotations.insert(MANAGED_SINCE.into(), json!(orkestra_expr::calendar::rfc3339(now)));
     }
     if !annotations.is_empty() {
         patch.insert("annotations".into(), Value::Object(annotations));

@@ -35,12 +35,12 @@ use crate::pipeline::cross::Peers;
 use crate::pipeline::mux::{Action, Form, Reconciled, Reconciler, Request};
 use crate::pipeline::observe::{Children, api_for_key, split_key};
 use crate::pipeline::render::{Render, merge};
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::Functions;
 use orkestra_katalog::compile::Entry;
 use orkestra_katalog::compile::{CompiledBox, CompiledCrd};
 use orkestra_katalog::reads::changes_what_it_reads;
-use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::rules::Verdict;
-use orkestra_katalog::template::Functions;
 use orkestra_wasm::{Hook, Slot, World};
 
 /// The declarative reconciler of one CRD.
@@ -467,7 +467,7 @@ impl Declarative {
             return None;
         }
         let object = request.object.as_deref()?;
-        let routed = object["metadata"]["annotations"][orkestra_katalog::labels::SERVE_TARGET].as_str();
+        let routed = object["metadata"]["annotations"][orkestra_expr::labels::SERVE_TARGET].as_str();
         let keep = self
             .crd
             .serve
@@ -535,7 +535,7 @@ impl Declarative {
                                     self.scale(scale, &scoped, &mut rendered, jiff::Timestamp::now());
                                 }
                                 if let Some((name, _)) = surface {
-                                    label(&mut rendered, orkestra_katalog::labels::SURFACE_LABEL, name);
+                                    label(&mut rendered, orkestra_expr::labels::SURFACE_LABEL, name);
                                 }
                                 match &placements {
                                     None => lives.push(self.applier.apply(rendered, object, mode).await?),

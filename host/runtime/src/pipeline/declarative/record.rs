@@ -92,7 +92,7 @@ impl Queued {
     /// This event as part of the combined Event of its similar ones.
     fn combined(self) -> Self {
         Self {
-            note: orkestra_katalog::text::bounded(format!("(combined from similar events): {}", self.note), NOTE_LIMIT),
+            note: orkestra_expr::text::bounded(format!("(combined from similar events): {}", self.note), NOTE_LIMIT),
             ..self
         }
     }
@@ -156,7 +156,7 @@ impl Events {
             },
             type_,
             reason: reason.into(),
-            note: orkestra_katalog::text::bounded(note, NOTE_LIMIT),
+            note: orkestra_expr::text::bounded(note, NOTE_LIMIT),
         };
         // A write to come (or a series count): charged to the reconcile that asked for it.
         crate::outcome::budget::count();

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Declarative;
+use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::Scale;
-use orkestra_katalog::resolver::Resolver;
 
 /// Annotation on an autoscaled workload: when its replicas last stepped, RFC 3339.
 pub const SCALED_AT: &str = "orkestra.orkspace.io/autoscaled-at";
@@ -56,14 +56,14 @@ impl Declarative {
             .as_deref()
             .and_then(|at| at.parse::<jiff::Timestamp>().ok())
             .and_then(|at| Duration::try_from(now.duration_since(at)).ok());
-        let holds = |step: &Option<(orkestra_katalog::condition::Conditions, i64)>| {
+        let holds = |step: &Option<(orkestra_expr::condition::Conditions, i64)>| {
             step.as_ref()
                 .is_some_and(|(conditions, _)| conditions.passes(resolver, None))
         };
         let decision = decide(scale, current, since, holds(&scale.up), holds(&scale.down));
         rendered["spec"]["replicas"] = json!(decision.replicas);
         let stamp = match decision.stepped {
-            true => Some(orkestra_katalog::calendar::rfc3339(now)),
+            true => Some(orkestra_expr::calendar::rfc3339(now)),
             false => stamped,
         };
         if let Some(stamp) = stamp {
@@ -81,7 +81,7 @@ impl Declarative {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use orkestra_katalog::condition::Conditions;
+    use orkestra_expr::condition::Conditions;
 
     fn scale() -> Scale {
         Scale {

@@ -11,11 +11,11 @@ use super::Declarative;
 use crate::outcome::failure::{Reason, ReconcileError};
 use crate::pipeline::mux::Request;
 use crate::pipeline::observe::split_key;
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::Template;
 use orkestra_katalog::compile::CompiledBox;
 use orkestra_katalog::fields::{set_path, typed};
-use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::rules::Verdict;
-use orkestra_katalog::template::Template;
 
 /// Longest Ready message, as upstream (253 characters and "...").
 pub(super) const MESSAGE_LIMIT: usize = 256;
@@ -119,7 +119,7 @@ pub(super) fn set_condition(status: &mut Value, condition: [&str; 4], generation
     let position = conditions.iter().position(|c| c["type"] == kind);
     let since = match position.map(|i| &conditions[i]) {
         Some(previous) if previous["status"] == state => previous["lastTransitionTime"].clone(),
-        _ => json!(orkestra_katalog::calendar::rfc3339(now)),
+        _ => json!(orkestra_expr::calendar::rfc3339(now)),
     };
     let condition = json!({
         "type": kind, "status": state, "reason": reason, "message": message,
@@ -158,7 +158,7 @@ pub(super) fn failed_status(object: &Value, error: &ReconcileError, now: jiff::T
         .unwrap_or_else(|| json!({}));
     // The failure's own reason (NotOwned, ComponentTimeout, ...) tells users more than a
     // generic one; upstream says ReconcileError.
-    let message = orkestra_katalog::text::bounded(error.message.clone(), MESSAGE_LIMIT);
+    let message = orkestra_expr::text::bounded(error.message.clone(), MESSAGE_LIMIT);
     set_condition(
         &mut status,
         ["Ready", "False", error.reason.as_str(), &message],

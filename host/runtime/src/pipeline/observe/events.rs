@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use super::primary::to_json;
 use super::secondary::{PrimaryKind, keyed};
 use super::{Cache, Enqueue, Source, Trigger};
+use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::CompiledEvents;
-use orkestra_katalog::resolver::Resolver;
 use orkestra_katalog::{EventType, EventWatch, ObjectMatch};
 
 /// Runs every events entry of a CRD over one watch of Event objects.

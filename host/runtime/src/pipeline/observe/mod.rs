@@ -21,7 +21,7 @@ pub use events::watch_events;
 pub use primary::{PrimaryObserver, watch_primary};
 pub use secondary::{watch_owned, watch_secondary};
 
-use orkestra_katalog::sentinel::SentinelBits;
+use orkestra_expr::sentinel::SentinelBits;
 
 /// Where a trigger came from (for logs and counters; admission treats all alike).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,7 +222,7 @@ impl Children {
             .values()
             .flat_map(|cache| {
                 cache.select(|child| {
-                    child["metadata"]["labels"][orkestra_katalog::labels::OWNER_UID_LABEL].as_str() == Some(uid)
+                    child["metadata"]["labels"][orkestra_expr::labels::OWNER_UID_LABEL].as_str() == Some(uid)
                 })
             })
             .collect()

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 
 use super::own_writes::OwnWrites;
 use super::{Cache, Enqueue, Source, Trigger, object_key};
-use orkestra_katalog::sentinel;
+use orkestra_expr::sentinel;
 
 /// Watches `api` until the stream ends (it does not: the watcher relists and backs off on
 /// errors), feeding every event to the observer.

@@ -15,11 +15,11 @@ use serde_json::Value;
 use super::own_writes::OwnWrites;
 use super::primary::{to_cached_json, to_json};
 use super::{Cache, Enqueue, Source, Trigger};
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::sentinel;
+use orkestra_expr::sentinel::SentinelBits;
+use orkestra_expr::template::Template;
 use orkestra_katalog::compile::{CompiledCrd, CompiledWatch};
-use orkestra_katalog::resolver::Resolver;
-use orkestra_katalog::sentinel;
-use orkestra_katalog::sentinel::SentinelBits;
-use orkestra_katalog::template::Template;
 use orkestra_katalog::{EventType, KeyFrom};
 
 /// The primary CRD: its kind, for owner-reference routing, and which of its CRs each

@@ -13,7 +13,7 @@ fn int(value: Option<&Value>, field: &str) -> Result<Option<i64>, String> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(v) => orkestra_katalog::template::value::as_i64(v)
+        Some(v) => orkestra_expr::template::value::as_i64(v)
             .map(Some)
             .ok_or_else(|| format!("{field}: {v} is not an integer")),
     }
@@ -379,7 +379,7 @@ pub(super) fn body(
             let mut secret_type = get("type").unwrap_or_else(|| json!("Opaque"));
             if let Some(tls) = get("tls") {
                 let validity = match fields.get("rotateAfter").and_then(Value::as_str) {
-                    Some(text) => orkestra_katalog::duration::parse(text).map_err(|e| format!("rotateAfter: {e}"))?,
+                    Some(text) => orkestra_expr::duration::parse(text).map_err(|e| format!("rotateAfter: {e}"))?,
                     None => tls::DEFAULT_VALIDITY,
                 };
                 if let Value::Object(target) = &mut string_data {
@@ -582,7 +582,7 @@ fn stringify(value: Option<Value>) -> Value {
                 .map(|(k, v)| {
                     (
                         k,
-                        Value::String(orkestra_katalog::template::value::display(&v).into_owned()),
+                        Value::String(orkestra_expr::template::value::display(&v).into_owned()),
                     )
                 })
                 .collect(),

@@ -6,8 +6,8 @@ mod kinds;
 
 use serde_json::{Map, Value, json};
 
+use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::Entry;
-use orkestra_katalog::resolver::Resolver;
 
 /// Annotation on a `once` Secret: when it was generated, RFC 3339.
 pub const GENERATED_AT: &str = "orkestra.orkspace.io/generated-at";

@@ -4,7 +4,7 @@
 /// On every child and on every CR the runtime manages.
 pub const MANAGED_LABEL: &str = "orkestra.orkspace.io/managed";
 /// On every child: the owning CR's name. Upstream's owner label, kept for the tools that
-/// select on it; never enough on its own to prove ownership (see [`crate::ownership`]).
+/// select on it; never enough on its own to prove ownership (see `orkestra_katalog::ownership`).
 pub const OWNER_NAME_LABEL: &str = "orkestra-owner";
 /// On every child: the owning CR's UID.
 pub const OWNER_UID_LABEL: &str = "orkestra.orkspace.io/owner-uid";

@@ -11,11 +11,11 @@ use serde_json::{Map, Value, json};
 
 use crate::compile::{Compiled, CompiledCrd, CompiledServe, IntentField, Surface};
 use crate::fields::set_path;
-use crate::labels::{SERVE_ALIAS, SERVE_INTENT, SERVE_SOURCE, SERVE_TARGET};
 use crate::model::FieldType;
-use crate::names::is_dns1123_subdomain;
-use crate::resolver::Resolver;
-use crate::template::Template;
+use orkestra_expr::labels::{SERVE_ALIAS, SERVE_INTENT, SERVE_SOURCE, SERVE_TARGET};
+use orkestra_expr::names::is_dns1123_subdomain;
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::Template;
 
 /// The annotation naming the target a whole CR was routed to by its fieldSelector.
 pub const SERVE_SELECTOR_TARGET: &str = "orkestra.orkspace.io/serve-selector-target";

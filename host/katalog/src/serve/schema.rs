@@ -140,7 +140,7 @@ fn merge(declared: &IntentField, from_schema: Option<SchemaField>, schema: &Valu
         .or_else(|| from_schema.as_ref().map(|f| f.type_.clone()))
         .or_else(|| type_at(schema, &declared.path))
         .unwrap_or_else(|| "string".into());
-    let conditions = |list: &[crate::condition::ConditionSpec]| {
+    let conditions = |list: &[orkestra_expr::condition::ConditionSpec]| {
         list.iter()
             .filter_map(|c| serde_json::to_value(c).ok())
             .collect::<Vec<_>>()
@@ -172,7 +172,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::template::Functions;
+    use orkestra_expr::template::Functions;
 
     #[test]
     fn the_spec_flattens_and_declared_fields_take_their_paths_order_and_labels() {

@@ -4,7 +4,10 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::*;
+use orkestra_expr::condition::*;
+use orkestra_expr::resolver::Resolver;
+use orkestra_expr::template::Functions;
+
 use crate::yaml;
 
 /// Monday 2026-01-05 10:30 UTC.

@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 
-use crate::condition::ListValue;
 use crate::model::{Admission, MutationRule, MutationSpec, Serve, ServeField, ValidationRule, ValidationSpec};
+use orkestra_expr::condition::ListValue;
 
 /// `admission` with the rules `serve` implies appended (admission-only).
 pub fn with_serve_rules(admission: &Admission, serve: Option<&Serve>) -> Admission {
@@ -44,7 +44,7 @@ pub fn with_serve_rules(admission: &Admission, serve: Option<&Serve>) -> Admissi
                     field: Some(path.clone()),
                     in_: Some(ListValue(allowed.clone())),
                     message: format!("must be one of {} (serve.{bucket}.{name})", allowed.join(", ")),
-                    when: vec![crate::condition::ConditionSpec {
+                    when: vec![orkestra_expr::condition::ConditionSpec {
                         field: Some(path.clone()),
                         exists: Some(true),
                         ..Default::default()
@@ -106,7 +106,7 @@ mod tests {
 
     use super::*;
     use crate::rules::{Rules, Stage};
-    use crate::template::Functions;
+    use orkestra_expr::template::Functions;
 
     fn serve() -> Serve {
         serde_json::from_value(json!({

@@ -11,6 +11,7 @@
 
 mod exec;
 pub mod funcs;
+mod functions;
 mod lex;
 mod parse;
 pub mod value;
@@ -22,7 +23,8 @@ use serde_json::{Map, Value};
 
 use crate::sentinel::SentinelBits;
 
-pub use funcs::{Func, Functions};
+pub use funcs::Func;
+pub use functions::Functions;
 
 /// A syntax error: its byte offset in the template and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,7 +121,7 @@ impl Template {
             match functions.parsed(source) {
                 Some(nodes) => Body::Nodes(nodes),
                 None => {
-                    let nodes = Arc::new(parse::parse(lex::lex(source)?, functions)?);
+                    let nodes = Arc::new(parse::parse(lex::lex(source)?, &|name| functions.get(name))?);
                     functions.remember(source, &nodes);
                     Body::Nodes(nodes)
                 }

@@ -93,6 +93,7 @@ impl<'de> Deserialize<'de> for ListValue {
 }
 
 /// Declares a struct holding every condition field plus its own, and a `condition()` view.
+#[macro_export]
 macro_rules! with_condition_fields {
     (
         $(#[$meta:meta])*
@@ -225,8 +226,6 @@ macro_rules! with_condition_fields {
         }
     };
 }
-
-pub(crate) use with_condition_fields;
 
 with_condition_fields! {
     /// One condition.

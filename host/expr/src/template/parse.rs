@@ -7,7 +7,7 @@ use std::vec::IntoIter;
 use serde_json::Value;
 
 use super::ParseError;
-use super::funcs::{Func, Functions};
+use super::funcs::Func;
 use super::lex::{Tok, Token};
 
 #[derive(Debug, Clone)]
@@ -59,10 +59,12 @@ pub(crate) enum Operand {
     Chain(Box<Pipeline>, Vec<String>),
 }
 
-pub(crate) fn parse(tokens: Vec<Token>, functions: &Functions) -> Result<Vec<Node>, ParseError> {
+/// Parses `tokens`, resolving each function name with `lookup` (the table that owns the
+/// parse cache, passed as a function so the AST does not depend on the table).
+pub(crate) fn parse(tokens: Vec<Token>, lookup: &dyn Fn(&str) -> Option<Func>) -> Result<Vec<Node>, ParseError> {
     let mut parser = Parser {
         tokens: tokens.into_iter().peekable(),
-        functions,
+        lookup,
         range_depth: 0,
         vars: vec![vec!["".into()]],
     };
@@ -81,7 +83,7 @@ enum End {
 
 struct Parser<'f> {
     tokens: Peekable<IntoIter<Token>>,
-    functions: &'f Functions,
+    lookup: &'f dyn Fn(&str) -> Option<Func>,
     range_depth: usize,
     /// Declared variable names per scope, so an undefined `$x` fails at compile time.
     vars: Vec<Vec<String>>,
@@ -386,7 +388,7 @@ impl Parser<'_> {
                         "if" | "else" | "end" | "range" | "with" | "break" | "continue" => {
                             return Err(ParseError::at(pos, format!("unexpected keyword {word:?} in command")));
                         }
-                        _ => match self.functions.get(&word) {
+                        _ => match (self.lookup)(&word) {
                             Some(func) => Operand::Function(word, func),
                             None => return Err(ParseError::at(pos, format!("function {word:?} not defined"))),
                         },

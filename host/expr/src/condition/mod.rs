@@ -16,7 +16,6 @@ use regex::Regex;
 use serde_json::Value;
 
 pub use op::{OPERATORS, Op, operator};
-pub(crate) use spec::with_condition_fields;
 pub use spec::{ConditionSpec, ConditionsSpec, DayOfWeekSpec, ListValue, TimeSpec, ValueType};
 
 use crate::calendar;
@@ -548,6 +547,3 @@ fn days_subject(spec: Option<&DayOfWeekSpec>) -> Result<Subject, CompileError> {
         )),
     }
 }
-
-#[cfg(test)]
-mod tests;
