@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::RESOURCE_KINDS;
 use crate::compile::enrich::Target;
 use crate::compile::{Compiled, CompiledCrd, applied_kinds};
 use crate::component::grants::Verb;
@@ -45,46 +46,15 @@ const READ: &[&str] = &["get", "list", "watch"];
 /// Children are applied (server-side), adopted, pruned and watched.
 const CHILD: &[&str] = &["get", "list", "watch", "create", "update", "patch", "delete"];
 
-/// Built-in kinds: group, kind, resource, whether namespaced.
-const BUILT_IN: &[(&str, &str, &str, bool)] = &[
-    ("", "ConfigMap", "configmaps", true),
-    ("", "Secret", "secrets", true),
-    ("", "Service", "services", true),
-    ("", "ServiceAccount", "serviceaccounts", true),
-    ("", "Pod", "pods", true),
-    ("", "PersistentVolumeClaim", "persistentvolumeclaims", true),
-    ("", "PersistentVolume", "persistentvolumes", false),
-    ("", "Namespace", "namespaces", false),
+/// Built-in kinds a Katalog may name but not template (watches, cross reads, grants):
+/// group, kind, resource, whether namespaced. The kinds a block templates are the rows of
+/// [`RESOURCE_KINDS`].
+const OTHER_KINDS: &[(&str, &str, &str, bool)] = &[
     ("", "Node", "nodes", false),
     ("", "Endpoints", "endpoints", true),
     ("", "Event", "events", true),
-    ("", "LimitRange", "limitranges", true),
-    ("", "ResourceQuota", "resourcequotas", true),
-    ("apps", "Deployment", "deployments", true),
-    ("apps", "StatefulSet", "statefulsets", true),
     ("apps", "DaemonSet", "daemonsets", true),
-    ("apps", "ReplicaSet", "replicasets", true),
-    ("batch", "Job", "jobs", true),
-    ("batch", "CronJob", "cronjobs", true),
-    ("networking.k8s.io", "Ingress", "ingresses", true),
-    ("networking.k8s.io", "NetworkPolicy", "networkpolicies", true),
     ("networking.k8s.io", "IngressClass", "ingressclasses", false),
-    ("policy", "PodDisruptionBudget", "poddisruptionbudgets", true),
-    (
-        "autoscaling",
-        "HorizontalPodAutoscaler",
-        "horizontalpodautoscalers",
-        true,
-    ),
-    ("rbac.authorization.k8s.io", "Role", "roles", true),
-    ("rbac.authorization.k8s.io", "RoleBinding", "rolebindings", true),
-    ("rbac.authorization.k8s.io", "ClusterRole", "clusterroles", false),
-    (
-        "rbac.authorization.k8s.io",
-        "ClusterRoleBinding",
-        "clusterrolebindings",
-        false,
-    ),
     ("storage.k8s.io", "StorageClass", "storageclasses", false),
     ("discovery.k8s.io", "EndpointSlice", "endpointslices", true),
     ("events.k8s.io", "Event", "events", true),
@@ -97,6 +67,15 @@ const BUILT_IN: &[(&str, &str, &str, bool)] = &[
         false,
     ),
 ];
+
+/// Every built-in kind the host knows the resource of: the template kinds, then the others.
+fn built_in() -> impl Iterator<Item = (&'static str, &'static str, &'static str, bool)> {
+    let templated = RESOURCE_KINDS
+        .iter()
+        .filter(|row| !row.resource.is_empty())
+        .map(|row| (group_of(row.api_version), row.kind, row.resource, row.namespaced));
+    templated.chain(OTHER_KINDS.iter().copied())
+}
 
 /// The group of an apiVersion (`v1` is the core group, "").
 pub fn group_of(api_version: &str) -> &str {
@@ -328,11 +307,10 @@ fn resource(compiled: &Compiled, api_version: &str, kind: &str) -> (String, Stri
     {
         return (crd.group.clone(), crd.plural.clone(), crd.namespaced);
     }
-    if let Some((group, _, resource, namespaced)) = BUILT_IN
-        .iter()
-        .find(|(g, k, _, _)| *k == kind && (api_version.is_empty() || *g == group))
+    if let Some((group, _, resource, namespaced)) =
+        built_in().find(|(g, k, _, _)| *k == kind && (api_version.is_empty() || *g == group))
     {
-        return (group.to_string(), resource.to_string(), *namespaced);
+        return (group.to_string(), resource.to_string(), namespaced);
     }
     (group.to_string(), guess_plural(kind), true)
 }
@@ -359,6 +337,26 @@ fn enrich_reads(target: Target) -> &'static [(&'static str, &'static str, &'stat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_template_kind_is_granted_under_the_resource_the_api_server_serves() {
+        let katalog = compiled("    site:\n      apiTypes: {group: demo.io, version: v1, kind: Site}\n");
+        for row in RESOURCE_KINDS.iter().filter(|row| !row.resource.is_empty()) {
+            assert_eq!(
+                row.resource,
+                guess_plural(row.kind),
+                "{}: resource of {}",
+                row.key,
+                row.kind
+            );
+            let (group, resource, namespaced) = resource(&katalog, row.api_version, row.kind);
+            assert_eq!(
+                (group.as_str(), resource.as_str()),
+                (group_of(row.api_version), row.resource)
+            );
+            assert_eq!(namespaced, row.namespaced, "{}: scope", row.key);
+        }
+    }
 
     fn compiled(crds: &str) -> Compiled {
         let text = format!(

@@ -80,32 +80,9 @@ impl Render for Entry {
     }
 }
 
-/// Upstream's default child names.
+/// The default name of a child of kind `key` (`<cr>-<suffix>` by the kind's row).
 pub fn default_name(key: &str, cr: &str) -> String {
-    let suffix = match key {
-        "deployments" => "deployment",
-        "statefulSets" => "statefulset",
-        "replicaSets" => "replicaset",
-        "services" => "svc",
-        "configMaps" => "config",
-        "secrets" => "secret",
-        "jobs" => "job",
-        "cronJobs" => "cronjob",
-        "pods" => "pod",
-        "serviceAccounts" => "sa",
-        "ingresses" => "ingress",
-        "persistentVolumeClaims" => "pvc",
-        "persistentVolumes" => "pv",
-        "hpa" => "hpa",
-        "pdb" => "pdb",
-        "roles" | "clusterRoles" => "role",
-        "roleBindings" | "clusterRoleBindings" => "binding",
-        "networkPolicies" => "netpol",
-        "limitRanges" => "limits",
-        "resourceQuotas" => "quota",
-        _ => return cr.to_string(),
-    };
-    format!("{cr}-{suffix}")
+    orkestra_katalog::kind_spec(key).map_or_else(|| cr.to_string(), |kind| kind.default_name(cr))
 }
 
 /// Merges `extra` into `target`, objects key by key, anything else replaced.
@@ -124,6 +101,15 @@ pub(super) fn merge(target: &mut Value, extra: Value) {
 mod tests {
     use super::*;
     use crate::testing::compile_for_test;
+
+    #[test]
+    fn every_kind_of_the_registry_has_a_renderer() {
+        for row in orkestra_katalog::RESOURCE_KINDS {
+            if let Err(message) = kinds::body(row, &Map::new(), "shop", "ns") {
+                assert!(!message.contains("not rendered"), "{}: {message}", row.key);
+            }
+        }
+    }
 
     fn rendered(block: &str, cr: Value) -> Vec<Value> {
         let crd = compile_for_test(&format!("        reconcile:\n          onReconcile:\n{block}"));
