@@ -17,8 +17,53 @@ import (
 // cabi_realloc, reachable: Go's collector does not move objects, only frees them.
 var pinned [][]byte
 
-// The response record is returned through this area (size 56, align 8).
-var returnArea [7]uint64
+// Where each record's fields lie in linear memory (wasm32), as the component model's
+// canonical ABI lays the world's records out: `<record><Field>` is a field's offset and
+// `<record>Size` the record's size. The host's tests compute the same from wit/
+// (host/wasm/tests/guest_sdks.rs), so a WIT change that moves a field fails there first.
+const (
+	requestSize      = 88
+	requestKey       = 0
+	requestGvk       = 8
+	requestTarget    = 32
+	requestObject    = 44
+	requestEventID   = 56
+	requestSentinels = 72
+	requestContext   = 80
+
+	gvkSize    = 24
+	gvkGroup   = 0
+	gvkVersion = 8
+	gvkKind    = 16
+
+	responseSize      = 56
+	responseOutcome   = 0
+	responseResources = 24
+	responseStatus    = 32
+	responseEvents    = 44
+
+	failureSize    = 16
+	failureReason  = 0
+	failureMessage = 8
+
+	eventSize      = 20
+	eventEventType = 0
+	eventReason    = 4
+	eventMessage   = 12
+
+	// A string or list is (pointer, length); an option's or variant's payload follows its
+	// discriminant at its alignment.
+	stringSize       = 8
+	outcomePayload   = 8
+	optionString     = 4
+	optionU64        = 8
+	kubeResultSize   = 16
+	kubeResultOk     = 4
+	kubeErrorPayload = 4
+)
+
+// The response record is returned through this area (align 8).
+var returnArea [responseSize / 8]uint64
 
 func memory(p, n uint32) []byte {
 	if n == 0 {
@@ -38,12 +83,12 @@ func store32(p, v uint32) { binary.LittleEndian.PutUint32(memory(p, 4), v) }
 // loadString copies the string whose pointer and length are at p.
 func loadString(p uint32) string { return string(memory(load32(p), load32(p+4))) }
 
-// loadOption reads an option<string> at p (discriminant, then the string at p+4).
+// loadOption reads an option<string> at p (discriminant, then the string).
 func loadOption(p uint32) *string {
 	if memory(p, 1)[0] == 0 {
 		return nil
 	}
-	text := loadString(p + 4)
+	text := loadString(p + optionString)
 	return &text
 }
 
@@ -51,7 +96,7 @@ func loadStrings(p uint32) []string {
 	base, n := load32(p), load32(p+4)
 	list := make([]string, n)
 	for i := range list {
-		list[i] = loadString(base + uint32(i)*8)
+		list[i] = loadString(base + uint32(i)*stringSize)
 	}
 	return list
 }
@@ -97,18 +142,19 @@ func cabiRealloc(old, oldSize, align, newSize uint32) uint32 {
 	return aligned
 }
 
-// request reads the request record (size 88, align 8) at p.
+// request reads the request record at p.
 func request(p uint32) *Request {
+	gvk := p + requestGvk
 	r := &Request{
-		key:        loadString(p),
-		gvk:        GVK{loadString(p + 8), loadString(p + 16), loadString(p + 24)},
-		target:     loadOption(p + 32),
-		object:     loadOption(p + 44),
-		sentinels:  loadStrings(p + 72),
-		contextRaw: loadString(p + 80),
+		key:        loadString(p + requestKey),
+		gvk:        GVK{loadString(gvk + gvkGroup), loadString(gvk + gvkVersion), loadString(gvk + gvkKind)},
+		target:     loadOption(p + requestTarget),
+		object:     loadOption(p + requestObject),
+		sentinels:  loadStrings(p + requestSentinels),
+		contextRaw: loadString(p + requestContext),
 	}
-	if memory(p+56, 1)[0] != 0 {
-		id := load64(p + 64)
+	if memory(p+requestEventID, 1)[0] != 0 {
+		id := load64(p + requestEventID + optionU64)
 		r.eventID = &id
 	}
 	return r
@@ -118,34 +164,35 @@ func request(p uint32) *Request {
 func respond(r *Response) uint32 {
 	r, status := r.settled()
 	p := address(&returnArea[0])
-	clear(memory(p, 56))
-	memory(p, 1)[0] = byte(r.outcome)
+	clear(memory(p, responseSize))
+	outcome := p + responseOutcome
+	memory(outcome, 1)[0] = byte(r.outcome)
 	switch r.outcome {
 	case outcomeRequeue:
-		binary.LittleEndian.PutUint64(memory(p+8, 8), r.requeueAfter)
+		binary.LittleEndian.PutUint64(memory(outcome+outcomePayload, 8), r.requeueAfter)
 	case outcomeError:
-		storeString(p+8, r.reason)
-		storeString(p+16, r.message)
+		storeString(outcome+outcomePayload+failureReason, r.reason)
+		storeString(outcome+outcomePayload+failureMessage, r.message)
 	}
-	resources := block(len(r.resources) * 8)
+	resources := block(len(r.resources) * stringSize)
 	for i, text := range r.resources {
-		storeString(resources+uint32(i)*8, text)
+		storeString(resources+uint32(i)*stringSize, text)
 	}
-	store32(p+24, resources)
-	store32(p+28, uint32(len(r.resources)))
+	store32(p+responseResources, resources)
+	store32(p+responseResources+4, uint32(len(r.resources)))
 	if status != nil {
-		memory(p+32, 1)[0] = 1
-		storeString(p+36, *status)
+		memory(p+responseStatus, 1)[0] = 1
+		storeString(p+responseStatus+optionString, *status)
 	}
-	events := block(len(r.events) * 20)
+	events := block(len(r.events) * eventSize)
 	for i, event := range r.events {
-		at := events + uint32(i)*20
-		memory(at, 1)[0] = byte(event.Type)
-		storeString(at+4, event.Reason)
-		storeString(at+12, event.Message)
+		at := events + uint32(i)*eventSize
+		memory(at+eventEventType, 1)[0] = byte(event.Type)
+		storeString(at+eventReason, event.Reason)
+		storeString(at+eventMessage, event.Message)
 	}
-	store32(p+44, events)
-	store32(p+48, uint32(len(r.events)))
+	store32(p+responseEvents, events)
+	store32(p+responseEvents+4, uint32(len(r.events)))
 	return p
 }
 
@@ -195,8 +242,8 @@ func hostDelete(apiVersion, apiVersionLen, kind, kindLen, hasNamespace, namespac
 //go:wasmimport orkestra:operator/kube@0.1.0 patch-status
 func hostPatchStatus(apiVersion, apiVersionLen, kind, kindLen, hasNamespace, namespace, namespaceLen, name, nameLen, status, statusLen, result uint32)
 
-// kubeResult is the result<T, kube-error> record (size 16) a kube import writes.
-type kubeResult [4]uint32
+// kubeResult is the result<T, kube-error> a kube import writes.
+type kubeResult [kubeResultSize / 4]uint32
 
 func (k *kubeResult) at() uint32 { return address(&k[0]) }
 
@@ -207,20 +254,20 @@ func (k *kubeResult) failed() error {
 		return nil
 	}
 	kinds := [...]string{"forbidden", "not-found", "rejected", "unavailable"}
-	kind := memory(p+4, 1)[0]
+	kind := memory(p+kubeResultOk, 1)[0]
 	if int(kind) >= len(kinds) {
 		return &KubeError{Kind: "unavailable", Message: "the host returned an unknown kube error"}
 	}
 	err := &KubeError{Kind: kinds[kind]}
 	if err.Kind != "not-found" {
-		err.Message = loadString(p + 8)
+		err.Message = loadString(p + kubeResultOk + kubeErrorPayload)
 	}
 	return err
 }
 
-func (k *kubeResult) text() string { return loadString(k.at() + 4) }
+func (k *kubeResult) text() string { return loadString(k.at() + kubeResultOk) }
 
-func (k *kubeResult) texts() []string { return loadStrings(k.at() + 4) }
+func (k *kubeResult) texts() []string { return loadStrings(k.at() + kubeResultOk) }
 
 func option(text string) (uint32, uint32, uint32) {
 	if text == "" {

@@ -296,7 +296,8 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
     let refused = anonymous.load(&hook_spec(&pinned, None).unwrap()).await.err().unwrap();
     assert!(
         refused
-            .message
+            .cause
+            .to_string()
             .contains(&format!("cannot pull the manifest from {}", registry.addr)),
         "{refused}"
     );
@@ -305,7 +306,10 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
     let host = host_with(vec![config_file.clone()], &dir.path().join("cache"));
     let unknown = format!("oci://{}/team/site-hook:v1@sha256:{}", registry.addr, "0".repeat(64));
     let refused = host.load(&hook_spec(&unknown, None).unwrap()).await.err().unwrap();
-    assert!(refused.message.contains("cannot pull the manifest"), "{refused}");
+    assert!(
+        refused.cause.to_string().contains("cannot pull the manifest"),
+        "{refused}"
+    );
 
     // The digest of an image index (here: one listing the artifact) is not a component.
     let manifest = manifest_of(&registry, "v1").await;
@@ -330,7 +334,7 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
     assert!(put.status().is_success(), "{}", put.text().await.unwrap());
     let by_index = format!("oci://{}/team/site-hook:multi@sha256:{}", registry.addr, sha256(&index));
     let refused = host.load(&hook_spec(&by_index, None).unwrap()).await.err().unwrap();
-    assert!(refused.message.contains("names an image index"), "{refused}");
+    assert!(refused.cause.to_string().contains("names an image index"), "{refused}");
 
     // The Katalog's own sha256 pin of the bytes still applies on top of the digest.
     let wrong = "1".repeat(64);
@@ -340,7 +344,10 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
         .err()
         .unwrap();
     assert!(
-        refused.message.contains(&format!("but the Katalog pins {wrong}")),
+        refused
+            .cause
+            .to_string()
+            .contains(&format!("but the Katalog pins {wrong}")),
         "{refused}"
     );
 
@@ -368,7 +375,10 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
     std::fs::write(&kept, b"tampered again").unwrap();
     let offline = host_with(vec![config_file], &dir.path().join("cache"));
     let refused = offline.load(&hook_spec(&pinned, None).unwrap()).await.err().unwrap();
-    assert!(refused.message.contains("cannot pull the component"), "{refused}");
+    assert!(
+        refused.cause.to_string().contains("cannot pull the component"),
+        "{refused}"
+    );
 }
 
 /// A registry that serves one artifact the way an attacker would (issue 33, finding 5):
@@ -444,7 +454,10 @@ async fn a_manifest_that_never_ends_is_dropped_at_its_limit() {
     let pinned = format!("oci://{addr}/team/endless:v1@sha256:{}", "0".repeat(64));
     let started = std::time::Instant::now();
     let refused = host.load(&hook_spec(&pinned, None).unwrap()).await.err().unwrap();
-    assert!(refused.message.contains("larger than the 1048576 bytes"), "{refused}");
+    assert!(
+        refused.cause.to_string().contains("larger than the 1048576 bytes"),
+        "{refused}"
+    );
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
 }
 

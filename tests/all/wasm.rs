@@ -690,7 +690,8 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
     let refused = host.load(&spec(&wrong)).await.err().unwrap();
     assert!(
         refused
-            .message
+            .cause
+            .to_string()
             .contains(&format!("sha256 is {digest}, but the Katalog pins {wrong}")),
         "{refused}"
     );
@@ -700,7 +701,12 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
     };
     let refused = host.load(&missing).await.err().unwrap();
     assert!(
-        refused.message.contains("cannot fetch it") && refused.message.contains("404"),
+        matches!(refused.cause, orkestra_wasm::LoadCause::Fetch(_))
+            && std::error::Error::source(&refused.cause).is_some(),
+        "a failed fetch keeps the HTTP error as its source: {refused:?}"
+    );
+    assert!(
+        refused.cause.to_string().contains("cannot fetch it") && refused.cause.to_string().contains("404"),
         "{refused}"
     );
     // A component of the other world is refused by name.
@@ -710,7 +716,10 @@ async fn a_component_from_a_url_loads_only_with_its_pin() {
     };
     let refused = host.load(&constructor).await.err().unwrap();
     assert!(
-        refused.message.contains("does not implement the constructor world"),
+        refused
+            .cause
+            .to_string()
+            .contains("does not implement the constructor world"),
         "{refused}"
     );
     server.abort();

@@ -6,12 +6,14 @@ use std::time::Instant;
 
 use wasmtime::Store;
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{FsPerms, WasiCtx};
 
 use super::bindings::types::{Outcome, Request, Response};
-use super::engine::{EPOCH_TICK, Loaded, Pre, WasmHost};
-use super::state::{CallState, Caller, Cluster, MemoryCap};
+use super::capability;
+use super::engine::{EPOCH_TICK, WasmHost};
+use super::limiter::MemoryCap;
+use super::load::{Loaded, Pre};
 use super::stats::{CallOutcome, CallStats};
+use super::store::{CallState, Caller, Cluster};
 use orkestra_katalog::component::{Limits, Spec};
 
 /// Which export a call runs.
@@ -188,13 +190,7 @@ impl WasmHost {
     }
 
     fn state(&self, caller: Caller, spec: &Spec, limits: &Limits) -> Result<CallState, CallError> {
-        // No filesystem but the directories granted, each read-only: wasmtime-wasi holds
-        // them as cap-std directories, so neither `..` nor a symlink leads out.
-        let mut wasi = WasiCtx::builder();
-        for mount in &spec.files {
-            wasi.preopened_dir(&mount.host, &mount.guest, FsPerms::ReadOnly)
-                .map_err(|e| CallError::Instantiate(format!("files: cannot open {}: {e}", mount.host.display())))?;
-        }
+        let mut wasi = capability::files::grant(spec).map_err(CallError::Instantiate)?;
         Ok(CallState {
             wasi: wasi.build(),
             table: ResourceTable::new(),

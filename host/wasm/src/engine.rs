@@ -1,19 +1,19 @@
 //! One wasmtime engine per process: its settings (component model, epoch interruption, the
-//! pooling allocator with an on-demand fallback), the epoch ticker, the linker every component
-//! is checked against, and loading (bytes, pin, compile or cached artifact, pre-instantiation).
+//! pooling allocator with an on-demand fallback), the epoch ticker, and the linker every
+//! component is checked against (loading is `load`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use tokio::sync::Semaphore;
-use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::cache::{self, ArtifactCache};
+use super::cache::ArtifactCache;
 use super::registry::{BlobStore, Registries};
-use super::state::{CallState, Cluster};
-use orkestra_katalog::component::{MAX_MEMORY, Source, Spec, World};
+use super::store::{CallState, Cluster};
+use orkestra_katalog::component::MAX_MEMORY;
 
 /// How often the epoch advances; a call's deadline is its timeout in ticks, plus one.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -24,84 +24,20 @@ pub const MAX_CONCURRENT_CALLS: usize = 64;
 /// Bytes of each pooled memory kept mapped between calls (reset, not unmapped).
 const KEEP_RESIDENT: usize = 4 << 20;
 
-/// Largest component the host fetches or reads.
-const MAX_COMPONENT_BYTES: u64 = 128 << 20;
-
-/// Why a component did not load.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("component {source_ref}: {message}")]
-pub struct LoadError {
-    pub source_ref: String,
-    pub message: String,
-}
-
-/// A component ready to call: its pre-instantiated template.
-pub struct Loaded {
-    pub digest: String,
-    pub world: World,
-    pub(super) pre: Pre,
-    pub loaded_at: SystemTime,
-    /// Compile (or artifact load) and pre-instantiation time.
-    pub load_time: Duration,
-    /// Whether the compiled code was already here (in memory or in the disk cache).
-    pub cached: bool,
-    /// Keeps the compiled code shared with other slots of the same digest while this
-    /// version serves.
-    _component: Arc<Component>,
-}
-
-/// The pre-instantiated component and where its world's exports are: a call looks up and
-/// type-checks only the one export it runs.
-pub(super) struct Pre {
-    pub(super) instance: InstancePre<CallState>,
-    /// `on-reconcile` or `reconcile`.
-    pub(super) reconcile: ComponentExportIndex,
-    /// `on-delete` or `finalize`.
-    pub(super) delete: ComponentExportIndex,
-    /// `on-not-found`; a constructor has none.
-    pub(super) not_found: Option<ComponentExportIndex>,
-}
-
-impl Pre {
-    /// Finds the exports of `world` in `instance`'s component, naming the first missing one.
-    fn new(instance: InstancePre<CallState>, world: World) -> Result<Self, String> {
-        let (interface, reconcile, delete, not_found) = match world {
-            World::Hook => ("hooks", "on-reconcile", "on-delete", Some("on-not-found")),
-            World::Constructor => ("reconciler", "reconcile", "finalize", None),
-        };
-        let interface = format!("orkestra:operator/{interface}@0.1.0");
-        let component = instance.component();
-        let exported = component
-            .get_export_index(None, &interface)
-            .ok_or_else(|| format!("it exports no `{interface}`"))?;
-        let find = |name: &str| {
-            component
-                .get_export_index(Some(&exported), name)
-                .ok_or_else(|| format!("its `{interface}` has no `{name}`"))
-        };
-        Ok(Self {
-            reconcile: find(reconcile)?,
-            delete: find(delete)?,
-            not_found: not_found.map(find).transpose()?,
-            instance,
-        })
-    }
-}
-
 /// The process's Wasm host.
 pub struct WasmHost {
     pub(super) engine: Engine,
-    linker: Linker<CallState>,
-    cache: ArtifactCache,
+    pub(super) linker: Linker<CallState>,
+    pub(super) cache: ArtifactCache,
     /// Components pulled from registries, and where credentials for them come from.
-    blobs: BlobStore,
-    registries: Registries,
+    pub(super) blobs: BlobStore,
+    pub(super) registries: Registries,
     /// Compiled components by digest, while some loaded version uses them: a component
     /// used by several targets compiles once, and a swapped-out one is freed.
-    compiled: Mutex<HashMap<String, Weak<Component>>>,
+    pub(super) compiled: Mutex<HashMap<String, Weak<Component>>>,
     pub(super) permits: Semaphore,
     pub(super) cluster: Option<Cluster>,
-    http: reqwest::Client,
+    pub(super) http: reqwest::Client,
     /// Whether instances come from the pooling allocator (false: on-demand fallback).
     pub pooling: bool,
     /// Whether a returned memory is reset in place, page by page after a `PAGEMAP_SCAN`
@@ -242,9 +178,7 @@ impl WasmHost {
         let pooling = allocation != Allocation::OnDemand;
         let resident = allocation == Allocation::PoolingResident;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| e.to_string())?;
-        super::bindings::hook::Hook::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
-            .map_err(|e| e.to_string())?;
+        super::capability::add_to_linker(&mut linker).map_err(|e| e.to_string())?;
         let cache = ArtifactCache::open(cache_dir, &engine)?;
         let blobs = BlobStore::open(cache.dir().join("blobs"))?;
         spawn_ticker(&engine).map_err(|e| format!("cannot start the epoch ticker: {e}"))?;
@@ -266,165 +200,6 @@ impl WasmHost {
             fuel,
         }))
     }
-
-    /// Fetches, verifies, compiles (or loads the cached artifact) and pre-instantiates.
-    pub async fn load(&self, spec: &Spec) -> Result<Loaded, LoadError> {
-        let fail = |message: String| LoadError {
-            source_ref: spec.source.to_string(),
-            message,
-        };
-        let started = Instant::now();
-        if spec.limits.fuel.is_some() && !self.fuel {
-            return Err(fail(
-                "limits.fuel: this runtime started without fuel metering (no component declared limits.fuel then); restart it to meter fuel".into(),
-            ));
-        }
-        // A granted directory that is not there fails the load, not every call; nor may a
-        // symlink put there since the Katalog loaded lead it elsewhere.
-        for (i, mount) in spec.files.iter().enumerate() {
-            let inside = mount.host.strip_prefix(&mount.folder).unwrap_or(&mount.host);
-            if let Some(why) = orkestra_katalog::component::outside(&mount.folder, inside) {
-                return Err(fail(format!("files[{i}].path {why}")));
-            }
-            if !mount.host.is_dir() {
-                return Err(fail(format!(
-                    "files[{i}].path: {} is not a directory",
-                    mount.host.display()
-                )));
-            }
-        }
-        let bytes = self.fetch(&spec.source).await.map_err(fail)?;
-        let digest = cache::digest(&bytes);
-        if let Some(pin) = &spec.sha256
-            && *pin != digest
-        {
-            return Err(fail(format!("sha256 is {digest}, but the Katalog pins {pin}")));
-        }
-        let known = self
-            .compiled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&digest)
-            .and_then(Weak::upgrade);
-        let (component, cached) = match known {
-            Some(component) => (component, true),
-            None => {
-                let (component, cached) = self.compile(&digest, bytes).await.map_err(fail)?;
-                let component = Arc::new(component);
-                let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
-                compiled.retain(|_, used| used.strong_count() > 0);
-                compiled.insert(digest.clone(), Arc::downgrade(&component));
-                (component, cached)
-            }
-        };
-        let pre = self.linker.instantiate_pre(&component).map_err(|e| {
-            fail(format!(
-                "it needs an import this host does not provide ({}); a component may import only \
-                 WASI 0.2 and orkestra:operator/{{kube, log}}",
-                error_chain(&e)
-            ))
-        })?;
-        let pre = Pre::new(pre, spec.world).map_err(|e| {
-            fail(format!(
-                "it does not implement the {} world of orkestra:operator@0.1.0 ({e})",
-                spec.world.name(),
-            ))
-        })?;
-        Ok(Loaded {
-            digest,
-            world: spec.world,
-            pre,
-            loaded_at: SystemTime::now(),
-            load_time: started.elapsed(),
-            cached,
-            _component: component,
-        })
-    }
-
-    async fn fetch(&self, source: &Source) -> Result<Vec<u8>, String> {
-        match source {
-            Source::Path(path) => {
-                let len = tokio::fs::metadata(path)
-                    .await
-                    .map_err(|e| format!("cannot read it: {e}"))?
-                    .len();
-                if len > MAX_COMPONENT_BYTES {
-                    return Err(format!("it is {len} bytes; the limit is {MAX_COMPONENT_BYTES}"));
-                }
-                tokio::fs::read(path).await.map_err(|e| format!("cannot read it: {e}"))
-            }
-            Source::Url(url) => {
-                let response = self
-                    .http
-                    .get(url)
-                    .timeout(Duration::from_secs(60))
-                    .send()
-                    .await
-                    .and_then(|r| r.error_for_status())
-                    .map_err(|e| format!("cannot fetch it: {e}"))?;
-                let mut bytes = Vec::new();
-                let mut response = response;
-                while let Some(chunk) = response.chunk().await.map_err(|e| format!("cannot fetch it: {e}"))? {
-                    if bytes.len() + chunk.len() > MAX_COMPONENT_BYTES as usize {
-                        return Err(format!("it is over the limit of {MAX_COMPONENT_BYTES} bytes"));
-                    }
-                    bytes.extend_from_slice(&chunk);
-                }
-                Ok(bytes)
-            }
-            Source::Oci(reference) => {
-                let cluster = self.cluster.as_ref().map(|c| &c.client);
-                self.registries
-                    .pull(reference, &self.blobs, cluster, MAX_COMPONENT_BYTES)
-                    .await
-            }
-        }
-    }
-
-    /// A cached artifact when there is one, else a compile on the blocking pool.
-    async fn compile(&self, digest: &str, bytes: Vec<u8>) -> Result<(Component, bool), String> {
-        if let Some(artifact) = self.cache.get(digest) {
-            // SAFETY: the artifact was written by this host into a private folder and its
-            // checksum matched (see `cache`); wasmtime still refuses other versions' output.
-            match unsafe { Component::deserialize(&self.engine, &artifact) } {
-                Ok(component) => return Ok((component, true)),
-                Err(error) => tracing::warn!(%error, digest, "a cached artifact did not load; compiling again"),
-            }
-        }
-        let engine = self.engine.clone();
-        let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
-            .await
-            .map_err(|e| format!("the compiler stopped: {e}"))?
-            .map_err(|e| invalid(&e))?;
-        match component.serialize() {
-            Ok(artifact) => {
-                if let Err(error) = self.cache.put(digest, &artifact) {
-                    tracing::warn!(%error, dir = %self.cache.dir().display(), "cannot store the compiled artifact");
-                }
-            }
-            Err(error) => tracing::warn!(%error, "cannot serialize the compiled component"),
-        }
-        Ok((component, false))
-    }
-}
-
-/// Why a component did not compile, with the fix where it is a known one.
-fn invalid(error: &wasmtime::Error) -> String {
-    let chain = error_chain(error);
-    // Toolchains that default to the component model's async ABI (componentize-qjs
-    // without --sync) build components this WASI 0.2 host refuses to run.
-    let hint = if chain.contains("component model async") {
-        "; this host runs components without the component model's async ABI: build it \
-         synchronously (componentize-qjs: --sync)"
-    } else {
-        ""
-    };
-    format!("it is not a valid component: {chain}{hint}")
-}
-
-/// The messages of an error and its causes, on one line.
-fn error_chain(error: &wasmtime::Error) -> String {
-    error.chain().map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }
 
 /// A dedicated OS thread advances the epoch, so a busy async runtime cannot starve it; it
@@ -452,22 +227,5 @@ mod tests {
         assert!(!swap_active(""), "an empty file: no swap");
         let file = format!("{header}/swapfile                               file\t\t4194300\t\t0\t\t-2\n");
         assert!(swap_active(&file));
-    }
-
-    #[tokio::test]
-    async fn a_component_built_for_the_async_abi_is_refused_saying_how_to_build_it() {
-        let cache = tempfile::tempdir().unwrap();
-        let host = WasmHost::new(None, reqwest::Client::new(), cache.path().to_path_buf()).unwrap();
-        let component = wat::parse_str("(component (core func (canon task.cancel)))").unwrap();
-        let Err(refused) = host.compile("digest", component).await else {
-            panic!("an async-ABI component compiled");
-        };
-        assert!(
-            refused.contains("requires the component model async feature"),
-            "{refused}"
-        );
-        assert!(refused.contains("componentize-qjs: --sync"), "{refused}");
-        let plain = wat::parse_str("(component (core module))").unwrap();
-        assert!(host.compile("plain", plain).await.is_ok(), "a plain component compiles");
     }
 }

@@ -6,19 +6,24 @@
 mod bindings;
 mod cache;
 mod call;
+mod capability;
 pub mod componentize;
 mod engine;
+mod limiter;
+mod load;
 mod pool;
 pub mod registry;
 pub mod slot;
-mod state;
 pub mod stats;
+mod store;
 
 pub use bindings::types::{Event, EventType, Failure, Gvk, Outcome, Request, Response};
 pub use call::{CallError, Hook};
-pub use engine::{EPOCH_TICK, HostOptions, LoadError, Loaded, MAX_CONCURRENT_CALLS, WasmHost};
+pub use capability::kube::identity;
+pub use engine::{EPOCH_TICK, HostOptions, MAX_CONCURRENT_CALLS, WasmHost};
+pub use load::{LoadCause, LoadError, Loaded};
 pub use orkestra_katalog::component::{Deletion, Limits, Source, Spec, World};
 pub use registry::Registries;
 pub use slot::{Active, Components, Slot, SlotStatus};
-pub use state::{Caller, identity};
 pub use stats::{CallOutcome, CallStats, Phase, StatsView, Swap};
+pub use store::Caller;

@@ -11,10 +11,11 @@ use serde::Serialize;
 
 use super::bindings::types::{Outcome, Request, Response};
 use super::call::{CallError, Hook};
-use super::engine::{LoadError, Loaded, WasmHost};
+use super::engine::WasmHost;
+use super::load::{LoadError, Loaded};
 use super::pool::Pool;
-use super::state::Caller;
 use super::stats::{CallOutcome, CallStats, StatsView, Swap};
+use super::store::Caller;
 use orkestra_katalog::component::{Source, Spec};
 
 /// What serves: a loaded component and the spec it was loaded for.
@@ -117,6 +118,12 @@ impl Slot {
     }
 
     /// Loads the declared spec and swaps it in; on failure the old version keeps serving.
+    ///
+    /// Guarantees: one reload of a slot at a time; calls in flight finish on the version
+    /// they started with, and every call after the swap runs the new one. The error is the
+    /// [`LoadError`] of the load (also kept as the slot's last error for the Live API);
+    /// watchers of [`Slot::reloads`] hear of every reload, failed or not.
+    #[tracing::instrument(level = "debug", name = "component.reload", skip_all, fields(slot = %self.name))]
     pub async fn reload(&self) -> Result<(), LoadError> {
         let result = self.load_and_swap().await;
         self.reloads.send_modify(|n| *n += 1);
@@ -175,6 +182,12 @@ impl Slot {
     }
 
     /// Runs `hook` of `active` (this slot's serving version) for one request, and counts it.
+    ///
+    /// Guarantees: a fresh instance per call, held to the spec's limits (time, memory,
+    /// fuel, kube calls and bytes, log bytes, result size); a component with file grants
+    /// runs on threads of its own. Errors are [`CallError`]s naming the limit hit or the
+    /// trap; none affects another call or slot.
+    #[tracing::instrument(level = "debug", name = "component.call", skip_all, fields(slot = %self.name, hook = ?hook))]
     pub async fn call(
         &self,
         active: &Active,

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
+use tracing::Instrument;
 
 use crate::pipeline::observe::{Cache, Enqueue, Trigger, split_key};
 use crate::pipeline::queue::{Added, Payload, QueueItem, WorkQueue};
@@ -164,7 +165,7 @@ impl Admission {
         let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.decide(trigger, &calls)));
         decided.unwrap_or_else(|panic| {
             let message = crate::pipeline::kordinator::panic_message(panic.as_ref());
-            tracing::error!(crd = %self.crd.name, key = %trigger.key, %message, "admitting a trigger panicked; it is dropped");
+            tracing::error!(key = %trigger.key, %message, "admitting a trigger panicked; it is dropped");
             Err(Dropped::EnqueueGate)
         })
     }
@@ -191,7 +192,7 @@ impl Admission {
             }
             Err(reason) => {
                 self.stats.count(reason);
-                tracing::debug!(crd = %self.crd.name, key = %trigger.key, source = trigger.source.as_str(), ?reason, "trigger dropped");
+                tracing::debug!(key = %trigger.key, source = trigger.source.as_str(), ?reason, "trigger dropped");
             }
         }
         verdict
@@ -219,7 +220,7 @@ impl Admission {
         };
         deciding.insert(trigger.key.clone(), None);
         drop(deciding);
-        runtime.spawn(async move { me.decide_with_calls(trigger).await });
+        runtime.spawn(async move { me.decide_with_calls(trigger).await }.in_current_span());
     }
 
     /// Makes the gate's calls and decides, for `trigger` and then for each one that came for
@@ -260,7 +261,7 @@ impl Admission {
         match orkestra_effects::external::run(&self.calls.http, &gate.external, &mut resolver).await {
             Ok(()) => Calls::Made(resolver.lookup("external").cloned().unwrap_or_else(|| json!({}))),
             Err(error) => {
-                tracing::debug!(crd = %self.crd.name, key = %trigger.key, %error, open = gate.fail_open, "enqueue gate call failed");
+                tracing::debug!(key = %trigger.key, %error, open = gate.fail_open, "enqueue gate call failed");
                 if gate.fail_open {
                     Calls::FailedOpen
                 } else {

@@ -13,6 +13,7 @@ use futures::FutureExt;
 use kube::api::{Patch, PatchParams};
 use kube::core::ApiResource;
 use serde_json::{Map, Value};
+use tracing::Instrument;
 
 use crate::outcome::budget::{Meter, WriteBudget};
 use crate::outcome::counters::Counters;
@@ -55,6 +56,12 @@ impl Kordinator {
     /// One worker: runs items until the queue shuts down; an item in progress finishes. A
     /// panic anywhere in an item's run (its gate, its reconcile, its stamp) fails that item
     /// only, and the worker goes on.
+    ///
+    /// Guarantees: one reconcile per key at a time (the queue leases a key to one worker);
+    /// an item of another replica's share is dropped unreconciled; a CR over its write
+    /// budget waits instead of reconciling; each item runs in a `reconcile` span with its
+    /// key. The outcome (success, retry after backoff, or wait for a change) goes back to
+    /// the queue and the health board; nothing is returned.
     pub async fn work(self: Arc<Self>) {
         // A slot first: the autoscaler decides how many workers take items.
         while let Some(slot) = self.tuning.slot().await {
@@ -65,13 +72,15 @@ impl Kordinator {
                 drop(slot);
                 continue;
             };
-            let outcome = match AssertUnwindSafe(self.run(&lease)).catch_unwind().await {
+            // At error level so the key reaches every event the filter lets through.
+            let span = tracing::error_span!("reconcile", key = %lease.item.key);
+            let outcome = match AssertUnwindSafe(self.run(&lease).instrument(span)).catch_unwind().await {
                 Ok(outcome) => outcome,
                 Err(panic) => {
                     let message = panic_message(panic.as_ref());
                     self.counters.failed(&Reason::Panicked);
                     self.counters.panics.fetch_add(1, Ordering::Relaxed);
-                    tracing::error!(crd = %self.crd.name, key = %lease.item.key, %message, "a reconcile step panicked; counted as a failure");
+                    tracing::error!(key = %lease.item.key, %message, "a reconcile step panicked; counted as a failure");
                     self.health
                         .record(&self.crd.name, Event::Failed(format!("panic: {message}")));
                     Outcome::Retry
@@ -109,7 +118,7 @@ impl Kordinator {
                 (Ok(Err(error)), Some(policy)) if retry < policy.attempts && error.retry() != Retry::Soon => {
                     retry += 1;
                     let delay = policy.delay(retry);
-                    tracing::debug!(crd = %self.crd.name, key = %request.key, retry, ?delay, reason = %error.reason, "retrying in place");
+                    tracing::debug!(retry, ?delay, reason = %error.reason, "retrying in place");
                     Some(delay)
                 }
                 _ => None,
@@ -139,7 +148,7 @@ impl Kordinator {
         {
             self.counters.gated.fetch_add(1, Ordering::Relaxed);
             self.health.record(&self.crd.name, Event::Gated);
-            tracing::debug!(crd = %self.crd.name, %key, "reconcile gate closed; item skipped");
+            tracing::debug!("reconcile gate closed; item skipped");
             return Outcome::Success;
         }
         if object.is_none() {
@@ -148,7 +157,7 @@ impl Kordinator {
         // A CR that spent its write budget waits for it (its deletion never does).
         if alive && let Err(wait) = self.budget.admit(key) {
             self.counters.held.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(crd = %self.crd.name, %key, ?wait, "write budget spent; reconcile held back");
+            tracing::debug!(?wait, "write budget spent; reconcile held back");
             return Outcome::RequeueAfter(wait);
         }
         let meter = Meter::default();
@@ -231,11 +240,11 @@ impl Kordinator {
                                 Ok(text) if text.trim().is_empty() => None,
                                 Ok(text) => orkestra_expr::duration::parse(&text)
                                     .inspect_err(|error| {
-                                        tracing::warn!(crd = %self.crd.name, %key, %error, "requeue.after is not a duration; no requeue");
+                                        tracing::warn!(%error, "requeue.after is not a duration; no requeue");
                                     })
                                     .ok(),
                                 Err(error) => {
-                                    tracing::warn!(crd = %self.crd.name, %key, error = %error.message, "requeue.after does not render; no requeue");
+                                    tracing::warn!(error = %error.message, "requeue.after does not render; no requeue");
                                     None
                                 }
                             };
@@ -253,15 +262,15 @@ impl Kordinator {
             Ok(Err(error)) if error.retry() == Retry::Soon => {
                 // Not a failure: the CR changed under our write; the watch brings the new
                 // version, and the queue's hot-loop backoff holds a CR that keeps changing.
-                tracing::debug!(crd = %self.crd.name, %key, message = %error.message, "the custom resource changed under a write; running again");
+                tracing::debug!(message = %error.message, "the custom resource changed under a write; running again");
                 Outcome::RequeueAfter(STALE_RETRY)
             }
             Ok(Err(error)) => {
                 self.counters.failed(&error.reason);
                 if error.retry() == Retry::Backoff {
-                    tracing::info!(crd = %self.crd.name, %key, reason = %error.reason, message = %error.message, "the API server is busy or unreachable; backing off");
+                    tracing::info!(reason = %error.reason, message = %error.message, "the API server is busy or unreachable; backing off");
                 } else {
-                    tracing::warn!(crd = %self.crd.name, %key, reason = %error.reason, message = %error.message, "reconcile failed");
+                    tracing::warn!(reason = %error.reason, message = %error.message, "reconcile failed");
                 }
                 self.health.record(&self.crd.name, Event::Failed(error.to_string()));
                 Outcome::Retry
@@ -270,7 +279,7 @@ impl Kordinator {
                 let message = panic_message(panic.as_ref());
                 self.counters.failed(&Reason::Panicked);
                 self.counters.panics.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(crd = %self.crd.name, %key, %message, "reconciler panicked; counted as a failure");
+                tracing::error!(%message, "reconciler panicked; counted as a failure");
                 self.health
                     .record(&self.crd.name, Event::Failed(format!("panic: {message}")));
                 Outcome::Retry
@@ -313,7 +322,7 @@ impl Kordinator {
         if !gate.external.is_empty()
             && let Err(error) = orkestra_effects::external::run(&self.http, &gate.external, &mut resolver).await
         {
-            tracing::debug!(crd = %self.crd.name, %error, open = gate.fail_open, "reconcile gate call failed");
+            tracing::debug!(%error, open = gate.fail_open, "reconcile gate call failed");
             return gate.fail_open;
         }
         gate.passes(&resolver)
@@ -348,7 +357,7 @@ impl Kordinator {
         self.counters.wrote();
         let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
         if let Err(error) = self.own.write(key, api.patch(name, &params, &patch)).await {
-            tracing::debug!(crd = %self.crd.name, %key, %error, "could not stamp health and metrics");
+            tracing::debug!(%error, "could not stamp health and metrics");
         }
     }
 }

@@ -97,11 +97,14 @@ pub async fn run(
         match hysteresis.step(holds, Instant::now()) {
             Some(Step::Scale) => {
                 tuning.apply(&rule);
-                tracing::info!(crd = %crd.name, workers = tuning.workers(), queue_depth = tuning.max_depth(), resync = ?*tuning.resync().borrow(), metrics = %live, "autoscale: conditions hold, scaled");
+                tracing::info!(workers = tuning.workers(), queue_depth = tuning.max_depth(), resync = ?*tuning.resync().borrow(), metrics = %live, "autoscale: conditions hold, scaled");
             }
             Some(Step::Restore) => {
                 tuning.restore();
-                tracing::info!(crd = %crd.name, workers = tuning.workers(), "autoscale: cooled down, configured values back");
+                tracing::info!(
+                    workers = tuning.workers(),
+                    "autoscale: cooled down, configured values back"
+                );
             }
             None => {}
         }

@@ -68,10 +68,8 @@ impl Reloader {
         for (name, result) in self.components.reload_where(picked).await {
             match result {
                 Ok(()) => outcome.reloaded.push(name.to_string()),
-                Err(LoadError { source_ref, message }) => {
-                    outcome
-                        .errors
-                        .push(format!("{name}: component {source_ref}: {message}"));
+                Err(LoadError { source_ref, cause }) => {
+                    outcome.errors.push(format!("{name}: component {source_ref}: {cause}"));
                 }
             }
         }

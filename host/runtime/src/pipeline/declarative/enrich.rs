@@ -47,7 +47,7 @@ impl Declarative {
                         }
                     }
                     Err(error) => tracing::warn!(
-                        crd = %self.crd.name, target = enrichment.target.name(), %kind,
+                        target = enrichment.target.name(), %kind,
                         child = %child["metadata"]["name"], %error, "enrichment skipped"
                     ),
                 }

@@ -134,6 +134,18 @@ impl Declarative {
             .is_some_and(|s| s.declared().world == World::Constructor)
     }
 
+    /// One declarative reconcile of `request`'s CR: its blocks rendered and applied in
+    /// order (or its finalization run), its component called where it has one, its status
+    /// written.
+    ///
+    /// Guarantees: children are server-side applied under the runtime's field manager and
+    /// marked as the CR's, so a reconcile that changes nothing writes nothing; a child the
+    /// CR does not provably own is never adopted or deleted. Errors are [`ReconcileError`]s:
+    /// a [`Reason`](crate::outcome::failure::Reason) for the Ready condition and the
+    /// failure counts, and the API server's answer when one caused it, from which the
+    /// Kordinator decides to run again at once (the CR changed under a write), back off (the
+    /// server is busy) or report it and retry on the failure schedule.
+    #[tracing::instrument(level = "debug", name = "declarative.reconcile", skip_all)]
     async fn run(&self, request: &Request) -> Result<Reconciled, ReconcileError> {
         let Some(object) = &request.object else {
             self.serialized.forget(&request.key);

@@ -71,7 +71,7 @@ impl Declarative {
         }
         if decision.stepped {
             tracing::info!(
-                crd = %self.crd.name, workload = %rendered["metadata"]["name"], from = current,
+                workload = %rendered["metadata"]["name"], from = current,
                 to = decision.replicas, "autoscale: replicas stepped"
             );
         }

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use orkestra_kube::objects::Objects;
 use serde_json::Value;
+use tracing::Instrument;
 
 pub use events::watch_events;
 pub use primary::{PrimaryObserver, watch_primary};
@@ -167,7 +168,7 @@ where
     }
     let mut pause = Duration::from_secs(1);
     loop {
-        let mut running = Running(tokio::spawn(start()));
+        let mut running = Running(tokio::spawn(start().in_current_span()));
         match (&mut running.0).await {
             Ok(()) => tracing::error!(watch = %what, "the watch ended; starting it again"),
             Err(error) if error.is_panic() => tracing::error!(watch = %what, "the watch panicked; starting it again"),

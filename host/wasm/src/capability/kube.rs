@@ -1,25 +1,17 @@
-//! What one call's store holds, and the host side of the `kube` and `log` imports: every
-//! kube call is checked against the component's grants and its per-call budget first.
-
-use std::sync::Arc;
+//! `orkestra:operator/kube`: a guest's reads and writes of the cluster. Every call is checked
+//! against the component's grants and its per-call budget (calls and bytes) first; a name or
+//! object past what Kubernetes takes is refused before it costs a request; a write to an
+//! object another custom resource controls is refused unless a grant says so.
 
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::Scope;
 use serde_json::Value;
-use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::kube::{KubeError, ObjectRef};
-use super::bindings::{kube as wit_kube, log as wit_log, types as wit_types};
-use orkestra_katalog::component::grants::{Access, Grants, Verb};
-use orkestra_kube::discovery::KindCache;
+use super::super::bindings::kube::{self as wit_kube, KubeError, ObjectRef};
+use super::super::store::CallState;
+use orkestra_katalog::component::grants::{Access, Verb};
 use orkestra_kube::objects::Objects;
 
-/// Longest log line kept; longer ones are cut.
-const LOG_LINE_LIMIT: usize = 1024;
-/// What a log line costs the host beyond its text (timestamp, level, target, the component
-/// and key fields): an empty line is not free.
-const LOG_LINE_COST: usize = 96;
 /// Longest name, kind, apiVersion or namespace a guest may pass (Kubernetes names are at most
 /// 253 bytes); longer ones are refused before anything else happens.
 const NAME_LIMIT: usize = 253;
@@ -29,175 +21,6 @@ const OBJECT_LIMIT: usize = 3 << 20;
 /// the byte budget, so a list of huge objects never lands in host memory all at once.
 const FIRST_PAGE: u32 = 10;
 const MAX_PAGE: u32 = 200;
-/// Core instances, memories and tables one instance may create (the pool's per-component
-/// limits; interpreted guests need several).
-const MAX_INSTANCES: usize = 32;
-const MAX_MEMORIES: usize = 8;
-const MAX_TABLES: usize = 32;
-/// Host bytes per table element (a pointer).
-const TABLE_ELEMENT_BYTES: usize = std::mem::size_of::<usize>();
-
-/// The cluster, as a component may reach it.
-#[derive(Clone)]
-pub struct Cluster {
-    pub client: kube::Client,
-    pub kinds: KindCache,
-}
-
-/// Who is calling, for log records, grant checks and writes.
-#[derive(Clone)]
-pub struct Caller {
-    /// The component's slot (`crd` or `crd/target`).
-    pub component: Arc<str>,
-    /// The custom resource's key.
-    pub key: String,
-    /// The custom resource's namespace (`self` in grants).
-    pub namespace: Option<String>,
-    /// The field manager of what it applies through `kube.apply`: its own, never shared
-    /// with another tenant.
-    pub manager: Arc<str>,
-    /// A client acting as the component's own ServiceAccount, for its kube calls (`None`:
-    /// the host's).
-    pub client: Option<kube::Client>,
-    /// The UID of the custom resource: objects another one controls are not the
-    /// component's to write unless a grant says so.
-    pub owner_uid: Option<String>,
-    /// Writes its kube calls made (apply, delete, patch-status), for the CR's write budget.
-    pub writes: Arc<std::sync::atomic::AtomicU32>,
-}
-
-/// The resource limiter of one call: every memory and table the instance creates or grows
-/// is counted against one budget (a component with several core instances cannot multiply
-/// its limit), and their numbers are capped. A hit is remembered so the failure can be told
-/// apart from other traps.
-pub struct MemoryCap {
-    pub max: usize,
-    /// Bytes held now by the instance's memories and tables.
-    pub used: usize,
-    /// The last growth allowed, taken back if it then failed.
-    pending: usize,
-    pub hit: bool,
-}
-
-impl MemoryCap {
-    pub fn new(max: usize) -> Self {
-        Self {
-            max,
-            used: 0,
-            pending: 0,
-            hit: false,
-        }
-    }
-
-    fn grow(&mut self, what: &str, bytes: usize) -> wasmtime::Result<bool> {
-        if self.used.saturating_add(bytes) > self.max {
-            self.hit = true;
-            return Err(wasmtime::format_err!(
-                "memory limit of {} bytes reached: the instance holds {} bytes and its {what} asked for {bytes} more",
-                self.max,
-                self.used
-            ));
-        }
-        self.used += bytes;
-        self.pending = bytes;
-        Ok(true)
-    }
-}
-
-impl wasmtime::ResourceLimiter for MemoryCap {
-    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        self.grow("memory", desired.saturating_sub(current))
-    }
-
-    fn memory_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.used -= std::mem::take(&mut self.pending);
-        Ok(())
-    }
-
-    fn table_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        // Table elements live in host memory.
-        self.grow(
-            "table",
-            desired.saturating_sub(current).saturating_mul(TABLE_ELEMENT_BYTES),
-        )
-    }
-
-    fn table_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.used -= std::mem::take(&mut self.pending);
-        Ok(())
-    }
-
-    fn instances(&self) -> usize {
-        MAX_INSTANCES
-    }
-
-    fn memories(&self) -> usize {
-        MAX_MEMORIES
-    }
-
-    fn tables(&self) -> usize {
-        MAX_TABLES
-    }
-}
-
-/// The data of one call's store.
-pub struct CallState {
-    pub wasi: WasiCtx,
-    pub table: ResourceTable,
-    pub memory: MemoryCap,
-    pub cluster: Option<Cluster>,
-    pub grants: Arc<Grants>,
-    pub caller: Caller,
-    pub kube_calls_left: u32,
-    /// Bytes of objects the kube interface may still hand over.
-    pub kube_bytes_left: usize,
-    /// The budget the limits gave, for messages.
-    pub kube_bytes: usize,
-    /// Bytes the guest may still log (each line at its cost to the host).
-    pub log_bytes_left: usize,
-    /// Lines dropped once the log budget was spent.
-    pub logs_dropped: u64,
-    /// The first denial, kept so a guest that swallows it still fails its reconcile.
-    pub denied: Option<String>,
-    /// The last error-level line the guest logged (a panic message), to explain a trap.
-    pub last_error: Option<String>,
-}
-
-impl WasiView for CallState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl wit_types::Host for CallState {}
-
-impl wit_log::Host for CallState {
-    fn log(&mut self, level: wit_log::Level, message: String) -> wasmtime::Result<()> {
-        let message = orkestra_expr::text::bounded(message, LOG_LINE_LIMIT);
-        if matches!(level, wit_log::Level::Error) {
-            // Kept even past the budget: it explains a trap (a panic logs here first).
-            self.last_error = Some(message.clone());
-        }
-        let (component, key) = (&*self.caller.component, &self.caller.key);
-        let cost = message.len() + component.len() + key.len() + LOG_LINE_COST;
-        if cost > self.log_bytes_left {
-            self.log_bytes_left = 0;
-            self.logs_dropped += 1;
-            return Ok(());
-        }
-        self.log_bytes_left -= cost;
-        match level {
-            wit_log::Level::Debug => tracing::debug!(target: "guest", component, key, "{message}"),
-            wit_log::Level::Info => tracing::info!(target: "guest", component, key, "{message}"),
-            wit_log::Level::Warn => tracing::warn!(target: "guest", component, key, "{message}"),
-            wit_log::Level::Error => tracing::error!(target: "guest", component, key, "{message}"),
-        }
-        Ok(())
-    }
-}
 
 /// The namespace an access is checked in, and the API to make it with.
 struct Target {
@@ -265,6 +88,13 @@ impl CallState {
             namespace,
             api_version: resource.api_version.clone(),
         })
+    }
+
+    /// [`CallState::admit`] for the object a guest names, its name checked first.
+    async fn admit_ref(&mut self, verb: Verb, object: &ObjectRef) -> Result<Target, KubeError> {
+        check_name(&object.name)?;
+        self.admit(verb, &object.api_version, &object.kind, object.namespace.as_deref())
+            .await
     }
 
     /// Before a write to `name`: refused when another custom resource controls the object
@@ -376,23 +206,18 @@ fn to_json(object: &impl serde::Serialize) -> Result<String, KubeError> {
 }
 
 impl wit_kube::Host for CallState {
+    // Only host-known fields: what the guest passes is checked (and bounded) inside.
+    #[tracing::instrument(level = "debug", name = "kube.get", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn get(&mut self, object: ObjectRef) -> wasmtime::Result<Result<String, KubeError>> {
         Ok(async {
-            check_name(&object.name)?;
-            let target = self
-                .admit(
-                    Verb::Get,
-                    &object.api_version,
-                    &object.kind,
-                    object.namespace.as_deref(),
-                )
-                .await?;
+            let target = self.admit_ref(Verb::Get, &object).await?;
             let found = target.api.get(&object.name).await.map_err(kube_error)?;
             self.hand_over(&found)
         }
         .await)
     }
 
+    #[tracing::instrument(level = "debug", name = "kube.list-objects", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn list_objects(
         &mut self,
         api_version: String,
@@ -436,6 +261,7 @@ impl wit_kube::Host for CallState {
         .await)
     }
 
+    #[tracing::instrument(level = "debug", name = "kube.apply", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn apply(&mut self, object: String) -> wasmtime::Result<Result<String, KubeError>> {
         Ok(async {
             check_object("apply", &object)?;
@@ -470,17 +296,10 @@ impl wit_kube::Host for CallState {
         .await)
     }
 
+    #[tracing::instrument(level = "debug", name = "kube.delete", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn delete(&mut self, object: ObjectRef) -> wasmtime::Result<Result<(), KubeError>> {
         Ok(async {
-            check_name(&object.name)?;
-            let target = self
-                .admit(
-                    Verb::Delete,
-                    &object.api_version,
-                    &object.kind,
-                    object.namespace.as_deref(),
-                )
-                .await?;
+            let target = self.admit_ref(Verb::Delete, &object).await?;
             self.check_not_others(&target, &object.kind, &object.name).await?;
             self.wrote();
             target
@@ -493,20 +312,13 @@ impl wit_kube::Host for CallState {
         .await)
     }
 
+    #[tracing::instrument(level = "debug", name = "kube.patch-status", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn patch_status(&mut self, object: ObjectRef, status: String) -> wasmtime::Result<Result<String, KubeError>> {
         Ok(async {
-            check_name(&object.name)?;
             check_object("patch-status", &status)?;
             let status: Value = serde_json::from_str(&status)
                 .map_err(|e| KubeError::Rejected(format!("patch-status: the status is not JSON: {e}")))?;
-            let target = self
-                .admit(
-                    Verb::PatchStatus,
-                    &object.api_version,
-                    &object.kind,
-                    object.namespace.as_deref(),
-                )
-                .await?;
+            let target = self.admit_ref(Verb::PatchStatus, &object).await?;
             self.check_not_others(&target, &object.kind, &object.name).await?;
             self.wrote();
             let patch = serde_json::json!({ "status": status });

@@ -1,0 +1,412 @@
+//! One CRD's run, from pending to stopped: it waits for its dependencies and for the API
+//! server to serve its kind, starts its watches (the primary informer, `observe.watch`,
+//! `observe.events`, the owned kinds), then its workers, autoscaler and resync after the
+//! first complete list, and on stop lets in-flight reconciles finish.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::Scope;
+use kube::runtime::watcher;
+use orkestra_kube::objects::Objects;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+use crate::outcome::health::{Event, HealthBoard};
+use crate::pipeline::enqueue::Admission;
+use crate::pipeline::kordinator::Kordinator;
+use crate::pipeline::mux::MuxReconciler;
+use crate::pipeline::observe::{self, Enqueue, Source, Trigger};
+pub use crate::pipeline::roster::CrdHandle;
+use crate::pipeline::tuning::Tuning;
+use orkestra_katalog::DependencyCondition;
+use orkestra_wasm::Slot;
+
+/// How often a pending CRD checks its dependencies and whether its CRD exists.
+const PENDING_RETRY: Duration = Duration::from_millis(500);
+
+/// One CRD's life.
+pub(super) struct CrdRun {
+    /// The CRD's components: each reload offers every CR again.
+    pub(super) slots: Vec<Arc<Slot>>,
+    pub(super) client: kube::Client,
+    pub(super) handle: CrdHandle,
+    pub(super) mux: MuxReconciler,
+    pub(super) health: HealthBoard,
+    pub(super) http: reqwest::Client,
+    /// The runtime's CRDs, for the autoscaler's `cross.<crd>.metrics`.
+    pub(super) peers: crate::pipeline::cross::Peers,
+    pub(super) event_log: bool,
+    pub(super) ownership: crate::ha::Ownership,
+}
+
+impl CrdRun {
+    pub(super) async fn run(self, mut stopped: watch::Receiver<bool>) {
+        let crd = self.handle.crd.clone();
+        let Some((resource, scope)) = self.wait_until_startable(&mut stopped).await else {
+            return;
+        };
+        let resource = Arc::new(resource);
+        let admission: Arc<dyn Enqueue> = Admission::new(
+            crd.clone(),
+            self.handle.cache.clone(),
+            self.handle.queue.clone(),
+            self.handle.stats.clone(),
+            self.handle.tuning.clone(),
+            self.http.clone(),
+        );
+
+        let mut observers = JoinSet::new();
+        let namespace = crd.namespace.clone().filter(|_| scope == Scope::Namespaced);
+        let primary_api = match Objects::<DynamicObject>::within(self.client.clone(), namespace.as_deref(), &resource) {
+            Ok(objects) => objects.api().clone(),
+            Err(error) => {
+                tracing::error!(%error, "the CRD's namespace is not a namespace; not started");
+                return;
+            }
+        };
+        let mut config = watcher::Config::default();
+        if let Some(labels) = &crd.label_selector {
+            config = config.labels(labels);
+        }
+        if let Some(fields) = &crd.field_selector {
+            config = config.fields(fields);
+        }
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let mut ready = Some(ready_tx);
+        let (cache, declared, enqueue) = (self.handle.cache.clone(), crd.declared_sentinels(), admission.clone());
+        // Held echoes that turn out to be others' changes go on through the one enqueue path.
+        self.handle.own.connect(admission.clone());
+        self.handle.children.own_writes().connect(admission.clone());
+        let own = self.handle.own.clone();
+        observers.spawn(
+            observe::supervise(format!("{} primary", crd.name), move || {
+                let observer =
+                    observe::PrimaryObserver::new(cache.clone(), declared, enqueue.clone(), own.clone(), ready.take());
+                observe::watch_primary(primary_api.clone(), config.clone(), observer)
+            })
+            .in_current_span(),
+        );
+        self.start_secondary(&mut observers, &admission).await;
+        // Nobody can read the events of a CRD out of the Live API or closed to cross reads.
+        if self.event_log && crd.endpoints.enabled && crd.cross_access {
+            self.start_event_log(&mut observers, namespace.as_deref()).await;
+        }
+
+        let stop_requested = async {
+            // The guard wait_for returns is not Send: drop it here.
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        tokio::select! {
+            _ = ready_rx => {}
+            () = stop_requested => {
+                observers.shutdown().await;
+                return;
+            }
+        }
+        self.health.record(&crd.name, Event::Started);
+        tracing::info!(gvk = %crd.gvk, workers = crd.workers, cached = self.handle.cache.len(), "CRD started");
+
+        let kordinator = Arc::new(Kordinator {
+            client: self.client.clone(),
+            http: self.http.clone(),
+            crd: crd.clone(),
+            resource,
+            cache: self.handle.cache.clone(),
+            queue: self.handle.queue.clone(),
+            mux: self.mux.clone(),
+            health: self.health.clone(),
+            counters: self.handle.counters.clone(),
+            tuning: self.handle.tuning.clone(),
+            ownership: self.ownership.clone(),
+            own: self.handle.own.clone(),
+            budget: self.handle.budget.clone(),
+        });
+        let mut workers = JoinSet::new();
+        for _ in 0..Tuning::tasks(&crd) {
+            workers.spawn(kordinator.clone().work().in_current_span());
+        }
+        let autoscaler = crd.autoscale.clone().map(|rule| {
+            tokio::spawn(
+                crate::runtime::autoscale::run(
+                    crd.clone(),
+                    rule,
+                    self.handle.tuning.clone(),
+                    self.handle.queue.clone(),
+                    self.handle.counters.clone(),
+                    self.peers.clone(),
+                )
+                .in_current_span(),
+            )
+        });
+        let resync = {
+            let cache = self.handle.cache.clone();
+            let admission = admission.clone();
+            let mut period = self.handle.tuning.resync();
+            tokio::spawn(
+                async move {
+                    let mut start = 0usize;
+                    loop {
+                        // A new period (the autoscaler's) counts from when it is set.
+                        let wait = *period.borrow_and_update();
+                        tokio::select! {
+                            () = tokio::time::sleep(wait) => {}
+                            changed = period.changed() => match changed {
+                                Ok(()) => continue,
+                                Err(_) => return,
+                            },
+                        }
+                        // Round-robin: with a bounded queue the first keys offered win, so each
+                        // resync starts one further along and every CR gets its turn.
+                        let mut keys = cache.keys();
+                        keys.sort();
+                        if !keys.is_empty() {
+                            start %= keys.len();
+                            keys.rotate_left(start);
+                            start += 1;
+                        }
+                        for key in keys {
+                            admission.offer(Trigger::new(key, Source::Resync));
+                        }
+                    }
+                }
+                .in_current_span(),
+            )
+        };
+
+        let mut reoffers = JoinSet::new();
+        for slot in &self.slots {
+            let mut reloads = slot.reloads();
+            let cache = self.handle.cache.clone();
+            let admission = admission.clone();
+            // A swapped (or refused) component should show on its CRs now, not at the next
+            // event: its output or its Component condition changes.
+            reoffers.spawn(
+                async move {
+                    while reloads.changed().await.is_ok() {
+                        for key in cache.keys() {
+                            admission.offer(Trigger::new(key, Source::Resync));
+                        }
+                    }
+                }
+                .in_current_span(),
+            );
+        }
+
+        // CRs this replica now owns (elected, or its share grew) are offered again.
+        let mut changes = self.ownership.changes();
+        let (cache, offer) = (self.handle.cache.clone(), admission.clone());
+        reoffers.spawn(
+            async move {
+                while changes.changed().await.is_ok() {
+                    for key in cache.keys() {
+                        offer.offer(Trigger::new(key, Source::Resync));
+                    }
+                }
+            }
+            .in_current_span(),
+        );
+
+        let _ = stopped.wait_for(|s| *s).await;
+        reoffers.shutdown().await;
+        resync.abort();
+        if let Some(autoscaler) = autoscaler {
+            autoscaler.abort();
+        }
+        observers.shutdown().await;
+        self.handle.queue.shutdown();
+        self.handle.tuning.close();
+        while workers.join_next().await.is_some() {}
+        tracing::info!("CRD stopped");
+    }
+
+    /// Pending until dependencies are met and the API server serves the kind.
+    async fn wait_until_startable(&self, stopped: &mut watch::Receiver<bool>) -> Option<(ApiResource, Scope)> {
+        let crd = &self.handle.crd;
+        let gvk = GroupVersionKind::gvk(&crd.group, &crd.version, &crd.kind);
+        let mut logged = false;
+        // What the last log line said the CRD waits for: say it again when it changes.
+        let mut said: Vec<String> = Vec::new();
+        loop {
+            if *stopped.borrow() {
+                return None;
+            }
+            let mut unmet: Vec<String> = crd
+                .depends_on
+                .iter()
+                .filter_map(|(name, condition)| {
+                    let health = self.health.get(name);
+                    let met = health.as_ref().is_some_and(|h| match condition {
+                        DependencyCondition::Started => h.is_started(),
+                        DependencyCondition::Healthy => h.is_healthy(),
+                    });
+                    // Say what a dependency that reconciles fine still waits for.
+                    let why = health.and_then(|h| h.waiting_for());
+                    (!met).then(|| why.map_or_else(|| name.clone(), |why| format!("{name} ({why})")))
+                })
+                .collect();
+            // Its own components' first load (a pull from a slow registry, a compile): this
+            // CRD waits for them, no other does.
+            unmet.extend(
+                self.slots
+                    .iter()
+                    .filter(|slot| *slot.reloads().borrow() == 0)
+                    .map(|slot| format!("component {} (loading)", slot.name)),
+            );
+            if unmet.is_empty() {
+                match kube::discovery::pinned_kind(&self.client, &gvk).await {
+                    Ok((resource, caps)) => return Some((resource, caps.scope)),
+                    Err(error) if !logged => {
+                        tracing::warn!(gvk = %crd.gvk, %error, "the API server does not serve this kind yet; waiting for its CRD");
+                        logged = true;
+                    }
+                    Err(_) => {}
+                }
+            } else if unmet != said {
+                tracing::info!(waiting_for = ?unmet, "pending on dependencies");
+                said = unmet;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(PENDING_RETRY) => {}
+                () = self.health.changed() => {}
+                _ = stopped.changed() => {}
+            }
+        }
+    }
+
+    async fn start_secondary(&self, observers: &mut JoinSet<()>, admission: &Arc<dyn Enqueue>) {
+        let crd = &self.handle.crd;
+        let primary = observe::secondary::PrimaryKind { crd: crd.clone() };
+        for watch in &crd.watches {
+            let entry = &watch.entry;
+            let Some(api) = self
+                .api_for(&entry.api_version, &entry.kind, entry.namespace.as_deref())
+                .await
+            else {
+                continue;
+            };
+            let mut config = watcher::Config::default();
+            if let Some(name) = &entry.name {
+                config = config.fields(&format!("metadata.name={name}"));
+            }
+            if !entry.label_selector.is_empty() {
+                let labels: Vec<String> = entry.label_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                config = config.labels(&labels.join(","));
+            }
+            let (watch, primary, cache) = (watch.clone(), primary.clone(), self.handle.cache.clone());
+            let (declared, admission) = (crd.declared_sentinels(), admission.clone());
+            observers.spawn(
+                observe::supervise(format!("{} watch of {}", crd.name, entry.kind), move || {
+                    observe::watch_secondary(
+                        api.clone(),
+                        config.clone(),
+                        watch.clone(),
+                        primary.clone(),
+                        cache.clone(),
+                        declared,
+                        admission.clone(),
+                    )
+                })
+                .in_current_span(),
+            );
+        }
+        if !crd.events.is_empty()
+            && let Some(api) = self
+                .api_for("events.k8s.io/v1", "Event", crd.namespace.as_deref())
+                .await
+        {
+            let (events, primary, cache) = (crd.events.clone(), primary.clone(), self.handle.cache.clone());
+            let admission = admission.clone();
+            observers.spawn(
+                observe::supervise(format!("{} events", crd.name), move || {
+                    observe::watch_events(
+                        api.clone(),
+                        events.clone(),
+                        primary.clone(),
+                        cache.clone(),
+                        admission.clone(),
+                    )
+                })
+                .in_current_span(),
+            );
+        }
+        // Always, even beside an explicit watch of the kind: only this watch keeps the
+        // children the applier reads and prunes from, and it holds only this CRD's.
+        for (api_version, kind) in &crd.owned_kinds {
+            let Some(api) = self.api_for(api_version, kind, crd.namespace.as_deref()).await else {
+                continue;
+            };
+            // Only this CRD's children: what the applier needs, and no more held in memory.
+            let owned_by_us = format!(
+                "{}={}",
+                orkestra_expr::labels::OWNER_KIND_LABEL,
+                orkestra_katalog::ownership::kind_label(&crd.kind, &crd.group)
+            );
+            let config = watcher::Config::default().labels(&owned_by_us);
+            let (primary, admission) = (primary.clone(), admission.clone());
+            let children = self.handle.children.register(api_version, kind);
+            let (watched, own) = (
+                (api_version.clone(), kind.clone()),
+                self.handle.children.own_writes().clone(),
+            );
+            observers.spawn(
+                observe::supervise(format!("{} children of kind {kind}", crd.name), move || {
+                    observe::watch_owned(
+                        api.clone(),
+                        config.clone(),
+                        primary.clone(),
+                        admission.clone(),
+                        (children.clone(), watched.clone(), own.clone()),
+                    )
+                })
+                .in_current_span(),
+            );
+        }
+    }
+
+    /// The watch of the Events about this CRD's CRs (never an enqueue: the Live API's log).
+    async fn start_event_log(&self, observers: &mut JoinSet<()>, namespace: Option<&str>) {
+        let crd = &self.handle.crd;
+        let Some(api) = self.api_for("v1", "Event", namespace).await else {
+            return;
+        };
+        let api_version = match crd.group.is_empty() {
+            true => crd.version.clone(),
+            false => format!("{}/{}", crd.group, crd.version),
+        };
+        let config = watcher::Config::default().fields(&format!(
+            "involvedObject.kind={},involvedObject.apiVersion={api_version}",
+            crd.kind
+        ));
+        let log = self.handle.events.clone();
+        observers.spawn(
+            observe::supervise(format!("{} events of its CRs", crd.name), move || {
+                observe::cr_events::watch(api.clone(), config.clone(), log.clone())
+            })
+            .in_current_span(),
+        );
+    }
+
+    /// An API for a secondary kind, found through discovery; `None` (logged) when unknown.
+    async fn api_for(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Option<Api<DynamicObject>> {
+        match orkestra_kube::discovery::resolve(&self.client, api_version, kind).await {
+            Ok((resource, scope)) => {
+                let namespace = namespace.filter(|_| scope == Scope::Namespaced);
+                match Objects::within(self.client.clone(), namespace, &resource) {
+                    Ok(objects) => Some(objects.api().clone()),
+                    Err(error) => {
+                        tracing::warn!(%kind, %error, "cannot watch this kind there");
+                        None
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%api_version, %kind, %error, "cannot watch this kind: not served");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! What a component may reach, one module per capability: the cluster through the grants
+//! ([`kube`]), the host's log ([`log`]), and read-only directories ([`files`]). WASI 0.2 gives
+//! the rest (clocks, random; no network, no other filesystem). [`add_to_linker`] is the one
+//! place they are linked, so a component importing anything else fails at load.
+
+pub mod files;
+pub mod kube;
+pub mod log;
+
+use wasmtime::component::{HasSelf, Linker};
+
+use super::store::CallState;
+
+/// Links WASI 0.2 and `orkestra:operator/{kube, log, types}` for the store's [`CallState`].
+pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    super::bindings::hook::Hook::add_to_linker::<_, HasSelf<CallState>>(linker, |state| state)
+}
