@@ -538,6 +538,27 @@ async fn the_self_service_example_through_ork_gateway_and_ork_serve() {
     let platform = secrets.get("self-service-platform-token").await.unwrap();
     let platform_token = String::from_utf8(platform.data.unwrap()["token"].0.clone()).unwrap();
 
+    // The Serve API describes itself without a token; every endpoint of it needs one.
+    let http = reqwest::Client::new();
+    let document = http.get(format!("{url}/openapi.json")).send().await.unwrap();
+    assert_eq!(document.status(), 200);
+    let document: serde_json::Value = document.json().await.unwrap();
+    assert_eq!(document["servers"][0]["url"], "/api/v1");
+    for path in [
+        "/apply",
+        "/resources/{kind}/{namespace}/{name}",
+        "/schema",
+        "/raw-schema",
+    ] {
+        assert!(
+            document["paths"][path].is_object(),
+            "{path} is not documented: {document}"
+        );
+    }
+    assert!(document["components"]["securitySchemes"]["bearer"].is_object());
+    let bare = http.get(format!("{url}/schema")).send().await.unwrap();
+    assert_eq!(bare.status(), 401, "the schema needs a token");
+
     let schema = crate::ork::run(
         &["serve", "schema", "--gateway", &url],
         &[("ORK_GATEWAY_TOKEN", &ci_token)],

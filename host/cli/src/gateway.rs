@@ -1,6 +1,7 @@
 //! `ork gateway`: the gateway on its own (webhooks and Serve API for a Katalog's CRDs), and the
-//! webhook options `ork run` and `ork dev` share, which start the same webhooks inside the
-//! runtime when the Katalog enables them.
+//! gateway flags `ork run` and `ork dev` share, which start the same gateway inside the
+//! runtime when the Katalog enables it. The gateway composes itself ([`Gateway`]); this
+//! module only turns flags into its options.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -10,7 +11,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 
-use orkestra_gateway::webhooks::{Options, Webhooks};
+use orkestra_gateway::Gateway;
+use orkestra_gateway::webhooks::Options;
 
 use super::KatalogArgs;
 
@@ -45,18 +47,11 @@ pub struct WebhookArgs {
 }
 
 impl WebhookArgs {
-    /// Starts the webhooks when the Katalog enables them.
-    pub async fn start(
-        &self,
-        client: &kube::Client,
-        katalog: &orkestra_katalog::Compiled,
-    ) -> anyhow::Result<Option<Webhooks>> {
-        if !orkestra_gateway::webhooks::any_enabled(katalog) {
-            return Ok(None);
-        }
+    /// The gateway's options as the flags give them.
+    fn options(&self) -> anyhow::Result<Options> {
         let valid_for = orkestra_expr::duration::parse(&self.cert_valid_for)
             .map_err(|e| anyhow::anyhow!("--cert-valid-for: {e}"))?;
-        let options = Options {
+        Ok(Options {
             https_addr: self.https_addr,
             url: self.webhook_url.clone(),
             namespace: self.gateway_namespace.clone(),
@@ -66,32 +61,20 @@ impl WebhookArgs {
                 .zip(self.tls_key.clone())
                 .map(|(cert, key)| (cert, key, self.tls_ca.clone())),
             valid_for,
-        };
-        let webhooks = Webhooks::start(client.clone(), Arc::new(katalog.clone()), options)
-            .await
-            .context("starting the admission webhooks")?;
-        eprintln!(
-            "gateway: webhooks on https://{} (registered with the API server)",
-            webhooks.addr
-        );
-        Ok(Some(webhooks))
+        })
     }
-}
 
-/// The Serve API of the Katalog when it opens one: its routes (for `/api/v1`) and the
-/// task that keeps its tokens fresh.
-pub async fn serve_api(
-    client: &kube::Client,
-    katalog: &orkestra_katalog::Compiled,
-    namespace: &str,
-) -> anyhow::Result<Option<(axum::Router, tokio::task::JoinHandle<()>)>> {
-    if !orkestra_gateway::api::enabled(katalog) {
-        return Ok(None);
+    /// Starts what the Katalog enables of the gateway (webhooks, Serve API).
+    pub async fn start(&self, client: &kube::Client, katalog: &orkestra_katalog::Compiled) -> anyhow::Result<Gateway> {
+        let gateway = Gateway::start(client.clone(), Arc::new(katalog.clone()), self.options()?).await?;
+        if let Some(webhooks) = &gateway.webhooks {
+            eprintln!(
+                "gateway: webhooks on https://{} (registered with the API server)",
+                webhooks.addr
+            );
+        }
+        Ok(gateway)
     }
-    let started = orkestra_gateway::api::start(client.clone(), Arc::new(katalog.clone()), namespace)
-        .await
-        .context("starting the Serve API")?;
-    Ok(Some(started))
 }
 
 #[derive(Debug, Args)]
@@ -112,9 +95,8 @@ pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
     let client = kube::Client::try_default()
         .await
         .context("no cluster to talk to (KUBECONFIG or in-cluster config)")?;
-    let webhooks = args.webhooks.start(&client, &katalog).await?;
-    let api = serve_api(&client, &katalog, &args.webhooks.gateway_namespace).await?;
-    if webhooks.is_none() && api.is_none() {
+    let gateway = args.webhooks.start(&client, &katalog).await?;
+    if gateway.is_empty() {
         anyhow::bail!(
             "nothing to serve: the Katalog enables no webhook (security.webhooks.admission, deletionProtection, namespaceProtection, conversion) and no Serve API (gateway.api.enabled)"
         );
@@ -124,34 +106,15 @@ pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("cannot listen on {}", args.http_addr))?;
     let addr = listener.local_addr()?;
-    let stats = (Arc::new(katalog.clone()), webhooks.as_ref().map(|w| w.counts.clone()));
-    let mut app = axum::Router::new()
-        .route("/healthz", axum::routing::get(|| async { "ok" }))
-        .route(
-            "/katalog",
-            axum::routing::get(move || async move {
-                axum::Json(orkestra_gateway::stats::katalog(&stats.0, stats.1.as_deref()))
-            }),
-        );
-    let mut refresh = None;
-    if let Some((router, task)) = api {
-        app = app.nest("/api/v1", router);
-        refresh = Some(task);
+    if gateway.serves_api() {
         eprintln!("gateway: Serve API on http://{addr}/api/v1");
+        eprintln!("gateway: its OpenAPI document on http://{addr}/api/v1/openapi.json");
     }
     eprintln!("gateway: statistics on http://{addr}/katalog");
-    // Its /katalog is open: on loopback, only loopback names may read it.
-    let hosts = addr.ip().is_loopback().then(orkestra_net::Hosts::loopback);
-    let door = orkestra_net::Door::new("gateway").hosts(hosts);
-    let server = tokio::spawn(orkestra_net::serve(listener, app, door, std::future::pending()));
-    super::shutdown_signal().await?;
-    eprintln!("gateway: stopping");
-    server.abort();
-    if let Some(refresh) = refresh {
-        refresh.abort();
-    }
-    if let Some(webhooks) = webhooks {
-        webhooks.stop().await;
-    }
+    let shutdown = async {
+        let _ = super::shutdown_signal().await;
+        eprintln!("gateway: stopping");
+    };
+    gateway.serve(listener, shutdown).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -145,7 +145,7 @@ pub async fn serve(
         false => Some(http.auth(&client).await?),
     };
     // Before the runtime starts: CRs written from now on are checked at admission.
-    let webhooks = webhooks_args.start(&client, katalog).await?;
+    let mut gateway = webhooks_args.start(&client, katalog).await?;
     let ha = ha_args.start(&client, katalog)?;
     let mut runtime = orkestra::runtime::Runtime::with_components(client.clone(), katalog, components)?
         .with_ownership(ha.ownership())
@@ -161,11 +161,10 @@ pub async fn serve(
     // A changed Katalog applies live, CRD by CRD (the webhooks, gateway and HA at restart).
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
     // The Serve API shares the Live API's port under /api/v1, with its own tokens.
-    let serve_api = super::gateway::serve_api(&client, katalog, &webhooks_args.gateway_namespace).await?;
+    let serve_api = gateway.take_serve_api();
     if serve_api.is_some() && auth.is_none() {
         eprintln!("runtime: the Serve API is not served: it shares the Live API's port, closed by --no-http");
     }
-    let (serve_api, token_refresh) = serve_api.unzip();
     let endpoint = auth.map(|auth| {
         let addr = http.http_addr;
         let hosts = auth.hosts(addr);
@@ -217,11 +216,6 @@ pub async fn serve(
     if let Some(endpoint) = endpoint {
         endpoint.abort();
     }
-    if let Some(refresh) = token_refresh {
-        refresh.abort();
-    }
-    if let Some(webhooks) = webhooks {
-        webhooks.stop().await;
-    }
+    gateway.stop().await;
     Ok(())
 }

@@ -10,6 +10,7 @@
 mod binaries;
 mod install;
 mod nodes;
+mod pki;
 mod process;
 
 use std::fs::File;
@@ -23,6 +24,7 @@ pub use binaries::{
     ENV_ETCD, ENV_VERSION, KUBERNETES_VERSION, KWOK_VERSION, Recipe, Release, cache_root,
 };
 pub use install::{InstallEvent, install};
+use pki::{prepare_pki, write_kubeconfig};
 use process::{Process, log_tail};
 
 /// The command that builds the binaries, named in every "missing binary" error.
@@ -508,7 +510,7 @@ fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| (*a).to_string()).collect()
 }
 
-fn create_dir(dir: &Path) -> Result<(), Error> {
+pub(crate) fn create_dir(dir: &Path) -> Result<(), Error> {
     std::fs::create_dir_all(dir).map_err(|source| Error::DirNotWritable {
         dir: dir.to_path_buf(),
         source,
@@ -570,124 +572,4 @@ fn free_port() -> Result<u16, Error> {
 fn reserve_port(port: u16) -> Result<u16, Error> {
     std::net::TcpListener::bind(("127.0.0.1", port)).map_err(|_| Error::PortInUse { port })?;
     Ok(port)
-}
-
-struct Pki {
-    dir: PathBuf,
-    sa_private: PathBuf,
-    sa_public: PathBuf,
-    tokens: PathBuf,
-    token: String,
-}
-
-/// Service-account signing keys and the static admin token, created once per directory and
-/// reused on restart so tokens already handed out stay valid.
-fn prepare_pki(dir: &Path) -> Result<Pki, Error> {
-    let pki = dir.join("pki");
-    create_dir(&pki.join("apiserver"))?;
-    let sa_private = pki.join("sa.key");
-    let sa_public = pki.join("sa.pub");
-    if !sa_private.exists() || !sa_public.exists() {
-        openssl(&["genrsa", "-out", &path_str(&sa_private), "2048"])?;
-        openssl(&[
-            "rsa",
-            "-in",
-            &path_str(&sa_private),
-            "-pubout",
-            "-out",
-            &path_str(&sa_public),
-        ])?;
-    }
-    let tokens = pki.join("tokens.csv");
-    let token = match std::fs::read_to_string(&tokens) {
-        Ok(text) => text.split(',').next().unwrap_or_default().to_string(),
-        Err(_) => String::new(),
-    };
-    let token = if token.len() >= 32 {
-        token
-    } else {
-        use rand::Rng;
-        let token: String = rand::rng()
-            .sample_iter(rand::distr::Alphanumeric)
-            .take(40)
-            .map(char::from)
-            .collect();
-        std::fs::write(&tokens, format!("{token},ork-admin,ork-admin,\"system:masters\"\n")).map_err(|source| {
-            Error::DirNotWritable {
-                dir: pki.clone(),
-                source,
-            }
-        })?;
-        token
-    };
-    Ok(Pki {
-        dir: pki,
-        sa_private,
-        sa_public,
-        tokens,
-        token,
-    })
-}
-
-fn path_str(path: &Path) -> String {
-    path.display().to_string()
-}
-
-fn openssl(args: &[&str]) -> Result<(), Error> {
-    let output = std::process::Command::new("openssl")
-        .args(args)
-        .output()
-        .map_err(|source| {
-            if source.kind() == std::io::ErrorKind::NotFound {
-                Error::MissingTool {
-                    tool: "openssl",
-                    purpose: "create service-account keys",
-                    package: "openssl",
-                }
-            } else {
-                Error::Io {
-                    action: "run openssl".into(),
-                    source,
-                }
-            }
-        })?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(Error::Command {
-            command: format!("openssl {}", args.join(" ")),
-            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-        })
-    }
-}
-
-/// Writes a kubeconfig for the static admin token that trusts the API server's own CA.
-fn write_kubeconfig(path: &Path, port: u16, ca_pem: &[u8], token: &str) -> Result<(), Error> {
-    use base64::Engine;
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    let text = format!(
-        "apiVersion: v1
-kind: Config
-clusters:
-- name: ork
-  cluster:
-    server: https://127.0.0.1:{port}
-    certificate-authority-data: {ca}
-users:
-- name: ork-admin
-  user:
-    token: {token}
-contexts:
-- name: ork
-  context:
-    cluster: ork
-    user: ork-admin
-    namespace: default
-current-context: ork
-"
-    );
-    std::fs::write(path, text).map_err(|source| Error::DirNotWritable {
-        dir: path.parent().unwrap_or(path).to_path_buf(),
-        source,
-    })
 }

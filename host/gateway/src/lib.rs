@@ -1,4 +1,6 @@
-//! The Orkestra-rs gateway: the shared front door of every serve-enabled CRD.
+//! The Orkestra-rs gateway: the shared front door of every serve-enabled CRD. [`Gateway`]
+//! starts what a Katalog enables of it and serves it on its own port, or hands the Serve
+//! API to the runtime's Live API port.
 //!
 //! - [`admission`], [`patch`], [`review`]: the validating and mutating webhooks the API
 //!   server calls, running the Katalog's rules at admission.
@@ -11,7 +13,8 @@
 //! - [`stats`]: `GET /katalog` of a standalone gateway.
 //! - [`api`], [`tokens`], [`oidc`], [`clusters`]: the Serve API (intents in, CRs applied with
 //!   provenance, to one cluster or several), the bearer tokens it accepts (static and
-//!   OIDC, signatures checked by [`jwt_ring`]), and the clients of the clusters it routes to.
+//!   OIDC, signatures checked by [`jwt_ring`]), and the clients of the clusters it routes to;
+//!   its OpenAPI document is `GET /api/v1/openapi.json`.
 
 pub mod admission;
 pub mod api;
@@ -25,7 +28,10 @@ pub mod provenance;
 pub mod registration;
 pub mod review;
 pub mod scope;
+mod start;
 pub mod stats;
 pub mod tls;
 pub mod tokens;
 pub mod webhooks;
+
+pub use start::{Error, Gateway};

@@ -6,7 +6,7 @@
 //! enforces it: none is a dependency), so it is fast to build, test and fuzz.
 //!
 //! Modules, in the order data flows:
-//! - [`load`] (with [`yaml`], `include`, `motif`, `legacy`, `de`, `validate`): files in,
+//! - [`load`] (with [`yaml`], `compose`, `de`, `validate`): files in,
 //!   the typed model ([`model`]) out, then [`compile`]: every CRD ready to run, or every
 //!   error with its file, line and column.
 //! - [`fields`] and [`rules`]: typed values written into objects, admission rules at
@@ -19,19 +19,15 @@
 
 pub mod compile;
 pub mod component;
-mod crd_file;
+mod compose;
 mod cross_target;
 mod de;
 pub mod effective_box;
 pub mod fields;
-mod include;
-mod komposer;
-mod legacy;
 pub mod load;
 mod loaded;
 pub mod migrate;
 pub mod model;
-mod motif;
 pub mod normalize;
 pub mod ownership;
 pub mod profile;

@@ -6,13 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use super::compile::{self, Compiled};
+use super::compose::include::{self, Files};
+use super::compose::{crd_file, komposer, legacy, motif};
 use super::de::{self, Problem};
-use super::include::{self, Files};
 use super::loaded::{Diagnostic, Error, Katalog, LoadedCrd, Parsed, crd_node};
 use super::model::KatalogFile;
 use super::reads::StampReads;
 use super::yaml::{self, Node, NodeValue};
-use super::{API_VERSION, LEGACY_API_VERSION, crd_file, komposer, legacy, motif, validate};
+use super::{API_VERSION, LEGACY_API_VERSION, validate};
 use orkestra_expr::template::Functions;
 
 /// Loads, merges, validates and compiles the files in order.

@@ -6,10 +6,11 @@
 //! Works on one file's YAML tree; `include:`d files are left as they are (each can be
 //! migrated on its own), and comments do not survive (the YAML is written anew).
 
+use super::compose::legacy;
 use super::de::{self, Problem};
 use super::model::KatalogFile;
 use super::yaml::{self, Node, NodeValue};
-use super::{API_VERSION, LEGACY_API_VERSION, legacy};
+use super::{API_VERSION, LEGACY_API_VERSION};
 
 /// The migrated file and what was changed, one line each.
 #[derive(Debug)]

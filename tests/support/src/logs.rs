@@ -13,7 +13,8 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 pub struct Record {
     pub target: String,
     pub level: tracing::Level,
-    /// The record's fields but `message`, rendered as text.
+    /// The record's fields but `message`, rendered as text, with those of the spans it
+    /// was logged in (`crd`, `key`), as a text log shows them.
     pub fields: BTreeMap<String, String>,
     pub message: String,
 }
@@ -59,9 +60,31 @@ pub fn records(keep: impl Fn(&Record) -> bool) -> Vec<Record> {
 
 struct Capture;
 
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+/// A span's fields, kept in its extensions for the events inside it.
+struct SpanFields(BTreeMap<String, String>);
+
+impl<S> tracing_subscriber::Layer<S> for Capture
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, id: &tracing::span::Id, ctx: Context<'_, S>) {
         let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(SpanFields(fields.fields));
+        }
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        // Outermost span first, so an inner span's field, then the event's own, wins.
+        for span in ctx.event_scope(event).into_iter().flat_map(|scope| scope.from_root()) {
+            if let Some(SpanFields(of_span)) = span.extensions().get::<SpanFields>() {
+                fields
+                    .fields
+                    .extend(of_span.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
         event.record(&mut fields);
         let record = Record {
             target: event.metadata().target().to_string(),

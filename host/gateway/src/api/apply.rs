@@ -22,9 +22,11 @@ use super::cache::Cache;
 use super::{Caller, Shared, api_of, cluster_client, failure, from_kube, params, shape};
 use crate::registration::MANAGER;
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct ApplyQuery {
+    /// Check and shape the CR without writing it.
     #[serde(default)]
     dry_run: bool,
     /// Take fields another field manager owns (when the surface allows it).
@@ -33,9 +35,24 @@ pub struct ApplyQuery {
     /// Move the CR to this surface (when the surface allows it).
     #[serde(default, rename = "override")]
     override_: bool,
+    /// The cluster to write to (default: the gateway's own; a target may name several).
     cluster: Option<String>,
 }
 
+/// An intent (`{target, ...fields}`) or a whole CR in; the CR applied with server-side
+/// apply and the gateway's provenance, and answered as its surface shapes it.
+#[utoipa::path(post, path = "/apply", tag = "serve", params(ApplyQuery),
+    request_body(content = Object, content_type = "application/json",
+        description = "an intent (`{target, ...fields}`) or a whole custom resource"),
+    responses(
+        (status = 200, description = "`{accepted: true, ...}` with the CR as its surface shapes it"),
+        (status = 400, description = "a malformed body or query; `{accepted: false, message}`"),
+        (status = 401, description = "no bearer token the gateway knows"),
+        (status = 403, description = "the token may not apply through this surface"),
+        (status = 404, description = "no such target or kind"),
+        (status = 409, description = "another field manager owns a field (retry with `overwrite`)"),
+        (status = 422, description = "the API server refused the CR; `violations` lists why"),
+    ))]
 pub async fn apply(
     State(shared): State<Shared>,
     Extension(caller): Extension<Caller>,

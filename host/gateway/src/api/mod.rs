@@ -2,7 +2,8 @@
 //! with server-side apply and provenance), `GET`/`DELETE /resources/...` (shaped as the
 //! CR's surface says), `GET /schema` (the catalog of targets, or one target's fields) and
 //! `GET /raw-schema`. Every call carries a bearer token of the Katalog's gateway; what the
-//! token may do is checked per surface. Bodies are capped at 1 MiB.
+//! token may do is checked per surface. Bodies are capped at 1 MiB. `GET /openapi.json`
+//! describes every endpoint.
 
 mod apply;
 mod cache;
@@ -16,12 +17,16 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
 use kube::api::DynamicObject;
 use kube::core::{ApiResource, GroupVersionKind};
 use orkestra_kube::objects::Objects;
 use serde_json::{Value, json};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use orkestra_katalog::Compiled;
 use orkestra_katalog::compile::{CompiledCrd, CompiledServe, Surface};
@@ -102,23 +107,68 @@ pub fn router(
         clusters,
         cache,
     };
+    let (routes, api) = documented().split_for_parts();
+    let api = Arc::new(api);
+    let guarded = routes.layer(axum::middleware::from_fn_with_state(shared.clone(), authenticate));
+    // The document lists endpoints only (never a Katalog's targets), so it needs no token.
     Router::new()
-        .route("/apply", post(apply::apply))
-        .route("/resources/{kind}", get(resources::list_all))
         .route(
-            "/resources/{kind}/{first}",
-            get(resources::one_or_list).delete(resources::delete_cluster),
+            "/openapi.json",
+            get(move || {
+                let api = api.clone();
+                async move { Json(api.as_ref().clone()) }
+            }),
         )
-        .route(
-            "/resources/{kind}/{namespace}/{name}",
-            get(resources::get).delete(resources::delete),
-        )
-        .route("/schema", get(schema::schema))
-        .route("/raw-schema", get(schema::raw_schema))
-        .layer(axum::middleware::from_fn_with_state(shared.clone(), authenticate))
+        .merge(guarded)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .fallback(|| async { failure(StatusCode::NOT_FOUND, "no such endpoint of the Serve API") })
+        .fallback(|| async {
+            failure(
+                StatusCode::NOT_FOUND,
+                "no such endpoint of the Serve API; see /api/v1/openapi.json",
+            )
+        })
         .with_state(shared)
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Orkestra-rs Serve API",
+        description = "Self-service through the gateway: intents in, custom resources applied with provenance; every endpoint but this document takes a bearer token of the Katalog's gateway."
+    ),
+    servers((url = "/api/v1")),
+    modifiers(&BearerToken),
+    security(("bearer" = []))
+)]
+struct ApiDoc;
+
+/// The bearer token every endpoint asks for (a static token of the Katalog, or an OIDC
+/// token the gateway verifies).
+struct BearerToken;
+
+impl Modify for BearerToken {
+    fn modify(&self, api: &mut utoipa::openapi::OpenApi) {
+        let scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build();
+        api.components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme("bearer", SecurityScheme::Http(scheme));
+    }
+}
+
+/// The Serve API's routes with their OpenAPI document.
+fn documented() -> OpenApiRouter<Shared> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(apply::apply))
+        .routes(routes!(resources::list_all))
+        .routes(routes!(resources::one_or_list, resources::delete_cluster))
+        .routes(routes!(resources::get, resources::delete))
+        .routes(routes!(schema::schema))
+        .routes(routes!(schema::raw_schema))
+}
+
+/// The Serve API's OpenAPI document (`GET /api/v1/openapi.json`).
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    documented().split_for_parts().1
 }
 
 /// A bearer token the gateway knows (a static one, or an OIDC token it verifies), or 401.
@@ -254,4 +304,54 @@ pub(crate) fn surface_of<'s>(serve: &'s CompiledServe, object: Option<&Value>) -
         .and_then(orkestra_katalog::serve::intent::stored_surface)
         .and_then(|name| serve.surface(&name))
         .unwrap_or_else(|| serve.primary_surface())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn the_openapi_document_lists_every_endpoint_behind_a_bearer_token() {
+        let api = super::openapi();
+        let mut operations = BTreeSet::new();
+        for (path, item) in &api.paths.paths {
+            let methods = [
+                ("get", &item.get),
+                ("post", &item.post),
+                ("delete", &item.delete),
+                ("put", &item.put),
+                ("patch", &item.patch),
+            ];
+            for (method, operation) in methods {
+                let Some(operation) = operation else { continue };
+                operations.insert(format!("{method} {path}"));
+                assert!(
+                    operation.responses.responses.contains_key("401"),
+                    "{method} {path} documents no 401"
+                );
+            }
+        }
+        let expected: BTreeSet<String> = [
+            "post /apply",
+            "get /resources/{kind}",
+            "get /resources/{kind}/{first}",
+            "delete /resources/{kind}/{first}",
+            "get /resources/{kind}/{namespace}/{name}",
+            "delete /resources/{kind}/{namespace}/{name}",
+            "get /schema",
+            "get /raw-schema",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        assert_eq!(operations, expected);
+        let components = api.components.expect("components");
+        assert!(components.security_schemes.contains_key("bearer"));
+        assert!(
+            api.security.is_some_and(|s| !s.is_empty()),
+            "every operation asks for the bearer token"
+        );
+        let json = serde_json::to_value(api.servers.expect("servers")).unwrap();
+        assert_eq!(json[0]["url"], "/api/v1");
+    }
 }

@@ -16,8 +16,9 @@ use orkestra_katalog::serve::access::{Class, permits};
 
 use super::{Caller, Shared, api_of, cluster_client, crd_of_kind, failure, from_kube, params, shape, surface_of};
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ReadQuery {
     /// One value of the CR (`status.phase`).
     field: Option<String>,
@@ -57,6 +58,15 @@ fn served<'c>(shared: &'c Shared, kind: &str) -> Result<&'c std::sync::Arc<Compi
         .ok_or_else(|| Box::new(failure(StatusCode::NOT_FOUND, format!("kind {kind} is not served"))))
 }
 
+#[utoipa::path(get, path = "/resources/{kind}/{namespace}/{name}", tag = "serve",
+    params(("kind" = String, Path, description = "the CR kind (any case) or its plural"), ("namespace" = String, Path, description = "the CR's namespace"), ("name" = String, Path, description = "the CR's name"), ReadQuery),
+    responses(
+        (status = 200, description = "the CR as its surface shapes it, or one `field` of it"),
+        (status = 400, description = "a name, namespace or query that is not one"),
+        (status = 401, description = "no bearer token the gateway knows"),
+        (status = 403, description = "the token may not read through this surface"),
+        (status = 404, description = "no such kind, or no such CR"),
+    ))]
 pub async fn get(
     State(shared): State<Shared>,
     Extension(caller): Extension<Caller>,
@@ -71,6 +81,15 @@ pub async fn get(
 }
 
 /// `/resources/{kind}/{x}`: one CR of a cluster-scoped kind, or the CRs of namespace `x`.
+#[utoipa::path(get, path = "/resources/{kind}/{first}", tag = "serve",
+    params(("kind" = String, Path, description = "the CR kind (any case) or its plural"), ("first" = String, Path, description = "a namespace (namespaced kinds: its CRs) or a name (cluster-scoped kinds: that CR)"), ReadQuery),
+    responses(
+        (status = 200, description = "the namespace's CRs, or the cluster-scoped CR"),
+        (status = 400, description = "a name, namespace or query that is not one"),
+        (status = 401, description = "no bearer token the gateway knows"),
+        (status = 403, description = "the token may not read through this surface"),
+        (status = 404, description = "no such kind, or no such CR"),
+    ))]
 pub async fn one_or_list(
     State(shared): State<Shared>,
     Extension(caller): Extension<Caller>,
@@ -92,6 +111,15 @@ pub async fn one_or_list(
 }
 
 /// `/resources/{kind}`: every CR of a cluster-scoped kind.
+#[utoipa::path(get, path = "/resources/{kind}", tag = "serve",
+    params(("kind" = String, Path, description = "the CR kind (any case) or its plural"), ReadQuery),
+    responses(
+        (status = 200, description = "every CR of the kind the token may read"),
+        (status = 400, description = "a name, namespace or query that is not one"),
+        (status = 401, description = "no bearer token the gateway knows"),
+        (status = 403, description = "the token may not read through this surface"),
+        (status = 404, description = "no such kind, or no such CR"),
+    ))]
 pub async fn list_all(
     State(shared): State<Shared>,
     Extension(caller): Extension<Caller>,
@@ -194,6 +222,15 @@ async fn list(client: &kube::Client, caller: &Caller, crd: &CompiledCrd, namespa
     Json(json!({"kind": crd.kind, "namespace": namespace, "items": items})).into_response()
 }
 
+#[utoipa::path(delete, path = "/resources/{kind}/{namespace}/{name}", tag = "serve",
+    params(("kind" = String, Path, description = "the CR kind (any case) or its plural"), ("namespace" = String, Path, description = "the CR's namespace"), ("name" = String, Path, description = "the CR's name"), ReadQuery),
+    responses(
+        (status = 200, description = "`{accepted: true}`: the CR is being deleted"),
+        (status = 400, description = "a name, namespace or query that is not one"),
+        (status = 401, description = "no bearer token the gateway knows"),
+        (status = 403, description = "the token may not delete through this surface"),
+        (status = 404, description = "no such kind, or no such CR"),
+    ))]
 pub async fn delete(
     State(shared): State<Shared>,
     Extension(caller): Extension<Caller>,
@@ -206,6 +243,15 @@ pub async fn delete(
     }
 }
 
+#[utoipa::path(delete, path = "/resources/{kind}/{first}", tag = "serve",
+    params(("kind" = String, Path, description = "the CR kind (any case) or its plural"), ("first" = String, Path, description = "a namespace (namespaced kinds: its CRs) or a name (cluster-scoped kinds: that CR)"), ReadQuery),
+    responses(
+        (status = 200, description = "`{accepted: true}`: the cluster-scoped CR is being deleted"),
+        (status = 400, description = "a name, namespace or query that is not one"),
+        (status = 401, description = "no bearer token the gateway knows"),
+        (status = 403, description = "the token may not delete through this surface"),
+        (status = 404, description = "no such kind, or no such CR"),
+    ))]
 pub async fn delete_cluster(
     State(shared): State<Shared>,
     Extension(caller): Extension<Caller>,

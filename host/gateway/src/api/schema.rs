@@ -68,16 +68,27 @@ impl Schemas {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct SchemaQuery {
+    /// One target's fields (without it: the catalog of targets).
     target: Option<String>,
+    /// Catalog entries per page.
     limit: Option<usize>,
+    /// Catalog entries to skip.
     offset: Option<usize>,
     /// The cluster whose CRD gives a target's field types (default: the gateway's own).
     cluster: Option<String>,
 }
 
+#[utoipa::path(get, path = "/schema", tag = "serve", params(SchemaQuery),
+    responses(
+        (status = 200, description = "the targets the token may use, or one target's flat field schema"),
+        (status = 400, description = "a query that is not one"),
+        (status = 401, description = "no bearer token the gateway knows"),
+        (status = 404, description = "no such target, or not one the token may use"),
+    ))]
 pub async fn schema(
     State(shared): State<Shared>,
     Extension(Caller { token, .. }): Extension<Caller>,
@@ -137,13 +148,23 @@ fn catalog(shared: &Shared, token: &str, limit: Option<usize>, offset: Option<us
     Json(json!({"items": page, "total": total, "limit": limit, "offset": offset})).into_response()
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct RawQuery {
+    /// The CR kind.
     kind: String,
+    /// Its apiVersion, where several CRDs share the kind.
     api_version: Option<String>,
 }
 
+#[utoipa::path(get, path = "/raw-schema", tag = "serve", params(RawQuery),
+    responses(
+        (status = 200, description = "the CRD's own OpenAPI schema of the kind"),
+        (status = 400, description = "a query that is not one"),
+        (status = 401, description = "no bearer token the gateway knows"),
+        (status = 404, description = "the kind is not served, or not to this token"),
+    ))]
 pub async fn raw_schema(
     State(shared): State<Shared>,
     Extension(Caller { token, .. }): Extension<Caller>,

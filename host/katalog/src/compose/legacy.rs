@@ -3,8 +3,8 @@
 //! upstream's own current examples still write boxes flat, so it is a form, not a mistake.
 //! `ork migrate` lists what moved (one line per CRD). A key set in both shapes is an error.
 
-use super::de::Problem;
-use super::yaml::{Node, NodeValue};
+use crate::de::Problem;
+use crate::yaml::{Node, NodeValue};
 
 /// CRD-entry keys that moved: (old key, new path relative to the CRD entry).
 const CRD_MOVES: &[(&str, &[&str])] = &[
@@ -170,7 +170,7 @@ fn apply(node: &mut Node, moves: &[(&str, &[&str])], base: &str, moved: &mut Vec
 
 /// Puts `value` at `path` under `node`, creating maps on the way. A map landing on a map
 /// merges key by key; any key present on both sides is a conflict (its position returned).
-fn place(node: &mut Node, path: &[&str], key: Node, value: Node) -> Result<(), super::yaml::Pos> {
+fn place(node: &mut Node, path: &[&str], key: Node, value: Node) -> Result<(), crate::yaml::Pos> {
     let Some((last, parents)) = path.split_last() else {
         return Ok(());
     };

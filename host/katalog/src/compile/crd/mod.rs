@@ -1,6 +1,8 @@
 //! One CRD compiled: its watch, queue and workers, its boxes, rules, stamps and finalizers,
 //! and what it was compiled from (so a reload can tell what changed).
 
+mod settings;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,11 +13,13 @@ use super::{
     CLEANUP_FINALIZER, CompiledBox, CompiledEvents, CompiledWatch, DEFAULT_FAILURE_THRESHOLD, DEFAULT_RESYNC,
     DEFAULT_WORKERS, Error, Gather, Notes, conditions, template,
 };
+pub use settings::{Autoscale, Behaviour, Endpoints, RetryPolicy};
+
 use crate::effective_box::EffectiveBoxes;
 use crate::loaded::{Katalog, LoadedCrd};
 use crate::{DependencyCondition, NoteSpec, RESOURCE_KINDS};
-use orkestra_expr::condition::Conditions;
-use orkestra_expr::template::{Functions, Template};
+
+use orkestra_expr::template::Template;
 
 /// What a CRD is compiled from, less its component declarations. Compiling is
 /// deterministic, so equal origins give equal compiled forms: that is how a reload tells a
@@ -53,127 +57,6 @@ impl Origin {
             notes: katalog.notes.clone(),
             katalog: katalog.name.clone(),
             finalizers: katalog.finalizers.clone(),
-        }
-    }
-}
-
-/// `queue.retryBackoff`: retries of a failed reconcile inside the worker, before the error
-/// goes back to the queue's own backoff.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RetryPolicy {
-    pub initial: Duration,
-    pub max: Duration,
-    pub multiplier: f64,
-    /// Retries after the first failure.
-    pub attempts: u32,
-}
-
-impl RetryPolicy {
-    /// Upstream's defaults: 500ms, doubling, at most 30s, 3 retries.
-    pub const DEFAULT: RetryPolicy = RetryPolicy {
-        initial: Duration::from_millis(500),
-        max: Duration::from_secs(30),
-        multiplier: 2.0,
-        attempts: 3,
-    };
-
-    fn from_spec(spec: &crate::RetryBackoff) -> Result<Self, Error> {
-        let parse = |key: &str, text: &Option<String>, default| match text.as_deref() {
-            Some(text) => orkestra_expr::duration::parse(text).map_err(|e| Error::at(key, e)),
-            None => Ok(default),
-        };
-        let multiplier = match spec.multiplier {
-            Some(m) if m < 1.0 || !m.is_finite() => {
-                return Err(Error::at("multiplier", format!("{m} must be 1 or more")));
-            }
-            m => m.unwrap_or(Self::DEFAULT.multiplier),
-        };
-        Ok(Self {
-            initial: parse("initial", &spec.initial, Self::DEFAULT.initial)?,
-            max: parse("max", &spec.max, Self::DEFAULT.max)?,
-            multiplier,
-            attempts: spec.max_attempts.unwrap_or(Self::DEFAULT.attempts),
-        })
-    }
-
-    /// The wait before retry `n` (1-based).
-    pub fn delay(&self, n: u32) -> Duration {
-        let factor = self
-            .multiplier
-            .powi(i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX));
-        self.initial.mul_f64(factor.min(1e9)).min(self.max)
-    }
-}
-
-/// Queue behaviour at capacity (always from the CRD-level box).
-#[derive(Debug, Clone, Default)]
-pub struct Behaviour {
-    /// Reference depth; 0 means unlimited.
-    pub max_depth: usize,
-    /// At depth >= maxDepth: drop (tier 1 when `conditions` is empty; tier 2 otherwise).
-    pub on_limit: Option<(bool, Conditions)>,
-    /// At `percent`% of maxDepth: drop when the conditions (if any) pass.
-    pub on_threshold: Option<(u32, Conditions)>,
-}
-
-/// `runtime.autoscale`: while `conditions` hold over the CRD's live metrics (checked every
-/// `interval`), its workers, queue depth limit and resync take the `do` values; once they
-/// have not held for `cooldown`, the configured ones return.
-#[derive(Debug, Clone)]
-pub struct Autoscale {
-    pub interval: Duration,
-    pub cooldown: Duration,
-    pub conditions: Conditions,
-    pub workers: Option<usize>,
-    pub queue_depth: Option<usize>,
-    pub resync: Option<Duration>,
-}
-
-const AUTOSCALE_INTERVAL: Duration = Duration::from_secs(15);
-const AUTOSCALE_COOLDOWN: Duration = Duration::from_secs(120);
-
-impl Autoscale {
-    fn compile(spec: &crate::model::Autoscale, functions: &Functions) -> Result<Self, Error> {
-        let duration = |key: &str, text: &Option<String>, default: Duration| match text {
-            Some(text) => orkestra_expr::duration::parse(text).map_err(|e| Error::at(key, e)),
-            None => Ok(default),
-        };
-        Ok(Self {
-            interval: duration("interval", &spec.interval, AUTOSCALE_INTERVAL)?.max(Duration::from_millis(100)),
-            cooldown: duration("cooldown", &spec.cooldown, AUTOSCALE_COOLDOWN)?,
-            conditions: conditions(&spec.conditions.when, &spec.conditions.or, functions)
-                .map_err(|e| e.within("conditions"))?,
-            workers: spec.do_.workers.map(|w| (w as usize).clamp(1, 50)),
-            queue_depth: spec.do_.queue_depth.map(|d| d as usize),
-            resync: spec
-                .do_
-                .resync
-                .as_ref()
-                .map(|text| orkestra_expr::duration::parse(text).map_err(|e| Error::at("do.resync", e)))
-                .transpose()?,
-        })
-    }
-}
-
-/// The per-CRD Live API switches (`endpoints: {enabled, health, info}`, each default on).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Endpoints {
-    /// Off: the CRD is not in the Live API at all.
-    pub enabled: bool,
-    /// `/katalog/{crd}/health`.
-    pub health: bool,
-    /// `/katalog/{crd}` (its configuration and live figures).
-    pub info: bool,
-}
-
-impl Endpoints {
-    fn of(spec: Option<&serde_json::Value>) -> Self {
-        let on = |key: &str| spec.and_then(|e| e[key].as_bool()).unwrap_or(true);
-        let enabled = on("enabled");
-        Self {
-            enabled,
-            health: enabled && on("health"),
-            info: enabled && on("info"),
         }
     }
 }
@@ -620,95 +503,4 @@ impl CompiledCrd {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retry_delays_grow_by_the_multiplier_up_to_the_max() {
-        let policy = RetryPolicy::DEFAULT;
-        let delays: Vec<Duration> = (1..=8).map(|n| policy.delay(n)).collect();
-        assert_eq!(delays[..4], [500, 1000, 2000, 4000].map(Duration::from_millis));
-        assert_eq!(delays[7], Duration::from_secs(30));
-        let shorthand = RetryPolicy::from_spec(&crate::RetryBackoff {
-            initial: Some("5s".into()),
-            ..Default::default()
-        })
-        .unwrap();
-        assert_eq!((shorthand.initial, shorthand.attempts), (Duration::from_secs(5), 3));
-    }
-
-    /// What loading (which compiles) says about `operator_box`: the errors, located.
-    fn first_error(operator_box: &str) -> String {
-        let text = format!(
-            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n{operator_box}"
-        );
-        crate::load_sources(&[("k.yaml".into(), text)]).map_or_else(|e| e.to_string(), |_| "compiles".into())
-    }
-
-    #[test]
-    fn watch_gates_and_keys_compile_with_the_katalog() {
-        let watch = "        observe:\n          watch:\n            - apiVersion: v1\n              kind: ConfigMap\n";
-        let bad_key = first_error(&format!(
-            "{watch}              keyFrom: {{name: '{{{{ .metadata.name | nosuch }}}}'}}\n"
-        ));
-        assert!(
-            bad_key.contains("keyFrom.name") && bad_key.contains("nosuch"),
-            "{bad_key}"
-        );
-        let bad_gate = first_error(&format!(
-            "{watch}              enqueueGate: {{when: [{{field: '{{{{ nosuch }}}}', equals: x}}]}}\n"
-        ));
-        assert!(
-            bad_gate.contains("enqueueGate") && bad_gate.contains("nosuch"),
-            "{bad_gate}"
-        );
-        let good = first_error(&format!(
-            "{watch}              keyFrom: {{name: '{{{{ .metadata.name }}}}'}}\n"
-        ));
-        assert_eq!(good, "compiles");
-    }
-
-    fn katalog(reconcile: &str) -> crate::Compiled {
-        let text = format!(
-            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n        reconcile:\n{reconcile}"
-        );
-        crate::load_sources(&[("k.yaml".into(), text)]).unwrap()
-    }
-
-    #[test]
-    fn a_component_swap_runs_like_before_and_a_template_change_does_not() {
-        let hooks = |file: &str, data: &str| {
-            format!(
-                "          hooks: {{component: {file}}}\n          onReconcile:\n            configMaps: [{{data: {{a: '{data}'}}}}]\n"
-            )
-        };
-        let running = katalog(&hooks("a.wasm", "{{ .spec.a }}"));
-        let swapped = katalog(&hooks("b.wasm", "{{ .spec.a }}"));
-        let edited = katalog(&hooks("a.wasm", "{{ .spec.b }}"));
-        let web = |k: &crate::Compiled| k.crds["web"].clone();
-        assert!(web(&running).runs_like(&web(&swapped)));
-        assert_ne!(web(&running).crd_box().component, web(&swapped).crd_box().component);
-        assert!(!web(&running).runs_like(&web(&edited)));
-        assert!(web(&running).runs_like(&web(&katalog(&hooks("a.wasm", "{{ .spec.a }}")))));
-    }
-
-    #[test]
-    fn what_only_the_compile_pass_finds_is_located_in_the_file() {
-        let error = first_error(
-            "        observe:\n          cross:\n            - crd: web\n              source: {host: 'http://peer:8080', protocol: grpc}\n",
-        );
-        assert!(
-            error.contains(
-                "k.yaml:11:60: spec.crds.web.operatorBox.observe.cross[0].source.protocol: grpc is not a protocol"
-            ),
-            "{error}"
-        );
-        let status = first_error(
-            "        reconcile:\n          onCreate:\n            external:\n              - {name: ping, url: 'http://x', expectedStatus: 700}\n",
-        );
-        assert!(
-            status.contains("k.yaml:11:63: spec.crds.web.operatorBox.reconcile.onCreate.external[0].expectedStatus: 700 is not an HTTP status code"),
-            "{status}"
-        );
-    }
-}
+mod tests;

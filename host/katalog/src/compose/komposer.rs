@@ -12,9 +12,9 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::de::{self, Problem};
-use super::include::Files;
-use super::yaml::{Node, NodeValue};
+use crate::compose::include::Files;
+use crate::de::{self, Problem};
+use crate::yaml::{Node, NodeValue};
 
 /// A Komposer file as written.
 #[derive(Debug, Deserialize)]
@@ -38,7 +38,7 @@ struct KomposerFile {
     #[expect(dead_code, reason = "merged from the node, where positions are kept")]
     spec: KomposerSpec,
     #[serde(default)]
-    notes: Option<super::model::Notes>,
+    notes: Option<crate::model::Notes>,
     /// Maturity, deprecation and what deprecations it accepts.
     #[serde(default)]
     #[expect(dead_code, reason = "accepted; deprecations only warn here")]
@@ -66,7 +66,7 @@ struct KomposerSpec {
 }
 
 /// What a Komposer asks for: the Katalog files to load in order, and what to lay over them.
-pub(super) struct Komposer {
+pub(crate) struct Komposer {
     /// The source files, read.
     pub sources: Vec<(usize, String)>,
     /// `spec.crds` as a map by name (each a CRD entry node, possibly partial).
@@ -78,7 +78,7 @@ pub(super) struct Komposer {
 }
 
 /// Reads a Komposer whose file index is `index`; problems name the field and file.
-pub(super) fn read(node: &Node, files: &mut Files, problems: &mut Vec<Problem>) -> Option<Komposer> {
+pub(crate) fn read(node: &Node, files: &mut Files, problems: &mut Vec<Problem>) -> Option<Komposer> {
     let (file, unknown) = match de::read::<KomposerFile>(node, "") {
         Ok(read) => read,
         Err(problem) => {
@@ -205,7 +205,7 @@ impl Komposer {
     /// Lays the Komposer over its sources (Katalog roots, in order, each already translated to
     /// the current shape); returns the Komposer's own Katalog root (its notes, its metadata,
     /// and the CRDs it adds), to load first so the Katalog takes its name.
-    pub(super) fn compose(self, sources: &mut [Node], problems: &mut Vec<Problem>) -> Node {
+    pub(crate) fn compose(self, sources: &mut [Node], problems: &mut Vec<Problem>) -> Node {
         // A later source's CRD replaces an earlier one of the same name.
         for later in (1..sources.len()).rev() {
             let names: Vec<String> = crd_names(&sources[later]);
@@ -225,7 +225,7 @@ impl Komposer {
             let key = name.key_text();
             // An override may be written in the flat shape, like any entry: translate it alone.
             let mut wrapper = crds_root(vec![(name.clone(), patch)], name.pos);
-            super::legacy::translate(&mut wrapper, problems, &mut Vec::new());
+            crate::compose::legacy::translate(&mut wrapper, problems, &mut Vec::new());
             let Some((_, patch)) = take_crds(wrapper).into_iter().next() else {
                 continue;
             };
@@ -258,7 +258,7 @@ fn crd_names(root: &Node) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn crds_root(entries: Vec<(Node, Node)>, pos: super::yaml::Pos) -> Node {
+fn crds_root(entries: Vec<(Node, Node)>, pos: crate::yaml::Pos) -> Node {
     let crds = Node::new(NodeValue::Map(entries), pos);
     let spec = Node::new(NodeValue::Map(vec![(Node::string("crds", pos), crds)]), pos);
     Node::new(NodeValue::Map(vec![(Node::string("spec", pos), spec)]), pos)
@@ -301,8 +301,8 @@ mod tests {
 
     #[test]
     fn a_patch_changes_only_the_fields_it_writes() {
-        let mut base = super::super::yaml::parse("a: {b: 1, c: [1, 2]}\nd: x\n").unwrap();
-        let patch = super::super::yaml::parse("a: {c: [3]}\nd:\ne: new\n").unwrap();
+        let mut base = crate::yaml::parse("a: {b: 1, c: [1, 2]}\nd: x\n").unwrap();
+        let patch = crate::yaml::parse("a: {c: [3]}\nd:\ne: new\n").unwrap();
         merge(&mut base, patch);
         assert_eq!(
             base.to_json(),

@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
-use super::de::Problem;
-use super::include::Files;
-use super::yaml::{self, Node, NodeValue, Pos};
+use crate::compose::include::Files;
+use crate::de::Problem;
+use crate::yaml::{self, Node, NodeValue, Pos};
 
 /// Fills in `apiTypes` (and `namespaced`) of every CRD entry of `root` that has a local
 /// `crdFile` and no `apiTypes`; checks the two against each other where both are given;

@@ -11,12 +11,12 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::de::{self, Problem};
-use super::include::Files;
-use super::loaded::{Parsed, crd_node};
-use super::model::{HookTemplates, Import, MutationSpec, Notes, StatusSpec, ValidationSpec};
-use super::profile::Imported;
-use super::yaml::{self, Node, NodeValue};
+use crate::compose::include::Files;
+use crate::de::{self, Problem};
+use crate::loaded::{Parsed, crd_node};
+use crate::model::{HookTemplates, Import, MutationSpec, Notes, StatusSpec, ValidationSpec};
+use crate::profile::Imported;
+use crate::yaml::{self, Node, NodeValue};
 
 /// A motif file.
 #[derive(Debug, Clone, Deserialize)]
@@ -131,7 +131,7 @@ struct MotifInput {
 
 /// Merges every CRD's motif imports into it, and Katalog-level imports' notes; the motifs'
 /// profiles (each motif's once) go to `profiles`.
-pub(super) fn merge_imports(
+pub(crate) fn merge_imports(
     parsed: &mut [Parsed],
     files: &mut Files,
     profiles: &mut Vec<Imported>,
@@ -304,15 +304,15 @@ fn read_motif(
         }
     };
     let mut node = node;
-    super::legacy::rule_lists_as_maps(&mut node);
+    crate::compose::legacy::rule_lists_as_maps(&mut node);
     match de::read::<MotifFile>(&node, "") {
         Ok((mut motif, unknown)) => {
             problems.extend(unknown);
             motif.phases = phases(&node, problems);
-            if motif.kind != "Motif" || (motif.api_version != super::API_VERSION && !motif.api_version.is_empty()) {
+            if motif.kind != "Motif" || (motif.api_version != crate::API_VERSION && !motif.api_version.is_empty()) {
                 let message = format!(
                     "a motif file has kind Motif and apiVersion {}, found {} {}",
-                    super::API_VERSION,
+                    crate::API_VERSION,
                     motif.api_version,
                     motif.kind
                 );
@@ -406,7 +406,7 @@ fn is_of_type(value: &Value, wanted: &str) -> bool {
 }
 
 /// Adds a motif's notes; one imported twice (by two CRDs) is added once.
-fn add_notes(notes: &mut Option<Notes>, imported: Vec<super::model::NoteSpec>) {
+fn add_notes(notes: &mut Option<Notes>, imported: Vec<crate::model::NoteSpec>) {
     let notes = &mut notes.get_or_insert_with(Default::default).0;
     for note in imported {
         if !notes.contains(&note) {

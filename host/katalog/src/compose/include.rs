@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::de::Problem;
-use super::yaml::{self, Node, NodeValue};
+use crate::de::Problem;
+use crate::yaml::{self, Node, NodeValue};
 
 /// Sections whose maps may carry `include:`.
 const SECTIONS: &[&str] = &[

@@ -1,0 +1,90 @@
+use super::*;
+
+#[test]
+fn retry_delays_grow_by_the_multiplier_up_to_the_max() {
+    let policy = RetryPolicy::DEFAULT;
+    let delays: Vec<Duration> = (1..=8).map(|n| policy.delay(n)).collect();
+    assert_eq!(delays[..4], [500, 1000, 2000, 4000].map(Duration::from_millis));
+    assert_eq!(delays[7], Duration::from_secs(30));
+    let shorthand = RetryPolicy::from_spec(&crate::RetryBackoff {
+        initial: Some("5s".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!((shorthand.initial, shorthand.attempts), (Duration::from_secs(5), 3));
+}
+
+/// What loading (which compiles) says about `operator_box`: the errors, located.
+fn first_error(operator_box: &str) -> String {
+    let text = format!(
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n{operator_box}"
+    );
+    crate::load_sources(&[("k.yaml".into(), text)]).map_or_else(|e| e.to_string(), |_| "compiles".into())
+}
+
+#[test]
+fn watch_gates_and_keys_compile_with_the_katalog() {
+    let watch = "        observe:\n          watch:\n            - apiVersion: v1\n              kind: ConfigMap\n";
+    let bad_key = first_error(&format!(
+        "{watch}              keyFrom: {{name: '{{{{ .metadata.name | nosuch }}}}'}}\n"
+    ));
+    assert!(
+        bad_key.contains("keyFrom.name") && bad_key.contains("nosuch"),
+        "{bad_key}"
+    );
+    let bad_gate = first_error(&format!(
+        "{watch}              enqueueGate: {{when: [{{field: '{{{{ nosuch }}}}', equals: x}}]}}\n"
+    ));
+    assert!(
+        bad_gate.contains("enqueueGate") && bad_gate.contains("nosuch"),
+        "{bad_gate}"
+    );
+    let good = first_error(&format!(
+        "{watch}              keyFrom: {{name: '{{{{ .metadata.name }}}}'}}\n"
+    ));
+    assert_eq!(good, "compiles");
+}
+
+fn katalog(reconcile: &str) -> crate::Compiled {
+    let text = format!(
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n        reconcile:\n{reconcile}"
+    );
+    crate::load_sources(&[("k.yaml".into(), text)]).unwrap()
+}
+
+#[test]
+fn a_component_swap_runs_like_before_and_a_template_change_does_not() {
+    let hooks = |file: &str, data: &str| {
+        format!(
+            "          hooks: {{component: {file}}}\n          onReconcile:\n            configMaps: [{{data: {{a: '{data}'}}}}]\n"
+        )
+    };
+    let running = katalog(&hooks("a.wasm", "{{ .spec.a }}"));
+    let swapped = katalog(&hooks("b.wasm", "{{ .spec.a }}"));
+    let edited = katalog(&hooks("a.wasm", "{{ .spec.b }}"));
+    let web = |k: &crate::Compiled| k.crds["web"].clone();
+    assert!(web(&running).runs_like(&web(&swapped)));
+    assert_ne!(web(&running).crd_box().component, web(&swapped).crd_box().component);
+    assert!(!web(&running).runs_like(&web(&edited)));
+    assert!(web(&running).runs_like(&web(&katalog(&hooks("a.wasm", "{{ .spec.a }}")))));
+}
+
+#[test]
+fn what_only_the_compile_pass_finds_is_located_in_the_file() {
+    let error = first_error(
+        "        observe:\n          cross:\n            - crd: web\n              source: {host: 'http://peer:8080', protocol: grpc}\n",
+    );
+    assert!(
+        error.contains(
+            "k.yaml:11:60: spec.crds.web.operatorBox.observe.cross[0].source.protocol: grpc is not a protocol"
+        ),
+        "{error}"
+    );
+    let status = first_error(
+        "        reconcile:\n          onCreate:\n            external:\n              - {name: ping, url: 'http://x', expectedStatus: 700}\n",
+    );
+    assert!(
+        status.contains("k.yaml:11:63: spec.crds.web.operatorBox.reconcile.onCreate.external[0].expectedStatus: 700 is not an HTTP status code"),
+        "{status}"
+    );
+}
