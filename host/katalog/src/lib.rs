@@ -12,6 +12,7 @@
 //! - [`fields`] and [`rules`]: typed values written into objects, admission rules at
 //!   reconcile (both evaluated with `orkestra_expr`).
 //! - [`component`]: a Wasm component as the Katalog declares it, and its grants.
+//! - [`kinds`]: the child kinds a block templates, one row each with its renderer.
 //! - [`effective_box`]: a CR's CRD box overlaid by its serve target's box.
 //! - [`serve`]: what the gateway does with a compiled `serve` per request (intent, access,
 //!   field schema).
@@ -24,6 +25,7 @@ mod cross_target;
 mod de;
 pub mod effective_box;
 pub mod fields;
+pub mod kinds;
 pub mod load;
 mod loaded;
 pub mod migrate;
@@ -40,6 +42,7 @@ pub mod yaml;
 
 pub use compile::Compiled;
 pub use de::{Problem, read};
+pub use kinds::{KindSpec, RESOURCE_KINDS, kind_spec};
 pub use load::{load, load_sources};
 pub use loaded::{Diagnostic, Error, Katalog, LoadedCrd};
 pub use model::*;

@@ -9,7 +9,6 @@ mod admission;
 mod calls;
 mod components;
 mod gateway;
-mod kinds;
 mod operator_box;
 mod resources;
 mod serve;
@@ -25,7 +24,6 @@ pub use admission::{
 pub use calls::{ExternalCall, RetryBackoff};
 pub use components::*;
 pub use gateway::*;
-pub use kinds::{KindSpec, RESOURCE_KINDS, kind_spec};
 pub use operator_box::*;
 pub use resources::{ForEach, HookTemplates, ProfileChoice, ResourceEntry, ScaleStep, WorkloadAutoscale};
 pub use serve::*;

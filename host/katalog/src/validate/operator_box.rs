@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::{Checker, Scope, item};
-use crate::model::{Gate, HookTemplates, KeyFrom, OperatorBox, kind_spec};
+use crate::kind_spec;
+use crate::model::{Gate, HookTemplates, KeyFrom, OperatorBox};
 use crate::yaml::{Node, NodeValue, Pos};
 use orkestra_expr::resolver::CONTEXT_KEYS;
 use orkestra_expr::sentinel;

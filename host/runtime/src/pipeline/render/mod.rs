@@ -1,13 +1,16 @@
 //! Compiled resource templates in, Kubernetes objects out: each entry is rendered per CR into
 //! the object of its kind, with the kind's default name and the CR's namespace (the applier
-//! marks it as the CR's).
+//! marks it as the CR's). Each kind's own shape is its row's renderer
+//! (`orkestra_katalog::kinds`); a Secret's certificate is made here.
 
-mod kinds;
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use orkestra_effects::tls;
 use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::Entry;
+use orkestra_katalog::kinds::Shorthand;
 
 /// Annotation on a `once` Secret: when it was generated, RFC 3339.
 pub const GENERATED_AT: &str = "orkestra.orkspace.io/generated-at";
@@ -25,7 +28,7 @@ impl Render for Entry {
         match &self.name {
             Some(template) => resolver.render(template).map_err(|e| e.message),
             None if self.kind.key == "secrets" && self.fields.contains_key("tls") => Ok(format!("{cr_name}-tls")),
-            None => Ok(default_name(self.kind.key, cr_name)),
+            None => Ok(self.kind.default_name(cr_name)),
         }
     }
 
@@ -65,7 +68,14 @@ impl Render for Entry {
                 metadata["namespace"] = json!(namespace);
             }
         }
-        let body = kinds::body(self.kind, &fields, cr_name, cr_namespace)?;
+        let shorthand = Shorthand {
+            kind: self.kind,
+            fields: &fields,
+            cr: cr_name,
+            cr_namespace,
+            certify: &certify,
+        };
+        let body = (self.kind.render)(&shorthand)?;
         let mut object = json!({"apiVersion": self.kind.api_version, "kind": self.kind.kind, "metadata": metadata});
         if let Value::Object(body) = body {
             for (key, value) in body {
@@ -80,13 +90,13 @@ impl Render for Entry {
     }
 }
 
-/// The default name of a child of kind `key` (`<cr>-<suffix>` by the kind's row).
-pub fn default_name(key: &str, cr: &str) -> String {
-    orkestra_katalog::kind_spec(key).map_or_else(|| cr.to_string(), |kind| kind.default_name(cr))
+/// A Secret's generated certificate, valid for `validity` or the default.
+fn certify(spec: &Value, validity: Option<Duration>) -> Result<Map<String, Value>, String> {
+    tls::generate(spec, validity.unwrap_or(tls::DEFAULT_VALIDITY))
 }
 
 /// Merges `extra` into `target`, objects key by key, anything else replaced.
-pub(super) fn merge(target: &mut Value, extra: Value) {
+pub fn merge(target: &mut Value, extra: Value) {
     match (target, extra) {
         (Value::Object(target), Value::Object(extra)) => {
             for (key, value) in extra {
@@ -101,15 +111,6 @@ pub(super) fn merge(target: &mut Value, extra: Value) {
 mod tests {
     use super::*;
     use crate::testing::compile_for_test;
-
-    #[test]
-    fn every_kind_of_the_registry_has_a_renderer() {
-        for row in orkestra_katalog::RESOURCE_KINDS {
-            if let Err(message) = kinds::body(row, &Map::new(), "shop", "ns") {
-                assert!(!message.contains("not rendered"), "{}: {message}", row.key);
-            }
-        }
-    }
 
     fn rendered(block: &str, cr: Value) -> Vec<Value> {
         let crd = compile_for_test(&format!("        reconcile:\n          onReconcile:\n{block}"));
