@@ -64,7 +64,7 @@ impl RemoteReads {
         let response = match request.send().await {
             Ok(response) => response,
             Err(error) => {
-                tracing::debug!(crd = %read.crd, %url, %error, "remote cross read failed");
+                tracing::debug!(remote_crd = %read.crd, %url, %error, "remote cross read failed");
                 return failed(format!("GET {url}: {error}"));
             }
         };
