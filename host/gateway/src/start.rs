@@ -63,10 +63,11 @@ impl Gateway {
 
     /// Whether the Katalog enables neither webhooks nor the Serve API.
     pub fn is_empty(&self) -> bool {
-        self.webhooks.is_none() && self.serve_api.is_none() && self.token_refresh.is_none()
+        self.webhooks.is_none() && !self.serves_api()
     }
 
-    /// Whether the Katalog opens the Serve API.
+    /// Whether the Katalog opens the Serve API (its token refresh runs for as long as the
+    /// gateway does, wherever its routes were handed).
     pub fn serves_api(&self) -> bool {
         self.token_refresh.is_some()
     }

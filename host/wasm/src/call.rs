@@ -190,7 +190,7 @@ impl WasmHost {
     }
 
     fn state(&self, caller: Caller, spec: &Spec, limits: &Limits) -> Result<CallState, CallError> {
-        let mut wasi = capability::files::grant(spec).map_err(CallError::Instantiate)?;
+        let mut wasi = capability::files::grant(&spec.files).map_err(CallError::Instantiate)?;
         Ok(CallState {
             wasi: wasi.build(),
             table: ResourceTable::new(),

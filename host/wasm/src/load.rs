@@ -153,7 +153,7 @@ impl WasmHost {
         if spec.limits.fuel.is_some() && !self.fuel {
             return Err(LoadCause::FuelNotMetered);
         }
-        files::check(spec)?;
+        files::check(&spec.files)?;
         let bytes = self.fetch(&spec.source).await?;
         let digest = cache::digest(&bytes);
         if let Some(pin) = &spec.sha256

@@ -99,7 +99,7 @@ fn go_field(name: &str) -> String {
 }
 
 fn camel(name: &str) -> String {
-    let upper = go_field(name).replace("ID", "Id");
+    let upper = pascal(name);
     let mut chars = upper.chars();
     chars
         .next()
