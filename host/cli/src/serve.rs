@@ -189,9 +189,9 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     let intent = read_intent(&args.intent, args.target.as_ref())?;
     let stage = |n: u8, name: &str| println!("== {n}. {name}");
     stage(1, "target resolution");
-    let made = match intent.get("target").and_then(Value::as_str) {
+    let (crd, made) = match intent.get("target").and_then(Value::as_str) {
         Some(target) => {
-            let Some((crd, surface)) = intent::find_target(&compiled, target) else {
+            let Some((crd, surface)) = compiled.target(target) else {
                 println!("refused (400): unknown target \"{target}\"");
                 return Ok(ExitCode::FAILURE);
             };
@@ -201,11 +201,12 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
             );
             play_token(args.token.as_deref(), surface);
             stage(3, "CR construction");
-            intent::from_target(crd, surface, &intent, "", &|_| None)
+            let served = crd.served().context("a target's CRD is served")?;
+            (crd, intent::from_target(served, surface, &intent, "", &|_| None))
         }
         None => {
             let kind = intent.get("kind").and_then(Value::as_str).unwrap_or_default();
-            let Some(crd) = intent::find_kind(&compiled, None, kind).filter(|c| c.serve.is_some()) else {
+            let Some((crd, served)) = compiled.of_kind(None, kind).and_then(|c| Some((c, c.served()?))) else {
                 println!("refused (400): give a target, or apiVersion and kind of a served CRD");
                 return Ok(ExitCode::FAILURE);
             };
@@ -214,7 +215,7 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
                 play_token(args.token.as_deref(), serve.primary_surface());
             }
             stage(3, "CR construction");
-            intent::from_cr(crd, &intent, "")
+            (crd, intent::from_cr(served, &intent, ""))
         }
     };
     let made = match made {
@@ -238,7 +239,6 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         }
     }
     stage(5, "admission (the Katalog's rules, as the webhooks run them)");
-    let crd = &made.crd;
     let (mutated, skipped) = crd.admission_rules.mutated(&made.object, &crd.notes, &Map::new());
     for ops in orkestra_gateway::patch::diff(&made.object, &mutated) {
         println!("mutation: {ops}");

@@ -163,7 +163,7 @@ fn report(shared: &Shared, crd: &CompiledCrd, request: &Value, why: &str) {
         reporting_controller: Some("orkestra-gateway".into()),
         reporting_instance: Some("orkestra-gateway".into()),
         regarding: Some(ObjectReference {
-            api_version: Some(orkestra_katalog::serve::intent::api_version_of(crd)),
+            api_version: Some(crd.api_version()),
             kind: Some(crd.kind.clone()),
             name: name.map(String::from),
             namespace: request["namespace"].as_str().map(String::from),

@@ -8,23 +8,30 @@
 //! Modules, in the order data flows:
 //! - [`load`] (with [`yaml`], `compose`, `de`, `validate`): files in,
 //!   the typed model ([`model`]) out, then [`compile`]: every CRD ready to run, or every
-//!   error with its file, line and column.
+//!   error with its file, line and column. `check` and `gather` are what every check and
+//!   every compile report through.
+//! - [`model`] holds the Katalog's types as written, one file per concept, below every
+//!   stage (a CRD entry holds a `serve`, a serve target holds an operator box). A concept
+//!   that reaches past the CRD has its own folder with its checks, its compile and its use:
+//!   [`serve`] (the Serve API: checks, surfaces, intents, access, field schema) and
+//!   [`cross`] (cross reads: which CRD a read names, its checks, its compile). The CRD and
+//!   its operator box are the stages' own subject: `validate/`, `compile/`.
 //! - [`fields`] and [`rules`]: typed values written into objects, admission rules at
 //!   reconcile (both evaluated with `orkestra_expr`).
 //! - [`component`]: a Wasm component as the Katalog declares it, and its grants.
 //! - [`kinds`]: the child kinds a block templates, one row each with its renderer.
 //! - [`effective_box`]: a CR's CRD box overlaid by its serve target's box.
-//! - [`serve`]: what the gateway does with a compiled `serve` per request (intent, access,
-//!   field schema).
 //! - [`ownership`]: whose child an object is, by evidence a CR's writer cannot forge.
 
+mod check;
 pub mod compile;
 pub mod component;
 mod compose;
-mod cross_target;
+pub mod cross;
 mod de;
 pub mod effective_box;
 pub mod fields;
+mod gather;
 pub mod kinds;
 pub mod load;
 mod loaded;

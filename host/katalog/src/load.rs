@@ -130,7 +130,7 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
     for crd in katalog.crds.values_mut() {
         crd.reads = std::mem::take(&mut crd.reads).or(by_notes.clone());
     }
-    super::cross_target::resolve(&mut katalog);
+    super::cross::target::resolve(&mut katalog);
     let functions = Functions::with_notes(katalog.notes.iter().map(|n| n.name.as_str()));
     validate::check(&parsed, &katalog, &functions, &mut problems, &mut warnings);
     let locate = |p: Problem| Diagnostic {

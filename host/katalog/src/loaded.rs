@@ -109,6 +109,20 @@ pub struct Katalog {
     pub ha: Option<crate::model::HaSpec>,
 }
 
+impl Katalog {
+    /// `unknown CRD "x"`, with the closest key as a hint, when `name` is not a CRD key here.
+    pub(crate) fn unknown_crd(&self, name: &str) -> Option<String> {
+        if self.crds.contains_key(name) {
+            return None;
+        }
+        let names: Vec<&str> = self.crds.keys().map(String::as_str).collect();
+        let hint = orkestra_expr::text::closest(name, &names)
+            .map(|c| format!(" (did you mean \"{c}\"?)"))
+            .unwrap_or_default();
+        Some(format!("unknown CRD \"{name}\"{hint}"))
+    }
+}
+
 /// One file after parsing: the node tree (kept for positions) and the typed model.
 pub(super) struct Parsed {
     pub node: Node,

@@ -5,6 +5,8 @@
 //! written with server-side apply under the gateway's field manager. The API server's
 //! refusals (its schema, the admission webhooks) come back as 422 with violations.
 
+use std::sync::Arc;
+
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Extension, Query, State};
@@ -14,9 +16,10 @@ use kube::api::{Patch, PatchParams};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::model::{LOCAL_CLUSTER, Verb};
 use orkestra_katalog::serve::access::{Class, permits};
-use orkestra_katalog::serve::intent::{self, Made, Refusal, api_version_of, stored_surface};
+use orkestra_katalog::serve::intent::{self, Made, Refusal, stored_surface};
 
 use super::cache::Cache;
 use super::{Caller, Shared, api_of, cluster_client, failure, from_kube, params, shape};
@@ -68,23 +71,34 @@ pub async fn apply(
         Ok(Json(_)) => return failure(StatusCode::BAD_REQUEST, "the body is a JSON object: an intent or a CR"),
         Err(rejection) => return failure(rejection.status(), rejection.body_text()),
     };
-    let made = match make(&shared, &caller, &body).await {
+    let (crd, made) = match make(&shared, &caller, &body).await {
         Ok(made) => made,
         Err(response) => return *response,
     };
-    let clusters = match clusters_of(&shared, &made, &body, query.cluster.as_deref()) {
+    let clusters = match clusters_of(&shared, &crd, &made, &body, query.cluster.as_deref()) {
         Ok(clusters) => clusters,
         Err(response) => return *response,
     };
     match clusters.as_slice() {
         [only] if only == LOCAL_CLUSTER && query.cluster.is_none() => {
-            write(&shared.client, None, Some(&shared.cache), &caller, made, &query).await
+            write(&shared.client, None, Some(&shared.cache), &caller, &crd, made, &query).await
         }
         [only] => match cluster_client(&shared, Some(only)) {
-            Ok(client) => write(client, Some(only), local_cache(&shared, only), &caller, made, &query).await,
+            Ok(client) => {
+                write(
+                    client,
+                    Some(only),
+                    local_cache(&shared, only),
+                    &caller,
+                    &crd,
+                    made,
+                    &query,
+                )
+                .await
+            }
             Err(response) => *response,
         },
-        many => fan_out(&shared, many, &caller, made, &query).await,
+        many => fan_out(&shared, many, &caller, &crd, made, &query).await,
     }
 }
 
@@ -97,11 +111,12 @@ fn local_cache<'s>(shared: &'s Shared, cluster: &str) -> Option<&'s Cache> {
 /// as `.request`), narrowed to `?cluster=` when given.
 fn clusters_of(
     shared: &Shared,
+    crd: &CompiledCrd,
     made: &Made,
     body: &Map<String, Value>,
     asked: Option<&str>,
 ) -> Result<Vec<String>, Box<Response>> {
-    let surface = made.crd.serve.as_deref().and_then(|s| s.surfaces.get(&made.surface));
+    let surface = crd.serve.as_deref().and_then(|s| s.surfaces.get(&made.surface));
     let templates = surface.map(|s| s.clusters.as_slice()).unwrap_or_default();
     let overlay = Map::from_iter([("request".to_string(), Value::Object(body.clone()))]);
     let env = orkestra_expr::template::Env::now();
@@ -151,12 +166,19 @@ fn clusters_of(
 
 /// The same CR applied to several clusters at once: one result each, `accepted` when any
 /// took it, `partialSuccess` when some did not (answered 207).
-async fn fan_out(shared: &Shared, clusters: &[String], caller: &Caller, made: Made, query: &ApplyQuery) -> Response {
+async fn fan_out(
+    shared: &Shared,
+    clusters: &[String],
+    caller: &Caller,
+    crd: &CompiledCrd,
+    made: Made,
+    query: &ApplyQuery,
+) -> Response {
     let writes = clusters.iter().map(|name| {
         let made = made.clone();
         async move {
             let response = match cluster_client(shared, Some(name)) {
-                Ok(client) => write(client, Some(name), local_cache(shared, name), caller, made, query).await,
+                Ok(client) => write(client, Some(name), local_cache(shared, name), caller, crd, made, query).await,
                 Err(response) => *response,
             };
             let status = response.status();
@@ -181,7 +203,7 @@ async fn fan_out(shared: &Shared, clusters: &[String], caller: &Caller, made: Ma
         "accepted": accepted > 0,
         "partialSuccess": accepted > 0 && accepted < results.len(),
         "dryRun": query.dry_run,
-        "kind": made.crd.kind, "apiVersion": api_version_of(&made.crd), "target": made.surface,
+        "kind": crd.kind, "apiVersion": crd.api_version(), "target": made.surface,
         "name": metadata["name"], "namespace": metadata["namespace"],
         "clusters": results.into_iter().map(|(_, result)| result).collect::<Vec<_>>(),
     });
@@ -189,7 +211,12 @@ async fn fan_out(shared: &Shared, clusters: &[String], caller: &Caller, made: Ma
 }
 
 /// Stages 1 and 3-4: the CRD and surface, the CR, its provenance.
-async fn make(shared: &Shared, caller: &Caller, body: &Map<String, Value>) -> Result<Made, Box<Response>> {
+/// The CR and the CRD it is of.
+async fn make(
+    shared: &Shared,
+    caller: &Caller,
+    body: &Map<String, Value>,
+) -> Result<(Arc<CompiledCrd>, Made), Box<Response>> {
     // The identity an OIDC token proved; a static token carries none.
     let source = caller.source.as_str();
     let refused = |refusal: Refusal| {
@@ -206,7 +233,7 @@ async fn make(shared: &Shared, caller: &Caller, body: &Map<String, Value>) -> Re
         let Some(name) = target.as_str() else {
             return Err(Box::new(failure(StatusCode::BAD_REQUEST, "target is a name")));
         };
-        let Some((crd, surface)) = intent::find_target(&shared.compiled, name) else {
+        let Some((crd, surface)) = shared.compiled.target(name) else {
             let message = format!(
                 "unknown target \"{name}\" — available: {}",
                 available(shared).join(", ")
@@ -219,7 +246,11 @@ async fn make(shared: &Shared, caller: &Caller, body: &Map<String, Value>) -> Re
             .await
             .unwrap_or(Value::Null);
         let types = |path: &[String]| orkestra_katalog::serve::schema::type_at(&schema, path);
-        return intent::from_target(crd, surface, body, source, &types).map_err(refused);
+        let served = crd
+            .served()
+            .ok_or_else(|| Box::new(failure(StatusCode::BAD_REQUEST, "not served")))?;
+        let made = intent::from_target(served, surface, body, source, &types).map_err(refused)?;
+        return Ok((crd.clone(), made));
     }
     let (Some(api_version), Some(kind)) = (
         body.get("apiVersion").and_then(Value::as_str),
@@ -228,11 +259,16 @@ async fn make(shared: &Shared, caller: &Caller, body: &Map<String, Value>) -> Re
         let message = "give a target (target mode), or apiVersion and kind (a whole CR)";
         return Err(Box::new(failure(StatusCode::BAD_REQUEST, message)));
     };
-    let Some(crd) = intent::find_kind(&shared.compiled, None, kind).filter(|crd| crd.serve.is_some()) else {
+    let Some((crd, served)) = shared
+        .compiled
+        .of_kind(None, kind)
+        .and_then(|crd| Some((crd, crd.served()?)))
+    else {
         let message = format!("kind {kind} ({api_version}) is not served");
         return Err(Box::new(failure(StatusCode::BAD_REQUEST, message)));
     };
-    intent::from_cr(crd, body, source).map_err(refused)
+    let made = intent::from_cr(served, body, source).map_err(refused)?;
+    Ok((crd.clone(), made))
 }
 
 /// The enabled targets, for an unknown target's message.
@@ -251,16 +287,13 @@ async fn write(
     cluster: Option<&str>,
     cache: Option<&Cache>,
     caller: &Caller,
+    crd: &CompiledCrd,
     made: Made,
     query: &ApplyQuery,
 ) -> Response {
     // Kept for the retry a stale view of the CR costs.
     let retry = cache.is_some().then(|| made.clone());
-    let Made {
-        mut object,
-        crd,
-        surface,
-    } = made;
+    let Made { mut object, surface } = made;
     let Some(serve) = crd.serve.as_deref() else {
         return failure(StatusCode::BAD_REQUEST, format!("kind {} is not served", crd.kind));
     };
@@ -273,7 +306,7 @@ async fn write(
         metadata["namespace"].as_str().map(str::to_string),
     );
     let (name, namespace) = (name.as_str(), namespace.as_deref());
-    let api = match api_of(client, &crd, namespace) {
+    let api = match api_of(client, crd, namespace) {
         Ok(api) => api,
         Err(response) => return *response,
     };
@@ -342,7 +375,7 @@ async fn write(
             let Some(made) = retry else {
                 return failure(StatusCode::CONFLICT, status.message);
             };
-            return Box::pin(write(client, cluster, None, caller, made, query)).await;
+            return Box::pin(write(client, cluster, None, caller, crd, made, query)).await;
         }
         Err(error) => return from_kube(error, "applying the CR"),
     };
@@ -350,9 +383,9 @@ async fn write(
     let response = &surface.response;
     let mut answer = json!({
         "accepted": true, "dryRun": query.dry_run, "name": name, "namespace": namespace,
-        "kind": crd.kind, "apiVersion": api_version_of(&crd), "target": surface.name,
-        "pollUrl": shape::poll_url(&crd, response, &applied),
-        "warnings": warnings, "payload": shape::payload(&crd, response, &applied),
+        "kind": crd.kind, "apiVersion": crd.api_version(), "target": surface.name,
+        "pollUrl": shape::poll_url(crd, response, &applied),
+        "warnings": warnings, "payload": shape::payload(crd, response, &applied),
     });
     if let Some(cluster) = cluster {
         answer["cluster"] = json!(cluster);
@@ -362,7 +395,7 @@ async fn write(
         }
     }
     if response.include_cr {
-        answer["object"] = shape::read(&crd, response, applied);
+        answer["object"] = shape::read(crd, response, applied);
         if let Some(object) = answer["object"].as_object_mut() {
             object.remove("payload");
         }

@@ -20,7 +20,6 @@ use serde_json::{Value, json};
 use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::model::{LOCAL_CLUSTER, Verb};
 use orkestra_katalog::serve::access::{Class, permits};
-use orkestra_katalog::serve::intent::api_version_of;
 
 use super::{Caller, Shared, cluster_client, failure, params};
 
@@ -106,7 +105,7 @@ pub async fn schema(
     let Some(target) = query.target else {
         return catalog(&shared, &token, query.limit, query.offset);
     };
-    let Some((crd, surface)) = orkestra_katalog::serve::intent::find_target(&shared.compiled, &target) else {
+    let Some((crd, surface)) = shared.compiled.target(&target) else {
         return failure(StatusCode::NOT_FOUND, format!("unknown target \"{target}\""));
     };
     if let Err(why) = permits(surface, &token, Class::Schema, Verb::Get, None) {
@@ -118,7 +117,7 @@ pub async fn schema(
     let openapi = shared.schemas.of(&client, cluster, crd).await.unwrap_or(Value::Null);
     let fields = orkestra_katalog::serve::schema::fields(&openapi, serve);
     Json(json!({
-        "target": target, "primaryTarget": serve.primary, "kind": crd.kind, "apiVersion": api_version_of(crd),
+        "target": target, "primaryTarget": serve.primary, "kind": crd.kind, "apiVersion": crd.api_version(),
         "namespaced": crd.namespaced, "requireServeName": serve.name.is_none(),
         "requireNamespace": crd.namespaced && serve.namespace.is_none(),
         "fields": fields,
@@ -136,7 +135,7 @@ fn catalog(shared: &Shared, token: &str, limit: Option<usize>, offset: Option<us
             }
             items.push(json!({
                 "target": surface.name, "primary": surface.primary, "primaryTarget": serve.primary,
-                "kind": crd.kind, "apiVersion": api_version_of(crd), "category": serve.category,
+                "kind": crd.kind, "apiVersion": crd.api_version(), "category": serve.category,
                 "description": serve.description, "namespaced": crd.namespaced,
             }));
         }
@@ -174,9 +173,10 @@ pub async fn raw_schema(
         Ok(query) => query,
         Err(response) => return *response,
     };
-    let Some(crd) =
-        orkestra_katalog::serve::intent::find_kind(&shared.compiled, query.api_version.as_deref(), &query.kind)
-            .filter(|crd| crd.serve.is_some())
+    let Some(crd) = shared
+        .compiled
+        .of_kind(query.api_version.as_deref(), &query.kind)
+        .filter(|crd| crd.serve.is_some())
     else {
         return failure(StatusCode::NOT_FOUND, format!("kind {} is not served", query.kind));
     };
@@ -187,8 +187,9 @@ pub async fn raw_schema(
         return failure(StatusCode::FORBIDDEN, why);
     }
     match shared.schemas.of(&shared.client, LOCAL_CLUSTER, crd).await {
-        Some(schema) => Json(json!({"kind": crd.kind, "apiVersion": api_version_of(crd), "openAPIV3Schema": schema}))
-            .into_response(),
+        Some(schema) => {
+            Json(json!({"kind": crd.kind, "apiVersion": crd.api_version(), "openAPIV3Schema": schema})).into_response()
+        }
         None => failure(
             StatusCode::NOT_FOUND,
             format!("the API server has no schema for {}", crd.crd_name()),

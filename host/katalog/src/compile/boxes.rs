@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::block::Block;
-use super::cross::CrossRead;
 use super::gate::BoxGates;
 use super::{Error, Gather, conditions, template};
 use crate::OperatorBox;
+use crate::cross::CrossRead;
 use orkestra_expr::condition::{Conditions, ValueType};
 use orkestra_expr::template::{Functions, Template};
 

@@ -12,7 +12,7 @@
 use serde_json::Value;
 
 use super::{CompiledBox, Entry};
-use crate::is_dns1123_label;
+use orkestra_expr::names::is_dns1123_label;
 use orkestra_expr::resolver::Resolver;
 use orkestra_expr::tree::Tree;
 

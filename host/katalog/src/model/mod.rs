@@ -356,6 +356,29 @@ impl CrdEntry {
         };
         list.iter().filter_map(Value::as_str).collect()
     }
+
+    /// The CRD's own box, then each serve target's own box with the target's name.
+    pub fn boxes(&self) -> Vec<(Option<&str>, &OperatorBox)> {
+        let targets = match self.serve.as_ref().and_then(|s| s.target.as_ref()) {
+            Some(ServeTarget::Entries(targets)) => targets
+                .iter()
+                .filter_map(|(name, t)| t.operator_box.as_ref().map(|ob| (Some(name.as_str()), ob)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        std::iter::once((None, &self.operator_box)).chain(targets).collect()
+    }
+
+    /// The same boxes, to change in place.
+    pub fn boxes_mut(&mut self) -> Vec<&mut OperatorBox> {
+        let targets = match self.serve.as_mut().and_then(|s| s.target.as_mut()) {
+            Some(ServeTarget::Entries(targets)) => {
+                targets.values_mut().filter_map(|t| t.operator_box.as_mut()).collect()
+            }
+            _ => Vec::new(),
+        };
+        std::iter::once(&mut self.operator_box).chain(targets).collect()
+    }
 }
 
 /// `apiTypes`: group, version, kind and plural of the primary resource.

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::compile::Surface;
+use super::compile::Surface;
 use crate::model::{TokenAccess, Verb};
 
 /// Which endpoints a call is to.

@@ -5,15 +5,13 @@
 //! the gateway's written in their place, and a whole CR keeps only its identity, labels,
 //! annotations and spec.
 
-use std::sync::Arc;
-
 use serde_json::{Map, Value, json};
 
-use crate::compile::{Compiled, CompiledCrd, CompiledServe, IntentField, Surface};
+use super::compile::{CompiledServe, IntentField, Surface};
 use crate::fields::set_path;
 use crate::model::FieldType;
 use orkestra_expr::labels::{SERVE_ALIAS, SERVE_INTENT, SERVE_SOURCE, SERVE_TARGET};
-use orkestra_expr::names::is_dns1123_subdomain;
+use orkestra_expr::names::{is_dns1123_label, is_dns1123_subdomain};
 use orkestra_expr::resolver::Resolver;
 use orkestra_expr::template::Template;
 
@@ -63,32 +61,21 @@ impl Violation {
 #[derive(Debug, Clone)]
 pub struct Made {
     pub object: Value,
-    pub crd: Arc<CompiledCrd>,
     /// The surface's name (an alias, or the primary target).
     pub surface: String,
 }
 
-/// The CRD and surface a target name reaches, among every serve-enabled CRD.
-pub fn find_target<'c>(compiled: &'c Compiled, name: &str) -> Option<(&'c Arc<CompiledCrd>, &'c Surface)> {
-    compiled
-        .enabled()
-        .filter_map(|crd| crd.serve.as_ref().map(|serve| (crd, serve)))
-        .find_map(|(crd, serve)| serve.surface(name).map(|surface| (crd, surface)))
-}
-
-/// The serve-enabled CRD of a kind (and, when given, an apiVersion).
-pub fn find_kind<'c>(compiled: &'c Compiled, api_version: Option<&str>, kind: &str) -> Option<&'c Arc<CompiledCrd>> {
-    compiled
-        .enabled()
-        .find(|crd| crd.kind.eq_ignore_ascii_case(kind) && api_version.is_none_or(|v| v == api_version_of(crd)))
-}
-
-/// `group/version` (or `version` for the core group).
-pub fn api_version_of(crd: &CompiledCrd) -> String {
-    match crd.group.is_empty() {
-        true => crd.version.clone(),
-        false => format!("{}/{}", crd.group, crd.version),
-    }
+/// What making a CR needs of the CRD it is for; the compiled CRD lends it
+/// (`CompiledCrd::served`), so this module reads no more of a CRD than this.
+#[derive(Debug, Clone)]
+pub struct Served<'c> {
+    pub kind: &'c str,
+    /// `group/version` (or `version` for the core group).
+    pub api_version: String,
+    pub namespaced: bool,
+    /// The Katalog's notes, for the intent's templates.
+    pub notes: &'c [Template],
+    pub serve: &'c CompiledServe,
 }
 
 /// The JSON type the CRD's schema gives a path (`integer`, `boolean`, ...), to turn a
@@ -97,22 +84,22 @@ pub type SchemaTypes<'a> = &'a dyn Fn(&[String]) -> Option<String>;
 
 /// Target mode: flat fields, by name, through a surface.
 pub fn from_target(
-    crd: &Arc<CompiledCrd>,
+    crd: Served<'_>,
     surface: &Surface,
     intent: &Map<String, Value>,
     source: &str,
     types: SchemaTypes<'_>,
 ) -> Result<Made, Refusal> {
-    let serve = serve_of(crd)?;
+    let serve = crd.serve;
     if !surface.target_mode {
         return Err(Refusal::BadRequest(format!(
             "target mode is closed for target \"{}\"; send a whole CR",
             surface.name
         )));
     }
-    let notes = crd.notes.as_slice();
+    let notes = crd.notes;
     let mut object = json!({
-        "apiVersion": api_version_of(crd), "kind": crd.kind,
+        "apiVersion": &crd.api_version, "kind": crd.kind,
         "metadata": {"labels": {}, "annotations": {}}, "spec": {},
     });
     let mut violations = Vec::new();
@@ -167,15 +154,15 @@ pub fn from_target(
             violations.push(Violation::error(&field.name, why));
         }
     }
-    let made = finish(crd, serve, surface, object, source, Some(intent), violations, notes)?;
+    let made = finish(crd, surface, object, source, Some(intent), violations)?;
     Ok(made)
 }
 
 /// Whole-CR mode: a CR with apiVersion and kind, routed to a surface by fieldSelector.
-pub fn from_cr(crd: &Arc<CompiledCrd>, given: &Map<String, Value>, source: &str) -> Result<Made, Refusal> {
-    let serve = serve_of(crd)?;
-    let expected = api_version_of(crd);
-    if given.get("apiVersion").and_then(Value::as_str) != Some(expected.as_str()) {
+pub fn from_cr(crd: Served<'_>, given: &Map<String, Value>, source: &str) -> Result<Made, Refusal> {
+    let serve = crd.serve;
+    let expected = crd.api_version.as_str();
+    if given.get("apiVersion").and_then(Value::as_str) != Some(expected) {
         return Err(Refusal::BadRequest(format!(
             "apiVersion must be {expected} for kind {}",
             crd.kind
@@ -211,19 +198,13 @@ pub fn from_cr(crd: &Arc<CompiledCrd>, given: &Map<String, Value>, source: &str)
         }
     }
     let routed = (!surface.field_selector.is_empty()).then(|| surface.clone());
-    let mut made = finish(crd, serve, surface, object, source, None, violations, &crd.notes)?;
+    let mut made = finish(crd, surface, object, source, None, violations)?;
     if let Some(surface) = routed {
         let annotations = &mut made.object["metadata"]["annotations"];
         annotations[SERVE_SELECTOR_TARGET] = json!(surface.name);
         annotations[SERVE_SELECTOR] = json!(serde_json::to_string(&surface.field_selector).unwrap_or_default());
     }
     Ok(made)
-}
-
-fn serve_of(crd: &CompiledCrd) -> Result<&CompiledServe, Refusal> {
-    crd.serve
-        .as_deref()
-        .ok_or_else(|| Refusal::BadRequest(format!("kind {} is not served", crd.kind)))
 }
 
 fn ignored(serve: &CompiledServe, path: &[String]) -> bool {
@@ -299,20 +280,15 @@ fn coerce(text: String, schema: Option<String>, declared: Option<FieldType>) -> 
 }
 
 /// Name, namespace and provenance, then the verdict.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one call site per mode; each argument is a stage's input"
-)]
 fn finish(
-    crd: &Arc<CompiledCrd>,
-    serve: &CompiledServe,
+    crd: Served<'_>,
     surface: &Surface,
     mut object: Value,
     source: &str,
     intent: Option<&Map<String, Value>>,
     mut violations: Vec<Violation>,
-    notes: &[Template],
 ) -> Result<Made, Refusal> {
+    let (serve, notes) = (crd.serve, crd.notes);
     let mut context = Map::new();
     if let Some(intent) = intent {
         context.insert("request".into(), Value::Object(intent.clone()));
@@ -348,7 +324,7 @@ fn finish(
         None => Ok(given("namespace", &object)),
     };
     match (crd.namespaced, namespace) {
-        (true, Ok(Some(namespace))) if crate::is_dns1123_label(&namespace) => {
+        (true, Ok(Some(namespace))) if is_dns1123_label(&namespace) => {
             object["metadata"]["namespace"] = json!(namespace)
         }
         (true, Ok(Some(namespace))) => violations.push(Violation::error(
@@ -383,7 +359,6 @@ fn finish(
     }
     Ok(Made {
         object,
-        crd: crd.clone(),
         surface: surface.name.clone(),
     })
 }
@@ -398,8 +373,10 @@ pub fn stored_surface(object: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
+    use std::sync::Arc;
 
     use super::*;
+    use crate::compile::CompiledCrd;
 
     const KATALOG: &str = r#"
 apiVersion: orkestra.orkspace.io/v1
@@ -452,7 +429,7 @@ spec:
         let surface = serve.surface("app").unwrap();
         let request = intent(json!({"target": "app", "name": "shop", "image": "nginx", "cpu": "500m",
                                     "size": "large", "team": "pay", "extra": 3}));
-        let made = from_target(&crd, surface, &request, "ci-bot", &integer_replicas).unwrap();
+        let made = from_target(crd.served().unwrap(), surface, &request, "ci-bot", &integer_replicas).unwrap();
         let object = &made.object;
         assert_eq!(object["metadata"]["name"], "shop");
         assert_eq!(object["metadata"]["namespace"], "team-pay", "serve.namespace wins");
@@ -476,7 +453,8 @@ spec:
         let crd = crd();
         let surface = crd.serve.as_ref().unwrap().surface("app").unwrap();
         let request = intent(json!({"target": "app", "internalRef": "x", "metadata": {}}));
-        let Err(Refusal::Invalid(violations)) = from_target(&crd, surface, &request, "", &no_types) else {
+        let Err(Refusal::Invalid(violations)) = from_target(crd.served().unwrap(), surface, &request, "", &no_types)
+        else {
             panic!("refused");
         };
         let fields: Vec<&str> = violations.iter().map(|v| v.field.as_str()).collect();
@@ -485,7 +463,7 @@ spec:
         }
         let closed = crd.serve.as_ref().unwrap().surface("preview").unwrap();
         assert!(matches!(
-            from_target(&crd, closed, &request, "", &no_types),
+            from_target(crd.served().unwrap(), closed, &request, "", &no_types),
             Err(Refusal::BadRequest(_))
         ));
     }
@@ -501,7 +479,7 @@ spec:
             "spec": {"tier": "small", "image": "nginx"},
             "status": {"phase": "Ready"},
         }));
-        let made = from_cr(&crd, &given, "").unwrap();
+        let made = from_cr(crd.served().unwrap(), &given, "").unwrap();
         let object = &made.object;
         assert_eq!(made.surface, "preview", "the fieldSelector routes it");
         assert_eq!(object["metadata"]["namespace"], "team-pay");
@@ -515,7 +493,10 @@ spec:
         assert_eq!(annotations["keep"], "me");
         assert_eq!(annotations[SERVE_SELECTOR_TARGET], "preview");
         let wrong = intent(json!({"apiVersion": "demo.orkestra.io/v2", "kind": "App"}));
-        assert!(matches!(from_cr(&crd, &wrong, ""), Err(Refusal::BadRequest(_))));
+        assert!(matches!(
+            from_cr(crd.served().unwrap(), &wrong, ""),
+            Err(Refusal::BadRequest(_))
+        ));
         assert_eq!(stored_surface(object).as_deref(), Some("preview"));
     }
 }

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::compile::{CompiledServe, IntentField};
+use super::compile::{CompiledServe, IntentField};
 use crate::model::FieldType;
 
 /// One field of a target's schema.

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Checker, item};
+use crate::check::{Checker, item};
 use crate::model::{Gateway, LOCAL_CLUSTER, OidcKind, Security};
 use crate::yaml::Node;
 

@@ -8,23 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::loaded::{Katalog, Parsed, crd_node};
 use super::model::CrdEntry;
 use super::yaml::{Node, NodeValue, Pos};
+use crate::check::{Checker, Scope, item};
 use crate::de::Problem;
-use orkestra_expr::condition::{Check, ConditionSpec};
 pub use orkestra_expr::names::is_dns1123_label;
-use orkestra_expr::template::{Func, Functions, Template};
-use orkestra_expr::text::closest;
+use orkestra_expr::template::Functions;
 
-mod cross;
 mod gateway;
 mod operator_box;
-mod serve;
 mod unhosted;
-
-struct Checker<'a> {
-    problems: &'a mut Vec<Problem>,
-    warnings: &'a mut Vec<Problem>,
-    functions: &'a Functions,
-}
 
 /// Runs every check over the parsed files. `functions` is the Katalog's table, the one the
 /// compile pass then uses (a template is parsed once, here, with its position).
@@ -68,22 +59,6 @@ pub(super) fn check(
 }
 
 impl Checker<'_> {
-    fn error(&mut self, path: impl Into<String>, pos: Pos, message: impl Into<String>) {
-        self.problems.push(Problem {
-            path: path.into(),
-            pos,
-            message: message.into(),
-        });
-    }
-
-    fn warn(&mut self, path: impl Into<String>, pos: Pos, message: impl Into<String>) {
-        self.warnings.push(Problem {
-            path: path.into(),
-            pos,
-            message: message.into(),
-        });
-    }
-
     /// `setup`: a list of files, or `{apply: [files]}`; `wait` is not hosted.
     fn setup(&mut self, setup: &Node, path: &str) {
         let files = match &setup.value {
@@ -253,16 +228,8 @@ impl Checker<'_> {
             );
         }
         for (dependency, _) in &entry.depends_on.0 {
-            if !katalog.crds.contains_key(dependency) {
-                let names: Vec<&str> = katalog.crds.keys().map(String::as_str).collect();
-                let hint = closest(dependency, &names)
-                    .map(|c| format!(" (did you mean \"{c}\"?)"))
-                    .unwrap_or_default();
-                self.error(
-                    format!("{base}.dependsOn"),
-                    at("dependsOn"),
-                    format!("unknown CRD \"{dependency}\"{hint}"),
-                );
+            if let Some(unknown) = katalog.unknown_crd(dependency) {
+                self.error(format!("{base}.dependsOn"), at("dependsOn"), unknown);
             }
         }
         for key in ["labels", "annotations"] {
@@ -280,6 +247,21 @@ impl Checker<'_> {
         }
         if let Some(serve) = &entry.serve {
             self.serve(name, entry, serve, node.get("serve"), &format!("{base}.serve"), katalog);
+        }
+        // A serve target's own box is checked like the CRD's.
+        for (target, target_box) in entry.boxes().into_iter().skip(1) {
+            let target = target.unwrap_or_default();
+            let box_node = node
+                .get("serve")
+                .and_then(|s| s.get("target"))
+                .and_then(|t| t.get(target));
+            if let Some(box_node) = box_node.and_then(|t| t.get("operatorBox")) {
+                self.operator_box(
+                    target_box,
+                    box_node,
+                    &format!("{base}.serve.target.{target}.operatorBox"),
+                );
+            }
         }
         self.cross_reads(entry, node, &base, katalog);
     }
@@ -306,82 +288,6 @@ impl Checker<'_> {
                     );
                 }
             }
-        }
-    }
-
-    /// Compiles every condition of both lists, reporting each one that fails.
-    fn conditions(&mut self, when: &[ConditionSpec], or: &[ConditionSpec], path: &str, node: &Node) {
-        for (list, specs) in [("when", when), ("or", or)] {
-            for (i, spec) in specs.iter().enumerate() {
-                let condition_node = item(node.get(list), i).unwrap_or(node);
-                self.condition(spec, &format!("{path}.{list}[{i}]"), condition_node);
-            }
-        }
-    }
-
-    fn condition(&mut self, spec: &ConditionSpec, path: &str, node: &Node) {
-        // Template syntax errors are reported by the template walk, with their column.
-        if let Err(error) = Check::compile(spec, self.functions)
-            && error.offset.is_none()
-        {
-            let pos = node.get(error.key).map_or(node.pos, |k| k.pos);
-            self.error(format!("{path}.{}", error.key), pos, error.message);
-        }
-    }
-
-    fn duration(&mut self, value: Option<&str>, path: &str, node: &Node) {
-        let Some(text) = value else { return };
-        if text.contains("{{") {
-            return;
-        }
-        if let Err(message) = orkestra_expr::duration::parse(text) {
-            let key = path.rsplit('.').next().unwrap_or_default();
-            let pos = node.get(key).map_or(node.pos, |n| n.pos);
-            self.error(path, pos, message);
-        }
-    }
-
-    /// Compiles every string holding `{{` under `node`; inside gates sentinel functions are
-    /// allowed (declaration is checked per gate), elsewhere they are an error.
-    fn templates(&mut self, node: &Node, path: &str, scope: Scope) {
-        match &node.value {
-            NodeValue::String(text) if text.contains("{{") => match Template::compile(text, self.functions) {
-                Ok(template) => {
-                    if scope == Scope::Outside {
-                        for (name, func) in template.functions_called() {
-                            if matches!(func, Func::Sentinel(_)) {
-                                self.error(
-                                    path,
-                                    node.pos,
-                                    format!("sentinel \"{name}\" is only available in preReconcile gates"),
-                                );
-                            }
-                        }
-                    }
-                }
-                Err(e) => {
-                    let column = orkestra_expr::template::column(text, e.offset);
-                    self.error(
-                        path,
-                        node.pos,
-                        format!(
-                            "template syntax error at column {column} of the template: {}",
-                            e.message
-                        ),
-                    );
-                }
-            },
-            NodeValue::Map(entries) => {
-                for (key, value) in entries {
-                    self.templates(value, &format!("{path}.{}", key.key_text()), scope);
-                }
-            }
-            NodeValue::Seq(items) => {
-                for (i, value) in items.iter().enumerate() {
-                    self.templates(value, &format!("{path}[{i}]"), scope);
-                }
-            }
-            _ => {}
         }
     }
 
@@ -425,21 +331,6 @@ pub fn is_builtin_group(group: &str) -> bool {
 /// (upstream's packs name CRDs `declarativeApp`). It never names a Kubernetes object.
 fn is_crd_key(s: &str) -> bool {
     is_dns1123_label(&s.to_ascii_lowercase())
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Scope {
-    /// Inside preReconcile: sentinel functions allowed (when declared).
-    Gate,
-    Outside,
-}
-
-/// The `i`-th element of a list node.
-fn item(list: Option<&Node>, i: usize) -> Option<&Node> {
-    match &list?.value {
-        NodeValue::Seq(items) => items.get(i),
-        _ => None,
-    }
 }
 
 /// A cycle reachable from `start` that returns to `start`, as a path of names.

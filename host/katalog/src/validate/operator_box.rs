@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{Checker, Scope, item};
+use crate::check::{Checker, Scope, item};
 use crate::kind_spec;
 use crate::model::{Gate, HookTemplates, KeyFrom, OperatorBox};
 use crate::yaml::{Node, NodeValue, Pos};

@@ -2,7 +2,7 @@
 //! name, with what to do instead, rather than loaded and silently ignored: a Katalog that
 //! expects a notification, a rollback or a remote reconciler must not seem to have one.
 
-use super::Checker;
+use crate::check::Checker;
 use crate::yaml::{Node, NodeValue};
 
 /// Why a key is refused; `when_true` refuses only `key: true` (`false` is what runs here).

@@ -17,6 +17,7 @@ pub use settings::{Autoscale, Behaviour, Endpoints, RetryPolicy};
 
 use crate::effective_box::EffectiveBoxes;
 use crate::loaded::{Katalog, LoadedCrd};
+use crate::serve::intent::Served;
 use crate::{DependencyCondition, NoteSpec, RESOURCE_KINDS};
 
 use orkestra_expr::template::Template;
@@ -182,6 +183,25 @@ fn selector(map: &BTreeMap<String, String>) -> Option<String> {
 }
 
 impl CompiledCrd {
+    /// `group/version` (or `version` for the core group), as a CR of this CRD writes it.
+    pub fn api_version(&self) -> String {
+        match self.group.is_empty() {
+            true => self.version.clone(),
+            false => format!("{}/{}", self.group, self.version),
+        }
+    }
+
+    /// What the Serve API needs to make a CR of this CRD, if it is served.
+    pub fn served(&self) -> Option<Served<'_>> {
+        Some(Served {
+            kind: &self.kind,
+            api_version: self.api_version(),
+            namespaced: self.namespaced,
+            notes: &self.notes,
+            serve: self.serve.as_deref()?,
+        })
+    }
+
     /// The CRD's name in the cluster, `plural.group`.
     pub fn crd_name(&self) -> String {
         format!("{}.{}", self.plural, self.group)
@@ -311,7 +331,7 @@ impl CompiledCrd {
         let retry = gather.ok(retry.map_err(|e| e.within("operatorBox.reconcile.queue.retryBackoff")));
         // At admission the rules `serve` implies join them (kubectl writers meet what an
         // intent would).
-        let with_serve = crate::compile::serve_rules::with_serve_rules(&entry.admission, entry.serve.as_ref());
+        let with_serve = crate::serve::rules::with_serve_rules(&entry.admission, entry.serve.as_ref());
         let rules_at = |stage| {
             let admission = match stage {
                 crate::rules::Stage::Admission => &with_serve,

@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use crate::loaded::Katalog;
-use crate::model::{CrdEntry, OperatorBox, ServeTarget};
 
 type Labels = BTreeMap<String, String>;
 
@@ -48,7 +47,7 @@ pub(crate) fn resolve(katalog: &mut Katalog) {
         })
         .collect();
     for crd in katalog.crds.values_mut() {
-        for ob in boxes_mut(&mut crd.entry) {
+        for ob in crd.entry.boxes_mut() {
             for read in ob.observe.iter_mut().flat_map(|o| o.cross.iter_mut()) {
                 if read.crd.is_some() {
                     continue;
@@ -71,24 +70,4 @@ pub(crate) fn resolve(katalog: &mut Katalog) {
             }
         }
     }
-}
-
-/// A CRD's own box and its serve targets' boxes.
-pub(crate) fn boxes(entry: &CrdEntry) -> Vec<(Option<&str>, &OperatorBox)> {
-    let targets = match entry.serve.as_ref().and_then(|s| s.target.as_ref()) {
-        Some(ServeTarget::Entries(targets)) => targets
-            .iter()
-            .filter_map(|(name, t)| t.operator_box.as_ref().map(|ob| (Some(name.as_str()), ob)))
-            .collect(),
-        _ => Vec::new(),
-    };
-    std::iter::once((None, &entry.operator_box)).chain(targets).collect()
-}
-
-fn boxes_mut(entry: &mut CrdEntry) -> Vec<&mut OperatorBox> {
-    let targets = match entry.serve.as_mut().and_then(|s| s.target.as_mut()) {
-        Some(ServeTarget::Entries(targets)) => targets.values_mut().filter_map(|t| t.operator_box.as_mut()).collect(),
-        _ => Vec::new(),
-    };
-    std::iter::once(&mut entry.operator_box).chain(targets).collect()
 }

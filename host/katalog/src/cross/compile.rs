@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Error, template};
-use crate::CrossSpec;
+use crate::gather::{Error, template};
+use crate::model::{CrossSource, CrossSpec};
 use orkestra_expr::template::{Functions, Template};
 
 /// One `observe.cross` entry, compiled.
@@ -99,7 +99,7 @@ impl CrossRead {
 }
 
 impl Remote {
-    fn compile(source: &crate::CrossSource, crd: &str, selector: &Value, functions: &Functions) -> Result<Self, Error> {
+    fn compile(source: &CrossSource, crd: &str, selector: &Value, functions: &Functions) -> Result<Self, Error> {
         let protocol = match source.protocol.as_deref().unwrap_or("cr") {
             "cr" => Protocol::Cr,
             "health" => Protocol::Health,

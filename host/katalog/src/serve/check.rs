@@ -5,10 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{Checker, Scope, is_dns1123_label};
+use crate::check::{Checker, Scope};
 use crate::loaded::Katalog;
 use crate::model::{CrdEntry, FieldType, LOCAL_CLUSTER, Serve, ServeField, ServeTarget, TokenAccess, Verb};
 use crate::yaml::Node;
+use orkestra_expr::names::is_dns1123_label;
 use orkestra_expr::text::closest;
 
 /// A fieldSelector routes by at most this many fields.
@@ -31,7 +32,7 @@ fn surfaces(katalog: &Katalog) -> Vec<(String, String)> {
 }
 
 impl Checker<'_> {
-    pub(super) fn serve(
+    pub(crate) fn serve(
         &mut self,
         crd: &str,
         entry: &CrdEntry,
@@ -136,9 +137,6 @@ impl Checker<'_> {
                 &format!("{target_path}.clusters"),
                 &clusters,
             );
-            if let (Some(ob), Some(box_node)) = (&target.operator_box, target_node.get("operatorBox")) {
-                self.operator_box(ob, box_node, &format!("{target_path}.operatorBox"));
-            }
         }
     }
 
@@ -240,7 +238,7 @@ impl Checker<'_> {
         let (Some(list), Some(node)) = (list, node) else { return };
         for (token, access) in list {
             let pos = node.get(token).map_or(node.pos, |n| n.pos);
-            if !known.is_empty() && !known.contains(token) && token != crate::serve::access::EVERY_TOKEN {
+            if !known.is_empty() && !known.contains(token) && token != super::access::EVERY_TOKEN {
                 let names: Vec<&str> = known.iter().map(String::as_str).collect();
                 let hint = closest(token, &names)
                     .map(|c| format!(" (did you mean \"{c}\"?)"))

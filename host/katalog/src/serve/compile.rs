@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Error, template};
+use crate::gather::{Error, template};
 use crate::model::{FieldType, Modes, Overrides, ResponseShape, Serve, ServeField, ServeTarget, TokenAccess};
 use orkestra_expr::template::{Functions, Template};
 

@@ -2,16 +2,15 @@
 //! unless the read goes to another runtime (`source`), or by `labelSelector`, which must
 //! pick exactly one CRD and then needs `as` (there is no key to default it to).
 
-use super::{Checker, item};
-use crate::cross_target;
+use super::target::{matching, of_kind};
+use crate::check::{Checker, item};
 use crate::loaded::Katalog;
 use crate::model::CrdEntry;
 use crate::yaml::Node;
-use orkestra_expr::text::closest;
 
 impl Checker<'_> {
-    pub(super) fn cross_reads(&mut self, entry: &CrdEntry, node: &Node, base: &str, katalog: &Katalog) {
-        for (target, ob) in cross_target::boxes(entry) {
+    pub(crate) fn cross_reads(&mut self, entry: &CrdEntry, node: &Node, base: &str, katalog: &Katalog) {
+        for (target, ob) in entry.boxes() {
             let (box_node, box_path) = match target {
                 None => (node.get("operatorBox"), format!("{base}.operatorBox")),
                 Some(name) => (
@@ -40,7 +39,7 @@ impl Checker<'_> {
                             read_node.pos,
                             "needs `crd` (a CRD's key), `kind` (one CRD's kind) or `labelSelector` (matching one CRD's labelSelector)",
                         ),
-                        Some(kind) => match cross_target::of_kind(katalog, kind)[..] {
+                        Some(kind) => match of_kind(katalog, kind)[..] {
                             [_] => {}
                             [] => self.error(
                                 format!("{path}.kind"),
@@ -63,7 +62,7 @@ impl Checker<'_> {
                             );
                         }
                         let pairs: Vec<String> = read.label_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                        match cross_target::matching(katalog, &read.label_selector)[..] {
+                        match matching(katalog, &read.label_selector)[..] {
                             [_] => {}
                             [] => self.error(
                                 format!("{path}.labelSelector"),
@@ -82,15 +81,13 @@ impl Checker<'_> {
                         }
                     }
                     (Some(crd), true) => {
-                        if read.source.is_none() && !katalog.crds.contains_key(crd) {
-                            let names: Vec<&str> = katalog.crds.keys().map(String::as_str).collect();
-                            let hint = closest(crd, &names)
-                                .map(|c| format!(" (did you mean \"{c}\"?)"))
-                                .unwrap_or_default();
+                        if read.source.is_none()
+                            && let Some(unknown) = katalog.unknown_crd(crd)
+                        {
                             self.error(
                                 format!("{path}.crd"),
                                 at("crd"),
-                                format!("unknown CRD \"{crd}\"{hint}; a CRD of another runtime is read with `source`"),
+                                format!("{unknown}; a CRD of another runtime is read with `source`"),
                             );
                         }
                     }
