@@ -31,7 +31,7 @@ fn resolver() -> Resolver<'static, 'static> {
 /// Parses a condition from YAML flow text through the real Katalog deserializer.
 fn spec(text: &str) -> ConditionSpec {
     let node = yaml::parse(text).unwrap();
-    let (spec, problems) = crate::read::<ConditionSpec>(&node, "when[0]").unwrap();
+    let (spec, problems) = crate::de::read::<ConditionSpec>(&node, "when[0]").unwrap();
     assert!(problems.is_empty(), "{text}: {problems:?}");
     spec
 }

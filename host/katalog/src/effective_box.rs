@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{CrdEntry, OperatorBox, Reconcile, ServeTarget};
+use crate::model::{CrdEntry, OperatorBox, Reconcile, ServeTarget};
 use orkestra_expr::labels;
 
 /// The CRD box and one merged box per target that declares its own.
@@ -185,7 +185,7 @@ mod tests {
 
     fn entry(text: &str) -> CrdEntry {
         let node = crate::yaml::parse(text).unwrap();
-        let (entry, problems) = crate::read::<CrdEntry>(&node, "").unwrap();
+        let (entry, problems) = crate::de::read::<CrdEntry>(&node, "").unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         entry
     }

@@ -56,11 +56,6 @@ pub use model::*;
 pub use reads::StampReads;
 pub use validate::{is_builtin_group, is_dns1123_label};
 
-/// The current Katalog apiVersion.
-pub const API_VERSION: &str = "orkestra.orkspace.io/v1";
-/// The older apiVersion, still accepted.
-pub const LEGACY_API_VERSION: &str = "orkestra.konductor.io/v1Alpha";
-
 #[cfg(test)]
 mod condition_tests;
 #[cfg(test)]

@@ -12,8 +12,9 @@ use super::de::{self, Problem};
 use super::loaded::{Diagnostic, Error, Katalog, LoadedCrd, Parsed, crd_node};
 use super::model::KatalogFile;
 use super::reads::StampReads;
+use super::validate;
 use super::yaml::{self, Node, NodeValue};
-use super::{API_VERSION, LEGACY_API_VERSION, validate};
+use crate::model::{API_VERSION, LEGACY_API_VERSION};
 use orkestra_expr::template::Functions;
 
 /// Loads, merges, validates and compiles the files in order.

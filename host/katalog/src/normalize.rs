@@ -11,7 +11,7 @@ use orkestra_expr::condition::ValueType;
 use orkestra_expr::resolver::Resolver;
 use orkestra_expr::template::{Functions, Template};
 
-use crate::Normalize;
+use crate::model::Normalize;
 
 /// The compiled `normalize` of a box.
 #[derive(Debug, Clone, Default)]
@@ -97,7 +97,7 @@ mod tests {
 
     fn normalizer(yaml: &str) -> Result<Normalizer, String> {
         let node = crate::yaml::parse(yaml).unwrap();
-        let (spec, problems) = crate::read::<Normalize>(&node, "").unwrap();
+        let (spec, problems) = crate::de::read::<Normalize>(&node, "").unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         Normalizer::compile(&spec, Functions::builtin())
     }

@@ -8,10 +8,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::RESOURCE_KINDS;
 use crate::compile::enrich::Target;
 use crate::compile::{Compiled, CompiledCrd, applied_kinds};
 use crate::component::grants::Verb;
+use crate::kinds::RESOURCE_KINDS;
 
 /// Where rules hold.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -362,7 +362,7 @@ mod tests {
         let text = format!(
             "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {{name: k}}\nspec:\n  crds:\n{crds}"
         );
-        crate::load_sources(&[("katalog.yaml".into(), text)]).unwrap()
+        crate::load::load_sources(&[("katalog.yaml".into(), text)]).unwrap()
     }
 
     fn rule<'a>(rules: &'a [Rule], group: &str, resource: &str) -> Option<&'a Rule> {

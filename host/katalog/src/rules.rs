@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::fields::{set_path, typed};
-use crate::{Admission, RuleAction};
+use crate::model::{Admission, RuleAction};
 use orkestra_expr::condition::{Check, Conditions, ValueType};
 use orkestra_expr::resolver::Resolver;
 use orkestra_expr::template::{Functions, Template};
@@ -241,7 +241,7 @@ mod tests {
 
     fn rules_at(yaml: &str, stage: Stage) -> Rules {
         let node = crate::yaml::parse(yaml).unwrap();
-        let (admission, problems) = crate::read::<Admission>(&node, "admission").unwrap();
+        let (admission, problems) = crate::de::read::<Admission>(&node, "admission").unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         Rules::compile(&admission, Functions::builtin(), stage).unwrap()
     }

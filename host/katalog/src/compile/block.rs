@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Error, Gather, call::Call, conditions, template};
-use crate::{HookTemplates, KindSpec, ResourceEntry, kind_spec};
+use crate::kinds::{KindSpec, kind_spec};
+use crate::model::{HookTemplates, ResourceEntry};
 use orkestra_expr::condition::Conditions;
 use orkestra_expr::template::{Functions, Template};
 use orkestra_expr::tree::Tree;
@@ -58,7 +59,7 @@ pub struct Scale {
 const SCALE_COOLDOWN: Duration = Duration::from_secs(60);
 
 impl Scale {
-    fn compile(kind: &KindSpec, spec: &crate::WorkloadAutoscale, functions: &Functions) -> Result<Self, Error> {
+    fn compile(kind: &KindSpec, spec: &crate::model::WorkloadAutoscale, functions: &Functions) -> Result<Self, Error> {
         if !matches!(kind.key, "deployments" | "statefulSets") {
             return Err(Error::at(
                 "autoscale",
@@ -76,21 +77,22 @@ impl Scale {
                 format!("min {min} and max {max}: want 0 <= min <= max"),
             ));
         }
-        let step = |step: &Option<crate::ScaleStep>, name: &str, by: fn(&crate::ScaleStep) -> Option<i64>| {
-            step.as_ref()
-                .map(|step| {
-                    let conditions = conditions(&step.conditions.when, &step.conditions.or, functions)
-                        .map_err(|e| e.within(&format!("autoscale.{name}.conditions")))?;
-                    match by(step).unwrap_or(1) {
-                        n if n >= 1 => Ok((conditions, n)),
-                        n => Err(Error::at(
-                            format!("autoscale.{name}"),
-                            format!("a step of {n}: want at least 1"),
-                        )),
-                    }
-                })
-                .transpose()
-        };
+        let step =
+            |step: &Option<crate::model::ScaleStep>, name: &str, by: fn(&crate::model::ScaleStep) -> Option<i64>| {
+                step.as_ref()
+                    .map(|step| {
+                        let conditions = conditions(&step.conditions.when, &step.conditions.or, functions)
+                            .map_err(|e| e.within(&format!("autoscale.{name}.conditions")))?;
+                        match by(step).unwrap_or(1) {
+                            n if n >= 1 => Ok((conditions, n)),
+                            n => Err(Error::at(
+                                format!("autoscale.{name}"),
+                                format!("a step of {n}: want at least 1"),
+                            )),
+                        }
+                    })
+                    .transpose()
+            };
         Ok(Self {
             min,
             max,
@@ -393,7 +395,7 @@ mod tests {
     /// A block from its YAML alone (an onReconcile block when `drift`).
     fn block_of(yaml: &str, drift: bool) -> Result<Block, String> {
         let node = crate::yaml::parse(yaml).unwrap();
-        let (spec, problems) = crate::read::<HookTemplates>(&node, "").unwrap();
+        let (spec, problems) = crate::de::read::<HookTemplates>(&node, "").unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         Block::compile(&spec, drift, Functions::builtin(), "b").map_err(|errors| errors[0].to_string())
     }

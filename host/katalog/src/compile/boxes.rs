@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::block::Block;
 use super::gate::BoxGates;
 use super::{Error, Gather, conditions, template};
-use crate::OperatorBox;
 use crate::cross::CrossRead;
+use crate::model::OperatorBox;
 use orkestra_expr::condition::{Conditions, ValueType};
 use orkestra_expr::template::{Functions, Template};
 
@@ -44,7 +44,7 @@ pub struct EmitEvent {
 }
 
 impl EmitEvent {
-    fn compile(name: &str, spec: &crate::EmitEvent, functions: &Functions) -> Result<Self, Error> {
+    fn compile(name: &str, spec: &crate::model::EmitEvent, functions: &Functions) -> Result<Self, Error> {
         let warning = match spec.type_.as_deref() {
             None | Some("Normal") => false,
             Some("Warning") => true,
@@ -145,7 +145,7 @@ impl CompiledBox {
                 let message = e.split_once(": ").map_or(e.as_str(), |(_, m)| m);
                 Error::at("reconcile.requeue.minInterval", message)
             })),
-            None => Some(crate::DEFAULT_REQUEUE_FLOOR),
+            None => Some(crate::model::DEFAULT_REQUEUE_FLOOR),
         };
         let status = ob.emit.as_ref().and_then(|e| e.status.clone()).unwrap_or_default();
         let status_fields = gather.each(status.fields.iter().enumerate().map(|(i, f)| {
@@ -160,7 +160,7 @@ impl CompiledBox {
             };
             field().map_err(|e: Error| e.within(&format!("emit.status.fields[{i}]")))
         }));
-        let mut block = |templates: &Option<crate::HookTemplates>, drift: bool, name: &str| match templates {
+        let mut block = |templates: &Option<crate::model::HookTemplates>, drift: bool, name: &str| match templates {
             Some(t) => gather
                 .all(
                     &format!("reconcile.{name}"),

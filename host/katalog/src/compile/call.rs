@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Error, conditions, template};
-use crate::ExternalCall;
+use crate::model::ExternalCall;
 use orkestra_expr::condition::Conditions;
 use orkestra_expr::template::{Functions, Template};
 use orkestra_expr::tree::Tree;
@@ -113,7 +113,7 @@ mod tests {
 
     fn call(yaml: &str) -> Result<Call, String> {
         let node = crate::yaml::parse(yaml).unwrap();
-        let (spec, problems) = crate::read::<ExternalCall>(&node, "").unwrap();
+        let (spec, problems) = crate::de::read::<ExternalCall>(&node, "").unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         Call::compile(&spec, Functions::builtin()).map_err(|e| e.to_string())
     }

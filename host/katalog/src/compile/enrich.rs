@@ -147,7 +147,7 @@ mod tests {
 
     fn compiled(yaml: &str) -> Result<Vec<Enrichment>, String> {
         let node = crate::yaml::parse(yaml).unwrap();
-        let (items, problems) = crate::read::<Vec<EnrichItem>>(&node, "").map_err(|p| p.message)?;
+        let (items, problems) = crate::de::read::<Vec<EnrichItem>>(&node, "").map_err(|p| p.message)?;
         assert!(problems.is_empty(), "{problems:?}");
         compile(Some(&items), false, Functions::builtin()).map_err(|e| e.to_string())
     }

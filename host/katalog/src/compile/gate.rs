@@ -10,7 +10,7 @@
 
 use super::call::Call;
 use super::{Error, conditions};
-use crate::{ExternalCall, FailPolicy, OperatorBox};
+use crate::model::{ExternalCall, FailPolicy, OperatorBox};
 use orkestra_expr::condition::Conditions;
 use orkestra_expr::resolver::Resolver;
 use orkestra_expr::sentinel;
@@ -32,7 +32,7 @@ pub struct Gate {
 
 impl Gate {
     /// The `enqueueGate` of a watch or events entry, if it has one: no external calls.
-    pub fn compile_watch(spec: Option<&crate::Gate>, functions: &Functions) -> Result<Option<Self>, Error> {
+    pub fn compile_watch(spec: Option<&crate::model::Gate>, functions: &Functions) -> Result<Option<Self>, Error> {
         spec.map(|g| Self::compile(g, &[], false, functions))
             .transpose()
             .map_err(|e| e.within("enqueueGate"))
@@ -42,7 +42,7 @@ impl Gate {
     /// whether this gate makes its calls (the box's gates) or cannot (a watch entry's).
     /// Errors in a shared call are the caller's to place (they start with `shared[i]`).
     pub fn compile(
-        spec: &crate::Gate,
+        spec: &crate::model::Gate,
         shared: &[ExternalCall],
         call: bool,
         functions: &Functions,
@@ -101,7 +101,7 @@ impl BoxGates {
         let Some(pre) = &operator_box.pre_reconcile else {
             return Ok(Self::default());
         };
-        let compile = |gate: &Option<crate::Gate>, name: &str, call: bool| {
+        let compile = |gate: &Option<crate::model::Gate>, name: &str, call: bool| {
             let place = |e: Error| match e.path.strip_prefix("shared") {
                 // A shared call sits beside the gates, as `preReconcile.external[i]`.
                 Some(rest) => Error::at(format!("external{rest}"), e.message),
@@ -130,7 +130,7 @@ mod tests {
 
     fn gates(text: &str) -> BoxGates {
         let node = crate::yaml::parse(text).unwrap();
-        let (ob, problems) = crate::read::<OperatorBox>(&node, "").unwrap();
+        let (ob, problems) = crate::de::read::<OperatorBox>(&node, "").unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         BoxGates::compile(&ob, Functions::builtin()).unwrap()
     }
@@ -181,7 +181,7 @@ mod tests {
             );
         }
         let node = crate::yaml::parse(&format!("{{{call}, failPolicy: closed}}")).unwrap();
-        let (spec, _) = crate::read::<crate::Gate>(&node, "").unwrap();
+        let (spec, _) = crate::de::read::<crate::model::Gate>(&node, "").unwrap();
         let watch = Gate::compile_watch(Some(&spec), Functions::builtin()).unwrap().unwrap();
         assert!(watch.external.is_empty());
         assert!(

@@ -28,10 +28,10 @@ pub use gate::{BoxGates, Gate};
 pub use placement::admit;
 pub use watch::{CompiledEvents, CompiledWatch};
 
-use crate::NoteSpec;
 pub use crate::gather::Error;
 use crate::gather::{Gather, conditions, template, tree};
 use crate::loaded::Katalog;
+use crate::model::NoteSpec;
 use orkestra_expr::template::{Functions, Template};
 
 /// Concurrent reconciles per CRD when the Katalog does not say (controller-runtime's

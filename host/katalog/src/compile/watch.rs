@@ -4,7 +4,7 @@
 
 use super::gate::Gate;
 use super::{Error, template};
-use crate::{EventWatch, KeyFrom, Watch};
+use crate::model::{EventWatch, KeyFrom, Watch};
 use orkestra_expr::template::{Functions, Template};
 
 /// One `observe.watch` entry with its gate and key template compiled.

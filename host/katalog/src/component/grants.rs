@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::Capability;
+use crate::model::Capability;
 
 /// What a component does to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -309,10 +309,12 @@ fn read_motif(
         Ok((mut motif, unknown)) => {
             problems.extend(unknown);
             motif.phases = phases(&node, problems);
-            if motif.kind != "Motif" || (motif.api_version != crate::API_VERSION && !motif.api_version.is_empty()) {
+            if motif.kind != "Motif"
+                || (motif.api_version != crate::model::API_VERSION && !motif.api_version.is_empty())
+            {
                 let message = format!(
                     "a motif file has kind Motif and apiVersion {}, found {} {}",
-                    crate::API_VERSION,
+                    crate::model::API_VERSION,
                     motif.api_version,
                     motif.kind
                 );

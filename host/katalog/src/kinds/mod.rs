@@ -143,7 +143,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::HookTemplates;
+    use crate::model::HookTemplates;
 
     #[test]
     fn every_row_has_its_list_in_a_template_block_and_every_list_a_row() {

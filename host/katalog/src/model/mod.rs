@@ -28,6 +28,11 @@ pub use operator_box::*;
 pub use resources::{ForEach, HookTemplates, ProfileChoice, ResourceEntry, ScaleStep, WorkloadAutoscale};
 pub use serve::*;
 
+/// The current Katalog apiVersion.
+pub const API_VERSION: &str = "orkestra.orkspace.io/v1";
+/// The older apiVersion, still accepted.
+pub const LEGACY_API_VERSION: &str = "orkestra.konductor.io/v1Alpha";
+
 /// One Katalog file.
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

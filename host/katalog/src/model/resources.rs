@@ -9,7 +9,7 @@ use super::calls::ExternalCall;
 use orkestra_expr::condition::{ConditionSpec, ConditionsSpec};
 
 /// Declares [`HookTemplates`]: its block settings, then one `Vec<ResourceEntry>` per child
-/// kind of [`crate::RESOURCE_KINDS`] under its Katalog key (fields of the struct itself, not
+/// kind of [`crate::kinds::RESOURCE_KINDS`] under its Katalog key (fields of the struct itself, not
 /// a flattened map, so an unknown key is still reported where it is written), and its access
 /// by key; all from one list of `field => "key"` pairs.
 macro_rules! resource_lists {
@@ -99,7 +99,7 @@ pub struct ForEach {
 }
 
 /// One resource template. The fields every kind has are typed; kind-specific fields are
-/// kept as written (checked against [`crate::RESOURCE_KINDS`]) and rendered by the kind's row.
+/// kept as written (checked against [`crate::kinds::RESOURCE_KINDS`]) and rendered by the kind's row.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceEntry {

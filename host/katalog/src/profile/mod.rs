@@ -121,7 +121,7 @@ fn expand_templates(
     for (i, group) in templates.groups.iter_mut().enumerate() {
         expand_templates(group, &format!("{at}.groups[{i}]"), registry, report);
     }
-    for kind in crate::RESOURCE_KINDS.iter().map(|k| k.key) {
+    for kind in crate::kinds::RESOURCE_KINDS.iter().map(|k| k.key) {
         for (i, entry) in templates.resources_mut(kind).into_iter().flatten().enumerate() {
             let mut fields = std::mem::take(&mut entry.fields).into_iter().collect();
             let (choices, findings) = children::expand(kind, &mut fields, registry);

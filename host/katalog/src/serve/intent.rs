@@ -406,7 +406,7 @@ spec:
 "#;
 
     fn crd() -> Arc<CompiledCrd> {
-        let compiled = crate::load_sources(&[(PathBuf::from("serve.yaml"), KATALOG.to_string())]).unwrap();
+        let compiled = crate::load::load_sources(&[(PathBuf::from("serve.yaml"), KATALOG.to_string())]).unwrap();
         compiled.crds["app"].clone()
     }
 

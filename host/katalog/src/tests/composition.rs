@@ -204,7 +204,7 @@ spec:
     );
     assert_eq!(
         crd.failure_threshold,
-        crate::FailureThreshold::Rate(0.5),
+        crate::model::FailureThreshold::Rate(0.5),
         "from the user profile"
     );
     let development = load("Development").unwrap();

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::check::{Checker, Scope, item};
-use crate::kind_spec;
+use crate::kinds::kind_spec;
 use crate::model::{Gate, HookTemplates, KeyFrom, OperatorBox};
 use crate::yaml::{Node, NodeValue, Pos};
 use orkestra_expr::resolver::CONTEXT_KEYS;
@@ -435,7 +435,7 @@ impl Checker<'_> {
         };
         for (i, target) in items.iter().enumerate() {
             match target.as_str() {
-                Some(name) if name.contains("{{") || crate::is_dns1123_label(name) => {}
+                Some(name) if name.contains("{{") || orkestra_expr::names::is_dns1123_label(name) => {}
                 Some(name) => self.error(
                     format!("{path}[{i}]"),
                     pos,

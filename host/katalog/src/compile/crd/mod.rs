@@ -16,9 +16,10 @@ use super::{
 pub use settings::{Autoscale, Behaviour, Endpoints, RetryPolicy};
 
 use crate::effective_box::EffectiveBoxes;
+use crate::kinds::RESOURCE_KINDS;
 use crate::loaded::{Katalog, LoadedCrd};
+use crate::model::{DependencyCondition, NoteSpec};
 use crate::serve::intent::Served;
-use crate::{DependencyCondition, NoteSpec, RESOURCE_KINDS};
 
 use orkestra_expr::template::Template;
 
@@ -27,7 +28,7 @@ use orkestra_expr::template::Template;
 /// component swap (applied live) from a change to the pipeline (which needs a restart).
 #[derive(Debug, PartialEq)]
 struct Origin {
-    entry: crate::CrdEntry,
+    entry: crate::model::CrdEntry,
     notes: Vec<NoteSpec>,
     katalog: String,
     finalizers: Vec<String>,
@@ -41,7 +42,7 @@ impl Origin {
                 .serve
                 .iter_mut()
                 .filter_map(|s| match &mut s.target {
-                    Some(crate::ServeTarget::Entries(targets)) => Some(targets),
+                    Some(crate::model::ServeTarget::Entries(targets)) => Some(targets),
                     _ => None,
                 })
                 .flat_map(|targets| targets.values_mut())
@@ -83,7 +84,7 @@ pub struct CompiledCrd {
     pub workers: usize,
     pub resync: Duration,
     pub autoscale: Option<Autoscale>,
-    pub failure_threshold: crate::FailureThreshold,
+    pub failure_threshold: crate::model::FailureThreshold,
     pub retry: Option<RetryPolicy>,
     pub behaviour: Behaviour,
     pub watches: Vec<Arc<CompiledWatch>>,
@@ -256,7 +257,8 @@ impl CompiledCrd {
         // The CRD's own observation, then each serve target's that declares its own (for the
         // CRs of that target, whose effective box has it instead of the CRD's).
         let mut scopes = vec![(None, entry.operator_box.observe.clone().unwrap_or_default())];
-        if let Some(crate::ServeTarget::Entries(entries)) = entry.serve.as_ref().and_then(|s| s.target.as_ref()) {
+        if let Some(crate::model::ServeTarget::Entries(entries)) = entry.serve.as_ref().and_then(|s| s.target.as_ref())
+        {
             for (name, target) in entries {
                 if let Some(observe) = target.operator_box.as_ref().and_then(|b| b.observe.clone()) {
                     scopes.push((Some(name.as_str()), observe));
@@ -266,7 +268,7 @@ impl CompiledCrd {
         // The kinds every box applies, the CRD's own and each serve target's. Cluster-scoped
         // children cannot carry an owner reference to a namespaced CR.
         let target_boxes = match entry.serve.as_ref().and_then(|s| s.target.as_ref()) {
-            Some(crate::ServeTarget::Entries(entries)) => {
+            Some(crate::model::ServeTarget::Entries(entries)) => {
                 entries.values().filter_map(|t| t.operator_box.as_ref()).collect()
             }
             _ => Vec::new(),
@@ -425,13 +427,13 @@ impl CompiledCrd {
             label_selector: selector(&entry.label_selector),
             field_selector: selector(&entry.field_selector),
             depends_on: entry.depends_on.0.clone(),
-            health_waits_for_children: entry.healthy_when == crate::HealthyWhen::ChildrenReady,
+            health_waits_for_children: entry.healthy_when == crate::model::HealthyWhen::ChildrenReady,
             workers: reconcile.workers.map_or(DEFAULT_WORKERS, |w| w.clamp(1, 50) as usize),
             resync,
             autoscale,
             failure_threshold: queue
                 .failure_threshold
-                .unwrap_or(crate::FailureThreshold::InARow(DEFAULT_FAILURE_THRESHOLD)),
+                .unwrap_or(crate::model::FailureThreshold::InARow(DEFAULT_FAILURE_THRESHOLD)),
             retry,
             behaviour,
             watches,
@@ -454,7 +456,10 @@ impl CompiledCrd {
             rules,
             admission_rules,
             request_from_intent: serve.is_some()
-                && katalog.gateway.as_ref().is_some_and(crate::Gateway::serve_api_open),
+                && katalog
+                    .gateway
+                    .as_ref()
+                    .is_some_and(crate::model::Gateway::serve_api_open),
             serve,
             conversion,
             boxes,

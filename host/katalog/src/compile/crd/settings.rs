@@ -28,7 +28,7 @@ impl RetryPolicy {
         attempts: 3,
     };
 
-    pub(super) fn from_spec(spec: &crate::RetryBackoff) -> Result<Self, Error> {
+    pub(super) fn from_spec(spec: &crate::model::RetryBackoff) -> Result<Self, Error> {
         let parse = |key: &str, text: &Option<String>, default| match text.as_deref() {
             Some(text) => orkestra_expr::duration::parse(text).map_err(|e| Error::at(key, e)),
             None => Ok(default),

@@ -6,7 +6,7 @@ fn retry_delays_grow_by_the_multiplier_up_to_the_max() {
     let delays: Vec<Duration> = (1..=8).map(|n| policy.delay(n)).collect();
     assert_eq!(delays[..4], [500, 1000, 2000, 4000].map(Duration::from_millis));
     assert_eq!(delays[7], Duration::from_secs(30));
-    let shorthand = RetryPolicy::from_spec(&crate::RetryBackoff {
+    let shorthand = RetryPolicy::from_spec(&crate::model::RetryBackoff {
         initial: Some("5s".into()),
         ..Default::default()
     })
@@ -19,7 +19,7 @@ fn first_error(operator_box: &str) -> String {
     let text = format!(
         "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n{operator_box}"
     );
-    crate::load_sources(&[("k.yaml".into(), text)]).map_or_else(|e| e.to_string(), |_| "compiles".into())
+    crate::load::load_sources(&[("k.yaml".into(), text)]).map_or_else(|e| e.to_string(), |_| "compiles".into())
 }
 
 #[test]
@@ -45,11 +45,11 @@ fn watch_gates_and_keys_compile_with_the_katalog() {
     assert_eq!(good, "compiles");
 }
 
-fn katalog(reconcile: &str) -> crate::Compiled {
+fn katalog(reconcile: &str) -> crate::compile::Compiled {
     let text = format!(
         "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n        reconcile:\n{reconcile}"
     );
-    crate::load_sources(&[("k.yaml".into(), text)]).unwrap()
+    crate::load::load_sources(&[("k.yaml".into(), text)]).unwrap()
 }
 
 #[test]
@@ -62,7 +62,7 @@ fn a_component_swap_runs_like_before_and_a_template_change_does_not() {
     let running = katalog(&hooks("a.wasm", "{{ .spec.a }}"));
     let swapped = katalog(&hooks("b.wasm", "{{ .spec.a }}"));
     let edited = katalog(&hooks("a.wasm", "{{ .spec.b }}"));
-    let web = |k: &crate::Compiled| k.crds["web"].clone();
+    let web = |k: &crate::compile::Compiled| k.crds["web"].clone();
     assert!(web(&running).runs_like(&web(&swapped)));
     assert_ne!(web(&running).crd_box().component, web(&swapped).crd_box().component);
     assert!(!web(&running).runs_like(&web(&edited)));

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::grants::Grants;
 use super::oci::OciReference;
-use crate::{Capability, ComponentDeletion, ComponentLimits};
+use crate::model::{Capability, ComponentDeletion, ComponentLimits};
 
 /// Which WIT world the component implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -251,7 +251,7 @@ pub fn outside(base: &Path, path: &Path) -> Option<String> {
 
 impl Mount {
     /// `files[]`, paths relative to `base`; mount paths absolute, distinct and plain.
-    fn compile(grants: &[crate::FileGrant], base: &Path) -> Result<Vec<Self>, String> {
+    fn compile(grants: &[crate::model::FileGrant], base: &Path) -> Result<Vec<Self>, String> {
         let mut mounts: Vec<Mount> = Vec::with_capacity(grants.len());
         for (i, grant) in grants.iter().enumerate() {
             let at = format!("files[{i}]");
@@ -339,7 +339,7 @@ pub struct Declared<'a> {
     pub run_first: bool,
     pub args: Option<&'a Value>,
     pub service_account: Option<&'a str>,
-    pub files: &'a [crate::FileGrant],
+    pub files: &'a [crate::model::FileGrant],
 }
 
 impl Spec {
@@ -391,7 +391,7 @@ impl Spec {
 
 /// The component a reconcile section declares: a constructor's when `default: false`, else
 /// its hooks'. `Ok(None)`: templates only.
-pub fn declared_in(reconcile: &crate::Reconcile, base: &Path) -> Result<Option<Spec>, String> {
+pub fn declared_in(reconcile: &crate::model::Reconcile, base: &Path) -> Result<Option<Spec>, String> {
     if reconcile.default == Some(false) {
         let Some(constructor) = &reconcile.constructor else {
             return Ok(None);

@@ -22,7 +22,7 @@ fn declared<'a>(component: &'a str, sha256: Option<&'a str>, limits: &'a Compone
 #[test]
 fn file_grants_resolve_against_the_katalog_and_mount_at_plain_paths() {
     let limits = ComponentLimits::default();
-    let grant = |path: &str, mount: Option<&str>| crate::FileGrant {
+    let grant = |path: &str, mount: Option<&str>| crate::model::FileGrant {
         path: path.into(),
         mount_path: mount.map(String::from),
     };
