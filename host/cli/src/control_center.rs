@@ -64,9 +64,10 @@ pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode>
     let login = match (&args.password_secret, std::env::var(&args.password_env), args.no_login) {
         (_, _, true) => Login::none(),
         (Some(secret), _, false) => {
-            let client = kube::Client::try_default()
+            let config = crate::cluster::config("control-center")
                 .await
                 .context("--password-secret needs a Kubernetes client (KUBECONFIG or the in-cluster config)")?;
+            let client = kube::Client::try_from(config).context("cannot build a Kubernetes client")?;
             Login::password(super::run::secret_value(&client, secret, "password").await?)
         }
         (None, Ok(password), false) if !password.is_empty() => Login::password(password),
@@ -100,7 +101,7 @@ pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode>
     eprintln!("control center: http://{}/controlcenter/", bound.local_addr()?);
     bound
         .serve(async {
-            let _ = super::shutdown_signal().await;
+            let _ = crate::signal::shutdown_signal().await;
         })
         .await?;
     Ok(ExitCode::SUCCESS)

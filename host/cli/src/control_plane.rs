@@ -75,6 +75,10 @@ pub struct UpArgs {
     /// Do not run kube-controller-manager (no garbage collection, no workload controllers).
     #[arg(long)]
     pub no_controller_manager: bool,
+    /// Log every request's metadata (user, user agent, verb, resource, code; no bodies) to
+    /// DIR/logs/audit.log, one JSON event per line: to count what a controller sends.
+    #[arg(long)]
+    pub audit: bool,
 }
 
 pub async fn control_plane(command: ControlPlaneCommand) -> anyhow::Result<ExitCode> {
@@ -131,16 +135,12 @@ pub async fn install(release: &Release) -> anyhow::Result<control_plane::Binarie
 
 /// Starts a control plane with a progress spinner; the temporary directory (if any) must be
 /// kept alive by the caller.
-pub async fn start(
-    dir: PathBuf,
-    port: Option<u16>,
-    controller_manager: bool,
-    binaries: control_plane::Binaries,
-    nodes: u32,
-) -> anyhow::Result<ControlPlane> {
-    let options = options(dir, port, controller_manager, binaries, nodes);
+pub async fn start(options: Options) -> anyhow::Result<ControlPlane> {
     let progress = Progress::start(
-        match (controller_manager, options.binaries.simulates_nodes() && nodes > 0) {
+        match (
+            options.controller_manager,
+            options.binaries.simulates_nodes() && options.nodes > 0,
+        ) {
             (true, true) => "starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok",
             (true, false) => "starting etcd, kube-apiserver and kube-controller-manager",
             (false, _) => "starting etcd and kube-apiserver",
@@ -184,7 +184,7 @@ pub fn instance_dir(dir: Option<PathBuf>, prefix: &str) -> anyhow::Result<(PathB
 /// Runs until SIGINT/SIGTERM (exit 0) or until a component dies (error).
 pub async fn supervise(plane: &mut ControlPlane) -> anyhow::Result<()> {
     tokio::select! {
-        result = super::shutdown_signal() => result,
+        result = crate::signal::shutdown_signal() => result,
         result = watch(plane) => result,
     }
 }
@@ -203,12 +203,17 @@ pub async fn watch(plane: &mut ControlPlane) -> anyhow::Result<()> {
 async fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     let binaries = install(&args.plane.version.release()).await?;
     let (dir, _temp) = instance_dir(args.dir, "ork-control-plane-")?;
-    let mut plane = start(dir, args.port, !args.no_controller_manager, binaries, args.plane.nodes).await?;
+    let mut options = options(dir, args.port, !args.no_controller_manager, binaries, args.plane.nodes);
+    options.audit = args.audit;
+    let mut plane = start(options).await?;
     println!(
         "control plane ready: server {} kubeconfig {} (Ctrl-C to stop)",
         plane.server(),
         plane.kubeconfig().display()
     );
+    if args.audit {
+        println!("audit log: {}", control_plane::audit_log(plane.dir()).display());
+    }
     let result = supervise(&mut plane).await;
     plane.stop();
     result.map(|()| ExitCode::SUCCESS)

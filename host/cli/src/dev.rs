@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use orkestra_kube::{crd_install, manifests};
 
-use super::KatalogArgs;
+use crate::katalog_args::KatalogArgs;
 use orkestra_control_plane::ControlPlane;
 
 use super::control_plane::{install, instance_dir, options, watch};
@@ -49,8 +49,8 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let options = options(dir, args.port, true, binaries, args.plane.nodes);
     let progress = Progress::start("starting etcd and kube-apiserver");
     let mut plane = ControlPlane::start_api_server(&options).await?;
-    let client = plane.client().await?;
-    let config = orkestra_control_plane::config_for(&plane.kubeconfig()).await?;
+    let config = crate::cluster::named(orkestra_control_plane::config_for(&plane.kubeconfig()).await?, "dev");
+    let client = kube::Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
     progress.set("installing the Katalog's CRDs");
     let crds = crd_install::install_crds(&client, &katalog.katalog, Duration::from_secs(60))
         .await

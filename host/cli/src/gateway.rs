@@ -14,7 +14,7 @@ use clap::Args;
 use orkestra_gateway::Gateway;
 use orkestra_gateway::webhooks::Options;
 
-use super::KatalogArgs;
+use crate::katalog_args::KatalogArgs;
 
 /// Where the admission webhooks listen and how the API server reaches them.
 #[derive(Debug, Clone, Args)]
@@ -92,9 +92,10 @@ pub struct GatewayArgs {
 
 pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
     let katalog = args.katalog.load()?;
-    let client = kube::Client::try_default()
+    let config = crate::cluster::config("gateway")
         .await
         .context("no cluster to talk to (KUBECONFIG or in-cluster config)")?;
+    let client = kube::Client::try_from(config).context("cannot build a Kubernetes client")?;
     let gateway = args.webhooks.start(&client, &katalog).await?;
     if gateway.is_empty() {
         anyhow::bail!(
@@ -112,7 +113,7 @@ pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!("gateway: statistics on http://{addr}/katalog");
     let shutdown = async {
-        let _ = super::shutdown_signal().await;
+        let _ = crate::signal::shutdown_signal().await;
         eprintln!("gateway: stopping");
     };
     gateway.serve(listener, shutdown).await?;

@@ -1,24 +1,26 @@
 //! `ork`: the Orkestra-rs command line. Parsing, logging set-up and dispatch to one
 //! module per command.
 
+mod cluster;
 mod component;
 mod control_center;
 mod control_plane;
 mod dev;
 mod gateway;
 mod ha;
+mod katalog_args;
 mod manifests;
 mod migrate;
 mod progress;
 mod reload;
 mod run;
 mod serve;
+mod signal;
 mod validate;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 /// Orkestra-rs: run Kubernetes operators declared in YAML Katalogs, with sandboxed
 /// WebAssembly hooks and reconcilers.
@@ -67,33 +69,6 @@ enum Command {
     /// Distribute components: push one to an OCI registry as a Wasm artifact.
     #[command(subcommand)]
     Component(component::ComponentCommand),
-}
-
-/// The `-f KATALOG` option shared by the commands that read Katalogs.
-#[derive(Debug, Args)]
-pub struct KatalogArgs {
-    /// A Katalog (or Komposer) file; repeat to merge several. Default: katalog.yaml in the
-    /// current directory, else komposer.yaml.
-    #[arg(short = 'f', long = "file", value_name = "KATALOG")]
-    files: Vec<PathBuf>,
-}
-
-impl KatalogArgs {
-    fn files(&self) -> Vec<PathBuf> {
-        if self.files.is_empty() {
-            let komposer = PathBuf::from("komposer.yaml");
-            match !std::path::Path::new("katalog.yaml").exists() && komposer.exists() {
-                true => vec![komposer],
-                false => vec![PathBuf::from("katalog.yaml")],
-            }
-        } else {
-            self.files.clone()
-        }
-    }
-
-    fn load(&self) -> anyhow::Result<orkestra_katalog::Compiled> {
-        Ok(orkestra_katalog::load(&self.files())?)
-    }
 }
 
 fn main() -> ExitCode {
@@ -146,18 +121,6 @@ fn init_logging(verbose: u8) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-}
-
-/// Waits for SIGINT or SIGTERM.
-pub async fn shutdown_signal() -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
-    tokio::select! {
-        _ = interrupt.recv() => {}
-        _ = terminate.recv() => {}
-    }
-    Ok(())
 }
 
 #[cfg(test)]

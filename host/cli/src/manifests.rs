@@ -8,7 +8,7 @@ use clap::Args;
 use orkestra_katalog::rbac::{Needs, Rule, Scope};
 use serde_json::{Value, json};
 
-use super::KatalogArgs;
+use crate::katalog_args::KatalogArgs;
 
 #[derive(Debug, Args)]
 pub struct ManifestsArgs {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 
-use super::KatalogArgs;
+use crate::katalog_args::KatalogArgs;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -93,7 +93,7 @@ pub async fn secret_value(client: &kube::Client, reference: &str, key: &str) -> 
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let katalog = args.katalog.load()?;
-    let config = kube::Config::infer()
+    let config = crate::cluster::config("run")
         .await
         .context("cannot build a Kubernetes client from KUBECONFIG or the in-cluster config")?;
     let client = kube::Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
@@ -188,11 +188,11 @@ pub async fn serve(
     }
     let (signalled, on_signal) = tokio::sync::oneshot::channel();
     let run = runtime.run(async {
-        let _ = super::shutdown_signal().await;
+        let _ = crate::signal::shutdown_signal().await;
         eprintln!("runtime: stopping (in-flight reconciles finish; signal again to force)");
         let _ = signalled.send(());
         tokio::spawn(async {
-            let _ = super::shutdown_signal().await;
+            let _ = crate::signal::shutdown_signal().await;
             eprintln!("runtime: forced exit");
             std::process::exit(130);
         });

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use orkestra_katalog::serve::intent::{self, Refusal};
 
-use super::KatalogArgs;
+use crate::katalog_args::KatalogArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum ServeCommand {

@@ -7,7 +7,7 @@ use orkestra_katalog::Diagnostic;
 use orkestra_wasm::Source;
 use serde_json::json;
 
-use super::KatalogArgs;
+use crate::katalog_args::KatalogArgs;
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {

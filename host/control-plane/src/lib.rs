@@ -142,6 +142,9 @@ pub struct Options {
     pub nodes: u32,
     /// How long to wait for /readyz.
     pub ready_timeout: Duration,
+    /// Record every request's metadata (who, verb, resource, code; no bodies) to
+    /// `DIR/logs/audit.log`, one JSON event per line: what a benchmark counts per client.
+    pub audit: bool,
 }
 
 impl Options {
@@ -155,6 +158,7 @@ impl Options {
             binaries: Binaries::resolve(&Release::pick(None)),
             nodes: 1,
             ready_timeout: Duration::from_secs(90),
+            audit: false,
         }
     }
 }
@@ -257,6 +261,7 @@ impl ControlPlane {
             ])
             .into_iter()
             .chain(legacy.then(|| "--insecure-port=0".to_string()))
+            .chain(audit_flags(&dir, options.audit)?)
             .collect::<Vec<_>>(),
             &dir.join("logs/kube-apiserver.log"),
         )?);
@@ -477,6 +482,33 @@ impl Drop for ControlPlane {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The audit log of a control plane started with [`Options::audit`].
+pub fn audit_log(dir: &Path) -> PathBuf {
+    dir.join("logs/audit.log")
+}
+
+/// The kube-apiserver flags that write [`audit_log`]: every request once, when its response
+/// is complete, at the Metadata level (no bodies, so the log costs little).
+fn audit_flags(dir: &Path, on: bool) -> Result<Vec<String>, Error> {
+    if !on {
+        return Ok(Vec::new());
+    }
+    let policy = dir.join("audit-policy.yaml");
+    let text = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\nrules:\n  - level: Metadata\n";
+    std::fs::write(&policy, text).map_err(|source| Error::Io {
+        action: format!("write {}", policy.display()),
+        source,
+    })?;
+    Ok(vec![
+        format!("--audit-policy-file={}", policy.display()),
+        format!("--audit-log-path={}", audit_log(dir).display()),
+        "--audit-log-format=json".into(),
+        "--audit-log-mode=batch".into(),
+        "--audit-log-batch-max-wait=1s".into(),
+        "--audit-log-maxsize=0".into(),
+    ])
 }
 
 /// A kube client from a kubeconfig file.

@@ -1,41 +1,50 @@
-//! Converging many CRs, against the local control plane: 1000 pre-existing CRs of a Katalog
-//! that renders one ConfigMap each and a Ready status, reconciled by `ork`'s runtime (10
-//! workers), and the same work done by a plain kube-runtime `Controller` (concurrency 10,
-//! server-side apply of the ConfigMap, a status patch). Each runs in its own process, on its
-//! own namespace of the same API server, one after the other. Printed per contender: the wall
-//! time to all-Ready, the API requests it made by verb and resource (the API server's own
-//! `apiserver_request_total`, the poller's lists taken out), the requests in the following
-//! 60 s of steady state (resyncs included), and the process's peak RSS.
+//! Converging many CRs, side by side, on one control plane of its own (etcd,
+//! kube-apiserver with an audit log, kube-controller-manager): N pre-existing CRs of a
+//! Katalog that renders one ConfigMap each and a Ready status, reconciled by
+//! - `ork`: this runtime (10 workers), in a process of its own;
+//! - `kube-runtime`: a plain kube-runtime `Controller` (concurrency 10, server-side apply of
+//!   the ConfigMap, a status patch);
+//! - `controller-runtime`: a plain controller-runtime v0.25 controller in Go
+//!   (`benches/contenders/controller-runtime`, built with `go build`; skipped, and said so,
+//!   when Go or its modules are missing), `Owns(&ConfigMap{})`, 10 concurrent reconciles.
+//!
+//! Each contender gets its own namespace and runs alone. Its clock starts before its process
+//! is spawned and stops when a watch sees every CR Ready. Its requests are its own: every
+//! contender sends its own User-Agent, and the API server's audit log is counted by it, by
+//! verb and resource, up to all-Ready and over the following 60 s (resyncs included).
+//! Printed per N and contender: time to the first and to the last Ready, peak RSS, requests
+//! (total, per CR, by verb), and each figure's ratio to the best contender's.
+//!
 //! Needs the local control plane (`ork control-plane install`).
-//! Run: `cargo bench -p orkestra --bench converge`.
+//! Run: `ORK_BENCH_CRS=1000,3000,10000 cargo bench -p orkestra --bench converge`
+//! (default 1000).
 
 #![allow(
     clippy::disallowed_methods,
-    reason = "tests and benchmarks name the objects they create; no tenant input reaches these calls"
+    reason = "benchmarks name the objects they create; no tenant input reaches these calls"
 )]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::watcher;
-use serde_json::json;
+use orkestra_control_plane::{ControlPlane, Options};
+use serde_json::{Value, json};
 
-const CRS: usize = 1000;
 const WORKERS: usize = 10;
 const STEADY: Duration = Duration::from_secs(60);
-/// A window with nobody reconciling, to measure what the API server serves anyway.
-const IDLE: Duration = Duration::from_secs(15);
 const GROUP: &str = "converge.orkestra.io";
+/// How long a contender may take to converge before the run gives up on it.
+const PATIENCE: Duration = Duration::from_secs(900);
 
 fn katalog_text(namespace: &str) -> String {
     format!(
@@ -57,49 +66,25 @@ spec:
     )
 }
 
-fn items(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
-    let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, "v1", "Item"), "items");
-    Api::namespaced_with(client.clone(), namespace, &resource)
+fn resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, "v1", "Item"), "items")
 }
 
-/// The system allocator, counting the bytes live at once: the heap's own peak, next to the
-/// resident set (which adds code, stacks and what the allocator keeps).
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; only counters move.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded as is.
-        let block = unsafe { System.alloc(layout) };
-        if !block.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        block
-    }
-
-    unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
-        // SAFETY: forwarded as is.
-        unsafe { System.dealloc(block, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
+/// The User-Agent a client of this run sends: how the audit log tells them apart.
+fn agent(who: &str) -> String {
+    format!("bench-{who}")
 }
 
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// Peak resident set of this process, in KiB.
-fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+/// A client of the control plane at `KUBECONFIG`-style `kubeconfig`, sending `who`'s agent.
+async fn client(kubeconfig: &Path, who: &str) -> kube::Client {
+    let mut config = orkestra_control_plane::config_for(kubeconfig)
+        .await
+        .expect("the kubeconfig");
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_str(&agent(who)).expect("an ASCII agent"),
+    ));
+    kube::Client::try_from(config).expect("a client")
 }
 
 fn main() {
@@ -115,17 +100,26 @@ fn main() {
     }
 }
 
-/// One contender, in a child process: runs until stdin closes, then prints its peak RSS.
+/// Peak resident set of this process, in KiB.
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// One Rust contender, in a child process: runs until stdin closes, then prints its peak RSS.
 async fn phase(which: &str, namespace: &str) {
-    let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG");
-    let client = orkestra_control_plane::client_for(std::path::Path::new(&kubeconfig))
-        .await
-        .expect("a client");
+    let kubeconfig = PathBuf::from(std::env::var("KUBECONFIG").expect("KUBECONFIG"));
+    let client = client(&kubeconfig, which).await;
     let running = match which {
         "ork" => {
             let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), katalog_text(namespace))])
                 .expect("the Katalog");
-            let host = orkestra::runtime::Runtime::new(client, &katalog).expect("compile");
+            let host = orkestra::Runtime::new(client, &katalog).expect("compile");
             tokio::spawn(host.run(std::future::pending()))
         }
         _ => tokio::spawn(plain(client, namespace.to_string())),
@@ -140,16 +134,14 @@ async fn phase(which: &str, namespace: &str) {
     .expect("stdin");
     running.abort();
     println!("peak_rss_kib={}", peak_rss_kib());
-    println!("peak_heap_kib={}", PEAK.load(Ordering::Relaxed) / 1024);
 }
 
 /// The plain kube-runtime controller doing the same work.
 async fn plain(client: kube::Client, namespace: String) {
-    let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, "v1", "Item"), "items");
-    let crs = items(&client, &namespace);
+    let crs = Api::<DynamicObject>::namespaced_with(client.clone(), &namespace, &resource());
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-    let context = Arc::new((client, resource.clone()));
-    Controller::new_with(crs, watcher::Config::default(), resource)
+    let context = Arc::new(client);
+    Controller::new_with(crs, watcher::Config::default(), resource())
         .owns(configmaps, watcher::Config::default())
         .with_config(Config::default().concurrency(WORKERS as u16))
         .run(reconcile, |_, _, _| Action::requeue(Duration::from_secs(5)), context)
@@ -157,8 +149,7 @@ async fn plain(client: kube::Client, namespace: String) {
         .await;
 }
 
-async fn reconcile(cr: Arc<DynamicObject>, context: Arc<(kube::Client, ApiResource)>) -> Result<Action, kube::Error> {
-    let (client, resource) = &*context;
+async fn reconcile(cr: Arc<DynamicObject>, client: Arc<kube::Client>) -> Result<Action, kube::Error> {
     let namespace = cr.metadata.namespace.clone().unwrap_or_default();
     let name = cr.metadata.name.clone().unwrap_or_default();
     let configmap = json!({
@@ -169,183 +160,305 @@ async fn reconcile(cr: Arc<DynamicObject>, context: Arc<(kube::Client, ApiResour
         }]},
         "data": {"value": cr.data["spec"]["value"]},
     });
-    Api::<ConfigMap>::namespaced(client.clone(), &namespace)
+    Api::<ConfigMap>::namespaced((*client).clone(), &namespace)
         .patch(&name, &PatchParams::apply("plain").force(), &Patch::Apply(&configmap))
         .await?;
     let generation = cr.metadata.generation;
-    let ready = &cr.data["status"]["conditions"][0];
-    if ready["status"] != "True" || cr.data["status"]["observedGeneration"] != json!(generation) {
+    if !is_ready(&cr.data) || cr.data["status"]["observedGeneration"] != json!(generation) {
         let status = json!({"status": {"observedGeneration": generation, "conditions": [{
             "type": "Ready", "status": "True", "reason": "ReconcileSucceeded", "message": "",
             "lastTransitionTime": jiff::Timestamp::now().to_string(), "observedGeneration": generation,
         }]}});
-        Api::<DynamicObject>::namespaced_with(client.clone(), &namespace, resource)
+        Api::<DynamicObject>::namespaced_with((*client).clone(), &namespace, &resource())
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
             .await?;
     }
     Ok(Action::await_change())
 }
 
-/// `apiserver_request_total` summed by (verb, resource) for the resources of this work.
-async fn requests(client: &kube::Client) -> BTreeMap<(String, String), f64> {
-    let request = http::Request::get("/metrics").body(Vec::new()).expect("a request");
-    let text = client.request_text(request).await.expect("the API server's metrics");
-    let mut totals = BTreeMap::new();
-    for line in text.lines().filter(|l| l.starts_with("apiserver_request_total{")) {
-        let Some((labels, value)) = line.rsplit_once(' ') else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(&format!("{name}=\""))
-                .nth(1)
-                .and_then(|rest| rest.split('"').next())
-                .unwrap_or_default()
-                .to_string()
-        };
-        let resource = label("resource");
-        if !["items", "configmaps", "events"].contains(&resource.as_str()) {
-            continue;
-        }
-        let subresource = label("subresource");
-        let resource = if subresource.is_empty() {
-            resource
-        } else {
-            format!("{resource}/{subresource}")
-        };
-        *totals.entry((label("verb"), resource)).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
-    }
-    totals
+fn is_ready(cr: &Value) -> bool {
+    cr["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True")
 }
 
-/// The requests made between two snapshots, the poller's lists and the background (`idle`
-/// over `IDLE`, scaled to `window`) taken out.
-fn difference(
-    after: &BTreeMap<(String, String), f64>,
-    before: &BTreeMap<(String, String), f64>,
-    polls: f64,
-    idle: &BTreeMap<(String, String), f64>,
-    window: Duration,
-) -> BTreeMap<(String, String), f64> {
-    let scale = window.as_secs_f64() / IDLE.as_secs_f64();
-    let mut made = BTreeMap::new();
-    for (key, value) in after {
-        let mut delta = value - before.get(key).copied().unwrap_or(0.0);
-        if key.0 == "LIST" && key.1 == "items" {
-            delta -= polls;
-        }
-        delta -= idle.get(key).copied().unwrap_or(0.0) * scale;
-        if delta >= 0.5 {
-            made.insert(key.clone(), delta.round());
-        }
-    }
-    made
+/// How one contender is started.
+enum Start {
+    /// This benchmark again, as `--phase NAME NAMESPACE`.
+    Phase,
+    /// A program built beforehand, given the namespace.
+    Program(PathBuf),
 }
 
-fn show(made: &BTreeMap<(String, String), f64>) -> String {
-    // A fold from 0.0: an empty float sum is -0.0, which would print as "-0".
-    let total: f64 = made.values().fold(0.0, |sum, n| sum + n);
-    let parts: Vec<String> = made
-        .iter()
-        .map(|((verb, resource), n)| format!("{verb} {resource} {n}"))
-        .collect();
-    format!("{total} ({})", parts.join(", "))
+/// Builds the Go contender; `None` (with the reason printed) when it cannot be built here.
+fn build_controller_runtime() -> Option<PathBuf> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/contenders/controller-runtime");
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench/controller-runtime");
+    eprintln!("building the controller-runtime contender (go build; a few minutes the first time)");
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(&source)
+        .status();
+    match built {
+        Ok(status) if status.success() => Some(out),
+        Ok(status) => {
+            eprintln!("controller-runtime contender left out: go build exited with {status}");
+            None
+        }
+        Err(error) => {
+            eprintln!("controller-runtime contender left out: cannot run go: {error}");
+            None
+        }
+    }
+}
+
+fn spawn(start: &Start, which: &str, namespace: &str, kubeconfig: &Path) -> Child {
+    let mut command = match start {
+        Start::Phase => {
+            let mut command = Command::new(std::env::current_exe().expect("this benchmark"));
+            command.args(["--phase", which, namespace]);
+            command
+        }
+        Start::Program(path) => {
+            let mut command = Command::new(path);
+            command.arg(namespace);
+            command
+        }
+    };
+    command
+        .env("KUBECONFIG", kubeconfig)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the contender's process")
+}
+
+/// What one contender did at one N.
+struct Run {
+    which: &'static str,
+    first_ready: Duration,
+    all_ready: Duration,
+    rss_mb: f64,
+    converge: BTreeMap<String, u64>,
+    steady: BTreeMap<String, u64>,
+}
+
+/// Creates `n` Items in a fresh namespace.
+async fn seed(setup: &kube::Client, namespace: &str, n: usize) {
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("a namespace");
+    Api::<Namespace>::all(setup.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("create the namespace");
+    let crs = Api::<DynamicObject>::namespaced_with(setup.clone(), namespace, &resource());
+    futures::stream::iter(0..n)
+        .for_each_concurrent(20, |i| {
+            let crs = crs.clone();
+            async move {
+                let object: DynamicObject = serde_json::from_value(json!({
+                    "apiVersion": format!("{GROUP}/v1"), "kind": "Item",
+                    "metadata": {"name": format!("item-{i}")}, "spec": {"value": format!("v{i}")},
+                }))
+                .expect("an Item");
+                crs.create(&PostParams::default(), &object)
+                    .await
+                    .expect("create an Item");
+            }
+        })
+        .await;
+}
+
+/// Waits until a watch of the namespace's Items sees all `n` Ready: the time of the first
+/// and of the last, from `started`.
+async fn readiness(watching: &kube::Client, namespace: &str, n: usize, started: Instant) -> (Duration, Duration) {
+    let crs = Api::<DynamicObject>::namespaced_with(watching.clone(), namespace, &resource());
+    let mut events = std::pin::pin!(watcher(crs, watcher::Config::default()));
+    let mut ready = HashMap::new();
+    let mut first = None;
+    let wait = async {
+        while let Some(event) = events.try_next().await.expect("the watch of Items") {
+            let objects = match event {
+                watcher::Event::Apply(cr) | watcher::Event::InitApply(cr) => vec![cr],
+                _ => Vec::new(),
+            };
+            for cr in objects {
+                let name = cr.metadata.name.clone().unwrap_or_default();
+                ready.insert(name, is_ready(&cr.data));
+            }
+            let count = ready.values().filter(|r| **r).count();
+            if count > 0 && first.is_none() {
+                first = Some(started.elapsed());
+            }
+            if count == n {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(PATIENCE, wait)
+        .await
+        .expect("every CR Ready in time");
+    (first.unwrap_or_default(), started.elapsed())
+}
+
+/// The requests `who` made in `[from, to)`, from the audit log, by "verb resource".
+fn requests(log: &Path, who: &str, from: jiff::Timestamp, to: jiff::Timestamp) -> BTreeMap<String, u64> {
+    let agent = agent(who);
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    let mut counts = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if event["userAgent"].as_str() != Some(agent.as_str()) {
+            continue;
+        }
+        // A watch is logged when it starts and when it ends: count the request once.
+        if !seen.insert(event["auditID"].as_str().unwrap_or_default().to_string()) {
+            continue;
+        }
+        let at: Option<jiff::Timestamp> = event["requestReceivedTimestamp"].as_str().and_then(|t| t.parse().ok());
+        if !at.is_some_and(|at| at >= from && at < to) {
+            continue;
+        }
+        let object = &event["objectRef"];
+        let mut resource = object["resource"].as_str().unwrap_or("-").to_string();
+        if let Some(sub) = object["subresource"].as_str() {
+            resource = format!("{resource}/{sub}");
+        }
+        let verb = event["verb"].as_str().unwrap_or_default().to_uppercase();
+        *counts.entry(format!("{verb} {resource}")).or_insert(0) += 1;
+    }
+    counts
+}
+
+fn total(counts: &BTreeMap<String, u64>) -> u64 {
+    counts.values().sum()
+}
+
+fn show(counts: &BTreeMap<String, u64>) -> String {
+    let parts: Vec<String> = counts.iter().map(|(key, n)| format!("{key} {n}")).collect();
+    format!("{} ({})", total(counts), parts.join(", "))
 }
 
 async fn compare() {
-    let cluster = orkestra_test_support::cluster().expect("the local control plane");
-    // The CRD first, then time for the controller-manager to take it in (its garbage
-    // collector picks up a new kind within its 30 s discovery period, listing it meanwhile):
-    // that settling belongs to neither contender.
-    let setup = orkestra_test_support::namespace("converge-crd")
-        .await
-        .expect("a namespace");
+    let sizes: Vec<usize> = std::env::var("ORK_BENCH_CRS")
+        .unwrap_or_else(|_| "1000".into())
+        .split(',')
+        .map(|n| n.trim().parse().expect("ORK_BENCH_CRS: numbers, comma separated"))
+        .collect();
+    let base = if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("ork-converge-")
+        .tempdir_in(base)
+        .expect("a directory");
+    let mut options = Options::new(dir.path());
+    options.audit = true;
+    options.nodes = 0;
+    eprintln!("starting a control plane with an audit log");
+    let plane = ControlPlane::start(options).await.expect("the control plane");
+    let kubeconfig = plane.kubeconfig();
+    let log = orkestra_control_plane::audit_log(plane.dir());
+    let setup = client(&kubeconfig, "setup").await;
+    let watching = client(&kubeconfig, "watch").await;
     let katalog =
-        orkestra_katalog::load_sources(&[("katalog.yaml".into(), katalog_text(&setup.name))]).expect("the Katalog");
-    orkestra_kube::crd_install::install_crds(&setup.client, &katalog.katalog, Duration::from_secs(60))
+        orkestra_katalog::load_sources(&[("katalog.yaml".into(), katalog_text("converge"))]).expect("the Katalog");
+    orkestra_kube::crd_install::install_crds(&setup, &katalog.katalog, Duration::from_secs(60))
         .await
         .expect("the CRD");
-    tokio::time::sleep(Duration::from_secs(45)).await;
-    let mut results = Vec::new();
-    for which in ["ork", "plain"] {
-        let ns = orkestra_test_support::namespace(&format!("converge-{which}"))
-            .await
-            .expect("a namespace");
-        let crs = items(&ns.client, &ns.name);
-        futures::stream::iter(0..CRS)
-            .for_each_concurrent(20, |i| {
-                let crs = crs.clone();
-                async move {
-                    let object: DynamicObject = serde_json::from_value(json!({
-                        "apiVersion": format!("{GROUP}/v1"), "kind": "Item",
-                        "metadata": {"name": format!("item-{i}")}, "spec": {"value": format!("v{i}")},
-                    }))
-                    .expect("an Item");
-                    crs.create(&PostParams::default(), &object)
-                        .await
-                        .expect("create an Item");
-                }
-            })
-            .await;
-        // What the API server sees with nobody reconciling (the controller-manager's own
-        // lists), taken out of both windows below at its rate.
-        let idle_from = requests(&ns.client).await;
-        tokio::time::sleep(IDLE).await;
-        let before = requests(&ns.client).await;
-        let idle = difference(&before, &idle_from, 0.0, &BTreeMap::new(), Duration::ZERO);
-        let started = Instant::now();
-        let mut child = Command::new(std::env::current_exe().expect("this benchmark"))
-            .args(["--phase", which, &ns.name])
-            .env("KUBECONFIG", &cluster.kubeconfig)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the contender's process");
-        let mut polls = 0.0;
-        loop {
-            polls += 1.0;
-            let list = crs.list(&ListParams::default()).await.expect("list the Items");
-            let ready = list
-                .items
-                .iter()
-                .filter(|cr| cr.data["status"]["conditions"][0]["status"] == "True")
-                .count();
-            if ready == CRS {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        let converged = started.elapsed();
-        let at_ready = requests(&ns.client).await;
-        tokio::time::sleep(STEADY).await;
-        let steady = requests(&ns.client).await;
-        drop(child.stdin.take());
-        let output = child.wait_with_output().expect("the contender's output");
-        let reported = |field: &str| {
-            String::from_utf8_lossy(&output.stdout)
-                .lines()
-                .find_map(|l| l.strip_prefix(field).map(String::from))
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(0.0)
-                / 1024.0
-        };
-        results.push((
-            which,
-            converged,
-            difference(&at_ready, &before, polls, &idle, converged),
-            difference(&steady, &at_ready, 0.0, &idle, STEADY),
-            reported("peak_rss_kib="),
-            reported("peak_heap_kib="),
-        ));
+    let mut contenders = vec![("ork", Start::Phase), ("kube-runtime", Start::Phase)];
+    if let Some(program) = build_controller_runtime() {
+        contenders.push(("controller-runtime", Start::Program(program)));
     }
-    println!("{CRS} CRs, one ConfigMap each, {WORKERS} workers, against kube-apiserver (2 cores):");
-    for (which, converged, made, steady, rss, heap) in &results {
-        println!("  {which}:");
-        println!(
-            "    all Ready after {:.2} s; peak RSS {rss:.1} MB (heap at its peak {heap:.1} MB)",
-            converged.as_secs_f64()
+    let mut table = Vec::new();
+    for &n in &sizes {
+        for (which, start) in &contenders {
+            let namespace = format!("converge-{which}-{n}");
+            eprintln!("{n} CRs: {which}");
+            seed(&setup, &namespace, n).await;
+            let from = jiff::Timestamp::now();
+            let started = Instant::now();
+            let mut child = spawn(start, which, &namespace, &kubeconfig);
+            let (first_ready, all_ready) = readiness(&watching, &namespace, n, started).await;
+            let ready_at = jiff::Timestamp::now();
+            tokio::time::sleep(STEADY).await;
+            let steady_end = jiff::Timestamp::now();
+            drop(child.stdin.take());
+            let output = child.wait_with_output().expect("the contender's output");
+            let rss_kib: f64 = String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .find_map(|l| l.strip_prefix("peak_rss_kib=").map(String::from))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0);
+            // The audit log is written in batches of at most a second.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            table.push((
+                n,
+                Run {
+                    which,
+                    first_ready,
+                    all_ready,
+                    rss_mb: rss_kib / 1024.0,
+                    converge: requests(&log, which, from, ready_at),
+                    steady: requests(&log, which, ready_at, steady_end),
+                },
+            ));
+        }
+    }
+    print(&table);
+}
+
+fn print(table: &[(usize, Run)]) {
+    println!("Converge: one ConfigMap and a Ready status per CR, {WORKERS} concurrent reconciles each,");
+    println!("kube-apiserver with kube-controller-manager on this machine; requests from the audit log.");
+    println!(
+        "| N | contender | first Ready | all Ready (x best) | peak RSS MB (x best) | requests (x best) | per CR | in the next {} s |",
+        STEADY.as_secs()
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (n, runs) in table.chunk_by(|a, b| a.0 == b.0).map(|c| (c[0].0, c)) {
+        let best = |f: &dyn Fn(&Run) -> f64| runs.iter().map(|(_, r)| f(r)).fold(f64::INFINITY, f64::min);
+        let (time, rss, sent) = (
+            best(&|r| r.all_ready.as_secs_f64()),
+            best(&|r| r.rss_mb),
+            best(&|r| total(&r.converge) as f64),
         );
-        println!("    requests to converge: {}", show(made));
-        println!("    requests in the next {} s: {}", STEADY.as_secs(), show(steady));
+        for (_, run) in runs {
+            let requests = total(&run.converge) as f64;
+            println!(
+                "| {n} | {} | {:.2} s | {:.2} s ({:.2}x) | {:.1} ({:.2}x) | {requests} ({:.2}x) | {:.2} | {} |",
+                run.which,
+                run.first_ready.as_secs_f64(),
+                run.all_ready.as_secs_f64(),
+                run.all_ready.as_secs_f64() / time,
+                run.rss_mb,
+                run.rss_mb / rss,
+                requests / sent.max(1.0),
+                requests / n as f64,
+                total(&run.steady),
+            );
+        }
+    }
+    println!();
+    println!("Requests by verb and resource, up to all Ready:");
+    for (n, run) in table {
+        println!("  {n} {}: {}", run.which, show(&run.converge));
+        if total(&run.steady) > 0 {
+            println!(
+                "  {n} {} in the next {} s: {}",
+                run.which,
+                STEADY.as_secs(),
+                show(&run.steady)
+            );
+        }
     }
 }
