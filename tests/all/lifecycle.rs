@@ -37,10 +37,17 @@ fn finalizers(object: &Value) -> Vec<&str> {
 }
 
 async fn reasons(h: &Harness, name: &str) -> Vec<String> {
+    events(h, name).await.into_iter().map(|(reason, _)| reason).collect()
+}
+
+/// The Events about CR `name`: reason and note.
+async fn events(h: &Harness, name: &str) -> Vec<(String, String)> {
     let events: Api<Event> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
     let params = ListParams::default().fields(&format!("regarding.name={name}"));
     let list = events.list(&params).await.map(|l| l.items).unwrap_or_default();
-    list.into_iter().filter_map(|e| e.reason).collect()
+    list.into_iter()
+        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+        .collect()
 }
 
 #[tokio::test]
@@ -74,12 +81,23 @@ async fn a_cr_is_marked_as_ours_and_on_deletion_loses_only_our_finalizers() {
         roles.get_opt(&role_name).await.unwrap().is_some(),
         "the cluster-scoped child"
     );
-    eventually("events", WAIT, || async {
-        let reasons = reasons(&h, "a").await;
-        (reasons.iter().any(|r| r == "AppFinalizerAdded") && reasons.iter().any(|r| r == "AppReconciled")).then_some(())
+    // One Event for the reconcile that made it ours, naming the finalizers it put in place.
+    let created = eventually("events", WAIT, || async {
+        let events = events(&h, "a").await;
+        events
+            .iter()
+            .any(|(reason, _)| reason == "AppReconciled")
+            .then_some(events)
     })
     .await
     .unwrap();
+    assert_eq!(created.len(), 1, "one Event at creation: {created:?}");
+    assert!(
+        created[0]
+            .1
+            .contains(&format!("finalizers {CLEANUP}, example.io/audit in place")),
+        "{created:?}"
+    );
 
     // Someone else's finalizer survives our cleanup and keeps the CR until they are done.
     h.patch(

@@ -160,18 +160,20 @@ async fn every_endpoint_answers_from_the_runtime_and_hides_what_the_katalog_clos
     assert_eq!(one["children"]["ConfigMap"][0]["name"], "a-config");
     assert_eq!(one["spec"]["x"], "a");
     assert_eq!(one["eventsEndpoint"], format!("/katalog/app/cr/{ns}/a/events"));
-    let events = eventually("a's events", WAIT, || async {
+    let reconciled = eventually("a's events", WAIT, || async {
         let (_, events) = get(&format!("{url}/katalog/app/cr/{ns}/a/events")).await;
-        let reasons: Vec<String> = events["events"]
+        events["events"]
             .as_array()?
             .iter()
-            .map(|e| e["reason"].as_str().unwrap_or_default().to_string())
-            .collect();
-        reasons.iter().any(|r| r == "AppReconciled").then_some(reasons)
+            .find(|e| e["reason"] == "AppReconciled")
+            .cloned()
     })
     .await
     .unwrap();
-    assert!(events.iter().any(|r| r == "AppFinalizerAdded"), "{events:?}");
+    // The event as published, with its note and age.
+    let note = reconciled["message"].as_str().unwrap_or_default();
+    assert!(note.starts_with(&format!("App {ns}/a reconciled")), "{reconciled}");
+    assert!(reconciled["age"].is_string(), "{reconciled}");
 
     // What the Katalog closes answers 404, as if it were not there.
     for path in [

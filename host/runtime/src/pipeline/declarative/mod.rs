@@ -238,7 +238,11 @@ impl Declarative {
                 // Only a reconcile that changed something reports: a resync of a settled CR
                 // stays silent, as it writes nothing either.
                 if done.wrote || status_written {
-                    let note = format!("{kind} {} reconciled", request.key);
+                    // One event per write: the finalizers this run put in place ride along.
+                    let mut note = format!("{kind} {} reconciled", request.key);
+                    if done.finalizers_added {
+                        note.push_str(&format!("; finalizers {} in place", self.crd.finalizers.join(", ")));
+                    }
                     self.events.normal(object, &format!("{kind}Reconciled"), note);
                     self.emit_declared(compiled, &mutated, &context, None).await;
                 }
@@ -410,16 +414,16 @@ impl Declarative {
     /// One write for everything the CR itself needs: finalizers, the managed label, CRD
     /// labels and the managed-by/-since annotations, the fields mutation rules set (persisted,
     /// so users and other controllers see them), and, riding along, the runtime's stamps.
-    /// Nothing when all is in place. Returns whether it wrote. The patch carries the
-    /// resourceVersion, so a finalizer list changed by someone else in between is a conflict
-    /// and a retry, never a lost entry.
+    /// Nothing when all is in place. Says whether it wrote, and whether it put finalizers in
+    /// place. The patch carries the resourceVersion, so a finalizer list changed by someone
+    /// else in between is a conflict and a retry, never a lost entry.
     async fn write_metadata(
         &self,
         request: &Request,
         object: &Value,
         mutation: Option<Value>,
         now: jiff::Timestamp,
-    ) -> Result<bool, ReconcileError> {
+    ) -> Result<Bookkept, ReconcileError> {
         let resolver = Resolver::in_context(object, &self.crd.notes, &request.context);
         let bookkeeping = lifecycle::bookkeeping_patch(&self.crd, object, &resolver, now)
             .map_err(|e| ReconcileError::new(Reason::RenderFailed, e))?;
@@ -427,7 +431,7 @@ impl Declarative {
             .as_ref()
             .is_some_and(|p| p["metadata"]["finalizers"].is_array() && !self.crd.remove_finalizers);
         let mut patch = match (mutation, bookkeeping) {
-            (None, None) => return Ok(false),
+            (None, None) => return Ok(Bookkept::default()),
             (Some(mut patch), Some(bookkeeping)) => {
                 merge(&mut patch, bookkeeping);
                 patch
@@ -440,12 +444,10 @@ impl Declarative {
         patch["metadata"]["resourceVersion"] = object["metadata"]["resourceVersion"].clone();
         self.patch_object(request, patch).await?;
         request.stamps.mark_written();
-        if added {
-            let note = format!("finalizers {} in place", self.crd.finalizers.join(", "));
-            self.events
-                .normal(object, &format!("{}FinalizerAdded", self.crd.kind), note);
-        }
-        Ok(true)
+        Ok(Bookkept {
+            wrote: true,
+            finalizers_added: added,
+        })
     }
 
     async fn patch_object(&self, request: &Request, patch: Value) -> Result<(), ReconcileError> {
@@ -520,11 +522,20 @@ struct Checked {
     mutation: Option<Value>,
 }
 
+/// What the CR's own write did.
+#[derive(Debug, Default, Clone, Copy)]
+struct Bookkept {
+    wrote: bool,
+    /// Our finalizers were put in place: said on the reconcile's event, not one of its own.
+    finalizers_added: bool,
+}
+
 /// What a successful reconcile did.
 struct Done {
     /// `.children`.
     children: Value,
     wrote: bool,
+    finalizers_added: bool,
     /// Status fields a component returned.
     status: Option<Map<String, Value>>,
     action: Option<Action>,
@@ -534,15 +545,16 @@ struct Done {
 
 impl Done {
     /// The component's call and the templates' children together (the templates' first of a
-    /// kind wins `.children`), `wrote` adding the CR's own write.
-    fn from_call(called: Applied, templates: Applied, wrote: bool) -> Self {
+    /// kind wins `.children`), with the CR's own write.
+    fn from_call(called: Applied, templates: Applied, own: Bookkept) -> Self {
         let mut children = templates.children;
         for (kind, child) in called.children {
             children.entry(kind).or_insert(child);
         }
         Self {
             children: Value::Object(children),
-            wrote: wrote || templates.wrote || called.wrote,
+            wrote: own.wrote || templates.wrote || called.wrote,
+            finalizers_added: own.finalizers_added,
             status: called.status,
             action: called.action,
             waiting: templates.holdouts.and(called.holdouts).summary(),
