@@ -4,9 +4,10 @@
 //! concept (`validate/`, `serve/check.rs`, `cross/check.rs`); `validate` runs them all.
 
 use orkestra_expr::condition::{Check, ConditionSpec};
-use orkestra_expr::template::{Func, Functions, Template};
+use orkestra_expr::template::{Func, Functions};
 
 use crate::de::Problem;
+use crate::model::{CrdEntry, OperatorBox, box_path};
 use crate::yaml::{Node, NodeValue, Pos};
 
 pub(crate) struct Checker<'a> {
@@ -68,7 +69,7 @@ impl Checker<'_> {
     /// allowed (declaration is checked per gate), elsewhere they are an error.
     pub(crate) fn templates(&mut self, node: &Node, path: &str, scope: Scope) {
         match &node.value {
-            NodeValue::String(text) if text.contains("{{") => match Template::compile(text, self.functions) {
+            NodeValue::String(text) if text.contains("{{") => match crate::gather::template(text, self.functions) {
                 Ok(template) => {
                     if scope == Scope::Outside {
                         for (name, func) in template.functions_called() {
@@ -82,17 +83,7 @@ impl Checker<'_> {
                         }
                     }
                 }
-                Err(e) => {
-                    let column = orkestra_expr::template::column(text, e.offset);
-                    self.error(
-                        path,
-                        node.pos,
-                        format!(
-                            "template syntax error at column {column} of the template: {}",
-                            e.message
-                        ),
-                    );
-                }
+                Err(e) => self.error(path, node.pos, e.message),
             },
             NodeValue::Map(entries) => {
                 for (key, value) in entries {
@@ -114,6 +105,30 @@ pub(crate) enum Scope {
     /// Inside preReconcile: sentinel functions allowed (when declared).
     Gate,
     Outside,
+}
+
+/// Every box of a CRD written in its entry's `node`, with that node and its path (`base` is
+/// the CRD's own path): the CRD's box, then each serve target's.
+pub(crate) fn box_nodes<'e>(
+    entry: &'e CrdEntry,
+    node: &'e Node,
+    base: &str,
+) -> Vec<(&'e OperatorBox, &'e Node, String)> {
+    entry
+        .boxes()
+        .into_iter()
+        .filter_map(|(target, operator_box)| {
+            let box_node = match target {
+                None => node.get("operatorBox"),
+                Some(name) => node
+                    .get("serve")
+                    .and_then(|s| s.get("target"))
+                    .and_then(|t| t.get(name))
+                    .and_then(|t| t.get("operatorBox")),
+            }?;
+            Some((operator_box, box_node, format!("{base}.{}", box_path(target))))
+        })
+        .collect()
 }
 
 /// The `i`-th element of a list node.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::model::{CrdEntry, OperatorBox, Reconcile, ServeTarget};
+use crate::model::{CrdEntry, OperatorBox, Reconcile};
 use orkestra_expr::labels;
 
 /// The CRD box and one merged box per target that declares its own.
@@ -36,11 +36,9 @@ impl EffectiveBoxes {
     pub fn build(entry: &CrdEntry) -> Self {
         let crd = Arc::new(entry.operator_box.clone());
         let mut targets = BTreeMap::new();
-        if let Some(ServeTarget::Entries(entries)) = entry.serve.as_ref().and_then(|s| s.target.as_ref()) {
-            for (name, target) in entries {
-                if let Some(target_box) = &target.operator_box {
-                    targets.insert(name.clone(), Arc::new(overlay(&entry.operator_box, target_box)));
-                }
+        for (target, target_box) in entry.boxes() {
+            if let Some(name) = target {
+                targets.insert(name.to_string(), Arc::new(overlay(&entry.operator_box, target_box)));
             }
         }
         Self { crd, targets }

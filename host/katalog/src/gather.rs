@@ -107,6 +107,7 @@ pub(crate) fn conditions(
 ) -> Result<Conditions, Error> {
     Conditions::compile(when, or, functions).map_err(|(at, e)| Error::at(format!("{at}.{}", e.key), e.message))
 }
+
 /// Compiles a value whose strings may be templates.
 pub(crate) fn tree(value: &Value, functions: &Functions) -> Result<Tree, Error> {
     Tree::compile(value, functions).map_err(|message| Error::at("", message))

@@ -3,25 +3,14 @@
 //! pick exactly one CRD and then needs `as` (there is no key to default it to).
 
 use super::target::{matching, of_kind};
-use crate::check::{Checker, item};
+use crate::check::{Checker, box_nodes, item};
 use crate::loaded::Katalog;
 use crate::model::CrdEntry;
 use crate::yaml::Node;
 
 impl Checker<'_> {
     pub(crate) fn cross_reads(&mut self, entry: &CrdEntry, node: &Node, base: &str, katalog: &Katalog) {
-        for (target, ob) in entry.boxes() {
-            let (box_node, box_path) = match target {
-                None => (node.get("operatorBox"), format!("{base}.operatorBox")),
-                Some(name) => (
-                    node.get("serve")
-                        .and_then(|s| s.get("target"))
-                        .and_then(|t| t.get(name))
-                        .and_then(|t| t.get("operatorBox")),
-                    format!("{base}.serve.target.{name}.operatorBox"),
-                ),
-            };
-            let Some(box_node) = box_node else { continue };
+        for (ob, box_node, box_path) in box_nodes(entry, node, base) {
             let list = box_node.get("observe").and_then(|o| o.get("cross"));
             for (i, read) in ob.observe.iter().flat_map(|o| o.cross.iter()).enumerate() {
                 let path = format!("{box_path}.observe.cross[{i}]");

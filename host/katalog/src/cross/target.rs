@@ -47,7 +47,7 @@ pub(crate) fn resolve(katalog: &mut Katalog) {
         })
         .collect();
     for crd in katalog.crds.values_mut() {
-        for ob in crd.entry.boxes_mut() {
+        for (_, ob) in crd.entry.boxes_mut() {
             for read in ob.observe.iter_mut().flat_map(|o| o.cross.iter_mut()) {
                 if read.crd.is_some() {
                     continue;

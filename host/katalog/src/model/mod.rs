@@ -362,12 +362,13 @@ impl CrdEntry {
         list.iter().filter_map(Value::as_str).collect()
     }
 
-    /// The CRD's own box, then each serve target's own box with the target's name.
+    /// The CRD's own box (no target), then each serve target's own box with the target's
+    /// name; [`box_path`] says where each is written.
     pub fn boxes(&self) -> Vec<(Option<&str>, &OperatorBox)> {
         let targets = match self.serve.as_ref().and_then(|s| s.target.as_ref()) {
             Some(ServeTarget::Entries(targets)) => targets
                 .iter()
-                .filter_map(|(name, t)| t.operator_box.as_ref().map(|ob| (Some(name.as_str()), ob)))
+                .filter_map(|(name, t)| Some((Some(name.as_str()), t.operator_box.as_ref()?)))
                 .collect(),
             _ => Vec::new(),
         };
@@ -375,14 +376,24 @@ impl CrdEntry {
     }
 
     /// The same boxes, to change in place.
-    pub fn boxes_mut(&mut self) -> Vec<&mut OperatorBox> {
+    pub fn boxes_mut(&mut self) -> Vec<(Option<&str>, &mut OperatorBox)> {
         let targets = match self.serve.as_mut().and_then(|s| s.target.as_mut()) {
-            Some(ServeTarget::Entries(targets)) => {
-                targets.values_mut().filter_map(|t| t.operator_box.as_mut()).collect()
-            }
+            Some(ServeTarget::Entries(targets)) => targets
+                .iter_mut()
+                .filter_map(|(name, t)| Some((Some(name.as_str()), t.operator_box.as_mut()?)))
+                .collect(),
             _ => Vec::new(),
         };
-        std::iter::once(&mut self.operator_box).chain(targets).collect()
+        std::iter::once((None, &mut self.operator_box)).chain(targets).collect()
+    }
+}
+
+/// Where a box of [`CrdEntry::boxes`] is written in its CRD's entry: `operatorBox`, or
+/// `serve.target.<target>.operatorBox`.
+pub fn box_path(target: Option<&str>) -> String {
+    match target {
+        None => "operatorBox".to_string(),
+        Some(target) => format!("serve.target.{target}.operatorBox"),
     }
 }
 

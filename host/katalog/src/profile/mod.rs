@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::de::Problem;
 use crate::loaded::Parsed;
-use crate::model::{HookTemplates, OperatorBox, ServeTarget};
+use crate::model::{HookTemplates, OperatorBox, box_path};
 use crate::yaml::Pos;
 pub use registry::Registry;
 
@@ -32,21 +32,13 @@ pub(super) fn apply(parsed: &mut [Parsed], imported: &[Imported], problems: &mut
     reconciler::apply(parsed, &registry, problems);
     for Parsed { node, file } in parsed.iter_mut() {
         for (name, entry) in &mut file.spec.crds {
-            let base = format!("spec.crds.{name}.operatorBox");
             let mut report = |path: String, message: String| {
                 let pos = node.at_path(&path).0.pos;
                 problems.push(Problem { path, pos, message });
             };
-            expand_box(&mut entry.operator_box, &base, &registry, &mut report);
-            let targets = match entry.serve.as_mut().and_then(|s| s.target.as_mut()) {
-                Some(ServeTarget::Entries(targets)) => targets,
-                _ => continue,
-            };
-            for (target, spec) in targets.iter_mut() {
-                if let Some(operator_box) = spec.operator_box.as_mut() {
-                    let base = format!("spec.crds.{name}.serve.target.{target}.operatorBox");
-                    expand_box(operator_box, &base, &registry, &mut report);
-                }
+            for (target, operator_box) in entry.boxes_mut() {
+                let base = format!("spec.crds.{name}.{}", box_path(target));
+                expand_box(operator_box, &base, &registry, &mut report);
             }
         }
     }

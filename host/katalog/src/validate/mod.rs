@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::loaded::{Katalog, Parsed, crd_node};
 use super::model::CrdEntry;
 use super::yaml::{Node, NodeValue, Pos};
-use crate::check::{Checker, Scope, item};
+use crate::check::{Checker, Scope, box_nodes, item};
 use crate::de::Problem;
 pub use orkestra_expr::names::is_dns1123_label;
 use orkestra_expr::template::Functions;
@@ -241,27 +241,12 @@ impl Checker<'_> {
             self.templates(admission, &format!("{base}.admission"), Scope::Outside);
             self.admission_conditions(entry, &format!("{base}.admission"), admission);
         }
-        let box_path = format!("{base}.operatorBox");
-        if let Some(box_node) = node.get("operatorBox") {
-            self.operator_box(&entry.operator_box, box_node, &box_path);
+        // The CRD's box, then each serve target's own.
+        for (operator_box, box_node, box_path) in box_nodes(entry, node, &base) {
+            self.operator_box(operator_box, box_node, &box_path);
         }
         if let Some(serve) = &entry.serve {
             self.serve(name, entry, serve, node.get("serve"), &format!("{base}.serve"), katalog);
-        }
-        // A serve target's own box is checked like the CRD's.
-        for (target, target_box) in entry.boxes().into_iter().skip(1) {
-            let target = target.unwrap_or_default();
-            let box_node = node
-                .get("serve")
-                .and_then(|s| s.get("target"))
-                .and_then(|t| t.get(target));
-            if let Some(box_node) = box_node.and_then(|t| t.get("operatorBox")) {
-                self.operator_box(
-                    target_box,
-                    box_node,
-                    &format!("{base}.serve.target.{target}.operatorBox"),
-                );
-            }
         }
         self.cross_reads(entry, node, &base, katalog);
     }

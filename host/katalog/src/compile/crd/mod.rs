@@ -18,7 +18,7 @@ pub use settings::{Autoscale, Behaviour, Endpoints, RetryPolicy};
 use crate::effective_box::EffectiveBoxes;
 use crate::kinds::RESOURCE_KINDS;
 use crate::loaded::{Katalog, LoadedCrd};
-use crate::model::{DependencyCondition, NoteSpec};
+use crate::model::{DependencyCondition, NoteSpec, box_path};
 use crate::serve::intent::Served;
 
 use orkestra_expr::template::Template;
@@ -37,18 +37,7 @@ struct Origin {
 impl Origin {
     fn of(katalog: &Katalog, crd: &LoadedCrd) -> Self {
         let mut entry = crd.entry.clone();
-        let boxes = std::iter::once(&mut entry.operator_box).chain(
-            entry
-                .serve
-                .iter_mut()
-                .filter_map(|s| match &mut s.target {
-                    Some(crate::model::ServeTarget::Entries(targets)) => Some(targets),
-                    _ => None,
-                })
-                .flat_map(|targets| targets.values_mut())
-                .filter_map(|t| t.operator_box.as_mut()),
-        );
-        for ob in boxes {
+        for (_, ob) in entry.boxes_mut() {
             if let Some(reconcile) = &mut ob.reconcile {
                 reconcile.hooks = None;
                 reconcile.constructor = None;
@@ -225,7 +214,7 @@ impl CompiledCrd {
             let effective = boxes.for_object(
                 &serde_json::json!({"metadata": {"annotations": {orkestra_expr::labels::SERVE_ALIAS: target}}}),
             );
-            let at = format!("serve.target.{target}.operatorBox");
+            let at = box_path(Some(target));
             let compiled_target = CompiledBox::compile(effective.operator_box, &notes.functions, base, &at);
             // The merged box: what the CRD-level part got wrong is reported above already.
             let own = compiled_target.map_err(|errors| {
@@ -256,35 +245,25 @@ impl CompiledCrd {
         };
         // The CRD's own observation, then each serve target's that declares its own (for the
         // CRs of that target, whose effective box has it instead of the CRD's).
-        let mut scopes = vec![(None, entry.operator_box.observe.clone().unwrap_or_default())];
-        if let Some(crate::model::ServeTarget::Entries(entries)) = entry.serve.as_ref().and_then(|s| s.target.as_ref())
-        {
-            for (name, target) in entries {
-                if let Some(observe) = target.operator_box.as_ref().and_then(|b| b.observe.clone()) {
-                    scopes.push((Some(name.as_str()), observe));
-                }
-            }
-        }
+        let scopes: Vec<_> = entry
+            .boxes()
+            .into_iter()
+            .filter_map(|(target, ob)| match (target, &ob.observe) {
+                (None, observe) => Some((None, observe.clone().unwrap_or_default())),
+                (Some(_), observe) => Some((target, observe.clone()?)),
+            })
+            .collect();
         // The kinds every box applies, the CRD's own and each serve target's. Cluster-scoped
         // children cannot carry an owner reference to a namespaced CR.
-        let target_boxes = match entry.serve.as_ref().and_then(|s| s.target.as_ref()) {
-            Some(crate::model::ServeTarget::Entries(entries)) => {
-                entries.values().filter_map(|t| t.operator_box.as_ref()).collect()
-            }
-            _ => Vec::new(),
-        };
         let mut owned_kinds: Vec<(String, String)> = Vec::new();
-        for ob in std::iter::once(&entry.operator_box).chain(target_boxes) {
+        for (_, ob) in entry.boxes() {
             for (api_version, kind, namespaced) in applied_kinds(ob) {
                 if namespaced && !owned_kinds.iter().any(|(a, k)| *a == api_version && *k == kind) {
                     owned_kinds.push((api_version, kind));
                 }
             }
         }
-        let at = |target: Option<&str>| match target {
-            Some(target) => format!("serve.target.{target}.operatorBox.observe"),
-            None => "operatorBox.observe".to_string(),
-        };
+        let at = |target: Option<&str>| format!("{}.observe", box_path(target));
         let watches = gather.each(scopes.iter().flat_map(|(target, observe)| {
             observe.watch.iter().enumerate().map(move |(i, watch)| {
                 CompiledWatch::compile(watch, *target, &notes.functions)
