@@ -169,7 +169,7 @@ fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut N
     };
     if gateway.serve_api_open() {
         // The Serve API creates and deletes the CRs of served CRDs.
-        for crd in compiled.enabled().filter(|c| c.serve.is_some()) {
+        for crd in compiled.served_crds() {
             let scope = match &crd.namespace {
                 Some(ns) if crd.namespaced => Scope::Namespace(ns.clone()),
                 _ => Scope::Cluster,

@@ -191,7 +191,7 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     stage(1, "target resolution");
     let (crd, made) = match intent.get("target").and_then(Value::as_str) {
         Some(target) => {
-            let Some((crd, surface)) = compiled.target(target) else {
+            let Some((crd, served, surface)) = compiled.target(target) else {
                 println!("refused (400): unknown target \"{target}\"");
                 return Ok(ExitCode::FAILURE);
             };
@@ -201,12 +201,11 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
             );
             play_token(args.token.as_deref(), surface);
             stage(3, "CR construction");
-            let served = crd.served().context("a target's CRD is served")?;
             (crd, intent::from_target(served, surface, &intent, "", &|_| None))
         }
         None => {
             let kind = intent.get("kind").and_then(Value::as_str).unwrap_or_default();
-            let Some((crd, served)) = compiled.of_kind(None, kind).and_then(|c| Some((c, c.served()?))) else {
+            let Some((crd, served)) = compiled.served_kind(None, kind) else {
                 println!("refused (400): give a target, or apiVersion and kind of a served CRD");
                 return Ok(ExitCode::FAILURE);
             };

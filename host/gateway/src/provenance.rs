@@ -83,7 +83,7 @@ pub fn serve_api_open(compiled: &Compiled) -> bool {
 /// open (nothing else writes provenance).
 pub fn guarded(compiled: &Compiled) -> impl Iterator<Item = &Arc<CompiledCrd>> {
     let open = serve_api_open(compiled);
-    compiled.enabled().filter(move |crd| open && crd.serve.is_some())
+    compiled.served_crds().filter(move |_| open)
 }
 
 #[derive(Clone)]

@@ -210,8 +210,7 @@ async fn fan_out(
     (status, Json(answer)).into_response()
 }
 
-/// Stages 1 and 3-4: the CRD and surface, the CR, its provenance.
-/// The CR and the CRD it is of.
+/// Stages 1 and 3-4: the CRD and surface, the CR, its provenance; the CRD with the CR.
 async fn make(
     shared: &Shared,
     caller: &Caller,
@@ -233,7 +232,7 @@ async fn make(
         let Some(name) = target.as_str() else {
             return Err(Box::new(failure(StatusCode::BAD_REQUEST, "target is a name")));
         };
-        let Some((crd, surface)) = shared.compiled.target(name) else {
+        let Some((crd, served, surface)) = shared.compiled.target(name) else {
             let message = format!(
                 "unknown target \"{name}\" — available: {}",
                 available(shared).join(", ")
@@ -246,9 +245,6 @@ async fn make(
             .await
             .unwrap_or(Value::Null);
         let types = |path: &[String]| orkestra_katalog::serve::schema::type_at(&schema, path);
-        let served = crd
-            .served()
-            .ok_or_else(|| Box::new(failure(StatusCode::BAD_REQUEST, "not served")))?;
         let made = intent::from_target(served, surface, body, source, &types).map_err(refused)?;
         return Ok((crd.clone(), made));
     }
@@ -259,11 +255,7 @@ async fn make(
         let message = "give a target (target mode), or apiVersion and kind (a whole CR)";
         return Err(Box::new(failure(StatusCode::BAD_REQUEST, message)));
     };
-    let Some((crd, served)) = shared
-        .compiled
-        .of_kind(None, kind)
-        .and_then(|crd| Some((crd, crd.served()?)))
-    else {
+    let Some((crd, served)) = shared.compiled.served_kind(None, kind) else {
         let message = format!("kind {kind} ({api_version}) is not served");
         return Err(Box::new(failure(StatusCode::BAD_REQUEST, message)));
     };

@@ -35,7 +35,7 @@ impl Cache {
     pub fn start(client: &kube::Client, compiled: &Compiled) -> Arc<Self> {
         let mut watched = BTreeMap::new();
         let mut tasks = Vec::new();
-        for crd in compiled.enabled().filter(|c| c.serve.is_some()) {
+        for crd in compiled.served_crds() {
             let gvk = GroupVersionKind::gvk(&crd.group, &crd.version, &crd.kind);
             let resource = ApiResource::from_gvk_with_plural(&gvk, &crd.plural);
             let namespace = crd.namespace.as_deref().filter(|_| crd.namespaced);

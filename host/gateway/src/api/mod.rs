@@ -292,8 +292,7 @@ pub(crate) fn from_kube(error: kube::Error, doing: &str) -> Response {
 /// The CRD of a `{kind}` in a path: its kind (any case) or its plural.
 pub(crate) fn crd_of_kind<'c>(compiled: &'c Compiled, kind: &str) -> Option<&'c Arc<CompiledCrd>> {
     compiled
-        .enabled()
-        .filter(|crd| crd.serve.is_some())
+        .served_crds()
         .find(|crd| crd.kind.eq_ignore_ascii_case(kind) || crd.plural == kind)
 }
 

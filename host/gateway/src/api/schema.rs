@@ -105,7 +105,7 @@ pub async fn schema(
     let Some(target) = query.target else {
         return catalog(&shared, &token, query.limit, query.offset);
     };
-    let Some((crd, surface)) = shared.compiled.target(&target) else {
+    let Some((crd, _, surface)) = shared.compiled.target(&target) else {
         return failure(StatusCode::NOT_FOUND, format!("unknown target \"{target}\""));
     };
     if let Err(why) = permits(surface, &token, Class::Schema, Verb::Get, None) {
@@ -173,11 +173,7 @@ pub async fn raw_schema(
         Ok(query) => query,
         Err(response) => return *response,
     };
-    let Some(crd) = shared
-        .compiled
-        .of_kind(query.api_version.as_deref(), &query.kind)
-        .filter(|crd| crd.serve.is_some())
-    else {
+    let Some((crd, _)) = shared.compiled.served_kind(query.api_version.as_deref(), &query.kind) else {
         return failure(StatusCode::NOT_FOUND, format!("kind {} is not served", query.kind));
     };
     let Some(serve) = crd.serve.as_deref() else {

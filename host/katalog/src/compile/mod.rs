@@ -32,6 +32,7 @@ pub use crate::gather::Error;
 use crate::gather::{Gather, conditions, template, tree};
 use crate::loaded::Katalog;
 use crate::model::NoteSpec;
+use crate::serve::intent::Served;
 use orkestra_expr::template::{Functions, Template};
 
 /// Concurrent reconciles per CRD when the Katalog does not say (controller-runtime's
@@ -88,17 +89,27 @@ impl Compiled {
 }
 
 impl Compiled {
-    /// The CRD and surface a Serve API target name reaches, among the enabled CRDs.
-    pub fn target(&self, name: &str) -> Option<(&Arc<CompiledCrd>, &Surface)> {
-        self.enabled()
-            .filter_map(|crd| crd.serve.as_ref().map(|serve| (crd, serve)))
-            .find_map(|(crd, serve)| serve.surface(name).map(|surface| (crd, surface)))
+    /// The enabled CRDs the Serve API serves.
+    pub fn served_crds(&self) -> impl Iterator<Item = &Arc<CompiledCrd>> {
+        self.enabled().filter(|crd| crd.serve.is_some())
     }
 
-    /// The enabled CRD of a kind (any case) and, when given, an apiVersion.
-    pub fn of_kind(&self, api_version: Option<&str>, kind: &str) -> Option<&Arc<CompiledCrd>> {
-        self.enabled()
-            .find(|crd| crd.kind.eq_ignore_ascii_case(kind) && api_version.is_none_or(|v| v == crd.api_version()))
+    /// The served CRD a Serve API target name reaches, what a CR of it is made from, and the
+    /// surface.
+    pub fn target(&self, name: &str) -> Option<(&Arc<CompiledCrd>, Served<'_>, &Surface)> {
+        self.served_crds().find_map(|crd| {
+            let surface = crd.serve.as_ref()?.surface(name)?;
+            Some((crd, crd.served()?, surface))
+        })
+    }
+
+    /// The served CRD of a kind (any case) and, when given, an apiVersion, and what a CR of
+    /// it is made from.
+    pub fn served_kind(&self, api_version: Option<&str>, kind: &str) -> Option<(&Arc<CompiledCrd>, Served<'_>)> {
+        self.served_crds()
+            .filter(|crd| crd.kind.eq_ignore_ascii_case(kind))
+            .filter_map(|crd| Some((crd, crd.served()?)))
+            .find(|(_, served)| api_version.is_none_or(|v| v == served.api_version))
     }
 }
 
