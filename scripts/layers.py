@@ -75,12 +75,12 @@ def module_edges(src_dir):
             for group in re.findall(r"\bcrate::\{([^}]*)\}", code):
                 used |= {item.strip().split("::")[0] for item in group.split(",")}
             modules = set()
-            for name in used:
-                if name and name[0].islower() and name not in named:
-                    modules.add(name)
-                elif name in named:
-                    modules.add(named[name])
-                elif name and name[0].isupper() and glob:
+            for item in used:
+                if item in named:
+                    modules.add(named[item])
+                elif item[:1].islower():
+                    modules.add(item)
+                elif item[:1].isupper() and glob:
                     modules.add(glob)
             edges[top] = edges.get(top, set()) | {m for m in modules if m != top}
     return edges
