@@ -305,34 +305,33 @@ async fn readiness(watching: &kube::Client, namespace: &str, n: usize, started: 
     (first.unwrap_or_default(), started.elapsed())
 }
 
-/// The requests `who` made in `[from, to)`, from the audit log, by "verb resource".
-fn requests(log: &Path, who: &str, from: jiff::Timestamp, to: jiff::Timestamp) -> BTreeMap<String, u64> {
+/// The requests `who` made, from the audit log: when each was received, and its "verb
+/// resource". The log holds one event per request, written when its response is complete (a
+/// watch when it ends), so it is read after the contender has exited.
+fn requests(log: &Path, who: &str) -> Vec<(jiff::Timestamp, String)> {
     let agent = agent(who);
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut seen = std::collections::HashSet::new();
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["userAgent"].as_str() == Some(agent.as_str()))
+        .filter_map(|event| {
+            let at = event["requestReceivedTimestamp"].as_str()?.parse().ok()?;
+            let object = &event["objectRef"];
+            let mut resource = object["resource"].as_str().unwrap_or("-").to_string();
+            if let Some(sub) = object["subresource"].as_str() {
+                resource = format!("{resource}/{sub}");
+            }
+            let verb = event["verb"].as_str().unwrap_or_default().to_uppercase();
+            Some((at, format!("{verb} {resource}")))
+        })
+        .collect()
+}
+
+/// Of `requests`, those received in `[from, to)`, counted by "verb resource".
+fn within(requests: &[(jiff::Timestamp, String)], from: jiff::Timestamp, to: jiff::Timestamp) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
-    for line in text.lines() {
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        if event["userAgent"].as_str() != Some(agent.as_str()) {
-            continue;
-        }
-        // A watch is logged when it starts and when it ends: count the request once.
-        if !seen.insert(event["auditID"].as_str().unwrap_or_default().to_string()) {
-            continue;
-        }
-        let at: Option<jiff::Timestamp> = event["requestReceivedTimestamp"].as_str().and_then(|t| t.parse().ok());
-        if !at.is_some_and(|at| at >= from && at < to) {
-            continue;
-        }
-        let object = &event["objectRef"];
-        let mut resource = object["resource"].as_str().unwrap_or("-").to_string();
-        if let Some(sub) = object["subresource"].as_str() {
-            resource = format!("{resource}/{sub}");
-        }
-        let verb = event["verb"].as_str().unwrap_or_default().to_uppercase();
-        *counts.entry(format!("{verb} {resource}")).or_insert(0) += 1;
+    for (_, request) in requests.iter().filter(|(at, _)| *at >= from && *at < to) {
+        *counts.entry(request.clone()).or_insert(0) += 1;
     }
     counts
 }
@@ -401,6 +400,7 @@ async fn compare() {
                 .unwrap_or(0.0);
             // The audit log is written in batches of at most a second.
             tokio::time::sleep(Duration::from_secs(3)).await;
+            let sent = requests(&log, which);
             table.push((
                 n,
                 Run {
@@ -408,8 +408,8 @@ async fn compare() {
                     first_ready,
                     all_ready,
                     rss_mb: rss_kib / 1024.0,
-                    converge: requests(&log, which, from, ready_at),
-                    steady: requests(&log, which, ready_at, steady_end),
+                    converge: within(&sent, from, ready_at),
+                    steady: within(&sent, ready_at, steady_end),
                 },
             ));
         }
