@@ -48,6 +48,56 @@ fn up_serves_kubectl_and_sigterm_leaves_no_process() {
 }
 
 #[test]
+fn up_with_audit_logs_each_request_with_its_user_agent() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("cp");
+    let dir_text = dir.to_str().expect("utf-8 path");
+    let mut ork = Ork::spawn(
+        &[
+            "control-plane",
+            "up",
+            "--audit",
+            "--no-controller-manager",
+            "--dir",
+            dir_text,
+        ],
+        &[],
+    );
+    ork.wait_for("control plane ready", READY);
+    let log = dir.join("logs/audit.log");
+    let said = ork.wait_for("audit log:", Duration::from_secs(5));
+    assert!(said.contains(&log.display().to_string()), "{said}");
+
+    kubectl_with(&dir.join("kubeconfig"), &["get", "ns", "-o", "name"]).unwrap();
+    // Written in batches of at most a second.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let listed = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let found = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .find(|event| {
+                event["verb"] == "list"
+                    && event["objectRef"]["resource"] == "namespaces"
+                    && event["userAgent"].as_str().is_some_and(|a| a.starts_with("kubectl/"))
+            });
+        match found {
+            Some(event) => break event,
+            None if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(250)),
+            None => panic!("no list of namespaces by kubectl in {}:\n{text}", log.display()),
+        }
+    };
+    assert_eq!(listed["stage"], "ResponseComplete", "{listed}");
+    assert!(
+        listed.get("requestObject").is_none(),
+        "metadata only, no bodies: {listed}"
+    );
+
+    let status = ork.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
+    assert!(status.success(), "ork exits 0 on SIGTERM: {status}");
+}
+
+#[test]
 fn two_instances_run_side_by_side_and_sigkill_of_one_leaves_no_orphan() {
     let temp = tempfile::tempdir().unwrap();
     let (dir_a, dir_b) = (temp.path().join("a"), temp.path().join("b"));
