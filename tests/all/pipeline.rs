@@ -17,6 +17,7 @@ use orkestra::outcome::health::State;
 use orkestra::pipeline::mux::{Action, Form, MuxReconciler, Reconciled, Reconciler, Request};
 use orkestra::runtime::{CrdHandle, Runtime};
 use orkestra_expr::sentinel;
+use orkestra_test_support::requests::{Tally, counting_client};
 use orkestra_test_support::{TestNamespace, eventually, namespace};
 use serde_json::{Value, json};
 
@@ -121,6 +122,24 @@ impl Harness {
         recorders: &[(&str, Arc<Recorder>)],
         install: bool,
     ) -> Self {
+        Self::launch(prefix, sections, crds, recorders, install, None).await
+    }
+
+    /// [`Harness::start`] (CRDs installed, no recorders) with a runtime whose every request
+    /// is in the tally returned.
+    pub(crate) async fn start_counted(prefix: &str, crds: &str) -> (Self, Arc<Tally>) {
+        let (client, tally) = counting_client().await.unwrap();
+        (Self::launch(prefix, "", crds, &[], true, Some(client)).await, tally)
+    }
+
+    async fn launch(
+        prefix: &str,
+        sections: &str,
+        crds: &str,
+        recorders: &[(&str, Arc<Recorder>)],
+        install: bool,
+        runtime_client: Option<kube::Client>,
+    ) -> Self {
         let ns = namespace(prefix).await.unwrap();
         let group = format!("{}.pipeline.orkestra.io", ns.name);
         let text = format!(
@@ -134,7 +153,8 @@ impl Harness {
                 .unwrap();
         }
         // The event log too: the Live API tests read it.
-        let mut runtime = Runtime::new(ns.client.clone(), &katalog).unwrap().with_event_log();
+        let runtime_client = runtime_client.unwrap_or_else(|| ns.client.clone());
+        let mut runtime = Runtime::new(runtime_client, &katalog).unwrap().with_event_log();
         for (crd, recorder) in recorders {
             runtime = runtime
                 .with_reconciler(crd, MuxReconciler::new(recorder.clone()))

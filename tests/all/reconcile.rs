@@ -143,6 +143,63 @@ async fn an_object_we_did_not_create_is_never_touched_and_the_cr_says_why() {
 }
 
 #[tokio::test]
+async fn a_new_child_costs_one_write_and_no_read_while_a_name_taken_by_another_is_read_and_left_alone() {
+    let (h, tally) = Harness::start_counted("no-read", &crd("app", "App", BOX)).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let theirs: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "taken-kept"}, "data": {"x": "theirs"}})).unwrap();
+    configmaps.create(&PostParams::default(), &theirs).await.unwrap();
+    // Until the watch of ConfigMaps has listed, a child it does not hold is read first.
+    eventually("the children's watch listed", WAIT, || async {
+        h.handle("app").children.holds_all("v1", "ConfigMap").then_some(())
+    })
+    .await
+    .unwrap();
+    let fresh = ["a", "b", "c"];
+    for name in fresh.iter().chain(&["taken"]) {
+        h.create("App", name, json!({"x": "1", "exposed": false})).await;
+    }
+    for name in fresh {
+        eventually("Ready", WAIT, || async {
+            let app = h.api("App").get(name).await.ok()?;
+            (app.data["status"]["conditions"][0]["status"] == "True").then_some(())
+        })
+        .await
+        .unwrap();
+    }
+    assert_eq!(not_ready(&h, "taken").await["reason"], "NotOwned");
+
+    let (get, patch) = (http::Method::GET, http::Method::PATCH);
+    for name in fresh {
+        for child in [format!("/configmaps/{name}-once"), format!("/configmaps/{name}-kept")] {
+            assert_eq!(tally.count(&get, &child), 0, "no read before creating {child}");
+            assert_eq!(tally.count(&patch, &child), 1, "one apply made {child}");
+        }
+    }
+    assert_eq!(tally.count(&get, "/configmaps/taken-once"), 0);
+    assert!(
+        tally.count(&get, "/configmaps/taken-kept") >= 1,
+        "a name someone else holds is read, to say whose it is"
+    );
+    let kept = configmaps.get("taken-kept").await.unwrap();
+    assert_eq!(kept.data.unwrap()["x"], "theirs");
+    assert!(kept.metadata.owner_references.is_none(), "not adopted");
+    assert!(kept.metadata.labels.is_none(), "not labelled");
+    let managers: Vec<_> = kept
+        .metadata
+        .managed_fields
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.manager)
+        .collect();
+    assert!(
+        managers.iter().all(|m| !m.starts_with("orkestra")),
+        "no field of it is ours: {managers:?}"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn a_steady_state_resync_writes_nothing() {
     let h = Harness::start("steady", &crd("app", "App", BOX), &[], true).await;
     h.create("App", "c", json!({"x": "1", "exposed": true})).await;

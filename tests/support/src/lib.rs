@@ -15,6 +15,7 @@ pub mod logs;
 pub mod oidc;
 pub mod proxy;
 pub mod registry;
+pub mod requests;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};

@@ -39,6 +39,10 @@ pub struct Mode<'a> {
     pub scaled: bool,
 }
 
+/// A resourceVersion no stored object has: etcd counts revisions from 1 and every write
+/// moves the count on before it stores, so what is stored is at 2 or later.
+const NEVER_STORED: &str = "1";
+
 /// What [`Applier::delete_child`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Deletion {
@@ -146,7 +150,21 @@ impl Applier {
         };
         // Its writes are announced under this name, so their echoes re-enqueue nobody.
         let own_key = Children::own_key(&watched.0, &watched.1, &key);
-        if let Some(mut live) = self.live(&api, &watched, &key, &name).await? {
+        let live = match self.children.get(&watched.0, &watched.1, &key) {
+            Some(seen) => Some(Value::clone(&seen)),
+            // Once the watch of its kind has listed, it holds every child that is provably
+            // ours, so one it does not hold most often does not exist yet: it is created at
+            // once, with no read before. One that does exist refuses the create and is read,
+            // to be judged as any other.
+            None if self.children.holds_all(&watched.0, &watched.1) => {
+                match self.create(&api, &name, &own_key, &object, mode).await? {
+                    Some(created) => return Ok((created, true)),
+                    None => self.fetch(&api, &kind, &name).await?,
+                }
+            }
+            None => self.fetch(&api, &kind, &name).await?,
+        };
+        if let Some(mut live) = live {
             let legacy = match ownership::claim(&live, &owner) {
                 Claim::Ours => false,
                 Claim::Legacy => true,
@@ -201,6 +219,23 @@ impl Applier {
                 tracing::info!(%kind, %name, expired, "replacing the child");
             }
         }
+        let applied = self.write(&api, &name, &own_key, object, mode).await.map_err(failed)?;
+        Ok((
+            to_value(&applied).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?,
+            true,
+        ))
+    }
+
+    /// Server-side applies `object` as `mode` says, counted as a write; a rotated object is
+    /// stamped with the time it was made.
+    async fn write(
+        &self,
+        api: &Objects<DynamicObject>,
+        name: &str,
+        own_key: &str,
+        mut object: Value,
+        mode: Mode<'_>,
+    ) -> Result<DynamicObject, kube::Error> {
         if matches!(mode.replace, Replace::After(_)) {
             let now = orkestra_expr::calendar::rfc3339(jiff::Timestamp::now());
             object["metadata"]["annotations"][GENERATED_AT] = json!(now);
@@ -208,16 +243,38 @@ impl Applier {
         let params = PatchParams::apply(mode.manager);
         let params = if mode.force { params.force() } else { params };
         self.counters.wrote();
-        let applied = self
-            .children
+        self.children
             .own_writes()
-            .write(&own_key, api.patch(&name, &params, &Patch::Apply(&object)))
+            .write(own_key, api.patch(name, &params, &Patch::Apply(&object)))
             .await
-            .map_err(failed)?;
-        Ok((
-            to_value(&applied).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?,
-            true,
-        ))
+    }
+
+    /// Creates `object` by a server-side apply that cannot change an existing object: it
+    /// carries a resourceVersion no stored object has, which the API server ignores on a
+    /// create and checks, as a precondition, on an update. So the object comes out as this
+    /// apply made it, under the apply's field manager, or the API server answers with a
+    /// conflict and nothing is written. `None` for the conflict: an object of that name
+    /// exists (someone else's, or ours that the watch has not shown yet).
+    async fn create(
+        &self,
+        api: &Objects<DynamicObject>,
+        name: &str,
+        own_key: &str,
+        object: &Value,
+        mode: Mode<'_>,
+    ) -> Result<Option<Value>, ReconcileError> {
+        let mut object = object.clone();
+        object["metadata"]["resourceVersion"] = json!(NEVER_STORED);
+        match self.write(api, name, own_key, object, mode).await {
+            Ok(created) => Ok(Some(
+                to_value(&created).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?,
+            )),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(None),
+            // Some API servers (Services before Kubernetes 1.23) refuse any resourceVersion
+            // on a create: then the object is read first, as for an existing one.
+            Err(kube::Error::Api(status)) if status.message.contains("resourceVersion") => Ok(None),
+            Err(error) => Err(ReconcileError::api(Reason::ApplyFailed, name, error)),
+        }
     }
 
     /// A merge patch of `name`, counted as a write; the object as stored afterwards.
@@ -291,26 +348,19 @@ impl Applier {
             .get(&text(&object["apiVersion"]), &text(&object["kind"]), &key)
     }
 
-    /// The object as the owned-kind watch holds it, else as the API server has it.
-    async fn live(
+    /// The object named `name` as the API server has it.
+    async fn fetch(
         &self,
         api: &Objects<DynamicObject>,
-        watched: &(String, String),
-        key: &str,
+        kind: &str,
         name: &str,
     ) -> Result<Option<Value>, ReconcileError> {
-        if let Some(seen) = self.children.get(&watched.0, &watched.1, key) {
-            return Ok(Some(Value::clone(&seen)));
-        }
-        let context = || format!("{} {name}", watched.1);
         match api.get_opt(name).await {
-            Ok(Some(found)) => {
-                Ok(Some(to_value(&found).map_err(|e| {
-                    ReconcileError::new(Reason::ApplyFailed, format!("{}: {e}", context()))
-                })?))
-            }
-            Ok(None) => Ok(None),
-            Err(e) => Err(ReconcileError::api(Reason::ApplyFailed, context(), e)),
+            Ok(found) => found
+                .map(|found| to_value(&found))
+                .transpose()
+                .map_err(|e| ReconcileError::new(Reason::ApplyFailed, format!("{kind} {name}: {e}"))),
+            Err(e) => Err(ReconcileError::api(Reason::ApplyFailed, format!("{kind} {name}"), e)),
         }
     }
 

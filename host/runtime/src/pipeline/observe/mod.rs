@@ -82,9 +82,21 @@ pub struct Cache {
     /// Complete lists the watch made: the first, and one per relist (an expired
     /// resourceVersion, a restarted API server).
     lists: Arc<std::sync::atomic::AtomicU64>,
+    /// The first list has been stored whole: from then on, what is not here was not there.
+    listed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Cache {
+    /// The first complete list is stored.
+    pub fn listed(&self) {
+        self.listed.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether it holds a complete list yet.
+    pub fn is_listed(&self) -> bool {
+        self.listed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// A complete list began.
     pub fn listing(&self) {
         self.lists.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -180,8 +192,9 @@ where
 }
 
 /// The children of one CRD as its owned-kind watches see them, by (apiVersion, kind): what
-/// the applier compares against instead of asking the API server. Only a hit is trusted; an
-/// object not here may still exist (someone else's, or not seen yet), so a miss is asked for.
+/// the applier compares against instead of asking the API server. A hit is trusted; an object
+/// not here may still exist (someone else's, or not seen yet), so a miss is never taken as
+/// proof of absence.
 #[derive(Clone, Default)]
 pub struct Children {
     kinds: Arc<RwLock<HashMap<(String, String), Cache>>>,
@@ -214,6 +227,15 @@ impl Children {
     pub fn get(&self, api_version: &str, kind: &str, key: &str) -> Option<Arc<Value>> {
         let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         kinds.get(&(api_version.to_string(), kind.to_string()))?.get(key)
+    }
+
+    /// Whether the watch of `api_version` `kind` runs and has listed what it watches: a
+    /// child of that kind that is provably ours is then here, or does not exist yet.
+    pub fn holds_all(&self, api_version: &str, kind: &str) -> bool {
+        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kinds
+            .get(&(api_version.to_string(), kind.to_string()))
+            .is_some_and(Cache::is_listed)
     }
 
     /// Every seen child of any kind whose owner UID label is `uid`.

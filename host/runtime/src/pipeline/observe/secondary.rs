@@ -107,6 +107,7 @@ async fn changes(
                 }
             }
             Ok(Event::InitDone) => {
+                seen.listed();
                 let Some(listed) = relisting.take() else { continue };
                 for key in seen.keys().into_iter().filter(|k| !listed.contains(k)) {
                     if let Some(gone) = seen.remove(&key) {
