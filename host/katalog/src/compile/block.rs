@@ -116,6 +116,22 @@ pub struct ProfileChoice {
 }
 
 impl Entry {
+    /// Whether a child of this entry may be one no owner reference collects with its CR:
+    /// cluster-scoped, of a kind whose scope only discovery knows (`custom`), in a namespace
+    /// the entry names (other than the CR's own), or copied to others (`toNamespaces`).
+    pub fn may_outlive_its_owner(&self) -> bool {
+        let own_namespace = |namespace: &orkestra_expr::template::Template| {
+            namespace.source().split_whitespace().collect::<String>() == "{{.metadata.namespace}}"
+        };
+        !self.kind.namespaced
+            || self.kind.key == "custom"
+            || self.fields.contains_key("toNamespaces")
+            || self
+                .namespace
+                .as_ref()
+                .is_some_and(|namespace| !own_namespace(namespace))
+    }
+
     /// Puts the preset each templated profile names (rendered in `fields`) in its place.
     pub fn choose_profiles(
         &self,
@@ -218,6 +234,11 @@ pub struct Block {
 const ORDERED_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl Block {
+    /// Whether a child of this block may outlive its CR (see [`Entry::may_outlive_its_owner`]).
+    pub fn may_outlive_its_owner(&self) -> bool {
+        self.entries.iter().any(Entry::may_outlive_its_owner) || self.groups.iter().any(Block::may_outlive_its_owner)
+    }
+
     /// Compiles the block the Katalog declares at `at`; `drift` is true for onReconcile
     /// (every entry drift-corrects). Every entry's error is reported.
     pub fn compile(

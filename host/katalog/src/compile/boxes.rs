@@ -119,6 +119,17 @@ pub struct CompiledBox {
 }
 
 impl CompiledBox {
+    /// Whether deleting a CR of this box leaves work the garbage collector cannot do: an
+    /// onDelete block, a component (its on-delete hook), or a child that may outlive its CR.
+    pub fn cleans_up_on_deletion(&self) -> bool {
+        self.on_delete.is_some()
+            || self.component.is_some()
+            || [&self.on_create, &self.on_reconcile]
+                .into_iter()
+                .flatten()
+                .any(Block::may_outlive_its_owner)
+    }
+
     /// Compiles `ob`, declared at `at` in its CRD's entry; component paths resolve against
     /// `base`. Error paths are relative to the box; every part's errors are reported.
     pub(super) fn compile(ob: &OperatorBox, functions: &Functions, base: &Path, at: &str) -> Result<Self, Vec<Error>> {

@@ -88,8 +88,12 @@ pub struct CompiledCrd {
     pub notes: Arc<Vec<Template>>,
     /// The Katalog's name, written on each CR as `managed-by`.
     pub katalog: String,
-    /// Finalizers this runtime puts on each CR (the cleanup finalizer first).
+    /// Finalizers this runtime puts on a CR that needs them (the cleanup finalizer first;
+    /// see [`CompiledCrd::holds_deletion`]).
     pub finalizers: Vec<String>,
+    /// The Katalog names finalizers (the CRD's or its own, even the cleanup one): every CR
+    /// gets [`CompiledCrd::finalizers`].
+    pub finalizers_declared: bool,
     /// `runtime.removeFinalizers`: strip them instead (testing).
     pub remove_finalizers: bool,
     /// `runtime.ignoreStatusPatch`: the runtime writes no status on its CRs.
@@ -190,6 +194,16 @@ impl CompiledCrd {
             notes: &self.notes,
             serve: self.serve.as_deref()?,
         })
+    }
+
+    /// Whether a CR run by `compiled` carries [`CompiledCrd::finalizers`], so that its
+    /// deletion waits for this runtime: the Katalog declares finalizers of its own, or the
+    /// deletion has work owner references cannot do (the box cleans up, or the CR is
+    /// cluster-scoped and no namespaced child can name it as its controller). Otherwise the
+    /// garbage collector takes its children, and a CR without our finalizer costs no write
+    /// to mark and none to release.
+    pub fn holds_deletion(&self, compiled: &CompiledBox) -> bool {
+        self.finalizers_declared || !self.namespaced || compiled.cleans_up_on_deletion()
     }
 
     /// The CRD's name in the cluster, `plural.group`.
@@ -423,6 +437,7 @@ impl CompiledCrd {
             owned_kinds,
             notes: notes.templates.clone(),
             katalog: katalog.name.clone(),
+            finalizers_declared: !runtime.finalizers.is_empty() || !katalog.finalizers.is_empty(),
             finalizers,
             remove_finalizers: runtime.remove_finalizers,
             ignore_status_patch: runtime.ignore_status_patch,

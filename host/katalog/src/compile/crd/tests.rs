@@ -88,3 +88,64 @@ fn what_only_the_compile_pass_finds_is_located_in_the_file() {
         "{status}"
     );
 }
+
+#[test]
+fn only_a_cr_whose_deletion_has_work_the_garbage_collector_cannot_do_holds_it() {
+    let holds = |reconcile: &str| {
+        let web = katalog(reconcile).crds["web"].clone();
+        web.holds_deletion(web.crd_box())
+    };
+    let in_place = "          onReconcile:\n            configMaps: [{data: {a: b}}]\n";
+    assert!(!holds(in_place), "owner references collect a ConfigMap beside its CR");
+    assert!(!holds(
+        "          onReconcile:\n            configMaps: [{namespace: '{{.metadata.namespace}}', data: {a: b}}]\n"
+    ));
+    for (why, reconcile) in [
+        (
+            "another namespace",
+            "          onReconcile:\n            configMaps: [{namespace: shared, data: {a: b}}]\n",
+        ),
+        (
+            "copies",
+            "          onReconcile:\n            configMaps: [{toNamespaces: [a, b], data: {a: b}}]\n",
+        ),
+        (
+            "cluster-scoped",
+            "          onCreate:\n            clusterRoles: [{rules: []}]\n",
+        ),
+        (
+            "a custom kind",
+            "          onReconcile:\n            custom: [{apiVersion: x.io/v1, kind: Thing}]\n",
+        ),
+        (
+            "onDelete",
+            &format!("{in_place}          onDelete:\n            jobs: [{{image: busybox}}]\n"),
+        ),
+        (
+            "a component",
+            &format!("{in_place}          hooks: {{component: a.wasm}}\n"),
+        ),
+    ] {
+        assert!(holds(reconcile), "{why}");
+    }
+    let declared = crate::load::load_sources(&[(
+        "k.yaml".into(),
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  finalizers: [example.io/audit]\n  crds:\n    web:\n      apiTypes: {group: a.io, version: v1, kind: Web}\n      operatorBox: {}\n".into(),
+    )])
+    .unwrap();
+    let web = &declared.crds["web"];
+    assert!(
+        web.holds_deletion(web.crd_box()),
+        "declared finalizers are put in place"
+    );
+    let asked = crate::load::load_sources(&[(
+        "k.yaml".into(),
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {group: a.io, version: v1, kind: Web}\n      operatorBox:\n        runtime: {finalizers: [orkestra.orkspace.io/cleanup]}\n".into(),
+    )])
+    .unwrap();
+    let web = &asked.crds["web"];
+    assert!(
+        web.holds_deletion(web.crd_box()),
+        "naming the cleanup finalizer asks for it"
+    );
+}

@@ -33,9 +33,15 @@ pub fn finalizers(object: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The merge patch that brings a CR's metadata in line, if any is needed.
+/// The merge patch that brings a CR's metadata in line, if it needs one. It needs one for
+/// our finalizers, when `holds` (the CR's deletion waits for this runtime, see
+/// [`CompiledCrd::holds_deletion`]) and they are not all there, or their removal with
+/// `removeFinalizers`; and for the CRD's `labels` that differ. The managed label and the
+/// write-once managed-by / managed-since annotations ride along with such a patch, never
+/// cause one: marking a CR costs no write of its own.
 pub fn bookkeeping_patch(
     crd: &CompiledCrd,
+    holds: bool,
     object: &Value,
     resolver: &Resolver<'_, '_>,
     now: jiff::Timestamp,
@@ -49,32 +55,32 @@ pub fn bookkeeping_patch(
             .filter(|f| !crd.finalizers.contains(f))
             .cloned()
             .collect()
-    } else {
+    } else if holds {
         let mut list = current.clone();
         list.extend(crd.finalizers.iter().filter(|f| !current.contains(f)).cloned());
         list
+    } else {
+        current.clone()
     };
     if wanted != current {
         patch.insert("finalizers".into(), json!(wanted));
     }
     let mut labels = Map::new();
-    let mut want = vec![(MANAGED_LABEL.to_string(), "true".to_string())];
     for (key, template) in &crd.labels {
-        want.push((
-            key.clone(),
-            resolver
-                .render(template)
-                .map_err(|e| format!("labels.{key}: {}", e.message))?,
-        ));
-    }
-    for (key, value) in want {
+        let value = resolver
+            .render(template)
+            .map_err(|e| format!("labels.{key}: {}", e.message))?;
         if meta["labels"][key.as_str()].as_str() != Some(value.as_str()) {
-            labels.insert(key, json!(value));
+            labels.insert(key.clone(), json!(value));
         }
     }
-    if !labels.is_empty() {
-        patch.insert("labels".into(), Value::Object(labels));
+    if patch.is_empty() && labels.is_empty() {
+        return Ok(None);
     }
+    if meta["labels"][MANAGED_LABEL].as_str() != Some("true") {
+        labels.insert(MANAGED_LABEL.into(), json!("true"));
+    }
+    patch.insert("labels".into(), Value::Object(labels));
     let mut annotations = Map::new();
     if !crd.katalog.is_empty() && meta["annotations"][MANAGED_BY].is_null() {
         annotations.insert(MANAGED_BY.into(), json!(crd.katalog));
@@ -85,7 +91,7 @@ pub fn bookkeeping_patch(
     if !annotations.is_empty() {
         patch.insert("annotations".into(), Value::Object(annotations));
     }
-    Ok((!patch.is_empty()).then(|| json!({"metadata": patch})))
+    Ok(Some(json!({"metadata": patch})))
 }
 
 #[cfg(test)]
@@ -98,7 +104,7 @@ mod tests {
         let crd = compile_for_test("        runtime:\n          finalizers: [example.io/audit]\n");
         let object = json!({"metadata": {"name": "a", "finalizers": ["someone.else/keep"]}});
         let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
-        let patch = bookkeeping_patch(&crd, &object, &Resolver::new(&object, &[]), now)
+        let patch = bookkeeping_patch(&crd, true, &object, &Resolver::new(&object, &[]), now)
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -113,9 +119,34 @@ mod tests {
         applied["metadata"]["labels"] = patch["metadata"]["labels"].clone();
         applied["metadata"]["annotations"] = patch["metadata"]["annotations"].clone();
         assert_eq!(
-            bookkeeping_patch(&crd, &applied, &Resolver::new(&applied, &[]), now).unwrap(),
+            bookkeeping_patch(&crd, true, &applied, &Resolver::new(&applied, &[]), now).unwrap(),
             None,
             "a steady state needs no patch"
+        );
+    }
+
+    #[test]
+    fn a_cr_whose_deletion_needs_nothing_of_us_is_not_written_just_to_be_marked() {
+        let crd =
+            compile_for_test("        reconcile:\n          onReconcile:\n            configMaps: [{data: {a: b}}]\n");
+        let object = json!({"metadata": {"name": "a"}});
+        let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let resolver = Resolver::new(&object, &[]);
+        assert_eq!(bookkeeping_patch(&crd, false, &object, &resolver, now).unwrap(), None);
+        // The CRD entry's own `labels`, after an empty box.
+        let labelled = compile_for_test("        {}\n      labels:\n        team: '{{ .metadata.name }}'\n");
+        let patch = bookkeeping_patch(&labelled, false, &object, &resolver, now)
+            .unwrap()
+            .expect("a declared label is a reason to write");
+        assert_eq!(patch["metadata"]["labels"]["team"], "a");
+        assert_eq!(
+            patch["metadata"]["labels"][MANAGED_LABEL], "true",
+            "the mark rides along"
+        );
+        assert_eq!(patch["metadata"]["annotations"][MANAGED_SINCE], "2026-01-01T00:00:00Z");
+        assert!(
+            patch["metadata"]["finalizers"].is_null(),
+            "no finalizer it does not need"
         );
     }
 

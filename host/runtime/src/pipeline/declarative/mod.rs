@@ -1,5 +1,5 @@
 //! The declarative reconciler (Katalog templates only). On each reconcile: mark the CR as
-//! ours (finalizers, labels, annotations), render and apply its children (`onCreate` once,
+//! ours where it needs a write (finalizers, labels, annotations), render and apply its children (`onCreate` once,
 //! `onReconcile` with drift correction, DeleteIfOwned for entries whose conditions fail),
 //! then write status (Ready with observedGeneration, then the `emit.status` fields in order,
 //! `.children` visible), skipping every write whose result is already there so a reconcile
@@ -411,10 +411,10 @@ impl Declarative {
         Ok(Done::from_call(called, applied, wrote))
     }
 
-    /// One write for everything the CR itself needs: finalizers, the managed label, CRD
-    /// labels and the managed-by/-since annotations, the fields mutation rules set (persisted,
-    /// so users and other controllers see them), and, riding along, the runtime's stamps.
-    /// Nothing when all is in place. Says whether it wrote, and whether it put finalizers in
+    /// One write for everything the CR itself needs: our finalizers where its deletion waits
+    /// for us, CRD labels, the fields mutation rules set (persisted, so users and other
+    /// controllers see them), and, riding along, the managed label, the managed-by/-since
+    /// annotations and the runtime's stamps. Nothing when all is in place. Says whether it wrote, and whether it put finalizers in
     /// place. The patch carries the resourceVersion, so a finalizer list changed by someone
     /// else in between is a conflict and a retry, never a lost entry.
     async fn write_metadata(
@@ -425,7 +425,9 @@ impl Declarative {
         now: jiff::Timestamp,
     ) -> Result<Bookkept, ReconcileError> {
         let resolver = Resolver::in_context(object, &self.crd.notes, &request.context);
-        let bookkeeping = lifecycle::bookkeeping_patch(&self.crd, object, &resolver, now)
+        // A component may have on-delete work whatever the box says.
+        let holds = self.component.is_some() || self.crd.holds_deletion(&request.compiled);
+        let bookkeeping = lifecycle::bookkeeping_patch(&self.crd, holds, object, &resolver, now)
             .map_err(|e| ReconcileError::new(Reason::RenderFailed, e))?;
         let added = bookkeeping
             .as_ref()
