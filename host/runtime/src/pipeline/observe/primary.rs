@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use super::own_writes::OwnWrites;
 use super::{Cache, Enqueue, Source, Trigger, object_key};
 use orkestra_expr::sentinel;
+use orkestra_katalog::ownership;
 
 /// Watches `api` until the stream ends (it does not: the watcher relists and backs off on
 /// errors), feeding every event to the observer.
@@ -136,11 +137,19 @@ pub(super) fn to_json(object: &DynamicObject) -> Option<(String, Value)> {
     Some((key, value))
 }
 
-/// As [`to_json`], for a cache: without `managedFields` (most of a small object's metadata,
-/// read by nothing but the `managedFieldsChanged` sentinel) unless `declared` asks for it.
-/// They are dropped before the conversion, so they are never copied.
+/// As [`to_json`], for a cache: without `managedFields` (most of a small object's metadata)
+/// unless `declared` asks for them (the `managedFieldsChanged` sentinel) or an entry is
+/// the shared field manager of older releases, which the applier hands over to the
+/// tenant's own (see [`ownership::migrated_managers`]). They are dropped before the
+/// conversion, so they are never copied.
 pub(super) fn to_cached_json(mut object: DynamicObject, declared: u16) -> Option<(String, Value)> {
-    if declared & (1 << sentinel::MANAGED_FIELDS_CHANGED) == 0 {
+    let legacy = object
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .any(|entry| entry.manager.as_deref() == Some(ownership::LEGACY_FIELD_MANAGER));
+    if declared & (1 << sentinel::MANAGED_FIELDS_CHANGED) == 0 && !legacy {
         object.metadata.managed_fields = None;
     }
     to_json(&object)

@@ -296,4 +296,21 @@ mod tests {
         .unwrap();
         assert_eq!(typed(watched, Some(&types)).types.unwrap().kind, "Secret");
     }
+
+    #[test]
+    fn a_child_keeps_its_managed_fields_only_while_the_older_shared_manager_holds_some() {
+        let child = |manager: &str| -> DynamicObject {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "c", "namespace": "ns", "managedFields": [
+                {"manager": manager, "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}},
+            ]}}))
+            .unwrap()
+        };
+        let (_, tenant) = to_cached_json(child("orkestra/apps.a.io"), 0).unwrap();
+        assert!(tenant["metadata"]["managedFields"].is_null(), "nothing reads them");
+        let (_, legacy) = to_cached_json(child(orkestra_katalog::ownership::LEGACY_FIELD_MANAGER), 0).unwrap();
+        assert!(
+            orkestra_katalog::ownership::migrated_managers(&legacy, "orkestra/apps.a.io").is_some(),
+            "the applier sees what it has to hand over: {legacy}"
+        );
+    }
 }
