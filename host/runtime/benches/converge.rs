@@ -417,6 +417,37 @@ async fn compare() {
     print(&table);
 }
 
+/// Memory per cached CR (each with its ConfigMap): each contender's growth of peak RSS from
+/// the smallest N to the largest, per CR between them. Needs two N.
+fn per_cached_cr(table: &[(usize, Run)]) {
+    let (Some(low), Some(high)) = (table.iter().map(|(n, _)| *n).min(), table.iter().map(|(n, _)| *n).max()) else {
+        return;
+    };
+    if low == high {
+        return;
+    }
+    let rss = |n: usize, which: &str| {
+        table
+            .iter()
+            .find(|(at, run)| *at == n && run.which == which)
+            .map(|(_, run)| run.rss_mb)
+    };
+    let slopes: Vec<(&str, f64)> = table
+        .iter()
+        .filter(|(n, _)| *n == low)
+        .filter_map(|(_, run)| {
+            let grown = rss(high, run.which)? - run.rss_mb;
+            Some((run.which, grown * 1024.0 / (high - low) as f64))
+        })
+        .collect();
+    let least = slopes.iter().map(|(_, kb)| *kb).fold(f64::INFINITY, f64::min);
+    println!();
+    println!("Memory per cached CR (peak RSS growth from {low} to {high} CRs):");
+    for (which, kb) in slopes {
+        println!("  {which}: {kb:.1} KB ({:.2}x)", kb / least);
+    }
+}
+
 fn print(table: &[(usize, Run)]) {
     println!("Converge: one ConfigMap and a Ready status per CR, {WORKERS} concurrent reconciles each,");
     println!("kube-apiserver with kube-controller-manager on this machine; requests from the audit log.");
@@ -448,6 +479,7 @@ fn print(table: &[(usize, Run)]) {
             );
         }
     }
+    per_cached_cr(table);
     println!();
     println!("Requests by verb and resource, up to all Ready:");
     for (n, run) in table {
