@@ -128,24 +128,15 @@ fn only_a_cr_whose_deletion_has_work_the_garbage_collector_cannot_do_holds_it() 
     ] {
         assert!(holds(reconcile), "{why}");
     }
-    let declared = crate::load::load_sources(&[(
-        "k.yaml".into(),
-        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  finalizers: [example.io/audit]\n  crds:\n    web:\n      apiTypes: {group: a.io, version: v1, kind: Web}\n      operatorBox: {}\n".into(),
-    )])
-    .unwrap();
-    let web = &declared.crds["web"];
-    assert!(
-        web.holds_deletion(web.crd_box()),
-        "declared finalizers are put in place"
-    );
-    let asked = crate::load::load_sources(&[(
-        "k.yaml".into(),
-        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {group: a.io, version: v1, kind: Web}\n      operatorBox:\n        runtime: {finalizers: [orkestra.orkspace.io/cleanup]}\n".into(),
-    )])
-    .unwrap();
-    let web = &asked.crds["web"];
-    assert!(
-        web.holds_deletion(web.crd_box()),
-        "naming the cleanup finalizer asks for it"
-    );
+    // Finalizers the Katalog names (Katalog-wide, or the cleanup one itself on the CRD).
+    for (katalog_wide, runtime) in [
+        ("  finalizers: [example.io/audit]\n", "{}"),
+        ("", "{runtime: {finalizers: [orkestra.orkspace.io/cleanup]}}"),
+    ] {
+        let text = format!(
+            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n{katalog_wide}  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox: {runtime}\n"
+        );
+        let web = crate::load::load_sources(&[("k.yaml".into(), text)]).unwrap().crds["web"].clone();
+        assert!(web.holds_deletion(web.crd_box()), "declared: {katalog_wide}{runtime}");
+    }
 }
