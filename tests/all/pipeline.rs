@@ -184,6 +184,13 @@ impl Harness {
         Api::namespaced_with(self.ns.client.clone(), &self.ns.name, &resource)
     }
 
+    /// [`Harness::api`] in another namespace (for a CRD that watches them all).
+    pub(crate) fn api_in(&self, kind: &str, namespace: &str) -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk(&self.group, "v1", kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
+        Api::namespaced_with(self.ns.client.clone(), namespace, &resource)
+    }
+
     pub(crate) async fn create(&self, kind: &str, name: &str, spec: Value) {
         let object: DynamicObject = serde_json::from_value(json!({
             "apiVersion": format!("{}/v1", self.group), "kind": kind, "metadata": {"name": name}, "spec": spec,
@@ -966,4 +973,37 @@ async fn autoscale_adds_workers_while_the_queue_is_deep_and_restores_them_after_
         );
     }
     harness.stop().await;
+}
+
+#[tokio::test]
+async fn a_quiet_namespace_is_served_while_a_noisy_ones_backlog_is_still_queued() {
+    let recorder = Arc::new(Recorder {
+        delay: Duration::from_millis(40),
+        ..Recorder::default()
+    });
+    // All namespaces: the noisy one is the harness's, the quiet one another.
+    let crds = "    app:\n      apiTypes: {group: GROUP, version: v1, kind: App}\n      operatorBox:\n        reconcile: {workers: 1, resync: 10m}\n";
+    let h = Harness::start("noisy", crds, &[("app", recorder.clone())], true).await;
+    let quiet = namespace("quiet").await.unwrap();
+    const BACKLOG: usize = 200;
+    for i in 0..BACKLOG {
+        h.create("App", &format!("n{i}"), json!({})).await;
+    }
+    // One worker at 40 ms a reconcile: most of the backlog is still queued.
+    let quiet_app = h.api_in("App", &quiet.name);
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{}/v1", h.group), "kind": "App", "metadata": {"name": "q"}, "spec": {},
+    }))
+    .unwrap();
+    quiet_app.create(&PostParams::default(), &object).await.unwrap();
+    let quiet_key = format!("{}/q", quiet.name);
+    wait_calls(&recorder, &quiet_key, 1).await;
+    let calls = recorder.calls();
+    let at = calls.iter().position(|c| c.key == quiet_key).unwrap();
+    let noisy_before = calls[..at].iter().filter(|c| c.key.starts_with(&h.ns.name)).count();
+    assert!(
+        noisy_before < BACKLOG / 2,
+        "the quiet CR ran after {noisy_before} of the noisy namespace's {BACKLOG} reconciles"
+    );
+    h.stop().await;
 }

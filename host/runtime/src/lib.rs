@@ -26,14 +26,26 @@ pub use runtime::reload::Reloader;
 pub use runtime::slots::ComponentStore;
 pub use runtime::{Error, Runtime};
 
-/// Compiles a one-CRD Katalog (CRD `web`, kind `Web`) whose operatorBox is `operator_box`
-/// (YAML indented by 8 spaces); for tests of the stages that read compiled CRDs.
+/// What the unit tests of several stages share.
 #[cfg(test)]
 mod testing {
     use std::sync::Arc;
 
+    use crate::pipeline::queue::QueueItem;
     use orkestra_katalog::compile::CompiledCrd;
 
+    /// A queue item of CR `key` (`namespace/name`) of kind `Web`.
+    pub(crate) fn queue_item(key: &str) -> QueueItem {
+        QueueItem {
+            key: key.into(),
+            gvk: "demo.io/v1/Web".into(),
+            event_id: None,
+        }
+    }
+
+    /// Compiles a one-CRD Katalog (CRD `web`, kind `Web`) whose operatorBox is
+    /// `operator_box` (YAML indented by 8 spaces); for tests of the stages that read
+    /// compiled CRDs.
     pub(crate) fn compile_for_test(operator_box: &str) -> Arc<CompiledCrd> {
         let text = format!(
             "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n{operator_box}"

@@ -1,6 +1,6 @@
 //! One CRD's pipeline, in the order data flows:
-//! - [`observe`], [`enqueue`], [`queue`]: watches in (the echoes of the runtime's own writes
-//!   left out), keyed work items out;
+//! - [`observe`], [`enqueue`], [`queue`] with [`flows`]: watches in (the echoes of the
+//!   runtime's own writes left out), keyed work items out, each namespace served in turn;
 //! - [`kordinator`], [`mux`], [`feedback`], [`tuning`]: workers and the gates in front of
 //!   reconcile, the one request each reconcile receives, the stamps gates read, and the
 //!   workers, queue depth and resync the CRD runs with;
@@ -14,6 +14,7 @@ pub mod cross_remote;
 pub mod declarative;
 pub mod enqueue;
 pub mod feedback;
+pub mod flows;
 pub mod identities;
 pub mod kordinator;
 pub mod mux;

@@ -1,5 +1,7 @@
 //! The work queue of one CRD: admitted triggers in, leases for workers out.
 //!
+//! - Each namespace is a flow of its own, and flows are served in turn (see
+//!   [`super::flows`]): one namespace's backlog does not hold up another's next item.
 //! - The same item is coalesced: at most one queued and one running; an item added while
 //!   it runs is marked dirty and queued once more when the run ends.
 //! - `eventAware` items carry an event id and never coalesce, but two items of one key
@@ -14,13 +16,14 @@
 //!
 //! Pure: no kube or wasmtime imports; time comes from tokio (tests run on paused time).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::flows::Flows;
 use orkestra_expr::sentinel::SentinelBits;
 
 /// First retry delay after a failure.
@@ -121,8 +124,8 @@ enum Slot {
 #[derive(Debug, Default)]
 struct State {
     slots: HashMap<QueueItem, Slot>,
-    /// Queued items in arrival order (the instant in the slot decides readiness).
-    order: VecDeque<QueueItem>,
+    /// Queued items, by flow (the instant in the slot decides readiness).
+    order: Flows,
     running_keys: HashSet<String>,
     failures: HashMap<String, u32>,
     /// Quick requeues in a row, by key.
@@ -184,7 +187,7 @@ impl WorkQueue {
         if state.closed {
             return Added::Closed;
         }
-        let queued = state.order.len();
+        let queued = state.order.count();
         let added = match state.slots.get_mut(&item) {
             Some(Slot::Queued {
                 at: current,
@@ -206,7 +209,7 @@ impl WorkQueue {
                     return Added::AtLimit;
                 }
                 state.slots.insert(item.clone(), Slot::Queued { at, payload });
-                state.order.push_back(item);
+                state.order.push(item);
                 state.throughput.adds += 1;
                 Added::Queued
             }
@@ -218,7 +221,7 @@ impl WorkQueue {
 
     /// Items waiting (ready or delayed), not counting running ones.
     pub fn depth(&self) -> usize {
-        self.lock().order.len()
+        self.lock().order.count()
     }
 
     /// Items being worked on.
@@ -242,21 +245,26 @@ impl WorkQueue {
                 }
                 let now = Instant::now();
                 let mut earliest: Option<Instant> = None;
-                let mut chosen = None;
-                for (index, item) in state.order.iter().enumerate() {
-                    if state.running_keys.contains(&item.key) {
-                        continue;
+                let State {
+                    order,
+                    slots,
+                    running_keys,
+                    ..
+                } = &mut *state;
+                let chosen = order.take(|item| {
+                    if running_keys.contains(&item.key) {
+                        return false;
                     }
-                    if let Some(Slot::Queued { at, .. }) = state.slots.get(item) {
-                        if *at <= now {
-                            chosen = Some(index);
-                            break;
+                    match slots.get(item) {
+                        Some(Slot::Queued { at, .. }) if *at <= now => true,
+                        Some(Slot::Queued { at, .. }) => {
+                            earliest = Some(earliest.map_or(*at, |e: Instant| e.min(*at)));
+                            false
                         }
-                        earliest = Some(earliest.map_or(*at, |e: Instant| e.min(*at)));
+                        _ => false,
                     }
-                }
-                if let Some(index) = chosen {
-                    let item = state.order.remove(index).expect("index from the scan");
+                });
+                if let Some(item) = chosen {
                     let (payload, ready) = match state.slots.insert(item.clone(), Slot::Running { pending: None }) {
                         Some(Slot::Queued { payload, at }) => (payload, at),
                         _ => (Payload::default(), now),
@@ -336,7 +344,7 @@ impl WorkQueue {
                     payload: pending.unwrap_or_default(),
                 },
             );
-            state.order.push_back(item);
+            state.order.push(item);
         }
         drop(state);
         // Another worker may be waiting for this key.
@@ -364,14 +372,7 @@ impl WorkQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn item(key: &str) -> QueueItem {
-        QueueItem {
-            key: key.into(),
-            gvk: "demo.io/v1/Web".into(),
-            event_id: None,
-        }
-    }
+    use crate::testing::queue_item as item;
 
     fn event(key: &str, id: u64) -> QueueItem {
         QueueItem {
@@ -404,6 +405,24 @@ mod tests {
         assert_eq!(lease.payload.sentinels, SentinelBits(0b11));
         queue.done(lease, Outcome::Success);
         assert!(next_now(&queue).await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_namespace_waits_for_one_item_of_a_noisy_ones_backlog_not_all_of_it() {
+        let queue = WorkQueue::new();
+        for i in 0..3000 {
+            queue.add(item(&format!("noisy/{i}")), with(0));
+        }
+        let running = queue.next().await.unwrap();
+        assert_eq!(running.item.key, "noisy/0");
+        queue.add(item("quiet/new"), with(0));
+        let taken: Vec<String> = [queue.next().await.unwrap(), queue.next().await.unwrap()]
+            .into_iter()
+            .map(|lease| lease.item.key)
+            .collect();
+        assert_eq!(taken, ["noisy/1", "quiet/new"]);
+        queue.done(running, Outcome::Success);
+        assert_eq!(queue.depth(), 2998, "the backlog goes on");
     }
 
     #[tokio::test(start_paused = true)]
