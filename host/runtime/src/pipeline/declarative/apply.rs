@@ -219,6 +219,7 @@ impl Applier {
                 tracing::info!(%kind, %name, expired, "replacing the child");
             }
         }
+        self.counters.wrote();
         let applied = self.write(&api, &name, &own_key, object, mode).await.map_err(failed)?;
         Ok((
             to_value(&applied).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?,
@@ -226,8 +227,8 @@ impl Applier {
         ))
     }
 
-    /// Server-side applies `object` as `mode` says, counted as a write; a rotated object is
-    /// stamped with the time it was made.
+    /// Server-side applies `object` as `mode` says; a rotated object is stamped with the
+    /// time it was made.
     async fn write(
         &self,
         api: &Objects<DynamicObject>,
@@ -242,7 +243,6 @@ impl Applier {
         }
         let params = PatchParams::apply(mode.manager);
         let params = if mode.force { params.force() } else { params };
-        self.counters.wrote();
         self.children
             .own_writes()
             .write(own_key, api.patch(name, &params, &Patch::Apply(&object)))
@@ -266,9 +266,14 @@ impl Applier {
         let mut object = object.clone();
         object["metadata"]["resourceVersion"] = json!(NEVER_STORED);
         match self.write(api, name, own_key, object, mode).await {
-            Ok(created) => Ok(Some(
-                to_value(&created).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?,
-            )),
+            // Counted only when it wrote: a refused create stands where a read used to, and
+            // a settled CR whose child the watch has not shown yet costs no write.
+            Ok(created) => {
+                self.counters.wrote();
+                Ok(Some(
+                    to_value(&created).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?,
+                ))
+            }
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(None),
             // Some API servers (Services before Kubernetes 1.23) refuse any resourceVersion
             // on a create: then the object is read first, as for an existing one.
