@@ -157,8 +157,12 @@ impl Applier {
             // once, with no read before. One that does exist refuses the create and is read,
             // to be judged as any other.
             None if self.children.holds_all(&watched.0, &watched.1) => {
-                match self.create(&api, &name, &own_key, &object, mode).await? {
-                    Some(created) => return Ok((created, true)),
+                match self
+                    .create(&api, &name, &own_key, &object, mode)
+                    .await
+                    .map_err(failed)?
+                {
+                    Some(created) => return Ok((read_back(&created)?, true)),
                     None => self.fetch(&api, &kind, &name).await?,
                 }
             }
@@ -221,10 +225,7 @@ impl Applier {
         }
         self.counters.wrote();
         let applied = self.write(&api, &name, &own_key, object, mode).await.map_err(failed)?;
-        Ok((
-            to_value(&applied).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?,
-            true,
-        ))
+        Ok((read_back(&applied)?, true))
     }
 
     /// Server-side applies `object` as `mode` says; a rotated object is stamped with the
@@ -262,7 +263,7 @@ impl Applier {
         own_key: &str,
         object: &Value,
         mode: Mode<'_>,
-    ) -> Result<Option<Value>, ReconcileError> {
+    ) -> Result<Option<DynamicObject>, kube::Error> {
         let mut object = object.clone();
         object["metadata"]["resourceVersion"] = json!(NEVER_STORED);
         match self.write(api, name, own_key, object, mode).await {
@@ -270,15 +271,13 @@ impl Applier {
             // a settled CR whose child the watch has not shown yet costs no write.
             Ok(created) => {
                 self.counters.wrote();
-                Ok(Some(
-                    to_value(&created).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))?,
-                ))
+                Ok(Some(created))
             }
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(None),
             // Some API servers (Services before Kubernetes 1.23) refuse any resourceVersion
             // on a create: then the object is read first, as for an existing one.
             Err(kube::Error::Api(status)) if status.message.contains("resourceVersion") => Ok(None),
-            Err(error) => Err(ReconcileError::api(Reason::ApplyFailed, name, error)),
+            Err(error) => Err(error),
         }
     }
 
@@ -303,7 +302,7 @@ impl Applier {
             .write(own_key, api.patch(name, &params, &Patch::Merge(patch)))
             .await
             .map_err(failed)?;
-        to_value(&stored).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))
+        read_back(&stored)
     }
 
     /// The live create-only object `reference` (apiVersion, kind, name, namespace) names,
@@ -497,6 +496,11 @@ fn expired(live: &Value, replace: Replace) -> bool {
 /// is named rather than read as an empty object.
 fn to_value(object: &DynamicObject) -> Result<Value, String> {
     serde_json::to_value(object).map_err(|e| format!("cannot read the object back: {e}"))
+}
+
+/// What an apply answered, as JSON.
+fn read_back(applied: &DynamicObject) -> Result<Value, ReconcileError> {
+    to_value(applied).map_err(|e| ReconcileError::new(Reason::ApplyFailed, e))
 }
 
 /// A precondition that holds only for this very object.
