@@ -5,8 +5,8 @@ package orkestra
 // The canonical ABI of the orkestra:operator@0.1.0 hook world, written out by hand: Go's
 // wasip1 port passes only numbers and pointers across the boundary, so records are read
 // from and written to linear memory at the offsets the component model lays them out at
-// (wasm32: 4-byte pointers and lengths). Each call runs on a fresh instance, so memory handed
-// to the host is simply kept until the instance goes.
+// (wasm32: 4-byte pointers and lengths). Memory handed to the host is kept until the next
+// call into the instance has read its request: by then the host has read it.
 
 import (
 	"encoding/binary"
@@ -14,7 +14,8 @@ import (
 )
 
 // pinned keeps what the host reads after a call returns, and what it allocated through
-// cabi_realloc, reachable: Go's collector does not move objects, only frees them.
+// cabi_realloc, reachable: Go's collector does not move objects, only frees them. An instance
+// may serve several calls (instances.reuse: warm), so each call starts it afresh.
 var pinned [][]byte
 
 // Where each record's fields lie in linear memory (wasm32), as the component model's
@@ -127,19 +128,49 @@ func block(n int) uint32 {
 	return address(&words[0])
 }
 
+// The host calls cabi_realloc while it writes a request or a kube call's answer into the
+// instance, when the guest may not call imports, and Go's allocator reads the clock (an
+// import) when it takes a span the scavenger returned: in an instance that has served calls
+// before, an allocation there can trap. So cabi_realloc serves from an arena taken while
+// imports were allowed, and only what does not fit comes from Go's heap. After each call
+// the arena is empty again, grown to what the call needed, up to maxHostArena.
+var (
+	hostArena = make([]byte, 64<<10)
+	// Bytes of the arena handed out in this call, and asked for (fitting or not).
+	hostArenaUsed, hostArenaWanted uint32
+)
+
+const maxHostArena = 8 << 20
+
 //go:wasmexport cabi_realloc
 func cabiRealloc(old, oldSize, align, newSize uint32) uint32 {
 	if newSize == 0 {
 		return align
 	}
-	buffer := make([]byte, newSize+align)
-	pinned = append(pinned, buffer)
-	start := address(&buffer[0])
-	aligned := (start + align - 1) &^ (align - 1)
+	hostArenaWanted = min(hostArenaWanted+newSize+align, maxHostArena)
+	start := address(&hostArena[0])
+	at := (start + hostArenaUsed + align - 1) &^ (align - 1)
+	var aligned uint32
+	if uint64(at)+uint64(newSize) <= uint64(start)+uint64(len(hostArena)) {
+		hostArenaUsed = at + newSize - start
+		aligned = at
+	} else {
+		buffer := make([]byte, newSize+align)
+		pinned = append(pinned, buffer)
+		aligned = (address(&buffer[0]) + align - 1) &^ (align - 1)
+	}
 	if old != 0 {
 		copy(memory(aligned, newSize), memory(old, min(oldSize, newSize)))
 	}
 	return aligned
+}
+
+// readyArena empties the arena for the next call, grown first if this call did not fit.
+func readyArena() {
+	if wanted := int(hostArenaWanted); wanted > len(hostArena) {
+		hostArena = make([]byte, min(2*wanted, maxHostArena))
+	}
+	hostArenaUsed, hostArenaWanted = 0, 0
 }
 
 // request reads the request record at p.
@@ -197,6 +228,13 @@ func respond(r *Response) uint32 {
 }
 
 func serve(handler func(*Request) *Response, p uint32) uint32 {
+	// The request is copied out of the memory the host wrote it to; what the last call
+	// handed the host has been read. Kept, it would grow the heap call after call, and a
+	// heap that grows makes cabi_realloc reach for the clock, an import it may not call.
+	req := request(p)
+	pinned = nil
+	// The answer lies in Go's heap, not the arena: the arena is free for the next call.
+	defer readyArena()
 	if handler == nil {
 		return respond(Ok())
 	}
@@ -207,7 +245,7 @@ func serve(handler func(*Request) *Response, p uint32) uint32 {
 			panic(cause)
 		}
 	}()
-	return respond(handler(request(p)))
+	return respond(handler(req))
 }
 
 //go:wasmexport orkestra:operator/hooks@0.1.0#on-reconcile

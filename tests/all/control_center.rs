@@ -221,6 +221,7 @@ async fn the_control_center_shows_every_runtime_down_to_each_cr_and_component_in
     shows(&browser, "Hot-swap history").await;
     shows(&browser, "get, apply v1 ConfigMap in self").await;
     shows(&browser, "p50 by phase: instantiate").await;
+    shows(&browser, "instances: a fresh one per call").await;
     shoot(&browser, "6-components").await;
 
     // The dashboard keeps itself current: a new CR shows without a reload, and a runtime

@@ -37,4 +37,5 @@ mod running;
 mod storms;
 mod tenants;
 mod upstream;
+mod warm;
 mod wasm;

@@ -34,6 +34,18 @@ fn spec(request: &Request) -> Spec {
 /// guest's state shares it, so only that mode touches it.
 static REMEMBERED: std::sync::Mutex<[u8; 16384]> = std::sync::Mutex::new([0; 16384]);
 
+#[link(wasm_import_module = "wasi:cli/stdout@0.2.0")]
+unsafe extern "C" {
+    /// The raw import, which std would wrap and drop.
+    #[link_name = "get-stdout"]
+    fn get_stdout() -> i32;
+}
+
+/// Calls this instance has served (`recall`).
+static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// What `hoard` keeps.
+static HOARD: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+
 /// What the middle of [`REMEMBERED`] held (up to a NUL), after writing `key` there.
 fn remember(key: &str) -> String {
     let mut page = REMEMBERED.lock().unwrap_or_else(|e| e.into_inner());
@@ -100,6 +112,35 @@ impl Hook for Hostile {
                 let seen = remember(request.key());
                 std::thread::sleep(Duration::from_millis(300));
                 Response::ok().status("seen", seen)
+            }
+            // `remember` without the wait, with the calls this instance has served and the
+            // memory it holds: what a warm instance keeps from call to call.
+            "recall" => {
+                let seen = remember(request.key());
+                let calls = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                Response::ok().status("seen", seen).status("calls", calls)
+            }
+            // Traps on any instance that has served a call before: what a warm instance
+            // kept breaks it.
+            "fresh-only" => {
+                let before = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                assert!(before == 0, "this instance has served {before} calls before");
+                Response::ok().status("calls", before + 1)
+            }
+            // Takes handle after handle of stdout and drops none: each is an entry in the
+            // host's resource table, host memory outside the instance's own.
+            "handles" => {
+                for _ in 0..10_000 {
+                    // SAFETY: get-stdout takes nothing and returns a new handle.
+                    unsafe { get_stdout() };
+                }
+                Response::ok().status("handles", 10_000)
+            }
+            // Keeps one more MiB for good on every call.
+            "hoard" => {
+                let mut hoard = HOARD.lock().unwrap_or_else(|e| e.into_inner());
+                hoard.push(vec![7u8; 1 << 20]);
+                Response::ok().status("hoarded", hoard.len())
             }
             // Returns more than its result-size limit.
             "oversized" => Response::ok().status("junk", "x".repeat(256 << 10)),

@@ -120,12 +120,13 @@ macro_rules! merge_code {
                     merged.managed_resources = b.managed_resources.clone();
                 }
                 merged.args = merge_args(&b.args, &t.args);
-                // A component comes whole (with its pin, limits and grants): the target's own,
+                // A component comes whole (with its pin, limits, instances and grants): the target's own,
                 // or the CRD's.
                 if t.component.is_none() {
                     merged.component = b.component.clone();
                     merged.sha256 = b.sha256.clone();
                     merged.limits = b.limits.clone();
+                    merged.instances = b.instances.clone();
                     merged.capabilities = b.capabilities.clone();
                 }
                 Some(merged)

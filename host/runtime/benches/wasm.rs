@@ -1,12 +1,14 @@
 //! Wasm host figures: the same echo hook (read `spec.mode` of a ~4 KB custom resource, echo
 //! it into the status) in Rust, TypeScript, Python and Go, each on a fresh pooled instance per
-//! call: component size, compile and cached-load times, per-call p50/p99 and page faults per
-//! call against the per-language targets (p50 under 15 µs for Rust, 300 µs for TypeScript,
-//! 500 µs for Python), and where a call's time goes (the runtime's own phase figures). The
-//! CR's text is serialized once per resourceVersion, as the runtime keeps it; a Rust call at a
-//! new resourceVersion, and the same work in native Rust, are printed beside. Then the time
-//! from a replaced component file to the first call served by the new version. Languages
-//! whose toolchain is missing are skipped, saying so.
+//! call and on warm instances (`instances.reuse: warm`, its defaults): component size, compile
+//! and cached-load times, per-call p50/p99, page faults per call and memory per instance
+//! against the per-language targets, and where a call's time goes (the runtime's own phase
+//! figures). The CR's text is serialized once per resourceVersion, as the runtime keeps it; a
+//! Rust call at a new resourceVersion, and the same work in native Rust, are printed beside.
+//! The targets were set on a machine where that native work took 3.0 µs; each is also shown
+//! scaled by this run's native time, which is what "met" judges. Then the time from a
+//! replaced component file to the first call served by the new version. Languages whose
+//! toolchain is missing are skipped, saying so.
 //! Run: `cargo bench -p orkestra --bench wasm` (`-- rust typescript` for some languages only).
 
 use std::hint::black_box;
@@ -36,6 +38,18 @@ fn cr() -> Value {
 fn hook_spec(path: &Path) -> Spec {
     orkestra_test_support::guests::hook_spec(path.to_str().expect("utf-8 path"), None).expect("spec")
 }
+
+/// The hook with warm instances, at the Katalog's defaults for them.
+fn warm_spec(path: &Path) -> Spec {
+    let warm = orkestra_katalog::ComponentInstances {
+        reuse: Some("warm".into()),
+        ..Default::default()
+    };
+    orkestra_test_support::guests::hook_spec_with(path.to_str().expect("utf-8 path"), None, &warm).expect("spec")
+}
+
+/// What the native work took on the machine the targets were set on.
+const TARGET_NATIVE_US: f64 = 3.0;
 
 /// A reconcile of the CR whose JSON text is `text`.
 fn request(text: &str) -> Request {
@@ -96,9 +110,9 @@ const ROUNDS: usize = 5;
 /// Runs of the native work per round.
 const NATIVE_RUNS: usize = 600;
 
-/// One language's echo hook, loaded, with the calls measured so far.
+/// One language's echo hook, loaded (fresh or warm), with the calls measured so far.
 struct Subject {
-    language: &'static str,
+    language: String,
     target_us: Option<f64>,
     size: u64,
     spec: Spec,
@@ -137,10 +151,10 @@ fn thread_cpu() -> Duration {
 async fn load(
     host: &WasmHost,
     cache: &Path,
-    (language, target_us, runs): (&'static str, Option<f64>, usize),
+    (language, target_us, runs): (String, Option<f64>, usize),
     path: &Path,
+    spec: Spec,
 ) -> Subject {
-    let spec = hook_spec(path);
     let started = Instant::now();
     let loaded = host.load(&spec).await.expect("load the hook");
     let compile = started.elapsed();
@@ -167,6 +181,21 @@ async fn load(
 }
 
 impl Subject {
+    /// The same component with warm instances: its size and load times are this one's.
+    async fn warm(&self, host: &WasmHost, spec: Spec) -> Subject {
+        let loaded = host.load(&spec).await.expect("load the hook");
+        Subject {
+            language: format!("{}, warm", self.language),
+            spec,
+            loaded,
+            stats: orkestra_wasm::CallStats::default(),
+            wall: Vec::new(),
+            cpu: Vec::new(),
+            faults: 0,
+            ..*self
+        }
+    }
+
     /// One round: `warm` unmeasured calls, then `runs` measured ones, each with the CR's text
     /// as the runtime keeps it (serialized once for its resourceVersion).
     async fn round(&mut self, host: &WasmHost, text: &str, warm: usize) {
@@ -221,7 +250,7 @@ async fn main() {
     let text = object.to_string();
     let host = WasmHost::new(None, reqwest::Client::new(), cache.path().join("wasm")).expect("host");
     println!(
-        "Wasm host: the same echo hook in each language on a {} byte CR, a fresh pooled instance per call (pooling allocator: {}, memories reset in place: {})",
+        "Wasm host: the same echo hook in each language on a {} byte CR, on a fresh pooled instance per call and on warm instances (pooling allocator: {}, memories reset in place: {})",
         text.len(),
         host.pooling,
         host.resident
@@ -230,10 +259,10 @@ async fn main() {
     // `cargo bench -p orkestra --bench wasm -- rust python` measures only those languages.
     let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let mut subjects = Vec::new();
-    // Language, example, target p50 in µs, calls per round.
+    // Language, example, target p50 in µs (at the targets' machine speed), calls per round.
     for (language, package, target_us, runs) in [
-        ("Rust", "echo-hook", Some(15.0), 1000),
-        ("TypeScript", "js-echo", Some(300.0), 200),
+        ("Rust", "echo-hook", Some(5.0), 1000),
+        ("TypeScript", "js-echo", Some(150.0), 200),
         ("Python", "python-echo", Some(500.0), 200),
         ("Go", "go-echo", None, 60),
     ] {
@@ -243,7 +272,16 @@ async fn main() {
         match orkestra_test_support::guests::component(package) {
             Ok(path) => {
                 let wasm = cache.path().join("wasm");
-                subjects.push(load(&host, &wasm, (language, target_us, runs), &path).await);
+                let fresh = load(
+                    &host,
+                    &wasm,
+                    (language.into(), target_us, runs),
+                    &path,
+                    hook_spec(&path),
+                )
+                .await;
+                let warm = fresh.warm(&host, warm_spec(&path)).await;
+                subjects.extend([fresh, warm]);
             }
             // The interpreted guests need their toolchains (scripts/guests.sh --install).
             Err(error) => println!("  {language}: skipped ({error})"),
@@ -268,20 +306,26 @@ async fn main() {
             native_samples.push(started.elapsed());
         }
     }
+    let (n50, n99) = percentiles(native_samples);
+    // How much slower this machine is than the one the targets were set on.
+    let scale = n50 / TARGET_NATIVE_US;
     println!(
-        "  {:<11} {:>9} {:>9} {:>12} {:>10} {:>10} {:>10} {:>12} {:>9}",
-        "", "size", "compile", "cached load", "p50", "p99", "CPU p50", "faults/call", "target"
+        "  native Rust, the same work (in the same rounds): p50 {n50:.1} µs  p99 {n99:.1} µs: targets x{scale:.2} on this machine"
+    );
+    println!(
+        "  {:<17} {:>9} {:>9} {:>12} {:>10} {:>10} {:>10} {:>12} {:>9} {:>10} {:>16}",
+        "", "size", "compile", "cached load", "p50", "p99", "CPU p50", "faults/call", "memory", "target", "here"
     );
     for subject in &subjects {
         let (p50, p99) = percentiles(subject.wall.clone());
         let (cpu50, _) = percentiles(subject.cpu.clone());
-        let target = match subject.target_us {
-            Some(target) if p50 < target => format!("< {} met", time(target)),
-            Some(target) => format!("< {} NOT met", time(target)),
-            None => "-".into(),
+        let (target, here) = match subject.target_us {
+            Some(target) if p50 <= target * scale => (time(target), format!("{} met", time(target * scale))),
+            Some(target) => (time(target), format!("{} NOT met", time(target * scale))),
+            None => ("-".into(), "-".into()),
         };
         println!(
-            "  {:<11} {:>6} KB {:>7.0} ms {:>9.1} ms {:>10} {:>10} {:>10} {:>12.0} {:>9}",
+            "  {:<17} {:>6} KB {:>7.0} ms {:>9.1} ms {:>10} {:>10} {:>10} {:>12.0} {:>6} MB {:>10} {:>16}",
             subject.language,
             subject.size / 1024,
             subject.compile.as_secs_f64() * 1e3,
@@ -290,54 +334,65 @@ async fn main() {
             time(p99),
             time(cpu50),
             subject.faults as f64 / subject.wall.len() as f64,
-            target
+            subject.stats.memory_high_water() >> 20,
+            target,
+            here
         );
+    }
+    for subject in &subjects {
+        let instances = subject.stats.view().instances;
+        if instances.reused > 0 {
+            let retired: u64 = instances.retired.values().sum();
+            println!(
+                "  {}: {} calls on a kept instance, {} on a new one, {retired} instances given up",
+                subject.language, instances.reused, instances.fresh
+            );
+        }
     }
     // The runtime's own figures of each call's phases: what is the guest's work (run) and
     // what the host's per-instance cost.
     println!("  where the time goes, p50 of each phase over each language's last calls:");
     let [instantiate, run, teardown] = Phase::ALL.map(Phase::label);
-    println!("  {:<11} {instantiate:>12} {run:>10} {teardown:>10}", "");
+    println!("  {:<17} {instantiate:>12} {run:>10} {teardown:>10}", "");
     for subject in &subjects {
         let phases = subject.stats.view().phases_p50_ms;
         let [instantiate, run, teardown] =
             Phase::ALL.map(|phase| phases.get(phase.label()).map_or("-".into(), |ms| time(ms * 1e3)));
-        println!("  {:<11} {instantiate:>12} {run:>10} {teardown:>10}", subject.language);
+        println!("  {:<17} {instantiate:>12} {run:>10} {teardown:>10}", subject.language);
     }
 
-    // Rust beside native code doing the same work, and what a CR at a new resourceVersion
-    // adds (its text serialized for the call).
+    // What a CR at a new resourceVersion adds: its text serialized for the call, as the
+    // runtime does it. Target: 10 µs at the targets' machine speed.
     let path = orkestra_test_support::guests::component("echo-hook").expect("build the example guest");
-    let spec = hook_spec(&path);
-    let loaded = host.load(&spec).await.expect("load");
-    let stats = orkestra_wasm::CallStats::default();
-    let runs = 3000;
-    let mut fresh_text = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let started = Instant::now();
-        let response = host
-            .call(
-                &loaded,
-                &spec,
-                Hook::Reconcile,
-                caller(),
-                &request(&object.to_string()),
-                &stats,
-            )
-            .await
-            .expect("call")
-            .expect("response");
-        black_box(serde_json::from_str::<Value>(response.status.as_deref().unwrap_or("{}")).expect("status"));
-        fresh_text.push(started.elapsed());
-    }
-    let (f50, f99) = percentiles(fresh_text);
-    let (n50, n99) = percentiles(native_samples);
-    println!("  Rust, CR at a new resourceVersion (serialized for the call): p50 {f50:.1} µs  p99 {f99:.1} µs");
-    println!("  native Rust, the same work (in the same rounds): p50 {n50:.1} µs  p99 {n99:.1} µs");
-    if let Some(rust) = subjects.iter().find(|s| s.language == "Rust") {
+    for (how, spec) in [("fresh", hook_spec(&path)), ("warm", warm_spec(&path))] {
+        let loaded = host.load(&spec).await.expect("load");
+        let stats = orkestra_wasm::CallStats::default();
+        let runs = 3000;
+        let mut new_text = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let started = Instant::now();
+            let request = request(&orkestra_wasm::json_text(&object));
+            let response = host
+                .call(&loaded, &spec, Hook::Reconcile, caller(), &request, &stats)
+                .await
+                .expect("call")
+                .expect("response");
+            black_box(serde_json::from_str::<Value>(response.status.as_deref().unwrap_or("{}")).expect("status"));
+            new_text.push(started.elapsed());
+        }
+        let (f50, f99) = percentiles(new_text);
+        let target = 10.0 * scale;
+        let met = if f50 <= target { "met" } else { "NOT met" };
         println!(
-            "  ratio Wasm/native (p50): {:.1}x",
-            percentiles(rust.wall.clone()).0 / n50
+            "  Rust, {how}, CR at a new resourceVersion (serialized for the call): p50 {f50:.1} µs  p99 {f99:.1} µs (target {} here: {met})",
+            time(target)
+        );
+    }
+    for subject in subjects.iter().filter(|s| s.language.starts_with("Rust")) {
+        println!(
+            "  ratio Wasm/native (p50), {}: {:.1}x",
+            subject.language,
+            percentiles(subject.wall.clone()).0 / n50
         );
     }
 

@@ -1,20 +1,22 @@
-//! One call into a component: a fresh store from the pool, the per-call limits (epoch
-//! deadline, wall clock, memory, result size, kube budget), the export for the call's kind,
-//! the time of each phase, and each way it can fail told apart.
+//! One call into a component: a fresh store from the pool (or a warm instance, where the
+//! component keeps them), the per-call limits (epoch deadline, wall clock, memory, result
+//! size, kube budget), the export for the call's kind, the time of each phase, and each way
+//! it can fail told apart.
 
 use std::time::Instant;
 
 use wasmtime::Store;
-use wasmtime::component::ResourceTable;
+use wasmtime::component::Instance;
 
 use super::bindings::types::{Outcome, Request, Response};
 use super::capability;
 use super::engine::{EPOCH_TICK, WasmHost};
 use super::limiter::MemoryCap;
 use super::load::{Loaded, Pre};
-use super::stats::{CallOutcome, CallStats};
-use super::store::{CallState, Caller, Cluster};
-use orkestra_katalog::component::{Limits, Spec};
+use super::stats::{CallOutcome, CallStats, Retired};
+use super::store::{Call, CallState, Caller, Cluster};
+use super::warm::Idle;
+use orkestra_katalog::component::Spec;
 
 /// Which export a call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,8 +72,9 @@ impl CallError {
 }
 
 impl WasmHost {
-    /// Runs one export of `loaded` on a fresh instance. `Ok(None)`: the world has no such
-    /// export (a constructor's not-found).
+    /// Runs one export of `loaded`: on a fresh instance, or on a warm one of the caller's
+    /// namespace where the spec keeps them. `Ok(None)`: the world has no such export (a
+    /// constructor's not-found).
     pub async fn call(
         &self,
         loaded: &Loaded,
@@ -81,15 +84,60 @@ impl WasmHost {
         request: &Request,
         stats: &CallStats,
     ) -> Result<Option<Response>, CallError> {
-        let limits = spec.limits;
         let _permit = self
             .permits
             .acquire()
             .await
             .map_err(|_| CallError::Instantiate("the Wasm host is shutting down".into()))?;
+        let kept = spec.instances.warm().and_then(|_| {
+            let tenant = caller.namespace.as_deref();
+            self.warm.take(&loaded.lineage, tenant, &spec.limits, &spec.files)
+        });
+        let Some(kept) = kept else {
+            return self.attempt(loaded, spec, (hook, caller, request), stats, None).await;
+        };
+        let again = caller.clone();
+        match self
+            .attempt(loaded, spec, (hook, caller, request), stats, Some(kept))
+            .await
+        {
+            // What a warm instance kept from earlier calls must never fail a call a fresh one
+            // would serve: a failure there is retried at once on a fresh instance, as the
+            // requeue would do later. Not a timeout: that used up the call's time.
+            Err(error) if !matches!(error, CallError::Timeout(_)) => {
+                tracing::debug!(component = %again.component, key = %again.key, %error, "a warm instance failed; retrying on a fresh one");
+                self.attempt(loaded, spec, (hook, again, request), stats, None).await
+            }
+            answered => answered,
+        }
+    }
+
+    /// One call on `kept` (a warm instance) or on a new instance.
+    async fn attempt(
+        &self,
+        loaded: &Loaded,
+        spec: &Spec,
+        (hook, caller, request): (Hook, Caller, &Request),
+        stats: &CallStats,
+        kept: Option<Idle>,
+    ) -> Result<Option<Response>, CallError> {
+        let limits = spec.limits;
         let started = Instant::now();
-        let mut store = Store::new(&self.engine, self.state(caller, spec, &limits)?);
-        store.limiter(|state| &mut state.memory);
+        let warm = spec.instances.warm();
+        let tenant = caller.namespace.clone();
+        let (mut store, mut instance, served) = match kept {
+            Some(idle) => {
+                let mut store = idle.store;
+                store.data_mut().begin(self.call_of(caller, spec));
+                (store, Some(idle.instance), idle.calls)
+            }
+            None => {
+                let mut store = Store::new(&self.engine, self.state(caller, spec)?);
+                store.limiter(|state| &mut state.memory);
+                (store, None, 0)
+            }
+        };
+        stats.instance(served > 0);
         // Unlimited where the component set no limit: its fuel is counted all the same.
         let fuel = limits.fuel.unwrap_or(u64::MAX);
         if self.fuel {
@@ -111,18 +159,14 @@ impl WasmHost {
             })
         });
         let mut instantiated = None;
-        let run = run(&mut store, &loaded.pre, hook, request, &mut instantiated);
+        let run = run(&mut store, &loaded.pre, hook, request, &mut instance, &mut instantiated);
         // The epoch stops guest code; the wall clock also stops a guest waiting on the host.
         let finished = tokio::time::timeout(limits.timeout + EPOCH_TICK * 2, run).await;
         let ran = Instant::now();
         if self.fuel {
             stats.observe_fuel(fuel.saturating_sub(store.get_fuel().unwrap_or(fuel)));
         }
-        // Dropping the store hands its instance back to the pool.
-        let state = store.into_data();
-        if let Some(instantiated) = instantiated {
-            stats.observe_phases([instantiated - started, ran - instantiated, ran.elapsed()]);
-        }
+        let state = store.data();
         stats.observe_memory(state.memory.used);
         if state.denied.is_some() {
             stats.denied();
@@ -136,6 +180,57 @@ impl WasmHost {
                 "log lines past the component's limits.logBytes were dropped"
             );
         }
+        let (hit, max, denied, last_error) = (
+            state.memory.hit,
+            state.memory.max,
+            state.denied.clone(),
+            state.last_error.clone(),
+        );
+        // Kept only after a call that ended well: a trap, a timeout or a denial may leave
+        // the guest half way through its work.
+        let keep = match (warm, instance, &finished) {
+            (Some(warm), Some(instance), Ok(Ok(_))) if denied.is_none() => {
+                let retire = if served + 1 >= warm.max_calls {
+                    Some(Retired::Calls)
+                } else if state.memory.used > warm.high_water {
+                    Some(Retired::HighWater)
+                } else {
+                    None
+                };
+                match retire {
+                    Some(reason) => {
+                        stats.retired(reason);
+                        None
+                    }
+                    None => Some(instance),
+                }
+            }
+            (Some(_), Some(_), _) => {
+                stats.retired(Retired::Failed);
+                None
+            }
+            _ => None,
+        };
+        match keep {
+            // Between calls it holds nothing of the last caller's: no client, no budgets.
+            Some(instance) => {
+                store.data_mut().end();
+                let tenant = Idle::new(
+                    store,
+                    instance,
+                    served + 1,
+                    (limits, &spec.files),
+                    &loaded.lineage,
+                    tenant,
+                );
+                self.warm.put(tenant);
+            }
+            // Dropping the store hands its instance back to the pool.
+            None => drop(store),
+        }
+        if let Some(instantiated) = instantiated {
+            stats.observe_phases([instantiated - started, ran - instantiated, ran.elapsed()]);
+        }
         let Ok(result) = finished else {
             return Err(CallError::Timeout(limits.timeout));
         };
@@ -144,16 +239,15 @@ impl WasmHost {
             Err(error) => {
                 let memory = || {
                     CallError::MemoryLimit(format!(
-                        "exceeded its memory limit of {} bytes (all its memories and tables together)",
-                        state.memory.max
+                        "exceeded its memory limit of {max} bytes (all its memories and tables together)"
                     ))
                 };
                 return Err(match error.downcast_ref::<wasmtime::Trap>() {
-                    _ if state.memory.hit => memory(),
+                    _ if hit => memory(),
                     Some(wasmtime::Trap::Interrupt) => CallError::Timeout(limits.timeout),
                     Some(wasmtime::Trap::OutOfFuel) => CallError::Fuel(fuel),
                     Some(wasmtime::Trap::AllocationTooLarge) => memory(),
-                    _ => CallError::Trapped(match &state.last_error {
+                    _ => CallError::Trapped(match &last_error {
                         Some(line) => format!("{line} ({})", trap_cause(&error)),
                         None => trap_cause(&error),
                     }),
@@ -179,47 +273,46 @@ impl WasmHost {
                 limit: limits.result_size,
             });
         }
-        if let Some(denied) = &state.denied
+        if let Some(denied) = denied
             && !matches!(response.outcome, Outcome::Error(_))
         {
             // A denial the guest ignored still fails its reconcile: the call did not do what
             // it set out to.
-            return Err(CallError::Forbidden(denied.clone()));
+            return Err(CallError::Forbidden(denied));
         }
         Ok(Some(response))
     }
 
-    fn state(&self, caller: Caller, spec: &Spec, limits: &Limits) -> Result<CallState, CallError> {
-        let mut wasi = capability::files::grant(&spec.files).map_err(CallError::Instantiate)?;
-        Ok(CallState {
-            wasi: wasi.build(),
-            table: ResourceTable::new(),
-            memory: MemoryCap::new(limits.memory),
-            // Its own identity, where it has one: the cluster's RBAC holds for it too.
-            cluster: self.cluster.clone().map(|cluster| match caller.client.clone() {
-                Some(client) => Cluster { client, ..cluster },
-                None => cluster,
-            }),
-            grants: spec.grants.clone(),
+    /// What a call of `caller` may do: its identity towards the cluster (its own, where it
+    /// has one, so the cluster's RBAC holds for it too), grants and budgets.
+    fn call_of(&self, caller: Caller, spec: &Spec) -> Call {
+        let cluster = self.cluster.clone().map(|cluster| match caller.client.clone() {
+            Some(client) => Cluster { client, ..cluster },
+            None => cluster,
+        });
+        Call {
             caller,
-            kube_calls_left: limits.kube_calls,
-            kube_bytes_left: limits.kube_bytes,
-            kube_bytes: limits.kube_bytes,
-            log_bytes_left: limits.log_bytes,
-            logs_dropped: 0,
-            denied: None,
-            last_error: None,
-        })
+            cluster,
+            grants: spec.grants.clone(),
+            limits: spec.limits,
+        }
+    }
+
+    fn state(&self, caller: Caller, spec: &Spec) -> Result<CallState, CallError> {
+        let mut wasi = capability::files::grant(&spec.files).map_err(CallError::Instantiate)?;
+        let memory = MemoryCap::new(spec.limits.memory);
+        Ok(CallState::new(wasi.build(), memory, self.call_of(caller, spec)))
     }
 }
 
-/// Instantiates and runs the export for `hook`; `None` where the world has none.
-/// `instantiated`: when the instance was ready, if it got one.
+/// Instantiates (unless `instance` holds a warm one) and runs the export for `hook`; `None`
+/// where the world has none. `instantiated`: when the instance was ready, if it got one.
 async fn run(
     store: &mut Store<CallState>,
     pre: &Pre,
     hook: Hook,
     request: &Request,
+    instance: &mut Option<Instance>,
     instantiated: &mut Option<Instant>,
 ) -> wasmtime::Result<Option<Response>> {
     let export = match hook {
@@ -230,9 +323,12 @@ async fn run(
             None => return Ok(None),
         },
     };
-    let instance = pre.instance.instantiate_async(&mut *store).await?;
+    let ready = match *instance {
+        Some(ready) => ready,
+        None => *instance.insert(pre.instance.instantiate_async(&mut *store).await?),
+    };
     *instantiated = Some(Instant::now());
-    let func = instance.get_typed_func::<(&Request,), (Response,)>(&mut *store, export)?;
+    let func = ready.get_typed_func::<(&Request,), (Response,)>(&mut *store, export)?;
     let (response,) = func.call_async(&mut *store, (request,)).await?;
     Ok(Some(response))
 }

@@ -13,6 +13,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 use super::cache::ArtifactCache;
 use super::registry::{BlobStore, Registries};
 use super::store::{CallState, Cluster};
+use super::warm::WarmStores;
 use orkestra_katalog::component::MAX_MEMORY;
 
 /// How often the epoch advances; a call's deadline is its timeout in ticks, plus one.
@@ -45,6 +46,8 @@ pub struct WasmHost {
     pub resident: bool,
     /// Whether the engine meters fuel (every store then needs some).
     pub(super) fuel: bool,
+    /// Warm instances between calls.
+    pub(super) warm: WarmStores,
 }
 
 /// How a [`WasmHost`] is set up beyond its defaults.
@@ -88,7 +91,8 @@ fn config(allocation: Allocation, fuel: bool) -> Config {
     config.concurrency_support(false);
     if allocation != Allocation::OnDemand {
         let mut pool = PoolingAllocationConfig::default();
-        let calls = MAX_CONCURRENT_CALLS as u32;
+        // Calls in flight, each on an instance, and the warm instances kept between calls.
+        let calls = (MAX_CONCURRENT_CALLS + super::warm::MAX_IDLE) as u32;
         // Interpreted guests (Python, JavaScript) bring several core modules, memories and
         // large instance metadata; size the pool for them.
         pool.total_component_instances(calls)
@@ -198,7 +202,15 @@ impl WasmHost {
             pooling,
             resident,
             fuel,
+            warm: WarmStores::default(),
         }))
+    }
+}
+
+impl WasmHost {
+    /// Warm instances kept between calls now, all components together.
+    pub fn warm_idle(&self) -> usize {
+        self.warm.len()
     }
 }
 

@@ -1,5 +1,6 @@
 //! The Wasm host: components (hooks and constructors) compiled once per digest, called on a
-//! fresh sandboxed instance per reconcile, limited per call, checked against their grants,
+//! fresh sandboxed instance per reconcile (or a warm one of the same namespace, where the
+//! component asks for it), limited per call, checked against their grants,
 //! and swapped live. A component with file grants runs on threads of its own, so a read that
 //! never returns pins only them.
 
@@ -9,6 +10,7 @@ mod call;
 mod capability;
 pub mod componentize;
 mod engine;
+mod json;
 mod limiter;
 mod load;
 mod pool;
@@ -16,14 +18,16 @@ pub mod registry;
 pub mod slot;
 pub mod stats;
 mod store;
+mod warm;
 
 pub use bindings::types::{Event, EventType, Failure, Gvk, Outcome, Request, Response};
 pub use call::{CallError, Hook};
 pub use capability::kube::identity;
 pub use engine::{EPOCH_TICK, HostOptions, MAX_CONCURRENT_CALLS, WasmHost};
+pub use json::json_text;
 pub use load::{LoadCause, LoadError, Loaded};
-pub use orkestra_katalog::component::{Deletion, Limits, Source, Spec, World};
+pub use orkestra_katalog::component::{Deletion, Instances, Limits, Source, Spec, Warm, World};
 pub use registry::Registries;
 pub use slot::{Active, Components, Slot, SlotStatus};
-pub use stats::{CallOutcome, CallStats, Phase, StatsView, Swap};
-pub use store::Caller;
+pub use stats::{CallOutcome, CallStats, InstancesView, Phase, Retired, StatsView, Swap};
+pub use store::{Caller, MAX_RESOURCES};

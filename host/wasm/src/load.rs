@@ -12,6 +12,7 @@ use super::cache;
 use super::capability::files::{self, FileGrantError};
 use super::engine::WasmHost;
 use super::store::CallState;
+use super::warm::Lineage;
 use orkestra_katalog::component::{Source, Spec, World};
 
 /// Largest component the host fetches or reads.
@@ -71,6 +72,8 @@ pub struct Loaded {
     pub load_time: Duration,
     /// Whether the compiled code was already here (in memory or in the disk cache).
     pub cached: bool,
+    /// What its warm instances are kept under: they go with this version.
+    pub(super) lineage: Arc<Lineage>,
     /// Keeps the compiled code shared with other slots of the same digest while this
     /// version serves.
     _component: Arc<Component>,
@@ -143,6 +146,7 @@ impl WasmHost {
             loaded_at: SystemTime::now(),
             load_time: started.elapsed(),
             cached,
+            lineage: Arc::default(),
             _component: component,
         })
     }

@@ -69,6 +69,9 @@ pub struct SlotStatus {
     /// What the declared version may do, in words.
     pub grants: Vec<String>,
     pub limits: serde_json::Value,
+    /// How calls get their instance: `{reuse: fresh}` or `{reuse: warm, maxCalls,
+    /// memoryHighWaterBytes}`.
+    pub instances: serde_json::Value,
     /// Its calls: outcomes, latency, memory, denials, swaps.
     pub calls: StatsView,
 }
@@ -183,9 +186,11 @@ impl Slot {
 
     /// Runs `hook` of `active` (this slot's serving version) for one request, and counts it.
     ///
-    /// Guarantees: a fresh instance per call, held to the spec's limits (time, memory,
-    /// fuel, kube calls and bytes, log bytes, result size); a component with file grants
-    /// runs on threads of its own. Errors are [`CallError`]s naming the limit hit or the
+    /// Guarantees: a fresh instance per call, or with `instances.reuse: warm` one kept from
+    /// an earlier call of a CR of the same namespace on this same version (never another
+    /// namespace's, never one whose last call failed); every call held to the spec's limits
+    /// (time, memory, fuel, kube calls and bytes, log bytes, result size); a component with
+    /// file grants runs on threads of its own. Errors are [`CallError`]s naming the limit hit or the
     /// trap; none affects another call or slot.
     #[tracing::instrument(level = "debug", name = "component.call", skip_all, fields(slot = %self.name, hook = ?hook))]
     pub async fn call(
@@ -272,6 +277,14 @@ impl Slot {
             last_error: self.last_error(),
             grants: declared.grants.describe(),
             limits: limits_view(&declared.limits),
+            instances: match declared.instances.warm() {
+                None => serde_json::json!({"reuse": "fresh"}),
+                Some(warm) => serde_json::json!({
+                    "reuse": "warm",
+                    "maxCalls": warm.max_calls,
+                    "memoryHighWaterBytes": warm.high_water,
+                }),
+            },
             calls: self.stats.view(),
         }
     }

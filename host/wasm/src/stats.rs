@@ -88,6 +88,29 @@ impl Phase {
     }
 }
 
+/// Why a warm instance was given up after a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retired {
+    /// It served `instances.maxCalls`.
+    Calls,
+    /// It held more than `instances.memoryHighWater` after the call.
+    HighWater,
+    /// The call did not end well (a trap, a limit, a denial).
+    Failed,
+}
+
+impl Retired {
+    pub const ALL: [Retired; 3] = [Retired::Calls, Retired::HighWater, Retired::Failed];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Retired::Calls => "max_calls",
+            Retired::HighWater => "memory_high_water",
+            Retired::Failed => "failed_call",
+        }
+    }
+}
+
 /// Wall time of each phase of one call, in the order of [`Phase::ALL`].
 pub type Phases = [Duration; Phase::ALL.len()];
 
@@ -126,6 +149,11 @@ pub struct CallStats {
     fuel_last: AtomicU64,
     history: Mutex<VecDeque<Swap>>,
     last_error: Mutex<Option<String>>,
+    /// Calls on a fresh instance, and on a warm one.
+    fresh: AtomicU64,
+    reused: AtomicU64,
+    /// Warm instances given up after a call, by [`Retired::ALL`].
+    retired: [AtomicU64; Retired::ALL.len()],
 }
 
 impl Default for CallStats {
@@ -145,6 +173,9 @@ impl Default for CallStats {
             fuel_last: AtomicU64::new(0),
             history: Mutex::default(),
             last_error: Mutex::default(),
+            fresh: AtomicU64::new(0),
+            reused: AtomicU64::new(0),
+            retired: Default::default(),
         }
     }
 }
@@ -168,6 +199,19 @@ pub struct StatsView {
     pub fuel: Option<FuelView>,
     pub last_call_error: Option<String>,
     pub swaps: Vec<Swap>,
+    pub instances: InstancesView,
+}
+
+/// How calls got their instances.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstancesView {
+    /// Calls on a new instance.
+    pub fresh: u64,
+    /// Calls on a warm instance kept from an earlier call.
+    pub reused: u64,
+    /// Warm instances given up after a call, by reason.
+    pub retired: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// Fuel figures of a slot.
@@ -183,6 +227,28 @@ impl CallStats {
     pub fn observe_fuel(&self, burnt: u64) {
         self.fuel.fetch_add(burnt, Ordering::Relaxed);
         self.fuel_last.store(burnt, Ordering::Relaxed);
+    }
+
+    /// Notes that a call got its instance: a warm one (`reused`) or a new one.
+    pub fn instance(&self, reused: bool) {
+        let counter = if reused { &self.reused } else { &self.fresh };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Notes a warm instance given up after a call.
+    pub fn retired(&self, why: Retired) {
+        self.retired[why as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Calls on a fresh instance and on a warm one.
+    pub fn instances(&self) -> (u64, u64) {
+        (self.fresh.load(Ordering::Relaxed), self.reused.load(Ordering::Relaxed))
+    }
+
+    /// Warm instances given up after a call for `why`.
+    pub fn retirements(&self, why: Retired) -> u64 {
+        // Declared in the order of `Retired::ALL`.
+        self.retired[why as usize].load(Ordering::Relaxed)
     }
 
     /// Notes one finished call (`error`: what went wrong, if it did).
@@ -284,6 +350,14 @@ impl CallStats {
                 .iter()
                 .cloned()
                 .collect(),
+            instances: InstancesView {
+                fresh: self.instances().0,
+                reused: self.instances().1,
+                retired: Retired::ALL
+                    .iter()
+                    .map(|why| (why.label(), self.retirements(*why)))
+                    .collect(),
+            },
         }
     }
 }

@@ -9,8 +9,14 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::types as wit_types;
 use super::limiter::MemoryCap;
+use orkestra_katalog::component::Limits;
 use orkestra_katalog::component::grants::Grants;
 use orkestra_kube::discovery::KindCache;
+
+/// Resources (streams, pollables, descriptors) one instance may hold at once. Each is an
+/// allocation of the host's, outside the instance's memory limit, and wasmtime's default
+/// allows a million; guests hold a handful.
+pub const MAX_RESOURCES: usize = 4096;
 
 /// The cluster, as a component may reach it.
 #[derive(Clone)]
@@ -62,6 +68,63 @@ pub struct CallState {
     pub denied: Option<String>,
     /// The last error-level line the guest logged (a panic message), to explain a trap.
     pub last_error: Option<String>,
+}
+
+impl CallState {
+    /// A new store's data, ready for its first call.
+    pub fn new(wasi: WasiCtx, memory: MemoryCap, call: Call) -> Self {
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
+        let mut state = Self {
+            wasi,
+            table,
+            memory,
+            cluster: None,
+            grants: call.grants.clone(),
+            caller: call.caller.clone(),
+            kube_calls_left: 0,
+            kube_bytes_left: 0,
+            kube_bytes: 0,
+            log_bytes_left: 0,
+            logs_dropped: 0,
+            denied: None,
+            last_error: None,
+        };
+        state.begin(call);
+        state
+    }
+
+    /// Readies the store for a call: the caller, its grants and identity, and full budgets.
+    /// A warm instance's store goes through this before each call it serves.
+    pub fn begin(&mut self, call: Call) {
+        let limits = call.limits;
+        self.caller = call.caller;
+        self.cluster = call.cluster;
+        self.grants = call.grants;
+        self.kube_calls_left = limits.kube_calls;
+        self.kube_bytes_left = limits.kube_bytes;
+        self.kube_bytes = limits.kube_bytes;
+        self.log_bytes_left = limits.log_bytes;
+        self.logs_dropped = 0;
+        self.denied = None;
+        self.last_error = None;
+        self.memory.hit = false;
+    }
+
+    /// After a call whose instance is kept: nothing of the caller's identity stays with it.
+    pub fn end(&mut self) {
+        self.cluster = None;
+        self.caller.client = None;
+        self.caller.writes = Default::default();
+    }
+}
+
+/// Who a call is for and what it may do.
+pub struct Call {
+    pub caller: Caller,
+    pub cluster: Option<Cluster>,
+    pub grants: Arc<Grants>,
+    pub limits: Limits,
 }
 
 impl WasiView for CallState {

@@ -14,12 +14,22 @@ pub fn examples_dir() -> PathBuf {
 /// A hook of `component` (a path, URL or `oci://` reference) with the default limits and no
 /// grants, as a Katalog declares it.
 pub fn hook_spec(component: &str, sha256: Option<&str>) -> Result<orkestra_wasm::Spec, String> {
+    hook_spec_with(component, sha256, &Default::default())
+}
+
+/// [`hook_spec`] with `instances` declared (`reuse: warm` and its bounds).
+pub fn hook_spec_with(
+    component: &str,
+    sha256: Option<&str>,
+    instances: &orkestra_katalog::ComponentInstances,
+) -> Result<orkestra_wasm::Spec, String> {
     let limits = orkestra_katalog::ComponentLimits::default();
     let declared = orkestra_katalog::component::Declared {
         component,
         sha256,
         limits: &limits,
         deletion: &Default::default(),
+        instances,
         capabilities: &[],
         run_first: false,
         args: None,

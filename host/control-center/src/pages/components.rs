@@ -1,5 +1,5 @@
 //! A runtime's Wasm components (revision, digest, source, latency, outcomes, traps,
-//! denials, memory, grants, limits, swap history), the runtimes manager, and the sign-in
+//! denials, memory, instances, grants, limits, swap history), the runtimes manager, and the sign-in
 //! form.
 
 use maud::{Markup, html};
@@ -51,6 +51,7 @@ pub fn components(runtime: &Watched) -> Markup {
                     div.muted.phases { "p50 by phase: "
                         @for (i, (phase, took)) in phases.iter().enumerate() { @if i > 0 { " · " } (phase) " " (short(took)) } }
                 }
+                (instances(&c["instances"], &calls["instances"]))
                 div.muted { "sha256 " (text(&c["digest"])) " · loaded " (text(&c["loadedAt"])) " in " (ms(&c["loadMs"])) @if c["cached"] == true { " (cached)" } }
                 @if let Some(error) = c["lastError"].as_str() { div.error { (error) } }
                 @if let Some(error) = calls["lastCallError"].as_str() { div.error { "last call: " (error) } }
@@ -76,6 +77,24 @@ pub fn components(runtime: &Watched) -> Markup {
                         (pairs(&c["limits"]))
                     }
                 }
+            }
+        }
+    }
+}
+
+/// How the component's calls get their instance, and how many were kept and given up.
+fn instances(declared: &Value, used: &Value) -> Markup {
+    html! {
+        div.muted.instances {
+            @if declared["reuse"] == "warm" {
+                "instances: warm, each for at most " (text(&declared["maxCalls"])) " calls and "
+                (declared["memoryHighWaterBytes"].as_u64().unwrap_or(0) >> 20) " MiB · "
+                (text(&used["reused"])) " calls on a kept one, " (text(&used["fresh"])) " on a new one"
+                @for (why, n) in used["retired"].as_object().into_iter().flatten().filter(|(_, n)| **n != 0) {
+                    " · given up (" (why) "): " (text(n))
+                }
+            } @else {
+                "instances: a fresh one per call"
             }
         }
     }
@@ -120,5 +139,30 @@ pub fn sign_in(failed: bool, token: &Token) -> Markup {
                 button.primary type="submit" { "Sign in" }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn warm_instances_show_their_bounds_their_use_and_why_they_were_given_up() {
+        let declared = json!({"reuse": "warm", "maxCalls": 1000, "memoryHighWaterBytes": 32 << 20});
+        let used =
+            json!({"fresh": 2, "reused": 98, "retired": {"max_calls": 0, "memory_high_water": 0, "failed_call": 1}});
+        let shown = instances(&declared, &used).into_string();
+        assert!(
+            shown.contains("instances: warm, each for at most 1000 calls and 32 MiB · 98 calls on a kept one, 2 on a new one · given up (failed_call): 1"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("max_calls"),
+            "reasons that never happened are left out: {shown}"
+        );
+        let fresh = instances(&json!({"reuse": "fresh"}), &used).into_string();
+        assert!(fresh.contains("a fresh one per call"), "{fresh}");
     }
 }

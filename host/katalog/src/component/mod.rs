@@ -8,4 +8,6 @@ mod spec;
 
 pub use oci::{OciReference, is_sha256_hex};
 
-pub use spec::{Declared, Deletion, Limits, MAX_MEMORY, Mount, Source, Spec, World, declared_in, outside};
+pub use spec::{
+    Declared, Deletion, Instances, Limits, MAX_MEMORY, Mount, Source, Spec, Warm, World, declared_in, outside,
+};

@@ -53,6 +53,9 @@ pub struct HooksSpec {
     /// While on-delete keeps failing: how long the finalizer waits, and then what.
     #[serde(default)]
     pub deletion: ComponentDeletion,
+    /// A fresh instance per call (the default), or warm ones kept per namespace.
+    #[serde(default)]
+    pub instances: ComponentInstances,
     /// What the component may touch through the kube interface and its returned resources.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
@@ -103,6 +106,9 @@ pub struct ConstructorSpec {
     /// While on-delete keeps failing: how long the finalizer waits, and then what.
     #[serde(default)]
     pub deletion: ComponentDeletion,
+    /// A fresh instance per call (the default), or warm ones kept per namespace.
+    #[serde(default)]
+    pub instances: ComponentInstances,
     /// What the component may touch through the kube interface and its returned resources.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
@@ -170,6 +176,25 @@ pub struct ComponentDeletion {
     /// reason, and retries go on with backoff. `release`: the finalizer goes, with a Warning.
     #[serde(default)]
     pub on_timeout: Option<String>,
+}
+
+/// How calls get their instance. `reuse: fresh` (the default): a new instance per call,
+/// which sees nothing of any earlier call. `reuse: warm`: an instance is kept after a call
+/// that ended well and serves later calls of the same namespace's CRs, until `maxCalls` or
+/// until it holds more than `memoryHighWater` after a call.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComponentInstances {
+    /// `fresh` (default) or `warm`.
+    #[serde(default)]
+    pub reuse: Option<String>,
+    /// Calls one warm instance serves before a fresh one replaces it (default 1000).
+    #[serde(default)]
+    pub max_calls: Option<u32>,
+    /// Memory a warm instance may hold after a call and still be kept (default: half of
+    /// `limits.memory`).
+    #[serde(default)]
+    pub memory_high_water: Option<String>,
 }
 
 /// `files[]`: a directory the component sees read-only at `mountPath`.

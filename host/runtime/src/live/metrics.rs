@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 use crate::outcome::health::State;
 use crate::pipeline::roster::CrdHandle;
 use crate::runtime::Inspect;
-use orkestra_wasm::{CallOutcome, Phase};
+use orkestra_wasm::{CallOutcome, Phase, Retired};
 
 /// The exposition's content type.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -330,6 +330,32 @@ impl Collector for RuntimeCollector {
                     slot.stats.denials(),
                 )
             }),
+        )?;
+        family.counters(
+            "orkestra_wasm_instances",
+            "Calls into a component by how they got their instance: a new one, or a warm one kept from an earlier call (instances.reuse: warm)",
+            slots.iter().flat_map(|slot| {
+                let (fresh, reused) = slot.stats.instances();
+                [("fresh", fresh), ("reused", reused)]
+                    .map(|(how, calls)| (vec![("component", &*slot.name), ("instance", how)], calls))
+            }),
+        )?;
+        family.counters(
+            "orkestra_wasm_warm_retired",
+            "Warm instances given up after a call, by reason (max_calls, memory_high_water, failed_call)",
+            slots.iter().flat_map(|slot| {
+                Retired::ALL.iter().map(move |why| {
+                    (
+                        vec![("component", &*slot.name), ("reason", why.label())],
+                        slot.stats.retirements(*why),
+                    )
+                })
+            }),
+        )?;
+        family.gauges(
+            "orkestra_wasm_warm_idle",
+            "Warm instances kept between calls, all components together",
+            slots.first().map(|slot| (Vec::new(), slot.host().warm_idle() as f64)),
         )?;
         family.gauges(
             "orkestra_wasm_memory_high_water_bytes",

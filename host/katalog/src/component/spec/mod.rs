@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::grants::Grants;
 use super::oci::OciReference;
-use crate::model::{Capability, ComponentDeletion, ComponentLimits};
+use crate::model::{Capability, ComponentDeletion, ComponentInstances, ComponentLimits};
 
 /// Which WIT world the component implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -202,6 +202,73 @@ impl Deletion {
     }
 }
 
+/// How calls get their instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Instances {
+    /// A new instance per call: nothing of an earlier call is visible.
+    #[default]
+    Fresh,
+    /// Instances kept between calls of one namespace's CRs.
+    Warm(Warm),
+}
+
+/// When a warm instance is replaced by a fresh one (besides after any failed call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Warm {
+    /// Calls one instance serves.
+    pub max_calls: u32,
+    /// Bytes of memory and tables an instance may hold after a call and still be kept.
+    pub high_water: usize,
+}
+
+/// Most calls one warm instance may serve.
+const MAX_WARM_CALLS: u32 = 1_000_000;
+
+impl Instances {
+    fn compile(spec: &ComponentInstances, limits: &Limits) -> Result<Self, String> {
+        let warm = match spec.reuse.as_deref().map(str::trim) {
+            None | Some("fresh") => false,
+            Some("warm") => true,
+            Some(other) => return Err(format!("instances.reuse: {other:?} is neither fresh nor warm")),
+        };
+        if !warm {
+            if spec.max_calls.is_some() || spec.memory_high_water.is_some() {
+                return Err("instances: maxCalls and memoryHighWater apply to warm instances; add reuse: warm".into());
+            }
+            return Ok(Instances::Fresh);
+        }
+        let max_calls = spec.max_calls.unwrap_or(1000);
+        if max_calls == 0 || max_calls > MAX_WARM_CALLS {
+            return Err(format!(
+                "instances.maxCalls: {max_calls} must be between 1 and {MAX_WARM_CALLS}"
+            ));
+        }
+        let high_water = match &spec.memory_high_water {
+            None => limits.memory / 2,
+            Some(text) => {
+                let n = orkestra_expr::template::funcs::quantity::parse(text)
+                    .map_err(|e| format!("instances.memoryHighWater: {e}"))?;
+                if !(n >= 1.0 && n <= limits.memory as f64) {
+                    return Err(format!(
+                        "instances.memoryHighWater: {text:?} must be between 1 byte and limits.memory ({} bytes)",
+                        limits.memory
+                    ));
+                }
+                n as usize
+            }
+        };
+        Ok(Instances::Warm(Warm { max_calls, high_water }))
+    }
+
+    /// The reuse rules, where instances are kept.
+    pub fn warm(self) -> Option<Warm> {
+        match self {
+            Instances::Fresh => None,
+            Instances::Warm(warm) => Some(warm),
+        }
+    }
+}
+
 /// A declared component.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spec {
@@ -211,6 +278,7 @@ pub struct Spec {
     pub sha256: Option<String>,
     pub limits: Limits,
     pub deletion: Deletion,
+    pub instances: Instances,
     pub grants: Arc<Grants>,
     /// Hooks only: before the templates instead of after.
     pub run_first: bool,
@@ -335,6 +403,7 @@ pub struct Declared<'a> {
     pub sha256: Option<&'a str>,
     pub limits: &'a ComponentLimits,
     pub deletion: &'a ComponentDeletion,
+    pub instances: &'a ComponentInstances,
     pub capabilities: &'a [Capability],
     pub run_first: bool,
     pub args: Option<&'a Value>,
@@ -374,11 +443,13 @@ impl Spec {
         } else {
             Source::Path(base.join(reference))
         };
+        let limits = Limits::compile(declared.limits)?;
         Ok(Self {
             world,
             source,
             sha256,
-            limits: Limits::compile(declared.limits)?,
+            instances: Instances::compile(declared.instances, &limits)?,
+            limits,
             deletion: Deletion::compile(declared.deletion)?,
             grants: Arc::new(Grants::compile(declared.capabilities)?),
             run_first: declared.run_first,
@@ -408,6 +479,7 @@ pub fn declared_in(reconcile: &crate::model::Reconcile, base: &Path) -> Result<O
             sha256: constructor.sha256.as_deref(),
             limits: &constructor.limits,
             deletion: &constructor.deletion,
+            instances: &constructor.instances,
             capabilities: &constructor.capabilities,
             run_first: false,
             args: constructor.args.as_ref(),
@@ -437,6 +509,7 @@ pub fn declared_in(reconcile: &crate::model::Reconcile, base: &Path) -> Result<O
         sha256: hooks.sha256.as_deref(),
         limits: &hooks.limits,
         deletion: &hooks.deletion,
+        instances: &hooks.instances,
         capabilities: &hooks.capabilities,
         run_first: hooks.run_hooks_first,
         args: hooks.args.as_ref(),

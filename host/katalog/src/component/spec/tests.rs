@@ -11,6 +11,11 @@ fn declared<'a>(component: &'a str, sha256: Option<&'a str>, limits: &'a Compone
         sha256,
         limits,
         deletion: NO_POLICY,
+        instances: &ComponentInstances {
+            reuse: None,
+            max_calls: None,
+            memory_high_water: None,
+        },
         capabilities: &[],
         run_first: false,
         args: None,
@@ -255,4 +260,58 @@ fn urls_need_a_well_formed_pin() {
     let spec = Spec::compile(World::Hook, declared(&reference, None, &limits), Path::new(".")).unwrap();
     assert!(matches!(&spec.source, Source::Oci(oci) if oci.repository == "acme/hook"));
     assert_eq!(spec.source.to_string(), reference);
+}
+
+#[test]
+fn instances_are_fresh_by_default_and_warm_ones_get_bounds_within_the_memory_limit() {
+    let limits = ComponentLimits {
+        memory: Some("32Mi".into()),
+        ..ComponentLimits::default()
+    };
+    let compile = |instances: ComponentInstances| {
+        Spec::compile(
+            World::Hook,
+            Declared {
+                instances: &instances,
+                ..declared("a.wasm", None, &limits)
+            },
+            Path::new("."),
+        )
+        .map(|spec| spec.instances)
+    };
+    let with = |reuse: Option<&str>, max_calls: Option<u32>, high_water: Option<&str>| ComponentInstances {
+        reuse: reuse.map(String::from),
+        max_calls,
+        memory_high_water: high_water.map(String::from),
+    };
+    assert_eq!(compile(with(None, None, None)), Ok(Instances::Fresh));
+    assert_eq!(compile(with(Some("fresh"), None, None)), Ok(Instances::Fresh));
+    assert_eq!(
+        compile(with(Some("warm"), None, None)),
+        Ok(Instances::Warm(Warm {
+            max_calls: 1000,
+            high_water: 16 << 20
+        })),
+        "half of limits.memory by default"
+    );
+    assert_eq!(
+        compile(with(Some("warm"), Some(50), Some("8Mi"))),
+        Ok(Instances::Warm(Warm {
+            max_calls: 50,
+            high_water: 8 << 20
+        }))
+    );
+    for (bad, names) in [
+        (with(Some("hot"), None, None), "instances.reuse: \"hot\""),
+        (with(None, Some(10), None), "instances: maxCalls and memoryHighWater apply to warm instances"),
+        (with(Some("warm"), Some(0), None), "instances.maxCalls: 0"),
+        (
+            with(Some("warm"), None, Some("64Mi")),
+            "instances.memoryHighWater: \"64Mi\"",
+        ),
+        (with(Some("warm"), None, Some("lots")), "instances.memoryHighWater"),
+    ] {
+        let error = compile(bad).unwrap_err();
+        assert!(error.starts_with(names), "{error}");
+    }
 }

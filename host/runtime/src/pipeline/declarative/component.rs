@@ -353,7 +353,7 @@ impl Declarative {
                 // The CR as the informer holds it (no mutation rule changed it): its text is
                 // the same for every call at this resourceVersion.
                 Some(cached) if std::ptr::eq(cached, o) => self.serialized.text(&request.key, o).to_string(),
-                _ => o.to_string(),
+                _ => orkestra_wasm::json_text(o),
             }),
             event_id: request.event_id,
             sentinels: orkestra_expr::sentinel::NAMES
@@ -362,7 +362,7 @@ impl Declarative {
                 .filter(|(i, _)| request.sentinels.is_set(*i))
                 .map(|(_, name)| name.to_string())
                 .collect(),
-            context: Value::Object(shared).to_string(),
+            context: orkestra_wasm::json_text(&Value::Object(shared)),
         })
     }
 }

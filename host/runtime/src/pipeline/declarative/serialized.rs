@@ -26,7 +26,7 @@ impl SerializedCrs {
     /// `object` (the CR at `key` as the informer holds it) as JSON text.
     pub(super) fn text(&self, key: &str, object: &Value) -> Arc<str> {
         let Some(version) = object["metadata"]["resourceVersion"].as_str() else {
-            return object.to_string().into();
+            return orkestra_wasm::json_text(object).into();
         };
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((seen, text)) = inner.texts.get(key)
@@ -34,7 +34,7 @@ impl SerializedCrs {
         {
             return text.clone();
         }
-        let text: Arc<str> = object.to_string().into();
+        let text: Arc<str> = orkestra_wasm::json_text(object).into();
         let freed = inner.texts.remove(key).map_or(0, |(_, old)| old.len());
         inner.bytes -= freed;
         if inner.bytes + text.len() <= BUDGET {

@@ -1,0 +1,133 @@
+//! Warm instances (`instances.reuse: warm`): an instance kept after a call that ended well,
+//! to serve a later call of the same component version for a CR of the same namespace,
+//! skipping instantiation (for an interpreted guest, most of a call). Kept only while idle,
+//! and bounded: per namespace, per component and in all, with the least recently used
+//! given up first, and none kept longer than [`IDLE_FOR`] unused. A kept instance holds one
+//! slot of the pooling allocator, which is sized for these on top of the calls in flight.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use wasmtime::Store;
+use wasmtime::component::Instance;
+
+use super::store::CallState;
+use orkestra_katalog::component::{Limits, Mount};
+
+/// Idle instances the host keeps in all.
+pub const MAX_IDLE: usize = 32;
+/// Idle instances one component version may keep.
+const PER_COMPONENT: usize = 16;
+/// Idle instances one namespace may keep of one component version (calls of a namespace's
+/// CRs can run at once, each on an instance of its own).
+const PER_TENANT: usize = 4;
+/// An instance unused this long is given up at the next call that looks.
+pub(super) const IDLE_FOR: Duration = Duration::from_secs(60);
+
+/// Which component version an instance belongs to: held by its [`super::Loaded`], so an
+/// instance of a version that was swapped out is recognised and dropped.
+#[derive(Default)]
+pub(super) struct Lineage;
+
+/// An instance between calls.
+pub(super) struct Idle {
+    pub store: Store<CallState>,
+    pub instance: Instance,
+    /// Calls it has served.
+    pub calls: u32,
+    /// The limits and file grants it was made with; a call under other ones does not use it.
+    pub limits: Limits,
+    pub files: Vec<Mount>,
+    lineage: Weak<Lineage>,
+    tenant: Option<String>,
+    since: Instant,
+}
+
+impl Idle {
+    pub fn new(
+        store: Store<CallState>,
+        instance: Instance,
+        calls: u32,
+        (limits, files): (Limits, &[Mount]),
+        lineage: &Arc<Lineage>,
+        tenant: Option<String>,
+    ) -> Self {
+        Self {
+            store,
+            instance,
+            calls,
+            limits,
+            files: files.to_vec(),
+            lineage: Arc::downgrade(lineage),
+            tenant,
+            since: Instant::now(),
+        }
+    }
+
+    fn of(&self, lineage: &Arc<Lineage>) -> bool {
+        std::ptr::eq(self.lineage.as_ptr(), Arc::as_ptr(lineage))
+    }
+
+    fn stale(&self, now: Instant) -> bool {
+        self.lineage.strong_count() == 0 || now.duration_since(self.since) >= IDLE_FOR
+    }
+}
+
+/// The host's idle instances, most recently used last.
+#[derive(Default)]
+pub(super) struct WarmStores {
+    idle: Mutex<Vec<Idle>>,
+}
+
+impl WarmStores {
+    /// The most recently used idle instance of `lineage` for `tenant` made under `limits`
+    /// and `files`, if one is kept.
+    pub fn take(&self, lineage: &Arc<Lineage>, tenant: Option<&str>, limits: &Limits, files: &[Mount]) -> Option<Idle> {
+        let (taken, stale) = {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            let stale = drain_stale(&mut idle);
+            let found = idle.iter().rposition(|i| {
+                i.of(lineage) && i.tenant.as_deref() == tenant && i.limits == *limits && i.files == files
+            });
+            (found.map(|at| idle.remove(at)), stale)
+        };
+        // Handing an instance back to the pool resets its memory: outside the lock.
+        drop(stale);
+        taken
+    }
+
+    /// Keeps `instance` for a later call, giving up older ones past the bounds.
+    pub fn put(&self, instance: Idle) {
+        let given_up = {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            let mut given_up = drain_stale(&mut idle);
+            let same_tenant = |i: &Idle| i.lineage.ptr_eq(&instance.lineage) && i.tenant == instance.tenant;
+            let same_component = |i: &Idle| i.lineage.ptr_eq(&instance.lineage);
+            for (kept, bound) in [
+                (&same_tenant as &dyn Fn(&Idle) -> bool, PER_TENANT),
+                (&same_component, PER_COMPONENT),
+                (&|_: &Idle| true, MAX_IDLE),
+            ] {
+                if idle.iter().filter(|i| kept(i)).count() >= bound
+                    && let Some(oldest) = idle.iter().position(kept)
+                {
+                    given_up.push(idle.remove(oldest));
+                }
+            }
+            idle.push(instance);
+            given_up
+        };
+        drop(given_up);
+    }
+
+    /// Idle instances kept now.
+    pub fn len(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// Takes out the instances of swapped-out versions and those idle too long.
+fn drain_stale(idle: &mut Vec<Idle>) -> Vec<Idle> {
+    let now = Instant::now();
+    idle.extract_if(.., |i| i.stale(now)).collect()
+}
