@@ -201,6 +201,7 @@ async fn the_control_center_shows_every_runtime_down_to_each_cr_and_component_in
     // CRD detail.
     click(&browser, ".card.crd[data-crd='app'] h3 a").await;
     shows(&browser, "RBAC").await;
+    shows(&browser, "by namespace, background work ages after 10 s").await;
     shows(&browser, "configmaps").await;
     shows(&browser, "healthy").await;
     shoot(&browser, "3-crd").await;

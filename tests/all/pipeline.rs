@@ -1007,3 +1007,40 @@ async fn a_quiet_namespace_is_served_while_a_noisy_ones_backlog_is_still_queued(
     );
     h.stop().await;
 }
+
+/// Issue 37: a user's change goes before background work. A resync keeps the one worker
+/// busy with a backlog; a CR created meanwhile runs next, not after the backlog.
+#[tokio::test]
+async fn a_new_cr_runs_before_the_resync_backlog_that_keeps_the_worker_busy() {
+    let recorder = Arc::new(Recorder {
+        delay: Duration::from_millis(40),
+        ..Recorder::default()
+    });
+    let crds = crd("app", "App", "        reconcile: {workers: 1, resync: 2s}\n");
+    let h = Harness::start("priority", &crds, &[("app", recorder.clone())], true).await;
+    const CRS: usize = 60;
+    for i in 0..CRS {
+        h.create("App", &format!("r{i}"), json!({})).await;
+    }
+    // The creates ran, and resyncs have queued a backlog: at 40 ms a run, one round of 60
+    // takes longer than the 2 s between resyncs.
+    eventually("resyncs under way", WAIT, || async {
+        (recorder.calls().len() >= CRS * 2).then_some(())
+    })
+    .await
+    .unwrap();
+    let before = recorder.calls().len();
+    let queued = h.inspect.crds()[0].queue.depth();
+    assert!(queued >= CRS / 2, "a backlog of resyncs is queued: {queued}");
+    h.create("App", "fresh", json!({})).await;
+    let key = format!("{}/fresh", h.ns.name);
+    wait_calls(&recorder, &key, 1).await;
+    let calls = recorder.calls();
+    let at = calls.iter().position(|c| c.key == key).unwrap();
+    assert!(
+        at - before <= 3,
+        "the new CR ran after {} of the {queued} queued resyncs",
+        at - before
+    );
+    h.stop().await;
+}

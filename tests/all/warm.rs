@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::pipeline::{Harness, WAIT, crd};
 
-fn request(key: &str, mode: &str) -> Request {
+pub(crate) fn request(key: &str, mode: &str) -> Request {
     Request {
         key: key.into(),
         gvk: Gvk {

@@ -804,3 +804,67 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
     assert!(calls.memory_high_water_bytes > 0);
     assert_eq!(calls.swaps.iter().map(|s| s.revision).collect::<Vec<_>>(), [1, 2]);
 }
+
+/// Issue 37: one component's flood of calls holds at most half the host's calls at once, so
+/// another component's call is served at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_components_flood_of_calls_leaves_room_for_another_components_call() {
+    let path = guests::component("hostile").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let host = orkestra_wasm::WasmHost::new(None, reqwest::Client::new(), cache.path().to_path_buf()).unwrap();
+    let spec = std::sync::Arc::new(guests::hook_spec(path.to_str().unwrap(), None).unwrap());
+    let components = Components::default();
+    let noisy = components.add("noisy", &host, spec.clone());
+    let quiet = components.add("quiet", &host, spec);
+    noisy.reload().await.unwrap();
+    quiet.reload().await.unwrap();
+    let caller = |component: &str, key: &str| orkestra_wasm::Caller {
+        component: component.into(),
+        key: key.into(),
+        namespace: key.split_once('/').map(|(ns, _)| ns.to_string()),
+        manager: "orkestra-wasm/test".into(),
+        client: None,
+        owner_uid: None,
+        writes: Default::default(),
+    };
+    // Twice as many 300 ms calls as the host runs at once.
+    let flood: Vec<_> = (0..orkestra_wasm::MAX_CONCURRENT_CALLS * 2)
+        .map(|i| {
+            let (noisy, key) = (noisy.clone(), format!("noisy/{i}"));
+            let caller = caller("noisy", &key);
+            tokio::spawn(async move {
+                let active = noisy.active().unwrap();
+                noisy
+                    .call(
+                        &active,
+                        orkestra_wasm::Hook::Reconcile,
+                        caller,
+                        &crate::warm::request(&key, "slow"),
+                    )
+                    .await
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = Instant::now();
+    let active = quiet.active().unwrap();
+    let request = crate::warm::request("quiet/1", "recall");
+    quiet
+        .call(
+            &active,
+            orkestra_wasm::Hook::Reconcile,
+            caller("quiet", "quiet/1"),
+            &request,
+        )
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(150),
+        "the quiet component's call waited {took:?} behind the flood's 300 ms calls"
+    );
+    const { assert!(orkestra_wasm::SLOT_CALLS < orkestra_wasm::MAX_CONCURRENT_CALLS) };
+    for call in flood {
+        call.await.unwrap().unwrap();
+    }
+}

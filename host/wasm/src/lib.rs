@@ -28,6 +28,6 @@ pub use json::json_text;
 pub use load::{LoadCause, LoadError, Loaded};
 pub use orkestra_katalog::component::{Deletion, Instances, Limits, Source, Spec, Warm, World};
 pub use registry::Registries;
-pub use slot::{Active, Components, Slot, SlotStatus};
+pub use slot::{Active, Components, SLOT_CALLS, Slot, SlotStatus};
 pub use stats::{CallOutcome, CallStats, InstancesView, Phase, Retired, StatsView, Swap};
 pub use store::{Caller, MAX_RESOURCES};

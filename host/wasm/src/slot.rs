@@ -25,6 +25,10 @@ pub struct Active {
     pub revision: u64,
 }
 
+/// Calls one slot may run at once: half the host's, so a flood of one component's calls
+/// (one CRD's, one serve target's) always leaves room for every other component's.
+pub const SLOT_CALLS: usize = super::engine::MAX_CONCURRENT_CALLS / 2;
+
 /// What a call on a tenant's pool gets past its own timeout before it is given up on.
 const POOL_GRACE: Duration = Duration::from_secs(1);
 
@@ -49,6 +53,8 @@ pub struct Slot {
     pub stats: Arc<CallStats>,
     /// Where its calls run when it has file grants (made at the first such call).
     pool: std::sync::OnceLock<Result<Pool, String>>,
+    /// Its share of the host's calls at once ([`SLOT_CALLS`]).
+    calls: tokio::sync::Semaphore,
 }
 
 /// A slot as the Live API shows it.
@@ -89,6 +95,7 @@ impl Slot {
             reloads: tokio::sync::watch::Sender::new(0),
             stats: Arc::default(),
             pool: std::sync::OnceLock::new(),
+            calls: tokio::sync::Semaphore::new(SLOT_CALLS),
         })
     }
 
@@ -190,8 +197,9 @@ impl Slot {
     /// an earlier call of a CR of the same namespace on this same version (never another
     /// namespace's, never one whose last call failed); every call held to the spec's limits
     /// (time, memory, fuel, kube calls and bytes, log bytes, result size); a component with
-    /// file grants runs on threads of its own. Errors are [`CallError`]s naming the limit hit or the
-    /// trap; none affects another call or slot.
+    /// file grants runs on threads of its own; at most [`SLOT_CALLS`] calls of one slot run
+    /// at once, so other slots always find room. Errors are [`CallError`]s naming the limit
+    /// hit or the trap; none affects another call or slot.
     #[tracing::instrument(level = "debug", name = "component.call", skip_all, fields(slot = %self.name, hook = ?hook))]
     pub async fn call(
         &self,
@@ -201,6 +209,10 @@ impl Slot {
         request: &Request,
     ) -> Result<Option<Response>, CallError> {
         let started = std::time::Instant::now();
+        // Its share first, then one of the host's: never more than half of those.
+        let Ok(_share) = self.calls.acquire().await else {
+            return Err(CallError::Instantiate("the component is shutting down".into()));
+        };
         let result = match active.spec.files.is_empty() {
             true => {
                 self.host

@@ -1,4 +1,4 @@
-//! A CRD (workers, queue, admission, RBAC, dependencies, autoscaler, its charts), its CR
+//! A CRD (workers, queue and its flows, admission, RBAC, dependencies, autoscaler, its charts), its CR
 //! list, and one CR (spec, status, conditions, children by kind with readiness, events):
 //! each asked of the runtime when shown.
 
@@ -21,6 +21,29 @@ fn segment(text: &str) -> String {
             other => format!("%{:02X}", other as u32),
         })
         .collect()
+}
+
+/// The queue's flows: how it groups CRs, and the busiest flows with their waits.
+fn flows(queue: &serde_json::Value) -> Markup {
+    let ms = |v: &serde_json::Value| v.as_f64().map_or("-".into(), |ms| format!("{ms:.0} ms"));
+    html! {
+        h2 { "Flows" }
+        p.muted.fairness {
+            "by " (text(&queue["fairness"]["by"])) ", background work ages after "
+            (queue["fairness"]["agingMs"].as_u64().map_or("-".into(), |ms| format!("{} s", ms / 1000)))
+        }
+        @let flows = queue["flows"].as_array().cloned().unwrap_or_default();
+        @if flows.is_empty() { p.muted { "nothing queued or served yet" } } @else {
+            table.flows {
+                tr { th { "flow" } th { "queued: user / background" } th { "served" } th { "wait p50" } th { "p99" } }
+                @for flow in &flows {
+                    tr { td { @match flow["flow"].as_str() { Some("") | None => span.muted { "(none)" }, Some(name) => (name) } }
+                         td { (text(&flow["queued"]["user"])) " / " (text(&flow["queued"]["background"])) }
+                         td { (text(&flow["served"])) } td { (ms(&flow["waitP50Ms"])) } td { (ms(&flow["waitP99Ms"])) } }
+                }
+            }
+        }
+    }
 }
 
 pub async fn crd(runtimes: &Runtimes, runtime: &Watched, crd: &str) -> Markup {
@@ -98,6 +121,7 @@ pub async fn crd(runtimes: &Runtimes, runtime: &Watched, crd: &str) -> Markup {
                              td { (joined(&rule["verbs"])) } }
                     }
                 }
+                (flows(&info["queue"]))
                 h2 { "Autoscaler" }
                 (pairs(&info["autoscaler"]))
                 h2 { "Failures by reason" }
@@ -206,4 +230,32 @@ fn joined(list: &serde_json::Value) -> String {
         })
         .collect();
     items.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_flows_table_names_each_flow_its_backlog_by_class_and_its_waits() {
+        let queue = json!({
+            "fairness": {"by": "namespace", "weights": {}, "agingMs": 10000},
+            "flows": [
+                {"flow": "noisy", "queued": {"user": 3, "background": 2990}, "served": 10, "waitP50Ms": 1200.4, "waitP99Ms": 9000.0},
+                {"flow": "", "queued": {"user": 0, "background": 0}, "served": 1, "waitP50Ms": null, "waitP99Ms": null},
+            ],
+        });
+        let shown = flows(&queue).into_string();
+        assert!(
+            shown.contains("by namespace, background work ages after 10 s"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("<td>noisy</td><td>3 / 2990</td><td>10</td><td>1200 ms</td><td>9000 ms</td>"),
+            "{shown}"
+        );
+        assert!(shown.contains("(none)"), "the cluster-wide flow is named: {shown}");
+    }
 }

@@ -23,7 +23,7 @@ pub use block::{Block, Entry, ProfileChoice, Replace, Scale};
 pub use boxes::{CompiledBox, EmitEvent, EmitOn, Requeue, StatusField};
 pub use call::Call;
 pub use conversion::CompiledConversion;
-pub use crd::{Autoscale, Behaviour, CompiledCrd, Endpoints, RetryPolicy, applied_kinds};
+pub use crd::{AGING, Autoscale, Behaviour, CompiledCrd, Endpoints, FlowBy, FlowRules, RetryPolicy, applied_kinds};
 pub use gate::{BoxGates, Gate};
 pub use placement::admit;
 pub use watch::{CompiledEvents, CompiledWatch};

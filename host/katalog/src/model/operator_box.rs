@@ -355,6 +355,35 @@ pub struct Queue {
     pub retry_backoff: Option<RetryBackoff>,
     #[serde(default)]
     pub behaviour: Option<Behaviour>,
+    /// How CRs share the workers: grouped into flows served in turn.
+    #[serde(default)]
+    pub fairness: Option<Fairness>,
+    /// Users' changes before background work, which ages.
+    #[serde(default)]
+    pub priority: Option<QueuePriority>,
+}
+
+/// `queue.fairness`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Fairness {
+    /// `namespace` (default), `label:<key>` or `none` (one flow: first in, first out).
+    #[serde(default)]
+    pub by: Option<String>,
+    /// Items a flow is served per turn (default 1), by flow name (a namespace, or the
+    /// label's value).
+    #[serde(default)]
+    pub weights: std::collections::BTreeMap<String, u32>,
+}
+
+/// `queue.priority`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QueuePriority {
+    /// How much longer than a user's change background work may wait (default `10s`);
+    /// `0s`: one class, first come first served.
+    #[serde(default)]
+    pub aging: Option<String>,
 }
 
 /// `queue.behaviour`: what to do when the queue fills.

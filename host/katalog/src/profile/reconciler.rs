@@ -170,6 +170,8 @@ fn fill(reconcile: &mut Reconcile, preset: Preset) {
     if own.behaviour.is_none() {
         own.behaviour = queue.behaviour;
     }
+    own.fairness = own.fairness.take().or(queue.fairness);
+    own.priority = own.priority.take().or(queue.priority);
     own.shared |= queue.shared;
 }
 

@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 
 use super::{Inspect, Shared, unknown_crd};
 use crate::outcome::health::{Health, State as HealthState};
+use crate::pipeline::flows::{FlowBy, FlowView};
 use crate::pipeline::roster::CrdHandle;
 use orkestra_katalog::DependencyCondition;
 
@@ -156,6 +157,26 @@ async fn enriched(State(shared): State<Shared>) -> Json<Value> {
     Json(json!({"name": model.name, "finalizers": model.finalizers, "notes": model.notes, "crds": crds}))
 }
 
+/// Flows of a CRD's queue shown on the Live API and `/metrics`: the busiest, then the most
+/// recently served.
+pub const FLOWS_SHOWN: usize = 20;
+
+fn flows_view(flows: &[FlowView]) -> Value {
+    let ms = |wait: Option<std::time::Duration>| wait.map(|w| w.as_secs_f64() * 1e3);
+    flows
+        .iter()
+        .map(|flow| {
+            json!({
+                "flow": &*flow.flow,
+                "queued": {"user": flow.user, "background": flow.background},
+                "served": flow.stats.served,
+                "waitP50Ms": ms(flow.stats.wait(50)),
+                "waitP99Ms": ms(flow.stats.wait(99)),
+            })
+        })
+        .collect()
+}
+
 /// A CRD's configuration and live figures (what cross reads of protocol `metrics` and
 /// `info` ask for). 404 with `endpoints.info: false`.
 #[utoipa::path(get, path = "/katalog/{crd}", tag = "katalog",
@@ -189,6 +210,16 @@ async fn crd_info(State(shared): State<Shared>, Path(name): Path<String>) -> Res
         handle.tuning.resync().borrow().as_secs_f64()
     ));
     body["queue"]["failureThreshold"] = serde_json::to_value(crd.failure_threshold).unwrap_or_default();
+    body["queue"]["fairness"] = json!({
+        "by": match &crd.flows.by {
+            FlowBy::Namespace => "namespace".to_string(),
+            FlowBy::Label(key) => format!("label:{key}"),
+            FlowBy::None => "none".to_string(),
+        },
+        "weights": crd.flows.weights,
+        "agingMs": crd.flows.aging.as_millis() as u64,
+    });
+    body["queue"]["flows"] = flows_view(&handle.queue.flows(FLOWS_SHOWN));
     body["enqueue"] = handle.stats.snapshot();
     body["eventLog"] = json!({"events": handle.events.len(), "crs": handle.events.crs()});
     body["writes"] = json!(handle.counters.writes.load(std::sync::atomic::Ordering::Relaxed));

@@ -19,6 +19,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use crate::outcome::health::State;
+use crate::pipeline::flows::FlowView;
 use crate::pipeline::roster::CrdHandle;
 use crate::runtime::Inspect;
 use orkestra_wasm::{CallOutcome, Phase, Retired};
@@ -175,6 +176,46 @@ impl Collector for RuntimeCollector {
             "workqueue_work_duration",
             "How long processing an item from workqueue takes",
             crds.iter().map(|h| (queue(h), &h.counters.timing.work)),
+        )?;
+
+        // The flows of each queue (`queue.fairness`): the busiest, then the most recently served.
+        let flows: Vec<(&CrdHandle, Vec<FlowView>)> = crds
+            .iter()
+            .map(|h| (h, h.queue.flows(super::katalog::FLOWS_SHOWN)))
+            .collect();
+        let each_flow = || {
+            flows
+                .iter()
+                .flat_map(|(h, views)| views.iter().map(move |v| (&*h.crd.name, v)))
+        };
+        family.gauges(
+            "orkestra_queue_flow_depth",
+            "Items queued in a flow of a CRD's queue (its busiest flows), by class: user changes and background work",
+            each_flow().flat_map(|(crd, v)| {
+                [("user", v.user), ("background", v.background)].map(|(class, n)| {
+                    (
+                        vec![("controller", crd), ("flow", &*v.flow), ("class", class)],
+                        n as f64,
+                    )
+                })
+            }),
+        )?;
+        family.counters(
+            "orkestra_queue_flow_served",
+            "Items served from a flow of a CRD's queue",
+            each_flow().map(|(crd, v)| (vec![("controller", crd), ("flow", &*v.flow)], v.stats.served)),
+        )?;
+        family.gauges(
+            "orkestra_queue_flow_wait_seconds",
+            "How long a flow's recently served items waited once ready (quantile 0.5 and 0.99 of the last 128)",
+            each_flow().flat_map(|(crd, v)| {
+                [("0.5", v.stats.wait(50)), ("0.99", v.stats.wait(99))]
+                    .into_iter()
+                    .filter_map(move |(quantile, wait)| {
+                        let labels = vec![("controller", crd), ("flow", &*v.flow), ("quantile", quantile)];
+                        Some((labels, wait?.as_secs_f64()))
+                    })
+            }),
         )?;
 
         // Upstream Orkestra's names.

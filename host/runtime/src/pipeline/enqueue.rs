@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
+use crate::pipeline::flows::{Class, FlowBy};
 use crate::pipeline::observe::{Cache, Enqueue, Trigger, split_key};
 use crate::pipeline::queue::{Added, Payload, QueueItem, WorkQueue};
 use crate::pipeline::tuning::Tuning;
@@ -207,6 +208,10 @@ impl Admission {
                 Some(earlier) => Trigger {
                     sentinels: orkestra_expr::sentinel::SentinelBits(earlier.sentinels.0 | trigger.sentinels.0),
                     events: trigger.events.or(earlier.events),
+                    class: match (earlier.class, trigger.class) {
+                        (Class::Background, Class::Background) => Class::Background,
+                        _ => Class::User,
+                    },
                     ..trigger
                 },
                 None => trigger,
@@ -355,9 +360,21 @@ impl Admission {
                 .event_aware
                 .then(|| self.event_ids.fetch_add(1, Ordering::Relaxed)),
         };
+        let flow = match self.queue.flow_by() {
+            // Its flow is a label's value: read now, from the CR as observed.
+            FlowBy::Label(label) => Some(
+                self.cache
+                    .get(&trigger.key)
+                    .and_then(|cr| cr["metadata"]["labels"][label.as_str()].as_str().map(Arc::from))
+                    .unwrap_or_else(|| Arc::from("")),
+            ),
+            FlowBy::Namespace | FlowBy::None => None,
+        };
         let payload = Payload {
             sentinels: trigger.sentinels,
             events: trigger.events.clone(),
+            class: trigger.class,
+            flow,
         };
         Ok(Step::Add(item, payload, bound))
     }
@@ -392,6 +409,7 @@ mod tests {
             source: Source::Primary,
             sentinels: Default::default(),
             events: None,
+            class: Class::User,
         }
     }
 

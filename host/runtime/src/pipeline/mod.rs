@@ -1,6 +1,7 @@
 //! One CRD's pipeline, in the order data flows:
 //! - [`observe`], [`enqueue`], [`queue`] with [`flows`]: watches in (the echoes of the
-//!   runtime's own writes left out), keyed work items out, each namespace served in turn;
+//!   runtime's own writes left out), keyed work items out, flows (namespaces) served in
+//!   turn, users' changes before background work;
 //! - [`kordinator`], [`mux`], [`feedback`], [`tuning`]: workers and the gates in front of
 //!   reconcile, the one request each reconcile receives, the stamps gates read, and the
 //!   workers, queue depth and resync the CRD runs with;

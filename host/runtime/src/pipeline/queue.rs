@@ -1,7 +1,9 @@
 //! The work queue of one CRD: admitted triggers in, leases for workers out.
 //!
-//! - Each namespace is a flow of its own, and flows are served in turn (see
-//!   [`super::flows`]): one namespace's backlog does not hold up another's next item.
+//! - Each namespace (or label value, as `queue.fairness` says) is a flow of its own, and
+//!   flows are served in turn, each up to its weight (see [`super::flows`]): one
+//!   namespace's backlog does not hold up another's next item. Inside a flow, user changes
+//!   go before background work (resyncs, the initial list, requeues, retries), which ages.
 //! - The same item is coalesced: at most one queued and one running; an item added while
 //!   it runs is marked dirty and queued once more when the run ends.
 //! - `eventAware` items carry an event id and never coalesce, but two items of one key
@@ -23,7 +25,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::flows::Flows;
+use super::flows::{Class, FlowBy, FlowRules, Flows};
 use orkestra_expr::sentinel::SentinelBits;
 
 /// First retry delay after a failure.
@@ -57,6 +59,11 @@ pub struct Payload {
     pub sentinels: SentinelBits,
     /// The event context of the latest `observe.events` trigger (`.events.<name>`).
     pub events: Option<serde_json::Value>,
+    /// A user's change, or background work; coalesced, a user's change wins.
+    pub class: Class,
+    /// Its flow, where the key alone does not say it (`queue.fairness.by: label:...`); the
+    /// queue sets it when the item is queued.
+    pub flow: Option<Arc<str>>,
 }
 
 impl Payload {
@@ -64,6 +71,9 @@ impl Payload {
         self.sentinels = SentinelBits(self.sentinels.0 | other.sentinels.0);
         if other.events.is_some() {
             self.events = other.events;
+        }
+        if other.class == Class::User {
+            self.class = Class::User;
         }
     }
 }
@@ -121,7 +131,7 @@ enum Slot {
     Running { pending: Option<Payload> },
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
     slots: HashMap<QueueItem, Slot>,
     /// Queued items, by flow (the instant in the slot decides readiness).
@@ -132,10 +142,11 @@ struct State {
     hot: HashMap<String, u32>,
     closed: bool,
     throughput: Throughput,
+    by: FlowBy,
 }
 
 /// A queue shared by the enqueue path (producers) and the workers.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct WorkQueue {
     state: Arc<Mutex<State>>,
     notify: Arc<Notify>,
@@ -156,9 +167,43 @@ pub fn backoff(failures: u32) -> Duration {
     BACKOFF_BASE.saturating_mul(1u32 << exponent).min(BACKOFF_MAX)
 }
 
+impl Default for WorkQueue {
+    fn default() -> Self {
+        Self::with_rules(FlowRules::default())
+    }
+}
+
 impl WorkQueue {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A queue whose flows follow `rules` (`queue.fairness`, `queue.priority`).
+    pub fn with_rules(rules: FlowRules) -> Self {
+        let state = State {
+            slots: HashMap::new(),
+            by: rules.by.clone(),
+            order: Flows::new(rules),
+            running_keys: HashSet::new(),
+            failures: HashMap::new(),
+            hot: HashMap::new(),
+            closed: false,
+            throughput: Throughput::default(),
+        };
+        Self {
+            state: Arc::new(Mutex::new(state)),
+            notify: Arc::default(),
+        }
+    }
+
+    /// How items are grouped into flows.
+    pub fn flow_by(&self) -> FlowBy {
+        self.lock().by.clone()
+    }
+
+    /// The `limit` busiest flows (then the most recently served), with their figures.
+    pub fn flows(&self, limit: usize) -> Vec<super::flows::FlowView> {
+        self.lock().order.view(limit)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -182,18 +227,25 @@ impl WorkQueue {
         self.add_at(item, payload, Instant::now() + delay, None)
     }
 
-    fn add_at(&self, item: QueueItem, payload: Payload, at: Instant, limit: Option<usize>) -> Added {
+    fn add_at(&self, item: QueueItem, mut payload: Payload, at: Instant, limit: Option<usize>) -> Added {
         let mut state = self.lock();
         if state.closed {
             return Added::Closed;
         }
         let queued = state.order.count();
-        let added = match state.slots.get_mut(&item) {
+        let State { slots, order, .. } = &mut *state;
+        let added = match slots.get_mut(&item) {
             Some(Slot::Queued {
                 at: current,
                 payload: existing,
             }) => {
                 *current = (*current).min(at);
+                if existing.class == Class::Background
+                    && payload.class == Class::User
+                    && let Some(flow) = &existing.flow
+                {
+                    order.promote(&item, flow, Instant::now());
+                }
                 existing.merge(payload);
                 Added::Coalesced
             }
@@ -208,8 +260,10 @@ impl WorkQueue {
                 if limit.is_some_and(|limit| queued >= limit) {
                     return Added::AtLimit;
                 }
-                state.slots.insert(item.clone(), Slot::Queued { at, payload });
-                state.order.push(item);
+                let flow = state.by.flow(&item.key, payload.flow.take());
+                state.order.push(item.clone(), &flow, payload.class, at);
+                payload.flow = Some(flow);
+                state.slots.insert(item, Slot::Queued { at, payload });
                 state.throughput.adds += 1;
                 Added::Queued
             }
@@ -251,7 +305,7 @@ impl WorkQueue {
                     running_keys,
                     ..
                 } = &mut *state;
-                let chosen = order.take(|item| {
+                let chosen = order.take(now, |item| {
                     if running_keys.contains(&item.key) {
                         return false;
                     }
@@ -296,7 +350,8 @@ impl WorkQueue {
     /// Ends a run: forgets or schedules the item as `outcome` says, and releases its key.
     pub fn done(&self, lease: Lease, outcome: Outcome) {
         let mut state = self.lock();
-        let Lease { item, .. } = lease;
+        let Lease { item, payload, .. } = lease;
+        let flow = payload.flow;
         state.running_keys.remove(&item.key);
         let pending = match state.slots.remove(&item) {
             Some(Slot::Running { pending }) => pending,
@@ -337,14 +392,16 @@ impl WorkQueue {
         if let Some(at) = at
             && !state.closed
         {
-            state.slots.insert(
-                item.clone(),
-                Slot::Queued {
-                    at,
-                    payload: pending.unwrap_or_default(),
-                },
-            );
-            state.order.push(item);
+            // What arrived during the run keeps its class; a requeue or a retry is background
+            // work. Its flow stays the one it was served from.
+            let mut payload = pending.unwrap_or(Payload {
+                class: Class::Background,
+                ..Payload::default()
+            });
+            let flow = state.by.flow(&item.key, payload.flow.take().or(flow));
+            state.order.push(item.clone(), &flow, payload.class, at);
+            payload.flow = Some(flow);
+            state.slots.insert(item, Slot::Queued { at, payload });
         }
         drop(state);
         // Another worker may be waiting for this key.
@@ -384,7 +441,7 @@ mod tests {
     fn with(bits: u16) -> Payload {
         Payload {
             sentinels: SentinelBits(bits),
-            events: None,
+            ..Payload::default()
         }
     }
 
@@ -558,5 +615,109 @@ mod tests {
         queue.shutdown();
         assert!(waiting.await.unwrap(), "a waiting worker gets None");
         assert_eq!(queue.add(item("ns/a"), with(0)), Added::Closed);
+    }
+    fn background() -> Payload {
+        Payload {
+            class: Class::Background,
+            ..Payload::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_users_change_runs_before_the_initial_list_and_a_requeue_is_background_work() {
+        let queue = WorkQueue::new();
+        for i in 0..50 {
+            queue.add(item(&format!("ns/listed-{i}")), background());
+        }
+        queue.add(item("ns/new"), with(0));
+        assert_eq!(next_now(&queue).await.unwrap().item.key, "ns/new");
+        // Requeued, it is background work: a later user change goes first.
+        let listed = next_now(&queue).await.unwrap();
+        assert_eq!(listed.item.key, "ns/listed-0");
+        queue.done(listed, Outcome::RequeueAfter(Duration::ZERO));
+        queue.add(item("ns/changed"), with(0));
+        assert_eq!(next_now(&queue).await.unwrap().item.key, "ns/changed");
+        // A user's change to a queued background item promotes it.
+        queue.add(item("ns/listed-40"), with(0));
+        assert_eq!(next_now(&queue).await.unwrap().item.key, "ns/listed-40");
+        assert_eq!(next_now(&queue).await.unwrap().item.key, "ns/listed-1");
+    }
+
+    /// A sustained stream of user changes, more than the workers keep up with: background
+    /// work still runs, within the aging bound plus one run.
+    #[tokio::test(start_paused = true)]
+    async fn background_work_waits_at_most_its_aging_under_sustained_user_changes() {
+        let aging = Duration::from_secs(2);
+        let queue = WorkQueue::with_rules(FlowRules {
+            aging,
+            ..FlowRules::default()
+        });
+        let run = Duration::from_millis(10);
+        queue.add(item("ns/resync"), background());
+        let started = Instant::now();
+        let mut user = 0;
+        let waited = loop {
+            // Two user changes arrive per run: the backlog only grows.
+            for _ in 0..2 {
+                queue.add(item(&format!("ns/user-{user}")), with(0));
+                user += 1;
+            }
+            let lease = next_now(&queue).await.unwrap();
+            if lease.item.key == "ns/resync" {
+                break started.elapsed();
+            }
+            tokio::time::advance(run).await;
+            queue.done(lease, Outcome::Success);
+            assert!(started.elapsed() < aging * 2, "the background item never ran");
+        };
+        assert!(waited >= aging - run, "user changes went first: ran after {waited:?}");
+        assert!(waited <= aging + run, "within its aging: ran after {waited:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn flows_by_label_group_what_the_enqueue_path_named_and_by_none_is_first_in_first_out() {
+        let labelled = WorkQueue::with_rules(FlowRules {
+            by: FlowBy::Label("team".into()),
+            ..FlowRules::default()
+        });
+        let team = |name: &str| Payload {
+            flow: Some(name.into()),
+            ..Payload::default()
+        };
+        for (key, flow) in [("a/1", "red"), ("b/1", "red"), ("a/2", "red"), ("c/1", "blue")] {
+            labelled.add(item(key), team(flow));
+        }
+        let mut order = Vec::new();
+        while let Some(lease) = next_now(&labelled).await {
+            order.push(lease.item.key.clone());
+            labelled.done(lease, Outcome::Success);
+        }
+        assert_eq!(
+            order,
+            ["a/1", "c/1", "b/1", "a/2"],
+            "red and blue take turns, whatever the namespace"
+        );
+        let mut flows: Vec<_> = labelled
+            .flows(10)
+            .into_iter()
+            .map(|f| (f.flow, f.stats.served))
+            .collect();
+        flows.sort();
+        assert_eq!(flows, [("blue".into(), 1), ("red".into(), 3)]);
+
+        let fifo = WorkQueue::with_rules(FlowRules {
+            by: FlowBy::None,
+            aging: Duration::ZERO,
+            ..FlowRules::default()
+        });
+        for key in ["noisy/1", "noisy/2", "quiet/1"] {
+            fifo.add(item(key), with(0));
+        }
+        let mut order = Vec::new();
+        while let Some(lease) = next_now(&fifo).await {
+            order.push(lease.item.key.clone());
+            fifo.done(lease, Outcome::Success);
+        }
+        assert_eq!(order, ["noisy/1", "noisy/2", "quiet/1"]);
     }
 }

@@ -40,8 +40,8 @@ impl CrdHandle {
     pub fn new(crd: Arc<CompiledCrd>) -> Self {
         Self {
             tuning: Arc::new(Tuning::new(&crd)),
+            queue: WorkQueue::with_rules(crd.flows.clone()),
             crd,
-            queue: WorkQueue::new(),
             cache: Cache::default(),
             children: Children::default(),
             own: Arc::default(),

@@ -13,7 +13,7 @@ use super::{
     CLEANUP_FINALIZER, CompiledBox, CompiledEvents, CompiledWatch, DEFAULT_FAILURE_THRESHOLD, DEFAULT_RESYNC,
     DEFAULT_WORKERS, Error, Gather, Notes, conditions, template,
 };
-pub use settings::{Autoscale, Behaviour, Endpoints, RetryPolicy};
+pub use settings::{AGING, Autoscale, Behaviour, Endpoints, FlowBy, FlowRules, RetryPolicy};
 
 use crate::effective_box::EffectiveBoxes;
 use crate::kinds::RESOURCE_KINDS;
@@ -76,6 +76,8 @@ pub struct CompiledCrd {
     pub failure_threshold: crate::model::FailureThreshold,
     pub retry: Option<RetryPolicy>,
     pub behaviour: Behaviour,
+    /// How its queue groups CRs into flows and orders them.
+    pub flows: FlowRules,
     pub watches: Vec<Arc<CompiledWatch>>,
     pub events: Arc<Vec<CompiledEvents>>,
     /// Serve targets that declare their own `observe` (see [`CompiledCrd::observes`]).
@@ -324,6 +326,8 @@ impl CompiledCrd {
         let autoscale = autoscale.and_then(|compiled| gather.ok(compiled));
         let retry = queue.retry_backoff.as_ref().map(RetryPolicy::from_spec).transpose();
         let retry = gather.ok(retry.map_err(|e| e.within("operatorBox.reconcile.queue.retryBackoff")));
+        let flows = FlowRules::compile(queue.fairness.as_ref(), queue.priority.as_ref());
+        let flows = gather.ok(flows.map_err(|e| e.within("operatorBox.reconcile.queue")));
         // At admission the rules `serve` implies join them (kubectl writers meet what an
         // intent would).
         let with_serve = crate::serve::rules::with_serve_rules(&entry.admission, entry.serve.as_ref());
@@ -377,8 +381,8 @@ impl CompiledCrd {
             }));
         let rule_calls = gather
             .each(rule_calls.map(|(at, call)| super::Call::compile(call, &notes.functions).map_err(|e| e.within(&at))));
-        let (Some(compiled), Some(resync), Some(retry), Some(rules), Some(enrich)) =
-            (compiled, resync, retry, rules, enrich)
+        let (Some(compiled), Some(resync), Some(retry), Some(rules), Some(enrich), Some(flows)) =
+            (compiled, resync, retry, rules, enrich, flows)
         else {
             return Err(gather.0);
         };
@@ -429,6 +433,7 @@ impl CompiledCrd {
                 .unwrap_or(crate::model::FailureThreshold::InARow(DEFAULT_FAILURE_THRESHOLD)),
             retry,
             behaviour,
+            flows,
             watches,
             events: Arc::new(events),
             observing_targets,

@@ -1,6 +1,8 @@
 //! A compiled CRD's run settings: how a failed reconcile is retried in the worker, how the
 //! queue behaves at capacity, the autoscaler's rule, and the Live API switches.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use orkestra_expr::condition::Conditions;
@@ -65,6 +67,108 @@ pub struct Behaviour {
     pub on_limit: Option<(bool, Conditions)>,
     /// At `percent`% of maxDepth: drop when the conditions (if any) pass.
     pub on_threshold: Option<(u32, Conditions)>,
+}
+
+/// `queue.fairness` and `queue.priority`: how a CRD's queued CRs are grouped into flows
+/// served in turn, each flow's weight, and how much longer than a user's change background
+/// work (resyncs, the initial list, requeues) may wait in its flow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowRules {
+    pub by: FlowBy,
+    /// Items served from a flow per turn, by flow name (others: 1).
+    pub weights: HashMap<String, u32>,
+    /// Zero: no priorities, arrival order.
+    pub aging: Duration,
+}
+
+/// What puts CRs in one flow.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FlowBy {
+    /// Their namespace (cluster-scoped CRs share one).
+    #[default]
+    Namespace,
+    /// The value of this label (CRs without it share one).
+    Label(String),
+    /// All in one flow.
+    None,
+}
+
+impl FlowBy {
+    /// The flow of the CR `key`: `given` where the caller read it (a label's value).
+    pub fn flow(&self, key: &str, given: Option<Arc<str>>) -> Arc<str> {
+        match (self, given) {
+            (_, Some(flow)) => flow,
+            (FlowBy::Namespace, None) => key.split_once('/').map_or("", |(namespace, _)| namespace).into(),
+            (FlowBy::Label(_) | FlowBy::None, None) => "".into(),
+        }
+    }
+}
+
+/// Background work waits at most this much longer than a user's change, by default.
+pub const AGING: Duration = Duration::from_secs(10);
+const MAX_AGING: Duration = Duration::from_secs(3600);
+const MAX_WEIGHT: u32 = 100;
+const MAX_WEIGHTS: usize = 1000;
+
+impl Default for FlowRules {
+    fn default() -> Self {
+        Self {
+            by: FlowBy::Namespace,
+            weights: HashMap::new(),
+            aging: AGING,
+        }
+    }
+}
+
+impl FlowRules {
+    /// Errors name the field under `queue`.
+    pub(super) fn compile(
+        fairness: Option<&crate::model::Fairness>,
+        priority: Option<&crate::model::QueuePriority>,
+    ) -> Result<Self, Error> {
+        let mut rules = FlowRules::default();
+        if let Some(fairness) = fairness {
+            rules.by = match fairness.by.as_deref().map(str::trim) {
+                None | Some("namespace") => FlowBy::Namespace,
+                Some("none") => FlowBy::None,
+                Some(other) => match other.strip_prefix("label:").map(str::trim) {
+                    Some(key) if orkestra_expr::names::is_label_key(key) => FlowBy::Label(key.to_string()),
+                    Some(key) => {
+                        return Err(Error::at("fairness.by", format!("{key:?} is not a label key")));
+                    }
+                    None => {
+                        return Err(Error::at(
+                            "fairness.by",
+                            format!("{other:?} is none of namespace, label:<key>, none"),
+                        ));
+                    }
+                },
+            };
+            if fairness.weights.len() > MAX_WEIGHTS {
+                return Err(Error::at(
+                    "fairness.weights",
+                    format!("{} flows named; at most {MAX_WEIGHTS}", fairness.weights.len()),
+                ));
+            }
+            for (flow, weight) in &fairness.weights {
+                if !(1..=MAX_WEIGHT).contains(weight) {
+                    return Err(Error::at(
+                        format!("fairness.weights.{flow}"),
+                        format!("{weight} must be between 1 and {MAX_WEIGHT}"),
+                    ));
+                }
+            }
+            rules.weights = fairness.weights.clone().into_iter().collect();
+        }
+        if let Some(text) = priority.and_then(|p| p.aging.as_deref()) {
+            let aging = orkestra_expr::duration::parse(text).map_err(|e| Error::at("priority.aging", e))?;
+            if aging > MAX_AGING {
+                return Err(Error::at("priority.aging", format!("{text:?} is above 1h")));
+            }
+            rules.aging = aging;
+        }
+        Ok(rules)
+    }
 }
 
 /// `runtime.autoscale`: while `conditions` hold over the CRD's live metrics (checked every

@@ -140,3 +140,38 @@ fn only_a_cr_whose_deletion_has_work_the_garbage_collector_cannot_do_holds_it() 
         assert!(web.holds_deletion(web.crd_box()), "declared: {katalog_wide}{runtime}");
     }
 }
+
+#[test]
+fn queue_fairness_and_priority_compile_with_defaults_and_name_a_bad_field() {
+    let compiled = |queue: &str| {
+        let text = format!(
+            "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    web:\n      apiTypes: {{group: a.io, version: v1, kind: Web}}\n      operatorBox:\n        reconcile:\n          queue: {queue}\n"
+        );
+        let loaded = crate::load::load_sources(&[("k.yaml".into(), text)]).map_err(|e| e.to_string())?;
+        Ok::<_, String>(loaded.crds["web"].flows.clone())
+    };
+    assert_eq!(compiled("{}").unwrap(), FlowRules::default());
+    assert_eq!(FlowRules::default().by, FlowBy::Namespace);
+    assert_eq!(FlowRules::default().aging, AGING);
+    let rules =
+        compiled("{fairness: {by: 'label:example.com/team', weights: {gold: 4}}, priority: {aging: 30s}}").unwrap();
+    assert_eq!(rules.by, FlowBy::Label("example.com/team".into()));
+    assert_eq!(rules.weights["gold"], 4);
+    assert_eq!(rules.aging, Duration::from_secs(30));
+    assert_eq!(
+        compiled("{fairness: {by: none}, priority: {aging: 0s}}").unwrap().aging,
+        Duration::ZERO
+    );
+    for (queue, names) in [
+        ("{fairness: {by: tenant}}", "queue.fairness.by"),
+        ("{fairness: {by: 'label:-bad-'}}", "queue.fairness.by"),
+        ("{fairness: {weights: {gold: 0}}}", "queue.fairness.weights.gold"),
+        ("{fairness: {weights: {gold: 1000}}}", "queue.fairness.weights.gold"),
+        ("{priority: {aging: 2h}}", "queue.priority.aging"),
+        ("{priority: {aging: soon}}", "queue.priority.aging"),
+        ("{fairness: {byy: namespace}}", "byy"),
+    ] {
+        let error = compiled(queue).unwrap_err();
+        assert!(error.contains(names), "{queue}: {error}");
+    }
+}

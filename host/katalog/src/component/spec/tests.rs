@@ -303,7 +303,10 @@ fn instances_are_fresh_by_default_and_warm_ones_get_bounds_within_the_memory_lim
     );
     for (bad, names) in [
         (with(Some("hot"), None, None), "instances.reuse: \"hot\""),
-        (with(None, Some(10), None), "instances: maxCalls and memoryHighWater apply to warm instances"),
+        (
+            with(None, Some(10), None),
+            "instances: maxCalls and memoryHighWater apply to warm instances",
+        ),
         (with(Some("warm"), Some(0), None), "instances.maxCalls: 0"),
         (
             with(Some("warm"), None, Some("64Mi")),

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::primary::to_json;
 use super::secondary::{PrimaryKind, keyed};
 use super::{Cache, Enqueue, Source, Trigger};
+use crate::pipeline::flows::Class;
 use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::CompiledEvents;
 use orkestra_katalog::{EventType, EventWatch, ObjectMatch};
@@ -65,6 +66,7 @@ pub async fn watch_events(
                     source: Source::Events,
                     sentinels: Default::default(),
                     events: Some(context.clone()),
+                    class: Class::User,
                 });
             }
         }

@@ -18,6 +18,8 @@ use orkestra_kube::objects::Objects;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::pipeline::flows::Class;
+
 pub use events::watch_events;
 pub use primary::{PrimaryObserver, watch_primary};
 pub use secondary::{watch_owned, watch_secondary};
@@ -56,16 +58,24 @@ pub struct Trigger {
     pub sentinels: SentinelBits,
     /// `{<name>: {reason, type, ...}}` for an `observe.events` trigger.
     pub events: Option<Value>,
+    /// A user's change, or background work (a resync, the initial list): its place in the
+    /// queue.
+    pub class: Class,
 }
 
 impl Trigger {
-    /// A trigger without sentinels or event context (creates, deletes, resyncs, children).
+    /// A trigger without sentinels or event context (creates, deletes, resyncs, children);
+    /// a resync is background work.
     pub fn new(key: String, source: Source) -> Self {
         Self {
             key,
             source,
             sentinels: SentinelBits::default(),
             events: None,
+            class: match source {
+                Source::Resync => Class::Background,
+                _ => Class::User,
+            },
         }
     }
 }

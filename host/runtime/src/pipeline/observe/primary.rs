@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 
 use super::own_writes::OwnWrites;
 use super::{Cache, Enqueue, Source, Trigger, object_key};
+use crate::pipeline::flows::Class;
 use orkestra_expr::sentinel;
 use orkestra_katalog::ownership;
 
@@ -88,6 +89,7 @@ impl PrimaryObserver {
                     source: Source::Primary,
                     sentinels,
                     events: None,
+                    class: class_of(old.as_deref(), &value, self.relisting.is_some()),
                 };
                 // A relist's change may hold others' writes: never screened.
                 let version = super::own_writes::version_of(&value).filter(|_| self.relisting.is_none());
@@ -119,6 +121,24 @@ impl PrimaryObserver {
             }
         }
     }
+}
+
+/// Whether a change of a CR is a user's (a new CR, a new generation, a deletion begun, new
+/// labels or annotations) or background work: the initial list (a CR seen for the first
+/// time while listing), a relist that found nothing new, a change of its status alone.
+fn class_of(old: Option<&Value>, new: &Value, listing: bool) -> Class {
+    let Some(old) = old else {
+        return if listing { Class::Background } else { Class::User };
+    };
+    let user = [
+        "/metadata/generation",
+        "/metadata/deletionTimestamp",
+        "/metadata/labels",
+        "/metadata/annotations",
+    ]
+    .iter()
+    .any(|at| old.pointer(at) != new.pointer(at));
+    if user { Class::User } else { Class::Background }
 }
 
 /// The object as JSON and its key; an object that does not convert is logged and skipped.

@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::own_writes::OwnWrites;
 use super::primary::{to_cached_json, to_json};
 use super::{Cache, Enqueue, Source, Trigger};
+use crate::pipeline::flows::Class;
 use orkestra_expr::resolver::Resolver;
 use orkestra_expr::sentinel;
 use orkestra_expr::sentinel::SentinelBits;
@@ -189,6 +190,7 @@ pub async fn watch_secondary(
                 source: Source::Watch,
                 sentinels: change.sentinels,
                 events: None,
+                class: Class::User,
             });
         }
     })
