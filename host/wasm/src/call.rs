@@ -102,9 +102,10 @@ impl WasmHost {
             .await
         {
             // What a warm instance kept from earlier calls must never fail a call a fresh one
-            // would serve: a failure there is retried at once on a fresh instance, as the
-            // requeue would do later. Not a timeout: that used up the call's time.
-            Err(error) if !matches!(error, CallError::Timeout(_)) => {
+            // would serve: a trap or a memory or fuel limit there is retried at once on a
+            // fresh instance, as the requeue would do later. Not a timeout (that used up the
+            // call's time), nor what the guest chose to answer (too much, or a denied call).
+            Err(error @ (CallError::Trapped(_) | CallError::MemoryLimit(_) | CallError::Fuel(_))) => {
                 tracing::debug!(component = %again.component, key = %again.key, %error, "a warm instance failed; retrying on a fresh one");
                 self.attempt(loaded, spec, (hook, again, request), stats, None).await
             }
