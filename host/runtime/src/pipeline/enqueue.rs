@@ -360,7 +360,8 @@ impl Admission {
                 .event_aware
                 .then(|| self.event_ids.fetch_add(1, Ordering::Relaxed)),
         };
-        let flow = match self.queue.flow_by() {
+        // The CRD's rules, as its queue was made with: no lock on the queue to read them.
+        let flow = match &self.crd.flows.by {
             // Its flow is a label's value: read now, from the CR as observed.
             FlowBy::Label(label) => Some(
                 self.cache

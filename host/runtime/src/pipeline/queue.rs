@@ -196,11 +196,6 @@ impl WorkQueue {
         }
     }
 
-    /// How items are grouped into flows.
-    pub fn flow_by(&self) -> FlowBy {
-        self.lock().by.clone()
-    }
-
     /// The `limit` busiest flows (then the most recently served), with their figures.
     pub fn flows(&self, limit: usize) -> Vec<super::flows::FlowView> {
         self.lock().order.view(limit)
