@@ -287,6 +287,7 @@ async fn a_pull_refuses_what_the_pin_does_not_name_and_never_loads_a_changed_cop
                 secrets: vec![],
                 insecure: vec![addr.clone()],
             },
+            ..Default::default()
         };
         orkestra_wasm::WasmHost::with_options(None, reqwest::Client::new(), options).unwrap()
     };
@@ -449,6 +450,7 @@ async fn a_manifest_that_never_ends_is_dropped_at_its_limit() {
             secrets: vec![],
             insecure: vec![addr.clone()],
         },
+        ..Default::default()
     };
     let host = orkestra_wasm::WasmHost::with_options(None, reqwest::Client::new(), options).unwrap();
     let pinned = format!("oci://{addr}/team/endless:v1@sha256:{}", "0".repeat(64));

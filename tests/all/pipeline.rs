@@ -45,6 +45,8 @@ pub(crate) struct Recorder {
     /// Calls running now, and the most that ever ran at once.
     running: std::sync::atomic::AtomicUsize,
     peak: std::sync::atomic::AtomicUsize,
+    /// The same by namespace: (running now, most at once).
+    by_namespace: Mutex<std::collections::HashMap<String, (usize, usize)>>,
 }
 
 impl Recorder {
@@ -54,6 +56,25 @@ impl Recorder {
 
     fn count(&self, key: &str) -> usize {
         self.calls().iter().filter(|c| c.key == key).count()
+    }
+
+    /// The most calls of `namespace` that ran at once.
+    fn peak_of(&self, namespace: &str) -> usize {
+        self.by_namespace.lock().unwrap().get(namespace).map_or(0, |c| c.1)
+    }
+
+    /// Counts a call of `key` in its namespace as it starts, or its end.
+    fn count_in_namespace(&self, key: &str, starts: bool) {
+        let namespace = key.split_once('/').map_or("", |(n, _)| n).to_string();
+        let mut by_namespace = self.by_namespace.lock().unwrap();
+        let (running, peak) = by_namespace.entry(namespace).or_default();
+        match starts {
+            true => {
+                *running += 1;
+                *peak = (*peak).max(*running);
+            }
+            false => *running -= 1,
+        }
     }
 }
 
@@ -84,7 +105,9 @@ impl Reconciler for Recorder {
             }
             let running = self.running.fetch_add(1, Ordering::SeqCst) + 1;
             self.peak.fetch_max(running, Ordering::SeqCst);
+            self.count_in_namespace(&request.key, true);
             tokio::time::sleep(self.delay).await;
+            self.count_in_namespace(&request.key, false);
             self.running.fetch_sub(1, Ordering::SeqCst);
             self.finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             if self.calls.lock().unwrap().len() <= self.fail_first {
@@ -1042,5 +1065,164 @@ async fn a_new_cr_runs_before_the_resync_backlog_that_keeps_the_worker_busy() {
         "the new CR ran after {} of the {queued} queued resyncs",
         at - before
     );
+    h.stop().await;
+}
+
+/// A CRD of `kind` that watches every namespace, with `workers`.
+fn crd_everywhere(name: &str, kind: &str, workers: usize) -> String {
+    format!(
+        "    {name}:\n      apiTypes: {{group: GROUP, version: v1, kind: {kind}}}\n      operatorBox:\n        reconcile: {{workers: {workers}}}\n"
+    )
+}
+
+/// Issue 37, shares across CRDs: two CRDs of two workers each, one namespace with a backlog
+/// in both. By default one namespace may run as many reconciles at once as the widest CRD
+/// has workers (two here), over both CRDs: the other two workers stay free for another
+/// namespace, whose CRs run beside the backlog.
+#[tokio::test]
+async fn one_namespace_runs_at_most_its_cap_of_reconciles_over_every_crd_and_another_runs_beside_it() {
+    let recorder = Arc::new(Recorder {
+        delay: Duration::from_millis(300),
+        ..Recorder::default()
+    });
+    let crds = format!("{}{}", crd_everywhere("app", "App", 2), crd_everywhere("db", "Db", 2));
+    let reconcilers = [("app", recorder.clone()), ("db", recorder.clone())];
+    let h = Harness::start("shares", &crds, &reconcilers, true).await;
+    assert_eq!(
+        h.inspect.tenants.rules().default.reconciles,
+        2,
+        "the widest CRD's workers"
+    );
+    let noisy = namespace("noisy").await.unwrap();
+    const BACKLOG: usize = 8;
+    for kind in ["App", "Db"] {
+        for i in 0..BACKLOG {
+            let object: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": format!("{}/v1", h.group), "kind": kind, "metadata": {"name": format!("n{i}")}, "spec": {},
+            }))
+            .unwrap();
+            h.api_in(kind, &noisy.name)
+                .create(&PostParams::default(), &object)
+                .await
+                .unwrap();
+        }
+    }
+    let live = crate::live::serve(&h, orkestra::live::Auth::open()).await;
+    let at_cap = json!({"namespace": noisy.name, "running": 2});
+    eventually("the noisy namespace at its cap on /tenants", WAIT, || async {
+        let (_, tenants) = crate::live::get(&format!("{live}/tenants")).await;
+        tenants["reconciling"].as_array()?.contains(&at_cap).then_some(())
+    })
+    .await
+    .unwrap();
+    h.create("App", "quiet", json!({})).await;
+    h.create("Db", "quiet", json!({})).await;
+    let quiet = h.key("quiet");
+    eventually("both quiet CRs reconciled", WAIT, || async {
+        (recorder.count(&quiet) >= 2).then_some(())
+    })
+    .await
+    .unwrap();
+    let noisy_done = recorder
+        .calls()
+        .iter()
+        .filter(|c| c.key.starts_with(&noisy.name))
+        .count();
+    assert!(
+        noisy_done < 2 * BACKLOG,
+        "the quiet CRs ran beside the backlog, not after it ({noisy_done} of {} done)",
+        2 * BACKLOG
+    );
+    eventually("the backlog done", WAIT, || async {
+        let calls = recorder.calls();
+        (calls.iter().filter(|c| c.key.starts_with(&noisy.name)).count() >= 2 * BACKLOG).then_some(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        recorder.peak_of(&noisy.name),
+        2,
+        "never more than its cap, over both CRDs"
+    );
+    assert!(
+        recorder.peak.load(Ordering::SeqCst) >= 3,
+        "the other namespace used the workers the cap left free"
+    );
+    h.stop().await;
+}
+
+/// Issue 37, shares of the API client: a namespace with a rate (`spec.tenants`) waits for
+/// it, request by request, and another namespace's CR, created after its backlog, is Ready
+/// before the backlog is; every CR of both ends Ready.
+#[tokio::test]
+async fn a_namespaces_api_rate_slows_that_namespace_only() {
+    let noisy = namespace("noisy").await.unwrap();
+    let crds = format!(
+        "    app:\n      apiTypes: {{group: GROUP, version: v1, kind: App}}\n      operatorBox:\n        reconcile:\n          onReconcile:\n            configMaps:\n              - {{name: '{{{{ .metadata.name }}}}', data: {{x: '1'}}}}\n  tenants: {{namespaces: {{{}: {{api: {{qps: 4, burst: 4}}}}}}}}\n",
+        noisy.name
+    );
+    let h = Harness::start("rate", &crds, &[], true).await;
+    const BACKLOG: usize = 8;
+    for i in 0..BACKLOG {
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("{}/v1", h.group), "kind": "App", "metadata": {"name": format!("n{i}")}, "spec": {},
+        }))
+        .unwrap();
+        h.api_in("App", &noisy.name)
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap();
+    }
+    h.create("App", "quiet", json!({})).await;
+    let ready = |api: Api<DynamicObject>, name: String| async move {
+        let app = api.get(&name).await.ok()?;
+        (app.data["status"]["conditions"][0]["status"] == "True").then_some(())
+    };
+    eventually("the quiet CR Ready", WAIT, || ready(h.api("App"), "quiet".into()))
+        .await
+        .unwrap();
+    let mut noisy_ready = 0;
+    for i in 0..BACKLOG {
+        noisy_ready += usize::from(ready(h.api_in("App", &noisy.name), format!("n{i}")).await.is_some());
+    }
+    assert!(
+        noisy_ready < BACKLOG,
+        "the quiet CR was Ready before the rated backlog ({noisy_ready} of {BACKLOG})"
+    );
+    for i in 0..BACKLOG {
+        eventually("the backlog Ready", WAIT, || {
+            ready(h.api_in("App", &noisy.name), format!("n{i}"))
+        })
+        .await
+        .unwrap();
+    }
+    let waits = h.inspect.tenants.api_waits();
+    let of = |namespace: &str| waits.iter().find(|(n, _)| n == namespace).map(|(_, w)| *w);
+    let waited = of(&noisy.name).expect("the noisy namespace waited");
+    // Each CR writes its child and its status at least: twice the backlog, less the burst.
+    assert!(waited.requests >= (2 * BACKLOG - 4) as u64, "{waited:?}");
+    assert!(waited.seconds > 1.0, "{waited:?}");
+    assert_eq!(of(&h.ns.name), None, "a namespace without a rate never waits");
+    // The Live API and /metrics say the same.
+    let live = crate::live::serve(&h, orkestra::live::Auth::open()).await;
+    let (_, tenants) = crate::live::get(&format!("{live}/tenants")).await;
+    assert_eq!(tenants["limits"]["api"], Value::Null, "{tenants}");
+    assert_eq!(
+        tenants["namespaces"][&noisy.name]["api"],
+        json!({"qps": 4.0, "burst": 4.0})
+    );
+    assert_eq!(tenants["apiWaits"][0]["namespace"], noisy.name.as_str());
+    assert_eq!(tenants["apiWaits"][0]["requests"], waited.requests);
+    let metrics = reqwest::get(format!("{live}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = format!(
+        "orkestra_tenant_api_waits_total{{namespace=\"{}\"}} {}",
+        noisy.name, waited.requests
+    );
+    assert!(metrics.contains(&line), "{line} in /metrics");
     h.stop().await;
 }

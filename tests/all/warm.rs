@@ -27,6 +27,19 @@ pub(crate) fn request(key: &str, mode: &str) -> Request {
     }
 }
 
+/// The caller of a call of `component` for the CR `key`, as the runtime makes it.
+pub(crate) fn caller(component: &str, key: &str) -> Caller {
+    Caller {
+        component: component.into(),
+        key: key.into(),
+        namespace: key.split_once('/').map(|(ns, _)| ns.to_string()),
+        manager: "orkestra-wasm/test".into(),
+        client: None,
+        owner_uid: None,
+        writes: Default::default(),
+    }
+}
+
 /// A call for the CR `namespace/name`, as the runtime makes it.
 async fn call(
     host: &WasmHost,
@@ -35,16 +48,7 @@ async fn call(
     key: &str,
     mode: &str,
 ) -> Result<Response, String> {
-    let namespace = key.split_once('/').map(|(ns, _)| ns.to_string());
-    let caller = Caller {
-        component: "warm".into(),
-        key: key.into(),
-        namespace,
-        manager: "orkestra-wasm/test".into(),
-        client: None,
-        owner_uid: None,
-        writes: Default::default(),
-    };
+    let caller = caller("warm", key);
     match host
         .call(loaded, spec, Hook::Reconcile, caller, &request(key, mode), stats)
         .await

@@ -3,6 +3,7 @@
 //! test's namespace), then the objects, status and conditions they promise checked.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -10,7 +11,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, ResourceQuota, Service};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use orkestra_test_support::{TestNamespace, eventually, guests, kubectl};
-use orkestra_wasm::Components;
+use orkestra_wasm::{Components, Slot};
 use serde_json::{Value, json};
 
 use crate::ork::ORK;
@@ -805,65 +806,83 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_on() {
     assert_eq!(calls.swaps.iter().map(|s| s.revision).collect::<Vec<_>>(), [1, 2]);
 }
 
+/// The hostile component loaded in a slot of each of `names`, on a host of its own.
+async fn hostile_slots(names: &[&str]) -> (Arc<orkestra_wasm::WasmHost>, tempfile::TempDir, Vec<Arc<Slot>>) {
+    let path = guests::component("hostile").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let host = orkestra_wasm::WasmHost::new(None, reqwest::Client::new(), cache.path().to_path_buf()).unwrap();
+    let spec = Arc::new(guests::hook_spec(path.to_str().unwrap(), None).unwrap());
+    let components = Components::default();
+    let mut slots = Vec::new();
+    for name in names {
+        let slot = components.add(name, &host, spec.clone());
+        slot.reload().await.unwrap();
+        slots.push(slot);
+    }
+    (host, cache, slots)
+}
+
+/// A reconcile call of `slot` for the CR `key`, in the hostile component's `mode`.
+async fn hostile_call(slot: Arc<Slot>, key: String, mode: &'static str) -> Result<(), orkestra_wasm::CallError> {
+    let active = slot.active().unwrap();
+    let caller = crate::warm::caller(&slot.name, &key);
+    let request = crate::warm::request(&key, mode);
+    slot.call(&active, orkestra_wasm::Hook::Reconcile, caller, &request)
+        .await
+        .map(drop)
+}
+
 /// Issue 37: one component's flood of calls holds at most half the host's calls at once, so
 /// another component's call is served at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_components_flood_of_calls_leaves_room_for_another_components_call() {
-    let path = guests::component("hostile").unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let host = orkestra_wasm::WasmHost::new(None, reqwest::Client::new(), cache.path().to_path_buf()).unwrap();
-    let spec = std::sync::Arc::new(guests::hook_spec(path.to_str().unwrap(), None).unwrap());
-    let components = Components::default();
-    let noisy = components.add("noisy", &host, spec.clone());
-    let quiet = components.add("quiet", &host, spec);
-    noisy.reload().await.unwrap();
-    quiet.reload().await.unwrap();
-    let caller = |component: &str, key: &str| orkestra_wasm::Caller {
-        component: component.into(),
-        key: key.into(),
-        namespace: key.split_once('/').map(|(ns, _)| ns.to_string()),
-        manager: "orkestra-wasm/test".into(),
-        client: None,
-        owner_uid: None,
-        writes: Default::default(),
-    };
-    // Twice as many 300 ms calls as the host runs at once.
+    let (_host, _cache, slots) = hostile_slots(&["noisy", "quiet"]).await;
+    let (noisy, quiet) = (&slots[0], &slots[1]);
+    // Twice as many 300 ms calls as the host runs at once, over enough namespaces that no
+    // namespace's share holds them back before the component's share does.
     let flood: Vec<_> = (0..orkestra_wasm::MAX_CONCURRENT_CALLS * 2)
-        .map(|i| {
-            let (noisy, key) = (noisy.clone(), format!("noisy/{i}"));
-            let caller = caller("noisy", &key);
-            tokio::spawn(async move {
-                let active = noisy.active().unwrap();
-                noisy
-                    .call(
-                        &active,
-                        orkestra_wasm::Hook::Reconcile,
-                        caller,
-                        &crate::warm::request(&key, "slow"),
-                    )
-                    .await
-            })
-        })
+        .map(|i| tokio::spawn(hostile_call(noisy.clone(), format!("noisy-{}/{i}", i % 8), "slow")))
         .collect();
     tokio::time::sleep(Duration::from_millis(50)).await;
     let started = Instant::now();
-    let active = quiet.active().unwrap();
-    let request = crate::warm::request("quiet/1", "recall");
-    quiet
-        .call(
-            &active,
-            orkestra_wasm::Hook::Reconcile,
-            caller("quiet", "quiet/1"),
-            &request,
-        )
-        .await
-        .unwrap();
+    hostile_call(quiet.clone(), "quiet/1".into(), "recall").await.unwrap();
     let took = started.elapsed();
     assert!(
         took < Duration::from_millis(150),
         "the quiet component's call waited {took:?} behind the flood's 300 ms calls"
     );
     const { assert!(orkestra_wasm::SLOT_CALLS < orkestra_wasm::MAX_CONCURRENT_CALLS) };
+    for call in flood {
+        call.await.unwrap().unwrap();
+    }
+}
+
+/// Issue 37, shares of the Wasm host: one namespace's flood of calls of a component holds
+/// at most its share (`spec.tenants.wasmCalls`, 16 by default) of the host's calls, so a
+/// call of another namespace, of the same component, is served at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_namespaces_flood_of_calls_leaves_room_for_another_namespaces_call() {
+    let (host, _cache, slots) = hostile_slots(&["shared"]).await;
+    let shared = &slots[0];
+    // As many 300 ms calls as the component may run at once, all of one namespace.
+    let flood: Vec<_> = (0..orkestra_wasm::SLOT_CALLS)
+        .map(|i| tokio::spawn(hostile_call(shared.clone(), format!("noisy/{i}"), "slow")))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let share = orkestra_katalog::compile::DEFAULT_WASM_CALLS;
+    assert_eq!(
+        host.tenant_calls(),
+        [("noisy".to_string(), share)],
+        "its share, no more"
+    );
+    let started = Instant::now();
+    hostile_call(shared.clone(), "quiet/1".into(), "recall").await.unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(150),
+        "the quiet namespace's call waited {took:?} behind the flood's 300 ms calls"
+    );
+    const { assert!(orkestra_katalog::compile::DEFAULT_WASM_CALLS < orkestra_wasm::SLOT_CALLS) };
     for call in flood {
         call.await.unwrap().unwrap();
     }

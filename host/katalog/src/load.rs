@@ -79,6 +79,7 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
             ("gateway", file.gateway.is_some(), katalog.gateway.is_some()),
             ("security", file.security.is_some(), katalog.security.is_some()),
             ("spec.ha", file.spec.ha.is_some(), katalog.ha.is_some()),
+            ("spec.tenants", file.spec.tenants.is_some(), katalog.tenants.is_some()),
         ] {
             if mine && theirs {
                 let pos = key
@@ -95,6 +96,7 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
         katalog.gateway = katalog.gateway.take().or_else(|| file.gateway.clone());
         katalog.security = katalog.security.take().or_else(|| file.security.clone());
         katalog.ha = katalog.ha.take().or_else(|| file.spec.ha.clone());
+        katalog.tenants = katalog.tenants.take().or_else(|| file.spec.tenants.clone());
         katalog
             .notes
             .extend(file.notes.iter().flat_map(|n| n.0.iter().cloned()));

@@ -107,6 +107,8 @@ pub struct Katalog {
     pub security: Option<crate::model::Security>,
     /// `spec.ha` (of the first file that has it).
     pub ha: Option<crate::model::HaSpec>,
+    /// `spec.tenants` (of the first file that has it).
+    pub tenants: Option<crate::model::TenantsSpec>,
 }
 
 impl Katalog {

@@ -11,7 +11,9 @@
 //! - [`runtime`]: the per-CRD runs and their supervisor, component slots, live reloads and
 //!   the autoscaler;
 //! - [`live`]: the Live API (probes, the Katalog, CRs, components) and `/metrics`;
-//! - [`ha`]: which replica reconciles which CR when several run.
+//! - [`ha`]: which replica reconciles which CR when several run;
+//! - [`tenants`]: what one namespace may take of the whole runtime (reconciles at once, API
+//!   requests), over every CRD.
 //!
 //! The entry points are re-exported here: [`Runtime`] runs a compiled Katalog, [`Reloader`]
 //! applies a changed Katalog file to it, and [`live::router`] serves what it knows.
@@ -21,6 +23,7 @@ pub mod live;
 pub mod outcome;
 pub mod pipeline;
 pub mod runtime;
+pub mod tenants;
 
 pub use runtime::reload::Reloader;
 pub use runtime::slots::ComponentStore;

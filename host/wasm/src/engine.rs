@@ -48,6 +48,8 @@ pub struct WasmHost {
     pub(super) fuel: bool,
     /// Warm instances between calls.
     pub(super) warm: WarmStores,
+    /// Each namespace's calls at once, held to its share.
+    pub(super) tenants: super::tenants::TenantCalls,
 }
 
 /// How a [`WasmHost`] is set up beyond its defaults.
@@ -59,6 +61,8 @@ pub struct HostOptions {
     pub fuel: bool,
     /// Credentials and plain-HTTP registries for `oci://` components.
     pub registries: Registries,
+    /// What each namespace may take: its calls at once.
+    pub tenants: orkestra_katalog::compile::TenantRules,
 }
 
 /// How instances are allocated, best first.
@@ -150,6 +154,7 @@ impl WasmHost {
             cache_dir,
             fuel,
             registries,
+            tenants: tenant_rules,
         } = options;
         // Unreadable: assume the kernel may swap.
         let swap = std::fs::read_to_string("/proc/swaps").map_or(true, |swaps| swap_active(&swaps));
@@ -203,11 +208,23 @@ impl WasmHost {
             resident,
             fuel,
             warm: WarmStores::default(),
+            tenants: super::tenants::TenantCalls::new(tenant_rules),
         }))
     }
 }
 
 impl WasmHost {
+    /// What each namespace may take of the host: its calls at once (`spec.tenants`); calls
+    /// running finish as they are.
+    pub fn set_tenant_rules(&self, rules: orkestra_katalog::compile::TenantRules) {
+        self.tenants.set_rules(rules);
+    }
+
+    /// Calls running now, by namespace, most first.
+    pub fn tenant_calls(&self) -> Vec<(String, usize)> {
+        self.tenants.running()
+    }
+
     /// Warm instances kept between calls now, all components together.
     pub fn warm_idle(&self) -> usize {
         self.warm.len()

@@ -18,6 +18,7 @@ pub mod registry;
 pub mod slot;
 pub mod stats;
 mod store;
+mod tenants;
 mod warm;
 
 pub use bindings::types::{Event, EventType, Failure, Gvk, Outcome, Request, Response};

@@ -198,8 +198,9 @@ impl Slot {
     /// namespace's, never one whose last call failed); every call held to the spec's limits
     /// (time, memory, fuel, kube calls and bytes, log bytes, result size); a component with
     /// file grants runs on threads of its own; at most [`SLOT_CALLS`] calls of one slot run
-    /// at once, so other slots always find room. Errors are [`CallError`]s naming the limit
-    /// hit or the trap; none affects another call or slot.
+    /// at once, so other slots always find room, and at most the namespace's share
+    /// (`spec.tenants.wasmCalls`) of one namespace, so other namespaces do. Errors are
+    /// [`CallError`]s naming the limit hit or the trap; none affects another call or slot.
     #[tracing::instrument(level = "debug", name = "component.call", skip_all, fields(slot = %self.name, hook = ?hook))]
     pub async fn call(
         &self,
@@ -209,7 +210,11 @@ impl Slot {
         request: &Request,
     ) -> Result<Option<Response>, CallError> {
         let started = std::time::Instant::now();
-        // Its share first, then one of the host's: never more than half of those.
+        // Its namespace's share first (a quarter of the host's calls by default), then the
+        // component's (half of them), then one of the host's: neither a namespace nor a
+        // component can hold all of them, and a namespace waiting for its share holds
+        // nothing another needs.
+        let _turn = self.host.tenants.enter(caller.namespace.as_deref()).await;
         let Ok(_share) = self.calls.acquire().await else {
             return Err(CallError::Instantiate("the component is shutting down".into()));
         };

@@ -11,6 +11,7 @@ mod crd;
 pub mod enrich;
 mod gate;
 mod placement;
+mod tenants;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -26,6 +27,7 @@ pub use conversion::CompiledConversion;
 pub use crd::{AGING, Autoscale, Behaviour, CompiledCrd, Endpoints, FlowBy, FlowRules, RetryPolicy, applied_kinds};
 pub use gate::{BoxGates, Gate};
 pub use placement::admit;
+pub use tenants::{ApiRate, DEFAULT_WASM_CALLS, TenantLimits, TenantRules, WASM_CALLS_MAX};
 pub use watch::{CompiledEvents, CompiledWatch};
 
 pub use crate::gather::Error;
@@ -77,6 +79,8 @@ pub struct Compiled {
     pub notes: Notes,
     /// Every CRD, enabled or not, by name.
     pub crds: BTreeMap<String, Arc<CompiledCrd>>,
+    /// What one namespace may take of the runtime (`spec.tenants`, defaults filled in).
+    pub tenants: TenantRules,
 }
 
 impl Compiled {
@@ -125,6 +129,16 @@ pub fn compile(katalog: Katalog, functions: Functions) -> Result<Compiled, Vec<E
             crds.insert(name.clone(), Arc::new(compiled));
         }
     }
+    let enabled = crds
+        .values()
+        .filter(|c| katalog.crds.get(&*c.name).is_some_and(|l| l.entry.enabled))
+        .map(|c| &**c);
+    let tenants = TenantRules::compile(katalog.tenants.as_ref(), enabled, &mut errors);
     errors.finish()?;
-    Ok(Compiled { katalog, notes, crds })
+    Ok(Compiled {
+        katalog,
+        notes,
+        crds,
+        tenants,
+    })
 }

@@ -116,6 +116,53 @@ pub struct Spec {
     /// How replicas of the runtime share the CRs (`ork run --ha` and its flags win).
     #[serde(default)]
     pub ha: Option<HaSpec>,
+    /// What one namespace may take of the runtime, over every CRD: reconciles at once, API
+    /// requests, Wasm calls at once.
+    #[serde(default)]
+    pub tenants: Option<TenantsSpec>,
+}
+
+/// `spec.tenants`: the share of one namespace (a tenant) of the whole runtime; the defaults,
+/// then `namespaces` for those that get more or less.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TenantsSpec {
+    /// Reconciles of one namespace at once, over every CRD (default: the most workers any
+    /// one CRD may run, so one namespace can fill one CRD's workers but never all of them).
+    #[serde(default)]
+    pub reconciles: Option<u32>,
+    /// API requests of one namespace, a token bucket (default: not limited; its reconciles
+    /// at once bound it).
+    #[serde(default)]
+    pub api: Option<ApiRateSpec>,
+    /// Wasm calls of one namespace at once, of the host's 64 (default 16).
+    #[serde(default)]
+    pub wasm_calls: Option<u32>,
+    /// Other limits for some namespaces; a field left out keeps the default.
+    #[serde(default)]
+    pub namespaces: BTreeMap<String, TenantLimitsSpec>,
+}
+
+/// `spec.tenants.namespaces.<namespace>`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TenantLimitsSpec {
+    #[serde(default)]
+    pub reconciles: Option<u32>,
+    #[serde(default)]
+    pub api: Option<ApiRateSpec>,
+    #[serde(default)]
+    pub wasm_calls: Option<u32>,
+}
+
+/// `api`: requests a second, and how many may go at once after a quiet spell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApiRateSpec {
+    pub qps: f64,
+    /// Default: twice `qps`, at least 1.
+    #[serde(default)]
+    pub burst: Option<u32>,
 }
 
 /// `spec.ha`: leader election or sharding over Leases.

@@ -4,15 +4,17 @@
 //! upstream Orkestra's where they differ, then ours: failures by reason, dropped triggers,
 //! health, and the Wasm components (`component` is the slot name).
 //!
-//! Every label value comes from the Katalog (CRD and component names) or from a fixed set
-//! (results, reasons, outcomes): nothing a CR or a guest writes becomes a label. Figures the
+//! Every label value comes from the Katalog (CRD and component names), from a fixed set
+//! (results, reasons, outcomes), or is a flow's or a tenant's name (a namespace, or the
+//! value of the label `queue.fairness` names), for a bounded number of the busiest: nothing
+//! else a CR or a guest writes becomes a label. Figures the
 //! runtime keeps anyway (queue depth, workers, counts) are read at scrape time; only the
 //! histograms are recorded as work happens.
 
 use std::sync::atomic::Ordering;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeCounterValue, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -58,11 +60,11 @@ impl<'e> Family<'_, 'e> {
         Ok(())
     }
 
-    fn counters<'l>(
+    fn counters<'l, N: EncodeCounterValue>(
         &mut self,
         name: &str,
         help: &str,
-        values: impl IntoIterator<Item = (Vec<(&'l str, &'l str)>, u64)>,
+        values: impl IntoIterator<Item = (Vec<(&'l str, &'l str)>, N)>,
     ) -> std::fmt::Result {
         let mut metric = self.encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
         for (labels, value) in values {
@@ -404,6 +406,39 @@ impl Collector for RuntimeCollector {
             slots
                 .iter()
                 .map(|slot| (vec![("component", &*slot.name)], slot.stats.memory_high_water() as f64)),
+        )?;
+        // Tenants: what the busiest namespaces take of the whole runtime.
+        let tenants = &inspect.tenants;
+        let reconciling = tenants.reconciling();
+        family.gauges(
+            "orkestra_tenant_reconciles",
+            "Reconciles of a namespace running now, over every CRD (spec.tenants.reconciles caps it)",
+            reconciling
+                .iter()
+                .map(|(namespace, running)| (vec![("namespace", &**namespace)], *running as f64)),
+        )?;
+        let api_waits = tenants.api_waits();
+        family.counters(
+            "orkestra_tenant_api_waits",
+            "API requests of a namespace that waited for its rate (spec.tenants.api)",
+            api_waits
+                .iter()
+                .map(|(namespace, waited)| (vec![("namespace", namespace.as_str())], waited.requests)),
+        )?;
+        family.counters(
+            "orkestra_tenant_api_wait_seconds",
+            "How long a namespace's API requests waited for its rate, in all",
+            api_waits
+                .iter()
+                .map(|(namespace, waited)| (vec![("namespace", namespace.as_str())], waited.seconds)),
+        )?;
+        let wasm_calls = slots.first().map(|slot| slot.host().tenant_calls()).unwrap_or_default();
+        family.gauges(
+            "orkestra_tenant_wasm_calls",
+            "Wasm calls of a namespace running now (spec.tenants.wasmCalls caps it)",
+            wasm_calls
+                .iter()
+                .map(|(namespace, running)| (vec![("namespace", namespace.as_str())], *running as f64)),
         )?;
         family.gauges(
             "orkestra_wasm_revision",

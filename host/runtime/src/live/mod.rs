@@ -9,7 +9,7 @@
 //!   `/katalog/{crd}/raw`, `/katalog/{crd}/enriched`;
 //! - custom resources ([`crs`]): `/katalog/{crd}/cr`, `/katalog/{crd}/cr/{ns}/{name}` (or
 //!   `/cr/{name}`) and their `/events`;
-//! - ours ([`components`]): `/components`, `POST /reload`;
+//! - ours ([`components`]): `/components`, `POST /reload`; ([`tenants`]) `/tenants`;
 //! - `/metrics` ([`metrics`]) and `/openapi.json`, which lists every endpoint.
 //!
 //! A bearer token ([`Auth`]) guards everything but the probes when one is set. A CRD's
@@ -21,6 +21,7 @@ mod crs;
 mod katalog;
 pub mod metrics;
 mod probes;
+mod tenants;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -104,6 +105,7 @@ pub fn router(inspect: Inspect, reloader: Option<Reloader>, auth: Auth) -> axum:
         .merge(katalog::routes())
         .merge(crs::routes())
         .merge(components::routes())
+        .merge(tenants::routes())
         .routes(utoipa_axum::routes!(metrics))
         .with_state(Shared {
             inspect: inspect.clone(),

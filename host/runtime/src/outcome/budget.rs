@@ -31,14 +31,15 @@ pub const HOT_POOL: Rate = Rate {
     per_second: 50.0,
 };
 
+/// Tokens at an instant; refilled at a [`Rate`] as it is used.
 #[derive(Debug, Clone, Copy)]
-struct Bucket {
+pub(crate) struct Bucket {
     tokens: f64,
     at: Instant,
 }
 
 impl Bucket {
-    fn full(rate: Rate, now: Instant) -> Self {
+    pub(crate) fn full(rate: Rate, now: Instant) -> Self {
         Self {
             tokens: rate.burst,
             at: now,
@@ -49,6 +50,24 @@ impl Bucket {
         let earned = now.saturating_duration_since(self.at).as_secs_f64() * rate.per_second;
         self.tokens = (self.tokens + earned).min(rate.burst);
         self.at = now;
+    }
+
+    /// Takes a token now, in debt if there is none: how long until the debt is paid (the
+    /// time to wait before acting on the token).
+    pub(crate) fn reserve(&mut self, rate: Rate, now: Instant) -> Duration {
+        self.refill(rate, now);
+        self.tokens -= 1.0;
+        match self.tokens < 0.0 {
+            true => Duration::from_secs_f64(-self.tokens / rate.per_second),
+            false => Duration::ZERO,
+        }
+    }
+
+    /// Whether it holds its whole burst (nothing to remember).
+    pub(crate) fn is_full(&self, rate: Rate, now: Instant) -> bool {
+        let mut refilled = *self;
+        refilled.refill(rate, now);
+        refilled.tokens >= rate.burst
     }
 
     /// How long until it holds one token.

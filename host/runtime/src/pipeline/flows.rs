@@ -150,9 +150,23 @@ impl Flows {
     /// that is served its weight of items goes to the back of the turn. `ready` sees
     /// every item up to the ones taken (and all when none is), so it can note when the
     /// others will be.
-    pub fn take(&mut self, now: Instant, mut ready: impl FnMut(&QueueItem) -> bool) -> Option<QueueItem> {
+    pub fn take(&mut self, now: Instant, ready: impl FnMut(&QueueItem) -> bool) -> Option<QueueItem> {
+        self.take_open(now, |_| true, ready)
+    }
+
+    /// [`Flows::take`], passing over the flows `open` refuses without looking at their
+    /// items (a namespace at its cap, where flows are namespaces).
+    pub fn take_open(
+        &mut self,
+        now: Instant,
+        open: impl Fn(&str) -> bool,
+        mut ready: impl FnMut(&QueueItem) -> bool,
+    ) -> Option<QueueItem> {
         let aging = self.rules.aging;
         let (turn, class, index) = self.turn.iter().enumerate().find_map(|(turn, flow)| {
+            if !open(flow) {
+                return None;
+            }
             let queue = self.queues.get(flow)?;
             let user = queue.user.iter().position(|w| ready(&w.item));
             let background = queue.background.iter().position(|w| ready(&w.item));

@@ -3,7 +3,7 @@
 //! API server as that account and the cluster's RBAC holds besides the Katalog's grants.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Clients kept at most; a CRD whose CRs span many namespaces makes one per namespace.
 const KEPT: usize = 256;
@@ -13,13 +13,16 @@ const KEPT: usize = 256;
 pub struct Identities {
     config: kube::Config,
     clients: Mutex<HashMap<String, kube::Client>>,
+    /// Their requests are held to their namespace's rate like the host's own.
+    tenants: Arc<crate::tenants::Tenants>,
 }
 
 impl Identities {
-    pub fn new(config: kube::Config) -> Self {
+    pub fn new(config: kube::Config, tenants: Arc<crate::tenants::Tenants>) -> Self {
         Self {
             config,
             clients: Mutex::default(),
+            tenants,
         }
     }
 
@@ -35,6 +38,7 @@ impl Identities {
         config.auth_info.impersonate_groups = None;
         let client =
             kube::Client::try_from(config).map_err(|e| format!("cannot make a client acting as {user}: {e}"))?;
+        let client = self.tenants.limit(client);
         if clients.len() >= KEPT {
             clients.clear();
         }

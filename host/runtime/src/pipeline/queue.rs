@@ -26,6 +26,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::flows::{Class, FlowBy, FlowRules, Flows};
+use crate::tenants::Tenants;
 use orkestra_expr::sentinel::SentinelBits;
 
 /// First retry delay after a failure.
@@ -112,6 +113,8 @@ pub struct Lease {
     pub waited: Duration,
     /// When a worker took it.
     pub taken: Instant,
+    /// Its namespace's count of reconciles at once, held while it runs.
+    pub tenant: Option<crate::tenants::reconciles::Permit>,
 }
 
 /// What went through the queue, as client-go counts it.
@@ -150,6 +153,8 @@ struct State {
 pub struct WorkQueue {
     state: Arc<Mutex<State>>,
     notify: Arc<Notify>,
+    /// The runtime's caps per namespace: an item of a namespace at its cap waits.
+    tenants: Option<Arc<Tenants>>,
 }
 
 /// The least delay of quick requeue number `streak` in a row: none up to `HOT_STREAK`, then
@@ -193,7 +198,15 @@ impl WorkQueue {
         Self {
             state: Arc::new(Mutex::new(state)),
             notify: Arc::default(),
+            tenants: None,
         }
+    }
+
+    /// The same queue, its items held to `tenants`' caps on a namespace's reconciles at once
+    /// (shared with the runtime's other CRDs).
+    pub fn sharing(mut self, tenants: Arc<Tenants>) -> Self {
+        self.tenants = Some(tenants);
+        self
     }
 
     /// The `limit` busiest flows (then the most recently served), with their figures.
@@ -283,10 +296,12 @@ impl WorkQueue {
         self.lock().throughput
     }
 
-    /// Waits for the next ready item whose key is not running; `None` once shut down.
+    /// Waits for the next ready item whose key is not running and whose namespace has room
+    /// for one more reconcile; `None` once shut down.
     pub async fn next(&self) -> Option<Lease> {
         loop {
             let notified = self.notify.notified();
+            let freed = self.tenants.as_ref().map(|tenants| tenants.freed());
             let wake_at = {
                 let mut state = self.lock();
                 if state.closed {
@@ -298,14 +313,25 @@ impl WorkQueue {
                     order,
                     slots,
                     running_keys,
+                    by,
                     ..
                 } = &mut *state;
-                let chosen = order.take(now, |item| {
+                let room = self.tenants.as_ref().map(|tenants| tenants.room());
+                // Flows that are namespaces: one at its cap is passed over whole, not item by
+                // item (its backlog may be long).
+                let by_namespace = *by == FlowBy::Namespace;
+                let open = |flow: &str| match &room {
+                    Some(room) if by_namespace && !flow.is_empty() => room.has_room_in(flow),
+                    _ => true,
+                };
+                let chosen = order.take_open(now, open, |item| {
                     if running_keys.contains(&item.key) {
                         return false;
                     }
                     match slots.get(item) {
-                        Some(Slot::Queued { at, .. }) if *at <= now => true,
+                        Some(Slot::Queued { at, .. }) if *at <= now => {
+                            room.as_ref().is_none_or(|room| room.has_room(&item.key))
+                        }
                         Some(Slot::Queued { at, .. }) => {
                             earliest = Some(earliest.map_or(*at, |e: Instant| e.min(*at)));
                             false
@@ -314,6 +340,7 @@ impl WorkQueue {
                     }
                 });
                 if let Some(item) = chosen {
+                    let tenant = room.and_then(|room| room.enter(&item.key));
                     let (payload, ready) = match state.slots.insert(item.clone(), Slot::Running { pending: None }) {
                         Some(Slot::Queued { payload, at }) => (payload, at),
                         _ => (Payload::default(), now),
@@ -326,18 +353,29 @@ impl WorkQueue {
                         failures,
                         waited: now.saturating_duration_since(ready),
                         taken: now,
+                        tenant,
                     });
                 }
                 earliest
             };
-            match wake_at {
-                Some(at) => {
-                    tokio::select! {
-                        () = notified => {}
-                        () = tokio::time::sleep_until(at) => {}
-                    }
+            let ready_later = async {
+                match wake_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
                 }
-                None => notified.await,
+            };
+            // An item held back for its namespace's room runs once a reconcile of a namespace
+            // at its cap ends, in this CRD or another.
+            let room_freed = async {
+                match freed {
+                    Some(freed) => freed.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = notified => {}
+                () = ready_later => {}
+                () = room_freed => {}
             }
         }
     }
@@ -475,6 +513,45 @@ mod tests {
         assert_eq!(taken, ["noisy/1", "quiet/new"]);
         queue.done(running, Outcome::Success);
         assert_eq!(queue.depth(), 2998, "the backlog goes on");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_namespace_at_its_cap_over_every_crd_waits_while_others_run() {
+        use orkestra_katalog::compile::{TenantLimits, TenantRules};
+        let limits = TenantLimits {
+            reconciles: 1,
+            api: None,
+            wasm_calls: 16,
+        };
+        let tenants = Arc::new(Tenants::new(TenantRules {
+            default: limits,
+            namespaces: Default::default(),
+        }));
+        // Two CRDs' queues, one runtime.
+        let (websites, databases) = (
+            WorkQueue::new().sharing(tenants.clone()),
+            WorkQueue::new().sharing(tenants.clone()),
+        );
+        websites.add(item("noisy/site"), with(0));
+        databases.add(item("noisy/db"), with(0));
+        databases.add(item("quiet/db"), with(0));
+        let site = websites.next().await.unwrap();
+        // The noisy namespace is first in the databases' turn, but at its cap.
+        let quiet = next_now(&databases).await.expect("another namespace runs");
+        assert_eq!(quiet.item.key, "quiet/db");
+        assert!(next_now(&databases).await.is_none(), "noisy/db waits for room");
+        // The website's reconcile ends: the database queue's waiting worker takes noisy/db.
+        let waiting = tokio::spawn({
+            let databases = databases.clone();
+            async move { databases.next().await }
+        });
+        tokio::task::yield_now().await;
+        websites.done(site, Outcome::Success);
+        let db = waiting.await.unwrap().expect("a lease");
+        assert_eq!(db.item.key, "noisy/db");
+        assert_eq!(tenants.reconciling(), [("noisy".into(), 1), ("quiet".into(), 1)]);
+        databases.done(db, Outcome::Success);
+        databases.done(quiet, Outcome::Success);
     }
 
     #[tokio::test(start_paused = true)]

@@ -33,14 +33,18 @@ pub struct CrdHandle {
     pub tuning: Arc<Tuning>,
     /// Its CRs' events, for the Live API (kept only while it is served).
     pub events: EventLog,
+    /// What each namespace may take of the runtime, shared by every CRD.
+    pub tenants: Arc<crate::tenants::Tenants>,
 }
 
 impl CrdHandle {
-    /// A CRD about to start: empty queue and caches.
-    pub fn new(crd: Arc<CompiledCrd>) -> Self {
+    /// A CRD about to start: empty queue and caches; its queue holds each namespace to
+    /// `tenants`' caps.
+    pub fn new(crd: Arc<CompiledCrd>, tenants: Arc<crate::tenants::Tenants>) -> Self {
         Self {
             tuning: Arc::new(Tuning::new(&crd)),
-            queue: WorkQueue::with_rules(crd.flows.clone()),
+            queue: WorkQueue::with_rules(crd.flows.clone()).sharing(tenants.clone()),
+            tenants,
             crd,
             cache: Cache::default(),
             children: Children::default(),
@@ -59,7 +63,7 @@ impl CrdHandle {
             counters: self.counters.clone(),
             budget: self.budget.clone(),
             events: self.events.clone(),
-            ..Self::new(crd)
+            ..Self::new(crd, self.tenants.clone())
         }
     }
 }

@@ -61,10 +61,7 @@ impl Tuning {
 
     /// How many worker tasks the CRD needs: enough for the most it may ever run.
     pub fn tasks(crd: &CompiledCrd) -> usize {
-        crd.autoscale
-            .as_ref()
-            .and_then(|a| a.workers)
-            .map_or(crd.workers, |w| w.max(crd.workers))
+        crd.most_workers()
     }
 
     /// Waits for a free slot; `None` once the CRD stops.

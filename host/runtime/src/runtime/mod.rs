@@ -37,6 +37,7 @@ use crate::pipeline::mux::MuxReconciler;
 pub use crate::pipeline::roster::CrdHandle;
 use crate::pipeline::roster::Roster;
 use crate::runtime::slots::{ComponentStore, Declared, belongs, slot_names};
+use crate::tenants::Tenants;
 use crd_run::CrdRun;
 use orkestra_katalog::compile::Compiled;
 use orkestra_wasm::{Components, Slot};
@@ -61,6 +62,8 @@ pub struct Inspect {
     pub lifecycle: Arc<Lifecycle>,
     /// Whether this replica reconciles, and which CRs (leader election, shards).
     pub ownership: crate::ha::Ownership,
+    /// What each namespace takes of the runtime now.
+    pub tenants: Arc<Tenants>,
 }
 
 impl Inspect {
@@ -158,6 +161,8 @@ pub struct Runtime {
     event_log: bool,
     ownership: crate::ha::Ownership,
     identities: Option<Arc<crate::pipeline::identities::Identities>>,
+    /// What each namespace may take of the runtime, over every CRD.
+    tenants: Arc<Tenants>,
     applies: mpsc::Receiver<Apply>,
     pipelines: Pipelines,
 }
@@ -192,13 +197,17 @@ impl Runtime {
     pub fn with_components(client: kube::Client, katalog: &Compiled, store: ComponentStore) -> Result<Self, Error> {
         let health = HealthBoard::default();
         let http = reqwest::Client::new();
-        let mut slots = Declared::new(client.clone(), http.clone(), store);
+        let tenants = Arc::new(Tenants::new(katalog.tenants.clone()));
+        // Every request of the runtime, a component's included, goes through its namespace's
+        // rate.
+        let client = tenants.limit(client);
+        let mut slots = Declared::new(client.clone(), http.clone(), store, tenants.clone());
         slots
             .declare_all(katalog.enabled(), crate::runtime::slots::wants_fuel(katalog.enabled()))
             .map_err(Error::Wasm)?;
         let handles = katalog.enabled().map(|compiled| {
             health.register(&compiled.name, compiled.failure_threshold);
-            CrdHandle::new(compiled.clone())
+            CrdHandle::new(compiled.clone(), tenants.clone())
         });
         let roster = Roster::new(Arc::new(katalog.clone()), handles.collect::<Vec<_>>());
         let (sender, applies) = mpsc::channel(4);
@@ -214,6 +223,7 @@ impl Runtime {
             event_log: false,
             ownership: crate::ha::Ownership::default(),
             identities: None,
+            tenants,
             applies,
             pipelines: Pipelines { sender, roster },
         })
@@ -235,7 +245,8 @@ impl Runtime {
     /// Components that declare a `serviceAccount` act as it, impersonating it with
     /// `config` (the host's own, which must be allowed to impersonate those accounts).
     pub fn with_identities(mut self, config: kube::Config) -> Self {
-        self.identities = Some(Arc::new(crate::pipeline::identities::Identities::new(config)));
+        let identities = crate::pipeline::identities::Identities::new(config, self.tenants.clone());
+        self.identities = Some(Arc::new(identities));
         self
     }
 
@@ -248,6 +259,7 @@ impl Runtime {
             peers: self.peers.clone(),
             lifecycle: self.lifecycle.clone(),
             ownership: self.ownership.clone(),
+            tenants: self.tenants.clone(),
         }
     }
 
@@ -338,6 +350,8 @@ impl Runtime {
     /// (or set of components) changed restart with it; the others keep running untouched.
     async fn apply(&mut self, katalog: Compiled, running: &mut BTreeMap<String, Running>) -> Applied {
         let mut applied = Applied::default();
+        self.tenants.set_rules(katalog.tenants.clone());
+        self.slots.tenants_changed();
         let was = self.roster.running();
         let fuel = crate::runtime::slots::wants_fuel(katalog.enabled());
         for name in was
@@ -380,7 +394,7 @@ impl Runtime {
                 None => {
                     tracing::info!(crd = %name, "added to the Katalog: starting");
                     applied.started.push(name.clone());
-                    CrdHandle::new(crd.clone())
+                    CrdHandle::new(crd.clone(), self.tenants.clone())
                 }
             };
             self.health.register(&name, crd.failure_threshold);

@@ -48,6 +48,8 @@ pub struct Declared {
     store: ComponentStore,
     /// The cache folder made when the store names none, removed with the runtime.
     scratch: Option<tempfile::TempDir>,
+    /// Each namespace's share of the Wasm host.
+    tenants: Arc<crate::tenants::Tenants>,
 }
 
 /// Where components come from and where their compiled artifacts are kept.
@@ -61,7 +63,12 @@ pub struct ComponentStore {
 }
 
 impl Declared {
-    pub fn new(cluster: kube::Client, http: reqwest::Client, store: ComponentStore) -> Self {
+    pub fn new(
+        cluster: kube::Client,
+        http: reqwest::Client,
+        store: ComponentStore,
+        tenants: Arc<crate::tenants::Tenants>,
+    ) -> Self {
         Self {
             components: Components::default(),
             host: None,
@@ -70,6 +77,14 @@ impl Declared {
             http,
             store,
             scratch: None,
+            tenants,
+        }
+    }
+
+    /// Hands the tenants' rules, changed, to the Wasm host.
+    pub fn tenants_changed(&self) {
+        if let Some(host) = &self.host {
+            host.set_tenant_rules((*self.tenants.rules()).clone());
         }
     }
 
@@ -148,6 +163,7 @@ impl Declared {
             cache_dir,
             fuel,
             registries: self.store.registries.clone(),
+            tenants: (*self.tenants.rules()).clone(),
         };
         let host = WasmHost::with_options(Some(self.cluster.clone()), self.http.clone(), options)
             .map_err(|e| format!("the Wasm host cannot start: {e}"))?;

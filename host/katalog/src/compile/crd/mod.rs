@@ -179,6 +179,14 @@ fn selector(map: &BTreeMap<String, String>) -> Option<String> {
 }
 
 impl CompiledCrd {
+    /// The most workers it may ever run: its own, or the autoscaler's when more.
+    pub fn most_workers(&self) -> usize {
+        self.autoscale
+            .as_ref()
+            .and_then(|a| a.workers)
+            .map_or(self.workers, |w| w.max(self.workers))
+    }
+
     /// `group/version` (or `version` for the core group), as a CR of this CRD writes it.
     pub fn api_version(&self) -> String {
         match self.group.is_empty() {
