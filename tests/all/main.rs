@@ -27,6 +27,7 @@ mod nodes;
 mod oci;
 mod ork;
 mod pipeline;
+mod plan;
 mod policies;
 mod provenance;
 mod reconcile;

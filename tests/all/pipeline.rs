@@ -1075,26 +1075,27 @@ fn crd_everywhere(name: &str, kind: &str, workers: usize) -> String {
     )
 }
 
-/// Issue 37, shares across CRDs: two CRDs of two workers each, one namespace with a backlog
-/// in both. By default one namespace may run as many reconciles at once as the widest CRD
-/// has workers (two here), over both CRDs: the other two workers stay free for another
-/// namespace, whose CRs run beside the backlog.
+/// Issue 37, shares across CRDs: two CRDs of three workers each, one namespace with a
+/// backlog in both. By default one namespace may run as many reconciles at once as the widest
+/// CRD has workers (three here), over both CRDs, and one more in a CRD where it runs none:
+/// at most four of the six workers, the others free for another namespace, whose CRs run
+/// beside the backlog.
 #[tokio::test]
 async fn one_namespace_runs_at_most_its_cap_of_reconciles_over_every_crd_and_another_runs_beside_it() {
     let recorder = Arc::new(Recorder {
         delay: Duration::from_millis(300),
         ..Recorder::default()
     });
-    let crds = format!("{}{}", crd_everywhere("app", "App", 2), crd_everywhere("db", "Db", 2));
+    let crds = format!("{}{}", crd_everywhere("app", "App", 3), crd_everywhere("db", "Db", 3));
     let reconcilers = [("app", recorder.clone()), ("db", recorder.clone())];
     let h = Harness::start("shares", &crds, &reconcilers, true).await;
     assert_eq!(
         h.inspect.tenants.rules().default.reconciles,
-        2,
+        3,
         "the widest CRD's workers"
     );
     let noisy = namespace("noisy").await.unwrap();
-    const BACKLOG: usize = 8;
+    const BACKLOG: usize = 12;
     for kind in ["App", "Db"] {
         for i in 0..BACKLOG {
             let object: DynamicObject = serde_json::from_value(json!({
@@ -1108,10 +1109,11 @@ async fn one_namespace_runs_at_most_its_cap_of_reconciles_over_every_crd_and_ano
         }
     }
     let live = crate::live::serve(&h, orkestra::live::Auth::open()).await;
-    let at_cap = json!({"namespace": noisy.name, "running": 2});
     eventually("the noisy namespace at its cap on /tenants", WAIT, || async {
         let (_, tenants) = crate::live::get(&format!("{live}/tenants")).await;
-        tenants["reconciling"].as_array()?.contains(&at_cap).then_some(())
+        let reconciling = tenants["reconciling"].as_array()?;
+        let noisy = reconciling.iter().find(|r| r["namespace"] == noisy.name.as_str())?;
+        (noisy["running"].as_u64()? >= 3).then_some(())
     })
     .await
     .unwrap();
@@ -1139,13 +1141,13 @@ async fn one_namespace_runs_at_most_its_cap_of_reconciles_over_every_crd_and_ano
     })
     .await
     .unwrap();
-    assert_eq!(
-        recorder.peak_of(&noisy.name),
-        2,
-        "never more than its cap, over both CRDs"
+    let peak = recorder.peak_of(&noisy.name);
+    assert!(
+        (3..=4).contains(&peak),
+        "its cap, and one more in a CRD where it ran none; never all six workers: {peak}"
     );
     assert!(
-        recorder.peak.load(Ordering::SeqCst) >= 3,
+        recorder.peak.load(Ordering::SeqCst) > peak,
         "the other namespace used the workers the cap left free"
     );
     h.stop().await;

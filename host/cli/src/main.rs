@@ -11,6 +11,7 @@ mod ha;
 mod katalog_args;
 mod manifests;
 mod migrate;
+mod plan;
 mod progress;
 mod reload;
 mod run;
@@ -47,6 +48,10 @@ enum Command {
     /// Rewrite a Katalog in an older schema (konductor v1Alpha, the flat operatorBox,
     /// renamed keys) in the current one.
     Migrate(migrate::MigrateArgs),
+    /// What a Katalog (or a new component) would do to each CR of the cluster: children
+    /// created, changed (field by field, from the API server's dry runs) or deleted, and
+    /// status changes. Writes nothing; exit 0 for no change, 2 for changes.
+    Plan(plan::PlanArgs),
     /// Print the RBAC a Katalog's runtime needs (Roles or ClusterRoles and their bindings to
     /// its ServiceAccount), and nothing more.
     Manifests(manifests::ManifestsArgs),
@@ -88,6 +93,7 @@ fn main() -> ExitCode {
             Command::Validate(args) => validate::validate(args),
             Command::Migrate(args) => migrate::migrate(args),
             Command::Manifests(args) => manifests::manifests(args),
+            Command::Plan(args) => plan::plan(args).await,
             Command::Reload(args) => reload::reload(args).await,
             Command::ControlCenter(args) => control_center::control_center(args).await,
             Command::Gateway(args) => gateway::gateway(args).await,

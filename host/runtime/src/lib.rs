@@ -13,7 +13,9 @@
 //! - [`live`]: the Live API (probes, the Katalog, CRs, components) and `/metrics`;
 //! - [`ha`]: which replica reconciles which CR when several run;
 //! - [`tenants`]: what one namespace may take of the whole runtime (reconciles at once, API
-//!   requests), over every CRD.
+//!   requests), over every CRD;
+//! - [`rehearse`]: what a reconcile would do, found by the API server's dry runs (`ork
+//!   plan`).
 //!
 //! The entry points are re-exported here: [`Runtime`] runs a compiled Katalog, [`Reloader`]
 //! applies a changed Katalog file to it, and [`live::router`] serves what it knows.
@@ -22,6 +24,7 @@ pub mod ha;
 pub mod live;
 pub mod outcome;
 pub mod pipeline;
+pub mod rehearse;
 pub mod runtime;
 pub mod tenants;
 

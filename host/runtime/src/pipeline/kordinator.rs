@@ -144,7 +144,7 @@ impl Kordinator {
         // is finalized: a closed gate would keep it Terminating with its children for ever.
         if alive
             && let Some(gate) = &compiled.gates.reconcile
-            && !self.gate_passes(gate, self.resolver(object_ref, &context, lease)).await
+            && !gate_passes(&self.http, gate, self.resolver(object_ref, &context, lease)).await
         {
             self.counters.gated.fetch_add(1, Ordering::Relaxed);
             self.health.record(&self.crd.name, Event::Gated);
@@ -317,17 +317,6 @@ impl Kordinator {
         })
     }
 
-    /// Makes the gate's external calls, then asks it; a failed call lets `failPolicy` decide.
-    async fn gate_passes(&self, gate: &orkestra_katalog::compile::Gate, mut resolver: Resolver<'_, '_>) -> bool {
-        if !gate.external.is_empty()
-            && let Err(error) = orkestra_effects::external::run(&self.http, &gate.external, &mut resolver).await
-        {
-            tracing::debug!(%error, open = gate.fail_open, "reconcile gate call failed");
-            return gate.fail_open;
-        }
-        gate.passes(&resolver)
-    }
-
     /// What the CRD's CRs should carry as stamps now: only what its Katalog reads.
     fn stamps(&self) -> feedback::Stamps {
         let health = self.health.get(&self.crd.name);
@@ -370,4 +359,19 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
     orkestra_expr::text::bounded(text, 1024)
+}
+
+/// Makes the gate's external calls, then asks it; a failed call lets `failPolicy` decide.
+pub(crate) async fn gate_passes(
+    http: &reqwest::Client,
+    gate: &orkestra_katalog::compile::Gate,
+    mut resolver: Resolver<'_, '_>,
+) -> bool {
+    if !gate.external.is_empty()
+        && let Err(error) = orkestra_effects::external::run(http, &gate.external, &mut resolver).await
+    {
+        tracing::debug!(%error, open = gate.fail_open, "reconcile gate call failed");
+        return gate.fail_open;
+    }
+    gate.passes(&resolver)
 }

@@ -153,8 +153,9 @@ struct State {
 pub struct WorkQueue {
     state: Arc<Mutex<State>>,
     notify: Arc<Notify>,
-    /// The runtime's caps per namespace: an item of a namespace at its cap waits.
-    tenants: Option<Arc<Tenants>>,
+    /// The runtime's caps per namespace (and the CRD this queue is of): an item of a
+    /// namespace at its cap waits.
+    tenants: Option<(Arc<Tenants>, Arc<str>)>,
 }
 
 /// The least delay of quick requeue number `streak` in a row: none up to `HOT_STREAK`, then
@@ -202,10 +203,10 @@ impl WorkQueue {
         }
     }
 
-    /// The same queue, its items held to `tenants`' caps on a namespace's reconciles at once
-    /// (shared with the runtime's other CRDs).
-    pub fn sharing(mut self, tenants: Arc<Tenants>) -> Self {
-        self.tenants = Some(tenants);
+    /// The same queue, of the CRD `crd`, its items held to `tenants`' caps on a namespace's
+    /// reconciles at once (shared with the runtime's other CRDs).
+    pub fn sharing(mut self, tenants: Arc<Tenants>, crd: Arc<str>) -> Self {
+        self.tenants = Some((tenants, crd));
         self
     }
 
@@ -301,7 +302,7 @@ impl WorkQueue {
     pub async fn next(&self) -> Option<Lease> {
         loop {
             let notified = self.notify.notified();
-            let freed = self.tenants.as_ref().map(|tenants| tenants.freed());
+            let freed = self.tenants.as_ref().map(|(tenants, _)| tenants.freed());
             let wake_at = {
                 let mut state = self.lock();
                 if state.closed {
@@ -316,7 +317,7 @@ impl WorkQueue {
                     by,
                     ..
                 } = &mut *state;
-                let room = self.tenants.as_ref().map(|tenants| tenants.room());
+                let room = self.tenants.as_ref().map(|(tenants, crd)| tenants.room(crd));
                 // Flows that are namespaces: one at its cap is passed over whole, not item by
                 // item (its backlog may be long).
                 let by_namespace = *by == FlowBy::Namespace;
@@ -519,7 +520,7 @@ mod tests {
     async fn a_namespace_at_its_cap_over_every_crd_waits_while_others_run() {
         use orkestra_katalog::compile::{TenantLimits, TenantRules};
         let limits = TenantLimits {
-            reconciles: 1,
+            reconciles: 2,
             api: None,
             wasm_calls: 16,
         };
@@ -529,29 +530,39 @@ mod tests {
         }));
         // Two CRDs' queues, one runtime.
         let (websites, databases) = (
-            WorkQueue::new().sharing(tenants.clone()),
-            WorkQueue::new().sharing(tenants.clone()),
+            WorkQueue::new().sharing(tenants.clone(), "websites".into()),
+            WorkQueue::new().sharing(tenants.clone(), "databases".into()),
         );
-        websites.add(item("noisy/site"), with(0));
-        databases.add(item("noisy/db"), with(0));
-        databases.add(item("quiet/db"), with(0));
-        let site = websites.next().await.unwrap();
-        // The noisy namespace is first in the databases' turn, but at its cap.
+        websites.add(item("noisy/site1"), with(0));
+        websites.add(item("noisy/site2"), with(0));
+        for key in ["noisy/db1", "noisy/db2", "quiet/db"] {
+            databases.add(item(key), with(0));
+        }
+        let sites = [websites.next().await.unwrap(), websites.next().await.unwrap()];
+        // The noisy namespace is at its cap; the databases still run one of its CRs.
+        let db1 = next_now(&databases).await.expect("one of each namespace in each CRD");
+        assert_eq!(db1.item.key, "noisy/db1");
         let quiet = next_now(&databases).await.expect("another namespace runs");
         assert_eq!(quiet.item.key, "quiet/db");
-        assert!(next_now(&databases).await.is_none(), "noisy/db waits for room");
-        // The website's reconcile ends: the database queue's waiting worker takes noisy/db.
+        assert!(next_now(&databases).await.is_none(), "noisy/db2 waits for room");
+        // The websites' reconciles end: the databases' waiting worker takes noisy/db2 once
+        // the namespace is under its cap.
         let waiting = tokio::spawn({
             let databases = databases.clone();
             async move { databases.next().await }
         });
         tokio::task::yield_now().await;
-        websites.done(site, Outcome::Success);
-        let db = waiting.await.unwrap().expect("a lease");
-        assert_eq!(db.item.key, "noisy/db");
-        assert_eq!(tenants.reconciling(), [("noisy".into(), 1), ("quiet".into(), 1)]);
-        databases.done(db, Outcome::Success);
-        databases.done(quiet, Outcome::Success);
+        let [site1, site2] = sites;
+        websites.done(site1, Outcome::Success);
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "two of two running still");
+        websites.done(site2, Outcome::Success);
+        let db2 = waiting.await.unwrap().expect("a lease");
+        assert_eq!(db2.item.key, "noisy/db2");
+        assert_eq!(tenants.reconciling(), [("noisy".into(), 2), ("quiet".into(), 1)]);
+        for lease in [db1, db2, quiet] {
+            databases.done(lease, Outcome::Success);
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -43,7 +43,7 @@ impl CrdHandle {
     pub fn new(crd: Arc<CompiledCrd>, tenants: Arc<crate::tenants::Tenants>) -> Self {
         Self {
             tuning: Arc::new(Tuning::new(&crd)),
-            queue: WorkQueue::with_rules(crd.flows.clone()).sharing(tenants.clone()),
+            queue: WorkQueue::with_rules(crd.flows.clone()).sharing(tenants.clone(), crd.name.clone()),
             tenants,
             crd,
             cache: Cache::default(),

@@ -20,6 +20,8 @@
 
 pub mod autoscale;
 mod crd_run;
+mod rehearse;
+pub use rehearse::Rehearsed;
 pub mod reload;
 pub mod slots;
 
@@ -405,37 +407,43 @@ impl Runtime {
         applied
     }
 
-    /// Starts one CRD's run: its reconcilers (a registered one, or the declarative reconciler
-    /// with its components), then its task.
+    /// The reconcilers of a CRD: a registered one, or the declarative reconciler with its
+    /// components (a target with a component of its own gets its own).
+    fn mux(&self, handle: &CrdHandle) -> MuxReconciler {
+        if let Some(mux) = self.reconcilers.get(&*handle.crd.name) {
+            return mux.clone();
+        }
+        let components = &self.slots.components;
+        let functions = self.roster.katalog().notes.functions.clone();
+        let declarative = |slot: Option<Arc<Slot>>| {
+            let reconciler = Declarative::new(
+                self.client.clone(),
+                handle.crd.clone(),
+                handle.counters.clone(),
+                self.peers.clone(),
+                self.http.clone(),
+            )
+            .with_children(handle.children.clone())
+            .with_identities(self.identities.clone());
+            Arc::new(match slot {
+                Some(slot) => reconciler.with_component(slot, functions.clone()),
+                None => reconciler,
+            })
+        };
+        let mut mux = MuxReconciler::new(declarative(components.get(&handle.crd.name)));
+        for target in handle.crd.targets.keys() {
+            if let Some(slot) = components.get(&format!("{}/{target}", handle.crd.name)) {
+                mux = mux.with_target(target.clone(), declarative(Some(slot)));
+            }
+        }
+        mux
+    }
+
+    /// Starts one CRD's run: its reconcilers, then its task.
     fn start(&self, handle: CrdHandle) -> Running {
         let (stop, stopped) = watch::channel(false);
         let components = &self.slots.components;
-        let functions = self.roster.katalog().notes.functions.clone();
-        let mux = self.reconcilers.get(&*handle.crd.name).cloned().unwrap_or_else(|| {
-            let declarative = |slot: Option<Arc<Slot>>| {
-                let reconciler = Declarative::new(
-                    self.client.clone(),
-                    handle.crd.clone(),
-                    handle.counters.clone(),
-                    self.peers.clone(),
-                    self.http.clone(),
-                )
-                .with_children(handle.children.clone())
-                .with_identities(self.identities.clone());
-                Arc::new(match slot {
-                    Some(slot) => reconciler.with_component(slot, functions.clone()),
-                    None => reconciler,
-                })
-            };
-            let mut mux = MuxReconciler::new(declarative(components.get(&handle.crd.name)));
-            // A target with a component of its own gets its own reconciler.
-            for target in handle.crd.targets.keys() {
-                if let Some(slot) = components.get(&format!("{}/{target}", handle.crd.name)) {
-                    mux = mux.with_target(target.clone(), declarative(Some(slot)));
-                }
-            }
-            mux
-        });
+        let mux = self.mux(&handle);
         let crd_run = CrdRun {
             slots: components
                 .slots()

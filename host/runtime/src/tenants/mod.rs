@@ -21,7 +21,7 @@ use orkestra_katalog::compile::TenantRules;
 pub struct Tenants {
     rules: RwLock<Arc<TenantRules>>,
     /// Reconciles running, by namespace (none kept at zero).
-    running: Mutex<HashMap<Arc<str>, usize>>,
+    running: Mutex<HashMap<Arc<str>, reconciles::Running>>,
     /// Rung when a namespace at its cap ends a reconcile, or the rules change: queues whose
     /// next item waits for room look again.
     freed: Notify,
@@ -49,7 +49,7 @@ impl Tenants {
         self.freed.notify_waiters();
     }
 
-    fn running(&self) -> MutexGuard<'_, HashMap<Arc<str>, usize>> {
+    fn running(&self) -> MutexGuard<'_, HashMap<Arc<str>, reconciles::Running>> {
         self.running.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -2,7 +2,9 @@
 //! whether an item's namespace has room ([`Room::has_room`]) and takes a [`Permit`] for the
 //! item it picks; an item of a namespace at its cap stays queued in its place and the queue
 //! serves another namespace's. The cap holds even when no other namespace waits in this
-//! queue: the one it leaves room for may be waiting in another CRD's.
+//! queue: the one it leaves room for may be waiting in another CRD's. But a namespace always
+//! has room for one reconcile in each CRD, so its backlog in one CRD never stops its CRs of
+//! another: a namespace runs at most its cap, plus one in each other CRD.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -13,12 +15,20 @@ use tokio::sync::futures::Notified;
 use super::{Tenants, tenant_of};
 use orkestra_katalog::compile::TenantRules;
 
-/// The namespaces' room, held while a queue picks its next item (its own lock is taken
-/// first, then this one; a [`Permit`] dropped takes only this one).
+/// One namespace's reconciles running: in all, and by CRD.
+#[derive(Debug, Default)]
+pub(super) struct Running {
+    total: usize,
+    by_crd: HashMap<Arc<str>, usize>,
+}
+
+/// The namespaces' room, as one CRD's queue sees it, held while it picks its next item (its
+/// own lock is taken first, then this one; a [`Permit`] dropped takes only this one).
 pub struct Room<'t> {
     tenants: &'t Arc<Tenants>,
+    crd: &'t Arc<str>,
     rules: Arc<TenantRules>,
-    running: MutexGuard<'t, HashMap<Arc<str>, usize>>,
+    running: MutexGuard<'t, HashMap<Arc<str>, Running>>,
 }
 
 impl Room<'_> {
@@ -27,17 +37,23 @@ impl Room<'_> {
         tenant_of(key).is_none_or(|namespace| self.has_room_in(namespace))
     }
 
-    /// Whether `namespace` may start one more reconcile.
+    /// Whether `namespace` may start one more reconcile of this CRD: under its cap, or none of
+    /// this CRD running.
     pub fn has_room_in(&self, namespace: &str) -> bool {
-        self.running.get(namespace).copied().unwrap_or(0) < self.rules.of(namespace).reconciles
+        self.running.get(namespace).is_none_or(|running| {
+            running.total < self.rules.of(namespace).reconciles || !running.by_crd.contains_key(self.crd)
+        })
     }
 
     /// Counts a reconcile of `key` (`None` for a cluster-scoped CR, which is not counted).
     pub fn enter(mut self, key: &str) -> Option<Permit> {
         let namespace: Arc<str> = tenant_of(key)?.into();
-        *self.running.entry(namespace.clone()).or_insert(0) += 1;
+        let running = self.running.entry(namespace.clone()).or_default();
+        running.total += 1;
+        *running.by_crd.entry(self.crd.clone()).or_insert(0) += 1;
         Some(Permit {
             tenants: self.tenants.clone(),
+            crd: self.crd.clone(),
             namespace,
         })
     }
@@ -46,28 +62,35 @@ impl Room<'_> {
 /// One reconcile of a namespace, counted until dropped.
 pub struct Permit {
     tenants: Arc<Tenants>,
+    crd: Arc<str>,
     namespace: Arc<str>,
 }
 
 impl fmt::Debug for Permit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Permit").field(&self.namespace).finish()
+        f.debug_tuple("Permit").field(&self.namespace).field(&self.crd).finish()
     }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
         let cap = self.tenants.rules().of(&self.namespace).reconciles;
-        let mut running = self.tenants.running();
-        let Some(count) = running.get_mut(&*self.namespace) else {
+        let mut all = self.tenants.running();
+        let Some(running) = all.get_mut(&*self.namespace) else {
             return;
         };
-        let was = *count;
-        *count -= 1;
-        if *count == 0 {
-            running.remove(&*self.namespace);
+        let was = running.total;
+        running.total = was.saturating_sub(1);
+        if let Some(count) = running.by_crd.get_mut(&self.crd) {
+            *count -= 1;
+            if *count == 0 {
+                running.by_crd.remove(&self.crd);
+            }
         }
-        drop(running);
+        if running.total == 0 {
+            all.remove(&*self.namespace);
+        }
+        drop(all);
         // Only a namespace that was at its cap can have items held back.
         if was >= cap {
             self.tenants.freed.notify_waiters();
@@ -76,12 +99,13 @@ impl Drop for Permit {
 }
 
 impl Tenants {
-    /// The namespaces' room now, for a queue picking its next item.
-    pub fn room(self: &Arc<Self>) -> Room<'_> {
+    /// The namespaces' room now, for the queue of `crd` picking its next item.
+    pub fn room<'t>(self: &'t Arc<Self>, crd: &'t Arc<str>) -> Room<'t> {
         Room {
             rules: self.rules(),
             running: self.running(),
             tenants: self,
+            crd,
         }
     }
 
@@ -93,7 +117,7 @@ impl Tenants {
 
     /// Reconciles running now, by namespace, most first.
     pub fn reconciling(&self) -> Vec<(Arc<str>, usize)> {
-        let mut running: Vec<(Arc<str>, usize)> = self.running().iter().map(|(n, c)| (n.clone(), *c)).collect();
+        let mut running: Vec<(Arc<str>, usize)> = self.running().iter().map(|(n, r)| (n.clone(), r.total)).collect();
         running.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         running
     }
@@ -124,31 +148,35 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_namespace_at_its_cap_has_no_room_until_one_of_its_reconciles_ends() {
+    async fn a_namespace_at_its_cap_has_room_only_for_a_first_reconcile_in_another_crd() {
         let tenants = tenants(2);
-        let first = tenants.room().enter("noisy/a").unwrap();
-        let second = tenants.room().enter("noisy/b").unwrap();
-        let room = tenants.room();
+        let (app, db): (Arc<str>, Arc<str>) = ("app".into(), "db".into());
+        let first = tenants.room(&app).enter("noisy/a").unwrap();
+        let second = tenants.room(&app).enter("noisy/b").unwrap();
+        let room = tenants.room(&app);
         assert!(!room.has_room("noisy/c"), "two of two running");
         assert!(room.has_room("quiet/a"), "another namespace is not held");
         assert!(room.has_room("cluster-wide"), "a cluster-scoped CR is not counted");
         assert!(room.enter("cluster-wide").is_none());
-        assert_eq!(tenants.reconciling(), [("noisy".into(), 2)]);
+        // Another CRD still runs one of the namespace's CRs, and no more.
+        let third = tenants.room(&db).enter("noisy/x").unwrap();
+        assert!(!tenants.room(&db).has_room("noisy/y"));
+        assert_eq!(tenants.reconciling(), [("noisy".into(), 3)]);
         // Ending one of a namespace at its cap wakes the queues waiting for it.
         let freed = tenants.freed();
-        drop(first);
+        drop((first, third));
         tokio::time::timeout(std::time::Duration::from_secs(1), freed)
             .await
             .expect("woken");
-        assert!(tenants.room().has_room("noisy/c"));
+        assert!(tenants.room(&app).has_room("noisy/c"));
         drop(second);
         assert!(tenants.reconciling().is_empty(), "a namespace at zero is forgotten");
         // A namespace named in the rules has its own cap.
         let held: Vec<Permit> = ["big/1", "big/2", "big/3"]
             .iter()
-            .map(|key| tenants.room().enter(key).unwrap())
+            .map(|key| tenants.room(&app).enter(key).unwrap())
             .collect();
-        assert!(!tenants.room().has_room("big/4"));
+        assert!(!tenants.room(&app).has_room("big/4"));
         drop(held);
     }
 }

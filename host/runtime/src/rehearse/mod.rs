@@ -1,0 +1,8 @@
+//! Rehearsals: what a reconcile would do, found without doing it. A [`dry_run`] client turns
+//! every write into the API server's own dry run and records it; [`plan`] reads the record
+//! against the objects as they are and says, field by field ([`diff`]), what would be
+//! created, changed or deleted.
+
+pub mod diff;
+pub mod dry_run;
+pub mod plan;
