@@ -17,6 +17,7 @@ mod reload;
 mod run;
 mod serve;
 mod signal;
+mod simulate;
 mod validate;
 
 use std::process::ExitCode;
@@ -52,6 +53,10 @@ enum Command {
     /// created, changed (field by field, from the API server's dry runs) or deleted, and
     /// status changes. Writes nothing; exit 0 for no change, 2 for changes.
     Plan(plan::PlanArgs),
+    /// Reconcile one CR offline, with no cluster: gates, templates, hooks and constructors,
+    /// against an API server in memory holding the CR and `--observed` objects. Prints the
+    /// children, status, Events and requeue as YAML; exit 1 when the reconcile fails.
+    Simulate(simulate::SimulateArgs),
     /// Print the RBAC a Katalog's runtime needs (Roles or ClusterRoles and their bindings to
     /// its ServiceAccount), and nothing more.
     Manifests(manifests::ManifestsArgs),
@@ -94,6 +99,7 @@ fn main() -> ExitCode {
             Command::Migrate(args) => migrate::migrate(args),
             Command::Manifests(args) => manifests::manifests(args),
             Command::Plan(args) => plan::plan(args).await,
+            Command::Simulate(args) => simulate::simulate(args).await,
             Command::Reload(args) => reload::reload(args).await,
             Command::ControlCenter(args) => control_center::control_center(args).await,
             Command::Gateway(args) => gateway::gateway(args).await,

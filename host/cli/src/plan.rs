@@ -54,12 +54,9 @@ struct Summary {
     failed: usize,
 }
 
-/// Exit 0 when no CR would change, 2 when some would (a reconcile that would fail counts),
-/// 1 when the plan could not be made.
-pub async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let katalog = args.katalog.load()?;
-    let overrides = args
-        .components
+/// `--component NAME=PATH`, each as a slot name and a file.
+pub fn component_overrides(given: &[String]) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    given
         .iter()
         .map(|given| {
             let (name, path) = given
@@ -67,7 +64,14 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("--component {given:?}: expected NAME=PATH"))?;
             Ok((name.to_string(), PathBuf::from(path)))
         })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect()
+}
+
+/// Exit 0 when no CR would change, 2 when some would (a reconcile that would fail counts),
+/// 1 when the plan could not be made.
+pub async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let katalog = args.katalog.load()?;
+    let overrides = component_overrides(&args.components)?;
     let config = crate::cluster::config("plan")
         .await
         .context("cannot build a Kubernetes client from KUBECONFIG or the in-cluster config")?;
@@ -106,6 +110,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             let cr_path = format!("{}/{name}", DynamicObject::url_path(&resource, namespace.as_deref()));
             writes.take();
             let rehearsed = runtime.rehearse(&crd.name, &resource, object.clone()).await?;
+            writes.settle().await;
             let plan = report(&live, &cr_path, &object, rehearsed, writes.take()).await;
             summary.crs += 1;
             match plan.verdict {

@@ -5,6 +5,7 @@
 //! as it was.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use http::Method;
 use serde_json::Value;
@@ -28,6 +29,30 @@ pub struct Write {
 pub struct Writes(Mutex<Vec<Write>>);
 
 impl Writes {
+    pub(super) fn push(&self, write: Write) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(write);
+    }
+
+    fn count(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Waits for the writes a reconcile leaves in flight after it returns (its Events are
+    /// published in the background): until none has come for 100 ms, 2 s at most.
+    pub async fn settle(&self) {
+        let (step, quiet_for, most) = (Duration::from_millis(25), 4, 80);
+        let (mut last, mut quiet) = (self.count(), 0);
+        for _ in 0..most {
+            tokio::time::sleep(step).await;
+            let now = self.count();
+            quiet = if now == last { quiet + 1 } else { 0 };
+            last = now;
+            if quiet >= quiet_for {
+                return;
+            }
+        }
+    }
+
     /// Takes the writes recorded so far.
     pub fn take(&self) -> Vec<Write> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
@@ -85,7 +110,7 @@ pub fn client(live: kube::Client) -> (kube::Client, Arc<Writes>) {
             let response = live.send(http::Request::from_parts(parts, sent.into())).await?;
             let (parts, answer) = response.into_parts();
             let answer = answer.collect_bytes().await?;
-            record.0.lock().unwrap_or_else(|e| e.into_inner()).push(Write {
+            record.push(Write {
                 method,
                 path,
                 body,

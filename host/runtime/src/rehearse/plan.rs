@@ -128,11 +128,13 @@ fn last_per_path(writes: Vec<Write>) -> Vec<Write> {
     kept
 }
 
-fn is_event(path: &str) -> bool {
+/// Whether `path` is of an Event (either API group).
+pub(super) fn is_event(path: &str) -> bool {
     parts(path).is_some_and(|(_, resource, _)| resource == "events")
 }
 
-fn event_line(event: &Value) -> String {
+/// An Event as a line: `Type Reason: note`.
+pub(super) fn event_line(event: &Value) -> String {
     let text = |key: &str| event[key].as_str().unwrap_or_default().to_string();
     let note = Some(text("note"))
         .filter(|n| !n.is_empty())
@@ -201,7 +203,7 @@ fn parts(path: &str) -> Option<(Option<&str>, &str, Option<&str>)> {
 }
 
 /// `namespace/name` (or `name`) from an object's URL path.
-fn name_of(path: &str) -> String {
+pub(super) fn name_of(path: &str) -> String {
     match parts(path) {
         Some((Some(namespace), _, Some(name))) => format!("{namespace}/{name}"),
         Some((None, _, Some(name))) => name.to_string(),
@@ -210,7 +212,7 @@ fn name_of(path: &str) -> String {
 }
 
 /// The resource (plural) from an object's URL path, where no kind is known.
-fn resource_of(path: &str) -> String {
+pub(super) fn resource_of(path: &str) -> String {
     parts(path).map_or_else(|| path.to_string(), |(_, resource, _)| resource.to_string())
 }
 
