@@ -35,6 +35,7 @@ mod reload;
 mod replicas;
 mod routing;
 mod running;
+mod scaffold;
 mod simulate;
 mod storms;
 mod tenants;

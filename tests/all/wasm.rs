@@ -92,7 +92,7 @@ async fn a_hybrid_site_gets_template_children_and_hook_content_per_target() {
         condition(&status, "Component")["message"]
             .as_str()
             .unwrap()
-            .starts_with("site revision 1"),
+            .starts_with("site (sha256 "),
         "{status}"
     );
     let content = page(&run.ns, "blog-content").await;
@@ -126,7 +126,7 @@ async fn a_hybrid_site_gets_template_children_and_hook_content_per_target() {
         condition(&beta, "Component")["message"]
             .as_str()
             .unwrap()
-            .starts_with("site/canary revision 1"),
+            .starts_with("site/canary (sha256 "),
         "{beta}"
     );
 
@@ -577,6 +577,7 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
         .await;
 
     // A new file: the CR reconciles on the new version without a restart or an event.
+    let digest = sha256(&std::fs::read(&hostile).unwrap())[..12].to_string();
     std::fs::copy(&hostile, dir.path().join("next.wasm")).unwrap();
     std::fs::rename(dir.path().join("next.wasm"), &live).unwrap();
     let swapped = run
@@ -584,12 +585,13 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
             s["mode"] == "ok"
                 && condition(s, "Component")["message"]
                     .as_str()
-                    .is_some_and(|m| m.starts_with("site revision 2"))
+                    .is_some_and(|m| m == format!("site (sha256 {digest}) serves"))
         })
         .await;
     assert!(ready(&swapped));
 
-    // A broken file: revision 2 keeps serving, and the CR, the log and the endpoint say why.
+    // A broken file: the second version keeps serving, and the CR, the log and the endpoint
+    // say why.
     std::fs::write(dir.path().join("next.wasm"), b"not a component").unwrap();
     std::fs::rename(dir.path().join("next.wasm"), &live).unwrap();
     let refused = run
@@ -599,7 +601,7 @@ async fn components_swap_live_and_a_bad_version_leaves_the_old_one_serving() {
         .await;
     let message = condition(&refused, "Component")["message"].as_str().unwrap();
     assert!(
-        message.contains("revision 2") && message.contains("not a valid component"),
+        message.starts_with(&format!("sha256 {digest} keeps serving")) && message.contains("not a valid component"),
         "{message}"
     );
     assert!(ready(&refused), "the old version keeps reconciling");

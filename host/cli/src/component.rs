@@ -1,5 +1,6 @@
-//! `ork component push` and `new`, and the registry options shared with `ork run`: where credentials
-//! come from and which registries are reached over plain HTTP.
+//! `ork component push`, `new` and `init` (in [`crate::scaffold`]), and the registry options
+//! shared with `ork run`: where credentials come from and which registries are reached over
+//! plain HTTP.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,6 +15,10 @@ pub enum ComponentCommand {
     /// Push a component to an OCI registry in the Wasm artifact layout, and print the
     /// digest-pinned reference to put in a Katalog's `component:`.
     Push(PushArgs),
+    /// Start a component project: a hook in Rust, Go, TypeScript or Python, its Katalog, a
+    /// sample CR, build.sh (one command to the component) and test.sh (the sample reconciled by
+    /// `ork simulate`, no cluster).
+    Init(crate::scaffold::InitArgs),
     /// Make a component of a WASI preview1 core module (Go's `GOOS=wasip1` build with the Go
     /// SDK): embed the Orkestra WIT world and adapt WASI with wasmtime's preview1 adapter.
     New(NewArgs),
@@ -136,6 +141,7 @@ pub async fn component(command: ComponentCommand) -> anyhow::Result<ExitCode> {
     match command {
         ComponentCommand::Push(args) => push(args).await,
         ComponentCommand::New(args) => new(&args),
+        ComponentCommand::Init(args) => crate::scaffold::init(args),
     }
 }
 

@@ -15,6 +15,7 @@ mod plan;
 mod progress;
 mod reload;
 mod run;
+mod scaffold;
 mod serve;
 mod signal;
 mod simulate;

@@ -1,6 +1,7 @@
 //! Field-level differences between an object as it is and as it would be: every leaf that
-//! differs, by its dot path (`spec.replicas`, `data.x`, `metadata.labels.app`), leaving out
-//! what the API server keeps for itself (resourceVersion, managedFields, ...).
+//! differs, by its dot path (`spec.replicas`, `data.x`, `metadata.labels.app`, an item of a
+//! list of the same length as `status.conditions[1].message`), leaving out what the API
+//! server keeps for itself (resourceVersion, managedFields, ...).
 
 use serde_json::Value;
 
@@ -55,6 +56,12 @@ fn walk(path: &str, before: &Value, after: &Value, found: &mut Vec<Change>) {
                 }
             }
         }
+        // Lists of one length, item by item (`status.conditions[1].message`); others whole.
+        (Value::Array(b), Value::Array(a)) if b.len() == a.len() => {
+            for (i, (b, a)) in b.iter().zip(a).enumerate() {
+                walk(&format!("{path}[{i}]"), b, a, found);
+            }
+        }
         (b, a) if b != a => found.push(Change {
             path: path.to_string(),
             before: Some(b.clone()).filter(|v| !v.is_null()),
@@ -83,7 +90,10 @@ mod tests {
         });
         let found = changes("", &before, &after);
         let paths: Vec<&str> = found.iter().map(|c| c.path.as_str()).collect();
-        assert_eq!(paths, ["data.gone", "data.x", "metadata.labels.tier", "spec.ports"]);
+        assert_eq!(
+            paths,
+            ["data.gone", "data.x", "metadata.labels.tier", "spec.ports[0].port"]
+        );
         assert_eq!(found[0].after, None, "removed");
         assert_eq!(found[1].before, Some(json!("1")));
         assert_eq!(found[2].before, None, "added");

@@ -406,26 +406,22 @@ fn json_type(value: &Value) -> &'static str {
     }
 }
 
-/// The `Component` condition: which version serves, or why the declared one does not.
+/// The `Component` condition: which version serves (by its digest: the revision counts this
+/// process's loads, and would change the condition, a write per CR, at each restart or
+/// hand-over to another replica), or why the declared one does not.
 pub(super) fn component_condition(status: &mut Value, slot: &Slot, generation: &Value, now: jiff::Timestamp) {
     let short = |digest: &str| digest.chars().take(12).collect::<String>();
     let (state, reason, message) = match (slot.active(), slot.last_error()) {
         (Some(active), None) => (
             "True",
             "Serving",
-            format!(
-                "{} revision {} (sha256 {}) serves",
-                slot.name,
-                active.revision,
-                short(&active.loaded.digest)
-            ),
+            format!("{} (sha256 {}) serves", slot.name, short(&active.loaded.digest)),
         ),
         (Some(active), Some(error)) => (
             "False",
             "UpdateFailed",
             format!(
-                "revision {} (sha256 {}) keeps serving; the new version did not load: {error}",
-                active.revision,
+                "sha256 {} keeps serving; the new version did not load: {error}",
                 short(&active.loaded.digest)
             ),
         ),
