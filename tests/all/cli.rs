@@ -31,6 +31,12 @@ fn every_command_has_help() {
         &["component", "--help"],
         &["component", "push", "--help"],
         &["component", "new", "--help"],
+        &["component", "init", "--help"],
+        &["simulate", "--help"],
+        &["plan", "--help"],
+        &["generate", "--help"],
+        &["generate", "crd", "--help"],
+        &["generate", "bundle", "--help"],
     ] {
         let output = run(command, &[]);
         assert!(output.status.success(), "ork {command:?}");

@@ -27,6 +27,67 @@ fn manifests(dir: &Path, namespace: &str) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// `ork generate bundle`: every object of it passes the real API server's dry run, the
+/// Deployment mounts the Katalog it carries, and `ork generate crd` prints the same CRDs.
+#[tokio::test]
+async fn a_generated_bundle_passes_server_side_dry_run() {
+    let replicas = Replicas::install("bundle").await;
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let ns = &replicas.ns.name;
+    let katalog = replicas.dir.path().join("katalog.yaml");
+    let katalog = katalog.to_str().unwrap();
+    let output = run(&["generate", "bundle", "-f", katalog, "-n", ns, "--replicas", "1"], &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let bundle = String::from_utf8(output.stdout).unwrap();
+    let file = replicas.dir.path().join("bundle.yaml");
+    std::fs::write(&file, &bundle).unwrap();
+    let applied = kubectl_with(
+        &cluster.kubeconfig,
+        &["apply", "--dry-run=server", "-f", file.to_str().unwrap(), "-o", "name"],
+    )
+    .unwrap();
+    for object in [
+        "customresourcedefinition.apiextensions.k8s.io/",
+        "namespace/",
+        "serviceaccount/orkestra",
+        "role.rbac.authorization.k8s.io/orkestra:bundle",
+        "rolebinding.rbac.authorization.k8s.io/orkestra:bundle",
+        "configmap/orkestra-katalog",
+        "secret/orkestra-live-api",
+        "deployment.apps/orkestra",
+        "service/orkestra",
+        "poddisruptionbudget.policy/orkestra",
+    ] {
+        assert!(
+            applied.lines().any(|l| l.starts_with(object)),
+            "{object} in:\n{applied}"
+        );
+    }
+    let documents: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&bundle)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let deployment = documents.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let args: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    assert_eq!(args[..3], ["run", "-f", "/etc/orkestra/katalog/katalog.yaml"]);
+    assert!(!args.contains(&"--ha"), "one replica: no leader election");
+    let configmap = documents.iter().find(|d| d["kind"] == "ConfigMap").unwrap();
+    assert_eq!(
+        configmap["data"]["katalog.yaml"],
+        std::fs::read_to_string(katalog).unwrap()
+    );
+    let crds = run(&["generate", "crd", "-f", katalog], &[]);
+    let crds = String::from_utf8(crds.stdout).unwrap();
+    assert!(
+        crds.contains("kind: CustomResourceDefinition") && bundle.contains(crds.trim()),
+        "{crds}"
+    );
+}
+
 #[tokio::test]
 async fn the_kustomize_base_and_the_generated_rbac_pass_server_side_dry_run() {
     let replicas = Replicas::install("deploy-dry").await;

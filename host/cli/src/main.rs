@@ -7,6 +7,7 @@ mod control_center;
 mod control_plane;
 mod dev;
 mod gateway;
+mod generate;
 mod ha;
 mod katalog_args;
 mod manifests;
@@ -19,6 +20,7 @@ mod scaffold;
 mod serve;
 mod signal;
 mod simulate;
+mod stdout;
 mod validate;
 
 use std::process::ExitCode;
@@ -58,6 +60,10 @@ enum Command {
     /// against an API server in memory holding the CR and `--observed` objects. Prints the
     /// children, status, Events and requeue as YAML; exit 1 when the reconcile fails.
     Simulate(simulate::SimulateArgs),
+    /// Print what installing a Katalog takes: its CRDs, or a whole bundle (CRDs, namespace,
+    /// ServiceAccount, RBAC, the Katalog ConfigMap, Deployment, Service), as YAML.
+    #[command(subcommand)]
+    Generate(generate::GenerateCommand),
     /// Print the RBAC a Katalog's runtime needs (Roles or ClusterRoles and their bindings to
     /// its ServiceAccount), and nothing more.
     Manifests(manifests::ManifestsArgs),
@@ -100,6 +106,7 @@ fn main() -> ExitCode {
             Command::Migrate(args) => migrate::migrate(args),
             Command::Manifests(args) => manifests::manifests(args),
             Command::Plan(args) => plan::plan(args).await,
+            Command::Generate(command) => generate::generate(command),
             Command::Simulate(args) => simulate::simulate(args).await,
             Command::Reload(args) => reload::reload(args).await,
             Command::ControlCenter(args) => control_center::control_center(args).await,

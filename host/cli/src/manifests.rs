@@ -14,12 +14,19 @@ use crate::katalog_args::KatalogArgs;
 pub struct ManifestsArgs {
     #[command(flatten)]
     katalog: KatalogArgs,
+    #[command(flatten)]
+    rbac: RbacArgs,
+}
+
+/// Whom the RBAC is for, and what besides the Katalog it must allow.
+#[derive(Debug, Clone, Args)]
+pub struct RbacArgs {
     /// The namespace the runtime runs in (its ServiceAccount's).
     #[arg(long, short = 'n', value_name = "NAMESPACE", default_value = "orkestra")]
-    namespace: String,
+    pub namespace: String,
     /// The runtime's ServiceAccount (deploy/base names it `orkestra`).
     #[arg(long, value_name = "NAME", default_value = "orkestra")]
-    service_account: String,
+    pub service_account: String,
     /// Leave out the Lease rules: one replica, run without `--ha` (deploy/base runs
     /// `--ha leader`).
     #[arg(long)]
@@ -43,8 +50,23 @@ const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-l
 
 pub fn manifests(args: ManifestsArgs) -> anyhow::Result<ExitCode> {
     let compiled = args.katalog.load()?;
+    let documents = rbac_documents(&compiled, &args.rbac)?;
+    let mut text = format!(
+        "# RBAC for the runtime of Katalog {:?} (ork manifests)\n",
+        compiled.katalog.name
+    );
+    for document in documents {
+        text.push_str(&format!("---\n{}\n", serde_yaml_ng::to_string(&document)?.trim_end()));
+    }
+    crate::stdout::write(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Roles, ClusterRoles and bindings the runtime of `compiled` needs, as `args` say whom
+/// for; a component acting as a system ServiceAccount is refused unless allowed.
+pub fn rbac_documents(compiled: &orkestra_katalog::Compiled, args: &RbacArgs) -> anyhow::Result<Vec<Value>> {
     if !args.allow_system_impersonation {
-        for (crd, account) in impersonated(&compiled) {
+        for (crd, account) in impersonated(compiled) {
             if SYSTEM_NAMESPACES.contains(&account.as_str().split('/').next().unwrap_or_default()) {
                 anyhow::bail!(
                     "CRD {crd}: a component acts as ServiceAccount {account}, of the cluster's own namespace: the runtime would be granted to impersonate it; pass --allow-system-impersonation if that is meant"
@@ -53,7 +75,7 @@ pub fn manifests(args: ManifestsArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let name = format!("orkestra:{}", compiled.katalog.name);
-    let mut needs = Needs::of(&compiled);
+    let mut needs = Needs::of(compiled);
     if !args.no_leases {
         let namespace = args
             .lease_namespace
@@ -63,7 +85,7 @@ pub fn manifests(args: ManifestsArgs) -> anyhow::Result<ExitCode> {
         let verbs = &["get", "list", "watch", "create", "update", "patch", "delete"];
         needs.add(Scope::Namespace(namespace), "coordination.k8s.io", "leases", verbs);
     }
-    gateway(&compiled, &args.namespace, &mut needs);
+    gateway(compiled, &args.namespace, &mut needs);
     for secret in &args.pull_secret {
         let (namespace, secret_name) = super::component::pull_secret(secret)?;
         needs.add_named(Scope::Namespace(namespace), "", "secrets", "get", &secret_name);
@@ -91,14 +113,7 @@ pub fn manifests(args: ManifestsArgs) -> anyhow::Result<ExitCode> {
             ],
         });
     }
-    println!(
-        "# RBAC for the runtime of Katalog {:?} (ork manifests)",
-        compiled.katalog.name
-    );
-    for document in documents {
-        println!("---\n{}", serde_yaml_ng::to_string(&document)?.trim_end());
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(documents)
 }
 
 /// Each ServiceAccount a component acts as (`namespace/name`; the namespace is the CRD's own

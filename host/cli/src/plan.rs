@@ -127,7 +127,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let changed = summary.changes + summary.failed;
-    print!("{}", serde_yaml_ng::to_string(&Plan { crds: plans, summary })?);
+    crate::stdout::write(&serde_yaml_ng::to_string(&Plan { crds: plans, summary })?)?;
     Ok(match changed {
         0 => ExitCode::SUCCESS,
         _ => ExitCode::from(2),

@@ -188,7 +188,7 @@ pub async fn simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     let key = namespace.map_or_else(|| name.clone(), |n| format!("{n}/{name}"));
     let rehearsed = runtime.rehearse(&crd.name, &resource, cr).await?;
     let report = orkestra::rehearse::simulate::report(&cluster, &cr_path, key, rehearsed).await;
-    print!("{}", serde_yaml_ng::to_string(&report)?);
+    crate::stdout::write(&serde_yaml_ng::to_string(&report)?)?;
     Ok(match report.outcome {
         "failed" => ExitCode::FAILURE,
         _ => ExitCode::SUCCESS,

@@ -154,32 +154,39 @@ pub fn generated_crd(crd: &LoadedCrd) -> Value {
     })
 }
 
+/// The CustomResourceDefinitions of every enabled custom CRD of the Katalog: its `crdFile`'s,
+/// or one generated from `apiTypes`.
+pub fn crd_documents(katalog: &Katalog) -> Result<Vec<Value>, Error> {
+    let mut documents = Vec::new();
+    for crd in katalog.crds.values().filter(|c| c.entry.enabled) {
+        match &crd.entry.crd_file {
+            Some(file) => documents.extend(crd_file_documents(crd, file)?),
+            None if is_builtin_group(&crd.entry.api_types.group) => continue,
+            None => documents.push(generated_crd(crd)),
+        }
+    }
+    Ok(documents)
+}
+
 /// Installs every enabled custom CRD of the Katalog and waits until each is Established.
 /// Returns the names of the CustomResourceDefinitions applied.
 pub async fn install_crds(client: &kube::Client, katalog: &Katalog, timeout: Duration) -> Result<Vec<String>, Error> {
     let api = crate::objects::all::<CustomResourceDefinition>(client.clone());
     let mut installed = Vec::new();
-    for crd in katalog.crds.values().filter(|c| c.entry.enabled) {
-        let documents = match &crd.entry.crd_file {
-            Some(file) => crd_file_documents(crd, file)?,
-            None if is_builtin_group(&crd.entry.api_types.group) => continue,
-            None => vec![generated_crd(crd)],
-        };
-        for document in documents {
-            let name = document["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            let params = PatchParams::apply(FIELD_MANAGER).force();
-            let mut attempt = 0;
-            // Two installers creating the same CRD at once: the loser gets a 409 and applies
-            // again over what the winner created.
-            while let Err(source) = api.patch(&name, &params, &Patch::Apply(&document)).await {
-                attempt += 1;
-                if attempt >= 3 || !matches!(&source, kube::Error::Api(status) if status.code == 409) {
-                    return Err(Error::Apply { name, source });
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
+    for document in crd_documents(katalog)? {
+        let name = document["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let mut attempt = 0;
+        // Two installers creating the same CRD at once: the loser gets a 409 and applies
+        // again over what the winner created.
+        while let Err(source) = api.patch(&name, &params, &Patch::Apply(&document)).await {
+            attempt += 1;
+            if attempt >= 3 || !matches!(&source, kube::Error::Api(status) if status.code == 409) {
+                return Err(Error::Apply { name, source });
             }
-            installed.push(name);
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        installed.push(name);
     }
     for name in &installed {
         let established = await_condition(api.api().clone(), name, conditions::is_crd_established());
