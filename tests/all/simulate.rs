@@ -159,3 +159,29 @@ spec:
     assert_eq!(code, Some(1));
     assert!(said.contains("other.yaml: metadata.name"), "{said}");
 }
+
+/// `ork init`: a Katalog to start from validates, and its sample reconciles offline into a
+/// Deployment and a Service; a second init writes nothing over it.
+#[test]
+fn a_katalog_from_init_validates_and_its_sample_reconciles() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap();
+    let made = run(&["init", "shop", "--group", "shops.example.com", "--dir", path], &[]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let katalog = dir.path().join("katalog.yaml");
+    let katalog = katalog.to_str().unwrap();
+    let valid = run(&["validate", "-f", katalog], &[]);
+    assert!(valid.status.success(), "{}", String::from_utf8_lossy(&valid.stdout));
+    let sample = dir.path().join("samples/shop.yaml");
+    let (code, printed, said) = simulate(&["-f", katalog, "--cr", sample.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(
+        child(&printed, "Deployment", "sample").map(|d| &d["spec"]["replicas"]),
+        Some(&2.into())
+    );
+    assert!(child(&printed, "Service", "sample").is_some(), "{said}");
+    assert_eq!(printed["status"]["url"], "http://sample.default.svc");
+    let again = run(&["init", "shop", "--dir", path], &[]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists already; nothing was written"));
+}

@@ -9,6 +9,7 @@ mod dev;
 mod gateway;
 mod generate;
 mod ha;
+mod init;
 mod katalog_args;
 mod manifests;
 mod migrate;
@@ -47,6 +48,9 @@ enum Command {
     // `--version` picks the Kubernetes release here, not the version of ork.
     #[command(disable_version_flag = true)]
     Dev(dev::DevArgs),
+    /// Write a Katalog to start from (one CRD, a Deployment and a Service per CR) and a sample
+    /// CR.
+    Init(init::InitArgs),
     /// Check Katalog files without a cluster; exit 0 when valid, 1 otherwise.
     Validate(validate::ValidateArgs),
     /// Rewrite a Katalog in an older schema (konductor v1Alpha, the flat operatorBox,
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Dev(args) => dev::dev(args).await,
             Command::Validate(args) => validate::validate(args),
+            Command::Init(args) => init::init(args),
             Command::Migrate(args) => migrate::migrate(args),
             Command::Manifests(args) => manifests::manifests(args),
             Command::Plan(args) => plan::plan(args).await,

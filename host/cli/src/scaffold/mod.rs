@@ -12,6 +12,8 @@ use clap::{Args, ValueEnum};
 
 mod templates;
 
+pub use templates::kind_of;
+
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// The component's name: a DNS label (`greeter`), also its CRD's.

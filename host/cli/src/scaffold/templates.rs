@@ -11,7 +11,7 @@ pub struct Project {
 }
 
 /// `greeter` → `Greeter`, `my-hook` → `MyHook`.
-fn kind_of(name: &str) -> String {
+pub fn kind_of(name: &str) -> String {
     name.split('-')
         .map(|part| {
             let mut chars = part.chars();
