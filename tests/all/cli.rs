@@ -38,6 +38,7 @@ fn every_command_has_help() {
         &["generate", "--help"],
         &["generate", "crd", "--help"],
         &["generate", "bundle", "--help"],
+        &["generate", "dashboards", "--help"],
     ] {
         let output = run(command, &[]);
         assert!(output.status.success(), "ork {command:?}");

@@ -397,3 +397,44 @@ async fn a_token_guards_everything_but_the_probes() {
     }
     h.stop().await;
 }
+
+/// `ork generate dashboards`: every metric a panel of the Grafana dashboard queries is one a
+/// running runtime's `/metrics` describes.
+#[tokio::test]
+async fn every_metric_the_generated_dashboard_queries_is_exposed() {
+    let h = Harness::start("dash", &crd("app", "App", APP), &[], true).await;
+    let url = serve(&h, orkestra::live::Auth::open()).await;
+    let metrics = reqwest::get(format!("{url}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let output = crate::ork::run(&["generate", "dashboards"], &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let dashboard: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let panels = dashboard["panels"].as_array().unwrap();
+    assert!(panels.len() >= 10, "{dashboard}");
+    let mut queried = 0;
+    for panel in panels {
+        let expr = panel["targets"][0]["expr"].as_str().unwrap();
+        let names = expr
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|t| {
+                ["controller_runtime_", "workqueue_", "orkestra_"]
+                    .iter()
+                    .any(|p| t.starts_with(p))
+            });
+        for name in names {
+            let family = name.trim_end_matches("_bucket").trim_end_matches("_total");
+            assert!(
+                metrics.contains(&format!("# TYPE {family} ")),
+                "{name} (panel {:?}) is not on /metrics",
+                panel["title"]
+            );
+            queried += 1;
+        }
+    }
+    assert!(queried >= panels.len(), "every panel queries a metric");
+    h.stop().await;
+}

@@ -1,4 +1,5 @@
-//! `ork generate crd|bundle`: what installing a Katalog takes, as YAML for `kubectl apply`.
+//! `ork generate crd|bundle|dashboards`: what installing a Katalog takes, as YAML for
+//! `kubectl apply`, and a Grafana dashboard over the runtime's metrics.
 //! `crd`: its CustomResourceDefinitions. `bundle`: those, then everything the runtime needs in
 //! its namespace (the ServiceAccount, the least RBAC `ork manifests` computes, the Katalog as
 //! a ConfigMap, a Live API token, and the Deployment, Service and PodDisruptionBudget of
@@ -21,6 +22,9 @@ pub enum GenerateCommand {
     /// Everything to run the Katalog in a cluster: CRDs, Namespace, ServiceAccount, RBAC, the
     /// Katalog ConfigMap, a Live API token, Deployment, Service, PodDisruptionBudget.
     Bundle(BundleArgs),
+    /// A Grafana dashboard (JSON) over the runtime's metrics: reconciles, queues and flows,
+    /// writes, Wasm calls, tenants.
+    Dashboards,
 }
 
 #[derive(Debug, Args)]
@@ -55,6 +59,10 @@ pub fn generate(command: GenerateCommand) -> anyhow::Result<ExitCode> {
             orkestra_kube::crd_install::crd_documents(&compiled.katalog)?
         }
         GenerateCommand::Bundle(args) => bundle(&args)?,
+        GenerateCommand::Dashboards => {
+            crate::stdout::write(&format!("{}\n", serde_json::to_string_pretty(&dashboard())?))?;
+            return Ok(ExitCode::SUCCESS);
+        }
     };
     let mut text = String::new();
     for document in documents {
@@ -141,6 +149,90 @@ fn deployment(
     run.extend(["--http-addr", "0.0.0.0:8080", "--https-addr", "0.0.0.0:8443"].map(|a| json!(a)));
     container["args"] = json!(run);
     Ok(in_namespace(deployment))
+}
+
+/// Panels of the dashboard: title, unit, and the PromQL of each series.
+const PANELS: [(&str, &str, &str); 14] = [
+    (
+        "Reconciles by result",
+        "ops",
+        "sum by (controller, result) (rate(controller_runtime_reconcile_total[5m]))",
+    ),
+    (
+        "Reconcile errors",
+        "ops",
+        "sum by (controller) (rate(controller_runtime_reconcile_errors_total[5m]))",
+    ),
+    (
+        "Failures by reason",
+        "ops",
+        "sum by (controller, reason) (rate(orkestra_reconcile_failures_total[5m]))",
+    ),
+    (
+        "Reconcile time p99",
+        "s",
+        "histogram_quantile(0.99, sum by (controller, le) (rate(controller_runtime_reconcile_time_seconds_bucket[5m])))",
+    ),
+    ("Queue depth", "short", "sum by (name) (workqueue_depth)"),
+    (
+        "Time queued p99",
+        "s",
+        "histogram_quantile(0.99, sum by (name, le) (rate(workqueue_queue_duration_seconds_bucket[5m])))",
+    ),
+    (
+        "Flow wait p99 (busiest flows)",
+        "s",
+        "orkestra_queue_flow_wait_seconds{quantile=\"0.99\"}",
+    ),
+    ("Writes", "ops", "sum by (controller) (rate(orkestra_writes_total[5m]))"),
+    ("CRD health", "short", "orkestra_crd_health == 1"),
+    (
+        "Wasm calls by outcome",
+        "ops",
+        "sum by (component, outcome) (rate(orkestra_wasm_calls_total[5m]))",
+    ),
+    (
+        "Wasm call p99",
+        "s",
+        "histogram_quantile(0.99, sum by (component, le) (rate(orkestra_wasm_call_duration_seconds_bucket[5m])))",
+    ),
+    ("Reconciles running by namespace", "short", "orkestra_tenant_reconciles"),
+    (
+        "API waits by namespace",
+        "ops",
+        "sum by (namespace) (rate(orkestra_tenant_api_waits_total[5m]))",
+    ),
+    ("Wasm calls running by namespace", "short", "orkestra_tenant_wasm_calls"),
+];
+
+/// The dashboard: one time-series panel per entry of [`PANELS`], two a row, on a Prometheus
+/// data source picked when it is imported.
+pub fn dashboard() -> Value {
+    let panels: Vec<Value> = PANELS
+        .iter()
+        .enumerate()
+        .map(|(i, (title, unit, expr))| {
+            json!({
+                "id": i + 1,
+                "type": "timeseries",
+                "title": title,
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "gridPos": {"h": 8, "w": 12, "x": (i % 2) * 12, "y": (i / 2) * 8},
+                "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+                "targets": [{"refId": "A", "expr": expr, "legendFormat": "__auto"}],
+            })
+        })
+        .collect();
+    json!({
+        "title": "Orkestra-rs runtime",
+        "uid": "orkestra-runtime",
+        "tags": ["orkestra"],
+        "schemaVersion": 39,
+        "time": {"from": "now-1h", "to": "now"},
+        "refresh": "30s",
+        "templating": {"list": [{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"}]},
+        "panels": panels,
+    })
 }
 
 /// A Live API token: 32 random bytes, hex.
