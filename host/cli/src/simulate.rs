@@ -185,7 +185,7 @@ pub async fn simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         "{}/{name}",
         <kube::api::DynamicObject as kube::Resource>::url_path(&resource, namespace)
     );
-    let key = namespace.map_or_else(|| name.clone(), |n| format!("{n}/{name}"));
+    let key = orkestra::runtime::key_of(&cr);
     let rehearsed = runtime.rehearse(&crd.name, &resource, cr).await?;
     let report = orkestra::rehearse::simulate::report(&cluster, &cr_path, key, rehearsed).await;
     crate::stdout::write(&serde_yaml_ng::to_string(&report)?)?;

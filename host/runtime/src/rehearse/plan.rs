@@ -7,8 +7,7 @@ use serde_json::Value;
 
 use super::diff::{Change, changes};
 use super::dry_run::Write;
-use crate::pipeline::mux::Action;
-use crate::runtime::Rehearsed;
+use crate::runtime::{Rehearsed, key_of};
 
 /// What the plan of one CR says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -67,18 +66,14 @@ pub async fn report(
     writes: Vec<Write>,
 ) -> CrPlan {
     let metadata = &object["metadata"];
-    let cr = match metadata["namespace"].as_str() {
-        Some(namespace) => format!("{namespace}/{}", metadata["name"].as_str().unwrap_or_default()),
-        None => metadata["name"].as_str().unwrap_or_default().to_string(),
-    };
     let mut plan = CrPlan {
-        cr,
+        cr: key_of(object),
         verdict: Verdict::Unchanged,
         children: Vec::new(),
         metadata: Vec::new(),
         status: Vec::new(),
         events: Vec::new(),
-        requeue_after: None,
+        requeue_after: rehearsed.requeue_after(),
         error: None,
     };
     match rehearsed {
@@ -87,11 +82,7 @@ pub async fn report(
             return plan;
         }
         Rehearsed::Failed(why) => plan.error = Some(why),
-        Rehearsed::Reconciled(reconciled) => {
-            if let Action::RequeueAfter(after) = reconciled.action {
-                plan.requeue_after = Some(format!("{}s", after.as_secs_f64()));
-            }
-        }
+        Rehearsed::Reconciled(_) => {}
     }
     for write in last_per_path(writes) {
         let answer = write.answer.clone().unwrap_or(Value::Null);

@@ -7,7 +7,6 @@ use serde_json::Value;
 
 use super::plan::{event_line, is_event, name_of, resource_of};
 use super::stand_in::Cluster;
-use crate::pipeline::mux::Action;
 use crate::runtime::Rehearsed;
 
 /// Metadata the API server sets, left out of what is printed.
@@ -50,16 +49,11 @@ pub struct Simulated {
 /// `cluster` recorded and holds once the writes left in flight (Events) have landed.
 pub async fn report(cluster: &Cluster, cr_path: &str, cr: String, rehearsed: Rehearsed) -> Simulated {
     cluster.writes().settle().await;
-    let (outcome, requeue_after, error) = match rehearsed {
-        Rehearsed::Gated => ("gated", None, None),
-        Rehearsed::Failed(why) => ("failed", None, Some(why)),
-        Rehearsed::Reconciled(reconciled) => {
-            let requeue = match reconciled.action {
-                Action::RequeueAfter(after) => Some(format!("{}s", after.as_secs_f64())),
-                Action::Done => None,
-            };
-            ("reconciled", requeue, None)
-        }
+    let requeue_after = rehearsed.requeue_after();
+    let (outcome, error) = match rehearsed {
+        Rehearsed::Gated => ("gated", None),
+        Rehearsed::Failed(why) => ("failed", Some(why)),
+        Rehearsed::Reconciled(_) => ("reconciled", None),
     };
     let mut report = Simulated {
         cr,

@@ -318,12 +318,9 @@ impl Cluster {
 
     /// The objects of `kind` (in `namespace`, or all), those the query's labelSelector picks.
     fn list(&self, kind: &Kind, namespace: Option<&str>, query: Option<&str>) -> Value {
-        let selector: Vec<(String, Option<String>)> = query
-            .into_iter()
-            .flat_map(|q| q.split('&'))
-            .filter_map(|pair| pair.strip_prefix("labelSelector="))
-            .flat_map(|s| {
-                let decoded = percent_decode(s);
+        let selector: Vec<(String, Option<String>)> = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+            .filter(|(key, _)| key == "labelSelector")
+            .flat_map(|(_, decoded)| {
                 decoded
                     .split(',')
                     .filter(|t| !t.is_empty())
@@ -440,38 +437,6 @@ fn not_found(kind: &Kind, name: &str) -> (StatusCode, Value) {
         StatusCode::NOT_FOUND,
         failure(StatusCode::NOT_FOUND, "NotFound", &message),
     )
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match (bytes[i], bytes.get(i + 1..i + 3)) {
-            (b'%', Some(hex)) => match std::str::from_utf8(hex)
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                Some(byte) => {
-                    out.push(byte);
-                    i += 3;
-                }
-                None => {
-                    out.push(b'%');
-                    i += 1;
-                }
-            },
-            (b'+', _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A client of `cluster`: every request answered from memory, every write recorded.

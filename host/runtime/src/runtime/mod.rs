@@ -21,7 +21,7 @@
 pub mod autoscale;
 mod crd_run;
 mod rehearse;
-pub use rehearse::Rehearsed;
+pub use rehearse::{Rehearsed, key_of};
 pub mod reload;
 pub mod slots;
 

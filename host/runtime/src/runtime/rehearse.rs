@@ -12,7 +12,7 @@ use kube::core::ApiResource;
 use serde_json::Value;
 
 use super::{Error, Runtime};
-use crate::pipeline::mux::{Interrupt, Reconciled, Request, StampPatch};
+use crate::pipeline::mux::{Action, Interrupt, Reconciled, Request, StampPatch};
 use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::component::Source;
 
@@ -24,6 +24,29 @@ pub enum Rehearsed {
     Reconciled(Reconciled),
     /// The reconcile failed (or panicked): why.
     Failed(String),
+}
+
+impl Rehearsed {
+    /// When the reconcile asked to run again (`30s`), if it did.
+    pub fn requeue_after(&self) -> Option<String> {
+        match self {
+            Rehearsed::Reconciled(Reconciled {
+                action: Action::RequeueAfter(after),
+                ..
+            }) => Some(format!("{}s", after.as_secs_f64())),
+            _ => None,
+        }
+    }
+}
+
+/// The key of the CR `object`: `namespace/name`, or `name` for a cluster-scoped one.
+pub fn key_of(object: &Value) -> String {
+    let metadata = &object["metadata"];
+    let name = metadata["name"].as_str().unwrap_or_default();
+    match metadata["namespace"].as_str() {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_string(),
+    }
 }
 
 impl Runtime {
@@ -69,15 +92,8 @@ impl Runtime {
                 return Ok(Rehearsed::Gated);
             }
         }
-        let key = match (
-            object["metadata"]["namespace"].as_str(),
-            object["metadata"]["name"].as_str(),
-        ) {
-            (Some(namespace), Some(name)) => format!("{namespace}/{name}"),
-            (_, name) => name.unwrap_or_default().to_string(),
-        };
         let request = Request {
-            key,
+            key: key_of(&object),
             crd: handle.crd.name.clone(),
             resource: Arc::new(resource.clone()),
             target: target.map(String::from),
