@@ -5,6 +5,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::ApiPath;
 use super::diff::{Change, changes};
 use super::dry_run::Write;
 use crate::runtime::{Rehearsed, key_of};
@@ -121,7 +122,7 @@ fn last_per_path(writes: Vec<Write>) -> Vec<Write> {
 
 /// Whether `path` is of an Event (either API group).
 pub(super) fn is_event(path: &str) -> bool {
-    parts(path).is_some_and(|(_, resource, _)| resource == "events")
+    ApiPath::parse(path).is_some_and(|p| p.resource == Some("events"))
 }
 
 /// An Event as a line: `Type Reason: note`.
@@ -177,34 +178,20 @@ async fn child(live: &kube::Client, write: &Write) -> Option<ChildPlan> {
     }
 }
 
-/// An object's URL path in parts: its namespace, resource (plural) and name.
-fn parts(path: &str) -> Option<(Option<&str>, &str, Option<&str>)> {
-    let mut segments = path.trim_matches('/').split('/');
-    let skip = match segments.next()? {
-        "api" => 1,
-        "apis" => 2,
-        _ => return None,
-    };
-    let rest: Vec<&str> = segments.skip(skip).collect();
-    match rest.as_slice() {
-        ["namespaces", namespace, resource, more @ ..] => Some((Some(*namespace), *resource, more.first().copied())),
-        [resource, more @ ..] => Some((None, *resource, more.first().copied())),
-        [] => None,
-    }
-}
-
 /// `namespace/name` (or `name`) from an object's URL path.
 pub(super) fn name_of(path: &str) -> String {
-    match parts(path) {
-        Some((Some(namespace), _, Some(name))) => format!("{namespace}/{name}"),
-        Some((None, _, Some(name))) => name.to_string(),
+    match ApiPath::parse(path).map(|p| (p.namespace, p.name)) {
+        Some((Some(namespace), Some(name))) => format!("{namespace}/{name}"),
+        Some((None, Some(name))) => name.to_string(),
         _ => path.to_string(),
     }
 }
 
 /// The resource (plural) from an object's URL path, where no kind is known.
 pub(super) fn resource_of(path: &str) -> String {
-    parts(path).map_or_else(|| path.to_string(), |(_, resource, _)| resource.to_string())
+    ApiPath::parse(path)
+        .and_then(|p| p.resource)
+        .map_or_else(|| path.to_string(), str::to_string)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use http::{Method, StatusCode};
 use serde_json::{Map, Value, json};
 
+use super::ApiPath;
 use super::dry_run::{Write, Writes};
 
 /// A kind the stand-in serves.
@@ -180,40 +181,28 @@ impl Cluster {
     }
 
     fn target(&self, path: &str) -> Option<Result<Target<'_>, Value>> {
-        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-        let (api_version, rest) = match segments.as_slice() {
-            ["api", version, rest @ ..] => ((*version).to_string(), rest),
-            ["apis", group, version, rest @ ..] => (format!("{group}/{version}"), rest),
-            _ => {
-                return Some(Err(failure(
-                    StatusCode::NOT_FOUND,
-                    "NotFound",
-                    &format!("no such path {path}"),
-                )));
-            }
+        let Some(parts) = ApiPath::parse(path) else {
+            return Some(Err(failure(
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                &format!("no such path {path}"),
+            )));
         };
-        let (namespace, rest) = match rest {
-            ["namespaces", namespace, resource, more @ ..] => (Some((*namespace).to_string()), {
-                let mut all = vec![*resource];
-                all.extend_from_slice(more);
-                all
-            }),
-            other => (None, other.to_vec()),
-        };
-        let plural = rest.first()?;
+        let plural = parts.resource?;
+        let api_version = parts.api_version;
         let Some(kind) = self
             .kinds
             .iter()
-            .find(|k| k.api_version == api_version && k.plural == *plural)
+            .find(|k| k.api_version == api_version && k.plural == plural)
         else {
             let message = format!("the server could not find the requested resource ({api_version} {plural})");
             return Some(Err(failure(StatusCode::NOT_FOUND, "NotFound", &message)));
         };
         Some(Ok(Target {
             kind,
-            namespace,
-            name: rest.get(1).map(|n| (*n).to_string()),
-            status: rest.get(2) == Some(&"status"),
+            namespace: parts.namespace.map(String::from),
+            name: parts.name.map(String::from),
+            status: parts.subresource == Some("status"),
         }))
     }
 
