@@ -32,6 +32,7 @@ mod policies;
 mod provenance;
 mod reconcile;
 mod reload;
+mod replay;
 mod replicas;
 mod routing;
 mod running;

@@ -220,16 +220,31 @@ impl Hook for Hostile {
                 Ok(text) => Response::ok().status("fifo", text),
                 Err(error) => Response::error("ReadFailed", error.to_string()),
             },
-            // A status that differs on every call, and no requeue asked for.
+            // A status that differs on every call (the clock, and a hash keyed from WASI's
+            // random source), and no requeue asked for.
             "churn" => {
+                use std::hash::BuildHasher as _;
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_nanos())
                     .unwrap_or_default();
+                let nonce = std::collections::hash_map::RandomState::new().hash_one(request.key());
                 Response::ok()
                     .status("at", now.to_string())
+                    .status("nonce", nonce.to_string())
                     .event("Churned", now.to_string())
             }
+            // Copies the Secret `db` of its namespace, which it is granted to read, into a
+            // child Secret of its own.
+            "secret" => match kube::get("v1", "Secret", request.namespace(), "db") {
+                Ok(secret) => Response::ok()
+                    .resource(
+                        Resource::new("v1", "Secret", &format!("{}-copy", request.name()))
+                            .field("data", secret["data"].clone()),
+                    )
+                    .status("keys", secret["data"].as_object().map_or(0, |d| d.len())),
+                Err(error) => Response::error("ReadFailed", error.to_string()),
+            },
             // Takes over another CR's child through its kube grant: rewrites it, then deletes it.
             "grab" => {
                 let namespace = request.namespace().unwrap_or("default");

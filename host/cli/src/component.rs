@@ -113,7 +113,36 @@ impl PullArgs {
         Ok(orkestra::runtime::slots::ComponentStore {
             registries: self.registries()?,
             cache_dir: Some(orkestra_control_plane::cache_root().join("wasm")),
+            recordings: None,
         })
+    }
+}
+
+/// Where the runtime may write recordings of component calls.
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// Allow recording component calls on demand (`POST /recordings` on the Live API) into
+    /// this folder, made readable by the runtime's user only. Without it nothing is ever
+    /// recorded: a recording holds what the component was allowed to read.
+    #[arg(long, value_name = "DIR")]
+    recordings: Option<PathBuf>,
+}
+
+impl RecordArgs {
+    /// The folder, made (private) where it is missing.
+    pub fn folder(&self) -> anyhow::Result<Option<PathBuf>> {
+        use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+        let Some(dir) = &self.recordings else { return Ok(None) };
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("--recordings {}: cannot make the folder", dir.display()))?;
+        let mode = std::fs::metadata(dir)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            tracing::warn!(dir = %dir.display(), mode = format!("{mode:o}"), "the recordings folder is readable by others");
+        }
+        Ok(Some(dir.clone()))
     }
 }
 

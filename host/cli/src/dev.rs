@@ -36,6 +36,8 @@ pub struct DevArgs {
     webhooks: super::gateway::WebhookArgs,
     #[command(flatten)]
     registry: super::component::PullArgs,
+    #[command(flatten)]
+    record: super::component::RecordArgs,
 }
 
 pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
@@ -87,7 +89,10 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         http: &args.http,
         webhooks: &args.webhooks,
         ha: &ha,
-        components: args.registry.store()?,
+        components: orkestra::runtime::slots::ComponentStore {
+            recordings: args.record.folder()?,
+            ..args.registry.store()?
+        },
         dev: true,
     };
     let result = tokio::select! {

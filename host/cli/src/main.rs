@@ -16,6 +16,7 @@ mod migrate;
 mod plan;
 mod progress;
 mod reload;
+mod replay;
 mod run;
 mod scaffold;
 mod serve;
@@ -64,6 +65,11 @@ enum Command {
     /// against an API server in memory holding the CR and `--observed` objects. Prints the
     /// children, status, Events and requeue as YAML; exit 1 when the reconcile fails.
     Simulate(simulate::SimulateArgs),
+    /// Run recorded component calls again offline (kube calls, clocks and random served
+    /// from each recording), against the recorded component or `--component NEW.wasm`; report
+    /// every difference in output and kube calls. Exit 0 when all match, 1 when one differs,
+    /// 2 when one cannot be read or loaded.
+    Replay(replay::ReplayArgs),
     /// Print what installing a Katalog takes: its CRDs, or a whole bundle (CRDs, namespace,
     /// ServiceAccount, RBAC, the Katalog ConfigMap, Deployment, Service), as YAML.
     #[command(subcommand)]
@@ -113,6 +119,7 @@ fn main() -> ExitCode {
             Command::Plan(args) => plan::plan(args).await,
             Command::Generate(command) => generate::generate(command),
             Command::Simulate(args) => simulate::simulate(args).await,
+            Command::Replay(args) => replay::replay(args).await,
             Command::Reload(args) => reload::reload(args).await,
             Command::ControlCenter(args) => control_center::control_center(args).await,
             Command::Gateway(args) => gateway::gateway(args).await,

@@ -19,6 +19,8 @@ pub struct RunArgs {
     ha: super::ha::HaArgs,
     #[command(flatten)]
     registry: super::component::PullArgs,
+    #[command(flatten)]
+    record: super::component::RecordArgs,
 }
 
 /// Where the Live API (probes, /katalog, /metrics, /components, /reload) listens, and who
@@ -106,7 +108,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         http: &args.http,
         webhooks: &args.webhooks,
         ha: &args.ha,
-        components: args.registry.store()?,
+        components: orkestra::runtime::slots::ComponentStore {
+            recordings: args.record.folder()?,
+            ..args.registry.store()?
+        },
         dev: false,
     };
     serve(client, config, &katalog, &args.katalog.files(), hosting).await?;

@@ -13,6 +13,7 @@ use super::capability;
 use super::engine::{EPOCH_TICK, WasmHost};
 use super::limiter::MemoryCap;
 use super::load::{Loaded, Pre};
+use super::record::Tape;
 use super::stats::{CallOutcome, CallStats, Retired};
 use super::store::{Call, CallState, Caller, Cluster};
 use super::warm::Idle;
@@ -84,21 +85,46 @@ impl WasmHost {
         request: &Request,
         stats: &CallStats,
     ) -> Result<Option<Response>, CallError> {
+        self.call_on_tape(loaded, spec, hook, caller, request, stats, None)
+            .await
+    }
+
+    /// [`WasmHost::call`], its imports taken down on (or served from) `tape` when there is
+    /// one. A taped call always runs on a fresh instance and leaves none warm: a replay
+    /// starts fresh, so a recording must too.
+    #[allow(clippy::too_many_arguments, reason = "call's arguments and the tape")]
+    pub(crate) async fn call_on_tape(
+        &self,
+        loaded: &Loaded,
+        spec: &Spec,
+        hook: Hook,
+        caller: Caller,
+        request: &Request,
+        stats: &CallStats,
+        tape: Option<Tape>,
+    ) -> Result<Option<Response>, CallError> {
         let _permit = self
             .permits
             .acquire()
             .await
             .map_err(|_| CallError::Instantiate("the Wasm host is shutting down".into()))?;
+        if tape.is_some() {
+            return self
+                .attempt(loaded, spec, (hook, caller, request), stats, None, tape)
+                .await;
+        }
         let kept = spec.instances.warm().and_then(|_| {
             let tenant = caller.namespace.as_deref();
             self.warm.take(&loaded.lineage, tenant, &spec.limits, &spec.files)
         });
         let Some(kept) = kept else {
-            return self.attempt(loaded, spec, (hook, caller, request), stats, None).await;
+            return self
+                .attempt(loaded, spec, (hook, caller, request), stats, None, None)
+                .await;
         };
         let again = caller.clone();
         match self
-            .attempt(loaded, spec, (hook, caller, request), stats, Some(kept))
+            .attempt(loaded, spec, (hook, caller, request), stats, Some(kept), None)
             .await
         {
             // What a warm instance kept from earlier calls must never fail a call a fresh one
@@ -107,7 +133,8 @@ impl WasmHost {
             // call's time), nor what the guest chose to answer (too much, or a denied call).
             Err(error @ (CallError::Trapped(_) | CallError::MemoryLimit(_) | CallError::Fuel(_))) => {
                 tracing::debug!(component = %again.component, key = %again.key, %error, "a warm instance failed; retrying on a fresh one");
-                self.attempt(loaded, spec, (hook, again, request), stats, None).await
+                self.attempt(loaded, spec, (hook, again, request), stats, None, None)
+                    .await
             }
             answered => answered,
         }
@@ -121,19 +148,20 @@ impl WasmHost {
         (hook, caller, request): (Hook, Caller, &Request),
         stats: &CallStats,
         kept: Option<Idle>,
+        tape: Option<Tape>,
     ) -> Result<Option<Response>, CallError> {
         let limits = spec.limits;
         let started = Instant::now();
-        let warm = spec.instances.warm();
+        let warm = spec.instances.warm().filter(|_| tape.is_none());
         let tenant = caller.namespace.clone();
         let (mut store, mut instance, served) = match kept {
             Some(idle) => {
                 let mut store = idle.store;
-                store.data_mut().begin(self.call_of(caller, spec));
+                store.data_mut().begin(self.call_of(caller, spec, None));
                 (store, Some(idle.instance), idle.calls)
             }
             None => {
-                let mut store = Store::new(&self.engine, self.state(caller, spec)?);
+                let mut store = Store::new(&self.engine, self.state(caller, spec, tape)?);
                 store.limiter(|state| &mut state.memory);
                 (store, None, 0)
             }
@@ -286,7 +314,7 @@ impl WasmHost {
 
     /// What a call of `caller` may do: its identity towards the cluster (its own, where it
     /// has one, so the cluster's RBAC holds for it too), grants and budgets.
-    fn call_of(&self, caller: Caller, spec: &Spec) -> Call {
+    fn call_of(&self, caller: Caller, spec: &Spec, tape: Option<Tape>) -> Call {
         let cluster = self.cluster.clone().map(|cluster| match caller.client.clone() {
             Some(client) => Cluster { client, ..cluster },
             None => cluster,
@@ -296,13 +324,17 @@ impl WasmHost {
             cluster,
             grants: spec.grants.clone(),
             limits: spec.limits,
+            tape,
         }
     }
 
-    fn state(&self, caller: Caller, spec: &Spec) -> Result<CallState, CallError> {
+    fn state(&self, caller: Caller, spec: &Spec, tape: Option<Tape>) -> Result<CallState, CallError> {
         let mut wasi = capability::files::grant(&spec.files).map_err(CallError::Instantiate)?;
+        if let Some(tape) = &tape {
+            tape.wire(&mut wasi);
+        }
         let memory = MemoryCap::new(spec.limits.memory);
-        Ok(CallState::new(wasi.build(), memory, self.call_of(caller, spec)))
+        Ok(CallState::new(wasi.build(), memory, self.call_of(caller, spec, tape)))
     }
 }
 

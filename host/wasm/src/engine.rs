@@ -50,6 +50,8 @@ pub struct WasmHost {
     pub(super) warm: WarmStores,
     /// Each namespace's calls at once, held to its share.
     pub(super) tenants: super::tenants::TenantCalls,
+    /// Where recorded calls are written, and which exist.
+    pub recordings: super::record::Recordings,
 }
 
 /// How a [`WasmHost`] is set up beyond its defaults.
@@ -63,6 +65,8 @@ pub struct HostOptions {
     pub registries: Registries,
     /// What each namespace may take: its calls at once.
     pub tenants: orkestra_katalog::compile::TenantRules,
+    /// Where recordings of calls may be written (`None`: calls are never recorded).
+    pub recordings: Option<std::path::PathBuf>,
 }
 
 /// How instances are allocated, best first.
@@ -155,6 +159,7 @@ impl WasmHost {
             fuel,
             registries,
             tenants: tenant_rules,
+            recordings,
         } = options;
         // Unreadable: assume the kernel may swap.
         let swap = std::fs::read_to_string("/proc/swaps").map_or(true, |swaps| swap_active(&swaps));
@@ -209,6 +214,7 @@ impl WasmHost {
             fuel,
             warm: WarmStores::default(),
             tenants: super::tenants::TenantCalls::new(tenant_rules),
+            recordings: super::record::Recordings::new(recordings),
         }))
     }
 }

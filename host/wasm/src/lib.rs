@@ -14,6 +14,7 @@ mod json;
 mod limiter;
 mod load;
 mod pool;
+pub mod record;
 pub mod registry;
 pub mod slot;
 pub mod stats;

@@ -14,6 +14,7 @@ use super::call::{CallError, Hook};
 use super::engine::WasmHost;
 use super::load::{LoadError, Loaded};
 use super::pool::Pool;
+use super::record::{Ask, CallResult, FORMAT, Recorded, Recording, Session, SessionView, Tape};
 use super::stats::{CallOutcome, CallStats, StatsView, Swap};
 use super::store::Caller;
 use orkestra_katalog::component::{Source, Spec};
@@ -55,6 +56,8 @@ pub struct Slot {
     pool: std::sync::OnceLock<Result<Pool, String>>,
     /// Its share of the host's calls at once ([`SLOT_CALLS`]).
     calls: tokio::sync::Semaphore,
+    /// Its calls being recorded, if any are.
+    recording: Mutex<Option<Session>>,
 }
 
 /// A slot as the Live API shows it.
@@ -96,6 +99,7 @@ impl Slot {
             stats: Arc::default(),
             pool: std::sync::OnceLock::new(),
             calls: tokio::sync::Semaphore::new(SLOT_CALLS),
+            recording: Mutex::new(None),
         })
     }
 
@@ -218,14 +222,20 @@ impl Slot {
         let Ok(_share) = self.calls.acquire().await else {
             return Err(CallError::Instantiate("the component is shutting down".into()));
         };
+        let tape = self.turn(&caller.key);
+        let recorded = tape.clone().map(|tape| (tape, caller.key.clone()));
         let result = match active.spec.files.is_empty() {
             true => {
+                let (loaded, spec, stats) = (&active.loaded, &active.spec, &self.stats);
                 self.host
-                    .call(&active.loaded, &active.spec, hook, caller, request, &self.stats)
+                    .call_on_tape(loaded, spec, hook, caller, request, stats, tape)
                     .await
             }
-            false => self.call_on_pool(active, hook, caller, request).await,
+            false => self.call_on_pool(active, (hook, caller, request), tape).await,
         };
+        if let Some((tape, key)) = recorded {
+            self.keep_recording(active, (hook, &key, request), &result, &tape).await;
+        }
         let outcome = match &result {
             Ok(Some(response)) if matches!(response.outcome, Outcome::Error(_)) => CallOutcome::GuestError,
             Ok(_) => CallOutcome::Ok,
@@ -241,9 +251,8 @@ impl Slot {
     async fn call_on_pool(
         &self,
         active: &Active,
-        hook: Hook,
-        caller: Caller,
-        request: &Request,
+        (hook, caller, request): (Hook, Caller, &Request),
+        tape: Option<Tape>,
     ) -> Result<Option<Response>, CallError> {
         let pool = self
             .pool
@@ -254,8 +263,11 @@ impl Slot {
         let (host, loaded, spec) = (self.host.clone(), active.loaded.clone(), active.spec.clone());
         let (stats, request) = (self.stats.clone(), request.clone());
         let timeout = spec.limits.timeout;
-        let Some(mut task) = pool.spawn(async move { host.call(&loaded, &spec, hook, caller, &request, &stats).await })
-        else {
+        let call = async move {
+            host.call_on_tape(&loaded, &spec, hook, caller, &request, &stats, tape)
+                .await
+        };
+        let Some(mut task) = pool.spawn(call) else {
             return Err(CallError::Instantiate("its threads are shutting down".into()));
         };
         match tokio::time::timeout(timeout + POOL_GRACE, &mut task).await {
@@ -265,6 +277,81 @@ impl Slot {
                 task.abort();
                 Err(CallError::Timeout(timeout))
             }
+        }
+    }
+
+    /// Starts recording its calls as `ask` says (replacing a session under way); the
+    /// session, or why not (recordings are off, a bound is out of range).
+    pub fn record(&self, ask: &Ask) -> Result<SessionView, String> {
+        let session = self.host.recordings.session(ask)?;
+        let view = session.view();
+        tracing::info!(component = %self.name, count = view.left, bytes = view.bytes_left, key = ?view.key, "recording calls");
+        *self.recording.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
+        Ok(view)
+    }
+
+    /// Stops recording; the session as it ended.
+    pub fn stop_recording(&self) -> Option<SessionView> {
+        let ended = self.recording.lock().unwrap_or_else(|e| e.into_inner()).take();
+        ended.map(|session| session.view())
+    }
+
+    /// The recording session, if one was started.
+    pub fn recording(&self) -> Option<SessionView> {
+        let session = self.recording.lock().unwrap_or_else(|e| e.into_inner());
+        session.as_ref().map(Session::view)
+    }
+
+    /// The tape of the next call of `key`, when a session wants it.
+    fn turn(&self, key: &str) -> Option<Tape> {
+        let mut session = self.recording.lock().unwrap_or_else(|e| e.into_inner());
+        session.as_mut()?.turn(key)
+    }
+
+    /// Writes the recording of a call taken down on `tape`; a call that read past the
+    /// session's bytes is counted as dropped.
+    async fn keep_recording(
+        &self,
+        active: &Active,
+        (hook, key, request): (Hook, &str, &Request),
+        result: &Result<Option<Response>, CallError>,
+        tape: &Tape,
+    ) {
+        let Some(taken) = tape.taken() else {
+            if let Some(session) = self.recording.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                session.dropped();
+            }
+            tracing::warn!(component = %self.name, key, "a call read more than its recording may hold; not recorded");
+            return;
+        };
+        let spec = &active.spec;
+        let mut recording = Recording {
+            format: FORMAT,
+            at: jiff::Timestamp::now().to_string(),
+            component: Recorded {
+                slot: self.name.to_string(),
+                world: spec.world.name().into(),
+                source: spec.source.to_string(),
+                digest: active.loaded.digest.clone(),
+                revision: active.revision,
+                limits: (&spec.limits).into(),
+            },
+            hook: hook.into(),
+            request: request.into(),
+            kube: taken.kube,
+            wasi: taken.reads,
+            logs: taken.logs,
+            result: CallResult::of(result),
+            secrets_redacted: false,
+        };
+        if !spec.grants.records_secrets() {
+            recording.redact();
+        }
+        match self.host.recordings.write(&self.recording, &recording).await {
+            Ok(entry) => {
+                tracing::info!(component = %self.name, key, id = %entry.id, bytes = entry.bytes, "call recorded")
+            }
+            Err(error) => tracing::warn!(component = %self.name, key, %error, "call not recorded"),
         }
     }
 

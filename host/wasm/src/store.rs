@@ -9,6 +9,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::types as wit_types;
 use super::limiter::MemoryCap;
+use super::record::Tape;
 use orkestra_katalog::component::Limits;
 use orkestra_katalog::component::grants::Grants;
 use orkestra_kube::discovery::KindCache;
@@ -68,6 +69,8 @@ pub struct CallState {
     pub denied: Option<String>,
     /// The last error-level line the guest logged (a panic message), to explain a trap.
     pub last_error: Option<String>,
+    /// Where the call's imports are taken down (a recorded call) or served from (a replay).
+    pub tape: Option<Tape>,
 }
 
 impl CallState {
@@ -89,6 +92,7 @@ impl CallState {
             logs_dropped: 0,
             denied: None,
             last_error: None,
+            tape: None,
         };
         state.begin(call);
         state
@@ -109,6 +113,7 @@ impl CallState {
         self.denied = None;
         self.last_error = None;
         self.memory.hit = false;
+        self.tape = call.tape;
     }
 
     /// After a call whose instance is kept: nothing of the caller's identity stays with it.
@@ -116,6 +121,7 @@ impl CallState {
         self.cluster = None;
         self.caller.client = None;
         self.caller.writes = Default::default();
+        self.tape = None;
     }
 }
 
@@ -125,6 +131,7 @@ pub struct Call {
     pub cluster: Option<Cluster>,
     pub grants: Arc<Grants>,
     pub limits: Limits,
+    pub tape: Option<Tape>,
 }
 
 impl WasiView for CallState {

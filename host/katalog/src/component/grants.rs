@@ -48,6 +48,8 @@ struct Grant {
     namespaces: Namespaces,
     /// May write objects another custom resource controls.
     others: bool,
+    /// Recordings may keep the values of the Secrets it covers.
+    record_secrets: bool,
 }
 
 /// One grant as data.
@@ -146,6 +148,7 @@ impl Grants {
                 verbs,
                 namespaces,
                 others: cap.controlled_by_others,
+                record_secrets: cap.record_secrets,
             });
         }
         Ok(Self(grants))
@@ -196,6 +199,16 @@ impl Grants {
         self.0.iter().any(|g| g.others && g.covers(access, own))
     }
 
+    /// Whether a recording of the component's calls may keep Secret values: some grant that
+    /// covers Secrets says `recordSecrets: true`.
+    pub fn records_secrets(&self) -> bool {
+        self.0.iter().any(|g| {
+            g.record_secrets
+                && g.api_version.as_deref().is_none_or(|v| v == "v1")
+                && g.kinds.as_ref().is_none_or(|k| k.iter().any(|k| k == "Secret"))
+        })
+    }
+
     /// Allows `access` when one grant covers it; `own` is the custom resource's namespace.
     /// The error is the message of a `forbidden` answer.
     pub fn check(&self, access: Access<'_>, own: Option<&str>) -> Result<(), String> {
@@ -228,6 +241,28 @@ mod tests {
             verbs: strings(verbs),
             namespaces: strings(namespaces),
             controlled_by_others: false,
+            record_secrets: false,
+        }
+    }
+
+    #[test]
+    fn secret_values_are_recorded_only_under_a_grant_on_secrets_that_says_so() {
+        let plain = Grants::compile(&[cap("v1", &["Secret"], &["get"], &[])]).unwrap();
+        assert!(!plain.records_secrets(), "off by default");
+        let elsewhere = Capability {
+            record_secrets: true,
+            ..cap("v1", &["ConfigMap"], &["get"], &[])
+        };
+        assert!(
+            !Grants::compile(&[elsewhere]).unwrap().records_secrets(),
+            "a grant on other kinds cannot allow it"
+        );
+        for kinds in [&["Secret"][..], &["*"][..]] {
+            let allowed = Capability {
+                record_secrets: true,
+                ..cap("v1", kinds, &["get"], &[])
+            };
+            assert!(Grants::compile(&[allowed]).unwrap().records_secrets(), "{kinds:?}");
         }
     }
 

@@ -229,6 +229,10 @@ pub struct Capability {
     /// default: a granted namespace holds other tenants' children too.
     #[serde(default)]
     pub controlled_by_others: bool,
+    /// Whether a recording of the component's calls may keep the values of the Secrets this
+    /// grant covers. Off by default: a recording replaces each value with a placeholder.
+    #[serde(default)]
+    pub record_secrets: bool,
 }
 
 /// `reconcile.imports[]`: a motif whose resource templates join onReconcile.

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{Shared, bad_request, not_found};
+use super::{Shared, bad_request, not_found, slot};
 
 pub(super) fn routes() -> OpenApiRouter<Shared> {
     OpenApiRouter::new().routes(routes!(list)).routes(routes!(reload))
@@ -47,13 +47,12 @@ async fn reload(
     let Some(reloader) = &shared.reloader else {
         return not_found("this runtime reloads nothing on request".into());
     };
-    let components = &shared.inspect.components;
     if let Some(name) = &query.component
-        && components.get(name).is_none()
+        && let Err(missing) = slot(&shared, name)
     {
-        let known: Vec<String> = components.slots().iter().map(|s| s.name.to_string()).collect();
-        return not_found(format!("no component named {name:?}; known: {}", known.join(", ")));
+        return not_found(missing);
     }
+    let components = &shared.inspect.components;
     let outcome = reloader.reload(true, query.component.as_deref()).await;
     let status = match outcome.errors.is_empty() {
         true => StatusCode::OK,

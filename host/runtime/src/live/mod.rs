@@ -9,7 +9,8 @@
 //!   `/katalog/{crd}/raw`, `/katalog/{crd}/enriched`;
 //! - custom resources ([`crs`]): `/katalog/{crd}/cr`, `/katalog/{crd}/cr/{ns}/{name}` (or
 //!   `/cr/{name}`) and their `/events`;
-//! - ours ([`components`]): `/components`, `POST /reload`; ([`tenants`]) `/tenants`;
+//! - ours ([`components`]): `/components`, `POST /reload`; ([`recordings`]) `/recordings`
+//!   (record a component's calls on demand); ([`tenants`]) `/tenants`;
 //! - `/metrics` ([`metrics`]) and `/openapi.json`, which lists every endpoint.
 //!
 //! A bearer token ([`Auth`]) guards everything but the probes when one is set. A CRD's
@@ -21,6 +22,7 @@ mod crs;
 mod katalog;
 pub mod metrics;
 mod probes;
+mod recordings;
 mod tenants;
 
 use std::net::SocketAddr;
@@ -105,6 +107,7 @@ pub fn router(inspect: Inspect, reloader: Option<Reloader>, auth: Auth) -> axum:
         .merge(katalog::routes())
         .merge(crs::routes())
         .merge(components::routes())
+        .merge(recordings::routes())
         .merge(tenants::routes())
         .routes(utoipa_axum::routes!(metrics))
         .with_state(Shared {
@@ -156,6 +159,15 @@ pub async fn serve(
     tracing::info!(addr = %listener.local_addr()?, "Live API listening");
     let door = orkestra_net::Door::new("Live API").hosts(hosts);
     orkestra_net::serve(listener, router, door, std::future::pending()).await
+}
+
+/// The slot `name`, or why not (naming the known ones).
+fn slot(shared: &Shared, name: &str) -> Result<Arc<orkestra_wasm::Slot>, String> {
+    let components = &shared.inspect.components;
+    components.get(name).ok_or_else(|| {
+        let known: Vec<String> = components.slots().iter().map(|s| s.name.to_string()).collect();
+        format!("no component named {name:?}; known: {}", known.join(", "))
+    })
 }
 
 fn not_found(what: String) -> Response {

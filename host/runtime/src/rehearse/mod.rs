@@ -7,6 +7,7 @@
 pub mod diff;
 pub mod dry_run;
 pub mod plan;
+pub mod replay;
 pub mod simulate;
 pub mod stand_in;
 

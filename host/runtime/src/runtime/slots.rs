@@ -60,6 +60,9 @@ pub struct ComponentStore {
     /// The compiled-artifact cache; without one, a private folder that lives as long as the
     /// runtime (every start compiles again).
     pub cache_dir: Option<PathBuf>,
+    /// Where recordings of component calls may be written (`--recordings`); without it the
+    /// runtime records nothing.
+    pub recordings: Option<PathBuf>,
 }
 
 impl Declared {
@@ -164,6 +167,7 @@ impl Declared {
             fuel,
             registries: self.store.registries.clone(),
             tenants: (*self.tenants.rules()).clone(),
+            recordings: self.store.recordings.clone(),
         };
         let host = WasmHost::with_options(Some(self.cluster.clone()), self.http.clone(), options)
             .map_err(|e| format!("the Wasm host cannot start: {e}"))?;

@@ -8,6 +8,7 @@ use kube::discovery::Scope;
 use serde_json::Value;
 
 use super::super::bindings::kube::{self as wit_kube, KubeError, ObjectRef};
+use super::super::record::{KubeAnswer, KubeCall, Named, value_of};
 use super::super::store::CallState;
 use orkestra_katalog::component::grants::{Access, Verb};
 use orkestra_kube::objects::Objects;
@@ -142,6 +143,23 @@ impl CallState {
 }
 
 impl CallState {
+    /// `call` as the tape keeps it, when the call has a tape (built only then).
+    fn on_tape(&self, call: impl FnOnce() -> KubeCall) -> Option<KubeCall> {
+        self.tape.as_ref().map(|_| call())
+    }
+
+    /// The recorded answer to `call`, when this call is a replay.
+    fn played(&self, call: &Option<KubeCall>) -> Option<KubeAnswer> {
+        self.tape.as_ref()?.played(call.as_ref()?)
+    }
+
+    /// Takes `call` and its answer down, when this call is recorded.
+    fn took(&self, call: Option<KubeCall>, answer: impl FnOnce() -> KubeAnswer) {
+        if let (Some(tape), Some(call)) = (&self.tape, call) {
+            tape.took(call, answer());
+        }
+    }
+
     /// A non-apply write under the component's own field manager.
     fn patch_params(&self) -> PatchParams {
         PatchParams {
@@ -209,12 +227,20 @@ impl wit_kube::Host for CallState {
     // Only host-known fields: what the guest passes is checked (and bounded) inside.
     #[tracing::instrument(level = "debug", name = "kube.get", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn get(&mut self, object: ObjectRef) -> wasmtime::Result<Result<String, KubeError>> {
-        Ok(async {
+        let call = self.on_tape(|| KubeCall::Get {
+            object: (&object).into(),
+        });
+        if let Some(answer) = self.played(&call) {
+            return Ok(answer.object());
+        }
+        let answer = async {
             let target = self.admit_ref(Verb::Get, &object).await?;
             let found = target.api.get(&object.name).await.map_err(kube_error)?;
             self.hand_over(&found)
         }
-        .await)
+        .await;
+        self.took(call, || KubeAnswer::of_object(&answer));
+        Ok(answer)
     }
 
     #[tracing::instrument(level = "debug", name = "kube.list-objects", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
@@ -225,7 +251,16 @@ impl wit_kube::Host for CallState {
         namespace: Option<String>,
         label_selector: Option<String>,
     ) -> wasmtime::Result<Result<Vec<String>, KubeError>> {
-        Ok(async {
+        let call = self.on_tape(|| KubeCall::List {
+            api_version: api_version.clone(),
+            kind: kind.clone(),
+            namespace: namespace.clone(),
+            label_selector: label_selector.clone(),
+        });
+        if let Some(answer) = self.played(&call) {
+            return Ok(answer.list());
+        }
+        let answer = async {
             if label_selector.as_ref().is_some_and(|l| l.len() > OBJECT_LIMIT / 1024) {
                 return Err(KubeError::Rejected("the label selector is too long".into()));
             }
@@ -258,12 +293,20 @@ impl wit_kube::Host for CallState {
                 page = (self.kube_bytes_left / average.max(1)).clamp(1, MAX_PAGE as usize) as u32;
             }
         }
-        .await)
+        .await;
+        self.took(call, || KubeAnswer::of_list(&answer));
+        Ok(answer)
     }
 
     #[tracing::instrument(level = "debug", name = "kube.apply", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn apply(&mut self, object: String) -> wasmtime::Result<Result<String, KubeError>> {
-        Ok(async {
+        let call = self.on_tape(|| KubeCall::Apply {
+            object: value_of(&object),
+        });
+        if let Some(answer) = self.played(&call) {
+            return Ok(answer.object());
+        }
+        let answer = async {
             check_object("apply", &object)?;
             let mut value: Value = serde_json::from_str(&object)
                 .map_err(|e| KubeError::Rejected(format!("apply: the object is not JSON: {e}")))?;
@@ -293,12 +336,20 @@ impl wit_kube::Host for CallState {
                 .map_err(kube_error)?;
             self.hand_over(&stored)
         }
-        .await)
+        .await;
+        self.took(call, || KubeAnswer::of_object(&answer));
+        Ok(answer)
     }
 
     #[tracing::instrument(level = "debug", name = "kube.delete", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn delete(&mut self, object: ObjectRef) -> wasmtime::Result<Result<(), KubeError>> {
-        Ok(async {
+        let call = self.on_tape(|| KubeCall::Delete {
+            object: (&object).into(),
+        });
+        if let Some(answer) = self.played(&call) {
+            return Ok(answer.unit());
+        }
+        let answer = async {
             let target = self.admit_ref(Verb::Delete, &object).await?;
             self.check_not_others(&target, &object.kind, &object.name).await?;
             self.wrote();
@@ -309,12 +360,21 @@ impl wit_kube::Host for CallState {
                 .map_err(kube_error)?;
             Ok(())
         }
-        .await)
+        .await;
+        self.took(call, || KubeAnswer::of_unit(&answer));
+        Ok(answer)
     }
 
     #[tracing::instrument(level = "debug", name = "kube.patch-status", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn patch_status(&mut self, object: ObjectRef, status: String) -> wasmtime::Result<Result<String, KubeError>> {
-        Ok(async {
+        let call = self.on_tape(|| KubeCall::PatchStatus {
+            object: Named::from(&object),
+            status: value_of(&status),
+        });
+        if let Some(answer) = self.played(&call) {
+            return Ok(answer.object());
+        }
+        let answer = async {
             check_object("patch-status", &status)?;
             let status: Value = serde_json::from_str(&status)
                 .map_err(|e| KubeError::Rejected(format!("patch-status: the status is not JSON: {e}")))?;
@@ -329,7 +389,9 @@ impl wit_kube::Host for CallState {
                 .map_err(kube_error)?;
             self.hand_over(&stored)
         }
-        .await)
+        .await;
+        self.took(call, || KubeAnswer::of_object(&answer));
+        Ok(answer)
     }
 }
 

@@ -26,6 +26,15 @@ impl wit_log::Host for CallState {
             return Ok(());
         }
         self.log_bytes_left -= cost;
+        if let Some(tape) = &self.tape {
+            let name = match level {
+                wit_log::Level::Debug => "debug",
+                wit_log::Level::Info => "info",
+                wit_log::Level::Warn => "warn",
+                wit_log::Level::Error => "error",
+            };
+            tape.logged(&format!("{name}: {message}"));
+        }
         match level {
             wit_log::Level::Debug => tracing::debug!(target: "guest", component, key, "{message}"),
             wit_log::Level::Info => tracing::info!(target: "guest", component, key, "{message}"),

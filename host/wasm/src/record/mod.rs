@@ -1,0 +1,21 @@
+//! Record and replay at the host-function boundary. Every side effect of a component goes
+//! through the host's imports (kube, log, the WASI clocks and random sources), so a
+//! [`Recording`] is the call's input, each import's answer and the output, and a replay
+//! serves the imports from it: deterministic, offline, against the recorded component or a
+//! changed one.
+
+mod recording;
+mod replay;
+mod session;
+mod tape;
+
+pub(crate) use recording::value_of;
+pub use recording::{
+    CallResult, EventRecord, Exchange, FORMAT, HookName, KubeAnswer, KubeCall, LimitsRecord, Named, OutcomeRecord,
+    REDACTED, Recorded, Recording, RequestRecord, ResponseRecord, WasiReads, identity, redact_secrets,
+};
+pub use replay::Replayed;
+pub(crate) use session::Session;
+pub use session::{Ask, Entry, MAX_BYTES, MAX_COUNT, Recordings, SessionView};
+pub use tape::Beyond;
+pub(crate) use tape::Tape;

@@ -1,0 +1,631 @@
+//! A recording as it is written: one call of a component, everything that crossed the
+//! host-function boundary, as readable JSON. The WIT types carry objects as JSON text; here
+//! they are JSON values, so a recording reads (and diffs) as the objects it holds.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::super::bindings::kube::{KubeError, ObjectRef};
+use super::super::bindings::types::{Event, EventType, Failure, Gvk, Outcome, Request, Response};
+use super::super::call::{CallError, Hook};
+
+/// The format's version; a reader refuses others.
+pub const FORMAT: u32 = 1;
+
+/// One recorded call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Recording {
+    pub format: u32,
+    /// When the call ran (RFC 3339).
+    pub at: String,
+    pub component: Recorded,
+    pub hook: HookName,
+    pub request: RequestRecord,
+    /// Each kube call, in the order the guest made them, with the answer it got.
+    pub kube: Vec<Exchange>,
+    /// What the guest read of the clocks and random sources.
+    pub wasi: WasiReads,
+    /// Lines the guest logged (not compared on replay: wording is not behaviour).
+    #[serde(default)]
+    pub logs: Vec<String>,
+    pub result: CallResult,
+    /// Whether Secret values were replaced with a placeholder (no grant allowed them).
+    pub secrets_redacted: bool,
+}
+
+/// The component a recording was made of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Recorded {
+    /// Its slot: `crd` or `crd/target`.
+    pub slot: String,
+    /// `hook` or `constructor`.
+    pub world: String,
+    /// Where it was loaded from, as the Katalog declared it.
+    pub source: String,
+    pub digest: String,
+    pub revision: u64,
+    pub limits: LimitsRecord,
+}
+
+/// The per-call limits the call ran under, so a replay holds the guest to the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsRecord {
+    pub timeout_ms: u64,
+    pub memory: usize,
+    pub result_size: usize,
+    pub kube_calls: u32,
+    pub kube_bytes: usize,
+    pub children: usize,
+    pub events: usize,
+    pub log_bytes: usize,
+    pub fuel: Option<u64>,
+}
+
+impl From<&orkestra_katalog::component::Limits> for LimitsRecord {
+    fn from(limits: &orkestra_katalog::component::Limits) -> Self {
+        Self {
+            timeout_ms: limits.timeout.as_millis() as u64,
+            memory: limits.memory,
+            result_size: limits.result_size,
+            kube_calls: limits.kube_calls,
+            kube_bytes: limits.kube_bytes,
+            children: limits.children,
+            events: limits.events,
+            log_bytes: limits.log_bytes,
+            fuel: limits.fuel,
+        }
+    }
+}
+
+impl LimitsRecord {
+    /// The limits to replay under: these, the rest at their defaults.
+    pub fn limits(&self) -> orkestra_katalog::component::Limits {
+        orkestra_katalog::component::Limits {
+            timeout: std::time::Duration::from_millis(self.timeout_ms),
+            memory: self.memory,
+            result_size: self.result_size,
+            kube_calls: self.kube_calls,
+            kube_bytes: self.kube_bytes,
+            children: self.children,
+            events: self.events,
+            log_bytes: self.log_bytes,
+            fuel: self.fuel,
+            ..Default::default()
+        }
+    }
+}
+
+/// Which export ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HookName {
+    Reconcile,
+    Delete,
+    NotFound,
+}
+
+impl From<Hook> for HookName {
+    fn from(hook: Hook) -> Self {
+        match hook {
+            Hook::Reconcile => HookName::Reconcile,
+            Hook::Delete => HookName::Delete,
+            Hook::NotFound => HookName::NotFound,
+        }
+    }
+}
+
+impl From<HookName> for Hook {
+    fn from(hook: HookName) -> Self {
+        match hook {
+            HookName::Reconcile => Hook::Reconcile,
+            HookName::Delete => Hook::Delete,
+            HookName::NotFound => Hook::NotFound,
+        }
+    }
+}
+
+/// The call's input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestRecord {
+    pub key: String,
+    pub api_version: String,
+    pub kind: String,
+    pub target: Option<String>,
+    pub object: Option<Value>,
+    pub event_id: Option<u64>,
+    pub sentinels: Vec<String>,
+    pub context: Value,
+}
+
+impl From<&Request> for RequestRecord {
+    fn from(request: &Request) -> Self {
+        let gvk = &request.gvk;
+        Self {
+            key: request.key.clone(),
+            api_version: match gvk.group.is_empty() {
+                true => gvk.version.clone(),
+                false => format!("{}/{}", gvk.group, gvk.version),
+            },
+            kind: gvk.kind.clone(),
+            target: request.target.clone(),
+            object: request.object.as_deref().map(value_of),
+            event_id: request.event_id,
+            sentinels: request.sentinels.clone(),
+            context: value_of(&request.context),
+        }
+    }
+}
+
+impl RequestRecord {
+    /// The request as the guest receives it.
+    pub fn request(&self) -> Request {
+        let (group, version) = self.api_version.rsplit_once('/').unwrap_or(("", &self.api_version));
+        Request {
+            key: self.key.clone(),
+            gvk: Gvk {
+                group: group.into(),
+                version: version.into(),
+                kind: self.kind.clone(),
+            },
+            target: self.target.clone(),
+            object: self.object.as_ref().map(text_of),
+            event_id: self.event_id,
+            sentinels: self.sentinels.clone(),
+            context: text_of(&self.context),
+        }
+    }
+
+    /// The custom resource's namespace, from its key.
+    pub fn namespace(&self) -> Option<&str> {
+        self.key.split_once('/').map(|(ns, _)| ns)
+    }
+}
+
+/// One kube call as the guest made it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verb", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+pub enum KubeCall {
+    Get {
+        #[serde(flatten)]
+        object: Named,
+    },
+    List {
+        api_version: String,
+        kind: String,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    },
+    Apply {
+        object: Value,
+    },
+    Delete {
+        #[serde(flatten)]
+        object: Named,
+    },
+    PatchStatus {
+        #[serde(flatten)]
+        object: Named,
+        status: Value,
+    },
+}
+
+/// An object a kube call names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Named {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl From<&ObjectRef> for Named {
+    fn from(object: &ObjectRef) -> Self {
+        Self {
+            api_version: object.api_version.clone(),
+            kind: object.kind.clone(),
+            namespace: object.namespace.clone(),
+            name: object.name.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for Named {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} ", self.api_version, self.kind)?;
+        match &self.namespace {
+            Some(ns) => write!(f, "{ns}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+impl std::fmt::Display for KubeCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KubeCall::Get { object } => write!(f, "get {object}"),
+            KubeCall::Delete { object } => write!(f, "delete {object}"),
+            KubeCall::PatchStatus { object, .. } => write!(f, "patch-status {object}"),
+            KubeCall::List {
+                api_version,
+                kind,
+                namespace,
+                label_selector,
+            } => {
+                write!(f, "list {api_version} {kind}")?;
+                match namespace {
+                    Some(ns) => write!(f, " in {ns}")?,
+                    None => f.write_str(" in every namespace")?,
+                }
+                match label_selector {
+                    Some(selector) => write!(f, " ({selector})"),
+                    None => Ok(()),
+                }
+            }
+            KubeCall::Apply { object } => write!(f, "apply {}", identity(object)),
+        }
+    }
+}
+
+/// `apiVersion kind namespace/name` of an object a guest sent or returned (`?` for a part
+/// it lacks).
+pub fn identity(object: &Value) -> String {
+    let field = |path: &str| object.pointer(path).and_then(Value::as_str).unwrap_or("?");
+    let name = match object.pointer("/metadata/namespace").and_then(Value::as_str) {
+        Some(ns) => format!("{ns}/{}", field("/metadata/name")),
+        None => field("/metadata/name").to_string(),
+    };
+    format!("{} {} {name}", field("/apiVersion"), field("/kind"))
+}
+
+/// What a kube call answered: the object(s) as JSON values, or why not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum KubeAnswer {
+    /// An object (get, apply, patch-status), a list of them (list), or null (delete).
+    Ok(Value),
+    NotFound,
+    Forbidden(String),
+    Rejected(String),
+    Unavailable(String),
+}
+
+impl KubeAnswer {
+    fn failed(error: &KubeError) -> Self {
+        match error {
+            KubeError::NotFound => KubeAnswer::NotFound,
+            KubeError::Forbidden(m) => KubeAnswer::Forbidden(m.clone()),
+            KubeError::Rejected(m) => KubeAnswer::Rejected(m.clone()),
+            KubeError::Unavailable(m) => KubeAnswer::Unavailable(m.clone()),
+        }
+    }
+
+    pub fn of_object(answer: &Result<String, KubeError>) -> Self {
+        match answer {
+            Ok(text) => KubeAnswer::Ok(value_of(text)),
+            Err(error) => Self::failed(error),
+        }
+    }
+
+    pub fn of_list(answer: &Result<Vec<String>, KubeError>) -> Self {
+        match answer {
+            Ok(items) => KubeAnswer::Ok(Value::Array(items.iter().map(|i| value_of(i)).collect())),
+            Err(error) => Self::failed(error),
+        }
+    }
+
+    pub fn of_unit(answer: &Result<(), KubeError>) -> Self {
+        match answer {
+            Ok(()) => KubeAnswer::Ok(Value::Null),
+            Err(error) => Self::failed(error),
+        }
+    }
+
+    fn error(&self) -> Option<KubeError> {
+        match self {
+            KubeAnswer::Ok(_) => None,
+            KubeAnswer::NotFound => Some(KubeError::NotFound),
+            KubeAnswer::Forbidden(m) => Some(KubeError::Forbidden(m.clone())),
+            KubeAnswer::Rejected(m) => Some(KubeError::Rejected(m.clone())),
+            KubeAnswer::Unavailable(m) => Some(KubeError::Unavailable(m.clone())),
+        }
+    }
+
+    /// As a get, apply or patch-status answers the guest.
+    pub fn object(&self) -> Result<String, KubeError> {
+        match self {
+            KubeAnswer::Ok(value) => Ok(text_of(value)),
+            failed => Err(failed.error().unwrap_or(KubeError::NotFound)),
+        }
+    }
+
+    /// As a list answers the guest.
+    pub fn list(&self) -> Result<Vec<String>, KubeError> {
+        match self {
+            KubeAnswer::Ok(Value::Array(items)) => Ok(items.iter().map(text_of).collect()),
+            KubeAnswer::Ok(other) => Ok(vec![text_of(other)]),
+            failed => Err(failed.error().unwrap_or(KubeError::NotFound)),
+        }
+    }
+
+    /// As a delete answers the guest.
+    pub fn unit(&self) -> Result<(), KubeError> {
+        match self.error() {
+            None => Ok(()),
+            Some(error) => Err(error),
+        }
+    }
+}
+
+/// A kube call and its answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exchange {
+    pub call: KubeCall,
+    pub answer: KubeAnswer,
+}
+
+/// The clocks and random values the guest was served, in the order it read them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WasiReads {
+    /// `wasi:clocks/wall-clock.now`, nanoseconds since the epoch.
+    pub wall: Vec<u64>,
+    /// `wasi:clocks/monotonic-clock.now`, nanoseconds.
+    pub monotonic: Vec<u64>,
+    /// Bytes of `wasi:random/random`, base64.
+    #[serde(with = "base64_bytes")]
+    pub random: Vec<u8>,
+    /// Bytes of `wasi:random/insecure`, base64.
+    #[serde(with = "base64_bytes")]
+    pub insecure_random: Vec<u8>,
+    /// `wasi:random/insecure-seed`, as decimal text (a u128).
+    pub insecure_seed: String,
+}
+
+mod base64_bytes {
+    use base64::Engine as _;
+
+    pub fn serialize<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text: String = serde::Deserialize::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// How the call ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CallResult {
+    Response(ResponseRecord),
+    /// The world has no export for the hook (a constructor's not-found).
+    NoExport,
+    /// The call failed in the host's eyes (a trap, a limit, a denial): the reason.
+    Failed(String),
+}
+
+impl CallResult {
+    pub fn of(result: &Result<Option<Response>, CallError>) -> Self {
+        match result {
+            Ok(Some(response)) => CallResult::Response(response.into()),
+            Ok(None) => CallResult::NoExport,
+            Err(error) => CallResult::Failed(error.to_string()),
+        }
+    }
+}
+
+/// What the guest returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResponseRecord {
+    pub outcome: OutcomeRecord,
+    pub resources: Vec<Value>,
+    pub status: Option<Value>,
+    pub events: Vec<EventRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum OutcomeRecord {
+    Ok,
+    RequeueAfterMs(u64),
+    Error { reason: String, message: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EventRecord {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub reason: String,
+    pub message: String,
+}
+
+impl From<&Response> for ResponseRecord {
+    fn from(response: &Response) -> Self {
+        Self {
+            outcome: match &response.outcome {
+                Outcome::Ok => OutcomeRecord::Ok,
+                Outcome::RequeueAfter(ms) => OutcomeRecord::RequeueAfterMs(*ms),
+                Outcome::Error(Failure { reason, message }) => OutcomeRecord::Error {
+                    reason: reason.clone(),
+                    message: message.clone(),
+                },
+            },
+            resources: response.resources.iter().map(|r| value_of(r)).collect(),
+            status: response.status.as_deref().map(value_of),
+            events: response.events.iter().map(EventRecord::from).collect(),
+        }
+    }
+}
+
+impl From<&Event> for EventRecord {
+    fn from(event: &Event) -> Self {
+        Self {
+            type_: match event.event_type {
+                EventType::Normal => "Normal",
+                EventType::Warning => "Warning",
+            }
+            .into(),
+            reason: event.reason.clone(),
+            message: event.message.clone(),
+        }
+    }
+}
+
+/// JSON text as a value; text that is not JSON is kept as a string.
+pub(crate) fn value_of(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+/// A value as the JSON text a guest receives; a string is text that was not JSON.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => super::super::json_text(other),
+    }
+}
+
+/// What replaces each value of a Secret's `data` and `stringData` in a recording.
+pub const REDACTED: &str = "<redacted>";
+
+/// Replaces the values a Secret holds (its data, string data and the last-applied copy
+/// kubectl keeps of them) wherever `value` is one or lists some; says whether it did.
+pub fn redact_secrets(value: &mut Value) -> bool {
+    match value {
+        Value::Array(items) => items.iter_mut().fold(false, |any, item| redact_secrets(item) | any),
+        Value::Object(object) if object.get("kind").and_then(Value::as_str) == Some("Secret") => {
+            let placeholder = base64::engine::general_purpose::STANDARD.encode(REDACTED);
+            for (field, text) in [("data", placeholder.as_str()), ("stringData", REDACTED)] {
+                if let Some(Value::Object(entries)) = object.get_mut(field) {
+                    for entry in entries.values_mut() {
+                        *entry = Value::String(text.into());
+                    }
+                }
+            }
+            if let Some(Value::Object(annotations)) = object.get_mut("metadata").and_then(|m| m.get_mut("annotations"))
+            {
+                annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+impl Recording {
+    /// Every Secret in what the call read, sent and returned, redacted.
+    pub fn redact(&mut self) {
+        for exchange in &mut self.kube {
+            if let KubeCall::Apply { object } = &mut exchange.call {
+                redact_secrets(object);
+            }
+            if let KubeAnswer::Ok(value) = &mut exchange.answer {
+                redact_secrets(value);
+            }
+        }
+        if let CallResult::Response(response) = &mut self.result {
+            response.redact();
+        }
+        self.secrets_redacted = true;
+    }
+}
+
+impl ResponseRecord {
+    /// Its Secret children redacted, as a recording keeps them.
+    pub fn redact(&mut self) {
+        for resource in &mut self.resources {
+            redact_secrets(resource);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_secret_keeps_its_keys_and_loses_its_values_wherever_it_appears() {
+        let secret = || {
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": "{\"data\":{\"password\":\"aHVudGVyMg==\"}}",
+                "team": "a"}},
+                "data": {"password": "aHVudGVyMg=="}, "stringData": {"user": "admin"}})
+        };
+        let mut one = secret();
+        assert!(redact_secrets(&mut one));
+        assert_eq!(
+            one["data"]["password"],
+            base64::engine::general_purpose::STANDARD.encode(REDACTED)
+        );
+        assert_eq!(one["stringData"]["user"], REDACTED);
+        assert_eq!(one["metadata"]["annotations"], json!({"team": "a"}));
+        let mut list = json!([{"kind": "ConfigMap", "data": {"a": "b"}}, secret()]);
+        assert!(redact_secrets(&mut list));
+        assert_eq!(list[0]["data"]["a"], "b", "other kinds are kept");
+        assert!(!list.to_string().contains("aHVudGVyMg=="));
+        let mut config = json!({"kind": "ConfigMap", "data": {"a": "b"}});
+        assert!(!redact_secrets(&mut config));
+    }
+
+    #[test]
+    fn a_request_and_an_answer_survive_the_round_trip_through_a_recording() {
+        let request = Request {
+            key: "team-a/blog".into(),
+            gvk: Gvk {
+                group: "hooks.orkestra.io".into(),
+                version: "v1".into(),
+                kind: "Site".into(),
+            },
+            target: Some("canary".into()),
+            object: Some(r#"{"spec":{"title":"x"}}"#.into()),
+            event_id: Some(7),
+            sentinels: vec!["create".into()],
+            context: r#"{"args":{"a":1}}"#.into(),
+        };
+        let record = RequestRecord::from(&request);
+        assert_eq!(record.api_version, "hooks.orkestra.io/v1");
+        assert_eq!(record.namespace(), Some("team-a"));
+        let back = record.request();
+        assert_eq!(back.gvk.group, "hooks.orkestra.io");
+        assert_eq!(back.object, request.object);
+        assert_eq!(back.context, request.context);
+        let core = RequestRecord {
+            api_version: "v1".into(),
+            ..record
+        };
+        assert_eq!(core.request().gvk.group, "");
+
+        let listed = KubeAnswer::of_list(&Ok(vec![r#"{"a":1}"#.into(), r#"{"b":2}"#.into()]));
+        assert_eq!(listed.list().unwrap(), vec![r#"{"a":1}"#, r#"{"b":2}"#]);
+        let gone = KubeAnswer::of_object(&Err(KubeError::NotFound));
+        assert!(matches!(gone.object(), Err(KubeError::NotFound)));
+        let text = serde_json::to_string(&Exchange {
+            call: KubeCall::Get {
+                object: Named {
+                    api_version: "v1".into(),
+                    kind: "ConfigMap".into(),
+                    namespace: Some("a".into()),
+                    name: "x".into(),
+                },
+            },
+            answer: KubeAnswer::Forbidden("no".into()),
+        })
+        .unwrap();
+        assert_eq!(
+            text,
+            r#"{"call":{"verb":"get","apiVersion":"v1","kind":"ConfigMap","namespace":"a","name":"x"},"answer":{"forbidden":"no"}}"#
+        );
+    }
+}
