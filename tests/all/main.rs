@@ -34,6 +34,7 @@ mod reconcile;
 mod reload;
 mod replay;
 mod replicas;
+mod rollout;
 mod routing;
 mod running;
 mod scaffold;

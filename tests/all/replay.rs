@@ -59,16 +59,24 @@ fn katalog(ns: &TestNamespace) -> String {
     )
 }
 
-/// A runtime on `katalog`, its Live API on a free port; `recordings`: its `--recordings`.
-struct Host {
+/// `ork run` on a Katalog, its Live API on a free port.
+pub(crate) struct Host {
     _ork: Ork,
-    url: String,
+    pub(crate) url: String,
     _dir: tempfile::TempDir,
 }
 
 async fn start(ns: &TestNamespace, recordings: Option<&Path>) -> Host {
+    let flags = match recordings {
+        Some(dir) => vec!["--recordings".to_string(), dir.to_str().unwrap().to_string()],
+        None => vec![],
+    };
+    run_katalog(ns, katalog(ns), &flags).await
+}
+
+/// `ork run` on `text` (its CRDs installed first) with `flags`, once each component serves.
+pub(crate) async fn run_katalog(ns: &TestNamespace, text: String, flags: &[String]) -> Host {
     let dir = tempfile::tempdir().unwrap();
-    let text = katalog(ns);
     let file = dir.path().join("katalog.yaml");
     std::fs::write(&file, &text).unwrap();
     let loaded = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
@@ -79,9 +87,7 @@ async fn start(ns: &TestNamespace, recordings: Option<&Path>) -> Host {
     let port = crate::replicas::free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut args = vec!["run", "-f", file.to_str().unwrap(), "--http-addr", &addr];
-    if let Some(recordings) = recordings {
-        args.extend(["--recordings", recordings.to_str().unwrap()]);
-    }
+    args.extend(flags.iter().map(String::as_str));
     let ork = Ork::spawn(
         &args,
         &[
@@ -119,7 +125,8 @@ async fn post(url: &str, body: Value) -> (u16, Value) {
     (response.status().as_u16(), response.json().await.unwrap_or_default())
 }
 
-async fn create(ns: &TestNamespace, kind: &str, name: &str, spec: Value) {
+/// A CR of the test's group (`<namespace>.replay.orkestra.io`).
+pub(crate) async fn create(ns: &TestNamespace, kind: &str, name: &str, spec: Value) {
     let gvk = GroupVersionKind::gvk(&format!("{}.replay.orkestra.io", ns.name), "v1", kind);
     let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
     let api: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);

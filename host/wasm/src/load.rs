@@ -272,6 +272,13 @@ fn error_chain(error: &wasmtime::Error) -> String {
     error.chain().map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }
 
+/// What serves: a loaded component and the spec it was loaded for.
+pub struct Active {
+    pub loaded: Arc<Loaded>,
+    pub spec: Arc<Spec>,
+    pub revision: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

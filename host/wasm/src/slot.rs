@@ -4,7 +4,7 @@
 //! `Arc` of the old one and finish on it; a load that fails leaves the old one serving and
 //! records why.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -12,19 +12,13 @@ use serde::Serialize;
 use super::bindings::types::{Outcome, Request, Response};
 use super::call::{CallError, Hook};
 use super::engine::WasmHost;
-use super::load::{LoadError, Loaded};
+use super::load::{Active, LoadError, Loaded};
 use super::pool::Pool;
 use super::record::{Ask, CallResult, FORMAT, Recorded, Recording, Session, SessionView, Tape};
+use super::rollout::{Canary, CanaryView, Rollouts, Step, StepKind, Verdict, in_share};
 use super::stats::{CallOutcome, CallStats, StatsView, Swap};
 use super::store::Caller;
 use orkestra_katalog::component::{Source, Spec};
-
-/// What serves: a loaded component and the spec it was loaded for.
-pub struct Active {
-    pub loaded: Arc<Loaded>,
-    pub spec: Arc<Spec>,
-    pub revision: u64,
-}
 
 /// Calls one slot may run at once: half the host's, so a flood of one component's calls
 /// (one CRD's, one serve target's) always leaves room for every other component's.
@@ -58,6 +52,33 @@ pub struct Slot {
     calls: tokio::sync::Semaphore,
     /// Its calls being recorded, if any are.
     recording: Mutex<Option<Session>>,
+    /// A new version rolling out, and the rollouts' last steps.
+    rollouts: Mutex<Rollouts>,
+    /// Itself, for the timer that ends a rollout.
+    me: Weak<Slot>,
+}
+
+/// Which version serves a CR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The one version, or the last good one while a rollout runs.
+    Stable,
+    /// The new version of a rollout, on its share of the CRs.
+    Canary { share: u32 },
+}
+
+/// A slot's rollout as the Live API shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutView {
+    /// As declared: `{share, promoteAfterMs, maxErrorPercent, minReconciles}`, or null.
+    pub policy: Option<serde_json::Value>,
+    /// The new version serving its share now, if one is.
+    pub canary: Option<CanaryView>,
+    /// The digest last rolled back: not rolled out again until the declaration changes.
+    pub refused: Option<String>,
+    /// The last steps, oldest first.
+    pub history: Vec<Step>,
 }
 
 /// A slot as the Live API shows it.
@@ -83,11 +104,13 @@ pub struct SlotStatus {
     pub instances: serde_json::Value,
     /// Its calls: outcomes, latency, memory, denials, swaps.
     pub calls: StatsView,
+    /// A rollout under way and the last ones' steps (null when it declares none and ran none).
+    pub rollout: Option<RolloutView>,
 }
 
 impl Slot {
     pub fn new(name: Arc<str>, host: Arc<WasmHost>, spec: Arc<Spec>) -> Arc<Self> {
-        Arc::new(Self {
+        Arc::new_cyclic(|me| Self {
             name,
             host,
             stamp: Mutex::new(file_stamp(&spec.source)),
@@ -100,6 +123,8 @@ impl Slot {
             pool: std::sync::OnceLock::new(),
             calls: tokio::sync::Semaphore::new(SLOT_CALLS),
             recording: Mutex::new(None),
+            rollouts: Mutex::new(Rollouts::default()),
+            me: me.clone(),
         })
     }
 
@@ -152,8 +177,14 @@ impl Slot {
         *self.stamp.lock().unwrap_or_else(|e| e.into_inner()) = stamp;
         match result {
             Ok(loaded) => {
+                let loaded = Arc::new(loaded);
+                if self.roll_out(&loaded, &spec) {
+                    return Ok(());
+                }
+                // The rollouts' lock before the version's, as everywhere.
+                let mut rollouts = self.rollouts();
                 let mut active = self.active.write().unwrap_or_else(|e| e.into_inner());
-                let revision = active.as_ref().map_or(0, |a| a.revision) + 1;
+                let revision = active.as_ref().map_or(0, |a| a.revision).max(rollouts.newest()) + 1;
                 tracing::info!(
                     component = %self.name, revision, digest = %loaded.digest,
                     load_ms = loaded.load_time.as_secs_f64() * 1e3, cached = loaded.cached,
@@ -165,11 +196,14 @@ impl Slot {
                     digest: Some(loaded.digest.clone()),
                     error: None,
                 });
-                *active = Some(Arc::new(Active {
-                    loaded: Arc::new(loaded),
-                    spec,
-                    revision,
-                }));
+                let serving = Arc::new(Active { loaded, spec, revision });
+                // A version that serves every CR at once ends a rollout under way.
+                if let Some(canary) = rollouts.canary.take() {
+                    let message = "another version was declared and serves every CR".to_string();
+                    rollouts.step(StepKind::Cancelled, &canary.active, message);
+                }
+                rollouts.refused = None;
+                *active = Some(serving);
                 *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
                 Ok(())
             }
@@ -278,6 +312,203 @@ impl Slot {
                 Err(CallError::Timeout(timeout))
             }
         }
+    }
+
+    fn rollouts(&self) -> std::sync::MutexGuard<'_, Rollouts> {
+        self.rollouts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts `loaded` as a canary where the spec declares a rollout and another version
+    /// serves; says whether it did (or refused it, as rolled back before). Otherwise the
+    /// caller swaps it in for every CR.
+    fn roll_out(&self, loaded: &Arc<Loaded>, spec: &Arc<Spec>) -> bool {
+        let (Some(policy), Some(stable)) = (spec.rollout, self.active()) else {
+            return false;
+        };
+        if stable.loaded.digest == loaded.digest {
+            return false;
+        }
+        let mut rollouts = self.rollouts();
+        // The version already rolling out, loaded again (a reload of the whole Katalog): its
+        // rollout goes on as it was.
+        if rollouts
+            .canary
+            .as_ref()
+            .is_some_and(|c| c.active.loaded.digest == loaded.digest)
+        {
+            return true;
+        }
+        if rollouts.refused.as_deref() == Some(loaded.digest.as_str()) {
+            tracing::warn!(component = %self.name, digest = %loaded.digest, "this version was rolled back; it is not rolled out again until the declaration changes");
+            return true;
+        }
+        let revision = stable.revision.max(rollouts.newest()) + 1;
+        let canary = Arc::new(Active {
+            loaded: loaded.clone(),
+            spec: spec.clone(),
+            revision,
+        });
+        if let Some(replaced) = rollouts.canary.take() {
+            rollouts.step(
+                StepKind::Cancelled,
+                &replaced.active,
+                "a newer version replaced it".into(),
+            );
+        }
+        let message = format!(
+            "serves {}% of the CRs; every CR after {:?} unless more than {}% of its reconciles fail",
+            policy.share, policy.promote_after, policy.max_error_percent
+        );
+        tracing::info!(component = %self.name, revision, digest = %loaded.digest, share = policy.share, "rolling out a new version");
+        rollouts.step(StepKind::Started, &canary, message);
+        rollouts.canary = Some(Arc::new(Canary::new(canary, policy)));
+        self.stats.swapped(Swap {
+            at: jiff::Timestamp::now().to_string(),
+            revision,
+            digest: Some(loaded.digest.clone()),
+            error: None,
+        });
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(policy.promote_after).await;
+            if let Some(slot) = me.upgrade() {
+                slot.judge(revision);
+            }
+        });
+        true
+    }
+
+    /// The version that serves the CR `key`, and which one it is.
+    pub fn serving(&self, key: &str) -> Option<(Arc<Active>, Role)> {
+        let canary = self.rollouts().canary.clone();
+        match canary {
+            Some(canary) if in_share(key, canary.policy.share) => Some((
+                canary.active.clone(),
+                Role::Canary {
+                    share: canary.policy.share,
+                },
+            )),
+            _ => self.active().map(|active| (active, Role::Stable)),
+        }
+    }
+
+    /// A reconcile that `active` served ended (`ok`: without an error): counted for a canary,
+    /// which is rolled back as soon as its failures pass the bound.
+    pub fn feedback(&self, active: &Active, ok: bool) {
+        let canary = self.rollouts().canary.clone();
+        let Some(canary) = canary.filter(|c| c.active.revision == active.revision) else {
+            return;
+        };
+        canary.count(ok);
+        if matches!(canary.verdict(), Verdict::RollBack(_)) {
+            self.judge(active.revision);
+        }
+    }
+
+    /// Promotes or rolls back the canary `revision`, as its verdict says.
+    fn judge(&self, revision: u64) {
+        let verdict = {
+            let rollouts = self.rollouts();
+            match &rollouts.canary {
+                Some(canary) if canary.active.revision == revision => canary.verdict(),
+                _ => return,
+            }
+        };
+        match verdict {
+            Verdict::Wait => {}
+            Verdict::Promote => {
+                let _ = self.decide(revision, None);
+            }
+            Verdict::RollBack(why) => {
+                let _ = self.decide(revision, Some(why));
+            }
+        }
+    }
+
+    /// Ends the canary `revision` (any canary: `None`): promoted, or rolled back for `why`.
+    /// The step, or why there was none to end.
+    fn decide(&self, revision: u64, rolled_back: Option<String>) -> Result<Step, String> {
+        let mut rollouts = self.rollouts();
+        let Some(canary) = rollouts
+            .canary
+            .take_if(|c| revision == 0 || c.active.revision == revision)
+        else {
+            return Err(format!("component {} is not rolling out a version", self.name));
+        };
+        let view = canary.view();
+        let short = |digest: &str| digest.chars().take(12).collect::<String>();
+        match rolled_back {
+            None => {
+                let message = format!(
+                    "serves every CR; {} of its {} reconciles failed",
+                    view.failed, view.reconciles
+                );
+                tracing::info!(component = %self.name, revision = view.revision, digest = %view.digest, "rollout promoted");
+                rollouts.step(StepKind::Promoted, &canary.active, message);
+                *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(canary.active.clone());
+                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            }
+            Some(why) => {
+                let stable = self.active().map(|a| short(&a.loaded.digest)).unwrap_or_default();
+                let message = format!("rolled back: {why}; sha256 {stable} serves every CR again");
+                tracing::warn!(component = %self.name, revision = view.revision, digest = %view.digest, "{message}");
+                rollouts.step(StepKind::RolledBack, &canary.active, message);
+                rollouts.refused = Some(view.digest.clone());
+                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
+                    "sha256 {} was rolled back ({why}); it is not rolled out again until the declared component changes",
+                    short(&view.digest)
+                ));
+            }
+        }
+        let step = rollouts.history.back().cloned();
+        drop(rollouts);
+        // Every CR of the slot runs again on the version that now serves it.
+        self.reloads.send_modify(|n| *n += 1);
+        step.ok_or_else(|| "no step was recorded".into())
+    }
+
+    /// Promotes the rollout under way now, before its period ends.
+    pub fn promote(&self) -> Result<Step, String> {
+        self.decide(0, None)
+    }
+
+    /// Rolls the rollout under way back now.
+    pub fn roll_back(&self) -> Result<Step, String> {
+        self.decide(0, Some("rolled back on request".into()))
+    }
+
+    /// Whether the version last declared was rolled back (and the one before serves).
+    pub fn rolled_back(&self) -> bool {
+        let rollouts = self.rollouts();
+        let last = rollouts.history.back();
+        last.is_some_and(|s| s.step == StepKind::RolledBack && rollouts.refused.as_deref() == Some(s.digest.as_str()))
+    }
+
+    /// The last step of its rollouts, if one ran.
+    pub fn last_step(&self) -> Option<Step> {
+        self.rollouts().history.back().cloned()
+    }
+
+    fn rollout_view(&self, declared: &Spec) -> Option<RolloutView> {
+        let rollouts = self.rollouts();
+        let policy = declared.rollout.map(|p| {
+            serde_json::json!({
+                "share": p.share,
+                "promoteAfterMs": p.promote_after.as_millis() as u64,
+                "maxErrorPercent": p.max_error_percent,
+                "minReconciles": p.min_reconciles,
+            })
+        });
+        if policy.is_none() && rollouts.history.is_empty() {
+            return None;
+        }
+        Some(RolloutView {
+            policy,
+            canary: rollouts.canary.as_ref().map(|c| c.view()),
+            refused: rollouts.refused.clone(),
+            history: rollouts.history.iter().cloned().collect(),
+        })
     }
 
     /// Starts recording its calls as `ask` says (replacing a session under way); the
@@ -390,6 +621,7 @@ impl Slot {
                 }),
             },
             calls: self.stats.view(),
+            rollout: self.rollout_view(&declared),
         }
     }
 }

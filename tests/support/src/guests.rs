@@ -35,6 +35,7 @@ pub fn hook_spec_with(
         args: None,
         service_account: None,
         files: &[],
+        rollout: None,
     };
     orkestra_wasm::Spec::compile(orkestra_wasm::World::Hook, declared, Path::new("."))
 }

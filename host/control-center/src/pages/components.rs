@@ -52,6 +52,7 @@ pub fn components(runtime: &Watched) -> Markup {
                         @for (i, (phase, took)) in phases.iter().enumerate() { @if i > 0 { " · " } (phase) " " (short(took)) } }
                 }
                 (instances(&c["instances"], &calls["instances"]))
+                (rollout(&c["rollout"]))
                 div.muted { "sha256 " (text(&c["digest"])) " · loaded " (text(&c["loadedAt"])) " in " (ms(&c["loadMs"])) @if c["cached"] == true { " (cached)" } }
                 @if let Some(error) = c["lastError"].as_str() { div.error { (error) } }
                 @if let Some(error) = calls["lastCallError"].as_str() { div.error { "last call: " (error) } }
@@ -75,6 +76,43 @@ pub fn components(runtime: &Watched) -> Markup {
                         }
                         h2 { "Limits" }
                         (pairs(&c["limits"]))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The rollout policy, a new version serving its share now, and the last steps.
+fn rollout(rollout: &Value) -> Markup {
+    let digest = |v: &Value| text(v).chars().take(12).collect::<String>();
+    html! {
+        @if rollout.is_object() {
+            div.rollout {
+                @let policy = &rollout["policy"];
+                @if policy.is_object() {
+                    div.muted { "rollout: a new version serves " (text(&policy["share"])) "% of the CRs first, every CR after "
+                        (policy["promoteAfterMs"].as_u64().unwrap_or(0) / 1000) " s, and goes back when more than "
+                        (text(&policy["maxErrorPercent"])) "% of at least " (text(&policy["minReconciles"])) " reconciles fail" }
+                }
+                @let canary = &rollout["canary"];
+                @if canary.is_object() {
+                    div.canary { (badge("rolling out")) " sha256 " (digest(&canary["digest"])) " (revision " (text(&canary["revision"])) ") · "
+                        (text(&canary["reconciles"])) " reconciles, " (text(&canary["failed"])) " failed · promoted in "
+                        (canary["promotesInMs"].as_u64().unwrap_or(0) / 1000) " s" }
+                }
+                @if let Some(refused) = rollout["refused"].as_str() {
+                    div.error { "sha256 " (refused.chars().take(12).collect::<String>()) " was rolled back: not rolled out again until the declared component changes" }
+                }
+                @let history = rollout["history"].as_array().cloned().unwrap_or_default();
+                @if !history.is_empty() {
+                    h2 { "Rollouts" }
+                    table.rollouts {
+                        tr { th { "at" } th { "step" } th { "revision" } th { "version" } th { "" } }
+                        @for step in history.iter().rev() {
+                            tr { td { (text(&step["at"])) } td { (text(&step["step"])) } td { (text(&step["revision"])) }
+                                 td { "sha256 " (digest(&step["digest"])) } td { (text(&step["message"])) } }
+                        }
                     }
                 }
             }
@@ -147,6 +185,28 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_rollout_shows_its_policy_its_canary_and_its_steps() {
+        let shown = rollout(&json!({
+            "policy": {"share": 20, "promoteAfterMs": 600000, "maxErrorPercent": 10, "minReconciles": 5},
+            "canary": {"revision": 3, "digest": "abcdef0123456789", "startedAt": "t", "promotesInMs": 42000, "reconciles": 7, "failed": 1},
+            "refused": null,
+            "history": [{"at": "t1", "step": "started", "revision": 3, "digest": "abcdef0123456789", "message": "serves 20%"}],
+        }))
+        .into_string();
+        for expected in [
+            "a new version serves 20% of the CRs first, every CR after 600 s, and goes back when more than 10% of at least 5 reconciles fail",
+            "rolling out</span> sha256 abcdef012345 (revision 3) · 7 reconciles, 1 failed · promoted in 42 s",
+            "<td>started</td>",
+        ] {
+            assert!(shown.contains(expected), "{expected} in {shown}");
+        }
+        let refused =
+            rollout(&json!({"policy": null, "canary": null, "refused": "ffff00001111", "history": []})).into_string();
+        assert!(refused.contains("sha256 ffff00001111 was rolled back"), "{refused}");
+        assert_eq!(rollout(&Value::Null).into_string(), "");
+    }
 
     #[test]
     fn warm_instances_show_their_bounds_their_use_and_why_they_were_given_up() {

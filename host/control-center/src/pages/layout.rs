@@ -119,7 +119,7 @@ pub fn badge(state: &str) -> Markup {
         "healthy" | "ready" | "up" | "Serving" | "true" => "ok",
         "degraded" | "unreachable" | "false" | "failed" | "not ready" => "bad",
         "gated" => "gated",
-        "pending" | "started" | "follower" | "warning" => "wait",
+        "pending" | "started" | "follower" | "warning" | "rolling out" => "wait",
         _ => "plain",
     };
     html! { span class={"badge " (class)} { (state) } }

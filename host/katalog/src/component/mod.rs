@@ -9,5 +9,5 @@ mod spec;
 pub use oci::{OciReference, is_sha256_hex};
 
 pub use spec::{
-    Declared, Deletion, Instances, Limits, MAX_MEMORY, Mount, Source, Spec, Warm, World, declared_in, outside,
+    Declared, Deletion, Instances, Limits, MAX_MEMORY, Mount, Rollout, Source, Spec, Warm, World, declared_in, outside,
 };

@@ -56,6 +56,10 @@ pub struct HooksSpec {
     /// A fresh instance per call (the default), or warm ones kept per namespace.
     #[serde(default)]
     pub instances: ComponentInstances,
+    /// Roll a new version out to a share of the CRs first (without it, a new version
+    /// serves every CR at once).
+    #[serde(default)]
+    pub rollout: Option<ComponentRollout>,
     /// What the component may touch through the kube interface and its returned resources.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
@@ -109,6 +113,10 @@ pub struct ConstructorSpec {
     /// A fresh instance per call (the default), or warm ones kept per namespace.
     #[serde(default)]
     pub instances: ComponentInstances,
+    /// Roll a new version out to a share of the CRs first (without it, a new version
+    /// serves every CR at once).
+    #[serde(default)]
+    pub rollout: Option<ComponentRollout>,
     /// What the component may touch through the kube interface and its returned resources.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
@@ -124,6 +132,27 @@ pub struct ConstructorSpec {
     pub managed_resources: Vec<ManagedResource>,
     #[serde(default)]
     pub args: Option<Value>,
+}
+
+/// How a new version of a component rolls out: on a share of the CRs first, then on all of
+/// them after a period, or back to the last good version when it fails too often.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComponentRollout {
+    /// Percent of the CRs (picked by a stable hash of namespace/name) the new version serves
+    /// first (default 10).
+    #[serde(default)]
+    pub share: Option<u32>,
+    /// How long the new version serves its share before it serves every CR (default `10m`).
+    #[serde(default)]
+    pub promote_after: Option<String>,
+    /// Percent of the new version's reconciles that may fail; past it, the last good version
+    /// serves again (default 10).
+    #[serde(default)]
+    pub max_error_percent: Option<u32>,
+    /// Reconciles of the new version before its failures count (default 5).
+    #[serde(default)]
+    pub min_reconciles: Option<u32>,
 }
 
 /// Per-call limits of a component; each has a safe default.

@@ -1,10 +1,11 @@
 //! `/components` (each Wasm component: revision, digest, source, grants, limits, calls with
 //! their latency and its phases, traps by reason, denials and memory, swap history, last
-//! error) and `POST /reload[?component=NAME]` (what `ork reload` asks: the Katalog read again
-//! and the components reloaded; 422 with the reasons when one did not load, the old one
-//! serving).
+//! error, rollout), `POST /reload[?component=NAME]` (what `ork reload` asks: the Katalog read
+//! again and the components reloaded; 422 with the reasons when one did not load, the old one
+//! serving) and `POST /rollouts` (a rollout under way promoted or rolled back now).
 
 use axum::Json;
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -16,7 +17,10 @@ use utoipa_axum::routes;
 use super::{Shared, bad_request, not_found, slot};
 
 pub(super) fn routes() -> OpenApiRouter<Shared> {
-    OpenApiRouter::new().routes(routes!(list)).routes(routes!(reload))
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(reload))
+        .routes(routes!(rollout))
 }
 
 /// Every component slot.
@@ -68,4 +72,47 @@ async fn reload(
         "components": components.statuses(),
     });
     (status, Json(body)).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RolloutAsk {
+    component: String,
+    action: RolloutAction,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RolloutAction {
+    Promote,
+    RollBack,
+}
+
+/// Ends the rollout under way on a component now: promoted to every CR, or rolled back.
+#[utoipa::path(post, path = "/rollouts", tag = "components",
+    request_body(content = String, description = "`{component, action: promote | roll-back}`", content_type = "application/json"),
+    responses((status = 200, description = "the step taken"), (status = 400, description = "a bad body"),
+              (status = 404, description = "no such component"), (status = 409, description = "no rollout under way")))]
+async fn rollout(State(shared): State<Shared>, body: Result<Json<RolloutAsk>, JsonRejection>) -> Response {
+    // A JSON body only: a form posted from another site cannot end a rollout.
+    let Json(ask) = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            return bad_request(format!(
+                "{rejection}; send JSON {{\"component\": NAME, \"action\": \"promote\" or \"roll-back\"}}"
+            ));
+        }
+    };
+    let slot = match slot(&shared, &ask.component) {
+        Ok(slot) => slot,
+        Err(missing) => return not_found(missing),
+    };
+    let step = match ask.action {
+        RolloutAction::Promote => slot.promote(),
+        RolloutAction::RollBack => slot.roll_back(),
+    };
+    match step {
+        Ok(step) => Json(json!({ "step": step })).into_response(),
+        Err(why) => (StatusCode::CONFLICT, Json(json!({ "error": why }))).into_response(),
+    }
 }

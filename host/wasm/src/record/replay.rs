@@ -95,6 +95,7 @@ fn spec_for(recording: &Recording, component: Option<&Path>) -> Result<Spec, Str
         args: None,
         service_account: None,
         files: &[],
+        rollout: None,
     };
     let mut spec = Spec::compile(world, declared, Path::new(".")).map_err(|e| format!("component: {e}"))?;
     spec.limits = recording.component.limits.limits();

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::grants::Grants;
 use super::oci::OciReference;
-use crate::model::{Capability, ComponentDeletion, ComponentInstances, ComponentLimits};
+use crate::model::{Capability, ComponentDeletion, ComponentInstances, ComponentLimits, ComponentRollout};
 
 /// Which WIT world the component implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -288,6 +288,61 @@ pub struct Spec {
     pub service_account: Option<ServiceAccount>,
     /// Directories it may read, each at its mount path: nothing else of the filesystem.
     pub files: Vec<Mount>,
+    /// How a new version rolls out (`None`: it serves every CR at once).
+    pub rollout: Option<Rollout>,
+}
+
+/// A progressive rollout: `share` percent of the CRs on the new version, every CR after
+/// `promote_after`, the last good version again once more than `max_error_percent` of at
+/// least `min_reconciles` reconciles on the new one failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Rollout {
+    pub share: u32,
+    pub promote_after: Duration,
+    pub max_error_percent: u32,
+    pub min_reconciles: u32,
+}
+
+/// The longest a new version may wait for its promotion.
+const MAX_PROMOTE_AFTER: Duration = Duration::from_secs(7 * 24 * 3600);
+
+impl Rollout {
+    fn compile(spec: &ComponentRollout) -> Result<Self, String> {
+        let share = spec.share.unwrap_or(10);
+        if !(1..=99).contains(&share) {
+            return Err(format!("rollout.share: {share} is not a percent between 1 and 99"));
+        }
+        let promote_after = match &spec.promote_after {
+            None => Duration::from_secs(600),
+            Some(text) => {
+                let value = orkestra_expr::duration::parse(text).map_err(|e| format!("rollout.promoteAfter: {e}"))?;
+                if value.is_zero() || value > MAX_PROMOTE_AFTER {
+                    return Err(format!(
+                        "rollout.promoteAfter: {text:?} must be above 0 and at most 7 days"
+                    ));
+                }
+                value
+            }
+        };
+        let max_error_percent = spec.max_error_percent.unwrap_or(10);
+        if max_error_percent > 100 {
+            return Err(format!(
+                "rollout.maxErrorPercent: {max_error_percent} is not a percent between 0 and 100"
+            ));
+        }
+        let min_reconciles = spec.min_reconciles.unwrap_or(5);
+        if !(1..=10_000).contains(&min_reconciles) {
+            return Err(format!(
+                "rollout.minReconciles: {min_reconciles} is not between 1 and 10000"
+            ));
+        }
+        Ok(Self {
+            share,
+            promote_after,
+            max_error_percent,
+            min_reconciles,
+        })
+    }
 }
 
 /// A directory of the host a component sees read-only: one inside the Katalog's folder.
@@ -409,6 +464,7 @@ pub struct Declared<'a> {
     pub args: Option<&'a Value>,
     pub service_account: Option<&'a str>,
     pub files: &'a [crate::model::FileGrant],
+    pub rollout: Option<&'a ComponentRollout>,
 }
 
 impl Spec {
@@ -456,6 +512,7 @@ impl Spec {
             args: declared.args.cloned(),
             service_account: declared.service_account.map(ServiceAccount::parse).transpose()?,
             files: Mount::compile(declared.files, base)?,
+            rollout: declared.rollout.map(Rollout::compile).transpose()?,
         })
     }
 }
@@ -485,6 +542,7 @@ pub fn declared_in(reconcile: &crate::model::Reconcile, base: &Path) -> Result<O
             args: constructor.args.as_ref(),
             service_account: constructor.service_account.as_deref(),
             files: &constructor.files,
+            rollout: constructor.rollout.as_ref(),
         };
         return Spec::compile(World::Constructor, declared, base)
             .map(Some)
@@ -515,6 +573,7 @@ pub fn declared_in(reconcile: &crate::model::Reconcile, base: &Path) -> Result<O
         args: hooks.args.as_ref(),
         service_account: hooks.service_account.as_deref(),
         files: &hooks.files,
+        rollout: hooks.rollout.as_ref(),
     };
     Spec::compile(World::Hook, declared, base)
         .map(Some)

@@ -21,6 +21,7 @@ fn declared<'a>(component: &'a str, sha256: Option<&'a str>, limits: &'a Compone
         args: None,
         service_account: None,
         files: &[],
+        rollout: None,
     }
 }
 
@@ -316,5 +317,64 @@ fn instances_are_fresh_by_default_and_warm_ones_get_bounds_within_the_memory_lim
     ] {
         let error = compile(bad).unwrap_err();
         assert!(error.starts_with(names), "{error}");
+    }
+}
+
+#[test]
+fn a_rollout_takes_its_defaults_and_names_the_field_past_its_bounds() {
+    let limits = ComponentLimits::default();
+    let compile = |rollout: ComponentRollout| {
+        Spec::compile(
+            World::Hook,
+            Declared {
+                rollout: Some(&rollout),
+                ..declared("a.wasm", None, &limits)
+            },
+            Path::new("/k"),
+        )
+        .map(|spec| spec.rollout)
+    };
+    assert_eq!(
+        compile(ComponentRollout::default()).unwrap(),
+        Some(Rollout {
+            share: 10,
+            promote_after: Duration::from_secs(600),
+            max_error_percent: 10,
+            min_reconciles: 5,
+        })
+    );
+    let spec = Spec::compile(World::Hook, declared("a.wasm", None, &limits), Path::new("/k")).unwrap();
+    assert_eq!(spec.rollout, None, "without one, a new version serves every CR at once");
+    for (rollout, error) in [
+        (
+            ComponentRollout {
+                share: Some(100),
+                ..Default::default()
+            },
+            "rollout.share: 100 is not a percent between 1 and 99",
+        ),
+        (
+            ComponentRollout {
+                promote_after: Some("0s".into()),
+                ..Default::default()
+            },
+            "rollout.promoteAfter: \"0s\" must be above 0 and at most 7 days",
+        ),
+        (
+            ComponentRollout {
+                max_error_percent: Some(101),
+                ..Default::default()
+            },
+            "rollout.maxErrorPercent: 101 is not a percent between 0 and 100",
+        ),
+        (
+            ComponentRollout {
+                min_reconciles: Some(0),
+                ..Default::default()
+            },
+            "rollout.minReconciles: 0 is not between 1 and 10000",
+        ),
+    ] {
+        assert_eq!(compile(rollout).unwrap_err(), error);
     }
 }

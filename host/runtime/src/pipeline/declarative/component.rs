@@ -21,7 +21,8 @@ use orkestra_expr::text::bounded;
 use orkestra_expr::tree::Tree;
 use orkestra_katalog::compile::Replace;
 use orkestra_katalog::component::grants::{Access, Verb};
-use orkestra_wasm::{CallError, Caller, EventType, Gvk, Hook, Outcome, Response, Slot, Spec};
+use orkestra_wasm::rollout::{Step, StepKind};
+use orkestra_wasm::{Active, CallError, Caller, EventType, Gvk, Hook, Outcome, Response, Role, Slot, Spec};
 
 /// Longest guest-supplied message kept for a log line or an error (the Ready condition and
 /// Events cut further).
@@ -32,8 +33,10 @@ const NAME_LIMIT: usize = 253;
 const REMEMBERED_LIMIT: usize = 128 << 10;
 
 impl Declarative {
-    /// Calls `hook` of the slot's serving component for `request` (`object` is the CR as the
-    /// templates saw it) and applies its response.
+    /// Calls `hook` of the version of the slot's component that serves this CR (during a
+    /// rollout, the new one for its share of the CRs) for `request` (`object` is the CR as
+    /// the templates saw it) and applies its response; how that ended counts towards the
+    /// rollout's verdict.
     pub(super) async fn call_component(
         &self,
         slot: &Arc<Slot>,
@@ -42,10 +45,29 @@ impl Declarative {
         object: Option<&Value>,
         context: &Map<String, Value>,
     ) -> Result<Applied, ReconcileError> {
-        let Some(active) = slot.active() else {
+        let Some((active, _)) = slot.serving(&request.key) else {
             let why = slot.last_error().unwrap_or_else(|| "it has not loaded yet".into());
             return Err(ReconcileError::new(Reason::ComponentUnavailable, why));
         };
+        let result = self.run_component(slot, &active, hook, request, object, context).await;
+        match &result {
+            // A reconcile the runtime cut short says nothing of the version.
+            Err(error) if error.reason == Reason::Interrupted => {}
+            ended => slot.feedback(&active, ended.is_ok()),
+        }
+        result
+    }
+
+    /// [`Declarative::call_component`] on the version `active`.
+    async fn run_component(
+        &self,
+        slot: &Arc<Slot>,
+        active: &Active,
+        hook: Hook,
+        request: &Request,
+        object: Option<&Value>,
+        context: &Map<String, Value>,
+    ) -> Result<Applied, ReconcileError> {
         let spec = &active.spec;
         let wasm_request = self.wasm_request(request, object, context, spec)?;
         let namespace = object
@@ -61,7 +83,7 @@ impl Declarative {
             owner_uid: object.and_then(|o| o["metadata"]["uid"].as_str()).map(String::from),
             writes: Default::default(),
         };
-        let response = slot.call(&active, hook, caller.clone(), &wasm_request).await;
+        let response = slot.call(active, hook, caller.clone(), &wasm_request).await;
         // Its own kube writes count against the CR's write budget like the host's.
         if let Some(meter) = crate::outcome::budget::Meter::current() {
             meter.add(caller.writes.load(std::sync::atomic::Ordering::Relaxed));
@@ -406,18 +428,39 @@ fn json_type(value: &Value) -> &'static str {
     }
 }
 
-/// The `Component` condition: which version serves (by its digest: the revision counts this
-/// process's loads, and would change the condition, a write per CR, at each restart or
-/// hand-over to another replica), or why the declared one does not.
-pub(super) fn component_condition(status: &mut Value, slot: &Slot, generation: &Value, now: jiff::Timestamp) {
-    let short = |digest: &str| digest.chars().take(12).collect::<String>();
-    let (state, reason, message) = match (slot.active(), slot.last_error()) {
-        (Some(active), None) => (
+/// The `Component` condition of the CR `key`: which version serves it (by its digest: the
+/// revision counts this process's loads, and would change the condition, a write per CR, at
+/// each restart or hand-over to another replica), whether it is a rollout's new version, or
+/// why the declared one does not serve.
+pub(super) fn component_condition(
+    status: &mut Value,
+    previous: &Value,
+    slot: &Slot,
+    key: &str,
+    (generation, now): (&Value, jiff::Timestamp),
+) -> Option<VersionChange> {
+    let serving = slot.serving(key);
+    let (state, reason, message) = match (&serving, slot.last_error()) {
+        (Some((active, Role::Canary { share })), _) => (
+            "True",
+            "Canary",
+            format!(
+                "{} (sha256 {}) serves, the new version of a rollout on {share}% of the CRs",
+                slot.name,
+                short(&active.loaded.digest)
+            ),
+        ),
+        (Some((active, Role::Stable)), None) => (
             "True",
             "Serving",
             format!("{} (sha256 {}) serves", slot.name, short(&active.loaded.digest)),
         ),
-        (Some(active), Some(error)) => (
+        (Some((active, Role::Stable)), Some(error)) if slot.rolled_back() => (
+            "False",
+            "RolledBack",
+            format!("sha256 {} serves; {error}", short(&active.loaded.digest)),
+        ),
+        (Some((active, Role::Stable)), Some(error)) => (
             "False",
             "UpdateFailed",
             format!(
@@ -429,6 +472,59 @@ pub(super) fn component_condition(status: &mut Value, slot: &Slot, generation: &
     };
     let message = bounded(message, super::status::MESSAGE_LIMIT);
     super::status::set_condition(status, ["Component", state, reason, &message], generation, now);
+    let before = named_digest(previous)?;
+    let after = short(&serving?.0.loaded.digest);
+    (before != after).then(|| VersionChange {
+        before,
+        after,
+        step: slot.last_step(),
+    })
+}
+
+/// The first 12 hex digits of a digest, as conditions and Events name a version.
+fn short(digest: &str) -> String {
+    digest.chars().take(12).collect()
+}
+
+/// The digest a CR's `Component` condition (in `status`) named.
+fn named_digest(status: &Value) -> Option<String> {
+    let conditions = status["conditions"].as_array()?;
+    let message = conditions.iter().find(|c| c["type"] == "Component")?["message"].as_str()?;
+    let (_, rest) = message.split_once("sha256 ")?;
+    Some(rest.chars().take(12).collect())
+}
+
+/// A CR served by another version than at its last reconcile.
+pub(super) struct VersionChange {
+    before: String,
+    after: String,
+    /// The slot's last rollout step, which may be what moved it.
+    step: Option<Step>,
+}
+
+impl VersionChange {
+    /// The Event that tells it: warning or not, reason, note.
+    pub(super) fn event(&self, slot: &str) -> (bool, &'static str, String) {
+        let moved = format!("{slot}: sha256 {} serves this CR (was {})", self.after, self.before);
+        let Some(step) = &self.step else {
+            return (false, "ComponentSwapped", moved);
+        };
+        let digest = short(&step.digest);
+        match step.step {
+            StepKind::Started if digest == self.after => {
+                (false, "ComponentCanary", format!("{moved}: {}", step.message))
+            }
+            StepKind::Promoted if digest == self.after => (
+                false,
+                "ComponentPromoted",
+                format!("{moved}: promoted, {}", step.message),
+            ),
+            StepKind::RolledBack if digest == self.before => {
+                (true, "ComponentRolledBack", format!("{moved}: {}", step.message))
+            }
+            _ => (false, "ComponentSwapped", moved),
+        }
+    }
 }
 
 /// The reason of a failed call.

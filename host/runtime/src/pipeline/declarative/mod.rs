@@ -227,8 +227,16 @@ impl Declarative {
         if self.crd.rules.validates() {
             validation_conditions(&mut status, verdict, &object["metadata"]["generation"], now);
         }
-        if let Some(slot) = &self.component {
-            component::component_condition(&mut status, slot, &object["metadata"]["generation"], now);
+        let moved = self.component.as_ref().and_then(|slot| {
+            let at = (&object["metadata"]["generation"], now);
+            let change = component::component_condition(&mut status, &object["status"], slot, &request.key, at);
+            change.map(|change| change.event(&slot.name))
+        });
+        // Each CR a new version (or a rollout's step) moves says so where its owner looks.
+        match moved {
+            Some((true, reason, note)) => self.events.warning(object, reason, note),
+            Some((false, reason, note)) => self.events.normal(object, reason, note),
+            None => {}
         }
         let step = changes_what_it_reads(&self.crd.own_status_reads, &object["status"], &status);
         let status_written = self.patch_status(request, object, status).await?;

@@ -1,0 +1,231 @@
+//! Progressive rollout of a slot's new version (`rollout` in the Katalog): the new version
+//! (the canary) serves a share of the CRs, picked by a stable hash of their key, while the
+//! last good one serves the rest. The reconciles it serves are counted as they end; past the
+//! error percent it is rolled back, and after the period with its failures within bounds it
+//! is promoted to serve every CR.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use serde::Serialize;
+use sha2::Digest as _;
+
+use super::load::Active;
+use orkestra_katalog::component::Rollout;
+
+/// Steps a slot remembers, newest kept.
+const HISTORY: usize = 20;
+
+/// Whether the CR `key` is in the first `share` percent: the same answer for the same key
+/// in every process, so a CR does not flip between versions while a rollout runs.
+pub fn in_share(key: &str, share: u32) -> bool {
+    let hash = sha2::Sha256::digest(key.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash[..8]);
+    (u64::from_be_bytes(first) % 100) < u64::from(share)
+}
+
+/// A new version serving its share.
+pub struct Canary {
+    pub active: Arc<Active>,
+    pub policy: Rollout,
+    started: Instant,
+    started_at: String,
+    reconciles: AtomicU64,
+    failed: AtomicU64,
+}
+
+/// What becomes of a canary now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Wait,
+    Promote,
+    /// Why it goes.
+    RollBack(String),
+}
+
+impl Canary {
+    pub fn new(active: Arc<Active>, policy: Rollout) -> Self {
+        Self {
+            active,
+            policy,
+            started: Instant::now(),
+            started_at: jiff::Timestamp::now().to_string(),
+            reconciles: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+        }
+    }
+
+    /// One reconcile it served ended, well or not.
+    pub fn count(&self, ok: bool) {
+        self.reconciles.fetch_add(1, Ordering::Relaxed);
+        if !ok {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// What becomes of it now ([`judge`]).
+    pub fn verdict(&self) -> Verdict {
+        let reconciles = self.reconciles.load(Ordering::Relaxed);
+        let failed = self.failed.load(Ordering::Relaxed);
+        judge(&self.policy, reconciles, failed, self.started.elapsed())
+    }
+
+    /// As the Live API shows it.
+    pub fn view(&self) -> CanaryView {
+        let (reconciles, failed) = (
+            self.reconciles.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+        );
+        let left = self.policy.promote_after.saturating_sub(self.started.elapsed());
+        CanaryView {
+            revision: self.active.revision,
+            digest: self.active.loaded.digest.clone(),
+            started_at: self.started_at.clone(),
+            promotes_in_ms: left.as_millis() as u64,
+            reconciles,
+            failed,
+        }
+    }
+}
+
+/// Rolled back once at least `minReconciles` of its reconciles ended and more than
+/// `maxErrorPercent` of them failed; at the end of its period, promoted when they are within
+/// bounds, however few, and rolled back when not.
+pub fn judge(policy: &Rollout, reconciles: u64, failed: u64, elapsed: std::time::Duration) -> Verdict {
+    let over = failed * 100 > u64::from(policy.max_error_percent) * reconciles;
+    let due = elapsed >= policy.promote_after;
+    if over && (due || reconciles >= u64::from(policy.min_reconciles)) {
+        return Verdict::RollBack(format!(
+            "{failed} of its {reconciles} reconciles failed ({}%), more than rollout.maxErrorPercent {}",
+            failed * 100 / reconciles.max(1),
+            policy.max_error_percent
+        ));
+    }
+    match due {
+        true => Verdict::Promote,
+        false => Verdict::Wait,
+    }
+}
+
+/// A canary as the Live API shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CanaryView {
+    pub revision: u64,
+    pub digest: String,
+    pub started_at: String,
+    pub promotes_in_ms: u64,
+    pub reconciles: u64,
+    pub failed: u64,
+}
+
+/// What a rollout did, step by step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepKind {
+    /// A new version serves its share.
+    Started,
+    /// It serves every CR.
+    Promoted,
+    /// The last good version serves every CR again.
+    RolledBack,
+    /// The declared version went back to the one serving before the canary finished.
+    Cancelled,
+}
+
+/// One step of a rollout.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    pub at: String,
+    pub step: StepKind,
+    pub revision: u64,
+    pub digest: String,
+    pub message: String,
+}
+
+/// A slot's rollout state: the canary, if one runs, its last steps, and the digest last
+/// rolled back (not rolled out again until the declaration changes it).
+#[derive(Default)]
+pub struct Rollouts {
+    pub canary: Option<Arc<Canary>>,
+    pub history: VecDeque<Step>,
+    pub refused: Option<String>,
+}
+
+impl Rollouts {
+    pub fn step(&mut self, step: StepKind, active: &Active, message: String) {
+        if self.history.len() >= HISTORY {
+            self.history.pop_front();
+        }
+        self.history.push_back(Step {
+            at: jiff::Timestamp::now().to_string(),
+            step,
+            revision: active.revision,
+            digest: active.loaded.digest.clone(),
+            message,
+        });
+    }
+
+    /// The newest revision a canary had (0: none ran).
+    pub fn newest(&self) -> u64 {
+        let canary = self.canary.as_ref().map_or(0, |c| c.active.revision);
+        canary.max(self.history.iter().map(|s| s.revision).max().unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_share_picks_about_its_percent_of_keys_and_the_same_keys_every_time() {
+        let keys: Vec<String> = (0..2000).map(|i| format!("team-{}/site-{i}", i % 7)).collect();
+        let picked = keys.iter().filter(|k| in_share(k, 20)).count();
+        assert!((300..=500).contains(&picked), "{picked} of 2000 at 20%");
+        for key in &keys {
+            assert_eq!(in_share(key, 20), in_share(key, 20));
+            if in_share(key, 20) {
+                assert!(in_share(key, 50), "a larger share keeps the keys of a smaller one");
+            }
+        }
+        assert!(!keys.iter().any(|k| in_share(k, 0)));
+    }
+
+    #[test]
+    fn a_canary_is_rolled_back_past_its_error_percent_and_promoted_at_the_end_of_its_period() {
+        use std::time::Duration;
+        let policy = Rollout {
+            share: 20,
+            promote_after: Duration::from_secs(60),
+            max_error_percent: 20,
+            min_reconciles: 5,
+        };
+        let early = Duration::from_secs(1);
+        let late = Duration::from_secs(61);
+        assert_eq!(judge(&policy, 0, 0, early), Verdict::Wait);
+        assert_eq!(judge(&policy, 4, 4, early), Verdict::Wait, "too few to count yet");
+        assert_eq!(judge(&policy, 5, 1, early), Verdict::Wait, "20% is within bounds");
+        let Verdict::RollBack(why) = judge(&policy, 5, 2, early) else {
+            panic!("40% of 5 is past 20%");
+        };
+        assert_eq!(
+            why,
+            "2 of its 5 reconciles failed (40%), more than rollout.maxErrorPercent 20"
+        );
+        assert_eq!(judge(&policy, 0, 0, late), Verdict::Promote, "no failures: promoted");
+        assert_eq!(judge(&policy, 5, 1, late), Verdict::Promote);
+        assert!(
+            matches!(judge(&policy, 2, 1, late), Verdict::RollBack(_)),
+            "at its end, few reconciles with too many failures still roll back"
+        );
+        let strict = Rollout {
+            max_error_percent: 0,
+            ..policy
+        };
+        assert!(matches!(judge(&strict, 5, 1, early), Verdict::RollBack(_)));
+    }
+}

@@ -1,0 +1,296 @@
+//! Progressive rollout of a new component version, on `ork run` against the real API server:
+//! the new version serves its share of the CRs (the same CRs the stable hash names), every CR
+//! once promoted; a failing one is rolled back to the last good version by its error percent
+//! and not rolled out again. Each step shows on the CRs (their Component condition and
+//! Events), on the Live API and on the Control Center's Components page.
+
+use std::path::Path;
+
+use k8s_openapi::api::events::v1::Event;
+use kube::Api;
+use kube::api::ListParams;
+use orkestra_test_support::{TestNamespace, eventually, guests, namespace};
+use serde_json::{Value, json};
+
+use crate::pipeline::WAIT;
+use crate::replay::{Host, create, run_katalog};
+
+/// `Site`, whose hook is the file `component`, rolled out as `rollout` says.
+fn katalog(ns: &TestNamespace, component: &Path, rollout: &str) -> String {
+    format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: rollout}}
+spec:
+  crds:
+    site:
+      apiTypes: {{group: {}.replay.orkestra.io, version: v1, kind: Site}}
+      operatorBox:
+        reconcile:
+          hooks:
+            component: {}
+            args: {{greeting: Hello}}
+            capabilities:
+              - {{apiVersion: v1, kinds: [ConfigMap], verbs: [get, apply]}}
+            rollout: {rollout}
+",
+        ns.name,
+        component.display()
+    )
+}
+
+/// Puts `example`'s component at `file` whole (a watcher never reads half of it).
+fn install(example: &str, file: &Path) -> String {
+    let bytes = std::fs::read(guests::component(example).unwrap()).unwrap();
+    let next = file.with_extension("next");
+    std::fs::write(&next, &bytes).unwrap();
+    std::fs::rename(&next, file).unwrap();
+    crate::wasm::sha256(&bytes)
+}
+
+/// Names of Sites, two the share takes and two it leaves.
+fn names(ns: &TestNamespace, share: u32) -> (Vec<String>, Vec<String>) {
+    let (mut taken, mut left) = (Vec::new(), Vec::new());
+    for i in 0.. {
+        let name = format!("s{i}");
+        match orkestra_wasm::rollout::in_share(&format!("{}/{name}", ns.name), share) {
+            true if taken.len() < 2 => taken.push(name),
+            false if left.len() < 2 => left.push(name),
+            _ => {}
+        }
+        if taken.len() == 2 && left.len() == 2 {
+            return (taken, left);
+        }
+    }
+    unreachable!()
+}
+
+/// The Sites' resource, by its group: another test's Sites may be served too.
+fn sites(ns: &TestNamespace) -> String {
+    format!("sites.{}.replay.orkestra.io", ns.name)
+}
+
+/// The reason and message of Site `name`'s Component condition.
+async fn component_condition(ns: &TestNamespace, name: &str) -> Option<(String, String)> {
+    let text = orkestra_test_support::kubectl(&["get", &sites(ns), "-n", &ns.name, name, "-o", "json"]).ok()?;
+    let site: Value = serde_json::from_str(&text).ok()?;
+    let condition = site["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Component")?
+        .clone();
+    Some((
+        condition["reason"].as_str()?.to_string(),
+        condition["message"].as_str()?.to_string(),
+    ))
+}
+
+/// Waits until every Site of `names` has a Component condition of `reason` naming `digest`.
+async fn served(ns: &TestNamespace, names: &[String], reason: &str, digest: &str) {
+    let short = &digest[..12];
+    for name in names {
+        let waited = eventually(&format!("{name}: {reason} by {short}"), WAIT, || async {
+            let (found, message) = component_condition(ns, name).await?;
+            (found == reason && message.contains(short)).then_some(())
+        })
+        .await;
+        if let Err(error) = waited {
+            let site = orkestra_test_support::kubectl(&["get", &sites(ns), "-n", &ns.name, name, "-o", "yaml"]);
+            panic!("{error}; the Site: {site:?}");
+        }
+    }
+}
+
+/// Reasons and notes of the Events about Site `name`.
+async fn events(ns: &TestNamespace, name: &str) -> Vec<(String, String, String)> {
+    let events: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
+    let params = ListParams::default().fields(&format!("regarding.name={name}"));
+    let list = events.list(&params).await.map(|l| l.items).unwrap_or_default();
+    list.into_iter()
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+async fn told(ns: &TestNamespace, name: &str, kind: &str, reason: &str) -> String {
+    eventually(&format!("a {reason} event on {name}"), WAIT, || async {
+        let found = events(ns, name).await;
+        found
+            .into_iter()
+            .find(|(k, r, _)| k == kind && r == reason)
+            .map(|(_, _, note)| note)
+    })
+    .await
+    .unwrap()
+}
+
+async fn site_component(host: &Host) -> Value {
+    crate::wasm::listed_component(host.url.trim_start_matches("http://"), "site").await
+}
+
+async fn reload(host: &Host) {
+    let response = reqwest::Client::new()
+        .post(format!("{}/reload?component=site", host.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200, "{}", response.text().await.unwrap());
+}
+
+/// The Control Center's Components page for the runtime at `url`.
+async fn control_center_page(url: &str) -> String {
+    let options = orkestra_control_center::Options {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        runtimes: vec![orkestra_control_center::config::RuntimeConfig::new(url, Some("sites"), None).unwrap()],
+        config_file: None,
+        tokens: Default::default(),
+        login: orkestra_control_center::login::Login::none(),
+        hosts: Vec::new(),
+        poll: std::time::Duration::from_millis(200),
+    };
+    let bound = orkestra_control_center::server::bind(options).await.unwrap();
+    let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());
+    tokio::spawn(bound.serve(std::future::pending()));
+    eventually("the Components page with the rollout", WAIT, || async {
+        let page = reqwest::get(format!("{cc}/r/sites/components"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        page.contains("rolling out").then_some(page)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_new_version_serves_its_share_of_the_crs_first_then_every_cr_once_promoted() {
+    let ns = namespace("rollout").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("site.wasm");
+    let stable = install("rust-hook", &file);
+    let rollout = "{share: 50, promoteAfter: 10s, maxErrorPercent: 20, minReconciles: 3}";
+    let host = run_katalog(&ns, katalog(&ns, &file, rollout), &[]).await;
+    let (taken, left) = names(&ns, 50);
+    let all: Vec<String> = taken.iter().chain(&left).cloned().collect();
+    for name in &all {
+        create(&ns, "Site", name, json!({"title": name})).await;
+    }
+    served(&ns, &all, "Serving", &stable).await;
+
+    let next = install("echo-hook", &file);
+    reload(&host).await;
+    // Its share on the new version, the rest where they were.
+    served(&ns, &taken, "Canary", &next).await;
+    served(&ns, &left, "Serving", &stable).await;
+    let note = told(&ns, &taken[0], "Normal", "ComponentCanary").await;
+    assert!(
+        note.contains(&format!(
+            "sha256 {} serves this CR (was {})",
+            &next[..12],
+            &stable[..12]
+        )),
+        "{note}"
+    );
+    let site = site_component(&host).await;
+    let rollout = &site["rollout"];
+    assert_eq!(rollout["canary"]["digest"], next.as_str(), "{site}");
+    assert_eq!(rollout["policy"]["share"], 50);
+    assert_eq!(
+        site["digest"],
+        stable.as_str(),
+        "the stable version is still the slot's"
+    );
+    let page = control_center_page(&host.url).await;
+    assert!(page.contains(&format!("sha256 {}", &next[..12])), "{page}");
+
+    // After its period, with none of its reconciles failed: every CR on it.
+    served(&ns, &all, "Serving", &next).await;
+    let note = told(&ns, &left[0], "Normal", "ComponentPromoted").await;
+    assert!(note.contains("promoted"), "{note}");
+    let site = site_component(&host).await;
+    assert_eq!(site["digest"], next.as_str());
+    assert!(site["rollout"]["canary"].is_null(), "{site}");
+    let steps: Vec<&str> = site["rollout"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["started", "promoted"]);
+}
+
+#[tokio::test]
+async fn a_failing_version_is_rolled_back_by_its_error_percent_and_not_rolled_out_again() {
+    let ns = namespace("rollback").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("site.wasm");
+    let stable = install("rust-hook", &file);
+    let rollout = "{share: 50, promoteAfter: 10m, maxErrorPercent: 20, minReconciles: 3}";
+    let host = run_katalog(&ns, katalog(&ns, &file, rollout), &[]).await;
+    let (taken, left) = names(&ns, 50);
+    let all: Vec<String> = taken.iter().chain(&left).cloned().collect();
+    // The rust hook renders any Site; the hostile one panics on these.
+    for name in &all {
+        create(&ns, "Site", name, json!({"title": name, "mode": "panic"})).await;
+    }
+    served(&ns, &all, "Serving", &stable).await;
+
+    let failing = install("hostile", &file);
+    reload(&host).await;
+    // Its reconciles fail; past 20% of 3, every CR is back on the last good version.
+    served(&ns, &all, "RolledBack", &stable).await;
+    let note = told(&ns, &taken[0], "Warning", "ComponentRolledBack").await;
+    assert!(
+        note.contains(&format!(
+            "sha256 {} serves this CR (was {})",
+            &stable[..12],
+            &failing[..12]
+        )),
+        "{note}"
+    );
+    assert!(note.contains("more than rollout.maxErrorPercent 20"), "{note}");
+    let (_, message) = component_condition(&ns, &left[0]).await.unwrap();
+    assert!(message.contains("was rolled back"), "{message}");
+    let site = site_component(&host).await;
+    assert_eq!(site["digest"], stable.as_str());
+    assert_eq!(site["rollout"]["refused"], failing.as_str());
+    let last = site["rollout"]["history"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["step"], "rolled-back", "{site}");
+    assert_eq!(last["digest"], failing.as_str());
+
+    // The same version declared again is not rolled out again, and nothing is left to end.
+    let steps = site["rollout"]["history"].as_array().unwrap().len();
+    reload(&host).await;
+    let site = site_component(&host).await;
+    assert!(site["rollout"]["canary"].is_null(), "{site}");
+    assert_eq!(site["rollout"]["history"].as_array().unwrap().len(), steps, "{site}");
+    let ended = reqwest::Client::new()
+        .post(format!("{}/rollouts", host.url))
+        .json(&json!({"component": "site", "action": "promote"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status().as_u16(), 409);
+    // Every CR still reconciles, on the good version.
+    let resource = sites(&ns);
+    for name in &all {
+        let ready = orkestra_test_support::kubectl(&[
+            "get",
+            &resource,
+            "-n",
+            &ns.name,
+            name,
+            "-o",
+            "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
+        ])
+        .unwrap();
+        assert_eq!(ready, "True", "{name}");
+    }
+}
