@@ -33,6 +33,7 @@ fn every_command_has_help() {
         &["component", "new", "--help"],
         &["component", "init", "--help"],
         &["simulate", "--help"],
+        &["replay", "--help"],
         &["init", "--help"],
         &["plan", "--help"],
         &["generate", "--help"],

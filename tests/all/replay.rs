@@ -220,6 +220,8 @@ async fn a_recorded_call_replays_the_same_offline_and_a_changed_component_is_cau
         .unwrap();
     assert!(page.contains("Hello: Replayed"), "{page}");
     // Written where the platform said, readable by the runtime's user only.
+    let folder = std::fs::metadata(recordings.path().join("site")).unwrap();
+    assert_eq!(folder.permissions().mode() & 0o777, 0o700);
     let written: Vec<_> = std::fs::read_dir(recordings.path().join("site")).unwrap().collect();
     assert_eq!(written.len(), 1);
     let mode = written[0].as_ref().unwrap().metadata().unwrap().permissions().mode();

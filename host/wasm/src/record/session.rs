@@ -193,7 +193,10 @@ impl Recordings {
             }
             active.view.bytes_left -= text.len();
         }
-        tokio::fs::create_dir_all(&folder)
+        tokio::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&folder)
             .await
             .map_err(|e| format!("cannot make {}: {e}", folder.display()))?;
         write_private(&path, &text).await?;
