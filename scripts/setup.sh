@@ -10,7 +10,9 @@
 #      below uses that `ork`, where `cargo run` would build everything again without the
 #      tests' features);
 #   4. the control plane (`ork control-plane install`: built once per machine into
-#      ~/.cache/orkestra, checked again on every run when cached).
+#      ~/.cache/orkestra, checked again on every run when cached);
+#   5. helm, for the chart's tests (scripts/helm.sh: built once per machine from the Go
+#      module proxy into the same cache).
 # Installing packages needs root (or sudo); each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,3 +51,6 @@ cargo test --workspace --locked --no-run
 
 step "control plane"
 target/debug/ork control-plane install
+
+step "helm (the chart's tests)"
+scripts/helm.sh >/dev/null

@@ -17,6 +17,7 @@ mod failure;
 mod faults;
 mod gateway;
 mod guest_sdk;
+mod helm;
 mod isolation;
 mod katalogs;
 mod kinds;

@@ -94,6 +94,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
             ..args.registry.store()?
         },
         dev: true,
+        gateway: true,
     };
     let result = tokio::select! {
         result = super::run::serve(client, config, &katalog, &files, hosting) => result,

@@ -21,6 +21,10 @@ pub struct RunArgs {
     registry: super::component::PullArgs,
     #[command(flatten)]
     record: super::component::RecordArgs,
+    /// Serve neither the webhooks nor the Serve API, whatever the Katalog enables: a gateway
+    /// of its own (`ork gateway`, the Helm chart's `gateway.enabled`) serves them.
+    #[arg(long)]
+    no_gateway: bool,
 }
 
 /// Where the Live API (probes, /katalog, /metrics, /components, /reload) listens, and who
@@ -113,6 +117,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             ..args.registry.store()?
         },
         dev: false,
+        gateway: !args.no_gateway,
     };
     serve(client, config, &katalog, &args.katalog.files(), hosting).await?;
     Ok(ExitCode::SUCCESS)
@@ -126,6 +131,8 @@ pub struct Hosting<'a> {
     pub components: orkestra::runtime::slots::ComponentStore,
     /// `ork dev`: a reload installs the Katalog's CRDs too.
     pub dev: bool,
+    /// Whether it serves what the Katalog enables of the gateway (webhooks, Serve API).
+    pub gateway: bool,
 }
 
 /// Runs the Katalog's runtime until SIGINT/SIGTERM; a second signal, or in-flight
@@ -144,13 +151,17 @@ pub async fn serve(
         ha: ha_args,
         components,
         dev,
+        gateway: serves_gateway,
     } = hosting;
     let auth = match http.no_http {
         true => None,
         false => Some(http.auth(&client).await?),
     };
     // Before the runtime starts: CRs written from now on are checked at admission.
-    let mut gateway = webhooks_args.start(&client, katalog).await?;
+    let mut gateway = match serves_gateway {
+        true => Some(webhooks_args.start(&client, katalog).await?),
+        false => None,
+    };
     let ha = ha_args.start(&client, katalog)?;
     let mut runtime = orkestra::runtime::Runtime::with_components(client.clone(), katalog, components)?
         .with_ownership(ha.ownership())
@@ -166,7 +177,7 @@ pub async fn serve(
     // A changed Katalog applies live, CRD by CRD (the webhooks, gateway and HA at restart).
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
     // The Serve API shares the Live API's port under /api/v1, with its own tokens.
-    let serve_api = gateway.take_serve_api();
+    let serve_api = gateway.as_mut().and_then(|g| g.take_serve_api());
     if serve_api.is_some() && auth.is_none() {
         eprintln!("runtime: the Serve API is not served: it shares the Live API's port, closed by --no-http");
     }
@@ -221,6 +232,8 @@ pub async fn serve(
     if let Some(endpoint) = endpoint {
         endpoint.abort();
     }
-    gateway.stop().await;
+    if let Some(gateway) = gateway {
+        gateway.stop().await;
+    }
     Ok(())
 }

@@ -218,3 +218,29 @@ extern "C" fn teardown() {
         let _ = std::fs::remove_dir_all(dir);
     }
 }
+
+static HELM: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// Helm, built once per machine by `scripts/helm.sh` (found in the cache after that).
+///
+/// # Errors
+/// When it cannot be built: the script's message (Go missing, the module proxy out of reach).
+pub fn helm() -> anyhow::Result<&'static Path> {
+    HELM.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/helm.sh");
+        let output = std::process::Command::new(&script)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+        let said = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        match output.status.success() {
+            true => Ok(PathBuf::from(said)),
+            false => Err(format!(
+                "{}: {}",
+                script.display(),
+                String::from_utf8_lossy(&output.stderr)
+            )),
+        }
+    })
+    .as_deref()
+    .map_err(|e| anyhow!("helm is not available: {e}"))
+}
