@@ -753,3 +753,84 @@ spec:
     assert_eq!(status, 401, "no token at all");
     refresh.abort();
 }
+
+/// `ork run --no-gateway` (the Helm chart's runtime beside a gateway of its own) serves no
+/// Serve API and makes none of its token Secrets, though the Katalog enables it; without the
+/// flag the same runtime serves the Serve API on its Live API.
+#[tokio::test]
+async fn a_runtime_with_no_gateway_leaves_the_serve_api_to_the_gateway() {
+    use k8s_openapi::api::core::v1::Secret;
+
+    let ns = namespace("no-gateway").await.unwrap();
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let group = format!("{}.nogw.orkestra.io", ns.name);
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: {ns}}}
+gateway:
+  api:
+    enabled: true
+    auth:
+      tokens:
+        - {{name: platform, secretRef: {{name: {ns}-platform-token}}}}
+spec:
+  crds:
+    site:
+      apiTypes: {{group: {group}, version: v1, kind: Site}}
+      serve:
+        enabled: true
+        namespace: {ns}
+        fields:
+          image: {{label: Image, required: true}}
+        tokens:
+          platform: {{permissions: {{global: [\"*\"]}}}}
+",
+        ns = ns.name
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("katalog.yaml");
+    std::fs::write(&file, &katalog).unwrap();
+    let compiled = orkestra_katalog::load(std::slice::from_ref(&file)).unwrap();
+    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
+        .await
+        .unwrap();
+    let kubeconfig = cluster.kubeconfig.to_str().unwrap();
+    let serve_api = |no_gateway: bool| {
+        let port = crate::replicas::free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let mut args = vec![
+            "run",
+            "-f",
+            file.to_str().unwrap(),
+            "--http-addr",
+            &addr,
+            "--gateway-namespace",
+            &ns.name,
+        ];
+        if no_gateway {
+            args.push("--no-gateway");
+        }
+        let mut ork = Ork::spawn(&args, &[("KUBECONFIG", kubeconfig), ("ORK_API_TOKEN", "")]);
+        ork.wait_for("Live API on http://", WAIT);
+        (ork, format!("http://{addr}"))
+    };
+    let openapi = |url: String| async move {
+        eventually("the Live API", WAIT, || async {
+            let probe = reqwest::get(format!("{url}/health")).await.ok()?;
+            let response = reqwest::get(format!("{url}/api/v1/openapi.json")).await.ok()?;
+            probe.status().is_success().then_some(response.status().as_u16())
+        })
+        .await
+        .unwrap()
+    };
+    let token = format!("{}-platform-token", ns.name);
+    let secrets: Api<Secret> = Api::namespaced(ns.client.clone(), &ns.name);
+    let (ork, url) = serve_api(true);
+    assert_eq!(openapi(url).await, 404, "no Serve API on the runtime");
+    assert!(secrets.get_opt(&token).await.unwrap().is_none());
+    drop(ork);
+    let (_ork, url) = serve_api(false);
+    assert_eq!(openapi(url).await, 200, "the runtime serves it itself");
+    assert!(secrets.get_opt(&token).await.unwrap().is_some());
+}
