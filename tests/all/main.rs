@@ -42,6 +42,7 @@ mod scaffold;
 mod simulate;
 mod storms;
 mod tenants;
+mod token;
 mod upstream;
 mod warm;
 mod wasm;

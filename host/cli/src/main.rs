@@ -20,9 +20,11 @@ mod replay;
 mod run;
 mod scaffold;
 mod serve;
+mod serve_config;
 mod signal;
 mod simulate;
 mod stdout;
+mod token;
 mod validate;
 
 use std::process::ExitCode;
@@ -89,6 +91,10 @@ enum Command {
     /// through the gateway's stages locally.
     #[command(subcommand)]
     Serve(serve::ServeCommand),
+    /// The Serve API's token entries: list them with their grants, verify which accepts a
+    /// token, or probe a running gateway with one.
+    #[command(subcommand)]
+    Token(token::TokenCommand),
     /// Build and run the local Kubernetes control plane (etcd, kube-apiserver,
     /// kube-controller-manager).
     #[command(subcommand)]
@@ -124,6 +130,7 @@ fn main() -> ExitCode {
             Command::ControlCenter(args) => control_center::control_center(args).await,
             Command::Gateway(args) => gateway::gateway(args).await,
             Command::Serve(command) => serve::serve(command).await,
+            Command::Token(command) => token::token(command).await,
             Command::ControlPlane(command) => control_plane::control_plane(command).await,
             Command::Component(command) => component::component(command).await,
         }

@@ -4,6 +4,7 @@
 //! - `schema [--target t]` lists the targets a token may use, or one target's fields.
 //! - `play -f KATALOG --intent intent.yaml` prints each of the six stages the gateway goes
 //!   through for an intent, without a gateway or a cluster, and applies nothing.
+//! - `validate`, `targets`, `can-i` read the serve settings offline ([`super::serve_config`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +25,14 @@ pub enum ServeCommand {
     Schema(SchemaArgs),
     /// Show each of the gateway's six stages for an intent, locally: nothing is applied.
     Play(PlayArgs),
+    /// Check the Katalog's serve settings offline: what would refuse calls (exit 1) or
+    /// leave a target unusable.
+    Validate(super::serve_config::ValidateArgs),
+    /// List the targets callers may name, offline: CRD, kind, modes, category, tokens.
+    Targets(super::serve_config::TargetsArgs),
+    /// Whether a token entry may do an operation, target by target (exit 0: through at
+    /// least one).
+    CanI(super::serve_config::CanIArgs),
 }
 
 /// Where the Serve API is and the token to call it with.
@@ -98,6 +107,9 @@ pub async fn serve(command: ServeCommand) -> anyhow::Result<ExitCode> {
         ServeCommand::Apply(args) => apply(args).await,
         ServeCommand::Schema(args) => schema(args).await,
         ServeCommand::Play(args) => play(args),
+        ServeCommand::Validate(args) => super::serve_config::validate(args),
+        ServeCommand::Targets(args) => super::serve_config::targets(args),
+        ServeCommand::CanI(args) => super::serve_config::can_i(args),
     }
 }
 
