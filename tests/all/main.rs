@@ -43,6 +43,7 @@ mod simulate;
 mod storms;
 mod tenants;
 mod token;
+mod traces;
 mod upstream;
 mod warm;
 mod wasm;

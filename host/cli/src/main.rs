@@ -24,6 +24,7 @@ mod serve_config;
 mod signal;
 mod simulate;
 mod stdout;
+mod telemetry;
 mod token;
 mod validate;
 
@@ -106,7 +107,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    let telemetry = match init_logging(cli.verbose) {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -135,6 +142,10 @@ fn main() -> ExitCode {
             Command::Component(command) => component::component(command).await,
         }
     });
+    // What is still batched goes out before the process ends.
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     match result {
         Ok(code) => code,
         Err(err) => {
@@ -144,8 +155,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// Quiet by default: warnings and errors only.
-fn init_logging(verbose: u8) {
+/// Log lines on stderr, quiet by default; and, when the `OTEL_*` variables ask for it, the
+/// host's spans exported over OTLP (the returned handle flushes them at exit).
+fn init_logging(verbose: u8) -> Result<Option<telemetry::Telemetry>, String> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     // kube's client logs every failed request at ERROR; our own errors already say what
     // failed and why, so its lines only show with -v.
     let default = match verbose {
@@ -156,10 +171,20 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("ORK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .init();
+        .with_filter(filter);
+    let registry = tracing_subscriber::registry().with(logs);
+    match telemetry::layer()? {
+        Some((traces, handle)) => {
+            registry.with(traces).init();
+            Ok(Some(handle))
+        }
+        None => {
+            registry.init();
+            Ok(None)
+        }
+    }
 }
 
 #[cfg(test)]

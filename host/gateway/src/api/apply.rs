@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use kube::api::{Patch, PatchParams};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use tracing::Instrument as _;
 
 use orkestra_katalog::compile::CompiledCrd;
 use orkestra_katalog::model::{LOCAL_CLUSTER, Verb};
@@ -59,6 +60,22 @@ pub struct ApplyQuery {
 pub async fn apply(
     State(shared): State<Shared>,
     Extension(caller): Extension<Caller>,
+    headers: axum::http::HeaderMap,
+    query: Result<Query<ApplyQuery>, axum::extract::rejection::QueryRejection>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Response {
+    // Intent to Ready in one trace: a caller's own trace (a W3C `traceparent` header), this
+    // apply, then the runtime's reconcile of the CR it writes (the annotation it carries).
+    let span = tracing::info_span!("serve.apply", token = %caller.token);
+    if let Some(traceparent) = headers.get("traceparent").and_then(|v| v.to_str().ok()) {
+        orkestra_kube::trace::follow(&span, traceparent);
+    }
+    applied(shared, caller, query, body).instrument(span).await
+}
+
+async fn applied(
+    shared: Shared,
+    caller: Caller,
     query: Result<Query<ApplyQuery>, axum::extract::rejection::QueryRejection>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Response {
@@ -298,6 +315,9 @@ async fn write(
         metadata["namespace"].as_str().map(str::to_string),
     );
     let (name, namespace) = (name.as_str(), namespace.as_deref());
+    if let Some(traceparent) = orkestra_kube::trace::current() {
+        object["metadata"]["annotations"][orkestra_kube::trace::TRACEPARENT] = Value::String(traceparent);
+    }
     let api = match api_of(client, crd, namespace) {
         Ok(api) => api,
         Err(response) => return *response,

@@ -52,6 +52,22 @@ pub struct Kordinator {
     pub budget: Arc<WriteBudget>,
 }
 
+/// The root span of one reconcile, at error level so its fields reach every event the filter
+/// lets through. Each is a trace of its own (a worker's lifetime is no trace), joined to the
+/// trace of the write it answers when that write carried one (a gateway apply) and this
+/// generation was not reconciled yet.
+fn reconcile_span(crd: &str, key: &str, object: Option<&Value>) -> tracing::Span {
+    let tenant = key.split_once('/').map_or("", |(namespace, _)| namespace);
+    let span = tracing::error_span!(parent: None, "reconcile", crd = %crd, key = %key, tenant = %tenant);
+    if let Some(object) = object
+        && object["status"]["observedGeneration"] != object["metadata"]["generation"]
+        && let Some(traceparent) = object["metadata"]["annotations"][orkestra_kube::trace::TRACEPARENT].as_str()
+    {
+        orkestra_kube::trace::follow(&span, traceparent);
+    }
+    span
+}
+
 impl Kordinator {
     /// One worker: runs items until the queue shuts down; an item in progress finishes. A
     /// panic anywhere in an item's run (its gate, its reconcile, its stamp) fails that item
@@ -72,8 +88,11 @@ impl Kordinator {
                 drop(slot);
                 continue;
             };
-            // At error level so the key reaches every event the filter lets through.
-            let span = tracing::error_span!("reconcile", key = %lease.item.key);
+            let span = reconcile_span(
+                &self.crd.name,
+                &lease.item.key,
+                self.cache.get(&lease.item.key).as_deref(),
+            );
             let outcome = match AssertUnwindSafe(self.run(&lease).instrument(span)).catch_unwind().await {
                 Ok(outcome) => outcome,
                 Err(panic) => {
@@ -144,7 +163,9 @@ impl Kordinator {
         // is finalized: a closed gate would keep it Terminating with its children for ever.
         if alive
             && let Some(gate) = &compiled.gates.reconcile
-            && !gate_passes(&self.http, gate, self.resolver(object_ref, &context, lease)).await
+            && !gate_passes(&self.http, gate, self.resolver(object_ref, &context, lease))
+                .instrument(tracing::debug_span!("gate"))
+                .await
         {
             self.counters.gated.fetch_add(1, Ordering::Relaxed);
             self.health.record(&self.crd.name, Event::Gated);

@@ -5,6 +5,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use tracing::Instrument as _;
+
 use serde_json::{Map, Value, json};
 
 use kube::api::DeleteParams;
@@ -49,7 +51,12 @@ impl Declarative {
             let why = slot.last_error().unwrap_or_else(|| "it has not loaded yet".into());
             return Err(ReconcileError::new(Reason::ComponentUnavailable, why));
         };
-        let result = self.run_component(slot, &active, hook, request, object, context).await;
+        let span = tracing::debug_span!("component", slot = %slot.name, hook = ?hook, revision = active.revision,
+            digest = %short(&active.loaded.digest));
+        let result = self
+            .run_component(slot, &active, hook, request, object, context)
+            .instrument(span)
+            .await;
         match &result {
             // A reconcile the runtime cut short says nothing of the version.
             Err(error) if error.reason == Reason::Interrupted => {}

@@ -343,6 +343,7 @@ impl Declarative {
     }
 
     /// The external calls of the blocks whose gate passes, into `context["external"]`.
+    #[tracing::instrument(level = "debug", name = "externals", skip_all)]
     async fn call_externals(
         &self,
         compiled: &CompiledBox,
@@ -368,6 +369,7 @@ impl Declarative {
 
     /// Bookkeeping, the mutated fields, then (unless a deny rule failed) the children: the
     /// templates' and the component's.
+    #[tracing::instrument(level = "debug", name = "templates", skip_all)]
     async fn apply_all(
         &self,
         request: &Request,

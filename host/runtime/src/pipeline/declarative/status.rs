@@ -28,6 +28,7 @@ impl Declarative {
     /// on `/status` although the object exists. Its status is then written through the
     /// object itself, from then on, without the observedGeneration fields: there every
     /// write moves the generation, so they could never be true and would never settle.
+    #[tracing::instrument(level = "debug", name = "status", skip_all)]
     pub(super) async fn patch_status(
         &self,
         request: &Request,
