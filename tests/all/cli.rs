@@ -229,6 +229,21 @@ fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
     )
     .unwrap();
     assert_eq!(websites, "2");
+    // Its runtime is registered where a Control Center's discovery looks.
+    let registered = kubectl_with(
+        &dir.join("kubeconfig"),
+        &[
+            "get",
+            "service",
+            "ork-dev",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.metadata.labels.orkestra\\.io/live-api} {.metadata.annotations.orkestra\\.io/live-api-url}",
+        ],
+    )
+    .unwrap();
+    assert_eq!(registered, "true http://127.0.0.1:8080");
     // The runtime runs in the same process: the sample gets reconciled status.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let status = loop {

@@ -151,6 +151,7 @@ async fn the_control_center_shows_every_runtime_down_to_each_cr_and_component_in
         login: orkestra_control_center::login::Login::password("open-sesame".into()),
         hosts: Vec::new(),
         poll: Duration::from_secs(1),
+        discovered: None,
     };
     let bound = orkestra_control_center::server::bind(options).await.unwrap();
     let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());
@@ -286,4 +287,93 @@ async fn the_control_center_shows_every_runtime_down_to_each_cr_and_component_in
 
     browser.close().await.unwrap();
     hooked.stop().await;
+}
+
+/// `ork control-center --discover NS`: a runtime whose Live API Service in NS is labelled is
+/// watched (at the URL its annotation gives), an unlabelled Service or one in another
+/// namespace is not, and a runtime whose Service goes is no longer watched.
+#[tokio::test]
+async fn the_control_center_watches_the_runtimes_its_discovery_finds_in_the_namespaces_it_is_given() {
+    use k8s_openapi::api::core::v1::Service;
+    use kube::Api;
+    use kube::api::{DeleteParams, PostParams};
+    use serde_json::Value;
+
+    let plain = Harness::start("cc-discover", &crd("db", "Db", DEPENDS), &[], true).await;
+    let (url, _server) = live(plain.inspect.clone()).await;
+    let elsewhere = orkestra_test_support::namespace("cc-elsewhere").await.unwrap();
+    let service = |name: &str, labelled: bool, url: &str| -> Service {
+        let labels = match labelled {
+            true => json!({"orkestra.io/live-api": "true"}),
+            false => json!({}),
+        };
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels, "annotations": {"orkestra.io/live-api-url": url}},
+            "spec": {"ports": [{"name": "http", "port": 8080}]},
+        }))
+        .unwrap()
+    };
+    let here: Api<Service> = Api::namespaced(plain.ns.client.clone(), &plain.ns.name);
+    let there: Api<Service> = Api::namespaced(elsewhere.client.clone(), &elsewhere.name);
+    let post = PostParams::default();
+    here.create(&post, &service("rt", true, &url)).await.unwrap();
+    let other = url.replace("127.0.0.1", "localhost");
+    here.create(&post, &service("unlabelled", false, &other)).await.unwrap();
+    there.create(&post, &service("far", true, &other)).await.unwrap();
+
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let port = crate::replicas::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let _cc = crate::ork::Ork::spawn(
+        &[
+            "control-center",
+            "--no-login",
+            "--addr",
+            &addr,
+            "--discover",
+            &plain.ns.name,
+            "--poll",
+            "300ms",
+        ],
+        &[
+            ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
+            ("ORK_API_TOKEN", ""),
+        ],
+    );
+    let listed = |name: String| {
+        let addr = addr.clone();
+        async move {
+            let answer: Value = reqwest::get(format!("http://{addr}/controlcenter/api/runtimes"))
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            let runtimes = answer["runtimes"].as_array()?.clone();
+            Some((
+                runtimes.iter().find(|r| r["name"] == name.as_str()).cloned(),
+                runtimes.len(),
+            ))
+        }
+    };
+    let name = format!("{}-rt", plain.ns.name);
+    let found = eventually("the labelled runtime, up", WAIT, || async {
+        let (found, count) = listed(name.clone()).await?;
+        found.filter(|r| r["up"] == true).map(|r| (r, count))
+    })
+    .await
+    .unwrap();
+    assert_eq!(found.0["url"], url.as_str());
+    assert_eq!(
+        found.1, 1,
+        "neither the unlabelled Service nor another namespace's: {found:?}"
+    );
+
+    here.delete("rt", &DeleteParams::default()).await.unwrap();
+    eventually("the runtime gone with its Service", WAIT, || async {
+        let (found, count) = listed(name.clone()).await?;
+        (found.is_none() && count == 0).then_some(())
+    })
+    .await
+    .unwrap();
 }

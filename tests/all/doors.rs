@@ -203,6 +203,7 @@ async fn control_center(runtimes: Vec<orkestra_control_center::config::RuntimeCo
         login: orkestra_control_center::login::Login::none(),
         hosts: Vec::new(),
         poll: Duration::from_millis(300),
+        discovered: None,
     };
     let bound = orkestra_control_center::server::bind(options).await.unwrap();
     let url = format!("http://{}/controlcenter", bound.local_addr().unwrap());

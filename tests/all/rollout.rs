@@ -152,6 +152,7 @@ async fn control_center_page(url: &str) -> String {
         login: orkestra_control_center::login::Login::none(),
         hosts: Vec::new(),
         poll: std::time::Duration::from_millis(200),
+        discovered: None,
     };
     let bound = orkestra_control_center::server::bind(options).await.unwrap();
     let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());

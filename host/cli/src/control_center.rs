@@ -54,6 +54,12 @@ pub struct ControlCenterArgs {
     /// How often each runtime is asked (`10s`, `1m`).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration)]
     poll: Duration,
+    /// Watch every runtime whose Live API Service in this namespace is labelled
+    /// `orkestra.io/live-api=true` (`*`: every namespace), found again at each poll; repeat
+    /// for several. They get the --runtime-token-env token: name only namespaces whose
+    /// Services the platform controls.
+    #[arg(long = "discover", value_name = "NAMESPACE")]
+    discover: Vec<String>,
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -96,6 +102,23 @@ pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode>
         login,
         hosts: args.allowed_hosts,
         poll: args.poll,
+        discovered: match args.discover.is_empty() {
+            true => None,
+            false => {
+                let config = crate::cluster::config("control-center")
+                    .await
+                    .context("--discover needs a Kubernetes client (KUBECONFIG or the in-cluster config)")?;
+                let client = kube::Client::try_from(config).context("cannot build a Kubernetes client")?;
+                let (found, receiver) = tokio::sync::watch::channel(Vec::new());
+                tokio::spawn(super::discover::discover(
+                    client,
+                    args.discover.clone(),
+                    args.poll,
+                    found,
+                ));
+                Some(receiver)
+            }
+        },
     };
     let bound = orkestra_control_center::server::bind(options).await?;
     eprintln!("control center: http://{}/controlcenter/", bound.local_addr()?);

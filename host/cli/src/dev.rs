@@ -79,6 +79,9 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         })
         .await?;
     }
+    if !args.http.no_http {
+        register(&client, args.http.http_addr).await?;
+    }
     println!("control plane ready: server {}", plane.server());
     println!("try: kubectl --kubeconfig {} get crds", plane.kubeconfig().display());
     // The runtime and the control plane supervisor end together on the first signal.
@@ -123,5 +126,33 @@ async fn apply_each(
             }
         }
     }
+    Ok(())
+}
+
+/// Registers this runtime's Live API in the control plane, as the Helm chart's Service is
+/// labelled: `ork control-center --discover default` (with this KUBECONFIG) then finds it.
+async fn register(client: &kube::Client, addr: std::net::SocketAddr) -> anyhow::Result<()> {
+    use kube::api::{Patch, PatchParams};
+    let service = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "ork-dev",
+            "labels": {super::discover::LABEL: "true"},
+            "annotations": {super::discover::URL_ANNOTATION: format!("http://{addr}")},
+        },
+        // No selector: nothing in the cluster serves it; the annotation says where it is.
+        "spec": {"ports": [{"name": "http", "port": addr.port()}]},
+    });
+    let services =
+        orkestra_kube::objects::namespaced::<k8s_openapi::api::core::v1::Service>(client.clone(), "default")?;
+    services
+        .patch(
+            "ork-dev",
+            &PatchParams::apply("ork-dev").force(),
+            &Patch::Apply(&service),
+        )
+        .await
+        .context("registering the runtime's Live API (Service default/ork-dev)")?;
     Ok(())
 }

@@ -6,6 +6,7 @@ mod component;
 mod control_center;
 mod control_plane;
 mod dev;
+mod discover;
 mod gateway;
 mod generate;
 mod ha;

@@ -22,6 +22,10 @@ pub struct RuntimeConfig {
     /// URL, so it gets no token the operator did not allow for such runtimes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_ui: bool,
+    /// Found by discovery (a labelled Service), not configured: never written to the config
+    /// file, and dropped when its Service goes.
+    #[serde(skip)]
+    pub discovered: bool,
 }
 
 /// The config file.
@@ -104,6 +108,7 @@ impl RuntimeConfig {
             url,
             token_env,
             from_ui: false,
+            discovered: false,
         })
     }
 
@@ -113,6 +118,7 @@ impl RuntimeConfig {
         let checked = Self::new(&self.url, name, self.token_env.clone())?;
         Ok(Self {
             from_ui: self.from_ui,
+            discovered: self.discovered,
             ..checked
         })
     }

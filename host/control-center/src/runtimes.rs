@@ -198,9 +198,39 @@ impl Runtimes {
         self.save()
     }
 
+    /// Watches the runtimes discovery found now (labelled Services in the namespaces the
+    /// operator named, so they get the default token) and stops watching those it no longer
+    /// finds; configured runtimes stay as they are, and one at a URL already watched is not
+    /// watched twice.
+    pub async fn sync_discovered(&self, found: Vec<RuntimeConfig>) {
+        self.list
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|r| !r.config.discovered || found.iter().any(|f| f.url == r.config.url));
+        for config in found {
+            if self.all().iter().any(|r| r.config.url == config.url) {
+                continue;
+            }
+            let config = RuntimeConfig {
+                discovered: true,
+                from_ui: false,
+                token_env: None,
+                ..config
+            };
+            match config.checked().and_then(|config| self.insert(config)) {
+                Ok(watched) => {
+                    tracing::info!(runtime = %watched.config.name, url = %watched.config.url, "runtime discovered");
+                    self.poll_one(&watched).await;
+                }
+                Err(error) => tracing::warn!(%error, "a discovered runtime is not watched"),
+            }
+        }
+    }
+
     fn save(&self) -> Result<(), Error> {
         let Some(path) = &self.config_file else { return Ok(()) };
-        let runtimes = self.all().iter().map(|r| r.config.clone()).collect();
+        let configured = self.all().into_iter().filter(|r| !r.config.discovered);
+        let runtimes = configured.map(|r| r.config.clone()).collect();
         ConfigFile { runtimes }.write(path)
     }
 

@@ -39,6 +39,8 @@ pub struct Options {
     pub hosts: Vec<String>,
     /// How often every runtime is asked.
     pub poll: Duration,
+    /// The runtimes discovery finds, each time it looks (`None`: no discovery).
+    pub discovered: Option<tokio::sync::watch::Receiver<Vec<RuntimeConfig>>>,
 }
 
 /// Options errors.
@@ -110,6 +112,19 @@ pub async fn bind(options: Options) -> Result<Bound, Error> {
         .await
         .map_err(|e| Error::Listen(options.addr, e))?;
     let poller = tokio::spawn(runtimes.clone().poll(options.poll));
+    if let Some(mut found) = options.discovered {
+        let runtimes = runtimes.clone();
+        // Ends with the discovery that sends (the process's).
+        tokio::spawn(async move {
+            loop {
+                let now = found.borrow_and_update().clone();
+                runtimes.sync_discovered(now).await;
+                if found.changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
     // Without a login, a browser must reach it by a name it was given: no rebinding.
     let hosts = match (options.login.required(), options.hosts.is_empty()) {
         (true, true) => None,
