@@ -377,3 +377,134 @@ async fn the_control_center_watches_the_runtimes_its_discovery_finds_in_the_name
     .await
     .unwrap();
 }
+
+/// The create form in a browser: a runtime whose Katalog opens the Serve API (`ork run`), a
+/// Control Center with a Serve API token, the form built from the gateway's schema for the
+/// target, a CR created through it, and a refusal shown with the gateway's reason.
+#[tokio::test]
+async fn a_cr_is_created_from_the_form_the_gateways_schema_builds_in_a_browser() {
+    let ns = orkestra_test_support::namespace("cc-create").await.unwrap();
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let group = format!("{}.create.orkestra.io", ns.name);
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: {ns}}}
+gateway:
+  api:
+    enabled: true
+    auth:
+      tokens:
+        - {{name: console, token: '${{ORK_SERVE_TOKEN}}'}}
+spec:
+  crds:
+    site:
+      apiTypes: {{group: {group}, version: v1, kind: Site}}
+      serve:
+        enabled: true
+        category: Web
+        namespace: {ns}
+        fields:
+          image: {{label: Image, required: true, order: 1}}
+          size: {{label: Size, type: enum, enum: [small, large], order: 2}}
+        tokens:
+          console: {{permissions: {{global: ['*']}}}}
+      operatorBox:
+        reconcile:
+          onReconcile:
+            configMaps:
+              - {{name: '{{{{ .metadata.name }}}}-site', data: {{image: '{{{{ .spec.image }}}}'}}}}
+",
+        ns = ns.name
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("katalog.yaml");
+    std::fs::write(&file, &katalog).unwrap();
+    let compiled = orkestra_katalog::load(std::slice::from_ref(&file)).unwrap();
+    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
+        .await
+        .unwrap();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut ork = crate::ork::Ork::spawn(
+        &[
+            "run",
+            "-f",
+            file.to_str().unwrap(),
+            "--http-addr",
+            &addr,
+            "--gateway-namespace",
+            &ns.name,
+        ],
+        &[
+            ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
+            ("ORK_API_TOKEN", ""),
+            ("ORK_SERVE_TOKEN", "console-token"),
+        ],
+    );
+    ork.wait_for("Live API on http://", WAIT);
+    let options = orkestra_control_center::Options {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        runtimes: vec![
+            orkestra_control_center::config::RuntimeConfig::new(&format!("http://{addr}"), Some("rt"), None).unwrap(),
+        ],
+        config_file: None,
+        tokens: orkestra_control_center::runtimes::Tokens {
+            serve: Some("console-token".into()),
+            ..Default::default()
+        },
+        login: orkestra_control_center::login::Login::none(),
+        hosts: Vec::new(),
+        poll: Duration::from_millis(300),
+        discovered: None,
+    };
+    let bound = orkestra_control_center::server::bind(options).await.unwrap();
+    let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());
+    tokio::spawn(bound.serve(std::future::pending()));
+
+    let driver = driver().await;
+    let browser = browser(&driver).await;
+    browser.goto(&format!("{cc}/r/rt")).await.unwrap();
+    eventually("the create link", WAIT, || async {
+        browser.goto(&format!("{cc}/r/rt")).await.ok()?;
+        browser
+            .source()
+            .await
+            .ok()?
+            .contains("+ Create a custom resource")
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    click(&browser, "a.create").await;
+    shows(&browser, "Create a custom resource on rt").await;
+    click(&browser, "table.targets a").await;
+    shows(&browser, "New Site through site").await;
+    shoot(&browser, "7-create-form").await;
+
+    // A name the API server refuses: the gateway's reason, the values kept.
+    let form = browser.form(Locator::Css("form.create")).await.unwrap();
+    form.set_by_name("image", "nginx:1.27").await.unwrap();
+    form.set_by_name("name", "Not_A_Name").await.unwrap();
+    form.submit().await.unwrap();
+    shows(&browser, "the Serve API answered").await;
+    assert!(browser.source().await.unwrap().contains("value=\"nginx:1.27\""));
+
+    let form = browser.form(Locator::Css("form.create")).await.unwrap();
+    form.set_by_name("name", "blog").await.unwrap();
+    form.set_by_name("size", "large").await.unwrap();
+    form.submit().await.unwrap();
+    shows(&browser, &format!("Created Site {}/blog", ns.name)).await;
+    shoot(&browser, "8-created").await;
+    let site = orkestra_test_support::kubectl(&[
+        "get",
+        &format!("sites.{group}"),
+        "-n",
+        &ns.name,
+        "blog",
+        "-o",
+        "jsonpath={.spec.image} {.spec.size} {.metadata.annotations.orkestra\\.orkspace\\.io/serve-target}",
+    ])
+    .unwrap();
+    assert_eq!(site, "nginx:1.27 large site");
+}

@@ -46,6 +46,11 @@ pub struct ControlCenterArgs {
     /// Send the --runtime-token-env token to runtimes added from the UI as well.
     #[arg(long)]
     token_to_added_runtimes: bool,
+    /// A token of the runtimes' Serve API (`gateway.api`), from this environment variable:
+    /// with it, the create forms apply intents through the Serve API, as this token may. It
+    /// goes only where the --runtime-token-env token goes.
+    #[arg(long, value_name = "VAR", default_value = "ORK_SERVE_TOKEN")]
+    serve_token_env: String,
     /// A host name the UI is reached by besides loopback ones (`cc.example.com`); repeat for
     /// several. Without a login only loopback names and these are answered (against DNS
     /// rebinding); with one, when given, only these and loopback names.
@@ -98,6 +103,10 @@ pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode>
             default: token,
             allowed_envs: args.allow_token_env,
             default_to_added: args.token_to_added_runtimes,
+            serve: std::env::var(&args.serve_token_env)
+                .ok()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty()),
         },
         login,
         hosts: args.allowed_hosts,

@@ -45,6 +45,7 @@ pub struct Seen {
 pub struct Watched {
     pub config: RuntimeConfig,
     token: Option<String>,
+    serve_token: Option<String>,
     seen: RwLock<Seen>,
     history: Mutex<History>,
 }
@@ -98,6 +99,8 @@ pub struct Tokens {
     pub allowed_envs: Vec<String>,
     /// Whether runtimes added from the UI get the default token.
     pub default_to_added: bool,
+    /// The Serve API token the create forms apply with; it goes where the default token goes.
+    pub serve: Option<String>,
 }
 
 impl Tokens {
@@ -115,6 +118,13 @@ impl Tokens {
             (None, true) if !self.default_to_added => Ok(None),
             (None, _) => Ok(self.default.clone()),
         }
+    }
+
+    /// The Serve API token for `config`: only where the default token may go.
+    fn serve_of(&self, config: &RuntimeConfig) -> Option<String> {
+        (!config.from_ui || self.default_to_added)
+            .then(|| self.serve.clone())
+            .flatten()
     }
 }
 
@@ -164,9 +174,11 @@ impl Runtimes {
             )));
         }
         let token = self.tokens.of(&config)?;
+        let serve_token = self.tokens.serve_of(&config);
         let watched = Arc::new(Watched {
             config,
             token,
+            serve_token,
             seen: RwLock::default(),
             history: Mutex::default(),
         });
@@ -240,29 +252,43 @@ impl Runtimes {
     }
 
     async fn fetch_with(&self, client: &reqwest::Client, runtime: &Watched, path: &str) -> Result<Value, FetchError> {
-        let name = runtime.config.name.clone();
         let mut request = client.get(format!("{}{path}", runtime.config.url));
         if let Some(token) = &runtime.token {
             request = request.bearer_auth(token);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| FetchError::Unreachable(name.clone(), describe(&e)))?;
-        let status = response.status();
-        let bytes = orkestra_net::read::bounded(response, ANSWER_LIMIT)
-            .await
-            .map_err(|e| FetchError::Unreachable(name.clone(), e.to_string()))?;
-        let body: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| FetchError::Unreachable(name.clone(), format!("its answer is not JSON: {e}")))?;
-        match status.is_success() || status.as_u16() == 503 {
+        let (status, body) = answer(&runtime.config.name, request).await?;
+        match (200..300).contains(&status) || status == 503 {
             true => Ok(body),
             false => Err(FetchError::Status(
-                name,
-                status.as_u16(),
+                runtime.config.name.clone(),
+                status,
                 body["error"].as_str().unwrap_or("no reason given").to_string(),
             )),
         }
+    }
+
+    /// A call of the runtime's Serve API (`/api/v1...`) with the Serve API token: its status
+    /// and answer, whatever the status (a refusal says why in its body).
+    pub async fn serve(
+        &self,
+        runtime: &Watched,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(u16, Value), FetchError> {
+        let Some(token) = &runtime.serve_token else {
+            return Err(FetchError::Status(
+                runtime.config.name.clone(),
+                401,
+                "the Control Center has no Serve API token for it (--serve-token-env)".into(),
+            ));
+        };
+        let url = format!("{}/api/v1{path}", runtime.config.url);
+        let mut request = self.http.request(method, url).bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        answer(&runtime.config.name, request).await
     }
 
     /// `/katalog`, from the konductor when a try reaches it.
@@ -329,6 +355,18 @@ impl Runtimes {
             futures::future::join_all(all.iter().map(|runtime| self.poll_one(runtime))).await;
         }
     }
+}
+
+/// A request's status and JSON answer, read up to [`ANSWER_LIMIT`].
+async fn answer(name: &str, request: reqwest::RequestBuilder) -> Result<(u16, Value), FetchError> {
+    let unreachable = |why: String| FetchError::Unreachable(name.to_string(), why);
+    let response = request.send().await.map_err(|e| unreachable(describe(&e)))?;
+    let status = response.status().as_u16();
+    let bytes = orkestra_net::read::bounded(response, ANSWER_LIMIT)
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    let body = serde_json::from_slice(&bytes).map_err(|e| unreachable(format!("its answer is not JSON: {e}")))?;
+    Ok((status, body))
 }
 
 /// The cause at the bottom of a request's failure (connection refused, a DNS error), which

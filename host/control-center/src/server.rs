@@ -21,7 +21,7 @@ use crate::config::RuntimeConfig;
 use crate::csrf::Token;
 use crate::login::{COOKIE, Login, session_of};
 use crate::pages::layout::{BASE, Shape, crumb, here, page};
-use crate::pages::{components, crd, dashboard};
+use crate::pages::{components, crd, create, dashboard};
 use crate::runtimes::{Runtimes, Tokens};
 
 /// How the Control Center runs.
@@ -151,6 +151,11 @@ fn router(shared: Shared) -> Router {
         .route(&at("/runtimes/{name}/remove"), post(remove_runtime))
         .route(&at("/r/{rt}"), get(katalog_page))
         .route(&at("/r/{rt}/components"), get(components_page))
+        .route(&at("/r/{rt}/create"), get(create_catalog_page))
+        .route(
+            &at("/r/{rt}/create/{target}"),
+            get(create_form_page).post(create_submit),
+        )
         .route(&at("/r/{rt}/crd/{crd}"), get(crd_page))
         .route(&at("/r/{rt}/crd/{crd}/cr"), get(cr_list_page))
         .route(&at("/r/{rt}/crd/{crd}/cr/{ns}/{name}"), get(cr_page))
@@ -411,6 +416,180 @@ async fn remove_runtime(
         Ok(()) => Redirect::to(&format!("{BASE}/runtimes")).into_response(),
         Err(error) => manager(&shared, &token, Some(&error.to_string()), StatusCode::NOT_FOUND),
     }
+}
+
+/// The crumbs of a create page.
+fn create_crumbs(rt: &str, target: Option<&str>) -> Vec<crate::pages::layout::Crumb> {
+    let mut crumbs = vec![
+        crumb("Dashboard", format!("{BASE}/")),
+        crumb(rt, format!("{BASE}/r/{rt}")),
+    ];
+    match target {
+        Some(target) => {
+            crumbs.push(crumb("Create", format!("{BASE}/r/{rt}/create")));
+            crumbs.push(here(target));
+        }
+        None => crumbs.push(here("Create")),
+    }
+    crumbs
+}
+
+/// The serve targets the runtime's Serve API offers the Control Center's token.
+async fn create_catalog_page(
+    State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
+    Path(rt): Path<String>,
+) -> Response {
+    let Some(runtime) = shared.runtimes.get(&rt) else {
+        return unknown_runtime(&shared, &token, &rt);
+    };
+    let catalog = match shared
+        .runtimes
+        .serve(&runtime, reqwest::Method::GET, "/schema", None)
+        .await
+    {
+        Ok((200, body)) => Ok(body),
+        Ok((status, body)) => Err(format!("the Serve API answered {status}: {}", refusal(&body))),
+        Err(error) => Err(error.to_string()),
+    };
+    let content = create::catalog(&rt, catalog);
+    answer(
+        &shared,
+        &token,
+        "Create",
+        &create_crumbs(&rt, None),
+        content,
+        Shape::Page,
+    )
+}
+
+/// A target's flat schema, or the page that says why there is none.
+async fn target_schema(
+    shared: &Shared,
+    token: &Token,
+    runtime: &crate::runtimes::Watched,
+    target: &str,
+) -> Result<serde_json::Value, Response> {
+    let plain = target
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let why = match plain {
+        false => "not a target name".to_string(),
+        true => match shared
+            .runtimes
+            .serve(runtime, reqwest::Method::GET, &format!("/schema?target={target}"), None)
+            .await
+        {
+            Ok((200, schema)) => return Ok(schema),
+            Ok((status, body)) => format!("the Serve API answered {status}: {}", refusal(&body)),
+            Err(error) => error.to_string(),
+        },
+    };
+    let content = crate::pages::layout::notice(&format!("Target {target:?}: {why}"));
+    let crumbs = create_crumbs(&runtime.config.name, Some(target));
+    let page = answer(shared, token, "Create", &crumbs, content, Shape::Page);
+    Err((StatusCode::NOT_FOUND, page).into_response())
+}
+
+/// Why the Serve API refused, from its answer.
+fn refusal(body: &serde_json::Value) -> String {
+    body["message"]
+        .as_str()
+        .or(body["error"].as_str())
+        .unwrap_or("no reason given")
+        .to_string()
+}
+
+async fn create_form_page(
+    State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
+    Path((rt, target)): Path<(String, String)>,
+) -> Response {
+    let Some(runtime) = shared.runtimes.get(&rt) else {
+        return unknown_runtime(&shared, &token, &rt);
+    };
+    let schema = match target_schema(&shared, &token, &runtime, &target).await {
+        Ok(schema) => schema,
+        Err(page) => return page,
+    };
+    let content = create::form(&rt, &target, &schema, &token, &Default::default(), None);
+    answer(
+        &shared,
+        &token,
+        "Create",
+        &create_crumbs(&rt, Some(&target)),
+        content,
+        Shape::Page,
+    )
+}
+
+/// A form applied as an intent through the Serve API; the form again with the outcome.
+async fn create_submit(
+    State(shared): State<Shared>,
+    Extension(token): Extension<Token>,
+    Path((rt, target)): Path<(String, String)>,
+    Form(form): Form<std::collections::HashMap<String, String>>,
+) -> Response {
+    let Some(runtime) = shared.runtimes.get(&rt) else {
+        return unknown_runtime(&shared, &token, &rt);
+    };
+    let schema = match target_schema(&shared, &token, &runtime, &target).await {
+        Ok(schema) => schema,
+        Err(page) => return page,
+    };
+    let outcome = match create::intent_of(&target, &schema, &form) {
+        Err(why) => create::Outcome::Refused {
+            message: why,
+            violations: Vec::new(),
+        },
+        Ok(intent) => {
+            let intent = serde_json::Value::Object(intent);
+            match shared
+                .runtimes
+                .serve(&runtime, reqwest::Method::POST, "/apply", Some(&intent))
+                .await
+            {
+                Ok((200, body)) if body["accepted"] == true => create::Outcome::Accepted {
+                    kind: body["kind"].as_str().unwrap_or_default().to_string(),
+                    namespace: body["namespace"].as_str().map(String::from),
+                    name: body["name"].as_str().unwrap_or_default().to_string(),
+                },
+                Ok((status, body)) => create::Outcome::Refused {
+                    message: format!("the Serve API answered {status}: {}", refusal(&body)),
+                    violations: body["violations"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|v| {
+                            format!(
+                                "{}: {}",
+                                v["field"].as_str().unwrap_or("?"),
+                                v["message"].as_str().unwrap_or("")
+                            )
+                        })
+                        .collect(),
+                },
+                Err(error) => create::Outcome::Refused {
+                    message: error.to_string(),
+                    violations: Vec::new(),
+                },
+            }
+        }
+    };
+    let status = match outcome {
+        create::Outcome::Accepted { .. } => StatusCode::OK,
+        create::Outcome::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+    };
+    let content = create::form(&rt, &target, &schema, &token, &form, Some(&outcome));
+    let page = answer(
+        &shared,
+        &token,
+        "Create",
+        &create_crumbs(&rt, Some(&target)),
+        content,
+        Shape::Page,
+    );
+    (status, page).into_response()
 }
 
 async fn api_runtimes(State(shared): State<Shared>) -> Json<serde_json::Value> {

@@ -124,6 +124,9 @@ pub fn katalog_panel(runtime: &Watched) -> Markup {
         h1 { "Katalog " (katalog["name"].as_str().unwrap_or("-")) " on " (name) " " (badge(runtime_state(&seen))) }
         @if !seen.up { (notice(&format!("unreachable: {}; showing what it said last", seen.last_error.as_deref().unwrap_or("")))) }
         @if let Some(reason) = katalog["degradedReason"].as_str() { p.error { (reason) } }
+        @if katalog["serveEnabled"] == true {
+            p { a.create href={(BASE) "/r/" (name) "/create"} { "+ Create a custom resource" } }
+        }
         div.grid {
             @for crd in &crds { (crd_card(name, crd)) }
         }

@@ -206,5 +206,6 @@ form.add { display: flex; gap: 8px; flex-wrap: wrap; margin: 10px 0 20px; } inpu
 button.primary { background: var(--accent); color: #fff; border: 0; border-radius: 4px; padding: 6px 14px; cursor: pointer; font: inherit; }
 button.danger { background: none; color: var(--bad); border: 1px solid var(--bad); border-radius: 4px; padding: 2px 10px; cursor: pointer; }
 .login { max-width: 340px; margin: 80px auto; } .login input { width: 100%; margin: 6px 0 12px; }
+form.create { max-width: 480px; } form.create label { display: flex; flex-direction: column; gap: 4px; margin: 10px 0; } form.create select { padding: 6px 8px; font: inherit; } .created { color: #15803d; font-weight: 600; }
 .two { display: grid; grid-template-columns: 1fr 1fr; gap: 14px; } @media (max-width: 900px) { .two { grid-template-columns: 1fr; } }
 "#;

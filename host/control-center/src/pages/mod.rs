@@ -2,6 +2,7 @@
 
 pub mod components;
 pub mod crd;
+pub mod create;
 pub mod dashboard;
 pub mod draw;
 pub mod layout;
