@@ -152,6 +152,7 @@ async fn the_control_center_shows_every_runtime_down_to_each_cr_and_component_in
         hosts: Vec::new(),
         poll: Duration::from_secs(1),
         discovered: None,
+        gateways: Vec::new(),
     };
     let bound = orkestra_control_center::server::bind(options).await.unwrap();
     let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());
@@ -457,6 +458,7 @@ spec:
         hosts: Vec::new(),
         poll: Duration::from_millis(300),
         discovered: None,
+        gateways: Vec::new(),
     };
     let bound = orkestra_control_center::server::bind(options).await.unwrap();
     let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());
@@ -507,4 +509,10 @@ spec:
     ])
     .unwrap();
     assert_eq!(site, "nginx:1.27 large site");
+    // The runtime's page shows the gateway it serves: its CRD's target and its webhooks'
+    // counts (serve's required fields are checked at admission too).
+    browser.goto(&format!("{cc}/r/rt")).await.unwrap();
+    shows(&browser, "(served by this runtime)").await;
+    shows(&browser, "<td>site</td><td>site</td>").await;
+    shows(&browser, "<div class=\"label\">allowed</div>").await;
 }

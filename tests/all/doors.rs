@@ -204,6 +204,7 @@ async fn control_center(runtimes: Vec<orkestra_control_center::config::RuntimeCo
         hosts: Vec::new(),
         poll: Duration::from_millis(300),
         discovered: None,
+        gateways: Vec::new(),
     };
     let bound = orkestra_control_center::server::bind(options).await.unwrap();
     let url = format!("http://{}/controlcenter", bound.local_addr().unwrap());

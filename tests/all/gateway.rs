@@ -827,10 +827,67 @@ spec:
     let token = format!("{}-platform-token", ns.name);
     let secrets: Api<Secret> = Api::namespaced(ns.client.clone(), &ns.name);
     let (ork, url) = serve_api(true);
-    assert_eq!(openapi(url).await, 404, "no Serve API on the runtime");
+    assert_eq!(openapi(url.clone()).await, 404, "no Serve API on the runtime");
     assert!(secrets.get_opt(&token).await.unwrap().is_none());
+    let (status, said) = crate::live::get(&format!("{url}/gateway")).await;
+    assert_eq!(status, 404, "{said}");
+
+    // The gateway on its own beside it: the Control Center shows its statistics with the
+    // runtime of its Katalog.
+    let mut gateway = Ork::spawn(
+        &[
+            "gateway",
+            "-f",
+            file.to_str().unwrap(),
+            "--http-addr",
+            "127.0.0.1:0",
+            "--https-addr",
+            "127.0.0.1:0",
+            "--gateway-namespace",
+            &ns.name,
+        ],
+        &[("KUBECONFIG", kubeconfig)],
+    );
+    let line = gateway.wait_for("Serve API on http://", WAIT);
+    let gateway_url = line
+        .split("Serve API on ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_end_matches("/api/v1")
+        .to_string();
+    let options = orkestra_control_center::Options {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        runtimes: vec![orkestra_control_center::config::RuntimeConfig::new(&url, Some("rt"), None).unwrap()],
+        config_file: None,
+        tokens: Default::default(),
+        login: orkestra_control_center::login::Login::none(),
+        hosts: Vec::new(),
+        poll: Duration::from_millis(200),
+        discovered: None,
+        gateways: vec![gateway_url.clone()],
+    };
+    let bound = orkestra_control_center::server::bind(options).await.unwrap();
+    let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());
+    tokio::spawn(bound.serve(std::future::pending()));
+    let page = eventually("the gateway's statistics on the runtime's page", WAIT, || async {
+        let page = reqwest::get(format!("{cc}/r/rt")).await.ok()?.text().await.ok()?;
+        page.contains(&format!("the gateway at {gateway_url}")).then_some(page)
+    })
+    .await
+    .unwrap();
+    assert!(
+        page.contains("<td>site</td><td>site</td>"),
+        "its CRD and target: {page}"
+    );
+    drop(gateway);
     drop(ork);
+
     let (_ork, url) = serve_api(false);
-    assert_eq!(openapi(url).await, 200, "the runtime serves it itself");
+    assert_eq!(openapi(url.clone()).await, 200, "the runtime serves it itself");
     assert!(secrets.get_opt(&token).await.unwrap().is_some());
+    let (status, stats) = crate::live::get(&format!("{url}/gateway")).await;
+    assert_eq!(status, 200, "{stats}");
+    assert_eq!(stats["source"], "gateway");
+    assert_eq!(stats["crds"][0]["serve"]["targets"], serde_json::json!(["site"]));
 }

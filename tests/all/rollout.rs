@@ -153,6 +153,7 @@ async fn control_center_page(url: &str) -> String {
         hosts: Vec::new(),
         poll: std::time::Duration::from_millis(200),
         discovered: None,
+        gateways: Vec::new(),
     };
     let bound = orkestra_control_center::server::bind(options).await.unwrap();
     let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());

@@ -65,6 +65,10 @@ pub struct ControlCenterArgs {
     /// Services the platform controls.
     #[arg(long = "discover", value_name = "NAMESPACE")]
     discover: Vec<String>,
+    /// A gateway on its own (`ork gateway`, `http://host:8080`): what it serves and its
+    /// webhooks' counts show with the runtimes of its Katalog; repeat for several.
+    #[arg(long = "gateway", value_name = "URL")]
+    gateways: Vec<String>,
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -111,6 +115,7 @@ pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode>
         login,
         hosts: args.allowed_hosts,
         poll: args.poll,
+        gateways: args.gateways.clone(),
         discovered: match args.discover.is_empty() {
             true => None,
             false => {

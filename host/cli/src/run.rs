@@ -1,6 +1,7 @@
 //! `ork run`: the runtime against an existing cluster.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
@@ -184,7 +185,11 @@ pub async fn serve(
     let endpoint = auth.map(|auth| {
         let addr = http.http_addr;
         let hosts = auth.hosts(addr);
-        let mut router = orkestra::live::router(runtime.inspect(), Some(reloader), auth);
+        let mut inspect = runtime.inspect();
+        if let Some(gateway) = gateway.as_ref().filter(|g| !g.is_empty()) {
+            inspect.gateway = Some(Arc::new(gateway.stats()));
+        }
+        let mut router = orkestra::live::router(inspect, Some(reloader), auth);
         if let Some(serve_api) = serve_api {
             router = router.nest("/api/v1", serve_api);
         }

@@ -38,6 +38,16 @@ pub struct Seen {
     pub polled: Option<jiff::Timestamp>,
     /// `false`: only followers answered (none of the tries reached the konductor).
     pub konductor: Option<bool>,
+    /// What the gateway it serves says of itself (`/gateway`), when it serves one.
+    pub gateway: Option<Value>,
+}
+
+/// A gateway on its own (`ork gateway`), whose `/katalog` is shown with the runtimes of the
+/// same Katalog.
+#[derive(Debug)]
+pub struct Gateway {
+    pub url: String,
+    seen: RwLock<Result<Value, String>>,
 }
 
 /// One watched runtime.
@@ -86,6 +96,7 @@ pub struct Runtimes {
     /// Where added and removed runtimes are written.
     config_file: Option<PathBuf>,
     tokens: Tokens,
+    gateways: Vec<Gateway>,
 }
 
 /// Which bearer token goes to which runtime. A runtime added from the UI has a URL whoever
@@ -147,11 +158,51 @@ impl Runtimes {
             fresh: build(false)?,
             config_file,
             tokens,
+            gateways: Vec::new(),
         };
         for config in configs {
             runtimes.insert(config.checked()?)?;
         }
         Ok(runtimes)
+    }
+
+    /// Also shows the gateways at these URLs (`http://gateway:8080`) with the runtimes of
+    /// their Katalog.
+    pub fn with_gateways(mut self, urls: Vec<String>) -> Self {
+        self.gateways = urls
+            .into_iter()
+            .map(|url| Gateway {
+                url: url.trim_end_matches('/').to_string(),
+                seen: RwLock::new(Err("not asked yet".into())),
+            })
+            .collect();
+        self
+    }
+
+    /// The gateway statistics to show with `runtime`: the ones of the gateway it serves, else
+    /// those of a gateway on its own that serves the same Katalog; and where they came from.
+    pub fn gateway_of(&self, runtime: &Watched) -> Option<(String, Value)> {
+        let seen = runtime.seen();
+        if let Some(own) = seen.gateway {
+            return Some(("served by this runtime".into(), own));
+        }
+        let katalog = seen.katalog.as_ref()?["name"].clone();
+        self.gateways.iter().find_map(|gateway| {
+            let stats = gateway.seen.read().unwrap_or_else(|e| e.into_inner()).clone().ok()?;
+            (stats["katalog"] == katalog).then(|| (format!("the gateway at {}", gateway.url), stats))
+        })
+    }
+
+    async fn poll_gateway(&self, gateway: &Gateway) {
+        let answer = match answer(&gateway.url, self.http.get(format!("{}/katalog", gateway.url))).await {
+            Ok((200, stats)) if stats["source"] == "gateway" => Ok(stats),
+            Ok((status, _)) => Err(format!("{} answered {status}", gateway.url)),
+            Err(error) => Err(error.to_string()),
+        };
+        if let Err(error) = &answer {
+            tracing::debug!(gateway = %gateway.url, %error, "gateway not read");
+        }
+        *gateway.seen.write().unwrap_or_else(|e| e.into_inner()) = answer;
     }
 
     pub fn all(&self) -> Vec<Arc<Watched>> {
@@ -308,9 +359,13 @@ impl Runtimes {
     pub async fn poll_one(&self, runtime: &Watched) {
         let now = jiff::Timestamp::now();
         let katalog = self.katalog(runtime).await;
-        let components = match &katalog {
-            Ok(_) => self.fetch(runtime, "/components").await.ok(),
-            Err(_) => None,
+        let (components, gateway) = match &katalog {
+            Ok(_) => (
+                self.fetch(runtime, "/components").await.ok(),
+                // 404: it serves no gateway.
+                self.fetch(runtime, "/gateway").await.ok(),
+            ),
+            Err(_) => (None, None),
         };
         let at = now.as_millisecond() as f64 / 1e3;
         let mut seen = runtime.seen.write().unwrap_or_else(|e| e.into_inner());
@@ -324,6 +379,7 @@ impl Runtimes {
                     .push(Point::of(at, Some(&katalog)));
                 seen.katalog = Some(katalog);
                 seen.components = components;
+                seen.gateway = gateway;
                 seen.up = true;
                 seen.last_error = None;
                 seen.last_seen = Some(now);
@@ -352,7 +408,9 @@ impl Runtimes {
             tick.tick().await;
             let all = self.all();
             // Together: one slow runtime does not hold the others' polls.
-            futures::future::join_all(all.iter().map(|runtime| self.poll_one(runtime))).await;
+            let runtimes = futures::future::join_all(all.iter().map(|runtime| self.poll_one(runtime)));
+            let gateways = futures::future::join_all(self.gateways.iter().map(|g| self.poll_gateway(g)));
+            futures::future::join(runtimes, gateways).await;
         }
     }
 }

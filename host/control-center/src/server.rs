@@ -41,6 +41,8 @@ pub struct Options {
     pub poll: Duration,
     /// The runtimes discovery finds, each time it looks (`None`: no discovery).
     pub discovered: Option<tokio::sync::watch::Receiver<Vec<RuntimeConfig>>>,
+    /// Gateways on their own (`http://gateway:8080`), shown with their Katalog's runtimes.
+    pub gateways: Vec<String>,
 }
 
 /// Options errors.
@@ -107,7 +109,8 @@ pub async fn bind(options: Options) -> Result<Bound, Error> {
             }
         }
     }
-    let runtimes = Arc::new(Runtimes::new(configs, options.config_file, options.tokens)?);
+    let runtimes =
+        Arc::new(Runtimes::new(configs, options.config_file, options.tokens)?.with_gateways(options.gateways));
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| Error::Listen(options.addr, e))?;
@@ -273,7 +276,7 @@ async fn katalog_page(
         &token,
         &rt,
         &crumbs,
-        dashboard::katalog_panel(&runtime),
+        dashboard::katalog_panel(&runtime, shared.runtimes.gateway_of(&runtime)),
         query.shape(),
     )
 }

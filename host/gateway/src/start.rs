@@ -77,17 +77,21 @@ impl Gateway {
         self.serve_api.take()
     }
 
+    /// What it says of itself (its `/katalog`), read when called.
+    pub fn stats(&self) -> impl Fn() -> serde_json::Value + Send + Sync + 'static {
+        let (compiled, counts) = (self.compiled.clone(), self.webhooks.as_ref().map(|w| w.counts.clone()));
+        move || crate::stats::katalog(&compiled, counts.as_deref())
+    }
+
     /// The HTTP app of a gateway on its own: `/healthz`, `/katalog` (what it serves and the
     /// webhooks' counts) and, when the Katalog opens it, the Serve API under `/api/v1`.
     pub fn router(&mut self) -> Router {
-        let stats = (self.compiled.clone(), self.webhooks.as_ref().map(|w| w.counts.clone()));
+        let stats = std::sync::Arc::new(self.stats());
         let mut app = Router::new()
             .route("/healthz", axum::routing::get(|| async { "ok" }))
             .route(
                 "/katalog",
-                axum::routing::get(
-                    move || async move { axum::Json(crate::stats::katalog(&stats.0, stats.1.as_deref())) },
-                ),
+                axum::routing::get(move || async move { axum::Json(stats()) }),
             );
         if let Some(api) = self.take_serve_api() {
             app = app.nest("/api/v1", api);

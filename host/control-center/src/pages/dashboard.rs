@@ -6,7 +6,7 @@ use maud::{Markup, html};
 use serde_json::Value;
 
 use super::draw::{Node, charts, dependency_graph};
-use super::layout::{BASE, badge, figure, notice};
+use super::layout::{BASE, badge, figure, notice, text};
 use crate::runtimes::{Runtimes, Seen, Watched};
 
 fn sum(crds: &[Value], f: impl Fn(&Value) -> u64) -> u64 {
@@ -91,7 +91,7 @@ fn runtime_card(runtime: &Watched) -> Markup {
 }
 
 /// A runtime's Katalog: its CRDs and their dependencies.
-pub fn katalog_panel(runtime: &Watched) -> Markup {
+pub fn katalog_panel(runtime: &Watched, gateway: Option<(String, Value)>) -> Markup {
     let seen = runtime.seen();
     let name = &runtime.config.name;
     let crds = crds(&seen);
@@ -130,6 +130,7 @@ pub fn katalog_panel(runtime: &Watched) -> Markup {
         div.grid {
             @for crd in &crds { (crd_card(name, crd)) }
         }
+        @if let Some((source, stats)) = &gateway { (gateway_panel(source, stats)) }
         h2 { "dependsOn" }
         @if nodes.iter().all(|n| n.depends_on.is_empty()) {
             p.muted { "No CRD of this Katalog depends on another." }
@@ -139,6 +140,36 @@ pub fn katalog_panel(runtime: &Watched) -> Markup {
         @if history.has_data() {
             h2 { "The last hour" }
             (charts(&history.series(None)))
+        }
+    }
+}
+
+/// What the Katalog's gateway serves and what its webhooks answered.
+fn gateway_panel(source: &str, stats: &Value) -> Markup {
+    let yes = |v: &Value| if *v == true { "yes" } else { "-" };
+    html! {
+        div.gateway {
+            h2 { "Gateway " span.muted { "(" (source) ")" } }
+            @if let Some(webhooks) = stats["webhooks"].as_object() {
+                div.figures {
+                    @for (name, count) in webhooks { (figure(name, count.as_u64().unwrap_or(0))) }
+                }
+            } @else { p.muted { "No webhooks: the Katalog enables none." } }
+            table {
+                tr { th { "CRD" } th { "serve targets" } th { "validation" } th { "mutation" } th { "deletion protection" } th { "namespace protection" } th { "conversion" } }
+                @for crd in stats["crds"].as_array().into_iter().flatten() {
+                    @let targets: Vec<&str> = crd["serve"]["targets"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                    tr {
+                        td { (text(&crd["name"])) }
+                        td { @if targets.is_empty() { "-" } @else { (targets.join(", ")) } }
+                        td { (yes(&crd["admission"]["validation"])) }
+                        td { (yes(&crd["admission"]["mutation"])) }
+                        td { (yes(&crd["deletionProtection"]["crs"])) }
+                        td { (yes(&crd["namespaceProtection"])) }
+                        td { (yes(&crd["conversion"])) }
+                    }
+                }
+            }
         }
     }
 }

@@ -10,7 +10,8 @@
 //! - custom resources ([`crs`]): `/katalog/{crd}/cr`, `/katalog/{crd}/cr/{ns}/{name}` (or
 //!   `/cr/{name}`) and their `/events`;
 //! - ours ([`components`]): `/components`, `POST /reload`; ([`recordings`]) `/recordings`
-//!   (record a component's calls on demand); ([`tenants`]) `/tenants`;
+//!   (record a component's calls on demand); ([`tenants`]) `/tenants`; ([`gateway`])
+//!   `/gateway`, the statistics of the gateway the runtime serves;
 //! - `/metrics` ([`metrics`]) and `/openapi.json`, which lists every endpoint.
 //!
 //! A bearer token ([`Auth`]) guards everything but the probes when one is set. A CRD's
@@ -19,6 +20,7 @@
 
 mod components;
 mod crs;
+mod gateway;
 mod katalog;
 pub mod metrics;
 mod probes;
@@ -108,6 +110,7 @@ pub fn router(inspect: Inspect, reloader: Option<Reloader>, auth: Auth) -> axum:
         .merge(crs::routes())
         .merge(components::routes())
         .merge(recordings::routes())
+        .merge(gateway::routes())
         .merge(tenants::routes())
         .routes(utoipa_axum::routes!(metrics))
         .with_state(Shared {

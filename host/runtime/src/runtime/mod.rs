@@ -66,7 +66,13 @@ pub struct Inspect {
     pub ownership: crate::ha::Ownership,
     /// What each namespace takes of the runtime now.
     pub tenants: Arc<Tenants>,
+    /// What the gateway this runtime serves says of itself (`GET /gateway`); `None` when it
+    /// serves none.
+    pub gateway: Option<GatewayStats>,
 }
+
+/// The statistics of a gateway the runtime serves, read when asked.
+pub type GatewayStats = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 
 impl Inspect {
     /// The Katalog the runtime runs now.
@@ -262,6 +268,7 @@ impl Runtime {
             lifecycle: self.lifecycle.clone(),
             ownership: self.ownership.clone(),
             tenants: self.tenants.clone(),
+            gateway: None,
         }
     }
 
