@@ -516,24 +516,8 @@ async fn the_self_service_example_through_ork_gateway_and_ork_serve() {
     orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
         .await
         .unwrap();
-    let kubeconfig = cluster.kubeconfig.to_str().unwrap();
     let ci_token = format!("ci-{}", ns.name);
-    let mut ork = Ork::spawn(
-        &[
-            "gateway",
-            "-f",
-            file.to_str().unwrap(),
-            "--http-addr",
-            "127.0.0.1:0",
-            "--https-addr",
-            "127.0.0.1:0",
-            "--gateway-namespace",
-            &ns.name,
-        ],
-        &[("KUBECONFIG", kubeconfig), ("ORK_CI_TOKEN", &ci_token)],
-    );
-    let line = ork.wait_for("Serve API on http://", WAIT);
-    let url = line.split("Serve API on ").nth(1).unwrap().trim().to_string();
+    let (mut ork, url) = spawn_gateway(&file, &ns.name, &[("ORK_CI_TOKEN", &ci_token)]);
     let secrets: Api<Secret> = Api::namespaced(ns.client.clone(), &ns.name);
     let platform = secrets.get("self-service-platform-token").await.unwrap();
     let platform_token = String::from_utf8(platform.data.unwrap()["token"].0.clone()).unwrap();
@@ -805,6 +789,8 @@ spec:
             file.to_str().unwrap(),
             "--http-addr",
             &addr,
+            "--https-addr",
+            "127.0.0.1:0",
             "--gateway-namespace",
             &ns.name,
         ];
@@ -834,28 +820,8 @@ spec:
 
     // The gateway on its own beside it: the Control Center shows its statistics with the
     // runtime of its Katalog.
-    let mut gateway = Ork::spawn(
-        &[
-            "gateway",
-            "-f",
-            file.to_str().unwrap(),
-            "--http-addr",
-            "127.0.0.1:0",
-            "--https-addr",
-            "127.0.0.1:0",
-            "--gateway-namespace",
-            &ns.name,
-        ],
-        &[("KUBECONFIG", kubeconfig)],
-    );
-    let line = gateway.wait_for("Serve API on http://", WAIT);
-    let gateway_url = line
-        .split("Serve API on ")
-        .nth(1)
-        .unwrap()
-        .trim()
-        .trim_end_matches("/api/v1")
-        .to_string();
+    let (gateway, serve_url) = spawn_gateway(&file, &ns.name, &[]);
+    let gateway_url = serve_url.trim_end_matches("/api/v1").to_string();
     let options = orkestra_control_center::Options {
         addr: "127.0.0.1:0".parse().unwrap(),
         runtimes: vec![orkestra_control_center::config::RuntimeConfig::new(&url, Some("rt"), None).unwrap()],
@@ -890,4 +856,27 @@ spec:
     assert_eq!(status, 200, "{stats}");
     assert_eq!(stats["source"], "gateway");
     assert_eq!(stats["crds"][0]["serve"]["targets"], serde_json::json!(["site"]));
+}
+
+/// `ork gateway` on the Katalog `file` in `namespace` (with `env` besides KUBECONFIG), once
+/// its Serve API answers: the process and the Serve API's URL (`.../api/v1`).
+pub(crate) fn spawn_gateway(file: &std::path::Path, namespace: &str, env: &[(&str, &str)]) -> (Ork, String) {
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let mut all = vec![("KUBECONFIG", cluster.kubeconfig.to_str().unwrap())];
+    all.extend_from_slice(env);
+    let args = [
+        "gateway",
+        "-f",
+        file.to_str().unwrap(),
+        "--http-addr",
+        "127.0.0.1:0",
+        "--https-addr",
+        "127.0.0.1:0",
+        "--gateway-namespace",
+        namespace,
+    ];
+    let mut ork = Ork::spawn(&args, &all);
+    let line = ork.wait_for("Serve API on http://", WAIT);
+    let url = line.split("Serve API on ").nth(1).unwrap().trim().to_string();
+    (ork, url)
 }

@@ -11,7 +11,7 @@ use orkestra_test_support::namespace;
 use orkestra_test_support::oidc::TestIssuer;
 use serde_json::json;
 
-use crate::ork::{Ork, run};
+use crate::ork::run;
 use crate::pipeline::WAIT;
 
 fn self_service() -> PathBuf {
@@ -201,22 +201,7 @@ async fn a_token_is_verified_against_its_entry_and_probed_against_a_running_gate
     orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
         .await
         .unwrap();
-    let mut gateway = Ork::spawn(
-        &[
-            "gateway",
-            "-f",
-            served.to_str().unwrap(),
-            "--http-addr",
-            "127.0.0.1:0",
-            "--https-addr",
-            "127.0.0.1:0",
-            "--gateway-namespace",
-            &ns.name,
-        ],
-        &[("KUBECONFIG", kubeconfig), ("ORK_CI_TOKEN", "ci-secret-1")],
-    );
-    let line = gateway.wait_for("Serve API on http://", WAIT);
-    let url = line.split("Serve API on ").nth(1).unwrap().trim().to_string();
+    let (_gateway, url) = crate::gateway::spawn_gateway(&served, &ns.name, &[("ORK_CI_TOKEN", "ci-secret-1")]);
     let probe = |bearer: &str| ork(&["token", "probe", "--gateway", &url], &[("ORK_GATEWAY_TOKEN", bearer)]);
     let (code, said) = tokio::task::block_in_place(|| probe("ci-secret-1"));
     assert_eq!(code, Some(0), "{said}");

@@ -123,6 +123,8 @@ spec:
             file.to_str().unwrap(),
             "--http-addr",
             &addr,
+            "--https-addr",
+            "127.0.0.1:0",
             "--gateway-namespace",
             &ns.name,
         ],
