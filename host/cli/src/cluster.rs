@@ -9,6 +9,16 @@ pub async fn config(command: &str) -> Result<kube::Config, InferConfigError> {
     Ok(named(kube::Config::infer().await?, command))
 }
 
+/// A client on [`config`] for `command`; `needed` says what for, in the error when there is
+/// no cluster to talk to.
+pub async fn client(command: &str, needed: &str) -> anyhow::Result<kube::Client> {
+    use anyhow::Context as _;
+    let config = config(command)
+        .await
+        .with_context(|| format!("{needed} needs a Kubernetes client (KUBECONFIG or the in-cluster config)"))?;
+    kube::Client::try_from(config).context("cannot build a Kubernetes client")
+}
+
 /// `config` with ork's user agent for `command`.
 pub fn named(mut config: kube::Config, command: &str) -> kube::Config {
     let agent = format!("ork/{} ({command})", env!("CARGO_PKG_VERSION"));

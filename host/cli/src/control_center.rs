@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use orkestra_control_center::config::RuntimeConfig;
 use orkestra_control_center::login::Login;
@@ -79,10 +78,7 @@ pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode>
     let login = match (&args.password_secret, std::env::var(&args.password_env), args.no_login) {
         (_, _, true) => Login::none(),
         (Some(secret), _, false) => {
-            let config = crate::cluster::config("control-center")
-                .await
-                .context("--password-secret needs a Kubernetes client (KUBECONFIG or the in-cluster config)")?;
-            let client = kube::Client::try_from(config).context("cannot build a Kubernetes client")?;
+            let client = crate::cluster::client("control-center", "--password-secret").await?;
             Login::password(super::run::secret_value(&client, secret, "password").await?)
         }
         (None, Ok(password), false) if !password.is_empty() => Login::password(password),
@@ -119,10 +115,7 @@ pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode>
         discovered: match args.discover.is_empty() {
             true => None,
             false => {
-                let config = crate::cluster::config("control-center")
-                    .await
-                    .context("--discover needs a Kubernetes client (KUBECONFIG or the in-cluster config)")?;
-                let client = kube::Client::try_from(config).context("cannot build a Kubernetes client")?;
+                let client = crate::cluster::client("control-center", "--discover").await?;
                 let (found, receiver) = tokio::sync::watch::channel(Vec::new());
                 tokio::spawn(super::discover::discover(
                     client,

@@ -219,7 +219,7 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             (Some(var), _) => std::env::var(var).ok(),
             (None, Some(secret)) => {
                 if client.is_none() {
-                    client = Some(cluster_client().await);
+                    client = Some(crate::cluster::client("token", "a token's secretRef").await);
                 }
                 let namespace = secret.namespace.as_deref().unwrap_or(&args.gateway_namespace);
                 match client.as_ref() {
@@ -270,11 +270,6 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     }
     crate::stdout::write(&out)?;
     Ok(ExitCode::FAILURE)
-}
-
-async fn cluster_client() -> anyhow::Result<kube::Client> {
-    let config = crate::cluster::config("token").await?;
-    Ok(kube::Client::try_from(config)?)
 }
 
 /// The text under `key` (default `token`) of a Secret, if it exists.
