@@ -466,13 +466,16 @@ async fn create_catalog_page(
     )
 }
 
-/// A target's flat schema, or the page that says why there is none.
+/// The runtime `rt` and the flat schema of its target, or the page that says why not.
 async fn target_schema(
     shared: &Shared,
     token: &Token,
-    runtime: &crate::runtimes::Watched,
+    rt: &str,
     target: &str,
-) -> Result<serde_json::Value, Response> {
+) -> Result<(Arc<crate::runtimes::Watched>, serde_json::Value), Response> {
+    let Some(runtime) = shared.runtimes.get(rt) else {
+        return Err(unknown_runtime(shared, token, rt));
+    };
     let plain = target
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
@@ -480,16 +483,21 @@ async fn target_schema(
         false => "not a target name".to_string(),
         true => match shared
             .runtimes
-            .serve(runtime, reqwest::Method::GET, &format!("/schema?target={target}"), None)
+            .serve(
+                &runtime,
+                reqwest::Method::GET,
+                &format!("/schema?target={target}"),
+                None,
+            )
             .await
         {
-            Ok((200, schema)) => return Ok(schema),
+            Ok((200, schema)) => return Ok((runtime, schema)),
             Ok((status, body)) => format!("the Serve API answered {status}: {}", refusal(&body)),
             Err(error) => error.to_string(),
         },
     };
     let content = crate::pages::layout::notice(&format!("Target {target:?}: {why}"));
-    let crumbs = create_crumbs(&runtime.config.name, Some(target));
+    let crumbs = create_crumbs(rt, Some(target));
     let page = answer(shared, token, "Create", &crumbs, content, Shape::Page);
     Err((StatusCode::NOT_FOUND, page).into_response())
 }
@@ -508,11 +516,8 @@ async fn create_form_page(
     Extension(token): Extension<Token>,
     Path((rt, target)): Path<(String, String)>,
 ) -> Response {
-    let Some(runtime) = shared.runtimes.get(&rt) else {
-        return unknown_runtime(&shared, &token, &rt);
-    };
-    let schema = match target_schema(&shared, &token, &runtime, &target).await {
-        Ok(schema) => schema,
+    let schema = match target_schema(&shared, &token, &rt, &target).await {
+        Ok((_, schema)) => schema,
         Err(page) => return page,
     };
     let content = create::form(&rt, &target, &schema, &token, &Default::default(), None);
@@ -533,11 +538,8 @@ async fn create_submit(
     Path((rt, target)): Path<(String, String)>,
     Form(form): Form<std::collections::HashMap<String, String>>,
 ) -> Response {
-    let Some(runtime) = shared.runtimes.get(&rt) else {
-        return unknown_runtime(&shared, &token, &rt);
-    };
-    let schema = match target_schema(&shared, &token, &runtime, &target).await {
-        Ok(schema) => schema,
+    let (runtime, schema) = match target_schema(&shared, &token, &rt, &target).await {
+        Ok(found) => found,
         Err(page) => return page,
     };
     let outcome = match create::intent_of(&target, &schema, &form) {
