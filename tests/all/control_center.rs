@@ -418,13 +418,7 @@ spec:
 ",
         ns = ns.name
     );
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("katalog.yaml");
-    std::fs::write(&file, &katalog).unwrap();
-    let compiled = orkestra_katalog::load(std::slice::from_ref(&file)).unwrap();
-    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
-        .await
-        .unwrap();
+    let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut ork = crate::ork::Ork::spawn(

@@ -772,13 +772,7 @@ spec:
 ",
         ns = ns.name
     );
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("katalog.yaml");
-    std::fs::write(&file, &katalog).unwrap();
-    let compiled = orkestra_katalog::load(std::slice::from_ref(&file)).unwrap();
-    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
-        .await
-        .unwrap();
+    let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
     let kubeconfig = cluster.kubeconfig.to_str().unwrap();
     let serve_api = |no_gateway: bool| {
         let port = crate::replicas::free_port();

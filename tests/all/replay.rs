@@ -76,13 +76,7 @@ async fn start(ns: &TestNamespace, recordings: Option<&Path>) -> Host {
 
 /// `ork run` on `text` (its CRDs installed first) with `flags`, once each component serves.
 pub(crate) async fn run_katalog(ns: &TestNamespace, text: String, flags: &[String]) -> Host {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("katalog.yaml");
-    std::fs::write(&file, &text).unwrap();
-    let loaded = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
-    orkestra_kube::crd_install::install_crds(&ns.client, &loaded.katalog, WAIT)
-        .await
-        .unwrap();
+    let (dir, file) = crate::running::katalog_file(ns, &text).await;
     let cluster = orkestra_test_support::cluster().unwrap();
     let port = crate::replicas::free_port();
     let addr = format!("127.0.0.1:{port}");

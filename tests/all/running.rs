@@ -20,6 +20,19 @@ pub fn katalogs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../katalogs")
 }
 
+/// `text` written as `katalog.yaml` in a folder of its own and its CRDs installed, as a user
+/// does before `ork run -f`: the folder (removed when dropped) and the file.
+pub(crate) async fn katalog_file(ns: &TestNamespace, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("katalog.yaml");
+    std::fs::write(&file, text).unwrap();
+    let compiled = orkestra_katalog::load(std::slice::from_ref(&file)).unwrap();
+    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
+        .await
+        .unwrap();
+    (dir, file)
+}
+
 /// A runtime on some Katalog files, confined to a fresh namespace.
 pub struct Running {
     pub ns: TestNamespace,

@@ -12,7 +12,6 @@ use orkestra_test_support::oidc::TestIssuer;
 use serde_json::json;
 
 use crate::ork::run;
-use crate::pipeline::WAIT;
 
 fn self_service() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../katalogs/self-service/katalog.yaml")
@@ -191,16 +190,11 @@ async fn a_token_is_verified_against_its_entry_and_probed_against_a_running_gate
 
     // A running gateway asked with each token: the example's Serve API under a name of its
     // own and without its webhooks, which another test registers for the example.
-    let served = dir.path().join("served.yaml");
     let text = std::fs::read_to_string(self_service())
         .unwrap()
         .replace("  name: self-service\n", &format!("  name: {}\n", ns.name))
         .replace("security:\n  webhooks:\n    admission: {enabled: true}\n", "");
-    std::fs::write(&served, &text).unwrap();
-    let compiled = orkestra_katalog::load(std::slice::from_ref(&served)).unwrap();
-    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
-        .await
-        .unwrap();
+    let (_served_dir, served) = crate::running::katalog_file(&ns, &text).await;
     let (_gateway, url) = crate::gateway::spawn_gateway(&served, &ns.name, &[("ORK_CI_TOKEN", "ci-secret-1")]);
     let probe = |bearer: &str| ork(&["token", "probe", "--gateway", &url], &[("ORK_GATEWAY_TOKEN", bearer)]);
     let (code, said) = tokio::task::block_in_place(|| probe("ci-secret-1"));
