@@ -107,13 +107,7 @@ spec:
         ns = ns.name,
         hook = hook.display()
     );
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("katalog.yaml");
-    std::fs::write(&file, &katalog).unwrap();
-    let compiled = orkestra_katalog::load(std::slice::from_ref(&file)).unwrap();
-    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
-        .await
-        .unwrap();
+    let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
     let port = crate::replicas::free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut ork = Ork::spawn(
@@ -139,6 +133,13 @@ spec:
         ],
     );
     ork.wait_for("Live API on http://", WAIT);
+    // The line comes as the listener is being bound: wait for it to answer.
+    eventually("the Live API", WAIT, || async {
+        let probe = reqwest::get(format!("http://{addr}/health")).await.ok()?;
+        probe.status().is_success().then_some(())
+    })
+    .await
+    .unwrap();
 
     // The caller's own trace: its span is the parent of the gateway's apply.
     let (trace, caller_span) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
