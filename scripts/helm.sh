@@ -15,7 +15,13 @@ command -v go >/dev/null || {
 echo "helm.sh: building helm $VERSION from the Go module proxy into $dir (once per machine, a few minutes)" >&2
 rm -rf "$dir.part"
 mkdir -p "$dir.part"
-GOBIN="$dir.part" GOFLAGS=-mod=mod CGO_ENABLED=0 go install "helm.sh/helm/v4/cmd/helm@$VERSION" >&2
+# Modules go where the control plane build keeps its own (shared, downloaded once); the build
+# cache (over a gigabyte) is thrown away with the build, as that build does with its own.
+cache="${ORK_CACHE_DIR:-$HOME/.cache/orkestra}"
+gocache=$(mktemp -d)
+trap 'rm -rf "$gocache"' EXIT
+GOMODCACHE="$cache/go/mod" GOCACHE="$gocache" GOBIN="$dir.part" GOFLAGS=-mod=mod CGO_ENABLED=0 \
+  go install "helm.sh/helm/v4/cmd/helm@$VERSION" >&2
 rm -rf "$dir"
 mv "$dir.part" "$dir"
 echo "$dir/helm"
