@@ -18,6 +18,7 @@ mod faults;
 mod gateway;
 mod guest_sdk;
 mod helm;
+mod intake;
 mod isolation;
 mod katalogs;
 mod kinds;

@@ -102,7 +102,9 @@ fn the_serve_settings_read_offline_name_each_target_token_and_verdict() {
     let (code, said) = ork(&["serve", "validate", "-f", closed.to_str().unwrap()], &offline);
     assert_eq!(code, Some(1), "{said}");
     assert!(
-        said.contains("error: CRDs are served (serve.enabled) but the Serve API is closed"),
+        said.contains(
+            "error: CRDs are served (serve.enabled) but neither the Serve API (gateway.api.enabled) nor webhook intake (gateway.webhooks) is open"
+        ),
         "{said}"
     );
 }

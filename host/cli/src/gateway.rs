@@ -99,7 +99,7 @@ pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
     let gateway = args.webhooks.start(&client, &katalog).await?;
     if gateway.is_empty() {
         anyhow::bail!(
-            "nothing to serve: the Katalog enables no webhook (security.webhooks.admission, deletionProtection, namespaceProtection, conversion) and no Serve API (gateway.api.enabled)"
+            "nothing to serve: the Katalog enables no webhook (security.webhooks.admission, deletionProtection, namespaceProtection, conversion), no Serve API (gateway.api.enabled) and no webhook intake (gateway.webhooks)"
         );
     }
     // Probes and statistics always; the Serve API when the Katalog opens it.
@@ -110,6 +110,9 @@ pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
     if gateway.serves_api() {
         eprintln!("gateway: Serve API on http://{addr}/api/v1");
         eprintln!("gateway: its OpenAPI document on http://{addr}/api/v1/openapi.json");
+    }
+    if gateway.takes_webhooks() {
+        eprintln!("gateway: webhook intake on http://{addr}/webhooks/...");
     }
     eprintln!("gateway: statistics on http://{addr}/katalog");
     let shutdown = async {

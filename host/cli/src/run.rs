@@ -182,6 +182,11 @@ pub async fn serve(
     if serve_api.is_some() && auth.is_none() {
         eprintln!("runtime: the Serve API is not served: it shares the Live API's port, closed by --no-http");
     }
+    // Webhook intake too, outside the Live API's token: each delivery proves itself.
+    let intake = gateway.as_mut().and_then(|g| g.take_intake());
+    if intake.is_some() && auth.is_none() {
+        eprintln!("runtime: webhook intake is not served: it shares the Live API's port, closed by --no-http");
+    }
     let endpoint = auth.map(|auth| {
         let addr = http.http_addr;
         let hosts = auth.hosts(addr);
@@ -192,6 +197,9 @@ pub async fn serve(
         let mut router = orkestra::live::router(inspect, Some(reloader), auth);
         if let Some(serve_api) = serve_api {
             router = router.nest("/api/v1", serve_api);
+        }
+        if let Some(intake) = intake {
+            router = router.merge(intake);
         }
         tokio::spawn(async move {
             // Another runtime on this machine may hold the port; reconciling matters more.

@@ -108,8 +108,17 @@ fn check(compiled: &Compiled) -> (Vec<String>, Vec<String>) {
     let open = orkestra_gateway::api::enabled(compiled);
     // (A target naming an undeclared token does not load at all.)
     let declared = crate::token::sources(compiled);
-    if compiled.served_crds().next().is_some() && !open {
-        problems.push("CRDs are served (serve.enabled) but the Serve API is closed: set gateway.api.enabled".into());
+    let intake = compiled
+        .katalog
+        .gateway
+        .as_ref()
+        .and_then(|g| g.intake())
+        .is_some_and(|w| w.any_enabled());
+    if compiled.served_crds().next().is_some() && !open && !intake {
+        problems.push(
+            "CRDs are served (serve.enabled) but neither the Serve API (gateway.api.enabled) nor webhook intake (gateway.webhooks) is open"
+                .into(),
+        );
     }
     if open && declared.is_empty() {
         problems.push("the Serve API declares no token (gateway.api.auth.tokens): every call is refused".into());

@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use base64::Engine;
-use k8s_openapi::api::core::v1::Secret;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use orkestra_kube::objects;
 use serde_json::json;
 
 use orkestra_katalog::Compiled;
-use orkestra_katalog::model::{ClusterEntry, LOCAL_CLUSTER, SecretKey};
+use orkestra_katalog::model::{ClusterEntry, LOCAL_CLUSTER};
+
+use crate::secrets::read;
 
 /// Every cluster the gateway can write to, by name.
 pub struct Clusters {
@@ -94,22 +94,4 @@ async fn client_for(local: &kube::Client, entry: &ClusterEntry, namespace: &str)
         .await
         .map_err(|e| format!("the cluster's configuration: {e}"))?;
     kube::Client::try_from(config).map_err(|e| format!("a client for {}: {e}", entry.endpoint))
-}
-
-/// The text under a key of a Secret.
-async fn read(local: &kube::Client, secret: &SecretKey, namespace: &str) -> Result<String, String> {
-    let namespace = secret.namespace.as_deref().unwrap_or(namespace);
-    let api = objects::namespaced::<Secret>(local.clone(), namespace).map_err(|e| e.to_string())?;
-    let found = api
-        .get_opt(&secret.name)
-        .await
-        .map_err(|e| format!("reading Secret {namespace}/{}: {e}", secret.name))?
-        .ok_or_else(|| format!("Secret {namespace}/{} does not exist", secret.name))?;
-    let value = found
-        .data
-        .as_ref()
-        .and_then(|d| d.get(&secret.key))
-        .ok_or_else(|| format!("Secret {namespace}/{} has no key {:?}", secret.name, secret.key))?;
-    String::from_utf8(value.0.clone())
-        .map_err(|_| format!("Secret {namespace}/{} key {:?} is not text", secret.name, secret.key))
 }

@@ -15,11 +15,14 @@
 //!   provenance, to one cluster or several), the bearer tokens it accepts (static and
 //!   OIDC, signatures checked by [`jwt_ring`]), and the clients of the clusters it routes to;
 //!   its OpenAPI document is `GET /api/v1/openapi.json`.
+//! - [`intake`]: webhook intake (GitHub and GitLab pushes, Slack slash commands, signed
+//!   JSON) into the Serve API's apply chain; `secrets` reads the Secrets it checks with.
 
 pub mod admission;
 pub mod api;
 pub mod clusters;
 pub mod conversion;
+pub mod intake;
 pub mod jwt_ring;
 pub mod oidc;
 pub mod patch;
@@ -28,6 +31,7 @@ pub mod provenance;
 pub mod registration;
 pub mod review;
 pub mod scope;
+mod secrets;
 mod start;
 pub mod stats;
 pub mod tls;

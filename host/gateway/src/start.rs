@@ -1,7 +1,8 @@
 //! The gateway put together for a Katalog: the admission webhooks when it enables any, the
-//! Serve API when it opens one, and for a gateway on its own the HTTP door around them
-//! (`/healthz`, `/katalog`, `/api/v1`). A runtime that hosts the gateway nests the Serve API
-//! under its Live API instead ([`Gateway::take_serve_api`]).
+//! Serve API when it opens one, webhook intake when it declares any, and for a gateway on
+//! its own the HTTP door around them (`/healthz`, `/katalog`, `/api/v1`, `/webhooks/...`).
+//! A runtime that hosts the gateway serves the Serve API and intake on its Live API's port
+//! instead ([`Gateway::take_serve_api`], [`Gateway::take_intake`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,6 +28,12 @@ pub struct Gateway {
     pub webhooks: Option<Webhooks>,
     /// The Serve API's routes (for `/api/v1`), until a server takes them.
     serve_api: Option<Router>,
+    /// Whether the Katalog opens the Serve API.
+    serves_api: bool,
+    /// Webhook intake's routes (each entry's path), until a server takes them.
+    intake: Option<Router>,
+    /// Webhook intake's counts, per entry.
+    intake_stats: Option<Arc<crate::intake::Stats>>,
     /// Keeps the Serve API's tokens fresh.
     token_refresh: Option<tokio::task::JoinHandle<()>>,
 }
@@ -41,9 +48,16 @@ impl Gateway {
             true => Some(Webhooks::start(client.clone(), compiled.clone(), options).await?),
             false => None,
         };
-        let (serve_api, token_refresh) = match crate::api::enabled(&compiled) {
-            true => match crate::api::start(client, compiled.clone(), &namespace).await {
-                Ok((router, refresh)) => (Some(router), Some(refresh)),
+        let serves_api = crate::api::enabled(&compiled);
+        let intake = compiled
+            .katalog
+            .gateway
+            .as_ref()
+            .and_then(|g| g.intake())
+            .filter(|w| w.any_enabled());
+        let (shared, token_refresh) = match serves_api || intake.is_some() {
+            true => match crate::api::Shared::start(client, compiled.clone(), &namespace).await {
+                Ok((shared, refresh)) => (Some(shared), Some(refresh)),
                 Err(error) => {
                     if let Some(webhooks) = webhooks {
                         webhooks.stop().await;
@@ -53,23 +67,34 @@ impl Gateway {
             },
             false => (None, None),
         };
+        let intake = intake
+            .zip(shared.clone())
+            .map(|(declared, shared)| crate::intake::start(shared, declared, &namespace));
         Ok(Self {
             compiled,
             webhooks,
-            serve_api,
+            serve_api: shared.filter(|_| serves_api).map(crate::api::router),
+            serves_api,
+            intake_stats: intake.as_ref().map(|i| i.stats.clone()),
+            intake: intake.map(|i| i.router),
             token_refresh,
         })
     }
 
-    /// Whether the Katalog enables neither webhooks nor the Serve API.
+    /// Whether the Katalog enables no admission webhook, no Serve API and no intake.
     pub fn is_empty(&self) -> bool {
-        self.webhooks.is_none() && !self.serves_api()
+        self.webhooks.is_none() && !self.serves_api() && !self.takes_webhooks()
     }
 
     /// Whether the Katalog opens the Serve API (its token refresh runs for as long as the
     /// gateway does, wherever its routes were handed).
     pub fn serves_api(&self) -> bool {
-        self.token_refresh.is_some()
+        self.serves_api
+    }
+
+    /// Whether the Katalog enables any webhook intake entry.
+    pub fn takes_webhooks(&self) -> bool {
+        self.intake_stats.is_some()
     }
 
     /// The Serve API's routes, to be nested at `/api/v1` by whoever serves them.
@@ -77,14 +102,22 @@ impl Gateway {
         self.serve_api.take()
     }
 
+    /// Webhook intake's routes (each under `/webhooks/`), to be merged by whoever serves
+    /// them, outside any bearer-token layer: each delivery proves itself by its signature.
+    pub fn take_intake(&mut self) -> Option<Router> {
+        self.intake.take()
+    }
+
     /// What it says of itself (its `/katalog`), read when called.
     pub fn stats(&self) -> impl Fn() -> serde_json::Value + Send + Sync + 'static {
         let (compiled, counts) = (self.compiled.clone(), self.webhooks.as_ref().map(|w| w.counts.clone()));
-        move || crate::stats::katalog(&compiled, counts.as_deref())
+        let intake = self.intake_stats.clone();
+        move || crate::stats::katalog(&compiled, counts.as_deref(), intake.as_deref())
     }
 
     /// The HTTP app of a gateway on its own: `/healthz`, `/katalog` (what it serves and the
-    /// webhooks' counts) and, when the Katalog opens it, the Serve API under `/api/v1`.
+    /// webhooks' counts), the Serve API under `/api/v1` when the Katalog opens it, and
+    /// webhook intake's paths.
     pub fn router(&mut self) -> Router {
         let stats = std::sync::Arc::new(self.stats());
         let mut app = Router::new()
@@ -95,6 +128,9 @@ impl Gateway {
             );
         if let Some(api) = self.take_serve_api() {
             app = app.nest("/api/v1", api);
+        }
+        if let Some(intake) = self.take_intake() {
+            app = app.merge(intake);
         }
         app
     }

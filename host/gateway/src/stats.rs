@@ -1,5 +1,6 @@
 //! `GET /katalog` of a standalone gateway: what it serves for each CRD (Serve API targets,
-//! admission rules, protection, conversion) and what its webhooks have answered, marked
+//! admission rules, protection, conversion), what its webhooks have answered and what
+//! webhook intake took in, marked
 //! `source: "gateway"` and keyed by group/version/resource as upstream's tooling reads it.
 
 use std::sync::atomic::Ordering;
@@ -11,8 +12,9 @@ use orkestra_katalog::Compiled;
 use crate::review::Counts;
 use crate::{conversion, protection, registration};
 
-/// The gateway's view of the Katalog, with the webhooks' counts when they run.
-pub fn katalog(compiled: &Compiled, counts: Option<&Counts>) -> Value {
+/// The gateway's view of the Katalog, with the webhooks' counts when they run and webhook
+/// intake's per entry.
+pub fn katalog(compiled: &Compiled, counts: Option<&Counts>, intake: Option<&crate::intake::Stats>) -> Value {
     let rules = registration::enabled(compiled);
     let crds: Vec<Value> = compiled
         .enabled()
@@ -54,5 +56,6 @@ pub fn katalog(compiled: &Compiled, counts: Option<&Counts>) -> Value {
         "katalog": compiled.katalog.name,
         "crds": crds,
         "webhooks": webhooks,
+        "intake": intake.map(crate::intake::Stats::json),
     })
 }

@@ -125,7 +125,7 @@ impl Tokens {
     }
 }
 
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     let mut differ = a.len() ^ b.len();
     for (i, x) in a.iter().enumerate() {
         differ |= usize::from(x ^ b.get(i).copied().unwrap_or(0));

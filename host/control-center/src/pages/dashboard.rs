@@ -144,7 +144,7 @@ pub fn katalog_panel(runtime: &Watched, gateway: Option<(String, Value)>) -> Mar
     }
 }
 
-/// What the Katalog's gateway serves and what its webhooks answered.
+/// What the Katalog's gateway serves, what its webhooks answered and what intake took in.
 fn gateway_panel(source: &str, stats: &Value) -> Markup {
     let yes = |v: &Value| if *v == true { "yes" } else { "-" };
     html! {
@@ -155,6 +155,23 @@ fn gateway_panel(source: &str, stats: &Value) -> Markup {
                     @for (name, count) in webhooks { (figure(name, count.as_u64().unwrap_or(0))) }
                 }
             } @else { p.muted { "No webhooks: the Katalog enables none." } }
+            @if let Some(intake) = stats["intake"].as_array().filter(|a| !a.is_empty()) {
+                h3 { "Webhook intake" }
+                table.intake {
+                    tr { th { "entry" } th { "provider" } th { "path" } th { "received" } th { "applied" } th { "failed" } th { "refused" } th { "ignored" } th { "busy" } th { "last" } }
+                    @for entry in intake {
+                        tr data-entry=(text(&entry["name"])) {
+                            td { (text(&entry["name"])) }
+                            td { (text(&entry["provider"])) }
+                            td { code { (text(&entry["path"])) } }
+                            @for count in ["received", "applied", "failed", "refused", "ignored", "busy"] {
+                                td { (entry[count].as_u64().unwrap_or(0)) }
+                            }
+                            td { @if let Some(last) = entry["last"]["outcome"].as_str() { (last) } @else { "-" } }
+                        }
+                    }
+                }
+            }
             table {
                 tr { th { "CRD" } th { "serve targets" } th { "validation" } th { "mutation" } th { "deletion protection" } th { "namespace protection" } th { "conversion" } }
                 @for crd in stats["crds"].as_array().into_iter().flatten() {
@@ -207,5 +224,24 @@ fn crd_card(runtime: &str, crd: &Value) -> Markup {
             }
             @if let Some(error) = crd["lastError"].as_str() { div.error { "last error: " (error) } }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn the_gateway_panel_lists_each_intake_entry_with_its_counts() {
+        let stats = json!({
+            "crds": [], "webhooks": null,
+            "intake": [{"name": "repo", "provider": "github", "path": "/webhooks/github/sites",
+                        "received": 4, "applied": 1, "failed": 0, "refused": 1, "ignored": 1, "busy": 0,
+                        "last": {"outcome": "applied Site web/blog through target site"}}],
+        });
+        let html = super::gateway_panel("runtime", &stats).into_string();
+        assert!(html.contains("<tr data-entry=\"repo\"><td>repo</td><td>github</td><td><code>/webhooks/github/sites</code></td><td>4</td><td>1</td><td>0</td><td>1</td><td>1</td><td>0</td><td>applied Site web/blog through target site</td></tr>"), "{html}");
+        let none = super::gateway_panel("runtime", &json!({"crds": [], "intake": null})).into_string();
+        assert!(!none.contains("Webhook intake"));
     }
 }

@@ -88,34 +88,52 @@ async fn applied(
         Ok(Json(_)) => return failure(StatusCode::BAD_REQUEST, "the body is a JSON object: an intent or a CR"),
         Err(rejection) => return failure(rejection.status(), rejection.body_text()),
     };
-    let (crd, made) = match make(&shared, &caller, &body).await {
+    apply_body(&shared, &caller, &query, &body).await
+}
+
+/// An intent from webhook intake, applied as the entry `identity` (its name is the token
+/// `serve.tokens` checks and the `serve-source` stamped): the status and the answer.
+pub(crate) async fn apply_as(shared: &Shared, identity: &str, intent: &Map<String, Value>) -> (StatusCode, Value) {
+    let caller = Caller {
+        token: identity.to_string(),
+        source: identity.to_string(),
+    };
+    let span = tracing::info_span!("serve.apply", token = %identity);
+    let response = apply_body(shared, &caller, &ApplyQuery::default(), intent)
+        .instrument(span)
+        .await;
+    answer_of(response).await
+}
+
+/// A response's status and JSON body.
+async fn answer_of(response: Response) -> (StatusCode, Value) {
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap_or_default();
+    let answer = serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({"accepted": false}));
+    (status, answer)
+}
+
+/// Stages 1 to 6 for a parsed body: made, routed to its clusters, checked and written.
+async fn apply_body(shared: &Shared, caller: &Caller, query: &ApplyQuery, body: &Map<String, Value>) -> Response {
+    let (crd, made) = match make(shared, caller, body).await {
         Ok(made) => made,
         Err(response) => return *response,
     };
-    let clusters = match clusters_of(&shared, &crd, &made, &body, query.cluster.as_deref()) {
+    let clusters = match clusters_of(shared, &crd, &made, body, query.cluster.as_deref()) {
         Ok(clusters) => clusters,
         Err(response) => return *response,
     };
     match clusters.as_slice() {
         [only] if only == LOCAL_CLUSTER && query.cluster.is_none() => {
-            write(&shared.client, None, Some(&shared.cache), &caller, &crd, made, &query).await
+            write(&shared.client, None, Some(&shared.cache), caller, &crd, made, query).await
         }
-        [only] => match cluster_client(&shared, Some(only)) {
-            Ok(client) => {
-                write(
-                    client,
-                    Some(only),
-                    local_cache(&shared, only),
-                    &caller,
-                    &crd,
-                    made,
-                    &query,
-                )
-                .await
-            }
+        [only] => match cluster_client(shared, Some(only)) {
+            Ok(client) => write(client, Some(only), local_cache(shared, only), caller, &crd, made, query).await,
             Err(response) => *response,
         },
-        many => fan_out(&shared, many, &caller, &crd, made, &query).await,
+        many => fan_out(shared, many, caller, &crd, made, query).await,
     }
 }
 
@@ -198,11 +216,7 @@ async fn fan_out(
                 Ok(client) => write(client, Some(name), local_cache(shared, name), caller, crd, made, query).await,
                 Err(response) => *response,
             };
-            let status = response.status();
-            let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-                .await
-                .unwrap_or_default();
-            let mut result: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({"accepted": false}));
+            let (status, mut result) = answer_of(response).await;
             result["cluster"] = json!(name);
             result["status"] = json!(status.as_u16());
             (status, result)

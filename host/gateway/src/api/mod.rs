@@ -11,6 +11,8 @@ mod resources;
 mod schema;
 mod shape;
 
+pub(crate) use apply::apply_as;
+
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -52,7 +54,7 @@ pub struct Shared {
 }
 
 /// Who a request was admitted as, for the handlers: the token entry's name, and the
-/// identity an OIDC token proved (empty for a static token).
+/// identity an OIDC token proved (empty for a static token); a webhook entry's name is both.
 #[derive(Debug, Clone)]
 struct Caller {
     token: String,
@@ -71,42 +73,51 @@ pub async fn start(
     compiled: Arc<Compiled>,
     namespace: &str,
 ) -> Result<(Router, tokio::task::JoinHandle<()>), crate::tokens::Error> {
-    let sources = compiled
-        .katalog
-        .gateway
-        .as_ref()
-        .and_then(|g| g.api.as_ref())
-        .and_then(|a| a.auth.as_ref())
-        .map(|a| a.tokens.clone())
-        .unwrap_or_default();
-    let tokens = Tokens::load(&client, &sources, namespace).await?;
-    let oidc = Verifiers::new(&sources);
-    if tokens.is_empty() && oidc.is_empty() {
-        tracing::warn!("the Serve API has no token: every call will be refused (declare gateway.api.auth.tokens)");
+    let (shared, refresh) = Shared::start(client, compiled, namespace).await?;
+    Ok((router(shared), refresh))
+}
+
+impl Shared {
+    /// What the apply chain needs, for the Serve API and webhook intake: the tokens (read,
+    /// their Secrets made, kept fresh by the returned task) only when the Serve API is open,
+    /// the clusters, and the watched CRs.
+    pub async fn start(
+        client: kube::Client,
+        compiled: Arc<Compiled>,
+        namespace: &str,
+    ) -> Result<(Self, tokio::task::JoinHandle<()>), crate::tokens::Error> {
+        let open = enabled(&compiled);
+        let sources = compiled
+            .katalog
+            .gateway
+            .as_ref()
+            .and_then(|g| g.api.as_ref())
+            .and_then(|a| a.auth.as_ref())
+            .filter(|_| open)
+            .map(|a| a.tokens.clone())
+            .unwrap_or_default();
+        let tokens = Tokens::load(&client, &sources, namespace).await?;
+        let oidc = Verifiers::new(&sources);
+        if open && tokens.is_empty() && oidc.is_empty() {
+            tracing::warn!("the Serve API has no token: every call will be refused (declare gateway.api.auth.tokens)");
+        }
+        let refresh = tokens.keep_fresh(client.clone(), sources, namespace.to_string());
+        let clusters = Clusters::connect(client.clone(), &compiled, namespace).await;
+        let shared = Shared {
+            cache: cache::Cache::start(&client, &compiled),
+            schemas: Arc::default(),
+            client,
+            compiled,
+            tokens,
+            oidc,
+            clusters,
+        };
+        Ok((shared, refresh))
     }
-    let refresh = tokens.keep_fresh(client.clone(), sources, namespace.to_string());
-    let clusters = Clusters::connect(client.clone(), &compiled, namespace).await;
-    Ok((router(client, compiled, tokens, oidc, clusters), refresh))
 }
 
 /// The Serve API's routes, to be nested at `/api/v1`.
-pub fn router(
-    client: kube::Client,
-    compiled: Arc<Compiled>,
-    tokens: Arc<Tokens>,
-    oidc: Arc<Verifiers>,
-    clusters: Arc<Clusters>,
-) -> Router {
-    let cache = cache::Cache::start(&client, &compiled);
-    let shared = Shared {
-        schemas: Arc::default(),
-        client,
-        compiled,
-        tokens,
-        oidc,
-        clusters,
-        cache,
-    };
+pub fn router(shared: Shared) -> Router {
     let (routes, api) = documented().split_for_parts();
     let api = Arc::new(api);
     let guarded = routes.layer(axum::middleware::from_fn_with_state(shared.clone(), authenticate));

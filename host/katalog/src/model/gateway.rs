@@ -1,9 +1,10 @@
 //! `gateway` and `security`, at the top level of a Katalog file: the Serve API's tokens, and
-//! the admission webhooks the API server calls. Sections the gateway does not serve yet
-//! (webhook intake) are kept as written.
+//! the admission webhooks the API server calls, and webhook intake ([`Webhooks`]).
 
 use serde::Deserialize;
 use serde_json::Value;
+
+use super::Webhooks;
 
 /// `gateway`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
@@ -26,12 +27,20 @@ pub struct Gateway {
     /// Other clusters intents may be applied to, by name (`local` is the gateway's own).
     #[serde(default)]
     pub clusters: std::collections::BTreeMap<String, ClusterEntry>,
-    /// Webhook intake from GitHub, GitLab, Slack (not served yet).
+    /// Webhook intake from GitHub, GitLab, Slack and signed JSON.
     #[serde(default)]
-    pub webhooks: Option<Value>,
+    pub webhooks: Option<Webhooks>,
     /// The older place of `webhooks`.
     #[serde(default)]
-    pub admission: Option<Value>,
+    pub admission: Option<GatewayAdmission>,
+}
+
+/// `gateway.admission`: where upstream first put webhook intake.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayAdmission {
+    #[serde(default)]
+    pub webhooks: Option<Webhooks>,
 }
 
 impl Gateway {
@@ -39,6 +48,24 @@ impl Gateway {
     /// gateway off.
     pub fn serve_api_open(&self) -> bool {
         self.enabled != Some(false) && self.api.as_ref().is_some_and(|a| a.enabled)
+    }
+
+    /// Webhook intake as declared (`webhooks`, else `admission.webhooks`), unless `enabled:
+    /// false` turns the gateway off.
+    pub fn intake(&self) -> Option<&Webhooks> {
+        let declared = self
+            .webhooks
+            .as_ref()
+            .or_else(|| self.admission.as_ref().and_then(|a| a.webhooks.as_ref()));
+        declared.filter(|_| self.enabled != Some(false))
+    }
+
+    /// The `gateway` key intake is declared under, for messages.
+    pub fn intake_key(&self) -> &'static str {
+        match self.webhooks.is_some() {
+            true => "gateway.webhooks",
+            false => "gateway.admission.webhooks",
+        }
     }
 }
 

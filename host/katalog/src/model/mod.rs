@@ -9,6 +9,7 @@ mod admission;
 mod calls;
 mod components;
 mod gateway;
+mod intake;
 mod operator_box;
 mod resources;
 mod serve;
@@ -24,6 +25,7 @@ pub use admission::{
 pub use calls::{ExternalCall, RetryBackoff};
 pub use components::*;
 pub use gateway::*;
+pub use intake::*;
 pub use operator_box::*;
 pub use resources::{ForEach, HookTemplates, ProfileChoice, ResourceEntry, ScaleStep, WorkloadAutoscale};
 pub use serve::*;

@@ -246,7 +246,7 @@ impl Checker<'_> {
                 self.error(
                     format!("{path}.{token}"),
                     pos,
-                    format!("is not a token of gateway.api.auth.tokens{hint}"),
+                    format!("is not a token of gateway.api.auth.tokens or a webhook of gateway.webhooks{hint}"),
                 );
             }
             if let Some(bad) = access
@@ -268,15 +268,18 @@ impl Checker<'_> {
     }
 }
 
-/// The token names the Katalog's gateway declares.
+/// The identities the Katalog's gateway declares: its tokens and its webhook entries.
 fn gateway_tokens(katalog: &Katalog) -> Vec<String> {
-    katalog
-        .gateway
-        .iter()
+    let gateway = katalog.gateway.iter();
+    let tokens = gateway
+        .clone()
         .flat_map(|g| g.api.iter())
         .flat_map(|a| a.auth.iter())
-        .flat_map(|a| a.tokens.iter().map(|t| t.name.clone()))
-        .collect()
+        .flat_map(|a| a.tokens.iter().map(|t| t.name.clone()));
+    let webhooks = gateway
+        .flat_map(|g| g.intake())
+        .flat_map(|w| w.entries().map(|e| e.name.to_string()));
+    tokens.chain(webhooks).collect()
 }
 
 /// The names of `gateway.clusters`.

@@ -342,3 +342,69 @@ mod never_panics {
 
 /// Motifs, copies, profiles, cross reads and Komposer files.
 mod composition;
+
+#[test]
+fn webhook_intake_entries_are_checked_field_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.yaml");
+    let errors = |webhooks: &str| -> Vec<String> {
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\ngateway:\n  webhooks:\n{webhooks}spec: {{}}\n"
+            ),
+        )
+        .unwrap();
+        match load(std::slice::from_ref(&path)) {
+            Ok(_) => Vec::new(),
+            Err(crate::Error::Invalid { errors, .. }) => {
+                errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect()
+            }
+            Err(other) => panic!("{other}"),
+        }
+    };
+    let good = "    github: [{name: repo, enabled: true, branch: release, watch: ['intents/*.yaml'], secretRef: {name: gh, key: secret}, apiUrl: 'http://127.0.0.1:9/api'}]\n    slack: [{name: chat, enabled: true, path: /webhooks/slack, signingSecretRef: {name: s, key: k}, commands: [/deploy]}]\n    generic: [{name: pager, enabled: true, secretRef: {name: p, key: k}}]\n";
+    assert_eq!(errors(good), Vec::<String>::new());
+    let bad = "    github: [{name: Repo, enabled: true, watch: ['a/['], apiUrl: 'http://example.com'}]\n    gitlab: [{name: lab, path: /hooks/lab, watch: [], secretRef: {name: s}}]\n    slack: [{name: chat, path: /webhooks/x, signingSecretRef: {name: s, key: k}, commands: [deploy], responseHosts: ['evil.com/x']}]\n    generic: [{name: chat, path: /webhooks/x}]\n";
+    let found = errors(bad);
+    for expected in [
+        "gateway.webhooks.github[0].name: a webhook needs a DNS-label name",
+        "gateway.webhooks.github[0].secretRef: is required",
+        "gateway.webhooks.github[0].watch: not a glob: \"a/[\"",
+        "gateway.webhooks.github[0].apiUrl: \"http://example.com\" must be https://",
+        "gateway.webhooks.gitlab[0].path: \"/hooks/lab\" is not a path under /webhooks/",
+        "gateway.webhooks.gitlab[0].watch: is required",
+        "gateway.webhooks.gitlab[0].secretRef: name and key are required",
+        "gateway.webhooks.slack[0].commands[0]: \"deploy\" is not a slash command",
+        "gateway.webhooks.slack[0].responseHosts[0]: \"evil.com/x\" is not a host",
+        "gateway.webhooks.generic[0].name: a webhook needs a DNS-label name of its own",
+        "gateway.webhooks.generic[0].path: /webhooks/x is another webhook's path",
+        "gateway.webhooks.generic[0].secretRef: is required",
+    ] {
+        assert!(
+            found.iter().any(|e| e.starts_with(expected)),
+            "{expected}\nnot in {found:#?}"
+        );
+    }
+    // A webhook is an identity of its own: not a token's name, and serve.tokens may list it.
+    let with_token = "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\ngateway:\n  api: {enabled: true, auth: {tokens: [{name: ci, token: '${CI}'}]}}\n  webhooks:\n    generic: [{name: ci, enabled: true, secretRef: {name: p, key: k}}, {name: pager, enabled: true, secretRef: {name: p, key: k}}]\nspec:\n  crds:\n    site:\n      apiTypes: {group: x.io, version: v1, kind: Site}\n      serve: {enabled: true, namespace: web, tokens: {ci: {permissions: {global: [get]}}, pager: {permissions: {global: [create]}}, nobody: {permissions: {global: [get]}}}}\n";
+    std::fs::write(&path, with_token).unwrap();
+    let Err(crate::Error::Invalid { errors, .. }) = load(std::slice::from_ref(&path)) else {
+        panic!("refused")
+    };
+    let found: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect();
+    assert_eq!(
+        found,
+        [
+            "gateway.webhooks.generic[0].name: \"ci\" is a token of gateway.api.auth.tokens too: one name, one identity",
+            "spec.crds.site.serve.tokens.nobody: is not a token of gateway.api.auth.tokens or a webhook of gateway.webhooks (did you mean \"ci\"?)",
+        ]
+    );
+    // The older place is read and named as written.
+    let older = "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\ngateway:\n  admission:\n    webhooks:\n      generic: [{name: pager, enabled: true}]\nspec: {}\n";
+    std::fs::write(&path, older).unwrap();
+    let Err(crate::Error::Invalid { errors, .. }) = load(std::slice::from_ref(&path)) else {
+        panic!("a generic entry without its secret is refused")
+    };
+    assert_eq!(errors[0].path, "gateway.admission.webhooks.generic[0].secretRef");
+}

@@ -11,6 +11,7 @@ use crate::yaml::Node;
 impl Checker<'_> {
     pub(super) fn gateway(&mut self, gateway: &Gateway, node: &Node) {
         self.clusters(gateway, node);
+        self.intake(gateway, node);
         let Some(auth) = gateway.api.as_ref().and_then(|a| a.auth.as_ref()) else {
             return;
         };
@@ -162,7 +163,7 @@ impl Checker<'_> {
 }
 
 /// An issuer the gateway may fetch keys from: https, or http on loopback (a test issuer).
-fn secure(issuer: &str) -> bool {
+pub(super) fn secure(issuer: &str) -> bool {
     if issuer.starts_with("https://") {
         return true;
     }

@@ -1,0 +1,213 @@
+//! How each provider proves a delivery is its own: an HMAC-SHA256 of the body (GitHub), of
+//! `v0:{timestamp}:{body}` (Slack) or of `{timestamp}.{body}` (generic), or a shared token
+//! (GitLab). Every comparison is constant-time; a timestamped signature holds for five
+//! minutes either way, so a captured delivery cannot be played again later.
+
+use ring::hmac;
+
+/// How far a signed timestamp may be from the gateway's clock, in seconds.
+pub const WINDOW_SECS: i64 = 300;
+
+/// Why a delivery was refused.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("no {0} header")]
+    Missing(&'static str),
+    #[error("the {0} header is malformed")]
+    Malformed(&'static str),
+    #[error("the signature does not match the webhook's secret")]
+    Mismatch,
+    #[error("the signed timestamp is {0} s from the gateway's clock (at most {WINDOW_SECS} s)")]
+    Stale(i64),
+}
+
+/// GitHub: `X-Hub-Signature-256: sha256=<hex of HMAC(secret, body)>`.
+pub fn github(secret: &str, header: Option<&str>, body: &[u8]) -> Result<(), Refused> {
+    const NAME: &str = "X-Hub-Signature-256";
+    let given = header.ok_or(Refused::Missing(NAME))?;
+    let hex = given.strip_prefix("sha256=").ok_or(Refused::Malformed(NAME))?;
+    check(secret, body, hex, NAME)
+}
+
+/// GitLab: `X-Gitlab-Token`, the secret itself.
+pub fn gitlab(secret: &str, header: Option<&str>) -> Result<(), Refused> {
+    let given = header.ok_or(Refused::Missing("X-Gitlab-Token"))?;
+    // Both sides hashed first, so the comparison takes the same time whatever the lengths.
+    let digest = |s: &str| ring::digest::digest(&ring::digest::SHA256, s.as_bytes());
+    match crate::tokens::same(digest(secret).as_ref(), digest(given).as_ref()) {
+        true => Ok(()),
+        false => Err(Refused::Mismatch),
+    }
+}
+
+/// Slack: `X-Slack-Signature: v0=<hex of HMAC(secret, "v0:{ts}:{body}")>` with
+/// `X-Slack-Request-Timestamp: {ts}` within the window of `now` (Unix seconds).
+pub fn slack(
+    secret: &str,
+    timestamp: Option<&str>,
+    signature: Option<&str>,
+    body: &[u8],
+    now: i64,
+) -> Result<(), Refused> {
+    const TS: &str = "X-Slack-Request-Timestamp";
+    const SIG: &str = "X-Slack-Signature";
+    let ts = timestamp.ok_or(Refused::Missing(TS))?;
+    let hex = signature
+        .ok_or(Refused::Missing(SIG))?
+        .strip_prefix("v0=")
+        .ok_or(Refused::Malformed(SIG))?;
+    fresh(ts, now, TS)?;
+    check(secret, &[b"v0:", ts.as_bytes(), b":", body].concat(), hex, SIG)
+}
+
+/// Generic: `X-Orkestra-Signature: sha256=<hex of HMAC(secret, "{ts}.{body}")>` with
+/// `X-Orkestra-Timestamp: {ts}` within the window of `now`.
+pub fn generic(
+    secret: &str,
+    timestamp: Option<&str>,
+    signature: Option<&str>,
+    body: &[u8],
+    now: i64,
+) -> Result<(), Refused> {
+    const TS: &str = "X-Orkestra-Timestamp";
+    const SIG: &str = "X-Orkestra-Signature";
+    let ts = timestamp.ok_or(Refused::Missing(TS))?;
+    let hex = signature
+        .ok_or(Refused::Missing(SIG))?
+        .strip_prefix("sha256=")
+        .ok_or(Refused::Malformed(SIG))?;
+    fresh(ts, now, TS)?;
+    check(secret, &[ts.as_bytes(), b".", body].concat(), hex, SIG)
+}
+
+/// The generic scheme's signature of `body` at `ts`, as a sender computes it.
+pub fn sign_generic(secret: &str, ts: i64, body: &[u8]) -> String {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
+    let tag = hmac::sign(&key, &[ts.to_string().as_bytes(), b".", body].concat());
+    format!("sha256={}", to_hex(tag.as_ref()))
+}
+
+fn fresh(ts: &str, now: i64, header: &'static str) -> Result<(), Refused> {
+    let at: i64 = ts.trim().parse().map_err(|_| Refused::Malformed(header))?;
+    let off = now.saturating_sub(at).saturating_abs();
+    if off > WINDOW_SECS {
+        return Err(Refused::Stale(off));
+    }
+    Ok(())
+}
+
+fn check(secret: &str, message: &[u8], hex: &str, header: &'static str) -> Result<(), Refused> {
+    let tag = from_hex(hex).ok_or(Refused::Malformed(header))?;
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
+    hmac::verify(&key, message, &tag).map_err(|_| Refused::Mismatch)
+}
+
+fn from_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) || hex.len() > 128 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mac(secret: &str, message: &[u8]) -> String {
+        let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
+        to_hex(hmac::sign(&key, message).as_ref())
+    }
+
+    #[test]
+    fn github_takes_its_own_signature_only() {
+        let body = br#"{"ref":"refs/heads/main"}"#;
+        let good = format!("sha256={}", mac("s3cret", body));
+        assert_eq!(github("s3cret", Some(&good), body), Ok(()));
+        assert_eq!(github("other", Some(&good), body), Err(Refused::Mismatch));
+        assert_eq!(github("s3cret", Some(&good), b"{}"), Err(Refused::Mismatch));
+        assert_eq!(
+            github("s3cret", None, body),
+            Err(Refused::Missing("X-Hub-Signature-256"))
+        );
+        assert_eq!(
+            github("s3cret", Some("sha1=00"), body),
+            Err(Refused::Malformed("X-Hub-Signature-256"))
+        );
+        assert_eq!(
+            github("s3cret", Some("sha256=zz"), body),
+            Err(Refused::Malformed("X-Hub-Signature-256"))
+        );
+    }
+
+    #[test]
+    fn gitlab_compares_the_token() {
+        assert_eq!(gitlab("t0ken", Some("t0ken")), Ok(()));
+        assert_eq!(gitlab("t0ken", Some("t0ke")), Err(Refused::Mismatch));
+        assert_eq!(gitlab("t0ken", None), Err(Refused::Missing("X-Gitlab-Token")));
+    }
+
+    #[test]
+    fn slack_signs_version_timestamp_and_body_within_five_minutes() {
+        let body = b"command=%2Fdeploy&text=site+name%3Dblog";
+        let now = 1_800_000_000;
+        let sig = |ts: i64| {
+            format!(
+                "v0={}",
+                mac(
+                    "sign",
+                    format!("v0:{ts}:")
+                        .as_bytes()
+                        .iter()
+                        .chain(body)
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .as_slice()
+                )
+            )
+        };
+        assert_eq!(
+            slack("sign", Some(&now.to_string()), Some(&sig(now)), body, now),
+            Ok(())
+        );
+        let old = now - 301;
+        assert_eq!(
+            slack("sign", Some(&old.to_string()), Some(&sig(old)), body, now),
+            Err(Refused::Stale(301))
+        );
+        // A signature moved to another timestamp does not hold.
+        assert_eq!(
+            slack("sign", Some(&(now + 1).to_string()), Some(&sig(now)), body, now),
+            Err(Refused::Mismatch)
+        );
+    }
+
+    #[test]
+    fn generic_round_trips_its_own_signing() {
+        let body = br#"{"target":"site","name":"blog"}"#;
+        let now = 1_800_000_000;
+        let signature = sign_generic("k", now, body);
+        assert_eq!(
+            generic("k", Some(&now.to_string()), Some(&signature), body, now + 10),
+            Ok(())
+        );
+        assert_eq!(
+            generic("k", Some(&now.to_string()), Some(&signature), body, now + 400),
+            Err(Refused::Stale(400))
+        );
+        assert_eq!(
+            generic("k", Some("yesterday"), Some(&signature), body, now),
+            Err(Refused::Malformed("X-Orkestra-Timestamp"))
+        );
+        assert_eq!(
+            generic("k", Some(&now.to_string()), Some(&signature), b"{}", now),
+            Err(Refused::Mismatch)
+        );
+    }
+}

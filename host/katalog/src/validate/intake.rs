@@ -1,0 +1,171 @@
+//! Webhook intake checks: every entry has a DNS-label name unique across providers (it is an
+//! identity in `serve.tokens`), a path of its own under `/webhooks/`, the secret its
+//! provider signs with, and, for pushes, watch globs that compile and an API URL the
+//! gateway may call.
+
+use std::collections::BTreeSet;
+
+use orkestra_expr::names::is_dns1123_label;
+
+use super::gateway::secure;
+use crate::check::{Checker, item};
+use crate::model::{Gateway, PATH_PREFIX, Provider, SecretKey, WatchGlobs};
+use crate::yaml::Node;
+
+impl Checker<'_> {
+    pub(super) fn intake(&mut self, gateway: &Gateway, node: &Node) {
+        let Some(webhooks) = gateway.intake() else { return };
+        let base = gateway.intake_key();
+        let section = match gateway.webhooks.is_some() {
+            true => node.get("webhooks"),
+            false => node.get("admission").and_then(|a| a.get("webhooks")),
+        };
+        let tokens: BTreeSet<&str> = gateway
+            .api
+            .iter()
+            .flat_map(|a| a.auth.iter())
+            .flat_map(|a| a.tokens.iter().map(|t| t.name.as_str()))
+            .collect();
+        let mut names = BTreeSet::new();
+        let mut paths = BTreeSet::new();
+        let mut index = std::collections::BTreeMap::<Provider, usize>::new();
+        for entry in webhooks.entries() {
+            let key = entry.provider.key();
+            let i = *index.entry(entry.provider).and_modify(|i| *i += 1).or_default();
+            let path = format!("{base}.{key}[{i}]");
+            let entry_node = item(section.and_then(|s| s.get(key)), i).unwrap_or(node);
+            let at = |field: &str| entry_node.get(field).map_or(entry_node.pos, |n| n.pos);
+            if !is_dns1123_label(entry.name) || !names.insert(entry.name.to_string()) {
+                self.error(
+                    format!("{path}.name"),
+                    at("name"),
+                    "a webhook needs a DNS-label name of its own (unique across github, gitlab, slack and generic): serve.tokens and the serve-source annotation name it",
+                );
+            }
+            if tokens.contains(entry.name) {
+                self.error(
+                    format!("{path}.name"),
+                    at("name"),
+                    format!(
+                        "\"{}\" is a token of gateway.api.auth.tokens too: one name, one identity",
+                        entry.name
+                    ),
+                );
+            }
+            let served = entry.path();
+            if let Some(why) = path_problem(&served) {
+                self.error(format!("{path}.path"), at("path"), why);
+            } else if !paths.insert(served.clone()) {
+                self.error(
+                    format!("{path}.path"),
+                    at("path"),
+                    format!("{served} is another webhook's path"),
+                );
+            }
+        }
+        let section_of = |key: &str| section.and_then(|s| s.get(key));
+        for (key, entries) in [("github", &webhooks.github), ("gitlab", &webhooks.gitlab)] {
+            for (i, entry) in entries.iter().enumerate() {
+                let path = format!("{base}.{key}[{i}]");
+                let entry_node = item(section_of(key), i).unwrap_or(node);
+                let at = |field: &str| entry_node.get(field).map_or(entry_node.pos, |n| n.pos);
+                self.secret(&path, "secretRef", entry.secret_ref.as_ref(), entry_node, true);
+                self.secret(
+                    &path,
+                    "contentTokenRef",
+                    entry.content_token_ref.as_ref(),
+                    entry_node,
+                    false,
+                );
+                if entry.watch.is_empty() {
+                    self.error(
+                        format!("{path}.watch"),
+                        at("watch"),
+                        "is required: the globs of the intent files a push applies",
+                    );
+                }
+                if let Err(why) = WatchGlobs::new(&entry.watch) {
+                    self.error(format!("{path}.watch"), at("watch"), format!("not a glob: {why}"));
+                }
+                if entry.branch.as_deref().is_some_and(|b| b.trim().is_empty()) {
+                    self.error(format!("{path}.branch"), at("branch"), "a branch name (default main)");
+                }
+                if let Some(url) = &entry.api_url
+                    && !secure(url)
+                {
+                    self.error(
+                        format!("{path}.apiUrl"),
+                        at("apiUrl"),
+                        format!("{url:?} must be https:// (plain http only on a loopback address)"),
+                    );
+                }
+            }
+        }
+        for (i, entry) in webhooks.slack.iter().enumerate() {
+            let path = format!("{base}.slack[{i}]");
+            let entry_node = item(section_of("slack"), i).unwrap_or(node);
+            let at = |field: &str| entry_node.get(field).map_or(entry_node.pos, |n| n.pos);
+            self.secret(
+                &path,
+                "signingSecretRef",
+                entry.signing_secret_ref.as_ref(),
+                entry_node,
+                true,
+            );
+            for (j, command) in entry.commands.iter().enumerate() {
+                if !command.starts_with('/') || command.len() < 2 || command.contains(char::is_whitespace) {
+                    self.error(
+                        format!("{path}.commands[{j}]"),
+                        at("commands"),
+                        format!("{command:?} is not a slash command such as \"/deploy\""),
+                    );
+                }
+            }
+            for (j, host) in entry.response_hosts.iter().enumerate() {
+                if host.is_empty() || host.contains(['/', '@', '?', '#', ' ']) {
+                    self.error(
+                        format!("{path}.responseHosts[{j}]"),
+                        at("responseHosts"),
+                        format!("{host:?} is not a host (with an optional :port)"),
+                    );
+                }
+            }
+        }
+        for (i, entry) in webhooks.generic.iter().enumerate() {
+            let path = format!("{base}.generic[{i}]");
+            let entry_node = item(section_of("generic"), i).unwrap_or(node);
+            self.secret(&path, "secretRef", entry.secret_ref.as_ref(), entry_node, true);
+        }
+    }
+
+    /// A Secret key an entry reads: name and key given; required or not.
+    fn secret(&mut self, path: &str, field: &str, secret: Option<&SecretKey>, node: &Node, required: bool) {
+        let at = node.get(field).map_or(node.pos, |n| n.pos);
+        match secret {
+            None if required => self.error(
+                format!("{path}.{field}"),
+                at,
+                "is required: the gateway refuses deliveries it cannot check",
+            ),
+            Some(secret) if secret.name.is_empty() || secret.key.is_empty() => {
+                self.error(format!("{path}.{field}"), at, "name and key are required")
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Why a path cannot be an intake path, if it cannot.
+fn path_problem(path: &str) -> Option<String> {
+    let rest = path.strip_prefix(PATH_PREFIX).unwrap_or_default();
+    let fine = path.starts_with(PATH_PREFIX)
+        && !rest.is_empty()
+        && !rest.ends_with('/')
+        && rest
+            .split('/')
+            .all(|segment| !segment.is_empty() && segment != "." && segment != "..")
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.'));
+    (!fine).then(|| format!("{path:?} is not a path under {PATH_PREFIX} of letters, digits, '-', '_', '.' and '/'"))
+}

@@ -1,0 +1,608 @@
+//! Webhook intake, as a platform team wires it up: `ork run` with `gateway.webhooks` entries
+//! for GitHub, GitLab, Slack and a generic sender, their secrets in Secrets, and local
+//! stand-ins of GitHub's contents API, GitLab's repository files API and Slack's
+//! `response_url` on loopback. Each delivery is signed as its provider signs it; the CRs it
+//! asks for are checked in the real API server, with the entry's name as `serve-source`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use ring::hmac;
+use serde_json::{Value, json};
+
+use crate::ork::Ork;
+use crate::pipeline::WAIT;
+use orkestra_test_support::{eventually, kubectl, namespace};
+
+/// What the stand-ins were asked, and the files they serve.
+#[derive(Clone, Default)]
+struct Provider {
+    files: Arc<Mutex<BTreeMap<String, String>>>,
+    /// `(path, ref, credential header)` per file read.
+    reads: Arc<Mutex<Vec<(String, String, String)>>>,
+    /// Every result posted to a `response_url`.
+    responses: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Provider {
+    async fn start(&self) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let app = Router::new()
+            .route("/github/repos/{owner}/{repo}/contents/{*path}", get(github_file))
+            .route(
+                "/gitlab/api/v4/projects/{id}/repository/files/{path}/raw",
+                get(gitlab_file),
+            )
+            .route("/respond/{id}", post(respond))
+            .with_state(self.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    fn file(&self, path: &str, text: &str) {
+        self.files.lock().unwrap().insert(path.into(), text.into());
+    }
+
+    fn read(&self, path: &str, reference: &str, credential: &str) -> (StatusCode, String) {
+        self.reads
+            .lock()
+            .unwrap()
+            .push((path.into(), reference.into(), credential.into()));
+        match self.files.lock().unwrap().get(path) {
+            Some(text) => (StatusCode::OK, text.clone()),
+            None => (StatusCode::NOT_FOUND, String::new()),
+        }
+    }
+}
+
+async fn github_file(
+    State(provider): State<Provider>,
+    Path((owner, repo, path)): Path<(String, String, String)>,
+    Query(query): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> (StatusCode, String) {
+    assert_eq!((owner.as_str(), repo.as_str()), ("org", "sites"));
+    assert_eq!(headers["accept"], "application/vnd.github.raw+json");
+    let credential = headers
+        .get("authorization")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    provider.read(&path, &query["ref"], &credential)
+}
+
+async fn gitlab_file(
+    State(provider): State<Provider>,
+    Path((id, path)): Path<(u64, String)>,
+    Query(query): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> (StatusCode, String) {
+    assert_eq!(id, 42);
+    let credential = headers
+        .get("private-token")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    provider.read(&path, &query["ref"], &credential)
+}
+
+async fn respond(State(provider): State<Provider>, Json(body): Json<Value>) -> StatusCode {
+    provider.responses.lock().unwrap().push(body);
+    StatusCode::OK
+}
+
+fn hex_mac(secret: &str, message: &[u8]) -> String {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
+    hmac::sign(&key, message)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+#[tokio::test]
+async fn github_gitlab_slack_and_signed_json_deliveries_apply_intents_as_their_entry() {
+    let ns = namespace("intake").await.unwrap();
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let provider = Provider::default();
+    let stand_in = provider.start().await;
+    let stand_in_host = stand_in.trim_start_matches("http://").to_string();
+    for (name, key, value) in [
+        ("gh-hook", "secret", "gh-s3cret"),
+        ("gh-read", "token", "gh-content-token"),
+        ("gl-hook", "token", "gl-t0ken"),
+        ("gl-read", "token", "gl-content-token"),
+        ("slack-signing", "secret", "slack-s3cret"),
+        ("pager-hook", "secret", "pager-s3cret"),
+    ] {
+        kubectl(&[
+            "create",
+            "secret",
+            "generic",
+            name,
+            "-n",
+            &ns.name,
+            &format!("--from-literal={key}={value}"),
+        ])
+        .unwrap();
+    }
+    let group = format!("{}.intake.orkestra.io", ns.name);
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: {ns}}}
+gateway:
+  webhooks:
+    github:
+      - name: repo
+        enabled: true
+        path: /webhooks/github/sites
+        watch: ['intents/*.yaml']
+        secretRef: {{name: gh-hook, key: secret}}
+        contentTokenRef: {{name: gh-read, key: token}}
+        apiUrl: {stand_in}/github
+    gitlab:
+      - name: lab
+        enabled: true
+        branch: release
+        watch: ['intents/**']
+        secretRef: {{name: gl-hook, key: token}}
+        contentTokenRef: {{name: gl-read, key: token}}
+        apiUrl: {stand_in}/gitlab
+    slack:
+      - name: chat
+        enabled: true
+        path: /webhooks/slack
+        signingSecretRef: {{name: slack-signing, key: secret}}
+        commands: [/site]
+        responseHosts: ['{stand_in_host}']
+    generic:
+      - name: pager
+        enabled: true
+        secretRef: {{name: pager-hook, key: secret}}
+      - name: outsider
+        enabled: true
+        secretRef: {{name: pager-hook, key: secret}}
+      - name: dormant
+        secretRef: {{name: pager-hook, key: secret}}
+spec:
+  crds:
+    site:
+      apiTypes: {{group: {group}, version: v1, kind: Site}}
+      serve:
+        enabled: true
+        namespace: {ns}
+        fields:
+          title: {{required: true}}
+          replicas: {{}}
+        tokens:
+          repo: {{permissions: {{global: ['*']}}}}
+          lab: {{permissions: {{global: ['*']}}}}
+          chat: {{permissions: {{global: ['*']}}}}
+          pager: {{permissions: {{global: ['*']}}}}
+",
+        ns = ns.name,
+    );
+    let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
+    let port = crate::replicas::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut ork = Ork::spawn(
+        &[
+            "run",
+            "-f",
+            file.to_str().unwrap(),
+            "--http-addr",
+            &addr,
+            "--https-addr",
+            "127.0.0.1:0",
+            "--gateway-namespace",
+            &ns.name,
+        ],
+        &[
+            ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
+            // The Live API asks for its token; deliveries prove themselves instead.
+            ("ORK_API_TOKEN", "live-token"),
+        ],
+    );
+    ork.wait_for("Live API on http://", WAIT);
+    eventually("the Live API", WAIT, || async {
+        let probe = reqwest::get(format!("http://{addr}/health")).await.ok()?;
+        probe.status().is_success().then_some(())
+    })
+    .await
+    .unwrap();
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("http://{addr}{path}");
+    let site = |name: &str| -> Option<Value> {
+        let out = kubectl(&["get", &format!("sites.{group}"), "-n", &ns.name, name, "-o", "json"]).ok()?;
+        serde_json::from_str(&out).ok()
+    };
+    let annotation = |cr: &Value, key: &str| {
+        cr["metadata"]["annotations"][format!("orkestra.orkspace.io/{key}")]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+
+    // GitHub: a push to main touching a watched file and a README.
+    provider.file(
+        "intents/blog.yaml",
+        "target: site\nname: blog\ntitle: From GitHub\nreplicas: 2\n",
+    );
+    let push = json!({
+        "ref": "refs/heads/main",
+        "repository": {"full_name": "org/sites"},
+        "commits": [{"added": ["intents/blog.yaml", "README.md"], "modified": [], "removed": []}],
+    })
+    .to_string();
+    let github = |signature: String, body: String, event: &'static str| {
+        http.post(url("/webhooks/github/sites"))
+            .header("X-GitHub-Event", event)
+            .header("X-Hub-Signature-256", signature)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let forged = github(
+        format!("sha256={}", hex_mac("guess", push.as_bytes())),
+        push.clone(),
+        "push",
+    )
+    .await
+    .unwrap();
+    assert_eq!(forged.status(), 401);
+    assert!(
+        forged
+            .text()
+            .await
+            .unwrap()
+            .contains("does not match the webhook's secret")
+    );
+    let signed = |body: &str| format!("sha256={}", hex_mac("gh-s3cret", body.as_bytes()));
+    let accepted = github(signed(&push), push.clone(), "push").await.unwrap();
+    assert_eq!(accepted.status(), 202);
+    let answer: Value = accepted.json().await.unwrap();
+    assert_eq!(answer["files"], json!(["intents/blog.yaml"]), "{answer}");
+    let blog = eventually("the Site GitHub's push asked for", WAIT, || async { site("blog") })
+        .await
+        .unwrap();
+    assert_eq!(blog["spec"]["title"], "From GitHub");
+    assert_eq!(blog["spec"]["replicas"], 2, "typed by the CRD's schema");
+    assert_eq!(annotation(&blog, "serve-source"), "repo", "the entry's name");
+    assert_eq!(annotation(&blog, "serve-target"), "site");
+    let reads = provider.reads.lock().unwrap().clone();
+    assert_eq!(
+        reads,
+        [(
+            "intents/blog.yaml".to_string(),
+            "main".to_string(),
+            "Bearer gh-content-token".to_string()
+        )],
+        "one read, of the watched file only, at the branch, with the content token"
+    );
+    // A push to another branch, and an event that is no push: genuine, nothing done.
+    let elsewhere = push.replace("refs/heads/main", "refs/heads/feature");
+    let other = github(signed(&elsewhere), elsewhere, "push").await.unwrap();
+    assert_eq!(other.status(), 200);
+    let said: Value = other.json().await.unwrap();
+    assert_eq!(said["ignored"], true);
+    assert!(
+        said["message"].as_str().unwrap().contains("not to refs/heads/main"),
+        "{said}"
+    );
+    let ping = github(signed("{}"), "{}".into(), "ping").await.unwrap();
+    assert_eq!(ping.status(), 200);
+    assert_eq!(provider.reads.lock().unwrap().len(), 1, "nothing more was read");
+
+    // GitLab: its token, its files API (the path as one encoded segment), its branch.
+    provider.file(
+        "intents/shop/site.yaml",
+        "{target: site, name: shop, title: From GitLab}",
+    );
+    let gitlab_push = json!({
+        "object_kind": "push",
+        "ref": "refs/heads/release",
+        "project_id": 42,
+        "commits": [{"added": [], "modified": ["intents/shop/site.yaml"], "removed": []}],
+    })
+    .to_string();
+    let gitlab = |token: &'static str| {
+        http.post(url("/webhooks/gitlab/lab"))
+            .header("X-Gitlab-Event", "Push Hook")
+            .header("X-Gitlab-Token", token)
+            .body(gitlab_push.clone())
+            .send()
+    };
+    assert_eq!(gitlab("gl-wrong").await.unwrap().status(), 401);
+    assert_eq!(gitlab("gl-t0ken").await.unwrap().status(), 202);
+    let shop = eventually("the Site GitLab's push asked for", WAIT, || async { site("shop") })
+        .await
+        .unwrap();
+    assert_eq!(shop["spec"]["title"], "From GitLab");
+    assert_eq!(annotation(&shop, "serve-source"), "lab");
+    let last_read = provider.reads.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        last_read,
+        (
+            "intents/shop/site.yaml".to_string(),
+            "release".to_string(),
+            "gl-content-token".to_string()
+        )
+    );
+
+    // Slack: answered at once, applied in the pool, the result posted to response_url.
+    let slack = |text: &str, response_url: String, ts: i64| {
+        let body = form_urlencoded::Serializer::new(String::new())
+            .append_pair("command", "/site")
+            .append_pair("text", text)
+            .append_pair("response_url", &response_url)
+            .append_pair("user_name", "ana")
+            .finish();
+        let signature = format!("v0={}", hex_mac("slack-s3cret", format!("v0:{ts}:{body}").as_bytes()));
+        http.post(url("/webhooks/slack"))
+            .header("X-Slack-Request-Timestamp", ts.to_string())
+            .header("X-Slack-Signature", signature)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+    };
+    let asked = Instant::now();
+    let ack = slack(
+        r#"site name=chat title="From Slack""#,
+        format!("{stand_in}/respond/1"),
+        now(),
+    )
+    .await
+    .unwrap();
+    let took = asked.elapsed();
+    assert_eq!(ack.status(), 200);
+    let ack: Value = ack.json().await.unwrap();
+    assert_eq!(ack["text"], "applying site…");
+    assert!(
+        took < Duration::from_secs(3),
+        "Slack waits three seconds for the ack; it took {took:?}"
+    );
+    let posted = eventually("the slash command's result at its response_url", WAIT, || async {
+        provider.responses.lock().unwrap().first().cloned()
+    })
+    .await
+    .unwrap();
+    let text = posted["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!("applied Site {}/chat through target site", ns.name)) && text.contains("@ana"),
+        "{text}"
+    );
+    let chat = site("chat").unwrap();
+    assert_eq!(chat["spec"]["title"], "From Slack");
+    assert_eq!(annotation(&chat, "serve-source"), "chat");
+    // An old signature, and a response_url the entry does not list.
+    let stale = slack("site name=late title=x", format!("{stand_in}/respond/2"), now() - 600)
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 401);
+    assert!(stale.text().await.unwrap().contains("from the gateway's clock"));
+    let elsewhere = slack("site name=away title=x", "https://attacker.example/steal".into(), now())
+        .await
+        .unwrap();
+    let said: Value = elsewhere.json().await.unwrap();
+    assert!(
+        said["text"]
+            .as_str()
+            .unwrap()
+            .contains("is not one of the entry's responseHosts"),
+        "{said}"
+    );
+    let bad = slack("site title", format!("{stand_in}/respond/3"), now())
+        .await
+        .unwrap();
+    let said: Value = bad.json().await.unwrap();
+    assert!(
+        said["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("\"title\" is not key=value\nusage: /site <target>"),
+        "{said}"
+    );
+
+    // Generic: the signed body is the intent, applied before the answer.
+    let generic = |path: &str, body: Value, ts: i64| {
+        let body = body.to_string();
+        let signature = orkestra_gateway::intake::sign_generic("pager-s3cret", ts, body.as_bytes());
+        http.post(url(path))
+            .header("X-Orkestra-Timestamp", ts.to_string())
+            .header("X-Orkestra-Signature", signature)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let intent = json!({"target": "site", "name": "paged", "title": "From a pager"});
+    let applied = generic("/webhooks/generic/pager", intent.clone(), now()).await.unwrap();
+    assert_eq!(applied.status(), 200);
+    let answer: Value = applied.json().await.unwrap();
+    assert_eq!(answer["accepted"], true, "{answer}");
+    assert_eq!(annotation(&site("paged").unwrap(), "serve-source"), "pager");
+    let replayed = generic("/webhooks/generic/pager", intent.clone(), now() - 301)
+        .await
+        .unwrap();
+    assert_eq!(replayed.status(), 401);
+    // A genuine sender serve.tokens does not list may apply nothing.
+    let outsider = generic(
+        "/webhooks/generic/outsider",
+        json!({"target": "site", "name": "sneaky", "title": "x"}),
+        now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outsider.status(), 403);
+    let said: Value = outsider.json().await.unwrap();
+    assert!(
+        said["message"]
+            .as_str()
+            .unwrap()
+            .contains("token \"outsider\" may not use target \"site\""),
+        "{said}"
+    );
+    assert!(site("sneaky").is_none());
+    // An entry not enabled is not served.
+    let dormant = generic("/webhooks/generic/dormant", intent, now()).await.unwrap();
+    assert_eq!(dormant.status(), 404);
+
+    // The gateway's statistics count each entry.
+    assert_eq!(http.get(url("/gateway")).send().await.unwrap().status(), 401);
+    let stats: Value = http
+        .get(url("/gateway"))
+        .bearer_auth("live-token")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let entry = |name: &str| {
+        stats["intake"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {stats:#}"))
+    };
+    let repo = entry("repo");
+    assert_eq!(
+        [
+            &repo["received"],
+            &repo["refused"],
+            &repo["ignored"],
+            &repo["applied"],
+            &repo["failed"]
+        ],
+        [&json!(4), &json!(1), &json!(1), &json!(1), &json!(0)],
+        "{repo}"
+    );
+    assert_eq!(repo["path"], "/webhooks/github/sites");
+    assert_eq!(entry("lab")["refused"], 1);
+    assert_eq!(entry("chat")["applied"], 1);
+    assert_eq!(entry("outsider")["failed"], 1);
+    assert!(
+        entry("outsider")["last"]["outcome"]
+            .as_str()
+            .unwrap()
+            .starts_with("refused (403)")
+    );
+    assert!(
+        stats["intake"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["name"] != "dormant")
+    );
+}
+
+#[tokio::test]
+async fn a_gateway_on_its_own_serves_intake_with_no_serve_api_open() {
+    let ns = namespace("intake-alone").await.unwrap();
+    let cluster = orkestra_test_support::cluster().unwrap();
+    kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "hook",
+        "-n",
+        &ns.name,
+        "--from-literal=secret=alone-s3cret",
+    ])
+    .unwrap();
+    let group = format!("{}.alone.orkestra.io", ns.name);
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: {ns}}}
+gateway:
+  admission:
+    webhooks:
+      generic: [{{name: alerts, enabled: true, secretRef: {{name: hook, key: secret}}}}]
+spec:
+  crds:
+    site:
+      apiTypes: {{group: {group}, version: v1, kind: Site}}
+      serve:
+        enabled: true
+        namespace: {ns}
+        fields: {{title: {{required: true}}}}
+        tokens: {{alerts: {{permissions: {{global: [create, update]}}}}}}
+",
+        ns = ns.name,
+    );
+    let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
+    let mut gateway = Ork::spawn(
+        &[
+            "gateway",
+            "-f",
+            file.to_str().unwrap(),
+            "--http-addr",
+            "127.0.0.1:0",
+            "--https-addr",
+            "127.0.0.1:0",
+            "--gateway-namespace",
+            &ns.name,
+        ],
+        &[("KUBECONFIG", cluster.kubeconfig.to_str().unwrap())],
+    );
+    let line = gateway.wait_for("webhook intake on http://", WAIT);
+    let base = line
+        .split("webhook intake on ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_end_matches("/webhooks/...")
+        .to_string();
+    let http = reqwest::Client::new();
+    let body = json!({"target": "site", "name": "alerted", "title": "From an alert"}).to_string();
+    let ts = now();
+    let applied = http
+        .post(format!("{base}/webhooks/generic/alerts"))
+        .header("X-Orkestra-Timestamp", ts.to_string())
+        .header(
+            "X-Orkestra-Signature",
+            orkestra_gateway::intake::sign_generic("alone-s3cret", ts, body.as_bytes()),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(applied.status(), 200, "{}", applied.text().await.unwrap());
+    let out = kubectl(&[
+        "get",
+        &format!("sites.{group}"),
+        "-n",
+        &ns.name,
+        "alerted",
+        "-o",
+        "jsonpath={.spec.title}/{.metadata.annotations.orkestra\\.orkspace\\.io/serve-source}",
+    ])
+    .unwrap();
+    assert_eq!(out, "From an alert/alerts");
+    // No Serve API: the bearer-token door stays shut.
+    let api = http.get(format!("{base}/api/v1/schema")).send().await.unwrap();
+    assert_eq!(api.status(), 404);
+    let stats: Value = http
+        .get(format!("{base}/katalog"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["intake"][0]["applied"], 1, "{stats}");
+}
