@@ -385,7 +385,6 @@ async fn the_control_center_watches_the_runtimes_its_discovery_finds_in_the_name
 #[tokio::test]
 async fn a_cr_is_created_from_the_form_the_gateways_schema_builds_in_a_browser() {
     let ns = orkestra_test_support::namespace("cc-create").await.unwrap();
-    let cluster = orkestra_test_support::cluster().unwrap();
     let group = format!("{}.create.orkestra.io", ns.name);
     let katalog = format!(
         "apiVersion: orkestra.orkspace.io/v1
@@ -419,27 +418,12 @@ spec:
         ns = ns.name
     );
     let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let mut ork = crate::ork::Ork::spawn(
-        &[
-            "run",
-            "-f",
-            file.to_str().unwrap(),
-            "--http-addr",
-            &addr,
-            "--https-addr",
-            "127.0.0.1:0",
-            "--gateway-namespace",
-            &ns.name,
-        ],
-        &[
-            ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
-            ("ORK_API_TOKEN", ""),
-            ("ORK_SERVE_TOKEN", "console-token"),
-        ],
-    );
-    ork.wait_for("Live API on http://", WAIT);
+    let (_ork, addr) = crate::running::ork_run(
+        &file,
+        &ns,
+        &[("ORK_API_TOKEN", ""), ("ORK_SERVE_TOKEN", "console-token")],
+    )
+    .await;
     let options = orkestra_control_center::Options {
         addr: "127.0.0.1:0".parse().unwrap(),
         runtimes: vec![

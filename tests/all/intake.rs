@@ -114,7 +114,6 @@ fn now() -> i64 {
 #[tokio::test]
 async fn github_gitlab_slack_and_signed_json_deliveries_apply_intents_as_their_entry() {
     let ns = namespace("intake").await.unwrap();
-    let cluster = orkestra_test_support::cluster().unwrap();
     let provider = Provider::default();
     let stand_in = provider.start().await;
     let stand_in_host = stand_in.trim_start_matches("http://").to_string();
@@ -195,33 +194,8 @@ spec:
         ns = ns.name,
     );
     let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
-    let port = crate::replicas::free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let mut ork = Ork::spawn(
-        &[
-            "run",
-            "-f",
-            file.to_str().unwrap(),
-            "--http-addr",
-            &addr,
-            "--https-addr",
-            "127.0.0.1:0",
-            "--gateway-namespace",
-            &ns.name,
-        ],
-        &[
-            ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
-            // The Live API asks for its token; deliveries prove themselves instead.
-            ("ORK_API_TOKEN", "live-token"),
-        ],
-    );
-    ork.wait_for("Live API on http://", WAIT);
-    eventually("the Live API", WAIT, || async {
-        let probe = reqwest::get(format!("http://{addr}/health")).await.ok()?;
-        probe.status().is_success().then_some(())
-    })
-    .await
-    .unwrap();
+    // The Live API asks for its token; deliveries prove themselves instead.
+    let (_ork, addr) = crate::running::ork_run(&file, &ns, &[("ORK_API_TOKEN", "live-token")]).await;
     let http = reqwest::Client::new();
     let url = |path: &str| format!("http://{addr}{path}");
     let site = |name: &str| -> Option<Value> {

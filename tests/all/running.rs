@@ -33,6 +33,36 @@ pub(crate) async fn katalog_file(ns: &TestNamespace, text: &str) -> (tempfile::T
     (dir, file)
 }
 
+/// `ork run -f file` with its gateway's Secrets in `ns` (and `env` besides KUBECONFIG), once
+/// its Live API answers (the line comes as the listener is being bound): the process and
+/// the Live API's address.
+pub(crate) async fn ork_run(file: &Path, ns: &TestNamespace, env: &[(&str, &str)]) -> (crate::ork::Ork, String) {
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let addr = format!("127.0.0.1:{}", crate::replicas::free_port());
+    let mut all = vec![("KUBECONFIG", cluster.kubeconfig.to_str().unwrap())];
+    all.extend_from_slice(env);
+    let args = [
+        "run",
+        "-f",
+        file.to_str().unwrap(),
+        "--http-addr",
+        &addr,
+        "--https-addr",
+        "127.0.0.1:0",
+        "--gateway-namespace",
+        &ns.name,
+    ];
+    let mut ork = crate::ork::Ork::spawn(&args, &all);
+    ork.wait_for("Live API on http://", WAIT);
+    eventually("the Live API", WAIT, || async {
+        let probe = reqwest::get(format!("http://{addr}/health")).await.ok()?;
+        probe.status().is_success().then_some(())
+    })
+    .await
+    .unwrap();
+    (ork, addr)
+}
+
 /// A runtime on some Katalog files, confined to a fresh namespace.
 pub struct Running {
     pub ns: TestNamespace,

@@ -11,7 +11,6 @@ use axum::extract::State;
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use crate::ork::Ork;
 use crate::pipeline::WAIT;
 use orkestra_test_support::{eventually, guests, namespace};
 
@@ -71,7 +70,6 @@ fn attribute(span: &Value, key: &str) -> Option<String> {
 #[tokio::test]
 async fn one_trace_runs_from_a_callers_intent_through_the_gateway_to_the_reconcile_that_makes_the_cr_ready() {
     let ns = namespace("traces").await.unwrap();
-    let cluster = orkestra_test_support::cluster().unwrap();
     let receiver = Receiver::default();
     let collector = receiver.start().await;
     let hook = guests::component("rust-hook").unwrap();
@@ -108,22 +106,10 @@ spec:
         hook = hook.display()
     );
     let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
-    let port = crate::replicas::free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let mut ork = Ork::spawn(
+    let (_ork, addr) = crate::running::ork_run(
+        &file,
+        &ns,
         &[
-            "run",
-            "-f",
-            file.to_str().unwrap(),
-            "--http-addr",
-            &addr,
-            "--https-addr",
-            "127.0.0.1:0",
-            "--gateway-namespace",
-            &ns.name,
-        ],
-        &[
-            ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
             ("ORK_API_TOKEN", ""),
             ("ORK_TRACE_TOKEN", "trace-token"),
             ("OTEL_EXPORTER_OTLP_ENDPOINT", &collector),
@@ -131,15 +117,8 @@ spec:
             ("OTEL_SERVICE_NAME", "ork-under-test"),
             ("OTEL_BSP_SCHEDULE_DELAY", "100"),
         ],
-    );
-    ork.wait_for("Live API on http://", WAIT);
-    // The line comes as the listener is being bound: wait for it to answer.
-    eventually("the Live API", WAIT, || async {
-        let probe = reqwest::get(format!("http://{addr}/health")).await.ok()?;
-        probe.status().is_success().then_some(())
-    })
-    .await
-    .unwrap();
+    )
+    .await;
 
     // The caller's own trace: its span is the parent of the gateway's apply.
     let (trace, caller_span) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");

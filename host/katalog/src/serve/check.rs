@@ -233,21 +233,17 @@ impl Checker<'_> {
         list: Option<&BTreeMap<String, TokenAccess>>,
         node: Option<&Node>,
         path: &str,
-        known: &[String],
+        known: &Identities,
     ) {
         let (Some(list), Some(node)) = (list, node) else { return };
         for (token, access) in list {
             let pos = node.get(token).map_or(node.pos, |n| n.pos);
-            if !known.is_empty() && !known.contains(token) && token != super::access::EVERY_TOKEN {
-                let names: Vec<&str> = known.iter().map(String::as_str).collect();
+            if !known.names.is_empty() && !known.names.contains(token) && token != super::access::EVERY_TOKEN {
+                let names: Vec<&str> = known.names.iter().map(String::as_str).collect();
                 let hint = closest(token, &names)
                     .map(|c| format!(" (did you mean \"{c}\"?)"))
                     .unwrap_or_default();
-                self.error(
-                    format!("{path}.{token}"),
-                    pos,
-                    format!("is not a token of gateway.api.auth.tokens or a webhook of gateway.webhooks{hint}"),
-                );
+                self.error(format!("{path}.{token}"), pos, format!("is not {}{hint}", known.what));
             }
             if let Some(bad) = access
                 .permissions
@@ -268,18 +264,29 @@ impl Checker<'_> {
     }
 }
 
-/// The identities the Katalog's gateway declares: its tokens and its webhook entries.
-fn gateway_tokens(katalog: &Katalog) -> Vec<String> {
+/// What `serve.tokens` may name: the gateway's tokens and webhook entries, and the same in
+/// words for a message.
+struct Identities {
+    names: Vec<String>,
+    what: &'static str,
+}
+
+fn gateway_tokens(katalog: &Katalog) -> Identities {
     let gateway = katalog.gateway.iter();
     let tokens = gateway
         .clone()
         .flat_map(|g| g.api.iter())
         .flat_map(|a| a.auth.iter())
         .flat_map(|a| a.tokens.iter().map(|t| t.name.clone()));
-    let webhooks = gateway
-        .flat_map(|g| g.intake())
-        .flat_map(|w| w.entries().map(|e| e.name.to_string()));
-    tokens.chain(webhooks).collect()
+    let intake = katalog.gateway.as_ref().and_then(|g| g.intake());
+    let webhooks = intake.into_iter().flat_map(|w| w.entries().map(|e| e.name.to_string()));
+    Identities {
+        names: tokens.chain(webhooks).collect(),
+        what: match intake {
+            Some(_) => "a token of gateway.api.auth.tokens or a webhook of gateway.webhooks",
+            None => "a token of gateway.api.auth.tokens",
+        },
+    }
 }
 
 /// The names of `gateway.clusters`.
