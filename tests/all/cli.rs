@@ -38,6 +38,8 @@ fn every_command_has_help() {
         &["token", "list", "--help"],
         &["token", "verify", "--help"],
         &["token", "probe", "--help"],
+        &["webhook", "--help"],
+        &["webhook", "list", "--help"],
         &["serve", "validate", "--help"],
         &["serve", "targets", "--help"],
         &["serve", "can-i", "--help"],

@@ -195,7 +195,8 @@ spec:
     );
     let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
     // The Live API asks for its token; deliveries prove themselves instead.
-    let (_ork, addr) = crate::running::ork_run(&file, &ns, &[("ORK_API_TOKEN", "live-token")]).await;
+    let (mut ork, addr) = crate::running::ork_run(&file, &ns, &[("ORK_API_TOKEN", "live-token")]).await;
+    ork.wait_for(&format!("webhook intake on http://{addr}/webhooks/"), WAIT);
     let http = reqwest::Client::new();
     let url = |path: &str| format!("http://{addr}{path}");
     let site = |name: &str| -> Option<Value> {
@@ -538,8 +539,9 @@ spec:
         .split("webhook intake on ")
         .nth(1)
         .unwrap()
-        .trim()
-        .trim_end_matches("/webhooks/...")
+        .split("/webhooks/")
+        .next()
+        .unwrap()
         .to_string();
     let http = reqwest::Client::new();
     let body = json!({"target": "site", "name": "alerted", "title": "From an alert"}).to_string();
@@ -579,4 +581,45 @@ spec:
         .await
         .unwrap();
     assert_eq!(stats["intake"][0]["applied"], 1, "{stats}");
+}
+
+#[test]
+fn webhook_list_says_where_each_entry_is_served_what_proves_it_and_what_it_may_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("katalog.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+gateway:
+  webhooks:
+    github:
+      - {name: repo, enabled: true, watch: ['intents/*.yaml'], secretRef: {name: gh, key: secret}}
+    slack:
+      - {name: chat, path: /webhooks/slack, signingSecretRef: {name: sl, key: s, namespace: ops}, commands: [/site]}
+spec:
+  crds:
+    site:
+      apiTypes: {group: list.orkestra.io, version: v1, kind: Site}
+      serve: {enabled: true, namespace: web, tokens: {repo: {permissions: {global: [create, update]}}}}
+",
+    )
+    .unwrap();
+    let output = crate::ork::run(&["webhook", "list", "-f", file.to_str().unwrap()], &[]);
+    assert!(output.status.success());
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        said,
+        "repo (github)
+  path: POST /webhooks/github/repo
+  checked with: X-Hub-Signature-256 with Secret <gateway namespace>/gh key secret
+  takes: pushes to main touching intents/*.yaml (read without a token)
+  grants: site (CRD list): global create,update
+chat (slack, off: set enabled: true)
+  path: POST /webhooks/slack
+  checked with: X-Slack-Signature with Secret ops/sl key s
+  takes: /site; results to hooks.slack.com
+  grants: site (CRD list): not listed, so refused
+"
+    );
 }

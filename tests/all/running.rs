@@ -34,8 +34,8 @@ pub(crate) async fn katalog_file(ns: &TestNamespace, text: &str) -> (tempfile::T
 }
 
 /// `ork run -f file` with its gateway's Secrets in `ns` (and `env` besides KUBECONFIG), once
-/// its Live API answers (the line comes as the listener is being bound): the process and
-/// the Live API's address.
+/// it says its Live API is on (said once the port is bound, so it answers from then on):
+/// the process and the Live API's address.
 pub(crate) async fn ork_run(file: &Path, ns: &TestNamespace, env: &[(&str, &str)]) -> (crate::ork::Ork, String) {
     let cluster = orkestra_test_support::cluster().unwrap();
     let addr = format!("127.0.0.1:{}", crate::replicas::free_port());
@@ -53,13 +53,7 @@ pub(crate) async fn ork_run(file: &Path, ns: &TestNamespace, env: &[(&str, &str)
         &ns.name,
     ];
     let mut ork = crate::ork::Ork::spawn(&args, &all);
-    ork.wait_for("Live API on http://", WAIT);
-    eventually("the Live API", WAIT, || async {
-        let probe = reqwest::get(format!("http://{addr}/health")).await.ok()?;
-        probe.status().is_success().then_some(())
-    })
-    .await
-    .unwrap();
+    ork.wait_for(&format!("Live API on http://{addr} "), WAIT);
     (ork, addr)
 }
 

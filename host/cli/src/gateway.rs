@@ -112,7 +112,7 @@ pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
         eprintln!("gateway: its OpenAPI document on http://{addr}/api/v1/openapi.json");
     }
     if gateway.takes_webhooks() {
-        eprintln!("gateway: webhook intake on http://{addr}/webhooks/...");
+        eprintln!("gateway: webhook intake on http://{addr}/webhooks/... (ork webhook list shows each path)");
     }
     eprintln!("gateway: statistics on http://{addr}/katalog");
     let shutdown = async {

@@ -28,6 +28,7 @@ mod stdout;
 mod telemetry;
 mod token;
 mod validate;
+mod webhook;
 
 use std::process::ExitCode;
 
@@ -97,6 +98,10 @@ enum Command {
     /// token, or probe a running gateway with one.
     #[command(subcommand)]
     Token(token::TokenCommand),
+    /// Webhook intake's entries (gateway.webhooks): where each is served, what proves a
+    /// delivery, what it takes and what it may apply.
+    #[command(subcommand)]
+    Webhook(webhook::WebhookCommand),
     /// Build and run the local Kubernetes control plane (etcd, kube-apiserver,
     /// kube-controller-manager).
     #[command(subcommand)]
@@ -139,6 +144,7 @@ fn main() -> ExitCode {
             Command::Gateway(args) => gateway::gateway(args).await,
             Command::Serve(command) => serve::serve(command).await,
             Command::Token(command) => token::token(command).await,
+            Command::Webhook(command) => webhook::webhook(command),
             Command::ControlPlane(command) => control_plane::control_plane(command).await,
             Command::Component(command) => component::component(command).await,
         }

@@ -187,34 +187,49 @@ pub async fn serve(
     if intake.is_some() && auth.is_none() {
         eprintln!("runtime: webhook intake is not served: it shares the Live API's port, closed by --no-http");
     }
-    let endpoint = auth.map(|auth| {
-        let addr = http.http_addr;
-        let hosts = auth.hosts(addr);
-        let mut inspect = runtime.inspect();
-        if let Some(gateway) = gateway.as_ref().filter(|g| !g.is_empty()) {
-            inspect.gateway = Some(Arc::new(gateway.stats()));
+    let live = match auth {
+        Some(auth) => {
+            let addr = http.http_addr;
+            let hosts = auth.hosts(addr);
+            let mut inspect = runtime.inspect();
+            if let Some(gateway) = gateway.as_ref().filter(|g| !g.is_empty()) {
+                inspect.gateway = Some(Arc::new(gateway.stats()));
+            }
+            let mut router = orkestra::live::router(inspect, Some(reloader), auth);
+            if let Some(serve_api) = serve_api {
+                router = router.nest("/api/v1", serve_api);
+            }
+            if let Some(intake) = intake {
+                router = router.merge(intake);
+            }
+            // Another runtime on this machine may hold the port; reconciling matters more.
+            match tokio::net::TcpListener::bind(addr).await {
+                Ok(listener) => Some((listener, router, hosts)),
+                Err(error) => {
+                    tracing::warn!(%addr, %error, "the Live API is not available (use --http-addr)");
+                    None
+                }
+            }
         }
-        let mut router = orkestra::live::router(inspect, Some(reloader), auth);
-        if let Some(serve_api) = serve_api {
-            router = router.nest("/api/v1", serve_api);
-        }
-        if let Some(intake) = intake {
-            router = router.merge(intake);
+        None => None,
+    };
+    let names: Vec<&str> = katalog.enabled().map(|c| &*c.name).collect();
+    eprintln!("runtime: reconciling {} CRD(s): {}", names.len(), names.join(", "));
+    // Said once the port is bound, so whoever waits for the line can call it at once.
+    let takes_webhooks = gateway.as_ref().is_some_and(|g| g.takes_webhooks());
+    let endpoint = live.map(|(listener, router, hosts)| {
+        if let Ok(addr) = listener.local_addr() {
+            eprintln!("runtime: Live API on http://{addr} (/katalog, /metrics, /openapi.json)");
+            if takes_webhooks {
+                eprintln!("runtime: webhook intake on http://{addr}/webhooks/... (ork webhook list shows each path)");
+            }
         }
         tokio::spawn(async move {
-            // Another runtime on this machine may hold the port; reconciling matters more.
-            let served =
-                async { orkestra::live::serve(tokio::net::TcpListener::bind(addr).await?, router, hosts).await };
-            if let Err(error) = served.await {
-                tracing::warn!(%addr, %error, "the Live API is not available (use --http-addr)");
+            if let Err(error) = orkestra::live::serve(listener, router, hosts).await {
+                tracing::warn!(%error, "the Live API stopped");
             }
         })
     });
-    let names: Vec<&str> = katalog.enabled().map(|c| &*c.name).collect();
-    eprintln!("runtime: reconciling {} CRD(s): {}", names.len(), names.join(", "));
-    if let Some(addr) = endpoint.as_ref().map(|_| http.http_addr) {
-        eprintln!("runtime: Live API on http://{addr} (/katalog, /metrics, /openapi.json)");
-    }
     let (signalled, on_signal) = tokio::sync::oneshot::channel();
     let run = runtime.run(async {
         let _ = crate::signal::shutdown_signal().await;

@@ -165,7 +165,7 @@ pub fn grant_of(access: &TokenAccess) -> String {
 
 /// What each target grants the token `name` (its own list or `*`), at the target's level
 /// and the CRD's: a call needs both.
-fn grants_to(compiled: &Compiled, name: &str) -> Vec<String> {
+pub fn grants_to(compiled: &Compiled, name: &str) -> Vec<String> {
     let mut grants = Vec::new();
     for crd in compiled.served_crds() {
         let Some(serve) = crd.serve.as_deref() else { continue };

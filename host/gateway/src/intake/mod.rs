@@ -148,52 +148,27 @@ pub fn start(shared: Shared, webhooks: &Webhooks, namespace: &str) -> Intake {
         http,
         workers: Workers::default(),
     });
-    let git = |provider| {
-        move |e: &GitEntry| {
-            // The Katalog's check compiled these globs already.
-            let watch = WatchGlobs::new(&e.watch).ok()?;
-            Some((provider, e.name.clone(), e.path.clone(), Kind::Git(e.clone(), watch)))
-        }
-    };
-    let declared = webhooks
+    // The Katalog's check compiled these globs already.
+    let git = |e: &GitEntry| WatchGlobs::new(&e.watch).ok().map(|watch| Kind::Git(e.clone(), watch));
+    let github = webhooks
         .github
         .iter()
-        .filter(|e| e.enabled)
-        .filter_map(git(Provider::GitHub))
-        .chain(
-            webhooks
-                .gitlab
-                .iter()
-                .filter(|e| e.enabled)
-                .filter_map(git(Provider::GitLab)),
-        )
-        .chain(
-            webhooks
-                .slack
-                .iter()
-                .filter(|e| e.enabled)
-                .map(|e| (Provider::Slack, e.name.clone(), e.path.clone(), Kind::Slack(e.clone()))),
-        )
-        .chain(webhooks.generic.iter().filter(|e| e.enabled).map(|e| {
-            (
-                Provider::Generic,
-                e.name.clone(),
-                e.path.clone(),
-                Kind::Generic(e.clone()),
-            )
-        }));
+        .filter_map(|e| Some((e.common(Provider::GitHub), git(e)?)));
+    let gitlab = webhooks
+        .gitlab
+        .iter()
+        .filter_map(|e| Some((e.common(Provider::GitLab), git(e)?)));
+    let declared = github
+        .chain(gitlab)
+        .chain(webhooks.slack.iter().map(|e| (e.common(), Kind::Slack(e.clone()))))
+        .chain(webhooks.generic.iter().map(|e| (e.common(), Kind::Generic(e.clone()))))
+        .filter(|(common, _)| common.enabled);
     let mut entries = Vec::new();
     let mut router = Router::new();
-    for (provider, name, path, kind) in declared {
-        let path = orkestra_katalog::model::Common {
-            provider,
-            name: &name,
-            enabled: true,
-            path: path.as_deref(),
-        }
-        .path();
+    for (common, kind) in declared {
+        let (path, provider) = (common.path(), common.provider);
         let entry = Arc::new(Entry {
-            name,
+            name: common.name.to_string(),
             provider,
             path: path.clone(),
             kind,

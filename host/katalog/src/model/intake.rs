@@ -71,18 +71,8 @@ impl Webhooks {
     pub fn entries(&self) -> impl Iterator<Item = Common<'_>> {
         let github = self.github.iter().map(|e| e.common(Provider::GitHub));
         let gitlab = self.gitlab.iter().map(|e| e.common(Provider::GitLab));
-        let slack = self.slack.iter().map(|e| Common {
-            provider: Provider::Slack,
-            name: &e.name,
-            enabled: e.enabled,
-            path: e.path.as_deref(),
-        });
-        let generic = self.generic.iter().map(|e| Common {
-            provider: Provider::Generic,
-            name: &e.name,
-            enabled: e.enabled,
-            path: e.path.as_deref(),
-        });
+        let slack = self.slack.iter().map(SlackEntry::common);
+        let generic = self.generic.iter().map(GenericEntry::common);
         github.chain(gitlab).chain(slack).chain(generic)
     }
 
@@ -123,7 +113,8 @@ pub struct GitEntry {
 }
 
 impl GitEntry {
-    fn common(&self, provider: Provider) -> Common<'_> {
+    /// What it has of every entry, as a `provider` entry.
+    pub fn common(&self, provider: Provider) -> Common<'_> {
         Common {
             provider,
             name: &self.name,
@@ -164,6 +155,16 @@ pub struct SlackEntry {
 pub const SLACK_RESPONSE_HOST: &str = "hooks.slack.com";
 
 impl SlackEntry {
+    /// What it has of every entry.
+    pub fn common(&self) -> Common<'_> {
+        Common {
+            provider: Provider::Slack,
+            name: &self.name,
+            enabled: self.enabled,
+            path: self.path.as_deref(),
+        }
+    }
+
     /// The hosts results may be posted to.
     pub fn response_hosts(&self) -> Vec<String> {
         match self.response_hosts.is_empty() {
@@ -184,6 +185,18 @@ pub struct GenericEntry {
     pub path: Option<String>,
     #[serde(default)]
     pub secret_ref: Option<SecretKey>,
+}
+
+impl GenericEntry {
+    /// What it has of every entry.
+    pub fn common(&self) -> Common<'_> {
+        Common {
+            provider: Provider::Generic,
+            name: &self.name,
+            enabled: self.enabled,
+            path: self.path.as_deref(),
+        }
+    }
 }
 
 /// A set of `watch` globs, matched against a repository path.
