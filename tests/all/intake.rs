@@ -623,3 +623,61 @@ chat (slack, off: set enabled: true)
 "
     );
 }
+
+#[test]
+fn the_rbac_of_a_katalog_with_intake_reads_each_webhooks_secrets_and_creates_its_crs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("katalog.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+gateway:
+  webhooks:
+    gitlab:
+      - {name: lab, enabled: true, watch: ['*.yaml'], secretRef: {name: gl, key: t, namespace: hooks}, contentTokenRef: {name: gl-read, key: t}}
+    generic:
+      - {name: off, secretRef: {name: unused, key: k, namespace: elsewhere}}
+spec:
+  crds:
+    site:
+      apiTypes: {group: rbac.orkestra.io, version: v1, kind: Site}
+      serve: {enabled: true, namespace: web, tokens: {lab: {permissions: {global: [create]}}}}
+",
+    )
+    .unwrap();
+    let output = crate::ork::run(&["manifests", "-f", file.to_str().unwrap(), "-n", "ops"], &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("the gateway reads Secrets hooks/gl, ops/gl-read;"),
+        "{said}"
+    );
+    let documents: Vec<Value> = serde_yaml_ng::Deserializer::from_slice(&output.stdout)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    // A namespace's Role, or the ClusterRole for "*".
+    let rules_in = |namespace: &str| -> Vec<Value> {
+        documents
+            .iter()
+            .filter(|d| match namespace {
+                "*" => d["kind"] == "ClusterRole",
+                _ => d["kind"] == "Role" && d["metadata"]["namespace"] == namespace,
+            })
+            .flat_map(|d| d["rules"].as_array().cloned().unwrap_or_default())
+            .collect()
+    };
+    let grants = |namespace: &str, resource: &str, verb: &str| {
+        rules_in(namespace).iter().any(|r| {
+            r["resources"].as_array().unwrap().iter().any(|x| x == resource)
+                && r["verbs"].as_array().unwrap().iter().any(|x| x == verb)
+        })
+    };
+    assert!(grants("hooks", "secrets", "get"), "{documents:#?}");
+    assert!(grants("ops", "secrets", "get"));
+    assert!(
+        !grants("elsewhere", "secrets", "get"),
+        "a webhook not enabled reads nothing"
+    );
+    assert!(grants("*", "sites", "create"), "intake creates the served CRs");
+}

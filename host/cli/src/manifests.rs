@@ -182,8 +182,9 @@ fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut N
     let Some(gateway) = &compiled.katalog.gateway else {
         return;
     };
-    if gateway.serve_api_open() {
-        // The Serve API creates and deletes the CRs of served CRDs.
+    let intake = gateway.intake().filter(|w| w.any_enabled());
+    if gateway.serve_api_open() || intake.is_some() {
+        // The Serve API and webhook intake create (and the Serve API deletes) served CRs.
         for crd in compiled.served_crds() {
             let scope = match &crd.namespace {
                 Some(ns) if crd.namespaced => Scope::Namespace(ns.clone()),
@@ -216,6 +217,25 @@ fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut N
             .into_iter()
             .flatten()
         {
+            let ns = secret.namespace.as_deref().unwrap_or(namespace);
+            needs.add(Scope::Namespace(ns.to_string()), "", "secrets", &["get"]);
+            secrets.insert(format!("{ns}/{}", secret.name));
+        }
+    }
+    // Webhook intake reads the secrets deliveries are checked with and the content tokens.
+    if let Some(webhooks) = intake {
+        let git = webhooks.github.iter().chain(&webhooks.gitlab).filter(|e| e.enabled);
+        let refs = git
+            .flat_map(|e| [&e.secret_ref, &e.content_token_ref])
+            .chain(
+                webhooks
+                    .slack
+                    .iter()
+                    .filter(|e| e.enabled)
+                    .map(|e| &e.signing_secret_ref),
+            )
+            .chain(webhooks.generic.iter().filter(|e| e.enabled).map(|e| &e.secret_ref));
+        for secret in refs.flatten() {
             let ns = secret.namespace.as_deref().unwrap_or(namespace);
             needs.add(Scope::Namespace(ns.to_string()), "", "secrets", &["get"]);
             secrets.insert(format!("{ns}/{}", secret.name));
