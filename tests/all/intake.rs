@@ -104,6 +104,12 @@ fn hex_mac(secret: &str, message: &[u8]) -> String {
         .collect()
 }
 
+/// A Secret holding `value` under `key`, as a platform team makes it with kubectl.
+fn secret(namespace: &str, name: &str, key: &str, value: &str) {
+    let literal = format!("--from-literal={key}={value}");
+    kubectl(&["create", "secret", "generic", name, "-n", namespace, &literal]).unwrap();
+}
+
 fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -125,16 +131,7 @@ async fn github_gitlab_slack_and_signed_json_deliveries_apply_intents_as_their_e
         ("slack-signing", "secret", "slack-s3cret"),
         ("pager-hook", "secret", "pager-s3cret"),
     ] {
-        kubectl(&[
-            "create",
-            "secret",
-            "generic",
-            name,
-            "-n",
-            &ns.name,
-            &format!("--from-literal={key}={value}"),
-        ])
-        .unwrap();
+        secret(&ns.name, name, key, value);
     }
     let group = format!("{}.intake.orkestra.io", ns.name);
     let katalog = format!(
@@ -488,16 +485,7 @@ spec:
 async fn a_gateway_on_its_own_serves_intake_with_no_serve_api_open() {
     let ns = namespace("intake-alone").await.unwrap();
     let cluster = orkestra_test_support::cluster().unwrap();
-    kubectl(&[
-        "create",
-        "secret",
-        "generic",
-        "hook",
-        "-n",
-        &ns.name,
-        "--from-literal=secret=alone-s3cret",
-    ])
-    .unwrap();
+    secret(&ns.name, "hook", "secret", "alone-s3cret");
     let group = format!("{}.alone.orkestra.io", ns.name);
     let katalog = format!(
         "apiVersion: orkestra.orkspace.io/v1

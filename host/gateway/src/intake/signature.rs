@@ -49,15 +49,14 @@ pub fn slack(
     body: &[u8],
     now: i64,
 ) -> Result<(), Refused> {
-    const TS: &str = "X-Slack-Request-Timestamp";
-    const SIG: &str = "X-Slack-Signature";
-    let ts = timestamp.ok_or(Refused::Missing(TS))?;
-    let hex = signature
-        .ok_or(Refused::Missing(SIG))?
-        .strip_prefix("v0=")
-        .ok_or(Refused::Malformed(SIG))?;
-    fresh(ts, now, TS)?;
-    check(secret, &[b"v0:", ts.as_bytes(), b":", body].concat(), hex, SIG)
+    let scheme = Stamped {
+        timestamp: "X-Slack-Request-Timestamp",
+        signature: "X-Slack-Signature",
+        prefix: "v0=",
+    };
+    scheme.check(secret, (timestamp, signature), now, |ts| {
+        [b"v0:", ts, b":", body].concat()
+    })
 }
 
 /// Generic: `X-Orkestra-Signature: sha256=<hex of HMAC(secret, "{ts}.{body}")>` with
@@ -69,15 +68,39 @@ pub fn generic(
     body: &[u8],
     now: i64,
 ) -> Result<(), Refused> {
-    const TS: &str = "X-Orkestra-Timestamp";
-    const SIG: &str = "X-Orkestra-Signature";
-    let ts = timestamp.ok_or(Refused::Missing(TS))?;
-    let hex = signature
-        .ok_or(Refused::Missing(SIG))?
-        .strip_prefix("sha256=")
-        .ok_or(Refused::Malformed(SIG))?;
-    fresh(ts, now, TS)?;
-    check(secret, &[ts.as_bytes(), b".", body].concat(), hex, SIG)
+    let scheme = Stamped {
+        timestamp: "X-Orkestra-Timestamp",
+        signature: "X-Orkestra-Signature",
+        prefix: "sha256=",
+    };
+    scheme.check(secret, (timestamp, signature), now, |ts| [ts, b".", body].concat())
+}
+
+/// A signature over a timestamp and the body: its two headers and the signature's prefix.
+struct Stamped {
+    timestamp: &'static str,
+    signature: &'static str,
+    prefix: &'static str,
+}
+
+impl Stamped {
+    /// Both headers present, the timestamp within the window, and the signature over
+    /// `message(timestamp)`.
+    fn check(
+        &self,
+        secret: &str,
+        (timestamp, signature): (Option<&str>, Option<&str>),
+        now: i64,
+        message: impl Fn(&[u8]) -> Vec<u8>,
+    ) -> Result<(), Refused> {
+        let ts = timestamp.ok_or(Refused::Missing(self.timestamp))?;
+        let hex = signature
+            .ok_or(Refused::Missing(self.signature))?
+            .strip_prefix(self.prefix)
+            .ok_or(Refused::Malformed(self.signature))?;
+        fresh(ts, now, self.timestamp)?;
+        check(secret, &message(ts.as_bytes()), hex, self.signature)
+    }
 }
 
 /// The generic scheme's signature of `body` at `ts`, as a sender computes it.
