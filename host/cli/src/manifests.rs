@@ -182,7 +182,7 @@ fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut N
     let Some(gateway) = &compiled.katalog.gateway else {
         return;
     };
-    let intake = gateway.intake().filter(|w| w.any_enabled());
+    let intake = gateway.intake_enabled();
     if gateway.serve_api_open() || intake.is_some() {
         // The Serve API and webhook intake create (and the Serve API deletes) served CRs.
         for crd in compiled.served_crds() {
@@ -194,12 +194,7 @@ fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut N
         }
     }
     let mut secrets: BTreeSet<String> = BTreeSet::new();
-    let tokens = gateway
-        .api
-        .iter()
-        .flat_map(|a| a.auth.iter())
-        .flat_map(|a| a.tokens.iter());
-    for token in tokens {
+    for token in gateway.tokens() {
         if let Some(secret) = &token.secret_ref {
             let ns = secret.namespace.as_deref().unwrap_or(namespace);
             // Made when missing and rotated: create cannot be limited by name.

@@ -112,8 +112,8 @@ fn check(compiled: &Compiled) -> (Vec<String>, Vec<String>) {
         .katalog
         .gateway
         .as_ref()
-        .and_then(|g| g.intake())
-        .is_some_and(|w| w.any_enabled());
+        .and_then(|g| g.intake_enabled())
+        .is_some();
     if compiled.served_crds().next().is_some() && !open && !intake {
         problems.push(
             "CRDs are served (serve.enabled) but neither the Serve API (gateway.api.enabled) nor webhook intake (gateway.webhooks) is open"

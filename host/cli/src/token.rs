@@ -86,9 +86,11 @@ pub async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
 
 /// The Katalog's token entries.
 pub fn sources(compiled: &Compiled) -> Vec<TokenSource> {
-    let api = compiled.katalog.gateway.as_ref().and_then(|g| g.api.as_ref());
-    api.and_then(|a| a.auth.as_ref())
-        .map(|a| a.tokens.clone())
+    compiled
+        .katalog
+        .gateway
+        .as_ref()
+        .map(|g| g.tokens().to_vec())
         .unwrap_or_default()
 }
 

@@ -49,12 +49,7 @@ impl Gateway {
             false => None,
         };
         let serves_api = crate::api::enabled(&compiled);
-        let intake = compiled
-            .katalog
-            .gateway
-            .as_ref()
-            .and_then(|g| g.intake())
-            .filter(|w| w.any_enabled());
+        let intake = compiled.katalog.gateway.as_ref().and_then(|g| g.intake_enabled());
         let (shared, token_refresh) = match serves_api || intake.is_some() {
             true => match crate::api::Shared::start(client, compiled.clone(), &namespace).await {
                 Ok((shared, refresh)) => (Some(shared), Some(refresh)),

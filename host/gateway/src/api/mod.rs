@@ -87,15 +87,10 @@ impl Shared {
         namespace: &str,
     ) -> Result<(Self, tokio::task::JoinHandle<()>), crate::tokens::Error> {
         let open = enabled(&compiled);
-        let sources = compiled
-            .katalog
-            .gateway
-            .as_ref()
-            .and_then(|g| g.api.as_ref())
-            .and_then(|a| a.auth.as_ref())
-            .filter(|_| open)
-            .map(|a| a.tokens.clone())
-            .unwrap_or_default();
+        let sources = match (open, compiled.katalog.gateway.as_ref()) {
+            (true, Some(gateway)) => gateway.tokens().to_vec(),
+            _ => Vec::new(),
+        };
         let tokens = Tokens::load(&client, &sources, namespace).await?;
         let oidc = Verifiers::new(&sources);
         if open && tokens.is_empty() && oidc.is_empty() {

@@ -60,6 +60,19 @@ impl Gateway {
         declared.filter(|_| self.enabled != Some(false))
     }
 
+    /// Webhook intake when it has an enabled entry (what the gateway serves of it).
+    pub fn intake_enabled(&self) -> Option<&Webhooks> {
+        self.intake().filter(|w| w.any_enabled())
+    }
+
+    /// The Serve API's token entries (`api.auth.tokens`), as declared.
+    pub fn tokens(&self) -> &[TokenSource] {
+        self.api
+            .as_ref()
+            .and_then(|a| a.auth.as_ref())
+            .map_or(&[], |a| a.tokens.as_slice())
+    }
+
     /// The `gateway` key intake is declared under, for messages.
     pub fn intake_key(&self) -> &'static str {
         match self.webhooks.is_some() {

@@ -272,12 +272,10 @@ struct Identities {
 }
 
 fn gateway_tokens(katalog: &Katalog) -> Identities {
-    let gateway = katalog.gateway.iter();
-    let tokens = gateway
-        .clone()
-        .flat_map(|g| g.api.iter())
-        .flat_map(|a| a.auth.iter())
-        .flat_map(|a| a.tokens.iter().map(|t| t.name.clone()));
+    let tokens = katalog
+        .gateway
+        .iter()
+        .flat_map(|g| g.tokens().iter().map(|t| t.name.clone()));
     let intake = katalog.gateway.as_ref().and_then(|g| g.intake());
     let webhooks = intake.into_iter().flat_map(|w| w.entries().map(|e| e.name.to_string()));
     Identities {

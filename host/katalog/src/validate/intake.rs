@@ -20,12 +20,7 @@ impl Checker<'_> {
             true => node.get("webhooks"),
             false => node.get("admission").and_then(|a| a.get("webhooks")),
         };
-        let tokens: BTreeSet<&str> = gateway
-            .api
-            .iter()
-            .flat_map(|a| a.auth.iter())
-            .flat_map(|a| a.tokens.iter().map(|t| t.name.as_str()))
-            .collect();
+        let tokens: BTreeSet<&str> = gateway.tokens().iter().map(|t| t.name.as_str()).collect();
         let mut names = BTreeSet::new();
         let mut paths = BTreeSet::new();
         let mut index = std::collections::BTreeMap::<Provider, usize>::new();
