@@ -3,7 +3,7 @@
 //! Katalog only, never from a delivery; redirects are not followed, and a file is read up to
 //! [`MAX_FILE`] bytes.
 
-use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Map, Value};
 
 /// The largest intent file read.
@@ -21,30 +21,9 @@ pub enum Source<'a> {
     GitLab { api: &'a str, project: u64 },
 }
 
-/// Everything but unreserved characters, for one URL path segment or query value.
-const SEGMENT: &AsciiSet = &CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'%')
-    .add(b'&')
-    .add(b'+')
-    .add(b'/')
-    .add(b':')
-    .add(b';')
-    .add(b'<')
-    .add(b'=')
-    .add(b'>')
-    .add(b'?')
-    .add(b'@')
-    .add(b'[')
-    .add(b'\\')
-    .add(b']')
-    .add(b'^')
-    .add(b'`')
-    .add(b'{')
-    .add(b'|')
-    .add(b'}');
+/// Everything but RFC 3986's unreserved characters, for one URL path segment or query value
+/// (a `/`, `&`, `=` or `+` in a file path or branch name must not change the URL's shape).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 fn encode(s: &str) -> String {
     utf8_percent_encode(s, SEGMENT).to_string()
@@ -144,5 +123,6 @@ mod tests {
     fn path_parts_are_encoded() {
         assert_eq!(encode("intents/a b?.yaml"), "intents%2Fa%20b%3F.yaml");
         assert_eq!(encode("feature/x"), "feature%2Fx");
+        assert_eq!(encode("a&b=c+d"), "a%26b%3Dc%2Bd");
     }
 }
