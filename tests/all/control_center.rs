@@ -102,6 +102,14 @@ async fn click(browser: &Client, css: &str) {
         .unwrap();
 }
 
+/// A Control Center with `options`, serving until the test ends: its `/controlcenter` URL.
+pub(crate) async fn serve(options: orkestra_control_center::Options) -> String {
+    let bound = orkestra_control_center::server::bind(options).await.unwrap();
+    let url = format!("http://{}/controlcenter", bound.local_addr().unwrap());
+    tokio::spawn(bound.serve(std::future::pending()));
+    url
+}
+
 /// A runtime's Live API on a loopback port.
 async fn live(inspect: orkestra::live::Inspect) -> (String, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -154,9 +162,7 @@ async fn the_control_center_shows_every_runtime_down_to_each_cr_and_component_in
         discovered: None,
         gateways: Vec::new(),
     };
-    let bound = orkestra_control_center::server::bind(options).await.unwrap();
-    let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());
-    tokio::spawn(bound.serve(std::future::pending()));
+    let cc = crate::control_center::serve(options).await;
 
     let driver = driver().await;
     let browser = browser(&driver).await;
@@ -421,9 +427,9 @@ spec:
     let (_ork, addr) = crate::running::ork_run(
         &file,
         &ns,
+        &[],
         &[("ORK_API_TOKEN", ""), ("ORK_SERVE_TOKEN", "console-token")],
-    )
-    .await;
+    );
     let options = orkestra_control_center::Options {
         addr: "127.0.0.1:0".parse().unwrap(),
         runtimes: vec![
@@ -440,9 +446,7 @@ spec:
         discovered: None,
         gateways: Vec::new(),
     };
-    let bound = orkestra_control_center::server::bind(options).await.unwrap();
-    let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());
-    tokio::spawn(bound.serve(std::future::pending()));
+    let cc = crate::control_center::serve(options).await;
 
     let driver = driver().await;
     let browser = browser(&driver).await;

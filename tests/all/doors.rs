@@ -206,10 +206,7 @@ async fn control_center(runtimes: Vec<orkestra_control_center::config::RuntimeCo
         discovered: None,
         gateways: Vec::new(),
     };
-    let bound = orkestra_control_center::server::bind(options).await.unwrap();
-    let url = format!("http://{}/controlcenter", bound.local_addr().unwrap());
-    tokio::spawn(bound.serve(std::future::pending()));
-    url
+    crate::control_center::serve(options).await
 }
 
 #[tokio::test]

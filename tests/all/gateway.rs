@@ -746,7 +746,6 @@ async fn a_runtime_with_no_gateway_leaves_the_serve_api_to_the_gateway() {
     use k8s_openapi::api::core::v1::Secret;
 
     let ns = namespace("no-gateway").await.unwrap();
-    let cluster = orkestra_test_support::cluster().unwrap();
     let group = format!("{}.nogw.orkestra.io", ns.name);
     let katalog = format!(
         "apiVersion: orkestra.orkspace.io/v1
@@ -773,26 +772,8 @@ spec:
         ns = ns.name
     );
     let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
-    let kubeconfig = cluster.kubeconfig.to_str().unwrap();
-    let serve_api = |no_gateway: bool| {
-        let port = crate::replicas::free_port();
-        let addr = format!("127.0.0.1:{port}");
-        let mut args = vec![
-            "run",
-            "-f",
-            file.to_str().unwrap(),
-            "--http-addr",
-            &addr,
-            "--https-addr",
-            "127.0.0.1:0",
-            "--gateway-namespace",
-            &ns.name,
-        ];
-        if no_gateway {
-            args.push("--no-gateway");
-        }
-        let mut ork = Ork::spawn(&args, &[("KUBECONFIG", kubeconfig), ("ORK_API_TOKEN", "")]);
-        ork.wait_for("Live API on http://", WAIT);
+    let serve_api = |flags: &[&str]| {
+        let (ork, addr) = crate::running::ork_run(&file, &ns, flags, &[("ORK_API_TOKEN", "")]);
         (ork, format!("http://{addr}"))
     };
     let openapi = |url: String| async move {
@@ -806,7 +787,7 @@ spec:
     };
     let token = format!("{}-platform-token", ns.name);
     let secrets: Api<Secret> = Api::namespaced(ns.client.clone(), &ns.name);
-    let (ork, url) = serve_api(true);
+    let (ork, url) = serve_api(&["--no-gateway"]);
     assert_eq!(openapi(url.clone()).await, 404, "no Serve API on the runtime");
     assert!(secrets.get_opt(&token).await.unwrap().is_none());
     let (status, said) = crate::live::get(&format!("{url}/gateway")).await;
@@ -827,9 +808,7 @@ spec:
         discovered: None,
         gateways: vec![gateway_url.clone()],
     };
-    let bound = orkestra_control_center::server::bind(options).await.unwrap();
-    let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());
-    tokio::spawn(bound.serve(std::future::pending()));
+    let cc = crate::control_center::serve(options).await;
     let page = eventually("the gateway's statistics on the runtime's page", WAIT, || async {
         let page = reqwest::get(format!("{cc}/r/rt")).await.ok()?.text().await.ok()?;
         page.contains(&format!("the gateway at {gateway_url}")).then_some(page)
@@ -843,7 +822,7 @@ spec:
     drop(gateway);
     drop(ork);
 
-    let (_ork, url) = serve_api(false);
+    let (_ork, url) = serve_api(&[]);
     assert_eq!(openapi(url.clone()).await, 200, "the runtime serves it itself");
     assert!(secrets.get_opt(&token).await.unwrap().is_some());
     let (status, stats) = crate::live::get(&format!("{url}/gateway")).await;

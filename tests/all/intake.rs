@@ -192,7 +192,7 @@ spec:
     );
     let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
     // The Live API asks for its token; deliveries prove themselves instead.
-    let (mut ork, addr) = crate::running::ork_run(&file, &ns, &[("ORK_API_TOKEN", "live-token")]).await;
+    let (mut ork, addr) = crate::running::ork_run(&file, &ns, &[], &[("ORK_API_TOKEN", "live-token")]);
     ork.wait_for(&format!("webhook intake on http://{addr}/webhooks/"), WAIT);
     let http = reqwest::Client::new();
     let url = |path: &str| format!("http://{addr}{path}");
@@ -573,10 +573,7 @@ spec:
 
 #[test]
 fn webhook_list_says_where_each_entry_is_served_what_proves_it_and_what_it_may_apply() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("katalog.yaml");
-    std::fs::write(
-        &file,
+    let (_dir, file) = crate::running::written(
         "apiVersion: orkestra.orkspace.io/v1
 kind: Katalog
 gateway:
@@ -591,8 +588,7 @@ spec:
       apiTypes: {group: list.orkestra.io, version: v1, kind: Site}
       serve: {enabled: true, namespace: web, tokens: {repo: {permissions: {global: [create, update]}}}}
 ",
-    )
-    .unwrap();
+    );
     let output = crate::ork::run(&["webhook", "list", "-f", file.to_str().unwrap()], &[]);
     assert!(output.status.success());
     let said = String::from_utf8_lossy(&output.stdout);
@@ -614,10 +610,7 @@ chat (slack, off: set enabled: true)
 
 #[test]
 fn the_rbac_of_a_katalog_with_intake_reads_each_webhooks_secrets_and_creates_its_crs() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("katalog.yaml");
-    std::fs::write(
-        &file,
+    let (_dir, file) = crate::running::written(
         "apiVersion: orkestra.orkspace.io/v1
 kind: Katalog
 gateway:
@@ -632,8 +625,7 @@ spec:
       apiTypes: {group: rbac.orkestra.io, version: v1, kind: Site}
       serve: {enabled: true, namespace: web, tokens: {lab: {permissions: {global: [create]}}}}
 ",
-    )
-    .unwrap();
+    );
     let output = crate::ork::run(&["manifests", "-f", file.to_str().unwrap(), "-n", "ops"], &[]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let said = String::from_utf8_lossy(&output.stderr);

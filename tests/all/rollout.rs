@@ -155,9 +155,7 @@ async fn control_center_page(url: &str) -> String {
         discovered: None,
         gateways: Vec::new(),
     };
-    let bound = orkestra_control_center::server::bind(options).await.unwrap();
-    let cc = format!("http://{}/controlcenter", bound.local_addr().unwrap());
-    tokio::spawn(bound.serve(std::future::pending()));
+    let cc = crate::control_center::serve(options).await;
     eventually("the Components page with the rollout", WAIT, || async {
         let page = reqwest::get(format!("{cc}/r/sites/components"))
             .await

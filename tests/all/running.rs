@@ -20,12 +20,19 @@ pub fn katalogs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../katalogs")
 }
 
-/// `text` written as `katalog.yaml` in a folder of its own and its CRDs installed, as a user
-/// does before `ork run -f`: the folder (removed when dropped) and the file.
-pub(crate) async fn katalog_file(ns: &TestNamespace, text: &str) -> (tempfile::TempDir, PathBuf) {
+/// `text` written as `katalog.yaml` in a folder of its own: the folder (removed when
+/// dropped) and the file.
+pub(crate) fn written(text: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("katalog.yaml");
     std::fs::write(&file, text).unwrap();
+    (dir, file)
+}
+
+/// `text` [`written`] and its CRDs installed, as a user does before `ork run -f`: the folder
+/// (removed when dropped) and the file.
+pub(crate) async fn katalog_file(ns: &TestNamespace, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let (dir, file) = written(text);
     let compiled = orkestra_katalog::load(std::slice::from_ref(&file)).unwrap();
     orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
         .await
@@ -33,15 +40,20 @@ pub(crate) async fn katalog_file(ns: &TestNamespace, text: &str) -> (tempfile::T
     (dir, file)
 }
 
-/// `ork run -f file` with its gateway's Secrets in `ns` (and `env` besides KUBECONFIG), once
-/// it says its Live API is on (said once the port is bound, so it answers from then on):
-/// the process and the Live API's address.
-pub(crate) async fn ork_run(file: &Path, ns: &TestNamespace, env: &[(&str, &str)]) -> (crate::ork::Ork, String) {
+/// `ork run -f file` with its gateway's Secrets in `ns` (and `flags`, and `env` besides
+/// KUBECONFIG), once it says its Live API is on (said once the port is bound, so it answers
+/// from then on): the process and the Live API's address.
+pub(crate) fn ork_run(
+    file: &Path,
+    ns: &TestNamespace,
+    flags: &[&str],
+    env: &[(&str, &str)],
+) -> (crate::ork::Ork, String) {
     let cluster = orkestra_test_support::cluster().unwrap();
     let addr = format!("127.0.0.1:{}", crate::replicas::free_port());
     let mut all = vec![("KUBECONFIG", cluster.kubeconfig.to_str().unwrap())];
     all.extend_from_slice(env);
-    let args = [
+    let mut args = vec![
         "run",
         "-f",
         file.to_str().unwrap(),
@@ -52,6 +64,7 @@ pub(crate) async fn ork_run(file: &Path, ns: &TestNamespace, env: &[(&str, &str)
         "--gateway-namespace",
         &ns.name,
     ];
+    args.extend_from_slice(flags);
     let mut ork = crate::ork::Ork::spawn(&args, &all);
     ork.wait_for(&format!("Live API on http://{addr} "), WAIT);
     (ork, addr)

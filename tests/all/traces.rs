@@ -109,6 +109,7 @@ spec:
     let (_ork, addr) = crate::running::ork_run(
         &file,
         &ns,
+        &[],
         &[
             ("ORK_API_TOKEN", ""),
             ("ORK_TRACE_TOKEN", "trace-token"),
@@ -117,8 +118,7 @@ spec:
             ("OTEL_SERVICE_NAME", "ork-under-test"),
             ("OTEL_BSP_SCHEDULE_DELAY", "100"),
         ],
-    )
-    .await;
+    );
 
     // The caller's own trace: its span is the parent of the gateway's apply.
     let (trace, caller_span) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
