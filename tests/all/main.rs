@@ -31,6 +31,7 @@ mod ork;
 mod pipeline;
 mod plan;
 mod policies;
+mod pool;
 mod provenance;
 mod reconcile;
 mod reload;

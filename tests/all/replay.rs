@@ -49,7 +49,7 @@ fn katalog(ns: &TestNamespace) -> String {
         hook(
             "Vault",
             &hostile,
-            "{apiVersion: v1, kinds: [Secret], verbs: [get, apply]}"
+            "{apiVersion: v1, kinds: [Secret], verbs: [get, list, apply]}"
         ),
         hook(
             "Open",
@@ -64,14 +64,27 @@ pub(crate) struct Host {
     _ork: Ork,
     pub(crate) url: String,
     _dir: tempfile::TempDir,
+    /// The recording sessions' token (what `--recordings DIR` wrote to DIR/.token).
+    token: String,
 }
 
 async fn start(ns: &TestNamespace, recordings: Option<&Path>) -> Host {
-    let flags = match recordings {
+    start_with(ns, recordings, &[]).await
+}
+
+async fn start_with(ns: &TestNamespace, recordings: Option<&Path>, more: &[&str]) -> Host {
+    let mut flags = match recordings {
         Some(dir) => vec!["--recordings".to_string(), dir.to_str().unwrap().to_string()],
         None => vec![],
     };
-    run_katalog(ns, katalog(ns), &flags).await
+    flags.extend(more.iter().map(|f| f.to_string()));
+    let mut host = run_katalog(ns, katalog(ns), &flags).await;
+    if let Some(dir) = recordings {
+        host.token = std::fs::read_to_string(dir.join(".token")).unwrap();
+        let mode = std::fs::metadata(dir.join(".token")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the token is the runtime user's alone");
+    }
+    host
 }
 
 /// `ork run` on `text` (its CRDs installed first) with `flags`, once each component serves.
@@ -106,17 +119,29 @@ pub(crate) async fn run_katalog(ns: &TestNamespace, text: String, flags: &[Strin
         _ork: ork,
         url,
         _dir: dir,
+        token: String::new(),
     }
 }
 
-async fn post(url: &str, body: Value) -> (u16, Value) {
+async fn post(host: &Host, body: Value) -> (u16, Value) {
     let response = reqwest::Client::new()
-        .post(format!("{url}/recordings"))
+        .post(format!("{}/recordings", host.url))
+        .bearer_auth(&host.token)
         .json(&body)
         .send()
         .await
         .unwrap();
     (response.status().as_u16(), response.json().await.unwrap_or_default())
+}
+
+/// `GET path` of the recording sessions, with their token.
+async fn get(host: &Host, path: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .get(format!("{}{path}", host.url))
+        .bearer_auth(&host.token)
+        .send()
+        .await
+        .unwrap()
 }
 
 /// A CR of the test's group (`<namespace>.replay.orkestra.io`).
@@ -133,14 +158,9 @@ pub(crate) async fn create(ns: &TestNamespace, kind: &str, name: &str, spec: Val
 
 /// The recordings `component`'s session wrote, once it wrote `count`, each fetched by its id
 /// into `into` (as a user keeps them for `ork replay`).
-async fn recorded(url: &str, component: &str, count: usize, into: &Path) -> Vec<(PathBuf, Value)> {
+async fn recorded(host: &Host, component: &str, count: usize, into: &Path) -> Vec<(PathBuf, Value)> {
     let entries = eventually(&format!("{count} recording(s) of {component}"), WAIT, || async {
-        let listed: Value = reqwest::get(format!("{url}/recordings"))
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
+        let listed: Value = get(host, "/recordings").await.json().await.ok()?;
         let session = listed["sessions"]
             .as_array()?
             .iter()
@@ -154,12 +174,7 @@ async fn recorded(url: &str, component: &str, count: usize, into: &Path) -> Vec<
     let mut files = Vec::new();
     for entry in entries {
         let id = entry["id"].as_str().unwrap();
-        let text = reqwest::get(format!("{url}/recordings/{id}"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = get(host, &format!("/recordings/{id}")).await.text().await.unwrap();
         let file = into.join(format!("{id}.json"));
         std::fs::write(&file, &text).unwrap();
         files.push((file, serde_json::from_str(&text).unwrap()));
@@ -195,13 +210,13 @@ async fn a_recorded_call_replays_the_same_offline_and_a_changed_component_is_cau
 
     // One call of one CR: another CR's calls and later calls of this one are not taken.
     let key = format!("{}/blog", ns.name);
-    let (status, body) = post(&host.url, json!({"component": "site", "count": 1, "key": key})).await;
+    let (status, body) = post(&host, json!({"component": "site", "count": 1, "key": key})).await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["session"]["left"], 1);
     create(&ns, "Site", "other", json!({"title": "Not this one"})).await;
     create(&ns, "Site", "blog", json!({"title": "Replayed", "body": "offline"})).await;
     let taken = tempfile::tempdir().unwrap();
-    let files = recorded(&host.url, "site", 1, taken.path()).await;
+    let files = recorded(&host, "site", 1, taken.path()).await;
     let (file, recording) = &files[0];
     assert_eq!(recording["request"]["key"], key.as_str());
     assert_eq!(recording["request"]["object"]["spec"]["title"], "Replayed");
@@ -252,12 +267,7 @@ async fn a_recorded_call_replays_the_same_offline_and_a_changed_component_is_cau
 
     // The session took its one call and stopped taking.
     create(&ns, "Site", "later", json!({"title": "Later"})).await;
-    let listed: Value = reqwest::get(format!("{}/recordings", host.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = get(&host, "/recordings").await.json().await.unwrap();
     assert_eq!(listed["sessions"][0]["left"], 0);
     assert_eq!(listed["sessions"][0]["recorded"].as_array().unwrap().len(), 1);
 
@@ -288,16 +298,16 @@ async fn clocks_and_random_are_served_from_the_recording_and_secrets_are_kept_on
     let mut vault = Vec::new();
     for name in ["churn", "copy"] {
         let key = format!("{}/{name}", ns.name);
-        let (status, body) = post(&host.url, json!({"component": "vault", "count": 1, "key": key})).await;
+        let (status, body) = post(&host, json!({"component": "vault", "count": 1, "key": key})).await;
         assert_eq!(status, 201, "{body}");
         let mode = if name == "churn" { "churn" } else { "secret" };
         create(&ns, "Vault", name, json!({"mode": mode})).await;
-        vault.extend(recorded(&host.url, "vault", 1, taken.path()).await);
+        vault.extend(recorded(&host, "vault", 1, taken.path()).await);
     }
-    let (status, body) = post(&host.url, json!({"component": "open", "count": 1})).await;
+    let (status, body) = post(&host, json!({"component": "open", "count": 1})).await;
     assert_eq!(status, 201, "{body}");
     create(&ns, "Open", "plain", json!({"mode": "secret"})).await;
-    let open = recorded(&host.url, "open", 1, taken.path()).await;
+    let open = recorded(&host, "open", 1, taken.path()).await;
 
     // The churn's clock and random reads were taken down; its replay is served them again,
     // so a status that differs on every live call (its time and a random nonce) replays the
@@ -359,14 +369,14 @@ async fn clocks_and_random_are_served_from_the_recording_and_secrets_are_kept_on
 async fn recording_is_refused_unless_the_platform_enables_it_and_bad_asks_name_their_field() {
     let ns = namespace("replay-off").await.unwrap();
     let off = start(&ns, None).await;
-    let (status, body) = post(&off.url, json!({"component": "site"})).await;
+    let (status, body) = post(&off, json!({"component": "site"})).await;
     assert_eq!(status, 403, "{body}");
     assert!(body["error"].as_str().unwrap().contains("--recordings DIR"), "{body}");
     drop(off);
 
     let recordings = tempfile::tempdir().unwrap();
     let on = start(&ns, Some(recordings.path())).await;
-    let (status, body) = post(&on.url, json!({"component": "nope"})).await;
+    let (status, body) = post(&on, json!({"component": "nope"})).await;
     assert_eq!(status, 404, "{body}");
     assert!(body["error"].as_str().unwrap().contains("known: "), "{body}");
     for (ask, field) in [
@@ -375,25 +385,143 @@ async fn recording_is_refused_unless_the_platform_enables_it_and_bad_asks_name_t
         (json!({"component": "site", "key": "../../etc"}), "key: "),
         (json!({"component": "site", "shell": true}), "unknown field `shell`"),
     ] {
-        let (status, body) = post(&on.url, ask).await;
+        let (status, body) = post(&on, ask).await;
         assert_eq!(status, 400, "{body}");
         assert!(body["error"].as_str().unwrap().contains(field), "{field} in {body}");
     }
     // A form another site could post is not JSON: refused.
     let form = reqwest::Client::new()
         .post(format!("{}/recordings", on.url))
+        .bearer_auth(&on.token)
         .form(&[("component", "site")])
         .send()
         .await
         .unwrap();
     assert_eq!(form.status().as_u16(), 400);
-    let gone = reqwest::get(format!("{}/recordings/1-1", on.url)).await.unwrap();
+    let gone = get(&on, "/recordings/1-1").await;
     assert_eq!(gone.status().as_u16(), 404);
     let stop = reqwest::Client::new()
         .delete(format!("{}/recordings?component=site", on.url))
+        .bearer_auth(&on.token)
         .send()
         .await
         .unwrap();
     assert_eq!(stop.status().as_u16(), 404, "no session to stop");
+    // Issue 49, finding 4: the sessions API asks for a token even on loopback, where the
+    // rest of this Live API asks none.
+    let open = reqwest::get(format!("{}/components", on.url)).await.unwrap();
+    assert_eq!(open.status().as_u16(), 200);
+    for (method, path) in [
+        ("GET", "/recordings"),
+        ("GET", "/recordings/1-1"),
+        ("POST", "/recordings"),
+    ] {
+        let request = reqwest::Client::new().request(method.parse().unwrap(), format!("{}{path}", on.url));
+        let answer = request.json(&json!({"component": "site"})).send().await.unwrap();
+        assert_eq!(answer.status().as_u16(), 401, "{method} {path} without the token");
+        let wrong = reqwest::Client::new()
+            .request(method.parse().unwrap(), format!("{}{path}", on.url))
+            .bearer_auth("guessed")
+            .json(&json!({"component": "site"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(wrong.status().as_u16(), 401, "{method} {path} with another token");
+    }
     drop(on);
+}
+
+/// Issue 49, finding 4: Secrets read by a `list` (whose items come without their kind) were
+/// kept in plain text, and so was what the guest made of them; sessions had no bound
+/// together; and `ork replay` fetched or read the component a crafted recording named.
+#[tokio::test]
+async fn every_secret_value_is_redacted_the_folder_is_bounded_and_replay_reads_nothing_a_recording_names() {
+    let ns = namespace("replay-leak").await.unwrap();
+    let recordings = tempfile::tempdir().unwrap();
+    let host = start_with(&ns, Some(recordings.path()), &["--recordings-max-bytes", "24Ki"]).await;
+    let secrets: Api<Secret> = Api::namespaced(ns.client.clone(), &ns.name);
+    let db = json!({"metadata": {"name": "db"}, "stringData": {"password": "hunter2-in-prod"}});
+    secrets
+        .create(&PostParams::default(), &serde_json::from_value(db).unwrap())
+        .await
+        .unwrap();
+    let key = format!("{}/lister", ns.name);
+    let (status, body) = post(&host, json!({"component": "vault", "count": 1, "key": key})).await;
+    assert_eq!(status, 201, "{body}");
+    create(&ns, "Vault", "lister", json!({"mode": "secret-list"})).await;
+    let taken = tempfile::tempdir().unwrap();
+    let files = recorded(&host, "vault", 1, taken.path()).await;
+    let (file, recording) = &files[0];
+    let text = std::fs::read_to_string(file).unwrap();
+    for leaked in ["hunter2-in-prod", "aHVudGVyMi1pbi1wcm9k"] {
+        assert!(!text.contains(leaked), "{leaked} in {text}");
+    }
+    assert_eq!(recording["kube"][0]["call"]["verb"], "list");
+    assert_eq!(
+        recording["kube"][0]["answer"]["ok"][0]["data"]["password"],
+        "PHJlZGFjdGVkPg=="
+    );
+    assert_eq!(recording["result"]["response"]["status"]["first"], "PHJlZGFjdGVkPg==");
+    assert!(
+        recording["logs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().ends_with("value is PHJlZGFjdGVkPg==")),
+        "{recording}"
+    );
+    // Replayed, the guest reads the redacted Secret and does the same with it.
+    let (code, said) = replay(&[file.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{said}");
+
+    // The folder as a whole: a session that asks for more than it may still hold is held
+    // to what is left, its calls past it dropped, and the folder stays within its bound.
+    let (status, body) = post(&host, json!({"component": "vault", "count": 50})).await;
+    assert_eq!(status, 201, "{body}");
+    for i in 0..12 {
+        create(&ns, "Vault", &format!("churn-{i}"), json!({"mode": "churn"})).await;
+    }
+    let session = eventually("calls dropped at the folder's bound", WAIT, || async {
+        let listed: Value = get(&host, "/recordings").await.json().await.ok()?;
+        let session = listed["sessions"][0].clone();
+        (session["dropped"].as_u64()? > 0).then_some(session)
+    })
+    .await
+    .unwrap();
+    assert!(
+        session["droppedWhy"]
+            .as_str()
+            .unwrap()
+            .contains("the recordings folder holds"),
+        "{session}"
+    );
+    let held: u64 = walk_size(recordings.path());
+    assert!(held <= 24 << 10, "the folder holds {held} bytes, its bound 24Ki");
+
+    // A crafted recording naming a URL and a path: neither is fetched nor read.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let mut crafted = recording.clone();
+    crafted["component"]["source"] = json!(format!("http://{}/evil.wasm", listener.local_addr().unwrap()));
+    crafted["component"]["digest"] = json!("ab".repeat(32));
+    let crafted_file = taken.path().join("crafted.json");
+    std::fs::write(&crafted_file, crafted.to_string()).unwrap();
+    let (code, said) = replay(&[crafted_file.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("is not in this machine's component cache"), "{said}");
+    assert!(said.contains("pass --component FILE"), "{said}");
+    assert!(listener.accept().is_err(), "the URL the recording names was fetched");
+    drop(host);
+}
+
+/// Bytes of the files under `dir`.
+fn walk_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|entry| match entry.metadata().unwrap().is_dir() {
+            true => walk_size(&entry.path()),
+            false => entry.metadata().unwrap().len(),
+        })
+        .sum()
 }

@@ -269,3 +269,68 @@ async fn a_guest_that_keeps_taking_resource_handles_is_stopped_at_the_cap() {
     // The instance is gone with its handles; the next call is served.
     assert_eq!(seen(&host, (&loaded, &spec), &stats, "a/2").await, "");
 }
+
+/// Issue 49, finding 1: cluster-scoped CRs have no namespace, and their calls shared one
+/// pool of warm instances, so a guest that kept each call's key saw another CR's. Each is a
+/// tenant of its own now.
+#[tokio::test]
+async fn cluster_scoped_crs_never_share_a_warm_instance() {
+    let component = guests::component("hostile").unwrap();
+    let operator_box = format!(
+        "        reconcile:
+          workers: 1
+          hooks:
+            component: {}
+            instances: {{reuse: warm}}
+",
+        component.display()
+    );
+    let crds = crd("probe", "Probe", &operator_box).replace("      namespace: NS\n", "      namespaced: false\n");
+    let h = Harness::start("warm-cluster", &crds, &[], true).await;
+    let gvk = kube::api::GroupVersionKind::gvk(&h.group, "v1", "Probe");
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "probes");
+    let api: kube::Api<DynamicObject> = kube::Api::all_with(h.ns.client.clone(), &resource);
+    let mut seen = Vec::new();
+    for name in ["alpha", "beta", "gamma"] {
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("{}/v1", h.group), "kind": "Probe",
+            "metadata": {"name": name}, "spec": {"mode": "recall"},
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &object).await.unwrap();
+        let got = eventually(&format!("{name}'s status.seen"), WAIT, || async {
+            let cr = serde_json::to_value(api.get(name).await.ok()?).ok()?;
+            cr["status"]["seen"].as_str().map(String::from)
+        })
+        .await
+        .unwrap();
+        seen.push(got);
+    }
+    for (name, got) in ["alpha", "beta", "gamma"].iter().zip(&seen) {
+        assert!(got.is_empty() || got == name, "{name} saw {got:?}");
+    }
+    // Its own instance serves it again.
+    api.patch(
+        "alpha",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"spec": {"mode": "recall", "again": true}})),
+    )
+    .await
+    .unwrap();
+    eventually("alpha seen again", WAIT, || async {
+        let cr = serde_json::to_value(api.get("alpha").await.ok()?).ok()?;
+        (cr["status"]["seen"] == "alpha").then_some(())
+    })
+    .await
+    .unwrap();
+    // Cluster-scoped CRs outlive the test's namespace: removed while the runtime runs.
+    for name in ["alpha", "beta", "gamma"] {
+        api.delete(name, &Default::default()).await.unwrap();
+    }
+    eventually("the probes gone", WAIT, || async {
+        api.list(&Default::default()).await.ok()?.items.is_empty().then_some(())
+    })
+    .await
+    .unwrap();
+    h.stop().await;
+}

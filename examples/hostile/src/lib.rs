@@ -66,7 +66,33 @@ fn descend(depth: u64) -> u64 {
     descend(depth + 1).wrapping_mul(3).wrapping_add(depth)
 }
 
+/// What `open-files` keeps open for good.
+static OPENED: std::sync::Mutex<Vec<std::fs::File>> = std::sync::Mutex::new(Vec::new());
+
+/// The `count` in the ConfigMap `<name>-count` of the CR's namespace, read and written back one
+/// higher: a write whose repetition shows.
+fn bump(request: &Request) -> Result<u64, kube::Error> {
+    let name = format!("{}-count", request.name());
+    let count = match kube::get("v1", "ConfigMap", request.namespace(), &name) {
+        Ok(map) => map["data"]["count"].as_str().and_then(|c| c.parse().ok()).unwrap_or(0),
+        Err(kube::Error::NotFound) => 0,
+        Err(error) => return Err(error),
+    };
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": name, "namespace": request.namespace()},
+                        "data": {"count": (count + 1).to_string()}});
+    kube::apply(&object)?;
+    Ok(count + 1)
+}
+
 impl Hook for Hostile {
+    /// Leaves the key in its memory as `recall` does, and says what it found there: a call
+    /// for a CR that is gone must not see another tenant's.
+    fn on_not_found(request: Request) -> Response {
+        let seen = remember(request.key());
+        Response::ok().status("seen", seen)
+    }
+
     fn on_delete(request: Request) -> Response {
         match spec(&request).mode.as_str() {
             // Never lets its finalizer go.
@@ -245,6 +271,19 @@ impl Hook for Hostile {
                     .status("keys", secret["data"].as_object().map_or(0, |d| d.len())),
                 Err(error) => Response::error("ReadFailed", error.to_string()),
             },
+            // Lists its namespace's Secrets (their items come without a kind), logs the first
+            // value it finds and puts it in its status.
+            "secret-list" => match kube::list("v1", "Secret", request.namespace(), None) {
+                Ok(items) => {
+                    let first = items
+                        .iter()
+                        .find_map(|secret| secret["data"].as_object()?.values().next()?.as_str().map(String::from))
+                        .unwrap_or_default();
+                    log::info(&format!("the first secret value is {first}"));
+                    Response::ok().status("secrets", items.len()).status("first", first)
+                }
+                Err(error) => Response::error("ListFailed", error.to_string()),
+            },
             // Takes over another CR's child through its kube grant: rewrites it, then deletes it.
             "grab" => {
                 let namespace = request.namespace().unwrap_or("default");
@@ -308,6 +347,47 @@ impl Hook for Hostile {
             "deep-status" => {
                 let deep = (0..200).fold(json!("bottom"), |inner, _| json!({"d": inner}));
                 Response::ok().status("deep", deep)
+            }
+            // Writes (one more in its counter ConfigMap), then traps on an instance that
+            // has served a call before: a retry of the call would write again.
+            "write-then-trap" => {
+                let before = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                match bump(&request) {
+                    Ok(count) if before == 0 => Response::ok().status("count", count),
+                    Ok(count) => panic!("wrote count {count}, then trapped on a reused instance"),
+                    Err(error) => Response::error("WriteFailed", error.to_string()),
+                }
+            }
+            // Opens its granted file again and again (up to spec.count, default 200) and
+            // keeps every handle: each is a descriptor of the host process.
+            "open-files" => {
+                let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+                let wanted = spec.count.unwrap_or(200) as usize;
+                let mut refused = String::new();
+                for _ in 0..wanted {
+                    match std::fs::File::open("/bundle/policy.txt") {
+                        Ok(file) => opened.push(file),
+                        Err(error) => {
+                            refused = error.to_string();
+                            break;
+                        }
+                    }
+                }
+                Response::ok().status("open", opened.len()).status("refused", refused)
+            }
+            // Applies a ConfigMap labelled with another CR's owner UID (spec.victim), so the
+            // host would take it for that CR's child.
+            "forge-owner" => {
+                let victim = request.get("/spec/victim").and_then(Value::as_str).unwrap_or("none");
+                let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": format!("{}-forged", request.name()),
+                                                 "namespace": request.namespace(),
+                                                 "labels": {"orkestra.orkspace.io/owner-uid": victim}},
+                                    "data": {"forged": "yes"}});
+                match kube::apply(&object) {
+                    Ok(_) => Response::ok().status("apply", "applied"),
+                    Err(error) => Response::ok().status("apply", format!("refused: {error}")),
+                }
             }
             // A child named like the one another tenant's `<name>` owns.
             "steal" => Response::ok().resource(

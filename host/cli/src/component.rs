@@ -123,15 +123,38 @@ impl PullArgs {
 pub struct RecordArgs {
     /// Allow recording component calls on demand (`POST /recordings` on the Live API) into
     /// this folder, made readable by the runtime's user only. Without it nothing is ever
-    /// recorded: a recording holds what the component was allowed to read.
+    /// recorded: a recording holds what the component was allowed to read. The sessions API
+    /// always needs a bearer token: the Live API's, or (on an open Live API) the one the
+    /// runtime writes to DIR/.token at start.
     #[arg(long, value_name = "DIR")]
     recordings: Option<PathBuf>,
+    /// Bytes the recordings folder may hold in all, recordings already there included
+    /// (a quantity: 512Mi, 2Gi); past it, no session starts and no recording is written.
+    #[arg(long, value_name = "BYTES", default_value = "512Mi", value_parser = quantity_bytes)]
+    recordings_max_bytes: u64,
+}
+
+/// The recordings folder, ready, with the token of its sessions API.
+pub struct Recording {
+    pub folder: orkestra_wasm::record::Folder,
+    /// Written to the folder's `.token` (0600); the Live API asks it of the sessions API
+    /// when the Live API has no token of its own.
+    pub token: String,
+}
+
+/// `--recordings-max-bytes`: a quantity of bytes.
+fn quantity_bytes(text: &str) -> Result<u64, String> {
+    let bytes = orkestra_expr::template::funcs::quantity::parse(text)?;
+    match bytes.fract() == 0.0 && bytes >= 1.0 && bytes <= u64::MAX as f64 {
+        true => Ok(bytes as u64),
+        false => Err(format!("{text:?} is not a whole number of bytes")),
+    }
 }
 
 impl RecordArgs {
-    /// The folder, made (private) where it is missing.
-    pub fn folder(&self) -> anyhow::Result<Option<PathBuf>> {
-        use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    /// The folder (made private where it is missing), its bound and a fresh sessions token.
+    pub fn folder(&self) -> anyhow::Result<Option<Recording>> {
+        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
         let Some(dir) = &self.recordings else { return Ok(None) };
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -142,7 +165,24 @@ impl RecordArgs {
         if mode & 0o077 != 0 {
             tracing::warn!(dir = %dir.display(), mode = format!("{mode:o}"), "the recordings folder is readable by others");
         }
-        Ok(Some(dir.clone()))
+        let token = crate::generate::token();
+        let path = dir.join(".token");
+        let _ = std::fs::remove_file(&path);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("--recordings: cannot write {}", path.display()))?;
+        std::io::Write::write_all(&mut file, token.as_bytes())
+            .with_context(|| format!("--recordings: cannot write {}", path.display()))?;
+        Ok(Some(Recording {
+            folder: orkestra_wasm::record::Folder {
+                dir: dir.clone(),
+                max_bytes: self.recordings_max_bytes,
+            },
+            token,
+        }))
     }
 }
 

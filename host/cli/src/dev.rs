@@ -92,10 +92,8 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         http: &args.http,
         webhooks: &args.webhooks,
         ha: &ha,
-        components: orkestra::runtime::slots::ComponentStore {
-            recordings: args.record.folder()?,
-            ..args.registry.store()?
-        },
+        components: args.registry.store()?,
+        recording: args.record.folder()?,
         dev: true,
         gateway: true,
     };

@@ -236,7 +236,7 @@ pub fn dashboard() -> Value {
 }
 
 /// A Live API token: 32 random bytes, hex.
-fn token() -> String {
+pub(crate) fn token() -> String {
     use rand::RngCore;
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);

@@ -80,7 +80,8 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     // Components act as the host here (no impersonation): every write, theirs included, is a
     // dry run through this one client.
     let (dry_run, writes) = orkestra::rehearse::dry_run::client(live.clone());
-    let runtime = orkestra::Runtime::with_components(dry_run, &katalog, args.registry.store()?)?;
+    // No external call either: each is reported, never made.
+    let runtime = orkestra::Runtime::with_components(dry_run, &katalog, args.registry.store()?)?.rehearsing();
     for (name, path) in &overrides {
         runtime.replace_component(name, path)?;
     }
@@ -111,7 +112,8 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             writes.take();
             let rehearsed = runtime.rehearse(&crd.name, &resource, object.clone()).await?;
             writes.settle().await;
-            let plan = report(&live, &cr_path, &object, rehearsed, writes.take()).await;
+            let mut plan = report(&live, &cr_path, &object, rehearsed, writes.take()).await;
+            plan.external = runtime.calls_not_made();
             summary.crs += 1;
             match plan.verdict {
                 Verdict::Unchanged => summary.unchanged += 1,

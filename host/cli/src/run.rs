@@ -113,10 +113,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         http: &args.http,
         webhooks: &args.webhooks,
         ha: &args.ha,
-        components: orkestra::runtime::slots::ComponentStore {
-            recordings: args.record.folder()?,
-            ..args.registry.store()?
-        },
+        components: args.registry.store()?,
+        recording: args.record.folder()?,
         dev: false,
         gateway: !args.no_gateway,
     };
@@ -130,6 +128,8 @@ pub struct Hosting<'a> {
     pub webhooks: &'a super::gateway::WebhookArgs,
     pub ha: &'a super::ha::HaArgs,
     pub components: orkestra::runtime::slots::ComponentStore,
+    /// Where component calls may be recorded (`--recordings`), with its sessions' token.
+    pub recording: Option<super::component::Recording>,
     /// `ork dev`: a reload installs the Katalog's CRDs too.
     pub dev: bool,
     /// Whether it serves what the Katalog enables of the gateway (webhooks, Serve API).
@@ -150,13 +150,30 @@ pub async fn serve(
         http,
         webhooks: webhooks_args,
         ha: ha_args,
-        components,
+        mut components,
+        recording,
         dev,
         gateway: serves_gateway,
     } = hosting;
     let auth = match http.no_http {
         true => None,
         false => Some(http.auth(&client).await?),
+    };
+    let auth = match (auth, recording) {
+        (Some(auth), Some(recording)) => {
+            if auth.is_open() {
+                eprintln!(
+                    "runtime: recording sessions (/recordings) need the token in {}",
+                    recording.folder.dir.join(".token").display()
+                );
+            }
+            components.recordings = Some(recording.folder);
+            Some(auth.with_recordings_token(recording.token))
+        }
+        (auth, recording) => {
+            components.recordings = recording.map(|r| r.folder);
+            auth
+        }
     };
     // Before the runtime starts: CRs written from now on are checked at admission.
     let mut gateway = match serves_gateway {

@@ -172,7 +172,9 @@ pub async fn simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         orkestra::rehearse::stand_in::client(cluster.clone()),
         &katalog,
         args.registry.store()?,
-    )?;
+    )?
+    // Offline means no external call either: each is reported, never made.
+    .rehearsing();
     for (name, path) in &overrides {
         runtime.replace_component(name, path)?;
     }
@@ -187,7 +189,8 @@ pub async fn simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     );
     let key = orkestra::runtime::key_of(&cr);
     let rehearsed = runtime.rehearse(&crd.name, &resource, cr).await?;
-    let report = orkestra::rehearse::simulate::report(&cluster, &cr_path, key, rehearsed).await;
+    let mut report = orkestra::rehearse::simulate::report(&cluster, &cr_path, key, rehearsed).await;
+    report.external = runtime.calls_not_made();
     crate::stdout::write(&serde_yaml_ng::to_string(&report)?)?;
     Ok(match report.outcome {
         "failed" => ExitCode::FAILURE,

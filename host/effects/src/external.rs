@@ -4,13 +4,61 @@
 //! unless it says `continueOnError`; either way its result is at `.external.<name>`:
 //! `{called, status: success|failed|skipped, statusCode, body, error, durationSeconds}`,
 //! where `body` is the parsed JSON, or the text (first 4096 bytes) when it is not JSON.
+//!
+//! A rehearsal (`ork plan`) makes none: each call it would make is noted ([`NotMade`]) and
+//! answered `{called: false, status: "skipped", rehearsal: true}`, since any request, a GET
+//! included, may be what provisions, bills or notifies.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use orkestra_expr::resolver::Resolver;
 use orkestra_katalog::compile::Call;
+
+/// How a Katalog's external calls are made: for real, or noted and not made (a rehearsal).
+#[derive(Clone, Default)]
+pub struct Externals {
+    client: reqwest::Client,
+    rehearsal: Option<Arc<Mutex<Vec<NotMade>>>>,
+}
+
+/// A call a rehearsal would have made.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NotMade {
+    /// `external.<name>` it answers.
+    pub name: String,
+    pub method: String,
+    /// As rendered, or the template with why it did not render.
+    pub url: String,
+}
+
+impl Externals {
+    /// Calls made with `client`.
+    pub fn live(client: reqwest::Client) -> Self {
+        Self {
+            client,
+            rehearsal: None,
+        }
+    }
+
+    /// Calls noted and never made; the notes are taken with [`Externals::not_made`].
+    pub fn rehearsal() -> Self {
+        Self {
+            client: reqwest::Client::new(),
+            rehearsal: Some(Arc::default()),
+        }
+    }
+
+    /// The calls a rehearsal did not make since the last take, in order.
+    pub fn not_made(&self) -> Vec<NotMade> {
+        match &self.rehearsal {
+            Some(log) => std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner())),
+            None => Vec::new(),
+        }
+    }
+}
 /// Bodies beyond this are not read: a reconcile should not buffer someone's download.
 const BODY_LIMIT: usize = 1 << 20;
 /// Non-JSON bodies are kept to this many bytes.
@@ -18,14 +66,31 @@ const TEXT_LIMIT: usize = 4096;
 
 /// Makes `calls` in order, adding each result to `resolver` under `external.<name>`.
 /// Returns the first error of a call without `continueOnError`.
-pub async fn run(client: &reqwest::Client, calls: &[Call], resolver: &mut Resolver<'_, '_>) -> Result<(), String> {
+pub async fn run(externals: &Externals, calls: &[Call], resolver: &mut Resolver<'_, '_>) -> Result<(), String> {
     for call in calls {
         if !call.conditions.passes(resolver, None) {
             resolver.set_entry("external", &call.name, json!({"called": false, "status": "skipped"}));
             continue;
         }
+        if let Some(log) = &externals.rehearsal {
+            let url = resolver
+                .render(&call.url)
+                .unwrap_or_else(|e| format!("{} (does not render: {})", call.url.source(), e.message));
+            let note = NotMade {
+                name: call.name.clone(),
+                method: call.method.clone(),
+                url,
+            };
+            log.lock().unwrap_or_else(|e| e.into_inner()).push(note);
+            resolver.set_entry(
+                "external",
+                &call.name,
+                json!({"called": false, "status": "skipped", "rehearsal": true}),
+            );
+            continue;
+        }
         let started = Instant::now();
-        let outcome = request(client, call, resolver).await;
+        let outcome = request(&externals.client, call, resolver).await;
         let seconds = started.elapsed().as_secs_f64();
         let result = match &outcome {
             Ok((code, body)) => json!({

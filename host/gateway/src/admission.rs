@@ -34,7 +34,7 @@ struct Shared {
     /// Whose provenance `.request` may be read from.
     gateway: Arc<Gateway>,
     /// For the rules' external calls.
-    http: reqwest::Client,
+    externals: orkestra_effects::external::Externals,
     calls: Calls,
     /// When each CRD and namespace last got an Event for a failed call.
     reported: Arc<Mutex<HashMap<String, Instant>>>,
@@ -75,7 +75,7 @@ pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>, gateway: Arc<Gateway
             compiled,
             counts,
             gateway,
-            http: reqwest::Client::new(),
+            externals: orkestra_effects::external::Externals::live(reqwest::Client::new()),
             calls,
             reported: Arc::default(),
         })
@@ -96,7 +96,7 @@ async fn context_of(shared: &Shared, crd: &CompiledCrd, request: &Value) -> Resu
     if !crd.rule_calls.is_empty() {
         let mut resolver = orkestra_expr::resolver::Resolver::in_context(object, &crd.notes, &context);
         let deadline = shared.calls.deadline;
-        let calls = orkestra_effects::external::run(&shared.http, &crd.rule_calls, &mut resolver);
+        let calls = orkestra_effects::external::run(&shared.externals, &crd.rule_calls, &mut resolver);
         let outcome = match tokio::time::timeout(deadline, calls).await {
             Ok(outcome) => outcome,
             Err(_) => Err(format!(

@@ -106,7 +106,7 @@ fn pipeline() -> Pipeline {
         queue.clone(),
         Arc::new(Stats::default()),
         tuning.clone(),
-        reqwest::Client::new(),
+        Default::default(),
     );
     let (ready, _) = tokio::sync::oneshot::channel();
     let observer = PrimaryObserver::new(
@@ -127,7 +127,7 @@ fn pipeline() -> Pipeline {
     let offline = kube::Config::new("http://127.0.0.1:9".parse().expect("uri"));
     let kordinator = Arc::new(Kordinator {
         client: kube::Client::try_from(offline).expect("client"),
-        http: reqwest::Client::new(),
+        externals: Default::default(),
         crd: crd.clone(),
         resource: Arc::new(ApiResource::from_gvk(&GroupVersionKind::gvk(
             "bench.orkestra.io",

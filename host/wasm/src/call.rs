@@ -3,21 +3,30 @@
 //! size, kube budget), the export for the call's kind, the time of each phase, and each way
 //! it can fail told apart.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use wasmtime::Store;
-use wasmtime::component::Instance;
 
 use super::bindings::types::{Outcome, Request, Response};
+use super::budget::{Hold, Short};
 use super::capability;
-use super::engine::{EPOCH_TICK, WasmHost};
+use super::engine::{EPOCH_TICK, MAX_CONCURRENT_CALLS, WasmHost};
 use super::limiter::MemoryCap;
 use super::load::{Loaded, Pre};
 use super::record::Tape;
+use super::slot::SLOT_CALLS;
 use super::stats::{CallOutcome, CallStats, Retired};
 use super::store::{Call, CallState, Caller, Cluster};
 use super::warm::Idle;
 use orkestra_katalog::component::Spec;
+
+/// The instance a call runs on: one kept from an earlier call, or a new one for which the
+/// pool holds room.
+enum Instance {
+    Kept(Idle),
+    Fresh(Hold),
+}
 
 /// Which export a call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,62 +117,111 @@ impl WasmHost {
             .acquire()
             .await
             .map_err(|_| CallError::Instantiate("the Wasm host is shutting down".into()))?;
-        if tape.is_some() {
-            return self
-                .attempt(loaded, spec, (hook, caller, request), stats, None, tape)
-                .await;
-        }
-        let kept = spec.instances.warm().and_then(|_| {
-            let tenant = caller.namespace.as_deref();
-            self.warm.take(&loaded.lineage, tenant, &spec.limits, &spec.files)
-        });
-        let Some(kept) = kept else {
-            return self
-                .attempt(loaded, spec, (hook, caller, request), stats, None, None)
-                .await;
+        let tenant = caller.tenant();
+        let kept = match (&tape, spec.instances.warm()) {
+            (None, Some(_)) => self.warm.take(&loaded.lineage, &tenant, &spec.limits, &spec.files),
+            _ => None,
         };
-        let again = caller.clone();
-        match self
-            .attempt(loaded, spec, (hook, caller, request), stats, Some(kept), None)
-            .await
-        {
-            // What a warm instance kept from earlier calls must never fail a call a fresh one
-            // would serve: a trap or a memory or fuel limit there is retried at once on a
-            // fresh instance, as the requeue would do later. Not a timeout (that used up the
-            // call's time), nor what the guest chose to answer (too much, or a denied call).
-            Err(error @ (CallError::Trapped(_) | CallError::MemoryLimit(_) | CallError::Fuel(_))) => {
-                tracing::debug!(component = %again.component, key = %again.key, %error, "a warm instance failed; retrying on a fresh one");
-                self.attempt(loaded, spec, (hook, again, request), stats, None, None)
-                    .await
+        if let Some(kept) = kept {
+            let again = caller.clone();
+            let wrote = |caller: &Caller| caller.writes.load(std::sync::atomic::Ordering::Relaxed);
+            let before = wrote(&again);
+            match self
+                .attempt(loaded, spec, (hook, caller, request), stats, Instance::Kept(kept), None)
+                .await
+            {
+                // What a warm instance kept from earlier calls must never fail a call a fresh
+                // one would serve: a trap or a memory or fuel limit there is retried at once on
+                // a fresh instance, as the requeue would do later. Not a timeout (that used up
+                // the call's time), nor what the guest chose to answer (too much, or a denied
+                // call), nor a call that already wrote: its writes would happen twice.
+                Err(error @ (CallError::Trapped(_) | CallError::MemoryLimit(_) | CallError::Fuel(_)))
+                    if wrote(&again) == before =>
+                {
+                    tracing::debug!(component = %again.component, key = %again.key, %error, "a warm instance failed; retrying on a fresh one");
+                    let hold = self.hold(loaded, spec, &again, &tenant).await?;
+                    return self
+                        .attempt(loaded, spec, (hook, again, request), stats, Instance::Fresh(hold), None)
+                        .await;
+                }
+                answered => return answered,
             }
-            answered => answered,
+        }
+        let hold = self.hold(loaded, spec, &caller, &tenant).await?;
+        self.attempt(
+            loaded,
+            spec,
+            (hook, caller, request),
+            stats,
+            Instance::Fresh(hold),
+            tape,
+        )
+        .await
+    }
+
+    /// Room in the pool for one instance of `loaded` for `tenant`: within the tenant's share
+    /// and the component's, giving up kept instances that hold what it needs, else waiting
+    /// for room, at most the call's timeout.
+    async fn hold(&self, loaded: &Loaded, spec: &Spec, caller: &Caller, tenant: &Arc<str>) -> Result<Hold, CallError> {
+        let total = self.budget.total();
+        let tenant_share = total.share(self.tenants.calls_of(tenant), MAX_CONCURRENT_CALLS);
+        let component_share = total.share(SLOT_CALLS, MAX_CONCURRENT_CALLS);
+        let deadline = tokio::time::Instant::now() + spec.limits.timeout;
+        loop {
+            let freed = self.budget.freed();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            let short = match self.budget.try_hold(
+                loaded.footprint,
+                (tenant, tenant_share),
+                (&caller.component, component_share),
+            ) {
+                Ok(hold) => return Ok(hold),
+                Err(short) => short,
+            };
+            if self.warm.give_up(short, tenant, &caller.component) {
+                continue;
+            }
+            if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                let full = match short {
+                    Short::Tenant => format!(
+                        "tenant {tenant} holds {} of its share ({tenant_share})",
+                        self.budget.held_by(tenant)
+                    ),
+                    Short::Component => format!("component {} holds its share ({component_share})", caller.component),
+                    Short::Pool => format!("the pool holds {} of {total}", self.budget.used()),
+                };
+                return Err(CallError::Instantiate(format!(
+                    "no room in the engine's pool for an instance ({}) within {:?}: {full}",
+                    loaded.footprint, spec.limits.timeout
+                )));
+            }
         }
     }
 
-    /// One call on `kept` (a warm instance) or on a new instance.
+    /// One call on a kept instance or a new one.
     async fn attempt(
         &self,
         loaded: &Loaded,
         spec: &Spec,
         (hook, caller, request): (Hook, Caller, &Request),
         stats: &CallStats,
-        kept: Option<Idle>,
+        instance: Instance,
         tape: Option<Tape>,
     ) -> Result<Option<Response>, CallError> {
         let limits = spec.limits;
         let started = Instant::now();
         let warm = spec.instances.warm().filter(|_| tape.is_none());
-        let tenant = caller.namespace.clone();
-        let (mut store, mut instance, served) = match kept {
-            Some(idle) => {
+        let (mut store, mut instance, served, hold) = match instance {
+            Instance::Kept(idle) => {
                 let mut store = idle.store;
                 store.data_mut().begin(self.call_of(caller, spec, None));
-                (store, Some(idle.instance), idle.calls)
+                (store, Some(idle.instance), idle.calls, idle.hold)
             }
-            None => {
-                let mut store = Store::new(&self.engine, self.state(caller, spec, tape)?);
+            Instance::Fresh(hold) => {
+                let mut store = Store::new(&self.engine, self.state(caller, spec, tape, loaded)?);
                 store.limiter(|state| &mut state.memory);
-                (store, None, 0)
+                (store, None, 0, hold)
             }
         };
         stats.instance(served > 0);
@@ -215,14 +273,17 @@ impl WasmHost {
             state.denied.clone(),
             state.last_error.clone(),
         );
+        let used = state.memory.used;
         // Kept only after a call that ended well: a trap, a timeout or a denial may leave
         // the guest half way through its work.
         let keep = match (warm, instance, &finished) {
             (Some(warm), Some(instance), Ok(Ok(_))) if denied.is_none() => {
                 let retire = if served + 1 >= warm.max_calls {
                     Some(Retired::Calls)
-                } else if state.memory.used > warm.high_water {
+                } else if used > warm.high_water {
                     Some(Retired::HighWater)
+                } else if capability::files::holds_open(&mut store.data_mut().table, spec.files.len()) {
+                    Some(Retired::OpenFiles)
                 } else {
                     None
                 };
@@ -244,18 +305,21 @@ impl WasmHost {
             // Between calls it holds nothing of the last caller's: no client, no budgets.
             Some(instance) => {
                 store.data_mut().end();
-                let tenant = Idle::new(
+                let idle = Idle::new(
                     store,
                     instance,
                     served + 1,
                     (limits, &spec.files),
                     &loaded.lineage,
-                    tenant,
+                    hold,
                 );
-                self.warm.put(tenant);
+                self.warm.put(idle);
             }
-            // Dropping the store hands its instance back to the pool.
-            None => drop(store),
+            // Dropping the store hands its instance back to the pool, then its hold.
+            None => {
+                drop(store);
+                drop(hold);
+            }
         }
         if let Some(instantiated) = instantiated {
             stats.observe_phases([instantiated - started, ran - instantiated, ran.elapsed()]);
@@ -328,12 +392,12 @@ impl WasmHost {
         }
     }
 
-    fn state(&self, caller: Caller, spec: &Spec, tape: Option<Tape>) -> Result<CallState, CallError> {
+    fn state(&self, caller: Caller, spec: &Spec, tape: Option<Tape>, loaded: &Loaded) -> Result<CallState, CallError> {
         let mut wasi = capability::files::grant(&spec.files).map_err(CallError::Instantiate)?;
         if let Some(tape) = &tape {
             tape.wire(&mut wasi);
         }
-        let memory = MemoryCap::new(spec.limits.memory);
+        let memory = MemoryCap::new(spec.limits.memory, loaded.footprint);
         Ok(CallState::new(wasi.build(), memory, self.call_of(caller, spec, tape)))
     }
 }
@@ -345,7 +409,7 @@ async fn run(
     pre: &Pre,
     hook: Hook,
     request: &Request,
-    instance: &mut Option<Instance>,
+    instance: &mut Option<wasmtime::component::Instance>,
     instantiated: &mut Option<Instant>,
 ) -> wasmtime::Result<Option<Response>> {
     let export = match hook {

@@ -10,7 +10,9 @@ use tokio::sync::Semaphore;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use super::budget::PoolBudget;
 use super::cache::ArtifactCache;
+use super::footprint::{self, Footprint};
 use super::registry::{BlobStore, Registries};
 use super::store::{CallState, Cluster};
 use super::warm::WarmStores;
@@ -24,6 +26,15 @@ pub const MAX_CONCURRENT_CALLS: usize = 64;
 
 /// Bytes of each pooled memory kept mapped between calls (reset, not unmapped).
 const KEEP_RESIDENT: usize = 4 << 20;
+
+/// The instance pool: a slot for each call at once and each warm instance kept, each with
+/// room for an interpreted guest's several core modules, memories and tables on average.
+pub const POOL: Footprint = Footprint {
+    instances: (MAX_CONCURRENT_CALLS + super::warm::MAX_IDLE) as u32,
+    core_instances: (MAX_CONCURRENT_CALLS + super::warm::MAX_IDLE) as u32 * 16,
+    memories: (MAX_CONCURRENT_CALLS + super::warm::MAX_IDLE) as u32 * 8,
+    tables: (MAX_CONCURRENT_CALLS + super::warm::MAX_IDLE) as u32 * 16,
+};
 
 /// The process's Wasm host.
 pub struct WasmHost {
@@ -52,6 +63,32 @@ pub struct WasmHost {
     pub(super) tenants: super::tenants::TenantCalls,
     /// Where recorded calls are written, and which exist.
     pub recordings: super::record::Recordings,
+    /// What every instance holds of the pool, per tenant and per component.
+    pub(super) budget: PoolBudget,
+}
+
+/// The engine's pool as the Live API shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolView {
+    pub total: Footprint,
+    pub used: Footprint,
+    /// What one instance of a component may take (more is refused at load).
+    pub instance_allowance: Footprint,
+    /// Each tenant holding part of it, most first.
+    pub tenants: Vec<TenantPool>,
+}
+
+/// One tenant's part of the pool.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantPool {
+    pub tenant: String,
+    /// What its calls and kept instances hold.
+    pub held: Footprint,
+    pub share: Footprint,
+    /// Warm instances kept for it.
+    pub kept: usize,
 }
 
 /// How a [`WasmHost`] is set up beyond its defaults.
@@ -65,8 +102,9 @@ pub struct HostOptions {
     pub registries: Registries,
     /// What each namespace may take: its calls at once.
     pub tenants: orkestra_katalog::compile::TenantRules,
-    /// Where recordings of calls may be written (`None`: calls are never recorded).
-    pub recordings: Option<std::path::PathBuf>,
+    /// Where recordings of calls may be written, and how much in all (`None`: calls are
+    /// never recorded).
+    pub recordings: Option<super::record::Folder>,
 }
 
 /// How instances are allocated, best first.
@@ -99,18 +137,18 @@ fn config(allocation: Allocation, fuel: bool) -> Config {
     config.concurrency_support(false);
     if allocation != Allocation::OnDemand {
         let mut pool = PoolingAllocationConfig::default();
-        // Calls in flight, each on an instance, and the warm instances kept between calls.
-        let calls = (MAX_CONCURRENT_CALLS + super::warm::MAX_IDLE) as u32;
-        // Interpreted guests (Python, JavaScript) bring several core modules, memories and
-        // large instance metadata; size the pool for them.
-        pool.total_component_instances(calls)
-            .total_core_instances(calls * 8)
-            .total_memories(calls * 4)
-            .total_tables(calls * 8)
-            .total_stacks(calls)
-            .max_core_instances_per_component(32)
-            .max_memories_per_component(8)
-            .max_tables_per_component(32)
+        // Calls in flight, each on an instance, and the warm instances kept between calls;
+        // the budget (`budget`) holds every instance to what it counted, so these are never
+        // found exhausted. Interpreted guests (Python, JavaScript) bring several core
+        // modules, memories and large instance metadata.
+        pool.total_component_instances(POOL.instances)
+            .total_core_instances(POOL.core_instances)
+            .total_memories(POOL.memories)
+            .total_tables(POOL.tables)
+            .total_stacks(POOL.instances)
+            .max_core_instances_per_component(footprint::MAX_CORE_INSTANCES)
+            .max_memories_per_component(footprint::MAX_MEMORIES)
+            .max_tables_per_component(footprint::MAX_TABLES)
             .max_component_instance_size(16 << 20)
             .max_core_instance_size(16 << 20)
             .max_memory_size(MAX_MEMORY);
@@ -215,6 +253,7 @@ impl WasmHost {
             warm: WarmStores::default(),
             tenants: super::tenants::TenantCalls::new(tenant_rules),
             recordings: super::record::Recordings::new(recordings),
+            budget: PoolBudget::new(POOL),
         }))
     }
 }
@@ -234,6 +273,52 @@ impl WasmHost {
     /// Warm instances kept between calls now, all components together.
     pub fn warm_idle(&self) -> usize {
         self.warm.len()
+    }
+
+    /// What one instance may take of the pool: a 64th of it (one call's place), so that a
+    /// tenant's share (`wasmCalls` of the 64 calls) holds that many instances at once. A
+    /// component one of whose instances needs more does not load.
+    pub fn instance_allowance(&self) -> Footprint {
+        let allowance = self.budget.total().share(1, MAX_CONCURRENT_CALLS);
+        Footprint {
+            instances: 1,
+            core_instances: allowance.core_instances.min(footprint::MAX_CORE_INSTANCES),
+            memories: allowance.memories.min(footprint::MAX_MEMORIES),
+            tables: allowance.tables.min(footprint::MAX_TABLES),
+        }
+    }
+
+    /// What the pool holds now, in all and for each tenant (most first): the pool's size and
+    /// use, and each tenant's holding, share and warm instances kept.
+    pub fn pool(&self) -> PoolView {
+        let total = self.budget.total();
+        let kept = self.warm.per_tenant();
+        let tenants = self
+            .budget
+            .tenants()
+            .into_iter()
+            .map(|(tenant, held)| TenantPool {
+                share: total.share(self.tenants.calls_of(&tenant), MAX_CONCURRENT_CALLS),
+                kept: kept.get(&tenant).copied().unwrap_or(0),
+                tenant,
+                held,
+            })
+            .collect();
+        PoolView {
+            total,
+            used: self.budget.used(),
+            instance_allowance: self.instance_allowance(),
+            tenants,
+        }
+    }
+
+    /// Keeps a component's bytes by digest (for `ork replay`); a failure is only logged.
+    pub(super) fn keep_blob(&self, digest: &str, bytes: &[u8]) {
+        if self.blobs.get(digest).is_none()
+            && let Err(error) = self.blobs.put(digest, bytes)
+        {
+            tracing::warn!(%error, digest, "cannot keep the component's bytes for replays");
+        }
     }
 }
 

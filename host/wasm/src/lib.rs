@@ -1,15 +1,18 @@
 //! The Wasm host: components (hooks and constructors) compiled once per digest, called on a
-//! fresh sandboxed instance per reconcile (or a warm one of the same namespace, where the
-//! component asks for it), limited per call, checked against their grants,
-//! and swapped live. A component with file grants runs on threads of its own, so a read that
-//! never returns pins only them.
+//! fresh sandboxed instance per reconcile (or a warm one of the same tenant, where the
+//! component asks for it), limited per call, checked against their grants, and swapped live.
+//! The engine's instance pool is budgeted per tenant and per component ([`footprint`],
+//! `budget`). A component with file grants runs on threads of its own, so a read that never
+//! returns pins only them.
 
 mod bindings;
+mod budget;
 mod cache;
 mod call;
 mod capability;
 pub mod componentize;
 mod engine;
+pub mod footprint;
 mod json;
 mod limiter;
 mod load;
@@ -26,7 +29,7 @@ mod warm;
 pub use bindings::types::{Event, EventType, Failure, Gvk, Outcome, Request, Response};
 pub use call::{CallError, Hook};
 pub use capability::kube::identity;
-pub use engine::{EPOCH_TICK, HostOptions, MAX_CONCURRENT_CALLS, WasmHost};
+pub use engine::{EPOCH_TICK, HostOptions, MAX_CONCURRENT_CALLS, POOL, PoolView, TenantPool, WasmHost};
 pub use json::json_text;
 pub use load::{Active, LoadCause, LoadError, Loaded};
 pub use orkestra_katalog::component::{Deletion, Instances, Limits, Source, Spec, Warm, World};

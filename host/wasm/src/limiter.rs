@@ -1,11 +1,9 @@
 //! The memory cap of one call: every memory and table an instance creates or grows counts
-//! against one budget.
+//! against one budget, and the instance may create no more core instances, memories and
+//! tables than its component's footprint, which is what the pool holds for it.
 
-/// Core instances, memories and tables one instance may create (the pool's per-component
-/// limits; interpreted guests need several).
-const MAX_INSTANCES: usize = 32;
-const MAX_MEMORIES: usize = 8;
-const MAX_TABLES: usize = 32;
+use super::footprint::Footprint;
+
 /// Host bytes per table element (a pointer).
 const TABLE_ELEMENT_BYTES: usize = std::mem::size_of::<usize>();
 
@@ -15,6 +13,8 @@ const TABLE_ELEMENT_BYTES: usize = std::mem::size_of::<usize>();
 /// apart from other traps.
 pub struct MemoryCap {
     pub max: usize,
+    /// What the instance may create: its component's footprint.
+    footprint: Footprint,
     /// Bytes held now by the instance's memories and tables.
     pub used: usize,
     /// The last growth allowed, taken back if it then failed.
@@ -23,9 +23,10 @@ pub struct MemoryCap {
 }
 
 impl MemoryCap {
-    pub fn new(max: usize) -> Self {
+    pub fn new(max: usize, footprint: Footprint) -> Self {
         Self {
             max,
+            footprint,
             used: 0,
             pending: 0,
             hit: false,
@@ -71,14 +72,14 @@ impl wasmtime::ResourceLimiter for MemoryCap {
     }
 
     fn instances(&self) -> usize {
-        MAX_INSTANCES
+        self.footprint.core_instances as usize
     }
 
     fn memories(&self) -> usize {
-        MAX_MEMORIES
+        self.footprint.memories as usize
     }
 
     fn tables(&self) -> usize {
-        MAX_TABLES
+        self.footprint.tables as usize
     }
 }

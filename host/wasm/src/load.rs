@@ -10,9 +10,11 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
 
 use super::cache;
 use super::capability::files::{self, FileGrantError};
-use super::engine::WasmHost;
+use super::engine::{MAX_CONCURRENT_CALLS, WasmHost};
+use super::footprint::{self, Footprint};
 use super::store::CallState;
 use super::warm::Lineage;
+use orkestra_katalog::compile::DEFAULT_WASM_CALLS;
 use orkestra_katalog::component::{Source, Spec, World};
 
 /// Largest component the host fetches or reads.
@@ -60,6 +62,16 @@ pub enum LoadCause {
     Imports(String),
     #[error("it does not implement the {world} world of orkestra:operator@0.1.0 ({missing})")]
     World { world: &'static str, missing: String },
+    /// One instance needs more of the engine's pool than a tenant's share allows per instance.
+    #[error(
+        "one instance needs {needs} {part}; the engine's pool allows {bound} per instance, so that a tenant's share ({share}) holds each of its calls at once"
+    )]
+    TooLargeForPool {
+        part: &'static str,
+        needs: u32,
+        bound: u32,
+        share: Footprint,
+    },
 }
 
 /// A component ready to call: its pre-instantiated template.
@@ -74,6 +86,8 @@ pub struct Loaded {
     pub cached: bool,
     /// What its warm instances are kept under: they go with this version.
     pub(super) lineage: Arc<Lineage>,
+    /// What one of its instances takes of the engine's pool.
+    pub footprint: Footprint,
     /// Keeps the compiled code shared with other slots of the same digest while this
     /// version serves.
     _component: Arc<Component>,
@@ -124,7 +138,7 @@ impl WasmHost {
     #[tracing::instrument(level = "debug", name = "component.load", skip_all, fields(source = %spec.source))]
     pub async fn load(&self, spec: &Spec) -> Result<Loaded, LoadError> {
         let started = Instant::now();
-        let (digest, component, cached) = self.compiled(spec).await.map_err(|cause| LoadError {
+        let (digest, component, cached, footprint) = self.compiled(spec).await.map_err(|cause| LoadError {
             source_ref: spec.source.to_string(),
             cause,
         })?;
@@ -147,13 +161,15 @@ impl WasmHost {
             load_time: started.elapsed(),
             cached,
             lineage: Arc::default(),
+            footprint,
             _component: component,
         })
     }
 
-    /// The checks before the bytes, the bytes, the pin, and the compiled code (digest,
-    /// component, whether it was compiled already).
-    async fn compiled(&self, spec: &Spec) -> Result<(String, Arc<Component>, bool), LoadCause> {
+    /// The checks before the bytes, the bytes, the pin, the compiled code and what an
+    /// instance takes of the pool (digest, component, whether it was compiled already,
+    /// footprint, which must fit the host's allowance for one instance).
+    async fn compiled(&self, spec: &Spec) -> Result<(String, Arc<Component>, bool, Footprint), LoadCause> {
         if spec.limits.fuel.is_some() && !self.fuel {
             return Err(LoadCause::FuelNotMetered);
         }
@@ -168,21 +184,39 @@ impl WasmHost {
                 pinned: pin.clone(),
             });
         }
+        if self.recordings.enabled() {
+            // Kept by digest, so `ork replay` finds what a recording names without fetching it.
+            self.keep_blob(&digest, &bytes);
+        }
+        let core_instances = footprint::core_instances(&bytes);
         let known = self
             .compiled
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&digest)
             .and_then(Weak::upgrade);
-        if let Some(component) = known {
-            return Ok((digest, component, true));
+        let (component, cached) = match known {
+            Some(component) => (component, true),
+            None => {
+                let (component, cached) = self.compile(&digest, bytes).await?;
+                let component = Arc::new(component);
+                let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+                compiled.retain(|_, used| used.strong_count() > 0);
+                compiled.insert(digest.clone(), Arc::downgrade(&component));
+                (component, cached)
+            }
+        };
+        let footprint = footprint::of(&component, core_instances);
+        let allowance = self.instance_allowance();
+        if let Some((part, needs, bound)) = footprint.over(&allowance) {
+            return Err(LoadCause::TooLargeForPool {
+                part,
+                needs,
+                bound,
+                share: self.budget.total().share(DEFAULT_WASM_CALLS, MAX_CONCURRENT_CALLS),
+            });
         }
-        let (component, cached) = self.compile(&digest, bytes).await?;
-        let component = Arc::new(component);
-        let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
-        compiled.retain(|_, used| used.strong_count() > 0);
-        compiled.insert(digest.clone(), Arc::downgrade(&component));
-        Ok((digest, component, cached))
+        Ok((digest, component, cached, footprint))
     }
 
     async fn fetch(&self, source: &Source) -> Result<Vec<u8>, LoadCause> {

@@ -1,12 +1,14 @@
 //! Progressive rollout of a slot's new version (`rollout` in the Katalog): the new version
 //! (the canary) serves a share of the CRs, picked by a stable hash of their key, while the
-//! last good one serves the rest. The reconciles it serves are counted as they end; past the
-//! error percent it is rolled back, and after the period with its failures within bounds it
-//! is promoted to serve every CR.
+//! last good one serves the rest. The reconciles it serves are counted as they end, per
+//! tenant, and only for what the component itself did (a trap, a limit, an error it
+//! returned; not a tenant's input the cluster refused); when its failures pass the error
+//! percent in most of the tenants it served it is rolled back, so one tenant's failing CRs
+//! cannot roll a version back for everyone. After the period within bounds it is promoted to
+//! serve every CR.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -27,14 +29,23 @@ pub fn in_share(key: &str, share: u32) -> bool {
     (u64::from_be_bytes(first) % 100) < u64::from(share)
 }
 
+/// Tenants whose reconciles a canary counts apart; past it, the rest count as one.
+const TENANTS_COUNTED: usize = 1024;
+
+/// One tenant's reconciles on a canary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub reconciles: u64,
+    pub failed: u64,
+}
+
 /// A new version serving its share.
 pub struct Canary {
     pub active: Arc<Active>,
     pub policy: Rollout,
     started: Instant,
     started_at: String,
-    reconciles: AtomicU64,
-    failed: AtomicU64,
+    tallies: Mutex<HashMap<Arc<str>, Tally>>,
 }
 
 /// What becomes of a canary now.
@@ -53,32 +64,40 @@ impl Canary {
             policy,
             started: Instant::now(),
             started_at: jiff::Timestamp::now().to_string(),
-            reconciles: AtomicU64::new(0),
-            failed: AtomicU64::new(0),
+            tallies: Mutex::default(),
         }
     }
 
-    /// One reconcile it served ended, well or not.
-    pub fn count(&self, ok: bool) {
-        self.reconciles.fetch_add(1, Ordering::Relaxed);
-        if !ok {
-            self.failed.fetch_add(1, Ordering::Relaxed);
-        }
+    fn tallies(&self) -> Vec<Tally> {
+        self.tallies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .copied()
+            .collect()
+    }
+
+    /// One reconcile it served for `tenant` ended, well or with a failure of its own.
+    pub fn count(&self, tenant: &Arc<str>, ok: bool) {
+        let mut tallies = self.tallies.lock().unwrap_or_else(|e| e.into_inner());
+        let key = match tallies.len() >= TENANTS_COUNTED && !tallies.contains_key(tenant) {
+            true => "(others)".into(),
+            false => tenant.clone(),
+        };
+        let tally = tallies.entry(key).or_default();
+        tally.reconciles += 1;
+        tally.failed += u64::from(!ok);
     }
 
     /// What becomes of it now ([`judge`]).
     pub fn verdict(&self) -> Verdict {
-        let reconciles = self.reconciles.load(Ordering::Relaxed);
-        let failed = self.failed.load(Ordering::Relaxed);
-        judge(&self.policy, reconciles, failed, self.started.elapsed())
+        judge(&self.policy, &self.tallies(), self.started.elapsed())
     }
 
     /// As the Live API shows it.
     pub fn view(&self) -> CanaryView {
-        let (reconciles, failed) = (
-            self.reconciles.load(Ordering::Relaxed),
-            self.failed.load(Ordering::Relaxed),
-        );
+        let tallies = self.tallies();
+        let (reconciles, failed) = totals(&tallies);
         let left = self.policy.promote_after.saturating_sub(self.started.elapsed());
         CanaryView {
             revision: self.active.revision,
@@ -87,19 +106,35 @@ impl Canary {
             promotes_in_ms: left.as_millis() as u64,
             reconciles,
             failed,
+            tenants: tallies.len(),
         }
     }
 }
 
+fn totals(tallies: &[Tally]) -> (u64, u64) {
+    tallies
+        .iter()
+        .fold((0, 0), |(r, f), t| (r + t.reconciles, f + t.failed))
+}
+
 /// Rolled back once at least `minReconciles` of its reconciles ended and more than
-/// `maxErrorPercent` of them failed; at the end of its period, promoted when they are within
-/// bounds, however few, and rolled back when not.
-pub fn judge(policy: &Rollout, reconciles: u64, failed: u64, elapsed: std::time::Duration) -> Verdict {
-    let over = failed * 100 > u64::from(policy.max_error_percent) * reconciles;
+/// `maxErrorPercent` of them failed in most of the tenants it served (`tallies`, one each);
+/// at the end of its period, promoted when they are within bounds, however few, and rolled
+/// back when not.
+pub fn judge(policy: &Rollout, tallies: &[Tally], elapsed: std::time::Duration) -> Verdict {
+    let past = |t: &Tally| t.failed * 100 > u64::from(policy.max_error_percent) * t.reconciles;
+    let served: Vec<&Tally> = tallies.iter().filter(|t| t.reconciles > 0).collect();
+    let failing = served.iter().filter(|t| past(t)).count();
+    let (reconciles, failed) = totals(tallies);
+    let over = failing * 2 > served.len();
     let due = elapsed >= policy.promote_after;
     if over && (due || reconciles >= u64::from(policy.min_reconciles)) {
+        let tenants = match served.len() {
+            1 => String::new(),
+            n => format!(", in {failing} of the {n} tenants it served"),
+        };
         return Verdict::RollBack(format!(
-            "{failed} of its {reconciles} reconciles failed ({}%), more than rollout.maxErrorPercent {}",
+            "{failed} of its {reconciles} reconciles failed ({}%), more than rollout.maxErrorPercent {}{tenants}",
             failed * 100 / reconciles.max(1),
             policy.max_error_percent
         ));
@@ -119,7 +154,10 @@ pub struct CanaryView {
     pub started_at: String,
     pub promotes_in_ms: u64,
     pub reconciles: u64,
+    /// Reconciles that failed for what the component did.
     pub failed: u64,
+    /// Tenants it served.
+    pub tenants: usize,
 }
 
 /// What a rollout did, step by step.
@@ -206,26 +244,49 @@ mod tests {
         };
         let early = Duration::from_secs(1);
         let late = Duration::from_secs(61);
-        assert_eq!(judge(&policy, 0, 0, early), Verdict::Wait);
-        assert_eq!(judge(&policy, 4, 4, early), Verdict::Wait, "too few to count yet");
-        assert_eq!(judge(&policy, 5, 1, early), Verdict::Wait, "20% is within bounds");
-        let Verdict::RollBack(why) = judge(&policy, 5, 2, early) else {
+        let one = |reconciles, failed| [Tally { reconciles, failed }];
+        assert_eq!(judge(&policy, &[], early), Verdict::Wait);
+        assert_eq!(judge(&policy, &one(4, 4), early), Verdict::Wait, "too few to count yet");
+        assert_eq!(judge(&policy, &one(5, 1), early), Verdict::Wait, "20% is within bounds");
+        let Verdict::RollBack(why) = judge(&policy, &one(5, 2), early) else {
             panic!("40% of 5 is past 20%");
         };
         assert_eq!(
             why,
             "2 of its 5 reconciles failed (40%), more than rollout.maxErrorPercent 20"
         );
-        assert_eq!(judge(&policy, 0, 0, late), Verdict::Promote, "no failures: promoted");
-        assert_eq!(judge(&policy, 5, 1, late), Verdict::Promote);
+        assert_eq!(judge(&policy, &[], late), Verdict::Promote, "no failures: promoted");
+        assert_eq!(judge(&policy, &one(5, 1), late), Verdict::Promote);
         assert!(
-            matches!(judge(&policy, 2, 1, late), Verdict::RollBack(_)),
+            matches!(judge(&policy, &one(2, 1), late), Verdict::RollBack(_)),
             "at its end, few reconciles with too many failures still roll back"
         );
         let strict = Rollout {
             max_error_percent: 0,
             ..policy
         };
-        assert!(matches!(judge(&strict, 5, 1, early), Verdict::RollBack(_)));
+        assert!(matches!(judge(&strict, &one(5, 1), early), Verdict::RollBack(_)));
+    }
+
+    #[test]
+    fn one_tenants_failures_do_not_roll_a_canary_back_for_the_others() {
+        use std::time::Duration;
+        let policy = Rollout {
+            share: 50,
+            promote_after: Duration::from_secs(60),
+            max_error_percent: 20,
+            min_reconciles: 5,
+        };
+        let early = Duration::from_secs(1);
+        let tally = |reconciles, failed| Tally { reconciles, failed };
+        // A hostile tenant's ten failing CRs, another tenant's five good ones.
+        let one_bad = [tally(10, 10), tally(5, 0)];
+        assert_eq!(judge(&policy, &one_bad, early), Verdict::Wait);
+        assert_eq!(judge(&policy, &one_bad, Duration::from_secs(61)), Verdict::Promote);
+        // Failing for most tenants it served: a fault of the version.
+        let Verdict::RollBack(why) = judge(&policy, &[tally(3, 3), tally(3, 2), tally(4, 0)], early) else {
+            panic!("two of three tenants fail");
+        };
+        assert!(why.ends_with("in 2 of the 3 tenants it served"), "{why}");
     }
 }

@@ -252,7 +252,7 @@ impl Slot {
         // component's (half of them), then one of the host's: neither a namespace nor a
         // component can hold all of them, and a namespace waiting for its share holds
         // nothing another needs.
-        let _turn = self.host.tenants.enter(caller.namespace.as_deref()).await;
+        let _turn = self.host.tenants.enter(&caller.tenant()).await;
         let Ok(_share) = self.calls.acquire().await else {
             return Err(CallError::Instantiate("the component is shutting down".into()));
         };
@@ -297,10 +297,12 @@ impl Slot {
         let (host, loaded, spec) = (self.host.clone(), active.loaded.clone(), active.spec.clone());
         let (stats, request) = (self.stats.clone(), request.clone());
         let timeout = spec.limits.timeout;
-        let call = async move {
+        // Its own runtime does not carry the reconcile's task: the tenant goes along by hand.
+        let tenant = caller.tenant();
+        let call = orkestra_kube::tenant::scope(tenant, async move {
             host.call_on_tape(&loaded, &spec, hook, caller, &request, &stats, tape)
                 .await
-        };
+        });
         let Some(mut task) = pool.spawn(call) else {
             return Err(CallError::Instantiate("its threads are shutting down".into()));
         };
@@ -393,14 +395,15 @@ impl Slot {
         }
     }
 
-    /// A reconcile that `active` served ended (`ok`: without an error): counted for a canary,
-    /// which is rolled back as soon as its failures pass the bound.
-    pub fn feedback(&self, active: &Active, ok: bool) {
+    /// A reconcile that `active` served for `tenant` ended (`ok`: without a failure of the
+    /// component's own): counted for a canary, which is rolled back as soon as its failures
+    /// pass the bound in most of the tenants it served.
+    pub fn feedback(&self, active: &Active, tenant: &Arc<str>, ok: bool) {
         let canary = self.rollouts().canary.clone();
         let Some(canary) = canary.filter(|c| c.active.revision == active.revision) else {
             return;
         };
-        canary.count(ok);
+        canary.count(tenant, ok);
         if matches!(canary.verdict(), Verdict::RollBack(_)) {
             self.judge(active.revision);
         }
@@ -550,7 +553,7 @@ impl Slot {
     ) {
         let Some(taken) = tape.taken() else {
             if let Some(session) = self.recording.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-                session.dropped();
+                session.dropped("the call read more than its recording may hold");
             }
             tracing::warn!(component = %self.name, key, "a call read more than its recording may hold; not recorded");
             return;

@@ -97,16 +97,19 @@ pub enum Retired {
     HighWater,
     /// The call did not end well (a trap, a limit, a denial).
     Failed,
+    /// It held files open after the call: they close with it.
+    OpenFiles,
 }
 
 impl Retired {
-    pub const ALL: [Retired; 3] = [Retired::Calls, Retired::HighWater, Retired::Failed];
+    pub const ALL: [Retired; 4] = [Retired::Calls, Retired::HighWater, Retired::Failed, Retired::OpenFiles];
 
     pub fn label(self) -> &'static str {
         match self {
             Retired::Calls => "max_calls",
             Retired::HighWater => "memory_high_water",
             Retired::Failed => "failed_call",
+            Retired::OpenFiles => "open_files",
         }
     }
 }

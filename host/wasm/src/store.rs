@@ -48,6 +48,16 @@ pub struct Caller {
     pub writes: Arc<std::sync::atomic::AtomicU32>,
 }
 
+impl Caller {
+    /// The tenant the call is counted, budgeted and kept warm under: the custom resource's
+    /// namespace (read from its key when the CR is gone), or, for a cluster-scoped one, that
+    /// CR alone (`cluster/NAME`, never a namespace's name). Never one shared by calls of
+    /// different tenants.
+    pub fn tenant(&self) -> Arc<str> {
+        orkestra_kube::tenant::of(&self.key, self.namespace.as_deref())
+    }
+}
+
 /// The data of one call's store.
 pub struct CallState {
     pub wasi: WasiCtx,

@@ -1,7 +1,8 @@
-//! Wasm calls at once per namespace (`spec.tenants.wasmCalls`): a call waits for its
-//! namespace's share before it takes one of the host's, so one namespace's calls, over every
-//! component, never hold all of the host's. Calls without a namespace (a cluster-scoped CR)
-//! are not counted. The rules can change while calls run; those running finish as they are.
+//! Wasm calls at once per tenant (`spec.tenants.wasmCalls`): a call waits for its tenant's
+//! share before it takes one of the host's, so one tenant's calls, over every component,
+//! never hold all of the host's. A tenant is a namespace, or a cluster-scoped custom resource
+//! on its own (see [`super::Caller::tenant`]). The rules can change while calls run; those
+//! running finish as they are.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -63,16 +64,19 @@ impl TenantCalls {
         }
     }
 
-    /// Waits for room in `namespace`'s share (`None`: not counted).
-    pub(crate) async fn enter(&self, namespace: Option<&str>) -> Option<Turn<'_>> {
-        let namespace = namespace.filter(|n| !n.is_empty())?;
+    /// The calls at once the rules give `tenant`.
+    pub(crate) fn calls_of(&self, tenant: &str) -> usize {
+        self.rules
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .of(tenant)
+            .wasm_calls
+    }
+
+    /// Waits for room in `namespace`'s share (a tenant's key).
+    pub(crate) async fn enter(&self, namespace: &str) -> Turn<'_> {
         loop {
-            let cap = self
-                .rules
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .of(namespace)
-                .wasm_calls;
+            let cap = self.calls_of(namespace);
             let ended = {
                 let mut shares = self.shares();
                 if shares.len() >= KEPT && !shares.contains_key(namespace) {
@@ -81,10 +85,10 @@ impl TenantCalls {
                 let share = shares.entry(namespace.to_string()).or_default();
                 if share.running < cap {
                     share.running += 1;
-                    return Some(Turn {
+                    return Turn {
                         calls: self,
                         namespace: namespace.to_string(),
-                    });
+                    };
                 }
                 share.ended.clone()
             };
@@ -126,25 +130,25 @@ mod tests {
     #[tokio::test]
     async fn a_namespace_waits_for_its_own_share_and_another_does_not() {
         let calls = TenantCalls::new(rules(2));
-        let first = calls.enter(Some("noisy")).await.unwrap();
-        let _second = calls.enter(Some("noisy")).await.unwrap();
-        let third = calls.enter(Some("noisy"));
+        let first = calls.enter("noisy").await;
+        let _second = calls.enter("noisy").await;
+        let third = calls.enter("noisy");
         tokio::pin!(third);
         let wait = Duration::from_millis(50);
         assert!(
             tokio::time::timeout(wait, &mut third).await.is_err(),
             "two of two running"
         );
-        let quiet = tokio::time::timeout(wait, calls.enter(Some("quiet"))).await;
-        assert!(quiet.expect("another namespace does not wait").is_some());
-        assert!(calls.enter(None).await.is_none(), "no namespace: not counted");
-        assert_eq!(calls.running(), [("noisy".to_string(), 2)]);
+        let quiet = tokio::time::timeout(wait, calls.enter("quiet")).await;
+        let quiet = quiet.expect("another namespace does not wait");
+        assert_eq!(calls.running(), [("noisy".to_string(), 2), ("quiet".to_string(), 1)]);
+        drop(quiet);
         drop(first);
         let _third = tokio::time::timeout(wait, &mut third)
             .await
             .expect("the ended call's room");
         // A bigger share lets a waiting call in at once.
-        let fourth = calls.enter(Some("noisy"));
+        let fourth = calls.enter("noisy");
         tokio::pin!(fourth);
         assert!(tokio::time::timeout(wait, &mut fourth).await.is_err());
         calls.set_rules(rules(4));

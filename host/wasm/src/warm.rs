@@ -1,9 +1,10 @@
 //! Warm instances (`instances.reuse: warm`): an instance kept after a call that ended well,
-//! to serve a later call of the same component version for a CR of the same namespace,
-//! skipping instantiation (for an interpreted guest, most of a call). Kept only while idle,
-//! and bounded: per namespace, per component and in all, with the least recently used
-//! given up first, and none kept longer than [`IDLE_FOR`] unused. A kept instance holds one
-//! slot of the pooling allocator, which is sized for these on top of the calls in flight.
+//! to serve a later call of the same component version for a CR of the same tenant (see
+//! [`super::Caller::tenant`]: never one shared by two tenants), skipping instantiation (for
+//! an interpreted guest, most of a call). Kept only while idle, holding no open file, and
+//! bounded: per tenant, per component and in all, with the least recently used given up
+//! first, and none kept longer than [`IDLE_FOR`] unused. A kept instance keeps its part of
+//! the pool ([`Hold`]); a call that needs room gives kept instances up ([`WarmStores::give_up`]).
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 use wasmtime::Store;
 use wasmtime::component::Instance;
 
+use super::budget::{Hold, Short};
 use super::store::CallState;
 use orkestra_katalog::component::{Limits, Mount};
 
@@ -18,8 +20,8 @@ use orkestra_katalog::component::{Limits, Mount};
 pub const MAX_IDLE: usize = 32;
 /// Idle instances one component version may keep.
 const PER_COMPONENT: usize = 16;
-/// Idle instances one namespace may keep of one component version (calls of a namespace's
-/// CRs can run at once, each on an instance of its own).
+/// Idle instances one tenant may keep of one component version (calls of a tenant's CRs can
+/// run at once, each on an instance of its own).
 const PER_TENANT: usize = 4;
 /// An instance unused this long is given up at the next call that looks.
 pub(super) const IDLE_FOR: Duration = Duration::from_secs(60);
@@ -39,7 +41,8 @@ pub(super) struct Idle {
     pub limits: Limits,
     pub files: Vec<Mount>,
     lineage: Weak<Lineage>,
-    tenant: Option<String>,
+    /// Its part of the pool, with the tenant and component it is kept for.
+    pub hold: Hold,
     since: Instant,
 }
 
@@ -50,7 +53,7 @@ impl Idle {
         calls: u32,
         (limits, files): (Limits, &[Mount]),
         lineage: &Arc<Lineage>,
-        tenant: Option<String>,
+        hold: Hold,
     ) -> Self {
         Self {
             store,
@@ -59,9 +62,13 @@ impl Idle {
             limits,
             files: files.to_vec(),
             lineage: Arc::downgrade(lineage),
-            tenant,
+            hold,
             since: Instant::now(),
         }
+    }
+
+    fn tenant(&self) -> &str {
+        &self.hold.tenant
     }
 
     fn of(&self, lineage: &Arc<Lineage>) -> bool {
@@ -82,13 +89,13 @@ pub(super) struct WarmStores {
 impl WarmStores {
     /// The most recently used idle instance of `lineage` for `tenant` made under `limits`
     /// and `files`, if one is kept.
-    pub fn take(&self, lineage: &Arc<Lineage>, tenant: Option<&str>, limits: &Limits, files: &[Mount]) -> Option<Idle> {
+    pub fn take(&self, lineage: &Arc<Lineage>, tenant: &str, limits: &Limits, files: &[Mount]) -> Option<Idle> {
         let (taken, stale) = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             let stale = drain_stale(&mut idle);
-            let found = idle.iter().rposition(|i| {
-                i.of(lineage) && i.tenant.as_deref() == tenant && i.limits == *limits && i.files == files
-            });
+            let found = idle
+                .iter()
+                .rposition(|i| i.of(lineage) && i.tenant() == tenant && i.limits == *limits && i.files == files);
             (found.map(|at| idle.remove(at)), stale)
         };
         // Handing an instance back to the pool resets its memory: outside the lock.
@@ -101,7 +108,7 @@ impl WarmStores {
         let given_up = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             let mut given_up = drain_stale(&mut idle);
-            let same_tenant = |i: &Idle| i.lineage.ptr_eq(&instance.lineage) && i.tenant == instance.tenant;
+            let same_tenant = |i: &Idle| i.lineage.ptr_eq(&instance.lineage) && i.tenant() == instance.tenant();
             let same_component = |i: &Idle| i.lineage.ptr_eq(&instance.lineage);
             for (kept, bound) in [
                 (&same_tenant as &dyn Fn(&Idle) -> bool, PER_TENANT),
@@ -120,9 +127,35 @@ impl WarmStores {
         drop(given_up);
     }
 
+    /// Gives up the least recently used idle instance that holds what a call short of room
+    /// in `short` needs: one of `tenant`'s, of `component`'s, or anyone's. Whether there was one.
+    pub fn give_up(&self, short: Short, tenant: &str, component: &str) -> bool {
+        let given_up = {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            let at = idle.iter().position(|i| match short {
+                Short::Tenant => i.tenant() == tenant,
+                Short::Component => &*i.hold.component == component,
+                Short::Pool => true,
+            });
+            at.map(|at| idle.remove(at))
+        };
+        // Handing an instance back to the pool resets its memory: outside the lock.
+        given_up.is_some()
+    }
+
     /// Idle instances kept now.
     pub fn len(&self) -> usize {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Idle instances kept now for each tenant.
+    pub fn per_tenant(&self) -> std::collections::HashMap<String, usize> {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let mut counts = std::collections::HashMap::new();
+        for instance in idle.iter() {
+            *counts.entry(instance.tenant().to_string()).or_default() += 1;
+        }
+        counts
     }
 }
 

@@ -440,6 +440,34 @@ impl Collector for RuntimeCollector {
                 .iter()
                 .map(|(namespace, running)| (vec![("namespace", namespace.as_str())], *running as f64)),
         )?;
+        if let Some(pool) = slots.first().map(|slot| slot.host().pool()) {
+            family.gauges(
+                "orkestra_wasm_pool_used",
+                "What the Wasm engine's instance pool holds now, by part (instances, core instances, memories, tables)",
+                pool.used
+                    .parts()
+                    .into_iter()
+                    .map(|(part, n)| (vec![("part", part)], f64::from(n))),
+            )?;
+            family.gauges(
+                "orkestra_wasm_pool_size",
+                "The Wasm engine's instance pool, by part",
+                pool.total
+                    .parts()
+                    .into_iter()
+                    .map(|(part, n)| (vec![("part", part)], f64::from(n))),
+            )?;
+            family.gauges(
+                "orkestra_tenant_wasm_pool",
+                "What a tenant's calls and kept instances hold of the Wasm engine's pool, by part (its share: the pool times wasmCalls/64)",
+                pool.tenants.iter().take(crate::live::tenants::TENANTS_SHOWN).flat_map(|t| {
+                    t.held
+                        .parts()
+                        .into_iter()
+                        .map(move |(part, n)| (vec![("namespace", t.tenant.as_str()), ("part", part)], f64::from(n)))
+                }),
+            )?;
+        }
         family.gauges(
             "orkestra_wasm_revision",
             "The revision serving for each component (0: none loaded)",

@@ -43,10 +43,13 @@ pub use crate::runtime::Inspect;
 use crate::runtime::reload::Reloader;
 
 /// Who may call the Live API: anyone (`token: None`), or callers with this bearer token.
-/// The probes never ask.
+/// The probes never ask. The recording sessions (`/recordings`: what components read,
+/// Secrets of every tenant they may read among it) always ask: for the Live API's token, or
+/// on an open Live API for the recordings token the runtime wrote beside them.
 #[derive(Clone, Default)]
 pub struct Auth {
     token: Option<Arc<str>>,
+    recordings: Option<Arc<str>>,
 }
 
 impl Auth {
@@ -57,6 +60,22 @@ impl Auth {
     pub fn token(token: impl Into<Arc<str>>) -> Self {
         Self {
             token: Some(token.into()),
+            recordings: None,
+        }
+    }
+
+    /// Asks `token` of the recording sessions where the Live API asks none.
+    pub fn with_recordings_token(mut self, token: impl Into<Arc<str>>) -> Self {
+        self.recordings = Some(token.into());
+        self
+    }
+
+    /// Who may use the recording sessions: the Live API's token, or the recordings token
+    /// where the Live API is open (with neither, recordings are off and anyone may see so).
+    fn for_recordings(&self) -> Auth {
+        Auth {
+            token: self.token.clone().or_else(|| self.recordings.clone()),
+            recordings: None,
         }
     }
 
@@ -109,7 +128,10 @@ pub fn router(inspect: Inspect, reloader: Option<Reloader>, auth: Auth) -> axum:
         .merge(katalog::routes())
         .merge(crs::routes())
         .merge(components::routes())
-        .merge(recordings::routes())
+        .merge(recordings::routes().layer(axum::middleware::from_fn_with_state(
+            auth.for_recordings(),
+            require_token,
+        )))
         .merge(gateway::routes())
         .merge(tenants::routes())
         .routes(utoipa_axum::routes!(metrics))
@@ -203,5 +225,15 @@ mod tests {
         assert!(!auth.admits(&with("s3cret")));
         assert!(!auth.admits(&HeaderMap::new()));
         assert!(Auth::open().admits(&HeaderMap::new()));
+        // Recordings ask for a token even of an open Live API.
+        let open = Auth::open().with_recordings_token("rec");
+        assert!(open.admits(&HeaderMap::new()));
+        assert!(!open.for_recordings().admits(&HeaderMap::new()));
+        assert!(open.for_recordings().admits(&with("Bearer rec")));
+        assert!(
+            auth.with_recordings_token("rec")
+                .for_recordings()
+                .admits(&with("Bearer s3cret"))
+        );
     }
 }

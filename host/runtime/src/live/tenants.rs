@@ -1,6 +1,7 @@
 //! `/tenants`: what each namespace may take of the runtime (`spec.tenants`, defaults filled
 //! in) and what the busiest take now: reconciles running over every CRD, API requests that
-//! waited for their namespace's rate, Wasm calls running.
+//! waited for their namespace's rate, Wasm calls running, and the Wasm engine's instance
+//! pool (its size, what each tenant holds of it and its share).
 
 use axum::Json;
 use axum::extract::State;
@@ -27,7 +28,7 @@ fn limits(limits: &TenantLimits) -> Value {
 }
 
 /// Each namespace's limits and what the busiest take now.
-#[utoipa::path(get, path = "/tenants", tag = "tenants", responses((status = 200, description = "`{limits, namespaces, reconciling, apiWaits, wasmCalls}`")))]
+#[utoipa::path(get, path = "/tenants", tag = "tenants", responses((status = 200, description = "`{limits, namespaces, reconciling, apiWaits, wasmCalls, wasmPool}`")))]
 async fn tenants(State(shared): State<Shared>) -> Json<Value> {
     let tenants = &shared.inspect.tenants;
     let rules = tenants.rules();
@@ -57,11 +58,17 @@ async fn tenants(State(shared): State<Shared>) -> Json<Value> {
         .take(TENANTS_SHOWN)
         .map(|(namespace, running)| json!({"namespace": namespace, "running": running}))
         .collect();
+    let wasm_pool = slots.first().map(|slot| {
+        let mut pool = slot.host().pool();
+        pool.tenants.truncate(TENANTS_SHOWN);
+        pool
+    });
     Json(json!({
         "limits": limits(&rules.default),
         "namespaces": named,
         "reconciling": reconciling,
         "apiWaits": api_waits,
         "wasmCalls": wasm_calls,
+        "wasmPool": wasm_pool,
     }))
 }

@@ -90,6 +90,24 @@ pub fn guest_reason(reason: &str) -> String {
 }
 
 impl Reason {
+    /// Whether the failure is what a component itself did (trapped, ran past a limit, returned
+    /// something invalid or an error of its own), as opposed to a template, the cluster or
+    /// the runtime: what a rollout judges a version on.
+    pub fn is_component_fault(&self) -> bool {
+        matches!(
+            self,
+            Reason::ComponentForbidden
+                | Reason::ComponentBadResult
+                | Reason::ComponentLimitExceeded
+                | Reason::ComponentTimeout
+                | Reason::ComponentMemoryLimit
+                | Reason::ComponentFuelExhausted
+                | Reason::ComponentTrapped
+                | Reason::ComponentResultTooLarge
+                | Reason::Component(_)
+        )
+    }
+
     /// A component's own failure reason.
     pub fn component(reason: &str) -> Self {
         Reason::Component(guest_reason(reason))

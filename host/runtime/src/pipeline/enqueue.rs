@@ -98,7 +98,7 @@ pub struct Admission {
 }
 
 struct GateCalls {
-    http: reqwest::Client,
+    externals: orkestra_effects::external::Externals,
     permits: Semaphore,
     /// Keys being decided, each with the trigger that came for it meanwhile.
     deciding: Mutex<HashMap<String, Option<Trigger>>>,
@@ -129,7 +129,7 @@ impl Admission {
         queue: WorkQueue,
         stats: Arc<Stats>,
         tuning: Arc<Tuning>,
-        http: reqwest::Client,
+        externals: orkestra_effects::external::Externals,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
             crd,
@@ -139,7 +139,7 @@ impl Admission {
             tuning,
             event_ids: AtomicU64::new(1),
             calls: GateCalls {
-                http,
+                externals,
                 permits: Semaphore::new(GATE_CALLS),
                 deciding: Mutex::default(),
                 me: me.clone(),
@@ -263,7 +263,7 @@ impl Admission {
         };
         let context = self.crd.context_of(object_ref);
         let mut resolver = Resolver::in_context(object_ref, &self.crd.notes, &context);
-        match orkestra_effects::external::run(&self.calls.http, &gate.external, &mut resolver).await {
+        match orkestra_effects::external::run(&self.calls.externals, &gate.external, &mut resolver).await {
             Ok(()) => Calls::Made(resolver.lookup("external").cloned().unwrap_or_else(|| json!({}))),
             Err(error) => {
                 tracing::debug!(key = %trigger.key, %error, open = gate.fail_open, "enqueue gate call failed");
@@ -400,7 +400,7 @@ mod tests {
         let crd = compile_for_test(operator_box);
         let tuning = Arc::new(Tuning::new(&crd));
         let stats = Arc::new(Stats::default());
-        let admission = Admission::new(crd, cache.clone(), queue.clone(), stats, tuning, reqwest::Client::new());
+        let admission = Admission::new(crd, cache.clone(), queue.clone(), stats, tuning, Default::default());
         (admission, queue, cache)
     }
 

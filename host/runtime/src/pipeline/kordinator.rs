@@ -34,8 +34,8 @@ const STALE_RETRY: Duration = Duration::from_millis(200);
 /// The workers of one CRD share one Kordinator.
 pub struct Kordinator {
     pub client: kube::Client,
-    /// For the reconcile gate's external calls.
-    pub http: reqwest::Client,
+    /// The reconcile gate's external calls.
+    pub externals: orkestra_effects::external::Externals,
     pub crd: Arc<CompiledCrd>,
     pub resource: Arc<ApiResource>,
     pub cache: Cache,
@@ -93,7 +93,10 @@ impl Kordinator {
                 &lease.item.key,
                 self.cache.get(&lease.item.key).as_deref(),
             );
-            let outcome = match AssertUnwindSafe(self.run(&lease).instrument(span)).catch_unwind().await {
+            // Every request of the reconcile is charged to its CR's tenant.
+            let tenant = orkestra_kube::tenant::of(&lease.item.key, None);
+            let run = orkestra_kube::tenant::scope(tenant, self.run(&lease).instrument(span));
+            let outcome = match AssertUnwindSafe(run).catch_unwind().await {
                 Ok(outcome) => outcome,
                 Err(panic) => {
                     let message = panic_message(panic.as_ref());
@@ -163,7 +166,7 @@ impl Kordinator {
         // is finalized: a closed gate would keep it Terminating with its children for ever.
         if alive
             && let Some(gate) = &compiled.gates.reconcile
-            && !gate_passes(&self.http, gate, self.resolver(object_ref, &context, lease))
+            && !gate_passes(&self.externals, gate, self.resolver(object_ref, &context, lease))
                 .instrument(tracing::debug_span!("gate"))
                 .await
         {
@@ -384,12 +387,12 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 
 /// Makes the gate's external calls, then asks it; a failed call lets `failPolicy` decide.
 pub(crate) async fn gate_passes(
-    http: &reqwest::Client,
+    externals: &orkestra_effects::external::Externals,
     gate: &orkestra_katalog::compile::Gate,
     mut resolver: Resolver<'_, '_>,
 ) -> bool {
     if !gate.external.is_empty()
-        && let Err(error) = orkestra_effects::external::run(http, &gate.external, &mut resolver).await
+        && let Err(error) = orkestra_effects::external::run(externals, &gate.external, &mut resolver).await
     {
         tracing::debug!(%error, open = gate.fail_open, "reconcile gate call failed");
         return gate.fail_open;

@@ -53,6 +53,10 @@ pub struct CrPlan {
     pub events: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requeue_after: Option<String>,
+    /// The Katalog's external calls the reconcile would have made: a plan makes none, so
+    /// what a block or gate would have done with their answers is not shown either.
+    #[serde(rename = "externalCallsNotMade", skip_serializing_if = "Vec::is_empty")]
+    pub external: Vec<orkestra_effects::external::NotMade>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -75,6 +79,7 @@ pub async fn report(
         status: Vec::new(),
         events: Vec::new(),
         requeue_after: rehearsed.requeue_after(),
+        external: Vec::new(),
         error: None,
     };
     match rehearsed {

@@ -41,6 +41,9 @@ pub struct Simulated {
     pub events: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requeue_after: Option<String>,
+    /// The Katalog's external calls the reconcile would have made (a simulation makes none).
+    #[serde(rename = "externalCallsNotMade", skip_serializing_if = "Vec::is_empty")]
+    pub external: Vec<orkestra_effects::external::NotMade>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -64,6 +67,7 @@ pub async fn report(cluster: &Cluster, cr_path: &str, cr: String, rehearsed: Reh
         finalizers: Vec::new(),
         events: Vec::new(),
         requeue_after,
+        external: Vec::new(),
         error,
     };
     let status_path = format!("{cr_path}/status");

@@ -36,7 +36,7 @@ pub(super) struct CrdRun {
     pub(super) handle: CrdHandle,
     pub(super) mux: MuxReconciler,
     pub(super) health: HealthBoard,
-    pub(super) http: reqwest::Client,
+    pub(super) externals: orkestra_effects::external::Externals,
     /// The runtime's CRDs, for the autoscaler's `cross.<crd>.metrics`.
     pub(super) peers: crate::pipeline::cross::Peers,
     pub(super) event_log: bool,
@@ -56,7 +56,7 @@ impl CrdRun {
             self.handle.queue.clone(),
             self.handle.stats.clone(),
             self.handle.tuning.clone(),
-            self.http.clone(),
+            self.externals.clone(),
         );
 
         let mut observers = JoinSet::new();
@@ -112,7 +112,7 @@ impl CrdRun {
 
         let kordinator = Arc::new(Kordinator {
             client: self.client.clone(),
-            http: self.http.clone(),
+            externals: self.externals.clone(),
             crd: crd.clone(),
             resource,
             cache: self.handle.cache.clone(),

@@ -158,8 +158,9 @@ pub struct Runtime {
     client: kube::Client,
     reconcilers: HashMap<String, MuxReconciler>,
     health: HealthBoard,
-    /// One connection pool for every external call of the runtime.
-    http: reqwest::Client,
+    /// The Katalog's external calls, on the runtime's one connection pool (or only noted,
+    /// for a plan).
+    externals: orkestra_effects::external::Externals,
     /// Every declared Wasm component, by slot name, and the engine they run on.
     slots: Declared,
     roster: Roster,
@@ -224,7 +225,7 @@ impl Runtime {
             client,
             reconcilers: HashMap::new(),
             health,
-            http,
+            externals: orkestra_effects::external::Externals::live(http),
             slots,
             roster: roster.clone(),
             lifecycle: Arc::default(),
@@ -235,6 +236,18 @@ impl Runtime {
             applies,
             pipelines: Pipelines { sender, roster },
         })
+    }
+
+    /// Makes none of the Katalog's external calls (a rehearsal: `ork plan`): each is noted
+    /// instead, for [`Runtime::calls_not_made`].
+    pub fn rehearsing(mut self) -> Self {
+        self.externals = orkestra_effects::external::Externals::rehearsal();
+        self
+    }
+
+    /// The external calls a rehearsal would have made since the last time it was asked.
+    pub fn calls_not_made(&self) -> Vec<orkestra_effects::external::NotMade> {
+        self.externals.not_made()
     }
 
     /// Keeps each CRD's CR events while it runs (one watch of Events per CRD), for the Live
@@ -428,7 +441,7 @@ impl Runtime {
                 handle.crd.clone(),
                 handle.counters.clone(),
                 self.peers.clone(),
-                self.http.clone(),
+                self.externals.clone(),
             )
             .with_children(handle.children.clone())
             .with_identities(self.identities.clone());
@@ -461,7 +474,7 @@ impl Runtime {
             handle,
             mux,
             health: self.health.clone(),
-            http: self.http.clone(),
+            externals: self.externals.clone(),
             peers: self.peers.clone(),
             event_log: self.event_log,
             ownership: self.ownership.clone(),

@@ -88,7 +88,7 @@ impl Runtime {
         let alive = object["metadata"]["deletionTimestamp"].is_null();
         if alive && let Some(gate) = &compiled.gates.reconcile {
             let resolver = Resolver::in_context(&object, &handle.crd.notes, &context);
-            if !crate::pipeline::kordinator::gate_passes(&self.http, gate, resolver).await {
+            if !crate::pipeline::kordinator::gate_passes(&self.externals, gate, resolver).await {
                 return Ok(Rehearsed::Gated);
             }
         }

@@ -62,7 +62,7 @@ pub struct ComponentStore {
     pub cache_dir: Option<PathBuf>,
     /// Where recordings of component calls may be written (`--recordings`); without it the
     /// runtime records nothing.
-    pub recordings: Option<PathBuf>,
+    pub recordings: Option<orkestra_wasm::record::Folder>,
 }
 
 impl Declared {

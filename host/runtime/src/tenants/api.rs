@@ -1,11 +1,16 @@
 //! API requests per namespace: a token bucket for each namespace the rules give a rate, in
 //! front of the API client every part of the runtime shares (reconciles, components' kube
-//! calls, the identities components act as). A request over its namespace's rate waits for
-//! its token before it is sent, so a namespace's flood slows that namespace only: the API
-//! server sees all of the runtime's requests as one user, so it cannot tell tenants apart.
+//! calls, the identities components act as). A request over its tenant's rate waits for its
+//! token before it is sent, so a tenant's flood slows that tenant only: the API server sees
+//! all of the runtime's requests as one user, so it cannot tell tenants apart.
+//!
+//! A request is charged to the tenant whose custom resource caused it (the reconcile's task
+//! says so, [`orkestra_kube::tenant`]), whatever namespace its URL names: a CR of `team-a`
+//! writing into `team-b` spends `team-a`'s rate, never `team-b`'s. Requests of no reconcile
+//! are charged to the namespace in their path.
 //!
 //! Left alone: watches (long-lived streams, one per CRD and kind, no tenant's doing) and
-//! requests outside any namespace (cluster-scoped objects, discovery).
+//! requests of no tenant outside any namespace (cluster-scoped objects, discovery).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -51,8 +56,11 @@ impl Tenants {
         let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
             let (tenants, client) = (tenants.clone(), client.clone());
             async move {
-                if let Some(namespace) = limited(request.uri()) {
-                    tenants.api_turn(namespace).await;
+                if !watch(request.uri()) {
+                    let tenant = orkestra_kube::tenant::current();
+                    if let Some(charged) = tenant.as_deref().or_else(|| namespace_of(request.uri())) {
+                        tenants.api_turn(charged).await;
+                    }
                 }
                 client.send(request).await
             }
@@ -109,15 +117,15 @@ impl Tenants {
     }
 }
 
-/// The namespace a request is held to, if any: from its path
-/// (`/api/v1/namespaces/NS/...`, `/apis/GROUP/VERSION/namespaces/NS/...`); none for a watch.
-fn limited(uri: &http::Uri) -> Option<&str> {
-    let watch = uri
-        .query()
-        .is_some_and(|q| q.split('&').any(|pair| pair == "watch=true" || pair == "watch=1"));
-    if watch {
-        return None;
-    }
+/// Whether a request is a watch.
+fn watch(uri: &http::Uri) -> bool {
+    uri.query()
+        .is_some_and(|q| q.split('&').any(|pair| pair == "watch=true" || pair == "watch=1"))
+}
+
+/// The namespace in a request's path, if any (`/api/v1/namespaces/NS/...`,
+/// `/apis/GROUP/VERSION/namespaces/NS/...`).
+fn namespace_of(uri: &http::Uri) -> Option<&str> {
     let mut segments = uri.path().trim_start_matches('/').split('/');
     let skip = match segments.next()? {
         "api" => 1,
@@ -138,7 +146,10 @@ mod tests {
 
     #[test]
     fn requests_are_held_to_the_namespace_in_their_path_and_watches_are_not() {
-        let namespace = |uri: &str| limited(&uri.parse().unwrap()).map(str::to_string);
+        let namespace = |uri: &str| {
+            let uri: http::Uri = uri.parse().unwrap();
+            (!watch(&uri)).then(|| namespace_of(&uri)).flatten().map(str::to_string)
+        };
         assert_eq!(
             namespace("/api/v1/namespaces/team-a/configmaps/x").as_deref(),
             Some("team-a")

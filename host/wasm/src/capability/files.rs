@@ -1,10 +1,78 @@
 //! `files`: directories granted read-only. wasmtime-wasi holds each as a cap-std directory,
 //! so neither `..` nor a symlink leads out of it; a granted directory that is missing, or a
 //! symlink put there since the Katalog loaded, fails the load rather than every call.
+//!
+//! Every file a guest opens is a descriptor of the host process, outside the instance's
+//! memory limit: an instance may hold at most [`MAX_OPEN_FILES`] at once (an `open-at` past
+//! it answers `quota`), and an instance holding any when its call ends is not kept warm, so
+//! what it opened is closed with it.
 
+use wasmtime::StoreContextMut;
+use wasmtime::component::{Linker, Resource, ResourceTable};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView as _};
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    DescriptorFlags, ErrorCode, Host as _, HostDescriptor as _, OpenFlags, PathFlags,
+};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
+use super::super::store::CallState;
 use orkestra_katalog::component::Mount;
+
+/// Files and directories one instance may hold open at once, its granted directories and
+/// directory listings included.
+pub const MAX_OPEN_FILES: usize = 64;
+
+/// The interface `open-at` is shadowed in: the name wasmtime-wasi links it under.
+const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
+
+/// Files, directories and directory listings the instance of `table` holds open now.
+pub fn open_files(table: &mut ResourceTable) -> usize {
+    table
+        .iter_mut()
+        .filter(|entry| entry.is::<Descriptor>() || entry.is::<wasmtime_wasi::p2::ReaddirIterator>())
+        .count()
+}
+
+/// Whether the instance of `table` holds more open than its `mounts` granted directories
+/// (which every guest's libc opens once and keeps).
+pub fn holds_open(table: &mut ResourceTable, mounts: usize) -> bool {
+    open_files(table) > mounts
+}
+
+/// Replaces wasmtime-wasi's `open-at` with one that first checks the instance's open files.
+pub fn cap_open_files(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let shadowed = linker.instance(FILESYSTEM_TYPES).and_then(|mut types| {
+        types.func_wrap_async(
+            "[method]descriptor.open-at",
+            |mut store: StoreContextMut<'_, CallState>,
+             (at, path_flags, path, open_flags, flags): (
+                Resource<Descriptor>,
+                PathFlags,
+                String,
+                OpenFlags,
+                DescriptorFlags,
+            )| {
+                Box::new(async move {
+                    let state = store.data_mut();
+                    if open_files(&mut state.table) >= MAX_OPEN_FILES {
+                        tracing::debug!(component = %state.caller.component, key = %state.caller.key,
+                            "open-at refused: the instance holds {MAX_OPEN_FILES} open files");
+                        return Ok((Err(ErrorCode::Quota),));
+                    }
+                    let mut view = state.filesystem();
+                    let opened = view.open_at(at, path_flags, path, open_flags, flags).await;
+                    Ok((match opened {
+                        Ok(file) => Ok(file),
+                        Err(error) => Err(view.convert_error_code(error)?),
+                    },))
+                })
+            },
+        )
+    });
+    linker.allow_shadowing(false);
+    shadowed
+}
 
 /// Why the grant `files[index]` cannot be served.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -136,6 +136,46 @@ impl CallState {
         }
     }
 
+    /// Before an apply: the object itself may not claim to be another custom resource's (by
+    /// the host's owner label or a controller reference), or the host would take it for that
+    /// one's child the moment it is written; refused before it is, unless a grant allows it.
+    fn check_claims(&mut self, target: &Target, kind: &str, name: &str, object: &Value) -> Result<(), KubeError> {
+        if target.others {
+            return Ok(());
+        }
+        let own = self.caller.owner_uid.as_deref();
+        let metadata = &object["metadata"];
+        let labelled = metadata["labels"][orkestra_expr::labels::OWNER_UID_LABEL]
+            .as_str()
+            .map(|uid| (uid, "the host's owner label".to_string()));
+        let controller = metadata["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["controller"] == Value::Bool(true))
+            .and_then(|r| {
+                Some((
+                    r["uid"].as_str()?,
+                    format!("a controller reference to {}", r["name"].as_str()?),
+                ))
+            });
+        match labelled
+            .into_iter()
+            .chain(controller)
+            .find(|(uid, _)| Some(*uid) != own)
+        {
+            Some((_, claim)) => {
+                let message = format!(
+                    "{kind} {name} claims another custom resource ({claim}); a component may claim only its own, unless the capability says controlledByOthers: true"
+                );
+                tracing::warn!(component = %self.caller.component, key = %self.caller.key, "denied: {message}");
+                self.denied.get_or_insert_with(|| message.clone());
+                Err(KubeError::Forbidden(message))
+            }
+            None => Ok(()),
+        }
+    }
+
     /// One write made for the custom resource.
     fn wrote(&self) {
         self.caller.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -322,6 +362,7 @@ impl wit_kube::Host for CallState {
             let target = self
                 .admit(Verb::Apply, &api_version, &kind, namespace.as_deref())
                 .await?;
+            self.check_claims(&target, &kind, &name, &value)?;
             self.check_not_others(&target, &kind, &name).await?;
             value["apiVersion"] = Value::String(target.api_version.clone());
             if let Some(ns) = &target.namespace {

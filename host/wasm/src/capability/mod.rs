@@ -11,8 +11,10 @@ use wasmtime::component::{HasSelf, Linker};
 
 use super::store::CallState;
 
-/// Links WASI 0.2 and `orkestra:operator/{kube, log, types}` for the store's [`CallState`].
+/// Links WASI 0.2 (its `open-at` held to the instance's open files) and
+/// `orkestra:operator/{kube, log, types}` for the store's [`CallState`].
 pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    files::cap_open_files(linker)?;
     super::bindings::hook::Hook::add_to_linker::<_, HasSelf<CallState>>(linker, |state| state)
 }

@@ -5,6 +5,7 @@
 //! changed one.
 
 mod recording;
+mod redact;
 mod replay;
 mod session;
 mod tape;
@@ -12,10 +13,11 @@ mod tape;
 pub(crate) use recording::value_of;
 pub use recording::{
     CallResult, EventRecord, Exchange, FORMAT, HookName, KubeAnswer, KubeCall, LimitsRecord, Named, OutcomeRecord,
-    REDACTED, Recorded, Recording, RequestRecord, ResponseRecord, WasiReads, identity, redact_secrets,
+    Recorded, Recording, RequestRecord, ResponseRecord, WasiReads, identity,
 };
+pub use redact::{REDACTED, redact_secrets};
 pub use replay::Replayed;
 pub(crate) use session::Session;
-pub use session::{Ask, Entry, MAX_BYTES, MAX_COUNT, Recordings, SessionView};
+pub use session::{Ask, DEFAULT_FOLDER_BYTES, Entry, Folder, MAX_BYTES, MAX_COUNT, Recordings, SessionView};
 pub use tape::Beyond;
 pub(crate) use tape::Tape;

@@ -2,7 +2,6 @@
 //! host-function boundary, as readable JSON. The WIT types carry objects as JSON text; here
 //! they are JSON values, so a recording reads (and diffs) as the objects it holds.
 
-use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -496,88 +495,9 @@ fn text_of(value: &Value) -> String {
     }
 }
 
-/// What replaces each value of a Secret's `data` and `stringData` in a recording.
-pub const REDACTED: &str = "<redacted>";
-
-/// Replaces the values a Secret holds (its data, string data and the last-applied copy
-/// kubectl keeps of them) wherever `value` is one or lists some; says whether it did.
-pub fn redact_secrets(value: &mut Value) -> bool {
-    match value {
-        Value::Array(items) => items.iter_mut().fold(false, |any, item| redact_secrets(item) | any),
-        Value::Object(object) if object.get("kind").and_then(Value::as_str) == Some("Secret") => {
-            let placeholder = base64::engine::general_purpose::STANDARD.encode(REDACTED);
-            for (field, text) in [("data", placeholder.as_str()), ("stringData", REDACTED)] {
-                if let Some(Value::Object(entries)) = object.get_mut(field) {
-                    for entry in entries.values_mut() {
-                        *entry = Value::String(text.into());
-                    }
-                }
-            }
-            if let Some(Value::Object(annotations)) = object.get_mut("metadata").and_then(|m| m.get_mut("annotations"))
-            {
-                annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
-            }
-            true
-        }
-        _ => false,
-    }
-}
-
-impl Recording {
-    /// Every Secret in what the call read, sent and returned, redacted.
-    pub fn redact(&mut self) {
-        for exchange in &mut self.kube {
-            if let KubeCall::Apply { object } = &mut exchange.call {
-                redact_secrets(object);
-            }
-            if let KubeAnswer::Ok(value) = &mut exchange.answer {
-                redact_secrets(value);
-            }
-        }
-        if let CallResult::Response(response) = &mut self.result {
-            response.redact();
-        }
-        self.secrets_redacted = true;
-    }
-}
-
-impl ResponseRecord {
-    /// Its Secret children redacted, as a recording keeps them.
-    pub fn redact(&mut self) {
-        for resource in &mut self.resources {
-            redact_secrets(resource);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_secret_keeps_its_keys_and_loses_its_values_wherever_it_appears() {
-        let secret = || {
-            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "annotations": {
-                "kubectl.kubernetes.io/last-applied-configuration": "{\"data\":{\"password\":\"aHVudGVyMg==\"}}",
-                "team": "a"}},
-                "data": {"password": "aHVudGVyMg=="}, "stringData": {"user": "admin"}})
-        };
-        let mut one = secret();
-        assert!(redact_secrets(&mut one));
-        assert_eq!(
-            one["data"]["password"],
-            base64::engine::general_purpose::STANDARD.encode(REDACTED)
-        );
-        assert_eq!(one["stringData"]["user"], REDACTED);
-        assert_eq!(one["metadata"]["annotations"], json!({"team": "a"}));
-        let mut list = json!([{"kind": "ConfigMap", "data": {"a": "b"}}, secret()]);
-        assert!(redact_secrets(&mut list));
-        assert_eq!(list[0]["data"]["a"], "b", "other kinds are kept");
-        assert!(!list.to_string().contains("aHVudGVyMg=="));
-        let mut config = json!({"kind": "ConfigMap", "data": {"a": "b"}});
-        assert!(!redact_secrets(&mut config));
-    }
 
     #[test]
     fn a_request_and_an_answer_survive_the_round_trip_through_a_recording() {

@@ -25,17 +25,24 @@ pub struct Replayed {
 
 impl WasmHost {
     /// Replays `recording` against `component` (a file), or against the component it was
-    /// recorded from, which must still have the recorded digest. Errors say what could not
-    /// be loaded.
+    /// recorded from, found by its digest in this host's cache of components (a runtime with
+    /// recordings on keeps each component it loads there). What the recording names as the
+    /// component's source (a path, a URL) is never read: a recording is data from
+    /// elsewhere. Errors say what could not be loaded.
     pub async fn replay(&self, recording: &Recording, component: Option<&Path>) -> Result<Replayed, String> {
+        let kept;
+        let component = match component {
+            Some(path) => path,
+            None => {
+                kept = self.kept_component(&recording.component.digest)?;
+                kept.as_path()
+            }
+        };
         let spec = spec_for(recording, component)?;
-        let loaded = self.load(&spec).await.map_err(|error| match component {
-            Some(path) => format!("{}: {error}", path.display()),
-            None => format!(
-                "the recorded component ({}) does not load as recorded: {error}; pass --component to replay against another",
-                recording.component.source
-            ),
-        })?;
+        let loaded = self
+            .load(&spec)
+            .await
+            .map_err(|error| format!("{}: {error}", component.display()))?;
         let request = recording.request.request();
         let caller = Caller {
             component: recording.component.slot.as_str().into(),
@@ -69,24 +76,34 @@ impl WasmHost {
     }
 }
 
-/// The spec a replay loads: the component given (any digest) or the recorded one (pinned to
-/// its digest), under the recorded limits; no grants are needed, the tape answers.
-fn spec_for(recording: &Recording, component: Option<&Path>) -> Result<Spec, String> {
+impl WasmHost {
+    /// The file of the component of `digest` in this host's cache, or why there is none.
+    fn kept_component(&self, digest: &str) -> Result<std::path::PathBuf, String> {
+        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+            return Err(format!("component.digest: {digest:?} is not a sha256 digest"));
+        }
+        self.blobs.path_of(digest).ok_or_else(|| {
+            format!(
+                "the recorded component (sha256 {}) is not in this machine's component cache ({}); pass --component FILE (a replay never reads the source a recording names)",
+                &digest[..12],
+                self.blobs.dir().display()
+            )
+        })
+    }
+}
+
+/// The spec a replay loads: `component` (a local file), under the recorded limits; no grants
+/// are needed, the tape answers.
+fn spec_for(recording: &Recording, component: &Path) -> Result<Spec, String> {
     let world = match recording.component.world.as_str() {
         "hook" => World::Hook,
         "constructor" => World::Constructor,
         other => return Err(format!("component.world: {other:?} is neither hook nor constructor")),
     };
-    let (source, pin) = match component {
-        Some(path) => (path.to_str().ok_or("--component: the path is not UTF-8")?, None),
-        None => (
-            recording.component.source.as_str(),
-            Some(recording.component.digest.as_str()),
-        ),
-    };
+    let source = component.to_str().ok_or("--component: the path is not UTF-8")?;
     let declared = Declared {
         component: source,
-        sha256: pin,
+        sha256: None,
         limits: &Default::default(),
         deletion: &Default::default(),
         instances: &Default::default(),

@@ -1,12 +1,51 @@
 //! Recording on demand: a session on one slot takes down its next calls (of one custom
 //! resource, or of any), up to a count and a number of bytes, into files under the folder the
 //! platform named for recordings. Without that folder nothing is ever recorded: a recording
-//! holds what the component was allowed to read.
+//! holds what the component was allowed to read. The folder as a whole is bounded too
+//! ([`Folder::max_bytes`], what is there at start included), so no number of sessions can
+//! fill the disk (or a pod's `emptyDir`) it sits on.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The folder recordings may be written to, and how much it may hold in all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Folder {
+    pub dir: PathBuf,
+    pub max_bytes: u64,
+}
+
+/// What the folder holds in all unless the platform says otherwise: half of the Helm chart's
+/// 1 GiB `emptyDir`.
+pub const DEFAULT_FOLDER_BYTES: u64 = 512 << 20;
+/// Entries of the folder counted at start (past it, the rest is taken as full).
+const COUNTED_AT_START: usize = 100_000;
+
+/// Bytes of the files under `dir` (what recordings already hold after a restart).
+fn size_of(dir: &Path) -> u64 {
+    let mut total = 0u64;
+    let mut seen = 0usize;
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > COUNTED_AT_START {
+                return u64::MAX;
+            }
+            match entry.metadata() {
+                Ok(meta) if meta.is_dir() => folders.push(entry.path()),
+                Ok(meta) => total = total.saturating_add(meta.len()),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
 
 use serde::{Deserialize, Serialize};
 
@@ -73,8 +112,10 @@ pub struct SessionView {
     pub bytes_left: usize,
     /// Calls taken down and written.
     pub recorded: Vec<Entry>,
-    /// Calls that were to be recorded but read more than the session's bytes allowed.
+    /// Calls that were to be recorded but did not fit (the session's bytes, or the folder's).
     pub dropped: u32,
+    /// Why the last one was dropped.
+    pub dropped_why: Option<String>,
 }
 
 /// One written recording.
@@ -110,9 +151,10 @@ impl Session {
         Some(Tape::taking(view.bytes_left.min(MAX_RECORDING)))
     }
 
-    /// A call it was to take down read more than it may hold.
-    pub(crate) fn dropped(&mut self) {
+    /// A call it was to take down did not fit, for `why`.
+    pub(crate) fn dropped(&mut self, why: &str) {
         self.view.dropped += 1;
+        self.view.dropped_why = Some(why.to_string());
     }
 
     pub(crate) fn view(&self) -> SessionView {
@@ -122,34 +164,57 @@ impl Session {
 
 /// The runtime's recordings: where they are written and which exist.
 pub struct Recordings {
-    dir: Option<PathBuf>,
+    folder: Option<Folder>,
+    /// Bytes the folder holds: what was there at start and what was written since.
+    held: AtomicU64,
     next: AtomicU64,
     index: Mutex<VecDeque<Entry>>,
 }
 
 impl Recordings {
-    /// Recordings written under `dir`; none at all without one.
-    pub fn new(dir: Option<PathBuf>) -> Self {
+    /// Recordings written under `folder`; none at all without one.
+    pub fn new(folder: Option<Folder>) -> Self {
+        let held = folder.as_ref().map_or(0, |f| size_of(&f.dir));
         Self {
-            dir,
+            folder,
+            held: AtomicU64::new(held),
             next: AtomicU64::new(1),
             index: Mutex::new(VecDeque::new()),
         }
     }
 
     pub fn enabled(&self) -> bool {
-        self.dir.is_some()
+        self.folder.is_some()
+    }
+
+    /// Bytes the folder holds now and may hold in all.
+    pub fn usage(&self) -> Option<(u64, u64)> {
+        let folder = self.folder.as_ref()?;
+        Some((self.held.load(Ordering::Relaxed), folder.max_bytes))
+    }
+
+    /// Why the folder takes no more, if it is full.
+    fn full(&self, more: u64) -> Option<String> {
+        let (held, max) = self.usage()?;
+        (held.saturating_add(more) > max).then(|| {
+            format!(
+                "the recordings folder holds {held} of its {max} bytes (--recordings-max-bytes); remove recordings from it first"
+            )
+        })
     }
 
     /// A new session for `ask`, or why not.
     pub(crate) fn session(&self, ask: &Ask) -> Result<Session, String> {
-        if self.dir.is_none() {
+        if self.folder.is_none() {
             return Err(
                 "this runtime records nothing: the platform enables recordings by starting it with --recordings DIR"
                     .into(),
             );
         }
         let (count, bytes) = ask.bounds()?;
+        if let Some(full) = self.full(1) {
+            return Err(full);
+        }
         Ok(Session {
             view: SessionView {
                 component: ask.component.clone(),
@@ -159,13 +224,14 @@ impl Recordings {
                 bytes_left: bytes,
                 recorded: Vec::new(),
                 dropped: 0,
+                dropped_why: None,
             },
         })
     }
 
     /// Writes `recording` for `session`, if its bytes still fit; the entry, or why not.
     pub(crate) async fn write(&self, session: &Mutex<Option<Session>>, recording: &Recording) -> Result<Entry, String> {
-        let Some(dir) = &self.dir else {
+        let Some(Folder { dir, .. }) = &self.folder else {
             return Err("recordings are off".into());
         };
         let text = serde_json::to_vec_pretty(recording).map_err(|e| format!("cannot encode the recording: {e}"))?;
@@ -184,12 +250,27 @@ impl Recordings {
                 return Err("the session was stopped".into());
             };
             if text.len() > active.view.bytes_left {
-                active.view.dropped += 1;
-                return Err(format!(
+                let why = format!(
                     "the recording is {} bytes; the session has {} left",
                     text.len(),
                     active.view.bytes_left
-                ));
+                );
+                active.dropped(&why);
+                return Err(why);
+            }
+            // Taken from the folder's bound under the session's lock: two sessions cannot
+            // both take its last bytes.
+            let size = text.len() as u64;
+            let taken = self.held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                let max = self.folder.as_ref().map_or(0, |f| f.max_bytes);
+                (held.saturating_add(size) <= max).then_some(held + size)
+            });
+            if taken.is_err() {
+                let why = self
+                    .full(size)
+                    .unwrap_or_else(|| "the recordings folder is full".into());
+                active.dropped(&why);
+                return Err(why);
             }
             active.view.bytes_left -= text.len();
         }
@@ -261,6 +342,29 @@ fn outcome_of(result: &CallResult) -> String {
 mod tests {
     use super::*;
 
+    fn folder(dir: &str, max_bytes: u64) -> Folder {
+        Folder {
+            dir: PathBuf::from(dir),
+            max_bytes,
+        }
+    }
+
+    #[test]
+    fn the_folder_counts_what_it_held_at_start_and_is_refused_past_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("site")).unwrap();
+        std::fs::write(dir.path().join("site/old.json"), vec![b'x'; 900]).unwrap();
+        let recordings = Recordings::new(Some(folder(dir.path().to_str().unwrap(), 1000)));
+        assert_eq!(recordings.usage(), Some((900, 1000)));
+        assert!(recordings.session(&ask(None, None, None)).is_ok(), "100 bytes are left");
+        let full = Recordings::new(Some(folder(dir.path().to_str().unwrap(), 900)));
+        let refused = full.session(&ask(None, None, None)).err().unwrap();
+        assert!(
+            refused.starts_with("the recordings folder holds 900 of its 900 bytes"),
+            "{refused}"
+        );
+    }
+
     fn ask(count: Option<u32>, bytes: Option<usize>, key: Option<&str>) -> Ask {
         Ask {
             component: "site".into(),
@@ -279,7 +383,7 @@ mod tests {
                 .unwrap()
                 .contains("--recordings DIR")
         );
-        let on = Recordings::new(Some(PathBuf::from("/nonexistent")));
+        let on = Recordings::new(Some(folder("/nonexistent", 1 << 30)));
         for (bad, field) in [
             (ask(Some(0), None, None), "count: 0"),
             (ask(Some(1001), None, None), "count: 1001"),
@@ -293,7 +397,7 @@ mod tests {
 
     #[test]
     fn a_session_takes_its_count_of_the_calls_it_wants_then_no_more() {
-        let on = Recordings::new(Some(PathBuf::from("/nonexistent")));
+        let on = Recordings::new(Some(folder("/nonexistent", 1 << 30)));
         let mut session = on.session(&ask(Some(2), Some(1000), Some("a/blog"))).unwrap();
         assert!(session.turn("a/other").is_none(), "another CR's call");
         assert!(session.turn("a/blog").is_some());

@@ -35,6 +35,15 @@ impl BlobStore {
         None
     }
 
+    /// The file of the blob of `digest`, when one is kept intact.
+    pub fn path_of(&self, digest: &str) -> Option<PathBuf> {
+        self.get(digest).map(|_| self.dir.join(digest))
+    }
+
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     /// Keeps `bytes`, whose sha256 the caller has checked is `digest`.
     pub fn put(&self, digest: &str, bytes: &[u8]) -> std::io::Result<()> {
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;

@@ -57,10 +57,17 @@ impl Declarative {
             .run_component(slot, &active, hook, request, object, context)
             .instrument(span)
             .await;
-        match &result {
-            // A reconcile the runtime cut short says nothing of the version.
-            Err(error) if error.reason == Reason::Interrupted => {}
-            ended => slot.feedback(&active, ended.is_ok()),
+        // A rollout judges the version on what the component itself did: a reconcile cut
+        // short, or failed by the cluster or a template over a tenant's input, says nothing
+        // of it.
+        let judged = match &result {
+            Ok(_) => Some(true),
+            Err(error) if error.reason.is_component_fault() => Some(false),
+            Err(_) => None,
+        };
+        if let Some(ok) = judged {
+            let tenant = orkestra_kube::tenant::of(&request.key, None);
+            slot.feedback(&active, &tenant, ok);
         }
         result
     }
@@ -77,8 +84,10 @@ impl Declarative {
     ) -> Result<Applied, ReconcileError> {
         let spec = &active.spec;
         let wasm_request = self.wasm_request(request, object, context, spec)?;
+        // A CR already gone (its not-found call) is still of its key's namespace.
         let namespace = object
             .and_then(|o| o["metadata"]["namespace"].as_str())
+            .or_else(|| request.key.split_once('/').map(|(ns, _)| ns))
             .map(String::from);
         let acting_as = self.identity(slot, spec, namespace.as_deref())?;
         let caller = Caller {

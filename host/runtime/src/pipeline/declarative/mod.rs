@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use kube::api::{DynamicObject, Patch, PatchParams};
+use orkestra_effects::external::Externals;
 use orkestra_kube::objects::Objects;
 use serde_json::{Map, Value, json};
 
@@ -52,7 +53,8 @@ pub struct Declarative {
     events: record::Events,
     counters: Arc<Counters>,
     peers: Peers,
-    http: reqwest::Client,
+    /// The Katalog's external calls (made, or only noted in a rehearsal).
+    externals: Externals,
     /// The Wasm component of this CRD or target: hooks, or a constructor.
     component: Option<Arc<Slot>>,
     /// The component's `args` templates, compiled once per declaration.
@@ -82,11 +84,11 @@ impl Declarative {
         crd: Arc<CompiledCrd>,
         counters: Arc<Counters>,
         peers: Peers,
-        http: reqwest::Client,
+        externals: Externals,
     ) -> Self {
         Self {
             peers,
-            http,
+            externals,
             applier: apply::Applier::new(client.clone(), counters.clone()),
             events: record::Events::new(client.clone()),
             client,
@@ -335,7 +337,7 @@ impl Declarative {
             return Ok(());
         }
         let mut resolver = Resolver::in_context(object, &self.crd.notes, context);
-        let outcome = orkestra_effects::external::run(&self.http, &self.crd.rule_calls, &mut resolver).await;
+        let outcome = orkestra_effects::external::run(&self.externals, &self.crd.rule_calls, &mut resolver).await;
         if let Some(results) = resolver.lookup("external") {
             context.insert("external".into(), results.clone());
         }
@@ -357,7 +359,7 @@ impl Declarative {
         let mut resolver = Resolver::in_context(object, &self.crd.notes, context);
         for block in blocks.into_iter().flatten().filter(|b| !b.external.is_empty()) {
             if block.conditions.passes(&resolver, None) {
-                let outcome = orkestra_effects::external::run(&self.http, &block.external, &mut resolver).await;
+                let outcome = orkestra_effects::external::run(&self.externals, &block.external, &mut resolver).await;
                 outcome.map_err(|e| ReconcileError::new(Reason::ExternalCallFailed, e))?;
             }
         }
