@@ -5,6 +5,7 @@
 //! saved as a screenshot under target/control-center/.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -297,8 +298,10 @@ async fn the_control_center_shows_every_runtime_down_to_each_cr_and_component_in
 }
 
 /// `ork control-center --discover NS`: a runtime whose Live API Service in NS is labelled is
-/// watched (at the URL its annotation gives), an unlabelled Service or one in another
-/// namespace is not, and a runtime whose Service goes is no longer watched.
+/// watched (at the URL its annotation gives, where `--discover-allow` allows it), an
+/// unlabelled Service or one in another namespace is not, and a runtime whose Service goes
+/// is no longer watched. Issue 49, finding 7: a labelled Service annotated with a URL the
+/// operator did not allow (a catcher's) is never called, so it never receives a token.
 #[tokio::test]
 async fn the_control_center_watches_the_runtimes_its_discovery_finds_in_the_namespaces_it_is_given() {
     use k8s_openapi::api::core::v1::Service;
@@ -327,6 +330,17 @@ async fn the_control_center_watches_the_runtimes_its_discovery_finds_in_the_name
     let other = url.replace("127.0.0.1", "localhost");
     here.create(&post, &service("unlabelled", false, &other)).await.unwrap();
     there.create(&post, &service("far", true, &other)).await.unwrap();
+    // A catcher of whatever it is sent, at a URL nobody allowed.
+    let catcher = tokio::net::TcpListener::bind("127.0.0.2:0").await.unwrap();
+    let caught = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = caught.clone();
+    let catcher_url = format!("http://{}", catcher.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok(_connection) = catcher.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    here.create(&post, &service("catcher", true, &catcher_url)).await.unwrap();
 
     let cluster = orkestra_test_support::cluster().unwrap();
     let port = crate::replicas::free_port();
@@ -339,12 +353,14 @@ async fn the_control_center_watches_the_runtimes_its_discovery_finds_in_the_name
             &addr,
             "--discover",
             &plain.ns.name,
+            "--discover-allow",
+            "http://127.0.0.1:*",
             "--poll",
             "300ms",
         ],
         &[
             ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
-            ("ORK_API_TOKEN", ""),
+            ("ORK_API_TOKEN", "cc-live-token"),
         ],
     );
     let listed = |name: String| {
@@ -373,8 +389,11 @@ async fn the_control_center_watches_the_runtimes_its_discovery_finds_in_the_name
     assert_eq!(found.0["url"], url.as_str());
     assert_eq!(
         found.1, 1,
-        "neither the unlabelled Service nor another namespace's: {found:?}"
+        "neither the unlabelled Service, another namespace's, nor one outside the allowed URLs: {found:?}"
     );
+    // Several polls later the catcher has still not been called.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(caught.load(std::sync::atomic::Ordering::SeqCst), 0, "the catcher was called");
 
     here.delete("rt", &DeleteParams::default()).await.unwrap();
     eventually("the runtime gone with its Service", WAIT, || async {

@@ -144,6 +144,7 @@ gateway:
       - name: repo
         enabled: true
         path: /webhooks/github/sites
+        repository: org/sites
         watch: ['intents/*.yaml']
         secretRef: {{name: gh-hook, key: secret}}
         contentTokenRef: {{name: gh-read, key: token}}
@@ -152,6 +153,7 @@ gateway:
       - name: lab
         enabled: true
         branch: release
+        repository: '42'
         watch: ['intents/**']
         secretRef: {{name: gl-hook, key: token}}
         contentTokenRef: {{name: gl-read, key: token}}
@@ -579,7 +581,7 @@ kind: Katalog
 gateway:
   webhooks:
     github:
-      - {name: repo, enabled: true, watch: ['intents/*.yaml'], secretRef: {name: gh, key: secret}}
+      - {name: repo, enabled: true, repository: org/sites, watch: ['intents/*.yaml'], secretRef: {name: gh, key: secret}}
     slack:
       - {name: chat, path: /webhooks/slack, signingSecretRef: {name: sl, key: s, namespace: ops}, commands: [/site]}
 spec:
@@ -597,7 +599,7 @@ spec:
         "repo (github)
   path: POST /webhooks/github/repo
   checked with: X-Hub-Signature-256 with Secret <gateway namespace>/gh key secret
-  takes: pushes to main touching intents/*.yaml (read without a token)
+  takes: pushes of org/sites to main touching intents/*.yaml (read without a token)
   grants: site (CRD list): global create,update
 chat (slack, off: set enabled: true)
   path: POST /webhooks/slack
@@ -616,7 +618,7 @@ kind: Katalog
 gateway:
   webhooks:
     gitlab:
-      - {name: lab, enabled: true, watch: ['*.yaml'], secretRef: {name: gl, key: t, namespace: hooks}, contentTokenRef: {name: gl-read, key: t}}
+      - {name: lab, enabled: true, repository: group/site, watch: ['*.yaml'], secretRef: {name: gl, key: t, namespace: hooks}, contentTokenRef: {name: gl-read, key: t}}
     generic:
       - {name: off, secretRef: {name: unused, key: k, namespace: elsewhere}}
 spec:
@@ -660,4 +662,276 @@ spec:
         "a webhook not enabled reads nothing"
     );
     assert!(grants("*", "sites", "create"), "intake creates the served CRs");
+}
+
+/// Issue 49, finding 8: a signed push named another repository (one the content token can
+/// read) and the gateway read it; a `**` glob let `..` segments out of the watched folder; a
+/// Slack or generic delivery played again within its window was applied again (reverting a
+/// newer intent); and one entry whose provider was slow held every worker.
+#[tokio::test]
+async fn a_delivery_reads_only_its_entrys_repository_in_its_folder_once_and_a_slow_provider_stalls_only_its_entry() {
+    let ns = namespace("intake-hostile").await.unwrap();
+    let provider = Provider::default();
+    let stand_in = provider.start().await;
+    // A provider that never answers.
+    let hang = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hang_url = format!("http://{}", hang.local_addr().unwrap());
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = asked.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = hang.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    for (name, key, value) in [
+        ("gh-hook", "secret", "gh-s3cret"),
+        ("slow-hook", "secret", "slow-s3cret"),
+        ("pager-hook", "secret", "pager-s3cret"),
+    ] {
+        secret(&ns.name, name, key, value);
+    }
+    let group = format!("{}.hostile.orkestra.io", ns.name);
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: {ns}}}
+gateway:
+  webhooks:
+    github:
+      - {{name: repo, enabled: true, repository: org/sites, watch: ['intents/**'], secretRef: {{name: gh-hook, key: secret}}, apiUrl: {stand_in}/github}}
+      - {{name: slow, enabled: true, repository: org/slow, watch: ['*.yaml'], secretRef: {{name: slow-hook, key: secret}}, apiUrl: {hang_url}}}
+    generic:
+      - {{name: pager, enabled: true, secretRef: {{name: pager-hook, key: secret}}}}
+spec:
+  crds:
+    site:
+      apiTypes: {{group: {group}, version: v1, kind: Site}}
+      serve:
+        enabled: true
+        namespace: {ns}
+        fields: {{title: {{required: true}}}}
+        tokens:
+          repo: {{permissions: {{global: ['*']}}}}
+          slow: {{permissions: {{global: ['*']}}}}
+          pager: {{permissions: {{global: ['*']}}}}
+",
+        ns = ns.name,
+    );
+    let (_dir, file) = crate::running::katalog_file(&ns, &katalog).await;
+    let (mut ork, addr) = crate::running::ork_run(&file, &ns, &[], &[("ORK_API_TOKEN", "")]);
+    ork.wait_for(&format!("webhook intake on http://{addr}/webhooks/"), WAIT);
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("http://{addr}{path}");
+    let push_to = |path: &str, secret: &str, body: String, delivery: &str| {
+        http.post(url(path))
+            .header("X-GitHub-Event", "push")
+            .header("X-GitHub-Delivery", delivery.to_string())
+            .header("X-Hub-Signature-256", format!("sha256={}", hex_mac(secret, body.as_bytes())))
+            .body(body)
+            .send()
+    };
+    let push = |repository: &str, files: &[&str]| {
+        json!({"ref": "refs/heads/main", "repository": {"full_name": repository},
+               "commits": [{"added": files, "modified": [], "removed": []}]})
+        .to_string()
+    };
+
+    // A signed push of another repository: refused, nothing read.
+    let stolen = push_to(
+        "/webhooks/github/repo",
+        "gh-s3cret",
+        push("victim-org/private-repo", &["intents/secret.yaml"]),
+        "d-1",
+    )
+    .await
+    .unwrap();
+    assert_eq!(stolen.status(), 403);
+    assert!(
+        stolen.text().await.unwrap().contains("this webhook takes pushes of org/sites only"),
+        "names what it takes"
+    );
+    // A path that leaves the watched folder: refused, nothing read.
+    let escaped = push_to(
+        "/webhooks/github/repo",
+        "gh-s3cret",
+        push("org/sites", &["intents/../../../../user/x.yaml"]),
+        "d-2",
+    )
+    .await
+    .unwrap();
+    assert_eq!(escaped.status(), 422);
+    let said: Value = escaped.json().await.unwrap();
+    assert_eq!(said["refused"][0]["file"], "intents/../../../../user/x.yaml", "{said}");
+    assert!(provider.reads.lock().unwrap().is_empty(), "nothing was read");
+    // Its own repository, once; the same delivery again is refused.
+    provider.file("intents/blog.yaml", "{target: site, name: blog, title: From GitHub}");
+    let genuine = push("org/sites", &["intents/blog.yaml"]);
+    assert_eq!(
+        push_to("/webhooks/github/repo", "gh-s3cret", genuine.clone(), "d-3")
+            .await
+            .unwrap()
+            .status(),
+        202
+    );
+    assert_eq!(
+        push_to("/webhooks/github/repo", "gh-s3cret", genuine, "d-3")
+            .await
+            .unwrap()
+            .status(),
+        409
+    );
+
+    // A generic delivery played again within its window does not revert a newer intent.
+    let generic = |body: Value, ts: i64| {
+        let body = body.to_string();
+        let signature = orkestra_gateway::intake::sign_generic("pager-s3cret", ts, body.as_bytes());
+        http.post(url("/webhooks/generic/pager"))
+            .header("X-Orkestra-Timestamp", ts.to_string())
+            .header("X-Orkestra-Signature", signature)
+            .body(body)
+            .send()
+    };
+    let (older, ts) = (json!({"target": "site", "name": "paged", "title": "older"}), now());
+    assert_eq!(generic(older.clone(), ts).await.unwrap().status(), 200);
+    let newer = json!({"target": "site", "name": "paged", "title": "newer"});
+    assert_eq!(generic(newer, now()).await.unwrap().status(), 200);
+    let replayed = generic(older, ts).await.unwrap();
+    assert_eq!(replayed.status(), 409);
+    let title = kubectl(&[
+        "get",
+        &format!("sites.{group}"),
+        "-n",
+        &ns.name,
+        "paged",
+        "-o",
+        "jsonpath={.spec.title}",
+    ])
+    .unwrap();
+    assert_eq!(title, "newer");
+
+    // The slow entry's provider never answers: its deliveries hold its own workers only.
+    for i in 0..4 {
+        let body = push("org/slow", &[&format!("f{i}.yaml")]);
+        let answer = push_to("/webhooks/github/slow", "slow-s3cret", body, &format!("s-{i}"))
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 202);
+    }
+    eventually("the slow provider asked", WAIT, || async {
+        (asked.load(std::sync::atomic::Ordering::SeqCst) >= 2).then_some(())
+    })
+    .await
+    .unwrap();
+    let started = Instant::now();
+    let other = generic(json!({"target": "site", "name": "meanwhile", "title": "x"}), now())
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 200, "{}", other.text().await.unwrap());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "another entry's delivery waited {:?}",
+        started.elapsed()
+    );
+}
+
+/// Issue 49, finding 6: a thousand connections sending a body a byte at a time held every
+/// slot of the runtime's port (its probes failed) and of the webhook port (the API server's
+/// admission calls failed). Bodies are held to a pace now, and a new connection cuts one
+/// whose body is still arriving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_bodies_cost_only_their_own_connections_on_the_runtime_and_webhook_ports() {
+    let ns = namespace("intake-slow").await.unwrap();
+    secret(&ns.name, "pager-hook", "secret", "pager-s3cret");
+    let group = format!("{}.slow.orkestra.io", ns.name);
+    let katalog = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: {ns}}}
+security:
+  webhooks:
+    admission: {{enabled: true}}
+gateway:
+  webhooks:
+    generic:
+      - {{name: pager, enabled: true, secretRef: {{name: pager-hook, key: secret}}}}
+spec:
+  crds:
+    site:
+      apiTypes: {{group: {group}, version: v1, kind: Site, plural: sites}}
+      namespace: {ns}
+      admission:
+        validation:
+          rules:
+            - {{field: spec.image, prefix: 'myorg/', message: 'images come from myorg/'}}
+      serve:
+        enabled: true
+        namespace: {ns}
+        fields: {{image: {{required: true}}}}
+        tokens: {{pager: {{permissions: {{global: ['*']}}}}}}
+      operatorBox: {{}}
+",
+        ns = ns.name,
+    );
+    let (dir, file) = crate::running::katalog_file(&ns, &katalog).await;
+    let (mut ork, addr) = crate::running::ork_run(&file, &ns, &[], &[("ORK_API_TOKEN", "")]);
+    let line = ork.said("gateway: webhooks on https://", WAIT);
+    let webhook: std::net::SocketAddr = line
+        .split("https://")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let live: std::net::SocketAddr = addr.parse().unwrap();
+    let apply = |name: &str, image: &str| {
+        let manifest = json!({"apiVersion": format!("{group}/v1"), "kind": "Site",
+                              "metadata": {"name": name, "namespace": ns.name}, "spec": {"image": image}});
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, manifest.to_string()).unwrap();
+        kubectl(&["apply", "-f", path.to_str().unwrap()]).map_err(|e| e.to_string())
+    };
+    eventually("the webhook to answer", WAIT, || async { apply("first", "nginx").err() })
+        .await
+        .unwrap();
+
+    // Intake's door: headers that pass every check before the body, then one byte of it.
+    let ts = now();
+    let head = format!(
+        "POST /webhooks/generic/pager HTTP/1.1\r\nhost: {addr}\r\nx-orkestra-timestamp: {ts}\r\nx-orkestra-signature: sha256={}\r\ncontent-length: 100000\r\n\r\n",
+        "0".repeat(64)
+    );
+    let held = orkestra_test_support::idle::stalled(live, 1100, 230, &head, false).await;
+    assert!(held.len() >= 1000, "{} stalled connections", held.len());
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    for _ in 0..15 {
+        let started = Instant::now();
+        let probe = http.get(format!("http://{live}/healthz")).send().await.unwrap();
+        assert_eq!(probe.status(), 200);
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    }
+    drop(held);
+
+    // The webhook door: the same over TLS, an admission review's worth of headers.
+    let head = format!(
+        "POST /validate HTTP/1.1\r\nhost: {webhook}\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n"
+    );
+    let held = orkestra_test_support::idle::stalled(webhook, 1100, 230, &head, true).await;
+    assert!(held.len() >= 1000, "{} stalled TLS connections", held.len());
+    let started = Instant::now();
+    let refused = apply("bad", "nginx").unwrap_err();
+    assert!(
+        refused.contains("images come from myorg/"),
+        "the rule answered, not a failed call: {refused}"
+    );
+    apply("good", "myorg/web").unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    drop(held);
 }

@@ -88,6 +88,14 @@ impl Ork {
         }
     }
 
+    /// A line containing `needle` it printed already, or the next one.
+    pub fn said(&mut self, needle: &str, timeout: Duration) -> String {
+        match self.seen.iter().find(|line| line.contains(needle)) {
+            Some(line) => line.clone(),
+            None => self.wait_for(needle, timeout),
+        }
+    }
+
     pub fn pid(&self) -> i32 {
         i32::try_from(self.child.id()).expect("pid fits")
     }

@@ -198,3 +198,72 @@ async fn a_component_in_the_slots_place_plans_what_it_would_apply_and_report() {
     );
     h.stop().await;
 }
+
+/// Issue 49, finding 5: a plan made a Katalog's external calls for real, two `POST`s to an
+/// endpoint that provisions a paid resource. A plan (and a simulation) makes none: each call
+/// it would have made is listed per CR instead.
+#[tokio::test]
+async fn a_plan_makes_no_external_call_and_lists_each_it_would_have_made() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = received.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                let _ = stream.read(&mut buffer).await;
+                let body = "{\"id\": \"paid-1\"}";
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    let operator_box = format!(
+        "        reconcile:
+          onReconcile:
+            external:
+              - {{name: provision, method: POST, url: 'http://127.0.0.1:{port}/provision/{{{{ .metadata.name }}}}', body: {{plan: paid}}}}
+            configMaps:
+              - {{name: '{{{{ .metadata.name }}}}-bill', data: {{id: '{{{{ .external.provision.body.id }}}}'}}}}
+"
+    );
+    let h = Harness::start("plan-external", &crd("app", "App", "        reconcile: {}\n"), &[], true).await;
+    h.create("App", "a", json!({})).await;
+    h.create("App", "b", json!({})).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = katalog_file(&h, dir.path(), "paid.yaml", &operator_box);
+    h.stop().await;
+    let before = received.load(std::sync::atomic::Ordering::SeqCst);
+    let (code, planned, output) = plan(&file, &[]);
+    assert_eq!(code, Some(2), "{output}");
+    assert_eq!(
+        received.load(std::sync::atomic::Ordering::SeqCst),
+        before,
+        "the plan called the endpoint: {output}"
+    );
+    let crs = planned["crds"][0]["crs"].as_array().unwrap();
+    assert_eq!(crs.len(), 2, "{output}");
+    for cr in crs {
+        let name = cr["cr"].as_str().unwrap().rsplit('/').next().unwrap();
+        assert_eq!(
+            cr["externalCallsNotMade"],
+            json!([{"name": "provision", "method": "POST", "url": format!("http://127.0.0.1:{port}/provision/{name}")}]),
+            "{output}"
+        );
+    }
+    // The same Katalog, run: the calls are made, one per CR.
+    let running = Harness::start("plan-external-run", &crd("app", "App", &operator_box), &[], true).await;
+    running.create("App", "c", json!({})).await;
+    eventually("the runtime's call", WAIT, || async {
+        (received.load(std::sync::atomic::Ordering::SeqCst) > before).then_some(())
+    })
+    .await
+    .unwrap();
+    running.stop().await;
+}

@@ -64,6 +64,12 @@ pub struct ControlCenterArgs {
     /// Services the platform controls.
     #[arg(long = "discover", value_name = "NAMESPACE")]
     discover: Vec<String>,
+    /// The URLs a discovered runtime may have (`scheme://host[:port]`, a host `*.suffix`, a
+    /// port `*`); repeat for several. A Service naming another (in its
+    /// orkestra.io/live-api-url annotation) is not watched and sent no token. Default: the
+    /// Services' own names in the --discover namespaces (`http://*.NAMESPACE.svc:*`).
+    #[arg(long = "discover-allow", value_name = "URL")]
+    discover_allow: Vec<String>,
     /// A gateway on its own (`ork gateway`, `http://host:8080`): what it serves and its
     /// webhooks' counts show with the runtimes of its Katalog; repeat for several.
     #[arg(long = "gateway", value_name = "URL")]
@@ -115,11 +121,13 @@ pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode>
         discovered: match args.discover.is_empty() {
             true => None,
             false => {
+                let allowed =
+                    super::discover::Allowed::new(&args.discover_allow, &args.discover).map_err(anyhow::Error::msg)?;
                 let client = crate::cluster::client("control-center", "--discover").await?;
                 let (found, receiver) = tokio::sync::watch::channel(Vec::new());
                 tokio::spawn(super::discover::discover(
                     client,
-                    args.discover.clone(),
+                    (args.discover.clone(), allowed),
                     args.poll,
                     found,
                 ));

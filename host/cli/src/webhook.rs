@@ -67,8 +67,11 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
             _ => "X-Gitlab-Token",
         };
         for git in list {
+            let repository = git
+                .repository(provider)
+                .map_or_else(|why| format!("(repository {why})"), |r| r.to_string());
             let takes = format!(
-                "pushes to {} touching {} (read {})",
+                "pushes of {repository} to {} touching {} (read {})",
                 git.branch(),
                 git.watch.join(", "),
                 match &git.content_token_ref {

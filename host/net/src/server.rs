@@ -3,12 +3,15 @@
 //! - a TLS handshake, a request's headers, and the wait for the next request on a kept-alive
 //!   connection each have [`Limits::header_timeout`] (hyper's header timer runs from the
 //!   moment a connection waits for a request, so it is the idle timeout too);
-//! - a request, from its headers to its answer (a body that drips included), has
-//!   [`Limits::request_timeout`], after which it is answered 503;
+//! - a request, from its headers to its answer, has [`Limits::request_timeout`], after which
+//!   it is answered 503; its body must arrive within [`Limits::pace`] (a deadline for the
+//!   whole body and a minimum rate), or the read of it fails and the connection closes;
 //! - connections are capped in total and per peer address. At a cap, the oldest connection
 //!   that is not serving a request (idle, or still sending its headers) is closed to make
-//!   room; only when every connection is busy is the new one refused. Holding thousands of
-//!   idle connections therefore costs the holder its own connections, not everyone's, and a
+//!   room; failing that, one whose request's body is still arriving (the oldest of the peer
+//!   holding the most connections) is cut off; only when every connection is serving a
+//!   request is the new one refused. Holding thousands of idle connections, or dripping
+//!   bodies into them, therefore costs the holder its own connections, not everyone's, and a
 //!   probe or an admission call always gets in;
 //! - bodies have a default limit ([`Limits::body_limit`]) that a route may lower or raise.
 
@@ -31,6 +34,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use crate::hosts::Hosts;
+use crate::pace::{Pace, Paced, Receiving};
 
 /// What one door lets a peer hold.
 #[derive(Debug, Clone)]
@@ -45,6 +49,8 @@ pub struct Limits {
     pub max_per_peer: usize,
     /// Request bodies, unless a route says otherwise.
     pub body_limit: usize,
+    /// How fast a request's body must arrive.
+    pub pace: Pace,
 }
 
 impl Default for Limits {
@@ -55,6 +61,7 @@ impl Default for Limits {
             max_connections: 1024,
             max_per_peer: 256,
             body_limit: 1 << 20,
+            pace: Pace::default(),
         }
     }
 }
@@ -102,10 +109,22 @@ impl Door {
 struct Conn {
     peer: IpAddr,
     opened: Instant,
-    /// Requests being served on it now.
+    /// Requests being served on it now, and those of them whose body is still arriving.
     busy: Arc<AtomicUsize>,
+    receiving: Arc<AtomicUsize>,
     /// Told to close (gracefully: a request in flight finishes).
     evict: Arc<Notify>,
+    /// Told to close at once (its request's body is still arriving).
+    cut: Arc<Notify>,
+}
+
+/// What a connection's task watches of its registry entry.
+struct Watch {
+    id: u64,
+    busy: Arc<AtomicUsize>,
+    receiving: Arc<AtomicUsize>,
+    evict: Arc<Notify>,
+    cut: Arc<Notify>,
 }
 
 /// Every open connection of a door.
@@ -117,43 +136,63 @@ struct Registry {
 }
 
 impl Registry {
-    /// Room for a connection from `peer`, made by evicting the oldest idle one where a cap
-    /// is reached; `None` when every connection in the way is busy.
-    fn admit(&mut self, peer: IpAddr, limits: &Limits) -> Option<(u64, Arc<AtomicUsize>, Arc<Notify>)> {
-        if self.per_peer.get(&peer).copied().unwrap_or(0) >= limits.max_per_peer && !self.evict_oldest_idle(Some(peer))
-        {
+    /// Room for a connection from `peer`, made where a cap is reached by closing the oldest
+    /// idle connection, else cutting one still receiving a body; `None` when every
+    /// connection in the way is serving a request.
+    fn admit(&mut self, peer: IpAddr, limits: &Limits) -> Option<Watch> {
+        if self.per_peer.get(&peer).copied().unwrap_or(0) >= limits.max_per_peer && !self.make_room(Some(peer)) {
             return None;
         }
-        if self.conns.len() >= limits.max_connections && !self.evict_oldest_idle(None) {
+        if self.conns.len() >= limits.max_connections && !self.make_room(None) {
             return None;
         }
         let id = self.next;
         self.next += 1;
-        let (busy, evict) = (Arc::new(AtomicUsize::new(0)), Arc::new(Notify::new()));
-        self.conns.insert(
+        let conn = Conn {
+            peer,
+            opened: Instant::now(),
+            busy: Arc::default(),
+            receiving: Arc::default(),
+            evict: Arc::new(Notify::new()),
+            cut: Arc::new(Notify::new()),
+        };
+        let watch = Watch {
             id,
-            Conn {
-                peer,
-                opened: Instant::now(),
-                busy: busy.clone(),
-                evict: evict.clone(),
-            },
-        );
+            busy: conn.busy.clone(),
+            receiving: conn.receiving.clone(),
+            evict: conn.evict.clone(),
+            cut: conn.cut.clone(),
+        };
+        self.conns.insert(id, conn);
         *self.per_peer.entry(peer).or_default() += 1;
-        Some((id, busy, evict))
+        Some(watch)
     }
 
-    fn evict_oldest_idle(&mut self, of: Option<IpAddr>) -> bool {
-        let victim = self
+    /// Closes one connection of `of` (any peer's: `None`) to make room: the oldest idle one,
+    /// else the oldest still receiving a body of the peer that holds the most connections.
+    fn make_room(&mut self, of: Option<IpAddr>) -> bool {
+        let mine = |c: &Conn| of.is_none_or(|peer| c.peer == peer);
+        let idle = self
             .conns
             .iter()
-            .filter(|(_, c)| c.busy.load(Ordering::Acquire) == 0 && of.is_none_or(|peer| c.peer == peer))
+            .filter(|(_, c)| mine(c) && c.busy.load(Ordering::Acquire) == 0)
             .min_by_key(|(_, c)| c.opened)
             .map(|(id, _)| *id);
-        match victim.and_then(|id| self.remove(id)) {
+        if let Some(conn) = idle.and_then(|id| self.remove(id)) {
+            // A stored permit: the connection closes even if it is not waiting yet.
+            conn.evict.notify_one();
+            return true;
+        }
+        let per_peer = &self.per_peer;
+        let receiving = self
+            .conns
+            .iter()
+            .filter(|(_, c)| mine(c) && c.receiving.load(Ordering::Acquire) > 0)
+            .min_by_key(|(_, c)| (std::cmp::Reverse(per_peer.get(&c.peer).copied().unwrap_or(0)), c.opened))
+            .map(|(id, _)| *id);
+        match receiving.and_then(|id| self.remove(id)) {
             Some(conn) => {
-                // A stored permit: the connection closes even if it is not waiting yet.
-                conn.evict.notify_one();
+                conn.cut.notify_one();
                 true
             }
             None => false,
@@ -204,7 +243,7 @@ pub async fn serve(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .admit(peer.ip(), &door.limits);
-        let Some((id, busy, evict)) = admitted else {
+        let Some(watch) = admitted else {
             tracing::debug!(door = door.name, %peer, "connection refused: every connection is serving a request");
             continue;
         };
@@ -213,12 +252,19 @@ pub async fn serve(
         tokio::spawn(async move {
             let close = async {
                 tokio::select! {
-                    () = evict.notified() => {}
+                    () = watch.evict.notified() => {}
                     _ = ended.changed() => {}
                 }
             };
-            connection(tcp, peer, router, &door, busy, close).await;
-            registry.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+            let counts = (watch.busy.clone(), watch.receiving.clone());
+            tokio::select! {
+                () = connection(tcp, peer, router, &door, counts, close) => {}
+                // Made room for another: dropped at once, its request unanswered.
+                () = watch.cut.notified() => {
+                    tracing::debug!(door = door.name, %peer, "connection cut: its request's body was still arriving and the door was full");
+                }
+            }
+            registry.lock().unwrap_or_else(|e| e.into_inner()).remove(watch.id);
         });
     }
     Ok(())
@@ -231,20 +277,20 @@ async fn connection(
     peer: SocketAddr,
     router: axum::Router,
     door: &Door,
-    busy: Arc<AtomicUsize>,
+    counts: (Arc<AtomicUsize>, Arc<AtomicUsize>),
     close: impl Future<Output = ()>,
 ) {
     let limits = &door.limits;
     tokio::pin!(close);
     match &door.tls {
-        None => http(TokioIo::new(tcp), peer, router, door, busy, close).await,
+        None => http(TokioIo::new(tcp), peer, router, door, counts, close).await,
         Some(acceptor) => {
             let handshake = tokio::select! {
                 () = &mut close => return,
                 done = tokio::time::timeout(limits.header_timeout, acceptor.accept(tcp)) => done,
             };
             match handshake {
-                Ok(Ok(tls)) => http(TokioIo::new(tls), peer, router, door, busy, close).await,
+                Ok(Ok(tls)) => http(TokioIo::new(tls), peer, router, door, counts, close).await,
                 Ok(Err(error)) => tracing::debug!(door = door.name, %peer, %error, "TLS handshake failed"),
                 Err(_) => tracing::debug!(door = door.name, %peer, "TLS handshake timed out"),
             }
@@ -257,15 +303,15 @@ async fn http<I>(
     peer: SocketAddr,
     router: axum::Router,
     door: &Door,
-    busy: Arc<AtomicUsize>,
+    (busy, receiving): (Arc<AtomicUsize>, Arc<AtomicUsize>),
     close: impl Future<Output = ()>,
 ) where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let hosts = door.hosts.clone().map(Arc::new);
-    let deadline = door.limits.request_timeout;
+    let (deadline, pace) = (door.limits.request_timeout, door.limits.pace);
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-        let (router, hosts, busy) = (router.clone(), hosts.clone(), busy.clone());
+        let (router, hosts, busy, receiving) = (router.clone(), hosts.clone(), busy.clone(), receiving.clone());
         async move {
             if let Some(hosts) = hosts.filter(|h| !h.admits(request.headers())) {
                 return Ok::<_, Infallible>(plain(
@@ -274,7 +320,11 @@ async fn http<I>(
                 ));
             }
             let _serving = Busy::start(busy);
-            let answer = router.oneshot(request.map(Body::new));
+            let request = request.map(|body| match hyper::body::Body::is_end_stream(&body) {
+                true => Body::new(body),
+                false => Body::new(Paced::new(body, pace, Receiving::start(&receiving))),
+            });
+            let answer = router.oneshot(request);
             Ok(match tokio::time::timeout(deadline, answer).await {
                 Ok(Ok(response)) => response,
                 Ok(Err(never)) => match never {},
@@ -338,6 +388,7 @@ mod tests {
             max_connections: 8,
             max_per_peer: 4,
             body_limit: 16,
+            pace: Pace::default(),
         }
     }
 
@@ -438,6 +489,47 @@ mod tests {
         )
         .await;
         assert_eq!(answer.unwrap(), "HTTP/1.1 503 Service Unavailable", "after its 1 s");
+    }
+
+    #[tokio::test]
+    async fn bodies_that_drip_cost_only_their_own_connections_and_are_cut_at_their_pace() {
+        let limits = Limits {
+            request_timeout: Duration::from_secs(30),
+            body_limit: 1 << 20,
+            pace: Pace {
+                deadline: Duration::from_secs(3),
+                min_rate: 1000,
+                grace: Duration::from_secs(1),
+            },
+            ..small()
+        };
+        let addr = start(Door::new("test").limits(limits)).await;
+        // Every connection the door and the peer may hold, each sending a body a byte at a
+        // time: each is serving a request, none idle.
+        let drip = "POST /echo HTTP/1.1\r\nhost: localhost\r\ncontent-length: 1000\r\n\r\nx";
+        let mut dripping = Vec::new();
+        for _ in 0..8 {
+            let mut socket = TcpStream::connect(addr).await.unwrap();
+            socket.write_all(drip.as_bytes()).await.unwrap();
+            dripping.push(socket);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let started = Instant::now();
+        assert_eq!(ask(addr, PROBE).await.unwrap(), "HTTP/1.1 200 OK", "the probe gets in");
+        assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+        // The ones left are cut at their pace, not at the request's 30 s.
+        let mut closed = 0;
+        for mut socket in dripping {
+            let mut rest = Vec::new();
+            let read = tokio::time::timeout(Duration::from_secs(5), socket.read_to_end(&mut rest)).await;
+            if read.is_ok() {
+                closed += 1;
+            }
+        }
+        assert_eq!(closed, 8, "every dripping body was cut within its pace");
+        // A body that arrives whole is read and answered.
+        let whole = "POST /echo HTTP/1.1\r\nhost: localhost\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello";
+        assert_eq!(ask(addr, whole).await.unwrap(), "HTTP/1.1 200 OK");
     }
 
     #[tokio::test]

@@ -17,8 +17,8 @@ pub enum Source<'a> {
         owner: &'a str,
         repo: &'a str,
     },
-    /// `api` (e.g. `https://gitlab.com`), the project's id.
-    GitLab { api: &'a str, project: u64 },
+    /// `api` (e.g. `https://gitlab.com`), the project's id or `group/project` path.
+    GitLab { api: &'a str, project: &'a str },
 }
 
 /// Everything but RFC 3986's unreserved characters, for one URL path segment or query value
@@ -59,8 +59,9 @@ pub async fn file(
         }
         Source::GitLab { api, project } => {
             let url = format!(
-                "{}/api/v4/projects/{project}/repository/files/{}/raw?ref={}",
+                "{}/api/v4/projects/{}/repository/files/{}/raw?ref={}",
                 api.trim_end_matches('/'),
+                encode(project),
                 encode(path),
                 encode(branch)
             );

@@ -3,10 +3,17 @@
 //! ([`signature`]), turned into target-mode intents and applied through the Serve API's
 //! chain as the entry (its name is the token `serve.tokens` checks and the `serve-source`
 //! stamped). Pushes and slash commands are answered at once and worked in a bounded pool
-//! ([`workers`]); a push's files are read through the provider's API ([`fetch`]), a slash
-//! command's result goes to its `response_url` ([`slack`]). Each entry counts what it was
-//! sent and did ([`Stats`]).
+//! ([`workers`]); a push's files are read through the provider's API ([`fetch`]), from the
+//! repository the entry names (a push of another is refused), a slash command's result goes
+//! to its `response_url` ([`slack`]). Each entry counts what it was sent and did
+//! ([`Stats`]).
+//!
+//! What can be refused before the body is read is: the signature headers' presence and
+//! form, a signed timestamp outside its window, a body larger than the limit, an entry with
+//! no room in the pool. A delivery already taken is refused when it comes again within its
+//! window ([`delivered`]).
 
+mod delivered;
 mod fetch;
 mod push;
 mod signature;
@@ -18,23 +25,25 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Map, Value, json};
 
-use orkestra_katalog::model::{GenericEntry, GitEntry, Provider, SlackEntry, WatchGlobs, Webhooks};
+use orkestra_katalog::model::{GenericEntry, GitEntry, Provider, Repository, SlackEntry, WatchGlobs, Webhooks};
 
 pub use signature::sign_generic;
 
 use crate::api::{BODY_LIMIT, Shared, apply_as};
 use crate::secrets::Recent;
+use delivered::Delivered;
 use workers::Workers;
 
 /// How long a webhook secret read from its Secret is used before it is read again.
 const SECRET_FRESH_FOR: Duration = Duration::from_secs(30);
+/// How long a push's delivery id is remembered (its proof has no timestamp).
+const PUSH_REMEMBERED: Duration = Duration::from_secs(3600);
 
 /// Webhook intake, running: its routes (each entry's path) and its counts.
 pub struct Intake {
@@ -76,7 +85,7 @@ pub struct Entry {
 }
 
 enum Kind {
-    Git(GitEntry, WatchGlobs),
+    Git(GitEntry, WatchGlobs, Repository),
     Slack(SlackEntry),
     Generic(GenericEntry),
 }
@@ -129,6 +138,7 @@ struct Context {
     secrets: Recent,
     http: reqwest::Client,
     workers: Workers,
+    delivered: Delivered,
 }
 
 /// The routes of every enabled entry of `webhooks`, applying through `shared`; Secrets are
@@ -147,17 +157,16 @@ pub fn start(shared: Shared, webhooks: &Webhooks, namespace: &str) -> Intake {
         shared,
         http,
         workers: Workers::default(),
+        delivered: Delivered::default(),
     });
-    // The Katalog's check compiled these globs already.
-    let git = |e: &GitEntry| WatchGlobs::new(&e.watch).ok().map(|watch| Kind::Git(e.clone(), watch));
-    let github = webhooks
-        .github
-        .iter()
-        .filter_map(|e| Some((e.common(Provider::GitHub), git(e)?)));
-    let gitlab = webhooks
-        .gitlab
-        .iter()
-        .filter_map(|e| Some((e.common(Provider::GitLab), git(e)?)));
+    // The Katalog's check compiled these globs and read the repositories already.
+    fn git(e: &GitEntry, provider: Provider) -> Option<(orkestra_katalog::model::Common<'_>, Kind)> {
+        let watch = WatchGlobs::new(&e.watch).ok()?;
+        let repository = e.repository(provider).ok()?;
+        Some((e.common(provider), Kind::Git(e.clone(), watch, repository)))
+    }
+    let github = webhooks.github.iter().filter_map(|e| git(e, Provider::GitHub));
+    let gitlab = webhooks.gitlab.iter().filter_map(|e| git(e, Provider::GitLab));
     let declared = github
         .chain(gitlab)
         .chain(webhooks.slack.iter().map(|e| (e.common(), Kind::Slack(e.clone()))))
@@ -178,7 +187,7 @@ pub fn start(shared: Shared, webhooks: &Webhooks, namespace: &str) -> Intake {
         let (context, handler_entry) = (context.clone(), entry.clone());
         router = router.route(
             &path,
-            post(move |headers: HeaderMap, body: Bytes| deliver(context.clone(), handler_entry.clone(), headers, body)),
+            post(move |request: axum::extract::Request| deliver(context.clone(), handler_entry.clone(), request)),
         );
         entries.push(entry);
     }
@@ -188,11 +197,35 @@ pub fn start(shared: Shared, webhooks: &Webhooks, namespace: &str) -> Intake {
     }
 }
 
-async fn deliver(context: Arc<Context>, entry: Arc<Entry>, headers: HeaderMap, body: Bytes) -> Response {
+async fn deliver(context: Arc<Context>, entry: Arc<Entry>, request: axum::extract::Request) -> Response {
     entry.count(&entry.counts.received);
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let now = jiff::Timestamp::now().as_second();
+    // Before the body: whatever refuses it without reading it.
+    if let Err(refused) = signature::before_body(entry.provider, header, now) {
+        entry.count(&entry.counts.refused);
+        tracing::debug!(webhook = %entry.name, %refused, "webhook delivery refused before its body");
+        return answer(StatusCode::UNAUTHORIZED, refused.to_string());
+    }
+    let length = header(header::CONTENT_LENGTH.as_str()).and_then(|n| n.parse::<u64>().ok());
+    if length.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return answer(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("a delivery is at most {BODY_LIMIT} bytes"),
+        );
+    }
+    if let Err(busy) = context.workers.has_room(&entry.name) {
+        entry.count(&entry.counts.busy);
+        return busy_answer(&entry, busy);
+    }
+    let body = match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(body) => body,
+        Err(error) => return answer(StatusCode::BAD_REQUEST, format!("the body could not be read: {error}")),
+    };
     let secret_ref = match &entry.kind {
-        Kind::Git(git, _) => git.secret_ref.as_ref(),
+        Kind::Git(git, ..) => git.secret_ref.as_ref(),
         Kind::Slack(slack) => slack.signing_secret_ref.as_ref(),
         Kind::Generic(generic) => generic.secret_ref.as_ref(),
     };
@@ -214,7 +247,6 @@ async fn deliver(context: Arc<Context>, entry: Arc<Entry>, headers: HeaderMap, b
             );
         }
     };
-    let now = jiff::Timestamp::now().as_second();
     let verified = match &entry.kind {
         Kind::Git(..) if entry.provider == Provider::GitHub => {
             signature::github(&secret, header("x-hub-signature-256"), &body)
@@ -240,15 +272,46 @@ async fn deliver(context: Arc<Context>, entry: Arc<Entry>, headers: HeaderMap, b
         tracing::debug!(webhook = %entry.name, %refused, "webhook delivery refused");
         return answer(StatusCode::UNAUTHORIZED, refused.to_string());
     }
-    match &entry.kind {
-        Kind::Git(git, watch) => {
+    // Genuine; taken once per window.
+    let (id, window) = signature::delivery_id(entry.provider, header, &body);
+    let window = window.unwrap_or(PUSH_REMEMBERED);
+    let Some(claim) = context.delivered.claim(&entry.name, id, window) else {
+        entry.count(&entry.counts.refused);
+        tracing::warn!(webhook = %entry.name, "a delivery already taken came again; refused");
+        return answer(
+            StatusCode::CONFLICT,
+            "this delivery was taken already: a delivery is applied once",
+        );
+    };
+    let answered = match &entry.kind {
+        Kind::Git(git, watch, repository) => {
             let event = header("x-github-event")
                 .or(header("x-gitlab-event"))
                 .unwrap_or_default();
-            pushed(&context, &entry, git, watch, event, &body)
+            pushed(&context, &entry, (git, watch, repository), event, &body)
         }
         Kind::Slack(slack) => command(&context, &entry, slack, &body),
         Kind::Generic(_) => signed_intent(&context, &entry, &body).await,
+    };
+    // Turned away (no room, a malformed body): it may come again.
+    if matches!(
+        answered.status(),
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::BAD_REQUEST | StatusCode::GATEWAY_TIMEOUT
+    ) {
+        claim.release();
+    }
+    answered
+}
+
+/// A 503 for an entry with no room (for Slack, an ephemeral answer).
+fn busy_answer(entry: &Entry, busy: workers::Busy) -> Response {
+    match entry.kind {
+        Kind::Slack(_) => (
+            StatusCode::OK,
+            axum::Json(json!({"response_type": "ephemeral", "text": busy.to_string()})),
+        )
+            .into_response(),
+        _ => answer(StatusCode::SERVICE_UNAVAILABLE, busy.to_string()),
     }
 }
 
@@ -282,8 +345,7 @@ fn ignored(entry: &Entry, why: String) -> Response {
 fn pushed(
     context: &Arc<Context>,
     entry: &Arc<Entry>,
-    git: &GitEntry,
-    watch: &WatchGlobs,
+    (git, watch, repository): (&GitEntry, &WatchGlobs, &Repository),
     event: &str,
     body: &[u8],
 ) -> Response {
@@ -297,11 +359,37 @@ fn pushed(
         Ok(push) => push,
         Err(e) => return answer(StatusCode::BAD_REQUEST, format!("not a push event: {e}")),
     };
+    // Its secret proves the sender, not what it names: a push of another repository (one
+    // the content token can read) is never read.
+    if !push.is_of(repository) {
+        entry.count(&entry.counts.refused);
+        tracing::warn!(webhook = %entry.name, named = %push.named(), "a push of another repository was refused");
+        return answer(
+            StatusCode::FORBIDDEN,
+            format!(
+                "a push of {}; this webhook takes pushes of {repository} only",
+                push.named()
+            ),
+        );
+    }
     let branch = git.branch().to_string();
-    let (files, skipped) = match push.plan(&branch, watch) {
+    let (files, skipped, refused) = match push.plan(&branch, watch) {
         push::Plan::Ignore(why) => return ignored(entry, why),
-        push::Plan::Apply { files, skipped } => (files, skipped),
+        push::Plan::Apply {
+            files,
+            skipped,
+            refused,
+        } => (files, skipped, refused),
     };
+    let refused: Vec<Value> = refused
+        .into_iter()
+        .map(|(file, why)| json!({"file": file, "why": why}))
+        .collect();
+    if files.is_empty() {
+        entry.count(&entry.counts.refused);
+        let reply = json!({"accepted": false, "message": "no watched file to apply", "refused": refused});
+        return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(reply)).into_response();
+    }
     let api = git.api_url.clone().unwrap_or_else(|| {
         match github {
             true => "https://api.github.com",
@@ -309,28 +397,7 @@ fn pushed(
         }
         .to_string()
     });
-    let repository = match github {
-        true => {
-            let full = push
-                .repository
-                .as_ref()
-                .map(|r| r.full_name.as_str())
-                .unwrap_or_default();
-            match push::repository_name(full) {
-                Some((owner, name)) => Repo::GitHub(owner.to_string(), name.to_string()),
-                None => {
-                    return answer(
-                        StatusCode::BAD_REQUEST,
-                        format!("repository.full_name {full:?} is not owner/name"),
-                    );
-                }
-            }
-        }
-        false => match push.project_id {
-            Some(id) => Repo::GitLab(id),
-            None => return answer(StatusCode::BAD_REQUEST, "a push without project_id"),
-        },
-    };
+    let repository = repository.clone();
     let slot = match context.workers.take(&entry.name) {
         Ok(slot) => slot,
         Err(busy) => {
@@ -339,7 +406,10 @@ fn pushed(
         }
     };
     let message = format!("applying {} file(s) from {branch}", files.len());
-    let reply = json!({"accepted": true, "message": message, "files": files, "skipped": skipped});
+    let mut reply = json!({"accepted": true, "message": message, "files": files, "skipped": skipped});
+    if !refused.is_empty() {
+        reply["refused"] = Value::Array(refused);
+    }
     let (context, entry, token_ref) = (context.clone(), entry.clone(), git.content_token_ref.clone());
     context.clone().workers.spawn(slot, async move {
         let token = match &token_ref {
@@ -349,11 +419,16 @@ fn pushed(
         for file in &files {
             let result = match &token {
                 Ok(token) => {
+                    let name = repository.api_name();
                     let source = match &repository {
-                        Repo::GitHub(owner, repo) => fetch::Source::GitHub { api: &api, owner, repo },
-                        Repo::GitLab(project) => fetch::Source::GitLab {
+                        Repository::GitHub { owner, name } => fetch::Source::GitHub {
                             api: &api,
-                            project: *project,
+                            owner,
+                            repo: name,
+                        },
+                        _ => fetch::Source::GitLab {
+                            api: &api,
+                            project: &name,
                         },
                     };
                     match fetch::file(&context.http, &source, file, &branch, token.as_deref()).await {
@@ -370,12 +445,6 @@ fn pushed(
         }
     });
     (StatusCode::ACCEPTED, axum::Json(reply)).into_response()
-}
-
-/// A push's repository, as its provider's API names it.
-enum Repo {
-    GitHub(String, String),
-    GitLab(u64),
 }
 
 /// An intent applied as the entry: what was applied, or why not.

@@ -1,6 +1,8 @@
-//! A push from GitHub or GitLab read down to what intake acts on: whether it is to the
-//! entry's branch, and the watched files it added or changed (a file removed later in the
-//! same push is not fetched; deleted intent files are not acted on, as upstream).
+//! A push from GitHub or GitLab read down to what intake acts on: the repository it is of,
+//! whether it is to the entry's branch, and the watched files it added or changed (a file
+//! removed later in the same push is not fetched; deleted intent files are not acted on, as
+//! upstream). A file path must be plain (no `.` or `..` segment, no empty one, no `\`): a
+//! glob such as `intents/**` would otherwise let `intents/../../x` leave its folder.
 
 use std::collections::BTreeSet;
 
@@ -24,15 +26,23 @@ pub struct Push {
     /// GitHub: `owner/name`.
     #[serde(default)]
     pub repository: Option<Repository>,
-    /// GitLab: the project's numeric id.
+    /// GitLab: the project's numeric id, and its path.
     #[serde(default)]
     pub project_id: Option<u64>,
+    #[serde(default)]
+    pub project: Option<Project>,
 }
 
 #[derive(Debug, Deserialize)]
 pub struct Repository {
     #[serde(default)]
     pub full_name: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Project {
+    #[serde(default)]
+    pub path_with_namespace: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -50,8 +60,13 @@ pub struct Commit {
 pub enum Plan {
     /// Nothing to do, and why.
     Ignore(String),
-    /// These files, fetched at the branch, then applied; `skipped` are past [`MAX_FILES`].
-    Apply { files: Vec<String>, skipped: Vec<String> },
+    /// These files, fetched at the branch, then applied; `skipped` are past [`MAX_FILES`];
+    /// `refused` are paths that are not plain, with why.
+    Apply {
+        files: Vec<String>,
+        skipped: Vec<String>,
+        refused: Vec<(String, &'static str)>,
+    },
 }
 
 impl Push {
@@ -71,27 +86,56 @@ impl Push {
                 touched.remove(gone);
             }
         }
-        let mut files: Vec<String> = touched.into_iter().filter(|p| watch.matches(p)).collect();
-        if files.is_empty() {
+        let (mut files, mut refused) = (Vec::new(), Vec::new());
+        for path in touched.into_iter().filter(|p| watch.matches(p)) {
+            match not_plain(&path) {
+                Some(why) => refused.push((path, why)),
+                None => files.push(path),
+            }
+        }
+        if files.is_empty() && refused.is_empty() {
             return Plan::Ignore("no watched file was added or changed".into());
         }
         let skipped = files.split_off(files.len().min(MAX_FILES));
-        Plan::Apply { files, skipped }
+        Plan::Apply {
+            files,
+            skipped,
+            refused,
+        }
+    }
+
+    /// Whether the push is of `repository`.
+    pub fn is_of(&self, repository: &orkestra_katalog::model::Repository) -> bool {
+        repository.is(
+            self.repository.as_ref().map(|r| r.full_name.as_str()),
+            self.project_id,
+            self.project.as_ref().map(|p| p.path_with_namespace.as_str()),
+        )
+    }
+
+    /// The repository the push says it is of, for messages.
+    pub fn named(&self) -> String {
+        match (&self.repository, self.project_id) {
+            (Some(repository), _) => repository.full_name.clone(),
+            (None, Some(id)) => format!("project {id}"),
+            (None, None) => "no repository".into(),
+        }
     }
 }
 
-/// A GitHub repository's `owner/name` when both parts are plain names (it goes into an API
-/// URL).
-pub fn repository_name(full_name: &str) -> Option<(&str, &str)> {
-    let (owner, name) = full_name.split_once('/')?;
-    let plain = |s: &str| {
-        !s.is_empty()
-            && s != "."
-            && s != ".."
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    };
-    (plain(owner) && plain(name)).then_some((owner, name))
+/// Why a file path in a push is not plain, if it is not: what a provider's paths never are,
+/// and what could lead out of a watched folder or change the URL it is read at.
+fn not_plain(path: &str) -> Option<&'static str> {
+    if path.len() > 1024 {
+        return Some("longer than 1024 bytes");
+    }
+    if path.contains('\\') || path.chars().any(char::is_control) {
+        return Some("a backslash or a control character in it");
+    }
+    match path.split('/').any(|segment| segment.is_empty() || segment == "." || segment == "..") {
+        true => Some("an empty, `.` or `..` segment in it"),
+        false => None,
+    }
 }
 
 #[cfg(test)]
@@ -117,7 +161,8 @@ mod tests {
             event.plan("main", &watch),
             Plan::Apply {
                 files: vec!["intents/blog.yaml".into(), "intents/shop.yaml".into()],
-                skipped: vec![]
+                skipped: vec![],
+                refused: vec![],
             }
         );
         assert_eq!(
@@ -136,7 +181,7 @@ mod tests {
         let watch = WatchGlobs::new(&["*.yaml".into()]).unwrap();
         let added: Vec<String> = (0..25).map(|i| format!("f{i:02}.yaml")).collect();
         let event = push(serde_json::json!({"ref": "refs/heads/main", "commits": [{"added": added}]}));
-        let Plan::Apply { files, skipped } = event.plan("main", &watch) else {
+        let Plan::Apply { files, skipped, .. } = event.plan("main", &watch) else {
             panic!()
         };
         assert_eq!((files.len(), skipped.len()), (20, 5));
@@ -151,10 +196,39 @@ mod tests {
     }
 
     #[test]
-    fn repository_names_are_plain() {
-        assert_eq!(repository_name("org/repo.v2"), Some(("org", "repo.v2")));
+    fn a_path_that_could_leave_its_folder_is_refused_however_the_glob_matches() {
+        let watch = WatchGlobs::new(&["intents/**".into()]).unwrap();
+        let event = push(serde_json::json!({"ref": "refs/heads/main", "commits": [{"added": [
+            "intents/../../../../user/x.yaml", "intents/./a.yaml", "intents//b.yaml",
+            "intents/c\\..\\d.yaml", "intents/ok/e.yaml"]}]}));
+        let Plan::Apply { files, refused, .. } = event.plan("main", &watch) else {
+            panic!()
+        };
+        assert_eq!(files, vec!["intents/ok/e.yaml".to_string()]);
+        let refused: Vec<&str> = refused.iter().map(|(path, _)| path.as_str()).collect();
+        assert_eq!(refused.len(), 4, "{refused:?}");
+        assert!(refused.contains(&"intents/../../../../user/x.yaml"));
+    }
+
+    #[test]
+    fn a_push_is_of_the_entrys_repository_or_not() {
+        use orkestra_katalog::model::{GitEntry, Provider};
+        let entry = |repository: &str| GitEntry {
+            repository: Some(repository.into()),
+            ..Default::default()
+        };
+        let github = entry("Shop/Web").repository(Provider::GitHub).unwrap();
+        let from = |full_name: &str| push(serde_json::json!({"repository": {"full_name": full_name}}));
+        assert!(from("shop/web").is_of(&github), "GitHub names are case-insensitive");
+        assert!(!from("victim-org/private-repo").is_of(&github));
+        let by_id = entry("42").repository(Provider::GitLab).unwrap();
+        assert!(push(serde_json::json!({"project_id": 42})).is_of(&by_id));
+        assert!(!push(serde_json::json!({"project_id": 43})).is_of(&by_id));
+        let by_path = entry("group/sub/app").repository(Provider::GitLab).unwrap();
+        assert!(push(serde_json::json!({"project_id": 7, "project": {"path_with_namespace": "group/sub/app"}})).is_of(&by_path));
         for bad in ["org", "org/", "../x", "org/re po", "org/a/b", "org/.."] {
-            assert_eq!(repository_name(bad), None, "{bad}");
+            assert!(entry(bad).repository(Provider::GitHub).is_err(), "{bad}");
         }
+        assert!(GitEntry::default().repository(Provider::GitHub).unwrap_err().starts_with("is required"));
     }
 }

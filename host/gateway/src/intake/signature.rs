@@ -5,6 +5,8 @@
 
 use ring::hmac;
 
+use orkestra_katalog::model::Provider;
+
 /// How far a signed timestamp may be from the gateway's clock, in seconds.
 pub const WINDOW_SECS: i64 = 300;
 
@@ -100,6 +102,52 @@ impl Stamped {
             .ok_or(Refused::Malformed(self.signature))?;
         fresh(ts, now, self.timestamp)?;
         check(secret, &message(ts.as_bytes()), hex, self.signature)
+    }
+}
+
+/// What can be checked of a delivery's proof before its body is read: its headers are there
+/// and well formed, and a signed timestamp is within the window of `now`.
+pub fn before_body<'h>(provider: Provider, header: impl Fn(&str) -> Option<&'h str>, now: i64) -> Result<(), Refused> {
+    let signed = |name: &'static str, prefix: &str| {
+        let value = header(name).ok_or(Refused::Missing(name))?;
+        let hex = value.strip_prefix(prefix).ok_or(Refused::Malformed(name))?;
+        from_hex(hex).map(|_| ()).ok_or(Refused::Malformed(name))
+    };
+    let stamped = |name: &'static str| fresh(header(name).ok_or(Refused::Missing(name))?, now, name);
+    match provider {
+        Provider::GitHub => signed("X-Hub-Signature-256", "sha256="),
+        Provider::GitLab => header("X-Gitlab-Token")
+            .map(|_| ())
+            .ok_or(Refused::Missing("X-Gitlab-Token")),
+        Provider::Slack => {
+            stamped("X-Slack-Request-Timestamp")?;
+            signed("X-Slack-Signature", "v0=")
+        }
+        Provider::Generic => {
+            stamped("X-Orkestra-Timestamp")?;
+            signed("X-Orkestra-Signature", "sha256=")
+        }
+    }
+}
+
+/// What a genuine delivery is known by, to take it once, and for how long its proof holds
+/// (`None`: no timestamp bounds it). The provider's delivery id where it gives one, else
+/// the signature (over the timestamp and the body), else the body's digest.
+pub fn delivery_id<'h>(provider: Provider, header: impl Fn(&str) -> Option<&'h str>, body: &[u8]) -> (String, Option<std::time::Duration>) {
+    // Either side of the gateway's clock.
+    let window = Some(std::time::Duration::from_secs(2 * WINDOW_SECS as u64));
+    let digest = || to_hex(ring::digest::digest(&ring::digest::SHA256, body).as_ref());
+    match provider {
+        Provider::GitHub => (header("X-GitHub-Delivery").map_or_else(digest, str::to_string), None),
+        Provider::GitLab => (
+            header("X-Gitlab-Event-UUID").map_or_else(digest, str::to_string),
+            None,
+        ),
+        Provider::Slack => (header("X-Slack-Signature").map_or_else(digest, str::to_string), window),
+        Provider::Generic => (
+            header("X-Orkestra-Signature").map_or_else(digest, str::to_string),
+            window,
+        ),
     }
 }
 

@@ -1,7 +1,8 @@
-//! The bounded pool deliveries are worked in: at most [`RUNNING`] at once, at most
-//! [`PENDING`] waiting or running in all, and at most [`PER_ENTRY`] of those from one entry,
-//! so one busy (or hostile) source cannot starve the others. A delivery past a bound is
-//! refused at once, and none runs longer than [`DEADLINE`].
+//! The bounded pool deliveries are worked in: at most [`RUNNING`] at once per entry (each
+//! entry has workers of its own, so an entry whose provider is slow stalls only itself), at
+//! most [`PENDING`] waiting or running in all, and at most [`PER_ENTRY`] of those from one
+//! entry, so one busy (or hostile) source cannot starve the others. A delivery past a bound
+//! is refused at once, and none runs longer than [`DEADLINE`].
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,7 +11,8 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-pub const RUNNING: usize = 4;
+/// Deliveries of one entry worked at once.
+pub const RUNNING: usize = 2;
 pub const PENDING: usize = 64;
 pub const PER_ENTRY: usize = 16;
 pub const DEADLINE: Duration = Duration::from_secs(60);
@@ -24,9 +26,8 @@ pub enum Busy {
     Entry(String),
 }
 
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Workers {
-    running: Arc<Semaphore>,
     held: Arc<Mutex<Held>>,
 }
 
@@ -34,12 +35,15 @@ pub struct Workers {
 struct Held {
     total: usize,
     by_entry: HashMap<String, usize>,
+    /// Each entry's workers, made at its first delivery.
+    running: HashMap<String, Arc<Semaphore>>,
 }
 
 /// A place in the pool, given back when dropped (the work ended, failed or timed out).
 pub struct Slot {
     held: Arc<Mutex<Held>>,
     entry: String,
+    running: Arc<Semaphore>,
 }
 
 impl Drop for Slot {
@@ -51,15 +55,6 @@ impl Drop for Slot {
             if *n == 0 {
                 held.by_entry.remove(&self.entry);
             }
-        }
-    }
-}
-
-impl Default for Workers {
-    fn default() -> Self {
-        Self {
-            running: Arc::new(Semaphore::new(RUNNING)),
-            held: Arc::default(),
         }
     }
 }
@@ -77,18 +72,45 @@ impl Workers {
         }
         *mine += 1;
         held.total += 1;
+        let running = held
+            .running
+            .entry(entry.to_string())
+            .or_insert_with(|| Arc::new(Semaphore::new(RUNNING)))
+            .clone();
         Ok(Slot {
             held: self.held.clone(),
             entry: entry.to_string(),
+            running,
         })
     }
 
-    /// Runs `work` in its slot once a worker is free, within the deadline; `None` when it
-    /// ran out of time.
+    /// Whether `entry` would get a place now (checked before its body is read; [`take`]
+    /// decides).
+    ///
+    /// [`take`]: Workers::take
+    pub fn has_room(&self, entry: &str) -> Result<(), Busy> {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.total >= PENDING {
+            return Err(Busy::Full);
+        }
+        match held.by_entry.get(entry).copied().unwrap_or(0) >= PER_ENTRY {
+            true => Err(Busy::Entry(entry.to_string())),
+            false => Ok(()),
+        }
+    }
+
+    /// Runs `work` in its slot once one of its entry's workers is free, within the deadline
+    /// (waiting included); `None` when it ran out of time.
     pub async fn run<T>(&self, slot: Slot, work: impl Future<Output = T>) -> Option<T> {
+        let running = slot.running.clone();
         let _slot = slot;
-        let _worker = self.running.acquire().await.ok()?;
-        tokio::time::timeout(DEADLINE, work).await.ok()
+        tokio::time::timeout(DEADLINE, async {
+            let _worker = running.acquire().await.ok()?;
+            Some(work.await)
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     /// Runs `work` in its slot in the background.
@@ -129,6 +151,28 @@ mod tests {
         let ran = workers.run(slots.next().unwrap(), async { 7 }).await;
         assert_eq!(ran, Some(7));
         assert!(workers.take("late").is_ok(), "the slot came back when its work ended");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_entry_holds_its_own_workers_only() {
+        let workers = Workers::default();
+        // The slow entry's workers, each stuck on its provider.
+        for _ in 0..RUNNING {
+            let slot = workers.take("slow").unwrap();
+            workers.spawn(slot, std::future::pending());
+        }
+        tokio::task::yield_now().await;
+        let waiting = workers.take("slow").unwrap();
+        let behind = workers.run(waiting, async { "ran" });
+        tokio::pin!(behind);
+        assert!(
+            tokio::time::timeout(Duration::from_secs(1), &mut behind).await.is_err(),
+            "the slow entry's next delivery waits for its own workers"
+        );
+        let other = workers.take("quick").unwrap();
+        let ran = tokio::time::timeout(Duration::from_millis(10), workers.run(other, async { "ran" })).await;
+        assert_eq!(ran.unwrap(), Some("ran"), "another entry's runs at once");
+        assert_eq!(workers.has_room("quick"), Ok(()));
     }
 
     #[tokio::test(start_paused = true)]

@@ -93,6 +93,11 @@ pub struct GitEntry {
     pub enabled: bool,
     #[serde(default)]
     pub path: Option<String>,
+    /// The repository whose pushes it takes: `owner/name` on GitHub, a project's numeric id
+    /// or its `group/project` path on GitLab. A delivery for any other is refused, and files
+    /// are read from this one, never from one a delivery names.
+    #[serde(default)]
+    pub repository: Option<String>,
     /// The branch whose pushes count (default `main`).
     #[serde(default)]
     pub branch: Option<String>,
@@ -126,6 +131,83 @@ impl GitEntry {
     /// The branch whose pushes count.
     pub fn branch(&self) -> &str {
         self.branch.as_deref().unwrap_or("main")
+    }
+
+    /// The repository it takes pushes of, as `provider` names repositories, or what is wrong
+    /// with `repository`.
+    pub fn repository(&self, provider: Provider) -> Result<Repository, String> {
+        let given = self.repository.as_deref().map(str::trim).unwrap_or_default();
+        if given.is_empty() {
+            return Err(
+                "is required: the repository whose pushes this entry takes (owner/name on GitHub, a project id or group/project path on GitLab); a delivery for any other is refused"
+                    .into(),
+            );
+        }
+        let plain = |s: &str| {
+            !s.is_empty()
+                && s != "."
+                && s != ".."
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        };
+        let segments: Vec<&str> = given.split('/').collect();
+        match provider {
+            Provider::GitHub => match segments[..] {
+                [owner, name] if plain(owner) && plain(name) => Ok(Repository::GitHub {
+                    owner: owner.into(),
+                    name: name.into(),
+                }),
+                _ => Err(format!("{given:?} is not a GitHub repository's owner/name")),
+            },
+            _ => match given.parse::<u64>() {
+                Ok(id) => Ok(Repository::GitLabId(id)),
+                Err(_) if segments.len() >= 2 && segments.iter().all(|s| plain(s)) => {
+                    Ok(Repository::GitLabPath(given.into()))
+                }
+                Err(_) => Err(format!(
+                    "{given:?} is neither a GitLab project's numeric id nor its group/project path"
+                )),
+            },
+        }
+    }
+}
+
+/// The repository a git entry takes pushes of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Repository {
+    GitHub { owner: String, name: String },
+    GitLabId(u64),
+    GitLabPath(String),
+}
+
+impl Repository {
+    /// How the provider's API names it in a path: `owner/name`, or the GitLab project's id or
+    /// path (which the caller encodes as one segment).
+    pub fn api_name(&self) -> String {
+        match self {
+            Repository::GitHub { owner, name } => format!("{owner}/{name}"),
+            Repository::GitLabId(id) => id.to_string(),
+            Repository::GitLabPath(path) => path.clone(),
+        }
+    }
+
+    /// Whether a push names this repository: GitHub's `repository.full_name` (names are
+    /// case-insensitive there), GitLab's `project_id` or `project.path_with_namespace`.
+    pub fn is(&self, full_name: Option<&str>, project_id: Option<u64>, project_path: Option<&str>) -> bool {
+        match self {
+            Repository::GitHub { .. } => full_name.is_some_and(|n| n.eq_ignore_ascii_case(&self.api_name())),
+            Repository::GitLabId(id) => project_id == Some(*id),
+            Repository::GitLabPath(path) => project_path.is_some_and(|p| p.eq_ignore_ascii_case(path)),
+        }
+    }
+}
+
+impl std::fmt::Display for Repository {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Repository::GitLabId(id) => write!(f, "project {id}"),
+            other => f.write_str(&other.api_name()),
+        }
     }
 }
 

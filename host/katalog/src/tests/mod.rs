@@ -363,12 +363,14 @@ fn webhook_intake_entries_are_checked_field_by_field() {
             Err(other) => panic!("{other}"),
         }
     };
-    let good = "    github: [{name: repo, enabled: true, branch: release, watch: ['intents/*.yaml'], secretRef: {name: gh, key: secret}, apiUrl: 'http://127.0.0.1:9/api'}]\n    slack: [{name: chat, enabled: true, path: /webhooks/slack, signingSecretRef: {name: s, key: k}, commands: [/deploy]}]\n    generic: [{name: pager, enabled: true, secretRef: {name: p, key: k}}]\n";
+    let good = "    github: [{name: repo, enabled: true, repository: shop/web, branch: release, watch: ['intents/*.yaml'], secretRef: {name: gh, key: secret}, apiUrl: 'http://127.0.0.1:9/api'}]\n    slack: [{name: chat, enabled: true, path: /webhooks/slack, signingSecretRef: {name: s, key: k}, commands: [/deploy]}]\n    generic: [{name: pager, enabled: true, secretRef: {name: p, key: k}}]\n";
     assert_eq!(errors(good), Vec::<String>::new());
-    let bad = "    github: [{name: Repo, enabled: true, watch: ['a/['], apiUrl: 'http://example.com'}]\n    gitlab: [{name: lab, path: /hooks/lab, watch: [], secretRef: {name: s}}]\n    slack: [{name: chat, path: /webhooks/x, signingSecretRef: {name: s, key: k}, commands: [deploy], responseHosts: ['evil.com/x']}]\n    generic: [{name: chat, path: /webhooks/x}]\n";
+    let bad = "    github: [{name: Repo, enabled: true, watch: ['a/['], apiUrl: 'http://example.com'}]\n    gitlab: [{name: lab, path: /hooks/lab, repository: 'a b', watch: [], secretRef: {name: s}}]\n    slack: [{name: chat, path: /webhooks/x, signingSecretRef: {name: s, key: k}, commands: [deploy], responseHosts: ['evil.com/x']}]\n    generic: [{name: chat, path: /webhooks/x}]\n";
     let found = errors(bad);
     for expected in [
         "gateway.webhooks.github[0].name: a webhook needs a DNS-label name",
+        "gateway.webhooks.github[0].repository: is required: the repository whose pushes this entry takes",
+        "gateway.webhooks.gitlab[0].repository: \"a b\" is neither a GitLab project's numeric id nor its group/project path",
         "gateway.webhooks.github[0].secretRef: is required",
         "gateway.webhooks.github[0].watch: not a glob: \"a/[\"",
         "gateway.webhooks.github[0].apiUrl: \"http://example.com\" must be https://",

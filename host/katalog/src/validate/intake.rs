@@ -1,7 +1,7 @@
 //! Webhook intake checks: every entry has a DNS-label name unique across providers (it is an
 //! identity in `serve.tokens`), a path of its own under `/webhooks/`, the secret its
-//! provider signs with, and, for pushes, watch globs that compile and an API URL the
-//! gateway may call.
+//! provider signs with, and, for pushes, the one repository it takes pushes of, watch globs
+//! that compile and an API URL the gateway may call.
 
 use std::collections::BTreeSet;
 
@@ -59,11 +59,17 @@ impl Checker<'_> {
             }
         }
         let section_of = |key: &str| section.and_then(|s| s.get(key));
-        for (key, entries) in [("github", &webhooks.github), ("gitlab", &webhooks.gitlab)] {
+        for (key, provider, entries) in [
+            ("github", Provider::GitHub, &webhooks.github),
+            ("gitlab", Provider::GitLab, &webhooks.gitlab),
+        ] {
             for (i, entry) in entries.iter().enumerate() {
                 let path = format!("{base}.{key}[{i}]");
                 let entry_node = item(section_of(key), i).unwrap_or(node);
                 let at = |field: &str| entry_node.get(field).map_or(entry_node.pos, |n| n.pos);
+                if let Err(why) = entry.repository(provider) {
+                    self.error(format!("{path}.repository"), at("repository"), why);
+                }
                 self.secret(&path, "secretRef", entry.secret_ref.as_ref(), entry_node, true);
                 self.secret(
                     &path,
