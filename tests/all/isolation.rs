@@ -780,3 +780,31 @@ spec:
     let status = host.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
     assert!(status.success() || status.code() == Some(0), "{status:?}");
 }
+
+/// Issue 49, finding 10: a guest's `kube.apply` of an object labelled with another CR's
+/// owner UID was created, and only the next write to it was refused: by then the host took
+/// it for that CR's child. The claim is refused before anything is written.
+#[tokio::test]
+async fn a_guest_cannot_write_an_object_claiming_another_crs_ownership() {
+    let crds = [
+        crd("plain", "Plain", &template_box("plain")),
+        crd("forger", "Forger", &hostile_box("", "")),
+    ]
+    .join("");
+    let h = Harness::start("forge-owner", &crds, &[], true).await;
+    h.create("Plain", "victim", json!({})).await;
+    let victim = cr_where(&h.api("Plain"), "victim", is_ready).await;
+    let uid = victim["metadata"]["uid"].as_str().unwrap().to_string();
+    h.create("Forger", "attacker", json!({"mode": "forge-owner", "victim": uid})).await;
+    let forgers = h.api("Forger");
+    // A denial it swallowed still fails its reconcile, naming the claim.
+    let ready = cr_where(&forgers, "attacker", |r| r["status"] == "False").await;
+    let message = ready_condition(&ready)["message"].as_str().unwrap().to_string();
+    assert!(message.contains("claims another custom resource"), "{message}");
+    let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    assert!(
+        configmaps.get_opt("attacker-forged").await.unwrap().is_none(),
+        "the object claiming the victim was never written"
+    );
+    h.stop().await;
+}

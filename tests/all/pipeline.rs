@@ -1226,3 +1226,52 @@ async fn a_namespaces_api_rate_slows_that_namespace_only() {
     assert!(metrics.contains(&series), "{series} in /metrics");
     h.stop().await;
 }
+
+/// Issue 49, finding 10: a request was charged to the namespace in its URL, so one tenant's
+/// CR writing into another tenant's namespace spent that tenant's rate. It is charged to the
+/// tenant whose CR made it.
+#[tokio::test]
+async fn api_rate_is_charged_to_the_tenant_whose_cr_made_the_request() {
+    let attacker = namespace("rate-from").await.unwrap();
+    let victim = namespace("rate-into").await.unwrap();
+    let hostile = orkestra_test_support::guests::component("hostile").unwrap();
+    let crds = format!(
+        "    sprayer:
+      apiTypes: {{group: GROUP, version: v1, kind: Sprayer}}
+      operatorBox:
+        reconcile:
+          hooks:
+            component: {}
+            limits: {{timeout: 20s, kubeCalls: 100}}
+            capabilities:
+              - {{apiVersion: v1, kinds: [ConfigMap], verbs: [apply], namespaces: ['{victim}']}}
+  tenants: {{namespaces: {{{attacker}: {{api: {{qps: 2, burst: 2}}}}, {victim}: {{api: {{qps: 2, burst: 2}}}}}}}}
+",
+        hostile.display(),
+        attacker = attacker.name,
+        victim = victim.name,
+    );
+    let h = Harness::start("rate-charge", &crds, &[], true).await;
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{}/v1", h.group), "kind": "Sprayer", "metadata": {"name": "s"},
+        "spec": {"mode": "spray", "target": victim.name, "count": 8},
+    }))
+    .unwrap();
+    h.api_in("Sprayer", &attacker.name)
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    let sprayed = eventually("the sprayer's status", WAIT, || async {
+        let cr = h.api_in("Sprayer", &attacker.name).get("s").await.ok()?;
+        cr.data["status"]["sprayed"].as_u64()
+    })
+    .await
+    .unwrap();
+    assert_eq!(sprayed, 8);
+    let waits = h.inspect.tenants.api_waits();
+    let of = |namespace: &str| waits.iter().find(|(n, _)| n == namespace).map(|(_, w)| *w);
+    let charged = of(&attacker.name).expect("the attacker's own rate was spent");
+    assert!(charged.requests >= 6, "{charged:?}");
+    assert_eq!(of(&victim.name), None, "the victim's rate was spent: {waits:?}");
+    h.stop().await;
+}

@@ -185,3 +185,72 @@ async fn provenance_is_written_by_the_gateway_alone() {
     refresh.abort();
     webhooks.stop().await;
 }
+
+/// Issue 49, finding 9: provenance was guarded only on CRDs the Serve API serves, so with
+/// admission webhooks on and no Serve API (or only webhook intake) a `kubectl apply` stored
+/// a forged `serve-source`, which a rule or a template then trusted. Every CRD of a Katalog
+/// whose webhooks are registered is guarded now, in every gateway mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provenance_is_refused_from_anyone_but_the_gateway_on_every_crd_whose_webhooks_are_registered() {
+    let ns = namespace("provenance-all").await.unwrap();
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (mode, group_part, gateway) in [
+        // Admission rules, no Serve API.
+        ("rules", "rules", "security:\n  webhooks:\n    admission: {enabled: true}\n"),
+        // Webhook intake only.
+        (
+            "intake",
+            "intake",
+            "gateway:\n  webhooks:\n    generic: [{name: pager, enabled: true, secretRef: {name: pager, key: secret}}]\n",
+        ),
+    ] {
+        let group = format!("{}.{group_part}.provenance.orkestra.io", ns.name);
+        let katalog = format!(
+            "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: provenance-{mode}-{ns}}}
+{gateway}spec:
+  crds:
+    app:
+      apiTypes: {{group: {group}, version: v1, kind: App, plural: apps}}
+      namespace: {ns}
+      admission:
+        validation:
+          rules:
+            - {{field: spec.image, exists: true, message: 'an image is required'}}
+      operatorBox: {{}}
+",
+            ns = ns.name
+        );
+        let compiled = Arc::new(orkestra_katalog::load_sources(&[("k.yaml".into(), katalog)]).unwrap());
+        orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
+            .await
+            .unwrap();
+        let webhooks = Webhooks::start(ns.client.clone(), compiled.clone(), crate::policies::options(&ns.name))
+            .await
+            .unwrap();
+        let as_forger = forger(&cluster.kubeconfig, dir.path(), &ns.name, &group);
+        let forged = json!({"apiVersion": format!("{group}/v1"), "kind": "App",
+            "metadata": {"name": "forged", "namespace": ns.name,
+                         "annotations": {SERVE_SOURCE: "repo:shop/web"}},
+            "spec": {"image": "web"}});
+        let file = dir.path().join(format!("{mode}.json"));
+        std::fs::write(&file, forged.to_string()).unwrap();
+        let path = file.display().to_string();
+        let refused = eventually(&format!("{mode}: the provenance webhook to refuse"), WAIT, || {
+            let (kubeconfig, as_forger, path) = (cluster.kubeconfig.clone(), as_forger.clone(), path.clone());
+            async move { kubectl_with(&kubeconfig, &[&as_forger, "apply", "-f", &path]).err().map(|e| e.to_string()) }
+        })
+        .await
+        .unwrap();
+        assert!(
+            refused.contains("provenance that only the gateway writes") && refused.contains(SERVE_SOURCE),
+            "{mode}: {refused}"
+        );
+        let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&group, "v1", "App"), "apps");
+        let apps: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
+        assert!(apps.get_opt("forged").await.unwrap().is_none(), "{mode}: nothing stored");
+        webhooks.stop().await;
+    }
+}

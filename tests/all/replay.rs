@@ -146,9 +146,14 @@ async fn get(host: &Host, path: &str) -> reqwest::Response {
 
 /// A CR of the test's group (`<namespace>.replay.orkestra.io`).
 pub(crate) async fn create(ns: &TestNamespace, kind: &str, name: &str, spec: Value) {
+    create_in(ns, &ns.name, kind, name, spec).await;
+}
+
+/// [`create`] in `namespace` (another tenant's), of `ns`'s group.
+pub(crate) async fn create_in(ns: &TestNamespace, namespace: &str, kind: &str, name: &str, spec: Value) {
     let gvk = GroupVersionKind::gvk(&format!("{}.replay.orkestra.io", ns.name), "v1", kind);
     let resource = ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()));
-    let api: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
+    let api: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), namespace, &resource);
     let object: DynamicObject = serde_json::from_value(json!({
         "apiVersion": gvk.api_version(), "kind": kind, "metadata": {"name": name}, "spec": spec,
     }))

@@ -13,7 +13,7 @@ use orkestra_test_support::{TestNamespace, eventually, guests, namespace};
 use serde_json::{Value, json};
 
 use crate::pipeline::WAIT;
-use crate::replay::{Host, create, run_katalog};
+use crate::replay::{Host, create, create_in, run_katalog};
 
 /// `Site`, whose hook is the file `component`, rolled out as `rollout` says.
 fn katalog(ns: &TestNamespace, component: &Path, rollout: &str) -> String {
@@ -293,4 +293,57 @@ async fn a_failing_version_is_rolled_back_by_its_error_percent_and_not_rolled_ou
         .unwrap();
         assert_eq!(ready, "True", "{name}");
     }
+}
+
+/// Issue 49, finding 10: one tenant's CRs failing for their own reasons counted against a
+/// canary, and the version was rolled back for every tenant. A canary is judged per tenant:
+/// rolled back only when it fails in most of the tenants it serves.
+#[tokio::test]
+async fn one_tenants_failing_crs_do_not_roll_a_canary_back_for_the_others() {
+    let ns = namespace("rollout-tenants").await.unwrap();
+    let hostile_ns = namespace("rollout-noisy").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("site.wasm");
+    let stable = install("echo-hook", &file);
+    let rollout = "{share: 99, promoteAfter: 15s, maxErrorPercent: 20, minReconciles: 3}";
+    let host = run_katalog(&ns, katalog(&ns, &file, rollout), &[]).await;
+    // CRs the canary's share takes, in each tenant.
+    let taken = |namespace: &str, prefix: &str, count: usize| -> Vec<String> {
+        (0..)
+            .map(|i| format!("{prefix}-{i}"))
+            .filter(|name| orkestra_wasm::rollout::in_share(&format!("{namespace}/{name}"), 99))
+            .take(count)
+            .collect()
+    };
+    let good = taken(&ns.name, "good", 3);
+    for name in &good {
+        create(&ns, "Site", name, json!({"title": name})).await;
+    }
+    // The noisy tenant's CRs ask for what the new version refuses (its error answer).
+    let noisy = taken(&hostile_ns.name, "noisy", 6);
+    for name in &noisy {
+        create_in(&ns, &hostile_ns.name, "Site", name, json!({"title": name, "mode": "long-failure"})).await;
+    }
+    served(&ns, &good, "Serving", &stable).await;
+
+    let next = install("hostile", &file);
+    reload(&host).await;
+    served(&ns, &good, "Canary", &next).await;
+    // Every noisy CR fails on it, many times over the period: still not rolled back.
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    let site = site_component(&host).await;
+    let canary = &site["rollout"]["canary"];
+    assert!(!canary.is_null(), "still rolling out: {site}");
+    assert!(canary["failed"].as_u64().unwrap() >= 6, "{site}");
+    assert_eq!(canary["tenants"], 2, "{site}");
+    // And promoted at the end of its period.
+    served(&ns, &good, "Serving", &next).await;
+    let site = site_component(&host).await;
+    let steps: Vec<&str> = site["rollout"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["started", "promoted"], "{site}");
 }

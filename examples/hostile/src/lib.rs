@@ -389,6 +389,21 @@ impl Hook for Hostile {
                     Err(error) => Response::ok().status("apply", format!("refused: {error}")),
                 }
             }
+            // Writes spec.count ConfigMaps (default 10) into the namespace spec.target names
+            // (its grant allows it): requests about another tenant's namespace.
+            "spray" => {
+                let target = request.get("/spec/target").and_then(Value::as_str).unwrap_or("default");
+                let mut written = 0;
+                for i in 0..spec.count.unwrap_or(10) {
+                    let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                        "metadata": {"name": format!("{}-spray-{i}", request.name()), "namespace": target},
+                                        "data": {"i": i.to_string()}});
+                    if kube::apply(&object).is_ok() {
+                        written += 1;
+                    }
+                }
+                Response::ok().status("sprayed", written)
+            }
             // A child named like the one another tenant's `<name>` owns.
             "steal" => Response::ok().resource(
                 Resource::new("v1", "ConfigMap", &format!("{}-t", request.name()))

@@ -2,10 +2,13 @@
 //! they asked for) are what admission rules read as `.request` and templates as
 //! `serveSource`; were anyone able to write them, a plain `kubectl apply` could claim to
 //! come from the verified CI or to carry an approved intent. The `POST /provenance` webhook
-//! (on every served CRD while the Serve API is open) refuses a create or update that sets,
-//! changes or removes either annotation unless the API server says the writer is the
-//! gateway itself, whose user name the gateway learns from the API server at start
-//! (a SelfSubjectReview: what the API server authenticated, not what a client claims).
+//! refuses a create or update that sets, changes or removes either annotation unless the
+//! API server says the writer is the gateway itself, whose user name the gateway learns
+//! from the API server at start (a SelfSubjectReview: what the API server authenticated, not
+//! what a client claims). It guards every CRD of the Katalog whenever the gateway registers
+//! webhooks for it at all (something writes provenance, or admission rules, protection or
+//! conversion are on), served or not: a rule or a template reads the annotation on any CR,
+//! and only a guarded one can be trusted.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -79,11 +82,23 @@ pub fn serve_api_open(compiled: &Compiled) -> bool {
         .is_some_and(orkestra_katalog::Gateway::serve_api_open)
 }
 
-/// The CRDs whose provenance the webhook guards: every served one, while the Serve API is
-/// open (nothing else writes provenance).
+/// Whether anything of the gateway writes provenance: the Serve API, or webhook intake
+/// (which applies through it).
+pub fn written(compiled: &Compiled) -> bool {
+    serve_api_open(compiled)
+        || compiled
+            .katalog
+            .gateway
+            .as_ref()
+            .is_some_and(|g| g.intake_enabled().is_some())
+}
+
+/// The CRDs whose provenance the webhook guards: every enabled one, whenever the gateway
+/// registers webhooks for the Katalog (something writes provenance, or another webhook is
+/// on); none when it registers none.
 pub fn guarded(compiled: &Compiled) -> impl Iterator<Item = &Arc<CompiledCrd>> {
-    let open = serve_api_open(compiled);
-    compiled.served_crds().filter(move |_| open)
+    let registers = crate::webhooks::any_enabled(compiled);
+    compiled.enabled().filter(move |_| registers)
 }
 
 #[derive(Clone)]

@@ -419,8 +419,17 @@ spec:
         let config = configuration(&compiled, Kind::Validating, &registration).unwrap();
         assert_eq!(config["metadata"]["name"], "orkestra-gateway-policy");
         let webhooks = config["webhooks"].as_array().unwrap();
-        assert_eq!(webhooks.len(), 1, "only the CRD with validation rules");
-        let hook = &webhooks[0];
+        let names: Vec<&str> = webhooks.iter().map(|w| w["name"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "provenance.plains.demo.orkestra.io.orkestra.io",
+                "validate.sites.demo.orkestra.io.orkestra.io",
+                "provenance.sites.demo.orkestra.io.orkestra.io"
+            ],
+            "rules for the CRD with validation rules; provenance guarded on every CRD, served or not"
+        );
+        let hook = &webhooks[1];
         assert_eq!(hook["name"], "validate.sites.demo.orkestra.io.orkestra.io");
         assert_eq!(hook["clientConfig"]["url"], "https://127.0.0.1:8443/validate");
         assert_eq!(hook["rules"][0]["operations"], json!(["CREATE"]));
@@ -464,17 +473,18 @@ spec:
         assert_eq!(
             names,
             [
+                "provenance.sites.demo.orkestra.io.orkestra.io",
                 "namespaces.sites.demo.orkestra.io.orkestra.io",
                 "deletion.sites.demo.orkestra.io.orkestra.io",
                 "deletion.crds.guarded.orkestra.io"
             ],
             "the rules' webhook needs security.webhooks.admission.enabled"
         );
-        let deletion = &validating["webhooks"][1];
+        let deletion = &validating["webhooks"][2];
         assert_eq!(deletion["rules"][0]["operations"], json!(["DELETE"]));
         assert_eq!(deletion["failurePolicy"], "Ignore");
         assert_eq!(deletion["objectSelector"]["matchLabels"][DELETION_PROTECTION], "true");
-        let crds = &validating["webhooks"][2];
+        let crds = &validating["webhooks"][3];
         assert_eq!(crds["rules"][0]["resources"], json!(["customresourcedefinitions"]));
         let mutating = configuration(&compiled, Kind::Mutating, &registration).unwrap();
         assert_eq!(
@@ -486,6 +496,13 @@ spec:
             !cleaned_up(&compiled, f)
         })
         .unwrap();
-        assert_eq!(staying["webhooks"].as_array().unwrap().len(), 2);
+        let staying: Vec<&str> = staying["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["name"].as_str().unwrap())
+            .collect();
+        assert!(staying.contains(&"deletion.crds.guarded.orkestra.io"), "{staying:?}");
+        assert!(!staying.contains(&"namespaces.sites.demo.orkestra.io.orkestra.io"), "{staying:?}");
     }
 }

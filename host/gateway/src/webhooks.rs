@@ -208,10 +208,11 @@ impl Webhooks {
 }
 
 /// Whether the Katalog has anything for the webhook server to serve: admission rules,
-/// provenance (the Serve API is open), protection, or conversion.
+/// provenance (something writes it: the Serve API, webhook intake), protection, or
+/// conversion.
 pub fn any_enabled(compiled: &Compiled) -> bool {
     registration::enabled(compiled)
-        || provenance::guarded(compiled).next().is_some()
+        || provenance::written(compiled)
         || protection::deletion(compiled).is_some()
         || protection::namespaces(compiled).is_some()
         || conversion::crds(compiled).next().is_some()

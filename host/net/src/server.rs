@@ -13,7 +13,10 @@
 //!   request is the new one refused. Holding thousands of idle connections, or dripping
 //!   bodies into them, therefore costs the holder its own connections, not everyone's, and a
 //!   probe or an admission call always gets in;
-//! - bodies have a default limit ([`Limits::body_limit`]) that a route may lower or raise.
+//! - bodies have a default limit ([`Limits::body_limit`]) that a route may lower or raise;
+//! - what a burst of connections took is given back once it has passed ([`give_back`]): the
+//!   allocator keeps freed memory for reuse, so ten thousand half-sent requests would
+//!   otherwise leave the process that much larger for good.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -221,6 +224,8 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let router = router.layer(DefaultBodyLimit::max(door.limits.body_limit));
     let registry = Arc::new(Mutex::new(Registry::default()));
+    let watcher = tokio::spawn(give_back(registry.clone()));
+    let _watcher = AbortOnDrop(watcher);
     let door = Arc::new(door);
     // Dropped when serving ends, however it ends: every connection hears it and closes.
     let (serving, _) = tokio::sync::watch::channel(());
@@ -268,6 +273,47 @@ pub async fn serve(
         });
     }
     Ok(())
+}
+
+/// Connections a burst must have reached for its passing to be worth a trim.
+const BURST: usize = 256;
+
+/// Watches the door's connections; when a burst of them has passed (down to an eighth of
+/// its peak), hands the memory they took back to the system.
+async fn give_back(registry: Arc<Mutex<Registry>>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut peak = 0usize;
+    loop {
+        tick.tick().await;
+        let open = registry.lock().unwrap_or_else(|e| e.into_inner()).conns.len();
+        peak = peak.max(open);
+        if peak >= BURST && open <= peak / 8 {
+            tracing::debug!(peak, open, "a burst of connections passed; giving its memory back");
+            let _ = tokio::task::spawn_blocking(trim).await;
+            peak = open;
+        }
+    }
+}
+
+/// Returns the allocator's free memory to the system, in every arena (glibc keeps what a
+/// thread freed for that thread's next allocations otherwise).
+fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes a padding and has no other precondition; it locks the
+    // allocator's arenas itself.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Aborts the task when the server that started it ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// One connection, TLS first where the door has it, until it closes or `close` (evicted, or
