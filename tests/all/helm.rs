@@ -158,7 +158,7 @@ async fn every_part_of_the_chart_renders_and_the_api_server_admits_it() {
     for expected in [
         r#""--ha","shard""#,
         r#""--no-gateway""#,
-        r#""--recordings","/var/lib/orkestra/recordings""#,
+        r#""--recordings","/var/lib/orkestra/recordings","--recordings-max-bytes","768Mi""#,
     ] {
         assert!(args.contains(expected), "{expected} in {args}");
     }
