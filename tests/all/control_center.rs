@@ -5,8 +5,8 @@
 //! saved as a screenshot under target/control-center/.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -340,7 +340,9 @@ async fn the_control_center_watches_the_runtimes_its_discovery_finds_in_the_name
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     });
-    here.create(&post, &service("catcher", true, &catcher_url)).await.unwrap();
+    here.create(&post, &service("catcher", true, &catcher_url))
+        .await
+        .unwrap();
 
     let cluster = orkestra_test_support::cluster().unwrap();
     let port = crate::replicas::free_port();
@@ -393,7 +395,11 @@ async fn the_control_center_watches_the_runtimes_its_discovery_finds_in_the_name
     );
     // Several polls later the catcher has still not been called.
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    assert_eq!(caught.load(std::sync::atomic::Ordering::SeqCst), 0, "the catcher was called");
+    assert_eq!(
+        caught.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the catcher was called"
+    );
 
     here.delete("rt", &DeleteParams::default()).await.unwrap();
     eventually("the runtime gone with its Service", WAIT, || async {

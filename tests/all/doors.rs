@@ -365,10 +365,14 @@ async fn memory_a_burst_of_half_sent_requests_took_is_given_back() {
     }
     let peak = rss_mib(pid);
     // The connections are gone; the door has seen them go.
-    let settled = eventually("the runtime's memory back near where it was", Duration::from_secs(30), || async {
-        let now = rss_mib(pid);
-        (now < before + 24.0).then_some(now)
-    })
+    let settled = eventually(
+        "the runtime's memory back near where it was",
+        Duration::from_secs(30),
+        || async {
+            let now = rss_mib(pid);
+            (now < before + 24.0).then_some(now)
+        },
+    )
     .await;
     eprintln!("RSS before {before:.1} MiB, after the bursts {peak:.1} MiB, settled {settled:?}");
     assert!(settled.is_ok(), "before {before:.1} MiB, after {:.1} MiB", rss_mib(pid));

@@ -728,7 +728,10 @@ spec:
         http.post(url(path))
             .header("X-GitHub-Event", "push")
             .header("X-GitHub-Delivery", delivery.to_string())
-            .header("X-Hub-Signature-256", format!("sha256={}", hex_mac(secret, body.as_bytes())))
+            .header(
+                "X-Hub-Signature-256",
+                format!("sha256={}", hex_mac(secret, body.as_bytes())),
+            )
             .body(body)
             .send()
     };
@@ -749,7 +752,11 @@ spec:
     .unwrap();
     assert_eq!(stolen.status(), 403);
     assert!(
-        stolen.text().await.unwrap().contains("this webhook takes pushes of org/sites only"),
+        stolen
+            .text()
+            .await
+            .unwrap()
+            .contains("this webhook takes pushes of org/sites only"),
         "names what it takes"
     );
     // A path that leaves the watched folder: refused, nothing read.
@@ -894,9 +901,11 @@ spec:
         std::fs::write(&path, manifest.to_string()).unwrap();
         kubectl(&["apply", "-f", path.to_str().unwrap()]).map_err(|e| e.to_string())
     };
-    eventually("the webhook to answer", WAIT, || async { apply("first", "nginx").err() })
-        .await
-        .unwrap();
+    eventually("the webhook to answer", WAIT, || async {
+        apply("first", "nginx").err()
+    })
+    .await
+    .unwrap();
 
     // Intake's door: headers that pass every check before the body, then one byte of it.
     let ts = now();

@@ -795,7 +795,8 @@ async fn a_guest_cannot_write_an_object_claiming_another_crs_ownership() {
     h.create("Plain", "victim", json!({})).await;
     let victim = cr_where(&h.api("Plain"), "victim", is_ready).await;
     let uid = victim["metadata"]["uid"].as_str().unwrap().to_string();
-    h.create("Forger", "attacker", json!({"mode": "forge-owner", "victim": uid})).await;
+    h.create("Forger", "attacker", json!({"mode": "forge-owner", "victim": uid}))
+        .await;
     let forgers = h.api("Forger");
     // A denial it swallowed still fails its reconcile, naming the claim.
     let ready = cr_where(&forgers, "attacker", |r| r["status"] == "False").await;

@@ -233,7 +233,13 @@ async fn a_plan_makes_no_external_call_and_lists_each_it_would_have_made() {
               - {{name: '{{{{ .metadata.name }}}}-bill', data: {{id: '{{{{ .external.provision.body.id }}}}'}}}}
 "
     );
-    let h = Harness::start("plan-external", &crd("app", "App", "        reconcile: {}\n"), &[], true).await;
+    let h = Harness::start(
+        "plan-external",
+        &crd("app", "App", "        reconcile: {}\n"),
+        &[],
+        true,
+    )
+    .await;
     h.create("App", "a", json!({})).await;
     h.create("App", "b", json!({})).await;
     let dir = tempfile::tempdir().unwrap();

@@ -197,7 +197,11 @@ async fn provenance_is_refused_from_anyone_but_the_gateway_on_every_crd_whose_we
     let dir = tempfile::tempdir().unwrap();
     for (mode, group_part, gateway) in [
         // Admission rules, no Serve API.
-        ("rules", "rules", "security:\n  webhooks:\n    admission: {enabled: true}\n"),
+        (
+            "rules",
+            "rules",
+            "security:\n  webhooks:\n    admission: {enabled: true}\n",
+        ),
         // Webhook intake only.
         (
             "intake",
@@ -240,7 +244,11 @@ metadata: {{name: provenance-{mode}-{ns}}}
         let path = file.display().to_string();
         let refused = eventually(&format!("{mode}: the provenance webhook to refuse"), WAIT, || {
             let (kubeconfig, as_forger, path) = (cluster.kubeconfig.clone(), as_forger.clone(), path.clone());
-            async move { kubectl_with(&kubeconfig, &[&as_forger, "apply", "-f", &path]).err().map(|e| e.to_string()) }
+            async move {
+                kubectl_with(&kubeconfig, &[&as_forger, "apply", "-f", &path])
+                    .err()
+                    .map(|e| e.to_string())
+            }
         })
         .await
         .unwrap();
@@ -250,7 +258,10 @@ metadata: {{name: provenance-{mode}-{ns}}}
         );
         let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&group, "v1", "App"), "apps");
         let apps: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
-        assert!(apps.get_opt("forged").await.unwrap().is_none(), "{mode}: nothing stored");
+        assert!(
+            apps.get_opt("forged").await.unwrap().is_none(),
+            "{mode}: nothing stored"
+        );
         webhooks.stop().await;
     }
 }

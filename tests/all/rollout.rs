@@ -322,7 +322,14 @@ async fn one_tenants_failing_crs_do_not_roll_a_canary_back_for_the_others() {
     // The noisy tenant's CRs ask for what the new version refuses (its error answer).
     let noisy = taken(&hostile_ns.name, "noisy", 6);
     for name in &noisy {
-        create_in(&ns, &hostile_ns.name, "Site", name, json!({"title": name, "mode": "long-failure"})).await;
+        create_in(
+            &ns,
+            &hostile_ns.name,
+            "Site",
+            name,
+            json!({"title": name, "mode": "long-failure"}),
+        )
+        .await;
     }
     served(&ns, &good, "Serving", &stable).await;
 

@@ -16,12 +16,13 @@
     reason = "tests and benchmarks name the objects they create; no tenant input reaches these calls"
 )]
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use orkestra_test_support::bench::{Host, percentile};
 use serde_json::json;
 
 const IDLE: usize = 10_000;
@@ -66,76 +67,23 @@ spec:
     )
 }
 
-struct Host {
-    child: Child,
-    addr: String,
+/// `orkestra_writes` of a controller, from `/metrics`.
+async fn writes(host: &Host, controller: &str) -> f64 {
+    let text = reqwest::get(format!("http://{}/metrics", host.addr))
+        .await
+        .and_then(|r| r.error_for_status())
+        .expect("/metrics")
+        .text()
+        .await
+        .unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with("orkestra_writes") && l.contains(&format!("controller=\"{controller}\"")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
-impl Host {
-    fn status(&self, field: &str) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0)
-    }
-
-    fn rss_mib(&self) -> f64 {
-        self.status("VmRSS:") / 1024.0
-    }
-
-    fn files(&self) -> usize {
-        std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).map_or(0, |d| d.count())
-    }
-
-    /// `orkestra_writes` of a controller, from `/metrics`.
-    async fn writes(&self, controller: &str) -> f64 {
-        let text = reqwest::get(format!("http://{}/metrics", self.addr))
-            .await
-            .and_then(|r| r.error_for_status())
-            .expect("/metrics")
-            .text()
-            .await
-            .unwrap_or_default();
-        text.lines()
-            .filter(|l| l.starts_with("orkestra_writes") && l.contains(&format!("controller=\"{controller}\"")))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn percentile(samples: &mut [Duration], q: f64) -> f64 {
-    samples.sort();
-    samples
-        .get(((samples.len().saturating_sub(1)) as f64 * q) as usize)
-        .map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
-}
-
-/// `/healthz` on a fresh connection each time: p50 and p99 in ms, and how many failed.
 async fn probes(addr: &str) -> (f64, f64, usize) {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .pool_max_idle_per_host(0)
-        .build()
-        .expect("a client");
-    let (mut took, mut failed) = (Vec::new(), 0);
-    for _ in 0..PROBES {
-        let started = Instant::now();
-        match http.get(format!("http://{addr}/healthz")).send().await {
-            Ok(answer) if answer.status().is_success() => took.push(started.elapsed()),
-            _ => failed += 1,
-        }
-    }
-    (percentile(&mut took, 0.5), percentile(&mut took, 0.99), failed)
+    orkestra_test_support::bench::probes(addr, PROBES).await
 }
 
 /// The quiet tenant's changes, one a second: p50 and p99 in ms from the patch to its
@@ -255,12 +203,12 @@ async fn bench() {
     create("Clock", "a", json!({})).await;
     create("Clock", "b", json!({})).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let before = host.writes("clock").await;
+    let before = writes(&host, "clock").await;
     let storm_started = Instant::now();
     let quiet = quiet_changes(&quiets, &maps, "storm").await;
     let left = STORM.saturating_sub(storm_started.elapsed());
     tokio::time::sleep(left).await;
-    let rate = (host.writes("clock").await - before) / storm_started.elapsed().as_secs_f64();
+    let rate = (writes(&host, "clock").await - before) / storm_started.elapsed().as_secs_f64();
     let storm_probes = probes(&host.addr).await;
     row(
         "timestamp status storm",

@@ -165,7 +165,7 @@ impl RecordArgs {
         if mode & 0o077 != 0 {
             tracing::warn!(dir = %dir.display(), mode = format!("{mode:o}"), "the recordings folder is readable by others");
         }
-        let token = crate::generate::token();
+        let token = crate::random::token();
         let path = dir.join(".token");
         let _ = std::fs::remove_file(&path);
         let mut file = std::fs::OpenOptions::new()

@@ -69,7 +69,9 @@ impl Pattern {
             return false;
         };
         let host_matches = match self.wildcard {
-            true => host.strip_suffix(&self.host).is_some_and(|rest| rest.ends_with('.') && rest.len() > 1),
+            true => host
+                .strip_suffix(&self.host)
+                .is_some_and(|rest| rest.ends_with('.') && rest.len() > 1),
             false => host == self.host,
         };
         url.scheme() == self.scheme
@@ -94,7 +96,11 @@ impl Allowed {
             true => &defaults,
             false => patterns,
         };
-        given.iter().map(|p| Pattern::parse(p)).collect::<Result<_, _>>().map(Self)
+        given
+            .iter()
+            .map(|p| Pattern::parse(p))
+            .collect::<Result<_, _>>()
+            .map(Self)
     }
 
     /// Whether a discovered runtime may be watched at `url`.
@@ -210,13 +216,23 @@ mod tests {
         assert!(!default.admits("http://catcher.example:8080"), "an annotation's URL");
         assert!(!default.admits("http://ops.other.svc:8080"), "another namespace's");
         assert!(!default.admits("http://platform.svc:8080"), "the suffix alone");
-        let given = Allowed::new(&["http://127.0.0.1:*".into(), "https://*.example.com".into()], &["platform".into()]).unwrap();
+        let given = Allowed::new(
+            &["http://127.0.0.1:*".into(), "https://*.example.com".into()],
+            &["platform".into()],
+        )
+        .unwrap();
         assert!(given.admits("http://127.0.0.1:8090"));
         assert!(given.admits("https://rt.example.com"));
-        assert!(!given.admits("https://rt.example.com:8443"), "no port: the scheme's own");
+        assert!(
+            !given.admits("https://rt.example.com:8443"),
+            "no port: the scheme's own"
+        );
         assert!(!given.admits("https://example.com.evil.io"));
         assert!(!given.admits("http://user@127.0.0.1:8090"));
-        assert!(!given.admits("http://ops.platform.svc:8080"), "the given list replaces the default");
+        assert!(
+            !given.admits("http://ops.platform.svc:8080"),
+            "the given list replaces the default"
+        );
         for bad in ["127.0.0.1", "ftp://x", "http://*", "http://a:b"] {
             assert!(Allowed::new(&[bad.into()], &[]).is_err(), "{bad}");
         }

@@ -107,7 +107,7 @@ fn bundle(args: &BundleArgs) -> anyhow::Result<Vec<Value>> {
     documents.push(in_namespace(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "orkestra-katalog"}, "data": data})));
     documents.push(in_namespace(json!({"apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "orkestra-live-api"}, "type": "Opaque", "stringData": {"token": token()}})));
+        "metadata": {"name": "orkestra-live-api"}, "type": "Opaque", "stringData": {"token": crate::random::token()}})));
     documents.push(deployment(args, &files, &labels, in_namespace)?);
     for (text, what) in [(SERVICE, "service"), (PDB, "pod disruption budget")] {
         let mut object: Value = serde_yaml_ng::from_str(text).with_context(|| format!("the base {what}"))?;
@@ -233,12 +233,4 @@ pub fn dashboard() -> Value {
         "templating": {"list": [{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"}]},
         "panels": panels,
     })
-}
-
-/// A Live API token: 32 random bytes, hex.
-pub(crate) fn token() -> String {
-    use rand::RngCore;
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

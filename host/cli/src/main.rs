@@ -16,6 +16,7 @@ mod manifests;
 mod migrate;
 mod plan;
 mod progress;
+mod random;
 mod reload;
 mod replay;
 mod run;

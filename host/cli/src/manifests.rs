@@ -148,7 +148,7 @@ fn rule(rule: &Rule) -> Value {
 
 /// What the webhooks and the Serve API read and write besides the runtime's own needs.
 fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut Needs) {
-    if orkestra_gateway::webhooks::any_enabled(compiled) {
+    if orkestra_gateway::serving::any(compiled) {
         // Its own two configurations, by name; a create cannot be limited by name.
         let configuration = orkestra_gateway::registration::name_for(&compiled.katalog.name);
         for resource in ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"] {

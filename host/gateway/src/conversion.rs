@@ -22,19 +22,9 @@ use orkestra_katalog::compile::{CompiledConversion, CompiledCrd};
 use crate::registration::{Endpoint, MANAGER, Registration};
 use crate::review::Counts;
 
-/// Whether the Katalog turns the conversion webhook on.
-pub fn enabled(compiled: &Compiled) -> bool {
-    compiled
-        .katalog
-        .security
-        .as_ref()
-        .and_then(|s| s.conversion.as_ref())
-        .is_some_and(|c| c.enabled)
-}
-
 /// The CRDs whose conversion this gateway serves.
 pub fn crds(compiled: &Compiled) -> impl Iterator<Item = (&CompiledCrd, &CompiledConversion)> {
-    let on = enabled(compiled);
+    let on = crate::serving::conversion(compiled);
     compiled
         .enabled()
         .filter(move |_| on)

@@ -8,7 +8,8 @@
 //!   the gateway writes.
 //! - [`conversion`]: the conversion webhook of multi-version CRDs.
 //! - [`registration`]: the webhook configurations that point the API server at them, each
-//!   reaching only what its entry selects ([`scope`]).
+//!   reaching only what its entry selects ([`scope`]); [`serving`]: which of them the
+//!   Katalog turns on.
 //! - [`tls`], [`webhooks`]: the HTTPS server, its certificate and its renewal.
 //! - [`stats`]: `GET /katalog` of a standalone gateway.
 //! - [`api`], [`tokens`], [`oidc`], [`clusters`]: the Serve API (intents in, CRs applied with
@@ -32,6 +33,7 @@ pub mod registration;
 pub mod review;
 pub mod scope;
 mod secrets;
+pub mod serving;
 mod start;
 pub mod stats;
 pub mod tls;

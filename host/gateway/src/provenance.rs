@@ -72,32 +72,11 @@ fn annotation<'v>(object: &'v Value, key: &str) -> Option<&'v str> {
     object["metadata"]["annotations"][key].as_str()
 }
 
-/// Whether the Katalog opens the Serve API (`gateway.api.enabled`): the one writer of
-/// provenance.
-pub fn serve_api_open(compiled: &Compiled) -> bool {
-    compiled
-        .katalog
-        .gateway
-        .as_ref()
-        .is_some_and(orkestra_katalog::Gateway::serve_api_open)
-}
-
-/// Whether anything of the gateway writes provenance: the Serve API, or webhook intake
-/// (which applies through it).
-pub fn written(compiled: &Compiled) -> bool {
-    serve_api_open(compiled)
-        || compiled
-            .katalog
-            .gateway
-            .as_ref()
-            .is_some_and(|g| g.intake_enabled().is_some())
-}
-
 /// The CRDs whose provenance the webhook guards: every enabled one, whenever the gateway
 /// registers webhooks for the Katalog (something writes provenance, or another webhook is
 /// on); none when it registers none.
 pub fn guarded(compiled: &Compiled) -> impl Iterator<Item = &Arc<CompiledCrd>> {
-    let registers = crate::webhooks::any_enabled(compiled);
+    let registers = crate::serving::any(compiled);
     compiled.enabled().filter(move |_| registers)
 }
 

@@ -63,17 +63,6 @@ pub fn name_for(katalog: &str) -> String {
     format!("orkestra-gateway-{katalog}")
 }
 
-/// Whether the Katalog turns the admission webhooks on.
-pub fn enabled(compiled: &Compiled) -> bool {
-    compiled
-        .katalog
-        .security
-        .as_ref()
-        .and_then(|s| s.webhooks.as_ref())
-        .and_then(|w| w.admission)
-        .is_some_and(|a| a.enabled)
-}
-
 /// Which feature a webhook belongs to: each has its own failure policy and its own say on
 /// whether it stays registered when the gateway stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +99,7 @@ fn both() -> Vec<String> {
 /// Every webhook the Katalog needs, of both kinds.
 fn hooks<'c>(compiled: &'c Compiled, registration: &Registration) -> Vec<Hook<'c>> {
     let mut hooks = Vec::new();
-    let rules_on = enabled(compiled);
+    let rules_on = crate::serving::rules(compiled);
     let deletion = protection::deletion(compiled);
     let namespaces = protection::namespaces(compiled);
     for crd in compiled.enabled() {
@@ -503,6 +492,9 @@ spec:
             .map(|w| w["name"].as_str().unwrap())
             .collect();
         assert!(staying.contains(&"deletion.crds.guarded.orkestra.io"), "{staying:?}");
-        assert!(!staying.contains(&"namespaces.sites.demo.orkestra.io.orkestra.io"), "{staying:?}");
+        assert!(
+            !staying.contains(&"namespaces.sites.demo.orkestra.io.orkestra.io"),
+            "{staying:?}"
+        );
     }
 }

@@ -44,7 +44,7 @@ impl Gateway {
     /// [`Gateway::is_empty`]. An error leaves nothing running.
     pub async fn start(client: kube::Client, compiled: Arc<Compiled>, options: Options) -> Result<Self, Error> {
         let namespace = options.namespace.clone();
-        let webhooks = match crate::webhooks::any_enabled(&compiled) {
+        let webhooks = match crate::serving::any(&compiled) {
             true => Some(Webhooks::start(client.clone(), compiled.clone(), options).await?),
             false => None,
         };

@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use orkestra_katalog::Compiled;
 
 use crate::review::Counts;
-use crate::{conversion, protection, registration};
+use crate::{conversion, protection};
 
 /// The gateway's view of the Katalog, with the webhooks' counts when they run and webhook
 /// intake's per entry.
 pub fn katalog(compiled: &Compiled, counts: Option<&Counts>, intake: Option<&crate::intake::Stats>) -> Value {
-    let rules = registration::enabled(compiled);
+    let rules = crate::serving::rules(compiled);
     let crds: Vec<Value> = compiled
         .enabled()
         .map(|crd| {

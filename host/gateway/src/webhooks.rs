@@ -207,17 +207,6 @@ impl Webhooks {
     }
 }
 
-/// Whether the Katalog has anything for the webhook server to serve: admission rules,
-/// provenance (something writes it: the Serve API, webhook intake), protection, or
-/// conversion.
-pub fn any_enabled(compiled: &Compiled) -> bool {
-    registration::enabled(compiled)
-        || provenance::written(compiled)
-        || protection::deletion(compiled).is_some()
-        || protection::namespaces(compiled).is_some()
-        || conversion::crds(compiled).next().is_some()
-}
-
 /// Points the API server at the webhooks: the configurations, and the CRDs whose
 /// conversion they serve (both carry the CA, so a renewal goes through here too).
 async fn register(client: &kube::Client, compiled: &Compiled, registration: &Registration) -> Result<(), Error> {

@@ -202,10 +202,14 @@ mod tests {
         };
         let receiving = Arc::new(AtomicUsize::new(0));
         // One byte a second: past the grace, behind 100 bytes a second at once.
-        let slow = Paced::new(dripping(1000, Duration::from_secs(1)), pace, Receiving::start(&receiving));
+        let slow = Paced::new(
+            dripping(1000, Duration::from_secs(1)),
+            pace,
+            Receiving::start(&receiving),
+        );
         assert_eq!(receiving.load(Ordering::Acquire), 1);
         let started = Instant::now();
-        let error = slow.collect().await.err().expect("cut off").to_string();
+        let error = slow.collect().await.expect_err("cut off").to_string();
         assert_eq!(error, "the request body arrived slower than 100 bytes a second");
         assert!(started.elapsed() <= Duration::from_secs(3), "{:?}", started.elapsed());
         assert_eq!(receiving.load(Ordering::Acquire), 0, "no longer receiving");
@@ -215,10 +219,14 @@ mod tests {
             pace,
             Receiving::start(&receiving),
         );
-        let error = steady.collect().await.err().expect("cut off").to_string();
+        let error = steady.collect().await.expect_err("cut off").to_string();
         assert_eq!(error, "the request body did not arrive within 10s");
         // A body that keeps the pace arrives whole.
-        let brisk = Paced::new(dripping(50, Duration::from_millis(20)), pace, Receiving::start(&receiving));
+        let brisk = Paced::new(
+            dripping(50, Duration::from_millis(20)),
+            pace,
+            Receiving::start(&receiving),
+        );
         let body = brisk.collect().await.unwrap().to_bytes();
         assert_eq!(body.len(), 50);
         assert_eq!(receiving.load(Ordering::Acquire), 0);

@@ -24,6 +24,10 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Calls running at once across all components (pool slots; more wait for a permit).
 pub const MAX_CONCURRENT_CALLS: usize = 64;
 
+/// Calls one slot may run at once: half the host's, so a flood of one component's calls
+/// (one CRD's, one serve target's) always leaves room for every other component's.
+pub const SLOT_CALLS: usize = MAX_CONCURRENT_CALLS / 2;
+
 /// Bytes of each pooled memory kept mapped between calls (reset, not unmapped).
 const KEEP_RESIDENT: usize = 4 << 20;
 

@@ -20,9 +20,7 @@ use super::stats::{CallOutcome, CallStats, StatsView, Swap};
 use super::store::Caller;
 use orkestra_katalog::component::{Source, Spec};
 
-/// Calls one slot may run at once: half the host's, so a flood of one component's calls
-/// (one CRD's, one serve target's) always leaves room for every other component's.
-pub const SLOT_CALLS: usize = super::engine::MAX_CONCURRENT_CALLS / 2;
+pub use super::engine::SLOT_CALLS;
 
 /// What a call on a tenant's pool gets past its own timeout before it is given up on.
 const POOL_GRACE: Duration = Duration::from_secs(1);

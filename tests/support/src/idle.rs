@@ -85,7 +85,9 @@ pub async fn stalled(addr: SocketAddr, count: usize, per_source: usize, head: &s
     let mut held = Vec::with_capacity(count);
     for i in 0..count {
         let source = std::net::Ipv4Addr::new(127, 0, 0, 2 + (i / per_source.max(1)) as u8);
-        let Ok(socket) = tokio::net::TcpSocket::new_v4() else { continue };
+        let Ok(socket) = tokio::net::TcpSocket::new_v4() else {
+            continue;
+        };
         if socket.bind(SocketAddr::new(source.into(), 0)).is_err() {
             continue;
         }

@@ -9,6 +9,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod bench;
 pub mod guests;
 pub mod idle;
 pub mod logs;

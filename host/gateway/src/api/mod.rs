@@ -63,7 +63,7 @@ struct Caller {
 
 /// Whether the Katalog opens the Serve API (`gateway.api.enabled`).
 pub fn enabled(compiled: &Compiled) -> bool {
-    crate::provenance::serve_api_open(compiled)
+    crate::serving::serve_api_open(compiled)
 }
 
 /// The Serve API of the Katalog, to be nested at `/api/v1`: its tokens read (and their

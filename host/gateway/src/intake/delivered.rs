@@ -91,11 +91,17 @@ mod tests {
         let window = Duration::from_secs(600);
         let first = delivered.claim("pager", "sig-1".into(), window);
         assert!(first.is_some());
-        assert!(delivered.claim("pager", "sig-1".into(), window).is_none(), "played again");
+        assert!(
+            delivered.claim("pager", "sig-1".into(), window).is_none(),
+            "played again"
+        );
         assert!(delivered.claim("other", "sig-1".into(), window).is_some(), "per entry");
         let busy = delivered.claim("pager", "sig-2".into(), window).unwrap();
         busy.release();
-        assert!(delivered.claim("pager", "sig-2".into(), window).is_some(), "turned away: may come again");
+        assert!(
+            delivered.claim("pager", "sig-2".into(), window).is_some(),
+            "turned away: may come again"
+        );
         // Past its window it is forgotten.
         assert!(delivered.claim("pager", "old".into(), Duration::ZERO).is_some());
         assert!(delivered.claim("pager", "old".into(), window).is_some());

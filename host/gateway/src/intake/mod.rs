@@ -85,9 +85,16 @@ pub struct Entry {
 }
 
 enum Kind {
-    Git(GitEntry, WatchGlobs, Repository),
+    Git(Box<Git>),
     Slack(SlackEntry),
     Generic(GenericEntry),
+}
+
+/// A GitHub or GitLab entry, its globs compiled and its repository read.
+struct Git {
+    entry: GitEntry,
+    watch: WatchGlobs,
+    repository: Repository,
 }
 
 #[derive(Default)]
@@ -163,7 +170,12 @@ pub fn start(shared: Shared, webhooks: &Webhooks, namespace: &str) -> Intake {
     fn git(e: &GitEntry, provider: Provider) -> Option<(orkestra_katalog::model::Common<'_>, Kind)> {
         let watch = WatchGlobs::new(&e.watch).ok()?;
         let repository = e.repository(provider).ok()?;
-        Some((e.common(provider), Kind::Git(e.clone(), watch, repository)))
+        let git = Git {
+            entry: e.clone(),
+            watch,
+            repository,
+        };
+        Some((e.common(provider), Kind::Git(Box::new(git))))
     }
     let github = webhooks.github.iter().filter_map(|e| git(e, Provider::GitHub));
     let gitlab = webhooks.gitlab.iter().filter_map(|e| git(e, Provider::GitLab));
@@ -225,7 +237,7 @@ async fn deliver(context: Arc<Context>, entry: Arc<Entry>, request: axum::extrac
         Err(error) => return answer(StatusCode::BAD_REQUEST, format!("the body could not be read: {error}")),
     };
     let secret_ref = match &entry.kind {
-        Kind::Git(git, ..) => git.secret_ref.as_ref(),
+        Kind::Git(git) => git.entry.secret_ref.as_ref(),
         Kind::Slack(slack) => slack.signing_secret_ref.as_ref(),
         Kind::Generic(generic) => generic.secret_ref.as_ref(),
     };
@@ -284,11 +296,11 @@ async fn deliver(context: Arc<Context>, entry: Arc<Entry>, request: axum::extrac
         );
     };
     let answered = match &entry.kind {
-        Kind::Git(git, watch, repository) => {
+        Kind::Git(git) => {
             let event = header("x-github-event")
                 .or(header("x-gitlab-event"))
                 .unwrap_or_default();
-            pushed(&context, &entry, (git, watch, repository), event, &body)
+            pushed(&context, &entry, git, event, &body)
         }
         Kind::Slack(slack) => command(&context, &entry, slack, &body),
         Kind::Generic(_) => signed_intent(&context, &entry, &body).await,
@@ -342,13 +354,12 @@ fn ignored(entry: &Entry, why: String) -> Response {
 }
 
 /// A push: the watched files it touched on the branch, read and applied in the pool.
-fn pushed(
-    context: &Arc<Context>,
-    entry: &Arc<Entry>,
-    (git, watch, repository): (&GitEntry, &WatchGlobs, &Repository),
-    event: &str,
-    body: &[u8],
-) -> Response {
+fn pushed(context: &Arc<Context>, entry: &Arc<Entry>, git: &Git, event: &str, body: &[u8]) -> Response {
+    let Git {
+        entry: git,
+        watch,
+        repository,
+    } = git;
     let github = entry.provider == Provider::GitHub;
     match (github, event) {
         (true, "ping") => return (StatusCode::OK, axum::Json(json!({"message": "pong"}))).into_response(),

@@ -132,7 +132,10 @@ fn not_plain(path: &str) -> Option<&'static str> {
     if path.contains('\\') || path.chars().any(char::is_control) {
         return Some("a backslash or a control character in it");
     }
-    match path.split('/').any(|segment| segment.is_empty() || segment == "." || segment == "..") {
+    match path
+        .split('/')
+        .any(|segment| segment.is_empty() || segment == "." || segment == "..")
+    {
         true => Some("an empty, `.` or `..` segment in it"),
         false => None,
     }
@@ -225,10 +228,18 @@ mod tests {
         assert!(push(serde_json::json!({"project_id": 42})).is_of(&by_id));
         assert!(!push(serde_json::json!({"project_id": 43})).is_of(&by_id));
         let by_path = entry("group/sub/app").repository(Provider::GitLab).unwrap();
-        assert!(push(serde_json::json!({"project_id": 7, "project": {"path_with_namespace": "group/sub/app"}})).is_of(&by_path));
+        assert!(
+            push(serde_json::json!({"project_id": 7, "project": {"path_with_namespace": "group/sub/app"}}))
+                .is_of(&by_path)
+        );
         for bad in ["org", "org/", "../x", "org/re po", "org/a/b", "org/.."] {
             assert!(entry(bad).repository(Provider::GitHub).is_err(), "{bad}");
         }
-        assert!(GitEntry::default().repository(Provider::GitHub).unwrap_err().starts_with("is required"));
+        assert!(
+            GitEntry::default()
+                .repository(Provider::GitHub)
+                .unwrap_err()
+                .starts_with("is required")
+        );
     }
 }

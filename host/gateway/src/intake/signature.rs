@@ -133,16 +133,17 @@ pub fn before_body<'h>(provider: Provider, header: impl Fn(&str) -> Option<&'h s
 /// What a genuine delivery is known by, to take it once, and for how long its proof holds
 /// (`None`: no timestamp bounds it). The provider's delivery id where it gives one, else
 /// the signature (over the timestamp and the body), else the body's digest.
-pub fn delivery_id<'h>(provider: Provider, header: impl Fn(&str) -> Option<&'h str>, body: &[u8]) -> (String, Option<std::time::Duration>) {
+pub fn delivery_id<'h>(
+    provider: Provider,
+    header: impl Fn(&str) -> Option<&'h str>,
+    body: &[u8],
+) -> (String, Option<std::time::Duration>) {
     // Either side of the gateway's clock.
     let window = Some(std::time::Duration::from_secs(2 * WINDOW_SECS as u64));
     let digest = || to_hex(ring::digest::digest(&ring::digest::SHA256, body).as_ref());
     match provider {
         Provider::GitHub => (header("X-GitHub-Delivery").map_or_else(digest, str::to_string), None),
-        Provider::GitLab => (
-            header("X-Gitlab-Event-UUID").map_or_else(digest, str::to_string),
-            None,
-        ),
+        Provider::GitLab => (header("X-Gitlab-Event-UUID").map_or_else(digest, str::to_string), None),
         Provider::Slack => (header("X-Slack-Signature").map_or_else(digest, str::to_string), window),
         Provider::Generic => (
             header("X-Orkestra-Signature").map_or_else(digest, str::to_string),
