@@ -16,7 +16,6 @@
     reason = "tests and benchmarks name the objects they create; no tenant input reaches these calls"
 )]
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -153,20 +152,7 @@ async fn bench() {
             api.create(&PostParams::default(), &object).await.expect("created");
         }
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a port")
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let child = Command::new(&ork)
-        .args(["run", "-f", file.to_str().expect("a path"), "--http-addr", &addr])
-        .env("KUBECONFIG", &cluster.kubeconfig)
-        .env("ORK_API_TOKEN", "")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ork starts");
-    let host = Host { child, addr };
+    let host = Host::run(&ork, &file, &cluster.kubeconfig);
     println!("{ork}: {IDLE} idle connections, {PROBES} probes, {CHANGES} quiet changes per phase");
     create("Quiet", "q", json!({"x": "0"})).await;
     let started = Instant::now();

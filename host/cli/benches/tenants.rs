@@ -23,7 +23,6 @@
     reason = "tests and benchmarks name the objects they create; no tenant input reaches these calls"
 )]
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -209,20 +208,7 @@ async fn bench() {
         client: quiet.client.clone(),
         group,
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a port")
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let child = Command::new(&ork)
-        .args(["run", "-f", file.to_str().expect("a path"), "--http-addr", &addr])
-        .env("KUBECONFIG", &cluster.kubeconfig)
-        .env("ORK_API_TOKEN", "")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ork starts");
-    let host = Host { child, addr };
+    let host = Host::run(&ork, &file, &cluster.kubeconfig);
     bench.create("Quiet", &quiet.name, "q", json!({"mode": "start"})).await;
     let started = Instant::now();
     while probes(&host.addr, 1).await.2 > 0 && started.elapsed() < Duration::from_secs(120) {

@@ -2,7 +2,8 @@
 //! resident memory and open files, killed when dropped), percentiles of latencies, and the
 //! probe latency of its `/healthz` on a fresh connection each time.
 
-use std::process::Child;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// An `ork run` process and its Live API's address.
@@ -12,6 +13,25 @@ pub struct Host {
 }
 
 impl Host {
+    /// `ork run -f katalog` (the binary `ork`) against the cluster of `kubeconfig`, its Live
+    /// API open on a free loopback port, its output dropped.
+    pub fn run(ork: &str, katalog: &Path, kubeconfig: &Path) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a port")
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let child = Command::new(ork)
+            .args(["run", "-f", katalog.to_str().expect("a path"), "--http-addr", &addr])
+            .env("KUBECONFIG", kubeconfig)
+            .env("ORK_API_TOKEN", "")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ork starts");
+        Self { child, addr }
+    }
+
     /// A number field of `/proc/<pid>/status` (`VmRSS:`), in its unit (kB).
     pub fn status(&self, field: &str) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
