@@ -298,6 +298,16 @@ async fn a_tenant_holding_its_whole_share_waits_for_its_own_and_another_does_not
         );
     }
     assert_eq!(host.pool().used, Footprint::default(), "every hold given back");
+    // Sixteen guests computing for 3 s each had half a core between them (the default
+    // wasmCpu): its second in hand and 3 s at its rate, and they waited out the rest.
+    let cpu = host.tenant_cpu();
+    let spin = cpu.iter().find(|(t, _)| t == "spin").map(|(_, used)| *used).unwrap();
+    eprintln!(
+        "the spinning tenant used {:.2} s of CPU and waited {:.2} s",
+        spin.used, spin.waited
+    );
+    assert!(spin.used < 0.5 + 0.5 * 3.5, "{spin:?}");
+    assert!(spin.waited > 1.0, "{spin:?}");
 }
 
 /// Finding 1: calls with no namespace of their own (a CR already gone, a cluster-scoped CR)

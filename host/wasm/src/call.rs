@@ -232,17 +232,31 @@ impl WasmHost {
                 .map_err(|e| CallError::Instantiate(format!("cannot meter fuel: {e}")))?;
         }
         // Every tick the guest yields to the async runtime, so a guest that computes for its
-        // whole timeout delays nobody else; past the timeout it traps.
+        // whole timeout delays nobody else; its slice is charged to its tenant's CPU, and a
+        // tenant past its share waits out what it owes; past the timeout it traps.
         let deadline = Instant::now() + limits.timeout;
+        let (tenant, cpu) = (store.data().caller.tenant(), self.cpu.clone());
+        let cores = self.tenants.cpu_of(&tenant);
+        let clock = store.data().cpu.clone();
+        clock.mark();
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
-            Ok(if Instant::now() >= deadline {
-                wasmtime::UpdateDeadline::Interrupt
-            } else {
-                // tokio's own yield: a plain re-poll could be scheduled ahead of everyone
-                // else again (the LIFO slot).
-                wasmtime::UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
-            })
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(wasmtime::UpdateDeadline::Interrupt);
+            }
+            let wait = cpu.charge(&tenant, clock.spent(now), cores, now).min(deadline - now);
+            let clock = clock.clone();
+            let resume = async move {
+                match wait.is_zero() {
+                    // tokio's own yield: a plain re-poll could be scheduled ahead of everyone
+                    // else again (the LIFO slot).
+                    true => tokio::task::yield_now().await,
+                    false => tokio::time::sleep(wait).await,
+                }
+                clock.mark();
+            };
+            Ok(wasmtime::UpdateDeadline::YieldCustom(1, Box::pin(resume)))
         });
         let mut instantiated = None;
         let run = run(&mut store, &loaded.pre, hook, request, &mut instance, &mut instantiated);

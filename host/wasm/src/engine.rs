@@ -69,6 +69,8 @@ pub struct WasmHost {
     pub recordings: super::record::Recordings,
     /// What every instance holds of the pool, per tenant and per component.
     pub(super) budget: PoolBudget,
+    /// Each tenant's guest CPU.
+    pub(super) cpu: Arc<super::cpu::TenantCpu>,
 }
 
 /// The engine's pool as the Live API shows it.
@@ -258,6 +260,7 @@ impl WasmHost {
             tenants: super::tenants::TenantCalls::new(tenant_rules),
             recordings: super::record::Recordings::new(recordings),
             budget: PoolBudget::new(POOL),
+            cpu: Arc::default(),
         }))
     }
 }
@@ -272,6 +275,11 @@ impl WasmHost {
     /// Calls running now, by namespace, most first.
     pub fn tenant_calls(&self) -> Vec<(String, usize)> {
         self.tenants.running()
+    }
+
+    /// What each tenant's guests used of the CPU and waited for it, in seconds, most first.
+    pub fn tenant_cpu(&self) -> Vec<(String, super::cpu::CpuUse)> {
+        self.cpu.usage()
     }
 
     /// Warm instances kept between calls now, all components together.

@@ -81,6 +81,8 @@ pub struct CallState {
     pub last_error: Option<String>,
     /// Where the call's imports are taken down (a recorded call) or served from (a replay).
     pub tape: Option<Tape>,
+    /// When its guest last went back to its own code (for its tenant's CPU).
+    pub cpu: Arc<super::cpu::CpuClock>,
 }
 
 impl CallState {
@@ -103,6 +105,7 @@ impl CallState {
             denied: None,
             last_error: None,
             tape: None,
+            cpu: Arc::default(),
         };
         state.begin(call);
         state
@@ -124,6 +127,7 @@ impl CallState {
         self.last_error = None;
         self.memory.hit = false;
         self.tape = call.tape;
+        self.cpu = Arc::default();
     }
 
     /// After a call whose instance is kept: nothing of the caller's identity stays with it.

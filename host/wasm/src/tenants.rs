@@ -73,6 +73,11 @@ impl TenantCalls {
             .wasm_calls
     }
 
+    /// The cores of guest CPU the rules give `tenant`.
+    pub(crate) fn cpu_of(&self, tenant: &str) -> f64 {
+        self.rules.read().unwrap_or_else(|e| e.into_inner()).of(tenant).wasm_cpu
+    }
+
     /// Waits for room in `namespace`'s share (a tenant's key).
     pub(crate) async fn enter(&self, namespace: &str) -> Turn<'_> {
         loop {
@@ -122,6 +127,7 @@ mod tests {
                 reconciles: 1,
                 api: None,
                 wasm_calls,
+                wasm_cpu: 0.5,
             },
             namespaces: Default::default(),
         }

@@ -27,7 +27,7 @@ pub use conversion::CompiledConversion;
 pub use crd::{AGING, Autoscale, Behaviour, CompiledCrd, Endpoints, FlowBy, FlowRules, RetryPolicy, applied_kinds};
 pub use gate::{BoxGates, Gate};
 pub use placement::admit;
-pub use tenants::{ApiRate, DEFAULT_WASM_CALLS, TenantLimits, TenantRules, WASM_CALLS_MAX};
+pub use tenants::{ApiRate, DEFAULT_WASM_CALLS, DEFAULT_WASM_CPU, TenantLimits, TenantRules, WASM_CALLS_MAX};
 pub use watch::{CompiledEvents, CompiledWatch};
 
 pub use crate::gather::Error;

@@ -9,6 +9,11 @@ use crate::model::{ApiRateSpec, TenantLimitsSpec, TenantsSpec};
 /// Wasm calls at once of one namespace when the Katalog does not say: a quarter of the
 /// host's.
 pub const DEFAULT_WASM_CALLS: usize = 16;
+/// Cores of guest CPU one namespace's calls may use when the Katalog does not say: half of
+/// one, so a tenant whose guests compute without end leaves the rest of the machine to the
+/// others.
+pub const DEFAULT_WASM_CPU: f64 = 0.5;
+const WASM_CPU_RANGE: std::ops::RangeInclusive<f64> = 0.01..=256.0;
 /// The Wasm host's calls at once (`orkestra_wasm::MAX_CONCURRENT_CALLS`; a runtime test
 /// holds the two equal): no namespace can be given more.
 pub const WASM_CALLS_MAX: usize = 64;
@@ -32,6 +37,8 @@ pub struct TenantLimits {
     pub api: Option<ApiRate>,
     /// Wasm calls at once.
     pub wasm_calls: usize,
+    /// Cores of guest CPU its calls may use, on average over a second.
+    pub wasm_cpu: f64,
 }
 
 /// The limits of every namespace: the defaults, and those of the namespaces named.
@@ -49,6 +56,7 @@ impl Default for TenantRules {
                 reconciles: 1,
                 api: None,
                 wasm_calls: DEFAULT_WASM_CALLS,
+                wasm_cpu: DEFAULT_WASM_CPU,
             },
             namespaces: BTreeMap::new(),
         }
@@ -76,6 +84,7 @@ impl TenantRules {
             reconciles: spec.reconciles,
             api: spec.api,
             wasm_calls: spec.wasm_calls,
+            wasm_cpu: spec.wasm_cpu.clone(),
         };
         let default = errors
             .ok(limits(&given, base).map_err(|e| e.within("spec.tenants")))
@@ -130,6 +139,16 @@ fn limits(given: &TenantLimitsSpec, base: TenantLimits) -> Result<TenantLimits, 
     if let Some(api) = given.api {
         limits.api = Some(rate(api).map_err(|e| e.within("api"))?);
     }
+    if let Some(text) = &given.wasm_cpu {
+        let cores = orkestra_expr::template::funcs::quantity::parse(text).map_err(|e| Error::at("wasmCpu", e))?;
+        if !WASM_CPU_RANGE.contains(&cores) {
+            return Err(Error::at(
+                "wasmCpu",
+                format!("{text} must be between 10m and 256 cores"),
+            ));
+        }
+        limits.wasm_cpu = cores;
+    }
     Ok(limits)
 }
 
@@ -178,6 +197,8 @@ mod tests {
         assert_eq!(compiled.default.reconciles, 5);
         assert_eq!(compiled.default.api, None);
         assert_eq!(compiled.default.wasm_calls, DEFAULT_WASM_CALLS);
+        assert_eq!(compiled.default.wasm_cpu, DEFAULT_WASM_CPU);
+        assert_eq!(rules("{wasmCpu: 1500m}", &[1]).unwrap().default.wasm_cpu, 1.5);
         let compiled = rules(
             "{reconciles: 2, api: {qps: 10}, namespaces: {team-a: {wasmCalls: 4}, team-b: {api: {qps: 1, burst: 5}}}}",
             &[4],
@@ -200,6 +221,11 @@ mod tests {
         for (yaml, wanted) in [
             ("{reconciles: 0}", "spec.tenants.reconciles: 0 must be between 1"),
             ("{wasmCalls: 65}", "spec.tenants.wasmCalls: 65 must be between 1 and 64"),
+            (
+                "{wasmCpu: 1m}",
+                "spec.tenants.wasmCpu: 1m must be between 10m and 256 cores",
+            ),
+            ("{wasmCpu: lots}", "spec.tenants.wasmCpu: "),
             ("{api: {qps: 0}}", "spec.tenants.api.qps: 0 must be above 0"),
             (
                 "{namespaces: {team-a: {api: {qps: 5, burst: 0}}}}",

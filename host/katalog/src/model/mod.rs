@@ -140,6 +140,10 @@ pub struct TenantsSpec {
     /// Wasm calls of one namespace at once, of the host's 64 (default 16).
     #[serde(default)]
     pub wasm_calls: Option<u32>,
+    /// CPU its components' guest code may use, in cores (a quantity: `500m`, `2`; default
+    /// `500m`): past it, its calls wait at their next yield.
+    #[serde(default)]
+    pub wasm_cpu: Option<String>,
     /// Other limits for some namespaces; a field left out keeps the default.
     #[serde(default)]
     pub namespaces: BTreeMap<String, TenantLimitsSpec>,
@@ -155,6 +159,8 @@ pub struct TenantLimitsSpec {
     pub api: Option<ApiRateSpec>,
     #[serde(default)]
     pub wasm_calls: Option<u32>,
+    #[serde(default)]
+    pub wasm_cpu: Option<String>,
 }
 
 /// `api`: requests a second, and how many may go at once after a quiet spell.

@@ -440,6 +440,21 @@ impl Collector for RuntimeCollector {
                 .iter()
                 .map(|(namespace, running)| (vec![("namespace", namespace.as_str())], *running as f64)),
         )?;
+        let cpu = slots.first().map(|slot| slot.host().tenant_cpu()).unwrap_or_default();
+        family.counters(
+            "orkestra_tenant_wasm_cpu_seconds",
+            "CPU a namespace's guest code used (spec.tenants.wasmCpu holds it to a rate)",
+            cpu.iter()
+                .take(crate::live::tenants::TENANTS_SHOWN)
+                .map(|(tenant, used)| (vec![("namespace", tenant.as_str())], used.used)),
+        )?;
+        family.counters(
+            "orkestra_tenant_wasm_cpu_wait_seconds",
+            "How long a namespace's calls waited for its share of CPU",
+            cpu.iter()
+                .take(crate::live::tenants::TENANTS_SHOWN)
+                .map(|(tenant, used)| (vec![("namespace", tenant.as_str())], used.waited)),
+        )?;
         if let Some(pool) = slots.first().map(|slot| slot.host().pool()) {
             family.gauges(
                 "orkestra_wasm_pool_used",

@@ -24,11 +24,12 @@ fn limits(limits: &TenantLimits) -> Value {
         "reconciles": limits.reconciles,
         "api": limits.api.map(|rate| json!({"qps": rate.qps, "burst": rate.burst})),
         "wasmCalls": limits.wasm_calls,
+        "wasmCpu": limits.wasm_cpu,
     })
 }
 
 /// Each namespace's limits and what the busiest take now.
-#[utoipa::path(get, path = "/tenants", tag = "tenants", responses((status = 200, description = "`{limits, namespaces, reconciling, apiWaits, wasmCalls, wasmPool}`")))]
+#[utoipa::path(get, path = "/tenants", tag = "tenants", responses((status = 200, description = "`{limits, namespaces, reconciling, apiWaits, wasmCalls, wasmPool, wasmCpu}`")))]
 async fn tenants(State(shared): State<Shared>) -> Json<Value> {
     let tenants = &shared.inspect.tenants;
     let rules = tenants.rules();
@@ -63,6 +64,14 @@ async fn tenants(State(shared): State<Shared>) -> Json<Value> {
         pool.tenants.truncate(TENANTS_SHOWN);
         pool
     });
+    let wasm_cpu: Vec<Value> = slots
+        .first()
+        .map(|slot| slot.host().tenant_cpu())
+        .unwrap_or_default()
+        .into_iter()
+        .take(TENANTS_SHOWN)
+        .map(|(tenant, used)| json!({"tenant": tenant, "usedSeconds": used.used, "waitedSeconds": used.waited}))
+        .collect();
     Json(json!({
         "limits": limits(&rules.default),
         "namespaces": named,
@@ -70,5 +79,6 @@ async fn tenants(State(shared): State<Shared>) -> Json<Value> {
         "apiWaits": api_waits,
         "wasmCalls": wasm_calls,
         "wasmPool": wasm_pool,
+        "wasmCpu": wasm_cpu,
     }))
 }

@@ -523,6 +523,7 @@ mod tests {
             reconciles: 2,
             api: None,
             wasm_calls: 16,
+            wasm_cpu: 0.5,
         };
         let tenants = Arc::new(Tenants::new(TenantRules {
             default: limits,

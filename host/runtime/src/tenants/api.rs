@@ -173,6 +173,7 @@ mod tests {
             reconciles: 1,
             api: None,
             wasm_calls: 16,
+            wasm_cpu: 0.5,
         };
         let limited = TenantLimits {
             api: Some(ApiRate { qps: 10.0, burst: 3.0 }),

@@ -132,6 +132,7 @@ mod tests {
             reconciles,
             api: None,
             wasm_calls: 16,
+            wasm_cpu: 0.5,
         };
         let mut namespaces = std::collections::BTreeMap::new();
         namespaces.insert(

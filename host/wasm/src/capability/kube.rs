@@ -193,8 +193,10 @@ impl CallState {
         self.tape.as_ref()?.played(call.as_ref()?)
     }
 
-    /// Takes `call` and its answer down, when this call is recorded.
+    /// A kube call ended: taken down with its answer when this call is recorded, and the
+    /// guest back on its own code (what it waited for the API server is not its CPU).
     fn took(&self, call: Option<KubeCall>, answer: impl FnOnce() -> KubeAnswer) {
+        self.cpu.mark();
         if let (Some(tape), Some(call)) = (&self.tape, call) {
             tape.took(call, answer());
         }

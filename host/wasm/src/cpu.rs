@@ -1,0 +1,151 @@
+//! Guest CPU per tenant (`spec.tenants.wasmCpu`): every call's guest code runs in slices
+//! between epoch ticks, and each slice is charged to its tenant's bucket of CPU time, which
+//! refills at the tenant's rate (cores) and holds one second of it. A tenant past its
+//! bucket has its calls wait at their next yield until it refills, so guests that compute
+//! without end (within their timeouts, sixteen at a time) take their tenant's share of the
+//! machine and leave the rest to every other tenant and to the runtime itself.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Tenants remembered before the full ones (quiet long enough) are forgotten.
+const KEPT: usize = 1024;
+
+#[derive(Debug)]
+struct Bucket {
+    /// CPU time it may still spend, in seconds (below zero: owed).
+    left: f64,
+    at: Instant,
+    /// What its calls used and waited, in all.
+    used: f64,
+    waited: f64,
+}
+
+/// When one call's guest last went back to running its own code: at the start, after each
+/// yield, after each host call it waited on (time spent waiting is not its CPU).
+#[derive(Debug)]
+pub struct CpuClock {
+    base: Instant,
+    /// Nanoseconds after `base`.
+    resumed: AtomicU64,
+}
+
+impl Default for CpuClock {
+    fn default() -> Self {
+        Self {
+            base: Instant::now(),
+            resumed: AtomicU64::new(0),
+        }
+    }
+}
+
+impl CpuClock {
+    /// The guest runs its own code again from now.
+    pub fn mark(&self) {
+        let nanos = self.base.elapsed().as_nanos();
+        self.resumed
+            .store(u64::try_from(nanos).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// Its code's time since it last resumed, up to `now`.
+    pub fn spent(&self, now: Instant) -> Duration {
+        let since = self.base + Duration::from_nanos(self.resumed.load(Ordering::Relaxed));
+        now.saturating_duration_since(since)
+    }
+}
+
+/// Every tenant's bucket of guest CPU.
+#[derive(Debug, Default)]
+pub(crate) struct TenantCpu {
+    buckets: Mutex<HashMap<Arc<str>, Bucket>>,
+}
+
+/// What one tenant's guests used and waited for CPU, in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct CpuUse {
+    pub used: f64,
+    pub waited: f64,
+}
+
+impl TenantCpu {
+    fn buckets(&self) -> MutexGuard<'_, HashMap<Arc<str>, Bucket>> {
+        self.buckets.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Charges `spent` of guest CPU to `tenant`, whose rate is `cores`: how long its call
+    /// should wait before it runs on (zero while the tenant is within its share).
+    pub(crate) fn charge(&self, tenant: &Arc<str>, spent: Duration, cores: f64, now: Instant) -> Duration {
+        let cores = cores.max(0.001);
+        let mut buckets = self.buckets();
+        if buckets.len() >= KEPT && !buckets.contains_key(tenant) {
+            buckets.retain(|_, b| b.left < cores);
+        }
+        let bucket = buckets.entry(tenant.clone()).or_insert(Bucket {
+            left: cores,
+            at: now,
+            used: 0.0,
+            waited: 0.0,
+        });
+        let refill = now.saturating_duration_since(bucket.at).as_secs_f64() * cores;
+        bucket.left = (bucket.left + refill).min(cores) - spent.as_secs_f64();
+        bucket.at = now;
+        bucket.used += spent.as_secs_f64();
+        if bucket.left >= 0.0 {
+            return Duration::ZERO;
+        }
+        // Until what it owes is paid back: every call of the tenant waits that long, so
+        // however many compute at once, together they get its rate.
+        let wait = Duration::from_secs_f64(-bucket.left / cores);
+        bucket.waited += wait.as_secs_f64();
+        wait
+    }
+
+    /// What each tenant's guests used and waited, most used first.
+    pub(crate) fn usage(&self) -> Vec<(String, CpuUse)> {
+        let buckets = self.buckets();
+        let mut usage: Vec<(String, CpuUse)> = buckets
+            .iter()
+            .map(|(tenant, b)| {
+                (
+                    tenant.to_string(),
+                    CpuUse {
+                        used: b.used,
+                        waited: b.waited,
+                    },
+                )
+            })
+            .collect();
+        usage.sort_by(|a, b| b.1.used.total_cmp(&a.1.used).then(a.0.cmp(&b.0)));
+        usage
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_spends_its_second_of_cpu_then_waits_for_its_rate_and_another_does_not() {
+        let cpu = TenantCpu::default();
+        let (noisy, quiet): (Arc<str>, Arc<str>) = ("noisy".into(), "quiet".into());
+        let start = Instant::now();
+        let slice = Duration::from_millis(10);
+        // Computing without a pause at half a core's rate: its half second in hand lasts a
+        // second, then it owes.
+        let mut waited = Duration::ZERO;
+        for i in 0..200 {
+            waited += cpu.charge(&noisy, slice, 0.5, start + slice * i);
+        }
+        assert!(waited > Duration::from_millis(400), "{waited:?}");
+        assert_eq!(cpu.charge(&quiet, slice, 0.5, start), Duration::ZERO, "another tenant");
+        // Idle long enough, its bucket is full again.
+        let later = start + Duration::from_secs(10);
+        assert_eq!(cpu.charge(&noisy, slice, 0.5, later), Duration::ZERO);
+        let usage = cpu.usage();
+        assert_eq!(usage[0].0, "noisy");
+        assert!((usage[0].1.used - 2.01).abs() < 1e-6, "{usage:?}");
+        assert!(usage[0].1.waited > 0.4, "{usage:?}");
+    }
+}
