@@ -8,9 +8,9 @@
 //!   whole body and a minimum rate), or the read of it fails and the connection closes;
 //! - connections are capped in total and per peer address. At a cap, the oldest connection
 //!   that is not serving a request (idle, or still sending its headers) is closed to make
-//!   room; failing that, one whose request's body is still arriving (the oldest of the peer
-//!   holding the most connections) is cut off; only when every connection is serving a
-//!   request is the new one refused. Holding thousands of idle connections, or dripping
+//!   room, and failing that one whose request's body is still arriving is cut off, each
+//!   taken from the peer holding the most connections; only when every connection is
+//!   serving a request is the new one refused. Holding thousands of idle connections, or dripping
 //!   bodies into them, therefore costs the holder its own connections, not everyone's, and a
 //!   probe or an admission call always gets in;
 //! - bodies have a default limit ([`Limits::body_limit`]) that a route may lower or raise;
@@ -171,35 +171,33 @@ impl Registry {
         Some(watch)
     }
 
-    /// Closes one connection of `of` (any peer's: `None`) to make room: the oldest idle one,
-    /// else the oldest still receiving a body of the peer that holds the most connections.
+    /// Closes one connection of `of` (any peer's: `None`) to make room, taken from the peer
+    /// that holds the most (so a light peer's kept-alive connection, the API server's or a
+    /// probe's, is never closed for a heavy one's): its oldest idle one, else its oldest still
+    /// receiving a body.
     fn make_room(&mut self, of: Option<IpAddr>) -> bool {
-        let mine = |c: &Conn| of.is_none_or(|peer| c.peer == peer);
-        let idle = self
-            .conns
-            .iter()
-            .filter(|(_, c)| mine(c) && c.busy.load(Ordering::Acquire) == 0)
-            .min_by_key(|(_, c)| c.opened)
-            .map(|(id, _)| *id);
-        if let Some(conn) = idle.and_then(|id| self.remove(id)) {
-            // A stored permit: the connection closes even if it is not waiting yet.
-            conn.evict.notify_one();
-            return true;
-        }
         let per_peer = &self.per_peer;
-        let receiving = self
+        let victim = self
             .conns
             .iter()
-            .filter(|(_, c)| mine(c) && c.receiving.load(Ordering::Acquire) > 0)
-            .min_by_key(|(_, c)| (std::cmp::Reverse(per_peer.get(&c.peer).copied().unwrap_or(0)), c.opened))
-            .map(|(id, _)| *id);
-        match receiving.and_then(|id| self.remove(id)) {
-            Some(conn) => {
-                conn.cut.notify_one();
-                true
-            }
-            None => false,
+            .filter(|(_, c)| of.is_none_or(|peer| c.peer == peer))
+            .filter_map(|(id, c)| {
+                let idle = c.busy.load(Ordering::Acquire) == 0;
+                let receiving = c.receiving.load(Ordering::Acquire) > 0;
+                let held = per_peer.get(&c.peer).copied().unwrap_or(0);
+                (idle || receiving).then_some((std::cmp::Reverse(held), !idle, c.opened, *id))
+            })
+            .min()
+            .map(|(_, _, _, id)| id);
+        let Some(conn) = victim.and_then(|id| self.remove(id)) else {
+            return false;
+        };
+        match conn.busy.load(Ordering::Acquire) {
+            // A stored permit: the connection closes even if it is not waiting yet.
+            0 => conn.evict.notify_one(),
+            _ => conn.cut.notify_one(),
         }
+        true
     }
 
     fn remove(&mut self, id: u64) -> Option<Conn> {

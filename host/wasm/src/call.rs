@@ -239,13 +239,22 @@ impl WasmHost {
         let cores = self.tenants.cpu_of(&tenant);
         let clock = store.data().cpu.clone();
         clock.mark();
+        // Host calls are not the guest's CPU (call hooks bracket every one, async ones
+        // included, waits and all).
+        store.call_hook(|state, hook| {
+            match hook {
+                wasmtime::CallHook::CallingHost | wasmtime::CallHook::ReturningFromWasm => state.data().cpu.pause(),
+                wasmtime::CallHook::ReturningFromHost | wasmtime::CallHook::CallingWasm => state.data().cpu.mark(),
+            }
+            Ok(())
+        });
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
             let now = Instant::now();
             if now >= deadline {
                 return Ok(wasmtime::UpdateDeadline::Interrupt);
             }
-            let wait = cpu.charge(&tenant, clock.spent(now), cores, now).min(deadline - now);
+            let wait = cpu.charge(&tenant, clock.take(now), cores, now).min(deadline - now);
             let clock = clock.clone();
             let resume = async move {
                 match wait.is_zero() {

@@ -23,13 +23,16 @@ struct Bucket {
     waited: f64,
 }
 
-/// When one call's guest last went back to running its own code: at the start, after each
-/// yield, after each host call it waited on (time spent waiting is not its CPU).
+/// One call's guest code time since it was last charged: what it ran before its last host
+/// call (`accrued`), and since it last went back to its own code (`resumed`: after a yield,
+/// or when a host call returned). Time spent in host calls (a kube call, a clock sleep, a
+/// file read) is not its CPU.
 #[derive(Debug)]
 pub struct CpuClock {
     base: Instant,
     /// Nanoseconds after `base`.
     resumed: AtomicU64,
+    accrued: AtomicU64,
 }
 
 impl Default for CpuClock {
@@ -37,22 +40,34 @@ impl Default for CpuClock {
         Self {
             base: Instant::now(),
             resumed: AtomicU64::new(0),
+            accrued: AtomicU64::new(0),
         }
     }
 }
 
 impl CpuClock {
-    /// The guest runs its own code again from now.
-    pub fn mark(&self) {
-        let nanos = self.base.elapsed().as_nanos();
-        self.resumed
-            .store(u64::try_from(nanos).unwrap_or(u64::MAX), Ordering::Relaxed);
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// Its code's time since it last resumed, up to `now`.
-    pub fn spent(&self, now: Instant) -> Duration {
-        let since = self.base + Duration::from_nanos(self.resumed.load(Ordering::Relaxed));
-        now.saturating_duration_since(since)
+    /// The guest runs its own code again from now.
+    pub fn mark(&self) {
+        self.resumed.store(self.nanos(Instant::now()), Ordering::Relaxed);
+    }
+
+    /// The guest leaves its code for the host's: what it ran since it resumed is kept.
+    pub fn pause(&self) {
+        let now = self.nanos(Instant::now());
+        let ran = now.saturating_sub(self.resumed.load(Ordering::Relaxed));
+        self.accrued.fetch_add(ran, Ordering::Relaxed);
+        self.resumed.store(now, Ordering::Relaxed);
+    }
+
+    /// Its code's time since it was last charged, up to `now`; charged now.
+    pub fn take(&self, now: Instant) -> Duration {
+        let now = self.nanos(now);
+        let ran = now.saturating_sub(self.resumed.swap(now, Ordering::Relaxed));
+        Duration::from_nanos(self.accrued.swap(0, Ordering::Relaxed).saturating_add(ran))
     }
 }
 
@@ -147,5 +162,21 @@ mod tests {
         assert_eq!(usage[0].0, "noisy");
         assert!((usage[0].1.used - 2.01).abs() < 1e-6, "{usage:?}");
         assert!(usage[0].1.waited > 0.4, "{usage:?}");
+    }
+
+    #[test]
+    fn time_in_host_calls_is_not_the_guests() {
+        let clock = CpuClock::default();
+        clock.mark();
+        std::thread::sleep(Duration::from_millis(20));
+        clock.pause();
+        // A host call of 200 ms.
+        std::thread::sleep(Duration::from_millis(200));
+        clock.mark();
+        std::thread::sleep(Duration::from_millis(20));
+        let spent = clock.take(Instant::now());
+        assert!(spent >= Duration::from_millis(40), "{spent:?}");
+        assert!(spent < Duration::from_millis(150), "the host call counted: {spent:?}");
+        assert!(clock.take(Instant::now()) < Duration::from_millis(5), "charged once");
     }
 }

@@ -193,10 +193,8 @@ impl CallState {
         self.tape.as_ref()?.played(call.as_ref()?)
     }
 
-    /// A kube call ended: taken down with its answer when this call is recorded, and the
-    /// guest back on its own code (what it waited for the API server is not its CPU).
+    /// Takes `call` and its answer down, when this call is recorded.
     fn took(&self, call: Option<KubeCall>, answer: impl FnOnce() -> KubeAnswer) {
-        self.cpu.mark();
         if let (Some(tape), Some(call)) = (&self.tape, call) {
             tape.took(call, answer());
         }
