@@ -21,7 +21,8 @@ pub struct ReplayArgs {
     /// recursively).
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
-    /// Replay against this component file instead of the recorded one.
+    /// Replay against this component file instead of the recorded one (which is found by its
+    /// digest in this machine's component cache; the source a recording names is never read).
     #[arg(long, value_name = "NEW.wasm")]
     component: Option<PathBuf>,
     /// How to print the report.
