@@ -201,12 +201,10 @@ async fn a_warm_instance_of_each_guest_language_serves_call_after_call_each_for_
     }
 }
 
-/// The runtime keeps warm instances per namespace: a CR finds what the last call of its own
-/// namespace left, never another namespace's.
-#[tokio::test]
-async fn the_runtime_reuses_a_warm_instance_within_a_namespace_and_never_across() {
+/// A `Probe` operator on the hostile guest, one worker, instances kept warm.
+fn warm_probe_box() -> String {
     let component = guests::component("hostile").unwrap();
-    let operator_box = format!(
+    format!(
         "        reconcile:
           workers: 1
           hooks:
@@ -214,23 +212,32 @@ async fn the_runtime_reuses_a_warm_instance_within_a_namespace_and_never_across(
             instances: {{reuse: warm}}
 ",
         component.display()
-    );
+    )
+}
+
+/// What the hostile guest reported it saw last, once `name`'s status has it.
+async fn status_seen(api: &kube::Api<DynamicObject>, name: &str) -> String {
+    eventually(&format!("{name}'s status.seen"), WAIT, || async {
+        let cr = serde_json::to_value(api.get(name).await.ok()?).ok()?;
+        cr["status"]["seen"].as_str().map(String::from)
+    })
+    .await
+    .unwrap()
+}
+
+/// The runtime keeps warm instances per namespace: a CR finds what the last call of its own
+/// namespace left, never another namespace's.
+#[tokio::test]
+async fn the_runtime_reuses_a_warm_instance_within_a_namespace_and_never_across() {
+    let operator_box = warm_probe_box();
     // All namespaces: the harness's and another.
     let crds = crd("probe", "Probe", &operator_box).replace("      namespace: NS\n", "");
     let h = Harness::start("warm", &crds, &[], true).await;
     let other = namespace("warm-other").await.unwrap();
-    let seen_by = |api: kube::Api<DynamicObject>, name: &'static str| async move {
-        eventually(&format!("{name}'s status.seen"), WAIT, || async {
-            let cr = serde_json::to_value(api.get(name).await.ok()?).ok()?;
-            cr["status"]["seen"].as_str().map(String::from)
-        })
-        .await
-        .unwrap()
-    };
     h.create("Probe", "first", json!({"mode": "recall"})).await;
-    seen_by(h.api("Probe"), "first").await;
+    status_seen(&h.api("Probe"), "first").await;
     h.create("Probe", "second", json!({"mode": "recall"})).await;
-    let second = seen_by(h.api("Probe"), "second").await;
+    let second = status_seen(&h.api("Probe"), "second").await;
     assert!(
         second.starts_with(&format!("{}/", h.ns.name)),
         "second ran on the instance its namespace's last call left: {second:?}"
@@ -242,7 +249,7 @@ async fn the_runtime_reuses_a_warm_instance_within_a_namespace_and_never_across(
     .unwrap();
     let third_api = h.api_in("Probe", &other.name);
     third_api.create(&PostParams::default(), &object).await.unwrap();
-    let third = seen_by(third_api, "third").await;
+    let third = status_seen(&third_api, "third").await;
     assert!(
         !third.starts_with(&format!("{}/", h.ns.name)),
         "another namespace's CR saw {third:?}"
@@ -275,16 +282,7 @@ async fn a_guest_that_keeps_taking_resource_handles_is_stopped_at_the_cap() {
 /// tenant of its own now.
 #[tokio::test]
 async fn cluster_scoped_crs_never_share_a_warm_instance() {
-    let component = guests::component("hostile").unwrap();
-    let operator_box = format!(
-        "        reconcile:
-          workers: 1
-          hooks:
-            component: {}
-            instances: {{reuse: warm}}
-",
-        component.display()
-    );
+    let operator_box = warm_probe_box();
     let crds = crd("probe", "Probe", &operator_box).replace("      namespace: NS\n", "      namespaced: false\n");
     let h = Harness::start("warm-cluster", &crds, &[], true).await;
     let gvk = kube::api::GroupVersionKind::gvk(&h.group, "v1", "Probe");
@@ -298,13 +296,7 @@ async fn cluster_scoped_crs_never_share_a_warm_instance() {
         }))
         .unwrap();
         api.create(&PostParams::default(), &object).await.unwrap();
-        let got = eventually(&format!("{name}'s status.seen"), WAIT, || async {
-            let cr = serde_json::to_value(api.get(name).await.ok()?).ok()?;
-            cr["status"]["seen"].as_str().map(String::from)
-        })
-        .await
-        .unwrap();
-        seen.push(got);
+        seen.push(status_seen(&api, name).await);
     }
     for (name, got) in ["alpha", "beta", "gamma"].iter().zip(&seen) {
         assert!(got.is_empty() || got == name, "{name} saw {got:?}");

@@ -11,7 +11,7 @@ use wasmtime::Store;
 use super::bindings::types::{Outcome, Request, Response};
 use super::budget::{Hold, Short};
 use super::capability;
-use super::engine::{EPOCH_TICK, MAX_CONCURRENT_CALLS, SLOT_CALLS, WasmHost};
+use super::engine::{EPOCH_TICK, SLOT_CALLS, WasmHost};
 use super::limiter::MemoryCap;
 use super::load::{Loaded, Pre};
 use super::record::Tape;
@@ -162,9 +162,8 @@ impl WasmHost {
     /// and the component's, giving up kept instances that hold what it needs, else waiting
     /// for room, at most the call's timeout.
     async fn hold(&self, loaded: &Loaded, spec: &Spec, caller: &Caller, tenant: &Arc<str>) -> Result<Hold, CallError> {
-        let total = self.budget.total();
-        let tenant_share = total.share(self.tenants.calls_of(tenant), MAX_CONCURRENT_CALLS);
-        let component_share = total.share(SLOT_CALLS, MAX_CONCURRENT_CALLS);
+        let tenant_share = self.share_of(self.tenants.calls_of(tenant));
+        let component_share = self.share_of(SLOT_CALLS);
         let deadline = tokio::time::Instant::now() + spec.limits.timeout;
         loop {
             let freed = self.budget.freed();
@@ -188,7 +187,7 @@ impl WasmHost {
                         self.budget.held_by(tenant)
                     ),
                     Short::Component => format!("component {} holds its share ({component_share})", caller.component),
-                    Short::Pool => format!("the pool holds {} of {total}", self.budget.used()),
+                    Short::Pool => format!("the pool holds {} of {}", self.budget.used(), self.budget.total()),
                 };
                 return Err(CallError::Instantiate(format!(
                     "no room in the engine's pool for an instance ({}) within {:?}: {full}",
@@ -235,7 +234,7 @@ impl WasmHost {
         // whole timeout delays nobody else; its slice is charged to its tenant's CPU, and a
         // tenant past its share waits out what it owes; past the timeout it traps.
         let deadline = Instant::now() + limits.timeout;
-        let (tenant, cpu) = (store.data().caller.tenant(), self.cpu.clone());
+        let (tenant, cpu) = (hold.tenant.clone(), self.cpu.clone());
         let cores = self.tenants.cpu_of(&tenant);
         let clock = store.data().cpu.clone();
         clock.mark();

@@ -34,11 +34,13 @@ const KEEP_RESIDENT: usize = 4 << 20;
 /// The instance pool: a slot for each call at once and each warm instance kept, each with
 /// room for an interpreted guest's several core modules, memories and tables on average.
 pub const POOL: Footprint = Footprint {
-    instances: (MAX_CONCURRENT_CALLS + super::warm::MAX_IDLE) as u32,
-    core_instances: (MAX_CONCURRENT_CALLS + super::warm::MAX_IDLE) as u32 * 16,
-    memories: (MAX_CONCURRENT_CALLS + super::warm::MAX_IDLE) as u32 * 8,
-    tables: (MAX_CONCURRENT_CALLS + super::warm::MAX_IDLE) as u32 * 16,
+    instances: POOL_SLOTS,
+    core_instances: POOL_SLOTS * 16,
+    memories: POOL_SLOTS * 8,
+    tables: POOL_SLOTS * 16,
 };
+
+const POOL_SLOTS: u32 = (MAX_CONCURRENT_CALLS + super::warm::MAX_IDLE) as u32;
 
 /// The process's Wasm host.
 pub struct WasmHost {
@@ -287,11 +289,17 @@ impl WasmHost {
         self.warm.len()
     }
 
+    /// The part of the pool that `calls` of the host's concurrent calls stand for: a tenant's
+    /// share is its `wasmCalls`, a component's its slot's calls.
+    pub(super) fn share_of(&self, calls: usize) -> Footprint {
+        self.budget.total().share(calls, MAX_CONCURRENT_CALLS)
+    }
+
     /// What one instance may take of the pool: a 64th of it (one call's place), so that a
     /// tenant's share (`wasmCalls` of the 64 calls) holds that many instances at once. A
     /// component one of whose instances needs more does not load.
     pub fn instance_allowance(&self) -> Footprint {
-        let allowance = self.budget.total().share(1, MAX_CONCURRENT_CALLS);
+        let allowance = self.share_of(1);
         Footprint {
             instances: 1,
             core_instances: allowance.core_instances.min(footprint::MAX_CORE_INSTANCES),
@@ -303,21 +311,20 @@ impl WasmHost {
     /// What the pool holds now, in all and for each tenant (most first): the pool's size and
     /// use, and each tenant's holding, share and warm instances kept.
     pub fn pool(&self) -> PoolView {
-        let total = self.budget.total();
         let kept = self.warm.per_tenant();
         let tenants = self
             .budget
             .tenants()
             .into_iter()
             .map(|(tenant, held)| TenantPool {
-                share: total.share(self.tenants.calls_of(&tenant), MAX_CONCURRENT_CALLS),
+                share: self.share_of(self.tenants.calls_of(&tenant)),
                 kept: kept.get(&tenant).copied().unwrap_or(0),
                 tenant,
                 held,
             })
             .collect();
         PoolView {
-            total,
+            total: self.budget.total(),
             used: self.budget.used(),
             instance_allowance: self.instance_allowance(),
             tenants,

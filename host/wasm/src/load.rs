@@ -10,7 +10,7 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
 
 use super::cache;
 use super::capability::files::{self, FileGrantError};
-use super::engine::{MAX_CONCURRENT_CALLS, WasmHost};
+use super::engine::WasmHost;
 use super::footprint::{self, Footprint};
 use super::store::CallState;
 use super::warm::Lineage;
@@ -213,7 +213,7 @@ impl WasmHost {
                 part,
                 needs,
                 bound,
-                share: self.budget.total().share(DEFAULT_WASM_CALLS, MAX_CONCURRENT_CALLS),
+                share: self.share_of(DEFAULT_WASM_CALLS),
             });
         }
         Ok((digest, component, cached, footprint))
