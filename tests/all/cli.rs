@@ -207,6 +207,9 @@ fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: website-defaults}\ndata: {theme: plain}\n",
     )
     .unwrap();
+    // The default port held by something else that answers HTTP: `ork dev` takes a free
+    // port and says which; `ork reload` finds out what answers on the default one.
+    let squatter = Squatter::start(DEFAULT_LIVE_API);
     let mut ork = Ork::spawn(
         &[
             "dev",
@@ -218,6 +221,14 @@ fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
         ],
         &[],
     );
+    let moved = ork.wait_for("is taken; the Live API listens on", Duration::from_secs(180));
+    let live = moved
+        .split("listens on ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap()
+        .to_string();
+    assert_ne!(live, DEFAULT_LIVE_API, "{moved}");
     ork.wait_for("installed CRD websites.demo.orkestra.io", Duration::from_secs(180));
     let setup = ork.wait_for("applied ConfigMap/website-defaults", Duration::from_secs(30));
     assert!(setup.ends_with("(setup)"), "{setup}");
@@ -245,7 +256,42 @@ fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
         ],
     )
     .unwrap();
-    assert_eq!(registered, "true http://127.0.0.1:8080");
+    assert_eq!(registered, format!("true http://{live}"));
+    ork.wait_for(&format!("runtime: Live API on http://{live}"), Duration::from_secs(30));
+
+    // `ork reload` checks who answers before it asks anything.
+    let other = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../katalogs/notes/katalog.yaml");
+    let wrong = run(&["reload", "--http-addr", &live, "-f", other.to_str().unwrap()], &[]);
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert!(!wrong.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the runtime at {live} runs Katalog \"website\", not \"notes\""
+        )),
+        "{stderr}"
+    );
+    let mistaken = run(&["reload"], &[]);
+    let stderr = String::from_utf8_lossy(&mistaken.stderr);
+    assert!(!mistaken.status.success(), "{stderr}");
+    if squatter.is_some() {
+        assert!(
+            stderr.contains(&format!(
+                "the process at {DEFAULT_LIVE_API} is not an Orkestra runtime (GET /katalog answered 404"
+            )),
+            "{stderr}"
+        );
+    }
+    let right = run(&["reload", "--http-addr", &live, "-f", katalog.to_str().unwrap()], &[]);
+    let stdout = String::from_utf8_lossy(&right.stdout);
+    assert!(
+        right.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&right.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("Katalog \"website\" at {live}: nothing changed")),
+        "{stdout}"
+    );
     // The runtime runs in the same process: the sample gets reconciled status.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let status = loop {
@@ -331,6 +377,58 @@ fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
     assert_eq!(text, "hi", "the added CRD runs in the same process, not restarted");
     assert!(ork.signal_and_wait(libc::SIGINT, Duration::from_secs(30)).success());
     assert_eq!(wait_no_processes(&dir, Duration::from_secs(5)), Vec::<u32>::new());
+}
+
+/// The Live API's default address, which `ork dev` and `ork reload` reach for.
+const DEFAULT_LIVE_API: &str = "127.0.0.1:8080";
+
+/// Another process's HTTP server on an address, answering 404 to everything, for as long
+/// as it is kept. `None` when the address is already held (by whatever holds it).
+struct Squatter(std::net::SocketAddr);
+
+impl Squatter {
+    fn start(addr: &str) -> Option<Self> {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind(addr).ok()?;
+        let local = listener.local_addr().ok()?;
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().map_while(Result::ok) {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut buffer = [0u8; 4096];
+                let _ = stream.read(&mut buffer);
+                let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            }
+        });
+        Some(Self(local))
+    }
+
+    fn addr(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+#[test]
+fn run_refuses_a_taken_port_naming_it_and_the_flag() {
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let kubeconfig = cluster.kubeconfig.to_str().unwrap();
+    let squatter = Squatter::start("127.0.0.1:0").unwrap();
+    let katalog = website_katalog();
+    let started = std::time::Instant::now();
+    let output = run(
+        &["run", "-f", katalog.to_str().unwrap(), "--http-addr", &squatter.addr()],
+        &[("KUBECONFIG", kubeconfig)],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "cannot listen on {} for the Live API: Address already in use (os error 98) (another process holds it); --http-addr ADDR picks another address, --no-http runs without the Live API",
+            squatter.addr()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("reconciling"), "nothing started: {stderr}");
+    assert!(started.elapsed() < Duration::from_secs(30), "refused at once");
 }
 
 #[test]

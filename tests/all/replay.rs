@@ -95,7 +95,7 @@ pub(crate) async fn run_katalog(ns: &TestNamespace, text: String, flags: &[Strin
     let addr = format!("127.0.0.1:{port}");
     let mut args = vec!["run", "-f", file.to_str().unwrap(), "--http-addr", &addr];
     args.extend(flags.iter().map(String::as_str));
-    let ork = Ork::spawn(
+    let mut ork = Ork::spawn(
         &args,
         &[
             ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
@@ -103,7 +103,7 @@ pub(crate) async fn run_katalog(ns: &TestNamespace, text: String, flags: &[Strin
         ],
     );
     let url = format!("http://{addr}");
-    eventually("the Live API", WAIT, || async {
+    let serving = eventually("the Live API", WAIT, || async {
         let listed: Value = reqwest::get(format!("{url}/components"))
             .await
             .ok()?
@@ -113,8 +113,11 @@ pub(crate) async fn run_katalog(ns: &TestNamespace, text: String, flags: &[Strin
         let serving = listed["components"].as_array()?.iter().all(|c| c["revision"] == 1);
         serving.then_some(())
     })
-    .await
-    .unwrap();
+    .await;
+    if let Err(error) = serving {
+        // Panics with what the runtime printed.
+        ork.wait_for(&format!("{error}; the runtime said"), std::time::Duration::from_secs(1));
+    }
     Host {
         _ork: ork,
         url,

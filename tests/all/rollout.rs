@@ -20,7 +20,7 @@ fn katalog(ns: &TestNamespace, component: &Path, rollout: &str) -> String {
     format!(
         "apiVersion: orkestra.orkspace.io/v1
 kind: Katalog
-metadata: {{name: rollout}}
+metadata: {{name: {}}}
 spec:
   crds:
     site:
@@ -34,6 +34,8 @@ spec:
               - {{apiVersion: v1, kinds: [ConfigMap], verbs: [get, apply]}}
             rollout: {rollout}
 ",
+        // Named apart: each test's rollouts are kept in a ConfigMap of their own.
+        ns.name,
         ns.name,
         component.display()
     )
@@ -226,26 +228,76 @@ async fn a_new_version_serves_its_share_of_the_crs_first_then_every_cr_once_prom
     assert_eq!(steps, ["started", "promoted"]);
 }
 
+/// Sites in a rollout's 50% share and left out of it, created served by `stable`: the rust
+/// hook renders any Site, the hostile one panics on each of them.
+async fn panicking_sites(ns: &TestNamespace, stable: &str) -> (Vec<String>, Vec<String>) {
+    let (taken, left) = names(ns, 50);
+    let all: Vec<String> = taken.iter().chain(&left).cloned().collect();
+    for name in &all {
+        create(ns, "Site", name, json!({"title": name, "mode": "panic"})).await;
+    }
+    served(ns, &all, "Serving", stable).await;
+    (taken, left)
+}
+
+/// Sites on a good version, then a failing one rolled out and rolled back.
+struct RolledBack {
+    ns: TestNamespace,
+    _dir: tempfile::TempDir,
+    /// The component file (holding the failing version) and the Katalog's text.
+    file: std::path::PathBuf,
+    text: String,
+    host: Host,
+    stable: String,
+    failing: String,
+    /// Sites in the share and left out of it.
+    taken: Vec<String>,
+    left: Vec<String>,
+}
+
+impl RolledBack {
+    async fn start(prefix: &str) -> Self {
+        let ns = namespace(prefix).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("site.wasm");
+        let stable = install("rust-hook", &file);
+        let rollout = "{share: 50, promoteAfter: 10m, maxErrorPercent: 20, minReconciles: 3}";
+        let text = katalog(&ns, &file, rollout);
+        let host = run_katalog(&ns, text.clone(), &[]).await;
+        let (taken, left) = panicking_sites(&ns, &stable).await;
+        let all: Vec<String> = taken.iter().chain(&left).cloned().collect();
+        let failing = install("hostile", &file);
+        reload(&host).await;
+        // Its reconciles fail; past 20% of 3, every CR is back on the last good version.
+        served(&ns, &all, "RolledBack", &stable).await;
+        Self {
+            ns,
+            _dir: dir,
+            file,
+            text,
+            host,
+            stable,
+            failing,
+            taken,
+            left,
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_failing_version_is_rolled_back_by_its_error_percent_and_not_rolled_out_again() {
-    let ns = namespace("rollback").await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("site.wasm");
-    let stable = install("rust-hook", &file);
-    let rollout = "{share: 50, promoteAfter: 10m, maxErrorPercent: 20, minReconciles: 3}";
-    let host = run_katalog(&ns, katalog(&ns, &file, rollout), &[]).await;
-    let (taken, left) = names(&ns, 50);
+    // `_dir` keeps the component's folder while the runtime reads it.
+    let RolledBack {
+        ns,
+        _dir,
+        host,
+        stable,
+        failing,
+        taken,
+        left,
+        ..
+    } = RolledBack::start("rollback").await;
     let all: Vec<String> = taken.iter().chain(&left).cloned().collect();
-    // The rust hook renders any Site; the hostile one panics on these.
-    for name in &all {
-        create(&ns, "Site", name, json!({"title": name, "mode": "panic"})).await;
-    }
-    served(&ns, &all, "Serving", &stable).await;
-
-    let failing = install("hostile", &file);
-    reload(&host).await;
-    // Its reconciles fail; past 20% of 3, every CR is back on the last good version.
-    served(&ns, &all, "RolledBack", &stable).await;
     let note = told(&ns, &taken[0], "Warning", "ComponentRolledBack").await;
     assert!(
         note.contains(&format!(
@@ -353,4 +405,175 @@ async fn one_tenants_failing_crs_do_not_roll_a_canary_back_for_the_others() {
         .map(|s| s["step"].as_str().unwrap())
         .collect();
     assert_eq!(steps, ["started", "promoted"], "{site}");
+}
+
+/// The rollout state kept for Site's component, as `kubectl` shows it.
+fn kept_state(ns: &TestNamespace) -> Value {
+    let map = format!("orkestra-rollouts-{}", ns.name);
+    let text =
+        orkestra_test_support::kubectl(&["get", "configmap", &map, "-n", "default", "-o", "jsonpath={.data.site}"])
+            .unwrap_or_default();
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+/// Changes Site `name`'s title and waits until a reconcile of that change made it Ready.
+async fn changed_and_ready(ns: &TestNamespace, name: &str, title: &str) {
+    let resource = sites(ns);
+    let patch = json!({"spec": {"title": title}}).to_string();
+    orkestra_test_support::kubectl(&[
+        "patch", &resource, "-n", &ns.name, name, "--type", "merge", "-p", &patch,
+    ])
+    .unwrap();
+    let waited = eventually(&format!("{name} reconciled after the change"), WAIT, || async {
+        let text = orkestra_test_support::kubectl(&["get", &resource, "-n", &ns.name, name, "-o", "json"]).ok()?;
+        let site: Value = serde_json::from_str(&text).ok()?;
+        let ready = site["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        (ready && site["status"]["observedGeneration"] == site["metadata"]["generation"]).then_some(())
+    })
+    .await;
+    if let Err(error) = waited {
+        let site = orkestra_test_support::kubectl(&["get", &resource, "-n", &ns.name, name, "-o", "yaml"]);
+        panic!("{error}; the Site: {site:?}");
+    }
+}
+
+/// Issue 50: a restart served a version rolled back to every CR, with no canary. What a
+/// rollout decided is kept in the cluster (a ConfigMap `kubectl` reads) and read back at
+/// start: killed with SIGKILL and started again on the same files, the runtime keeps the
+/// failing version refused and serves the last good one, and a canary goes on with its share
+/// and the rest of its period.
+#[tokio::test]
+async fn a_restart_keeps_a_rolled_back_version_refused_and_resumes_a_canary_where_it_was() {
+    let RolledBack {
+        ns,
+        _dir,
+        file,
+        text,
+        host,
+        stable,
+        failing,
+        taken,
+        left,
+    } = RolledBack::start("rollout-restart").await;
+    let all: Vec<String> = taken.iter().chain(&left).cloned().collect();
+    let kept = eventually("the rollback kept in the cluster", WAIT, || async {
+        let kept = kept_state(&ns);
+        (kept["refused"][0]["digest"] == failing.as_str()).then_some(kept)
+    })
+    .await
+    .unwrap();
+    assert_eq!(kept["stable"]["digest"], stable.as_str(), "{kept}");
+    let reason = kept["refused"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("more than rollout.maxErrorPercent 20"), "{kept}");
+
+    // Killed, and started again on the same files: the file still holds the failing version.
+    drop(host);
+    let host = run_katalog(&ns, text.clone(), &[]).await;
+    let site = site_component(&host).await;
+    assert_eq!(site["digest"], stable.as_str(), "the last good version serves: {site}");
+    assert_eq!(site["rollout"]["refused"], failing.as_str(), "{site}");
+    assert!(site["rollout"]["canary"].is_null(), "{site}");
+    assert!(
+        site["lastError"].as_str().unwrap().contains("was rolled back"),
+        "{site}"
+    );
+    // Every CR reconciles on it (the failing version panics on each of them).
+    for name in &all {
+        changed_and_ready(&ns, name, "after the restart").await;
+    }
+
+    // A new version rolls out; the runtime is killed halfway through its period.
+    let next = install("echo-hook", &file);
+    reload(&host).await;
+    served(&ns, &taken, "Canary", &next).await;
+    let before = site_component(&host).await["rollout"]["canary"].clone();
+    eventually("the canary kept in the cluster", WAIT, || async {
+        (kept_state(&ns)["canary"]["digest"] == next.as_str()).then_some(())
+    })
+    .await
+    .unwrap();
+    drop(host);
+    let host = run_katalog(&ns, text, &[]).await;
+    let site = site_component(&host).await;
+    let canary = &site["rollout"]["canary"];
+    assert_eq!(canary["digest"], next.as_str(), "the canary goes on: {site}");
+    assert_eq!(canary["startedAt"], before["startedAt"], "from when it started: {site}");
+    assert!(
+        canary["promotesInMs"].as_u64().unwrap() <= before["promotesInMs"].as_u64().unwrap(),
+        "its period runs on: {before} then {canary}"
+    );
+    assert_eq!(
+        site["digest"],
+        stable.as_str(),
+        "the rest stay on the last good version"
+    );
+    changed_and_ready(&ns, &taken[0], "on the canary").await;
+    served(&ns, &taken[..1], "Canary", &next).await;
+    changed_and_ready(&ns, &left[0], "on the stable").await;
+    served(&ns, &left[..1], "Serving", &stable).await;
+}
+
+/// Issue 50: a take-over must not serve a version the leader rolled back. The replica that
+/// stands by loads each new version too, but only the leader judges it; the standby follows
+/// the state the leader keeps, so when the leader is killed it carries on with the last good
+/// version and the failing one refused.
+#[tokio::test]
+async fn a_standby_follows_the_leaders_rollback_and_keeps_it_after_taking_over() {
+    let ns = namespace("rollout-failover").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("site.wasm");
+    let stable = install("rust-hook", &file);
+    let rollout = "{share: 50, promoteAfter: 10m, maxErrorPercent: 20, minReconciles: 3}";
+    let text = katalog(&ns, &file, rollout);
+    let replica = |identity: &str| -> Vec<String> {
+        ["--ha", "leader", "--lease-namespace", &ns.name, "--identity", identity]
+            .map(String::from)
+            .to_vec()
+    };
+    let leader = run_katalog(&ns, text.clone(), &replica("one")).await;
+    eventually("the first replica elected", WAIT, || async {
+        let katalog: Value = reqwest::get(format!("{}/katalog", leader.url))
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        (katalog["isKonductor"] == true).then_some(())
+    })
+    .await
+    .unwrap();
+    let standby = run_katalog(&ns, text, &replica("two")).await;
+    let (taken, left) = panicking_sites(&ns, &stable).await;
+    let all: Vec<String> = taken.iter().chain(&left).cloned().collect();
+
+    // Both replicas load the failing version; the leader rolls it back.
+    let failing = install("hostile", &file);
+    served(&ns, &all, "RolledBack", &stable).await;
+    let followed = eventually("the standby following the rollback", WAIT, || async {
+        let site = site_component(&standby).await;
+        (site["rollout"]["refused"] == failing.as_str() && site["rollout"]["canary"].is_null()).then_some(site)
+    })
+    .await
+    .unwrap();
+    assert_eq!(followed["digest"], stable.as_str(), "{followed}");
+    // Standing by, it decides nothing.
+    let refused = reqwest::Client::new()
+        .post(format!("{}/rollouts", standby.url))
+        .json(&json!({"component": "site", "action": "promote"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 409, "{}", refused.text().await.unwrap());
+
+    // The leader killed: the standby takes over and every CR reconciles on the good version.
+    drop(leader);
+    for name in &all {
+        changed_and_ready(&ns, name, "after the take-over").await;
+    }
+    let site = site_component(&standby).await;
+    assert_eq!(site["digest"], stable.as_str(), "{site}");
+    assert!(site["rollout"]["canary"].is_null(), "{site}");
 }

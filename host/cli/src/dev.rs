@@ -38,11 +38,16 @@ pub struct DevArgs {
     registry: super::component::PullArgs,
     #[command(flatten)]
     record: super::component::RecordArgs,
+    #[command(flatten)]
+    state: super::run::StateArgs,
 }
 
 pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     // Load first: a wrong Katalog should fail before a minute of start-up.
     let katalog = args.katalog.load()?;
+    // The Live API's port next, for the same reason: `register` and every line after name
+    // the port it got.
+    let listener = args.http.listen(true).await?;
     // A newcomer's first run builds the control plane; later runs find it in the cache.
     let binaries = install(&args.plane.version.release()).await?;
     let (dir, _temp) = instance_dir(args.dir, "ork-dev-")?;
@@ -79,8 +84,8 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         })
         .await?;
     }
-    if !args.http.no_http {
-        register(&client, args.http.http_addr).await?;
+    if let Some(listener) = &listener {
+        register(&client, listener.local_addr()?).await?;
     }
     println!("control plane ready: server {}", plane.server());
     println!("try: kubectl --kubeconfig {} get crds", plane.kubeconfig().display());
@@ -88,9 +93,13 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let files = args.katalog.files();
     // One replica: no Leases.
     let ha = super::ha::HaArgs::default();
+    let mut webhooks = args.webhooks.clone();
+    webhooks.free_port_if_taken();
     let hosting = super::run::Hosting {
         http: &args.http,
-        webhooks: &args.webhooks,
+        listener,
+        state: &args.state,
+        webhooks: &webhooks,
         ha: &ha,
         components: args.registry.store()?,
         recording: args.record.folder()?,

@@ -21,9 +21,10 @@ use crate::katalog_args::KatalogArgs;
 pub struct WebhookArgs {
     /// Address of the webhooks (HTTPS), served when the Katalog turns on admission rules
     /// (`security.webhooks.admission.enabled`), deletion or namespace protection, or
-    /// conversion.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8443")]
-    pub https_addr: SocketAddr,
+    /// conversion [default: 127.0.0.1:8443; `ork dev` takes a free port when that one is
+    /// taken].
+    #[arg(long, value_name = "ADDR")]
+    pub https_addr: Option<SocketAddr>,
     /// The URL the API server calls them at. Default: https://<https-addr>, or the Service
     /// the Katalog names (security.serviceName).
     #[arg(long, value_name = "URL")]
@@ -46,13 +47,28 @@ pub struct WebhookArgs {
     pub gateway_namespace: String,
 }
 
+/// The webhooks' default address.
+const DEFAULT_HTTPS_ADDR: &str = "127.0.0.1:8443";
+
 impl WebhookArgs {
+    fn https_addr(&self) -> SocketAddr {
+        self.https_addr
+            .unwrap_or_else(|| DEFAULT_HTTPS_ADDR.parse().expect("a socket address"))
+    }
+
+    /// For `ork dev`: a free port on loopback when none was given and the default one is
+    /// taken (the webhooks' registration names whichever port it gets).
+    pub fn free_port_if_taken(&mut self) {
+        if self.https_addr.is_none() && std::net::TcpListener::bind(self.https_addr()).is_err() {
+            self.https_addr = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+        }
+    }
     /// The gateway's options as the flags give them.
     fn options(&self) -> anyhow::Result<Options> {
         let valid_for = orkestra_expr::duration::parse(&self.cert_valid_for)
             .map_err(|e| anyhow::anyhow!("--cert-valid-for: {e}"))?;
         Ok(Options {
-            https_addr: self.https_addr,
+            https_addr: self.https_addr(),
             url: self.webhook_url.clone(),
             namespace: self.gateway_namespace.clone(),
             cert: self
@@ -103,9 +119,12 @@ pub async fn gateway(args: GatewayArgs) -> anyhow::Result<ExitCode> {
         );
     }
     // Probes and statistics always; the Serve API when the Katalog opens it.
-    let listener = tokio::net::TcpListener::bind(args.http_addr)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.http_addr))?;
+    let listener = tokio::net::TcpListener::bind(args.http_addr).await.with_context(|| {
+        format!(
+            "cannot listen on {}; --http-addr ADDR picks another address",
+            args.http_addr
+        )
+    })?;
     let addr = listener.local_addr()?;
     if gateway.serves_api() {
         eprintln!("gateway: Serve API on http://{addr}/api/v1");

@@ -40,6 +40,12 @@ pub struct HaArgs {
     /// (its Leases then expire instead of being released).
     #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
+    /// Where the other replicas reach this one's Live API, named on its Lease: they knock
+    /// on it and take over as soon as its port is closed (a replica killed outright),
+    /// instead of waiting for its Lease to expire. Default: the Live API's address when it
+    /// listens on a specific one, else $POD_IP with its port; none without the Live API.
+    #[arg(long, value_name = "ADDR")]
+    peer_addr: Option<std::net::SocketAddr>,
 }
 
 /// One replica, no Leases, whatever the Katalog says (what `ork dev` runs).
@@ -52,6 +58,7 @@ impl Default for HaArgs {
             lease_duration: None,
             renew_period: None,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            peer_addr: None,
         }
     }
 }
@@ -64,8 +71,14 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 impl HaArgs {
-    /// Starts the election or the membership the flags and the Katalog ask for.
-    pub fn start(&self, client: &kube::Client, katalog: &orkestra_katalog::Compiled) -> anyhow::Result<Ha> {
+    /// Starts the election or the membership the flags and the Katalog ask for; `live` is
+    /// where the Live API listens, if it does.
+    pub fn start(
+        &self,
+        client: &kube::Client,
+        katalog: &orkestra_katalog::Compiled,
+        live: Option<std::net::SocketAddr>,
+    ) -> anyhow::Result<Ha> {
         let spec = katalog.katalog.ha.clone().unwrap_or_default();
         let mode = match self.ha.unwrap_or(match spec.mode {
             HaMode::None => ModeArg::None,
@@ -94,14 +107,19 @@ impl HaArgs {
                 .renew_period
                 .or_else(|| katalog_duration(&spec.renew_period))
                 .unwrap_or(ha::DEFAULT_RENEW),
+            advertise: self.peer_addr.or_else(|| live.and_then(peer_address)),
         };
         settings.check().map_err(|why| anyhow::anyhow!("--ha: {why}"))?;
         let lease = match mode {
             Mode::Leader => settings.leader_lease(),
             _ => settings.member_lease(),
         };
+        let watched = match settings.advertise {
+            Some(addr) => format!("; the others watch {addr}"),
+            None => "; no address for the others to watch (--peer-addr)".into(),
+        };
         eprintln!(
-            "runtime: --ha {} as {:?}: Lease {}/{lease}, duration {:?}, renewed every {:?}",
+            "runtime: --ha {} as {:?}: Lease {}/{lease}, duration {:?}, renewed every {:?}{watched}",
             if mode == Mode::Leader { "leader" } else { "shard" },
             settings.identity,
             settings.namespace,
@@ -110,6 +128,16 @@ impl HaArgs {
         );
         Ha::start(client.clone(), settings).context("--ha-namespace")
     }
+}
+
+/// Where the others reach a Live API listening on `live`: that address when it is a
+/// specific one, else the pod's own IP (`POD_IP`) with its port.
+fn peer_address(live: std::net::SocketAddr) -> Option<std::net::SocketAddr> {
+    if !live.ip().is_unspecified() {
+        return Some(live);
+    }
+    let ip = std::env::var("POD_IP").ok()?.parse().ok()?;
+    Some(std::net::SocketAddr::new(ip, live.port()))
 }
 
 /// The host name and process id: unique among replicas on one machine as well.

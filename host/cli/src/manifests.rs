@@ -45,6 +45,24 @@ pub struct RbacArgs {
     allow_system_impersonation: bool,
 }
 
+/// The ConfigMap that keeps the components' rollouts, in the runtime's namespace, when the
+/// Katalog declares a component: read at start, watched by standbys, written as rollouts move.
+fn rollout_state(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut Needs) {
+    let declares = compiled
+        .enabled()
+        .any(|crd| !orkestra::runtime::slots::component_specs(crd).is_empty());
+    if !declares {
+        return;
+    }
+    let name = orkestra::runtime::rollout_state::configmap_name(&compiled.katalog.name);
+    let scope = Scope::Namespace(namespace.to_string());
+    // A create cannot name its object ahead; the rest can.
+    needs.add(scope.clone(), "", "configmaps", &["create"]);
+    for verb in ["get", "list", "watch", "patch"] {
+        needs.add_named(scope.clone(), "", "configmaps", verb, &name);
+    }
+}
+
 /// Namespaces whose ServiceAccounts run the cluster itself.
 const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
 
@@ -86,6 +104,7 @@ pub fn rbac_documents(compiled: &orkestra_katalog::Compiled, args: &RbacArgs) ->
         needs.add(Scope::Namespace(namespace), "coordination.k8s.io", "leases", verbs);
     }
     gateway(compiled, &args.namespace, &mut needs);
+    rollout_state(compiled, &args.namespace, &mut needs);
     for secret in &args.pull_secret {
         let (namespace, secret_name) = super::component::pull_secret(secret)?;
         needs.add_named(Scope::Namespace(namespace), "", "secrets", "get", &secret_name);

@@ -1,5 +1,7 @@
 //! `ork reload`: asks a running runtime (its admin endpoint) to re-read and apply the
-//! Katalog and reload its Wasm components; prints what changed and what serves afterwards.
+//! Katalog and reload its Wasm components; prints which runtime answered, what changed and
+//! what serves afterwards. Another process on the port (another `ork dev`, anything else)
+//! is found out before anything is asked of it.
 
 use std::process::ExitCode;
 
@@ -20,18 +22,71 @@ pub struct ReloadArgs {
     /// Reload only this component (`crd`, or `crd/target`).
     #[arg(long, value_name = "NAME")]
     component: Option<String>,
+    /// The Katalog the runtime should be running: nothing is reloaded when the runtime at
+    /// the address runs another one.
+    #[arg(short = 'f', long = "file", value_name = "KATALOG")]
+    files: Vec<std::path::PathBuf>,
+}
+
+impl ReloadArgs {
+    fn request(&self, client: &reqwest::Client, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let request = client.request(method, format!("http://{}{path}", self.http_addr));
+        match std::env::var(&self.token_env) {
+            Ok(token) if !token.trim().is_empty() => request.bearer_auth(token.trim()),
+            _ => request,
+        }
+    }
+
+    /// The name of the Katalog the runtime at the address runs, or why it is not a runtime
+    /// this can reload (nothing answers, something else answers, the other Katalog).
+    async fn answering(&self, client: &reqwest::Client) -> anyhow::Result<String> {
+        let addr = self.http_addr;
+        let response = self
+            .request(client, reqwest::Method::GET, "/katalog")
+            .timeout(std::time::Duration::from_secs(10))
+            .send()
+            .await
+            .with_context(|| format!("no runtime answers at {addr} (is `ork run` or `ork dev` running?)"))?;
+        let status = response.status();
+        let body: Option<Value> = response.json().await.ok();
+        let named = body.as_ref().and_then(|b| b["name"].as_str());
+        let Some(name) = named.filter(|_| status.is_success()) else {
+            anyhow::bail!(
+                "the process at {addr} is not an Orkestra runtime (GET /katalog answered {status}{}); give the --http-addr of `ork run` or `ork dev`",
+                match status.as_u16() {
+                    401 | 403 => ", so a token may be missing (--token-env)",
+                    _ => "",
+                }
+            );
+        };
+        if body.as_ref().is_some_and(|b| b["source"] == "gateway") {
+            anyhow::bail!(
+                "{addr} is a gateway on its own (`ork gateway`), which runs no components; give the runtime's --http-addr"
+            );
+        }
+        if !self.files.is_empty() {
+            let given = orkestra_katalog::load(&self.files)?.katalog.name;
+            if given != name {
+                anyhow::bail!(
+                    "the runtime at {addr} runs Katalog {name:?}, not {given:?} (from {}); nothing was reloaded: give the --http-addr of the runtime that runs it",
+                    self.files
+                        .iter()
+                        .map(|f| f.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        Ok(name.to_string())
+    }
 }
 
 pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
-    let mut url = format!("http://{}/reload", args.http_addr);
+    let client = reqwest::Client::new();
+    let katalog = args.answering(&client).await?;
+    let mut request = args.request(&client, reqwest::Method::POST, "/reload");
     if let Some(name) = &args.component {
-        url = format!("{url}?component={name}");
-    }
-    let mut request = reqwest::Client::new().post(&url);
-    if let Ok(token) = std::env::var(&args.token_env)
-        && !token.trim().is_empty()
-    {
-        request = request.bearer_auth(token.trim());
+        request = request.query(&[("component", name)]);
     }
     let response = request
         // A reload compiles what changed: seconds for big guests, not minutes.
@@ -81,5 +136,17 @@ pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
     for part in names("restartNeeded") {
         eprintln!("note: {part} changed; it applies at the next restart");
     }
+    let changed = ["reloaded", "started", "restarted", "stopped"]
+        .iter()
+        .any(|key| !names(key).is_empty());
+    println!(
+        "Katalog {katalog:?} at {}: {}",
+        args.http_addr,
+        match (ok, changed) {
+            (false, _) => "not everything reloaded; what ran before keeps running where it failed",
+            (true, true) => "reloaded",
+            (true, false) => "nothing changed",
+        }
+    );
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -26,15 +26,36 @@ pub struct RunArgs {
     /// of its own (`ork gateway`, the Helm chart's `gateway.enabled`) serves them.
     #[arg(long)]
     no_gateway: bool,
+    #[command(flatten)]
+    state: StateArgs,
+}
+
+/// Where the runtime keeps what it decides over time.
+#[derive(Debug, Clone, Default, Args)]
+pub struct StateArgs {
+    /// Namespace of the ConfigMap `orkestra-rollouts-<katalog>` that keeps the components'
+    /// rollouts (serving version, canary, versions rolled back) across restarts. Default:
+    /// the client's namespace (the pod's own in a cluster).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub state_namespace: Option<String>,
+}
+
+impl StateArgs {
+    pub fn namespace(&self, client: &kube::Client) -> String {
+        self.state_namespace
+            .clone()
+            .unwrap_or_else(|| client.default_namespace().to_string())
+    }
 }
 
 /// Where the Live API (probes, /katalog, /metrics, /components, /reload) listens, and who
 /// may call it.
 #[derive(Debug, Clone, Args)]
 pub struct HttpArgs {
-    /// Address of the Live API: probes, /katalog..., /metrics, /components, POST /reload.
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_HTTP_ADDR, alias = "admin-addr")]
-    pub http_addr: std::net::SocketAddr,
+    /// Address of the Live API: probes, /katalog..., /metrics, /components, POST /reload
+    /// [default: 127.0.0.1:8080; `ork dev` takes a free port when that one is taken].
+    #[arg(long, value_name = "ADDR", alias = "admin-addr")]
+    pub http_addr: Option<std::net::SocketAddr>,
     /// Do not open the Live API.
     #[arg(long, alias = "no-admin")]
     pub no_http: bool,
@@ -56,6 +77,43 @@ pub struct HttpArgs {
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
 
 impl HttpArgs {
+    /// Where the Live API listens: as given, else [`DEFAULT_HTTP_ADDR`].
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.http_addr
+            .unwrap_or_else(|| DEFAULT_HTTP_ADDR.parse().expect("a socket address"))
+    }
+
+    /// The Live API's listener, bound before anything else starts so that a taken port
+    /// fails the start naming it, instead of leaving the docs' `curl`s and `ork reload`
+    /// talking to whatever holds it. With `free_port` (`ork dev`), a taken default port is
+    /// traded for a free one, said on stderr; an address given with `--http-addr` never is.
+    pub async fn listen(&self, free_port: bool) -> anyhow::Result<Option<tokio::net::TcpListener>> {
+        if self.no_http {
+            return Ok(None);
+        }
+        let addr = self.addr();
+        let error = match tokio::net::TcpListener::bind(addr).await {
+            Ok(listener) => return Ok(Some(listener)),
+            Err(error) => error,
+        };
+        let taken = error.kind() == std::io::ErrorKind::AddrInUse;
+        if free_port && taken && self.http_addr.is_none() {
+            let listener = tokio::net::TcpListener::bind((addr.ip(), 0))
+                .await
+                .with_context(|| format!("cannot listen on {} for the Live API", addr.ip()))?;
+            let got = listener.local_addr()?;
+            eprintln!("runtime: {addr} is taken; the Live API listens on {got} instead (--http-addr picks one)");
+            return Ok(Some(listener));
+        }
+        let held = match taken {
+            true => " (another process holds it)",
+            false => "",
+        };
+        anyhow::bail!(
+            "cannot listen on {addr} for the Live API: {error}{held}; --http-addr ADDR picks another address, --no-http runs without the Live API"
+        )
+    }
+
     /// Who may call the Live API, or why it must not open as asked.
     async fn auth(&self, client: &kube::Client) -> anyhow::Result<orkestra::live::Auth> {
         let token = match (&self.token_secret, std::env::var(&self.token_env)) {
@@ -65,10 +123,10 @@ impl HttpArgs {
         };
         match token {
             Some(token) => Ok(orkestra::live::Auth::token(token)),
-            None if self.http_addr.ip().is_loopback() || self.insecure_no_auth => Ok(orkestra::live::Auth::open()),
+            None if self.addr().ip().is_loopback() || self.insecure_no_auth => Ok(orkestra::live::Auth::open()),
             None => anyhow::bail!(
                 "the Live API would listen on {} without a token: set {} (or --token-secret), or pass --insecure-no-auth",
-                self.http_addr,
+                self.addr(),
                 self.token_env
             ),
         }
@@ -109,8 +167,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("cannot reach the API server")?;
     tracing::info!(crds = katalog.crds.len(), server = %version.git_version, "Katalog loaded, API server reachable");
+    let listener = args.http.listen(false).await?;
     let hosting = Hosting {
         http: &args.http,
+        listener,
+        state: &args.state,
         webhooks: &args.webhooks,
         ha: &args.ha,
         components: args.registry.store()?,
@@ -125,6 +186,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// How `ork run` and `ork dev` host a Katalog beyond the Katalog itself.
 pub struct Hosting<'a> {
     pub http: &'a HttpArgs,
+    /// The Live API's listener ([`HttpArgs::listen`]); none with `--no-http`.
+    pub listener: Option<tokio::net::TcpListener>,
+    pub state: &'a StateArgs,
     pub webhooks: &'a super::gateway::WebhookArgs,
     pub ha: &'a super::ha::HaArgs,
     pub components: orkestra::runtime::slots::ComponentStore,
@@ -148,6 +212,8 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let Hosting {
         http,
+        listener,
+        state,
         webhooks: webhooks_args,
         ha: ha_args,
         mut components,
@@ -155,9 +221,9 @@ pub async fn serve(
         dev,
         gateway: serves_gateway,
     } = hosting;
-    let auth = match http.no_http {
-        true => None,
-        false => Some(http.auth(&client).await?),
+    let auth = match listener {
+        None => None,
+        Some(_) => Some(http.auth(&client).await?),
     };
     let auth = match (auth, recording) {
         (Some(auth), Some(recording)) => {
@@ -180,9 +246,12 @@ pub async fn serve(
         true => Some(webhooks_args.start(&client, katalog).await?),
         false => None,
     };
-    let ha = ha_args.start(&client, katalog)?;
+    let live_addr = listener.as_ref().and_then(|l| l.local_addr().ok());
+    let ha = ha_args.start(&client, katalog, live_addr)?;
+    let watched = ha.watched();
     let mut runtime = orkestra::runtime::Runtime::with_components(client.clone(), katalog, components)?
         .with_ownership(ha.ownership())
+        .with_rollout_state(state.namespace(&client))
         .with_identities(config);
     if auth.is_some() {
         runtime = runtime.with_event_log();
@@ -204,10 +273,9 @@ pub async fn serve(
     if intake.is_some() && auth.is_none() {
         eprintln!("runtime: webhook intake is not served: it shares the Live API's port, closed by --no-http");
     }
-    let live = match auth {
-        Some(auth) => {
-            let addr = http.http_addr;
-            let hosts = auth.hosts(addr);
+    let live = match auth.zip(listener) {
+        Some((auth, listener)) => {
+            let hosts = auth.hosts(listener.local_addr()?);
             let mut inspect = runtime.inspect();
             if let Some(gateway) = gateway.as_ref().filter(|g| !g.is_empty()) {
                 inspect.gateway = Some(Arc::new(gateway.stats()));
@@ -219,14 +287,7 @@ pub async fn serve(
             if let Some(intake) = intake {
                 router = router.merge(intake);
             }
-            // Another runtime on this machine may hold the port; reconciling matters more.
-            match tokio::net::TcpListener::bind(addr).await {
-                Ok(listener) => Some((listener, router, hosts)),
-                Err(error) => {
-                    tracing::warn!(%addr, %error, "the Live API is not available (use --http-addr)");
-                    None
-                }
-            }
+            Some((listener, router, hosts))
         }
         None => None,
     };
@@ -244,6 +305,11 @@ pub async fn serve(
         tokio::spawn(async move {
             if let Err(error) = orkestra::live::serve(listener, router, hosts).await {
                 tracing::warn!(%error, "the Live API stopped");
+            }
+            if watched {
+                // The other replicas take a closed port for a dead one: it must be.
+                eprintln!("runtime: the Live API stopped, and the other replicas watch it; exiting");
+                std::process::exit(1);
             }
         })
     });

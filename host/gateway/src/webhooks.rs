@@ -39,7 +39,7 @@ pub struct Options {
 pub enum Error {
     #[error(transparent)]
     Tls(#[from] tls::Error),
-    #[error("cannot listen on {0}: {1}")]
+    #[error("cannot listen on {0} for the webhooks: {1}; --https-addr ADDR picks another address")]
     Listen(SocketAddr, std::io::Error),
     #[error("cannot register the webhooks with the API server: {0}")]
     Register(kube::Error),

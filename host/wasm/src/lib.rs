@@ -15,6 +15,7 @@ mod cpu;
 mod engine;
 pub mod footprint;
 mod json;
+pub mod kept;
 mod limiter;
 mod load;
 mod pool;

@@ -51,6 +51,9 @@ pub enum LoadCause {
     TooLarge { size: u64 },
     #[error("sha256 is {actual}, but the Katalog pins {pinned}")]
     PinMismatch { actual: String, pinned: String },
+    /// A kept version (a rollout's last good one) whose bytes this host no longer has.
+    #[error("sha256 {digest} is not kept on this host (its component store is new, or was cleared)")]
+    NotKept { digest: String },
     #[error("the compiler stopped: {0}")]
     CompilerStopped(String),
     /// Not a component wasmtime accepts; `hint` is the fix where it is a known one.
@@ -166,6 +169,21 @@ impl WasmHost {
         })
     }
 
+    /// Loads the version `spec` pins from the components kept here, never fetching it:
+    /// what a kept rollout state names comes from this host's own store or not at all.
+    pub async fn load_kept(&self, spec: &Spec) -> Result<Loaded, LoadError> {
+        let digest = spec.sha256.as_deref().unwrap_or_default();
+        if self.blobs.get(digest).is_none() {
+            return Err(LoadError {
+                source_ref: spec.source.to_string(),
+                cause: LoadCause::NotKept {
+                    digest: digest.to_string(),
+                },
+            });
+        }
+        self.load(spec).await
+    }
+
     /// The checks before the bytes, the bytes, the pin, the compiled code and what an
     /// instance takes of the pool (digest, component, whether it was compiled already,
     /// footprint, which must fit the host's allowance for one instance).
@@ -174,7 +192,13 @@ impl WasmHost {
             return Err(LoadCause::FuelNotMetered);
         }
         files::check(&spec.files)?;
-        let bytes = self.fetch(&spec.source).await?;
+        // A pinned component kept here needs no fetch (and a file replaced since still has
+        // its pinned bytes here).
+        let kept = spec.sha256.as_deref().and_then(|digest| self.blobs.get(digest));
+        let bytes = match kept {
+            Some(bytes) => bytes,
+            None => self.fetch(&spec.source).await?,
+        };
         let digest = cache::digest(&bytes);
         if let Some(pin) = &spec.sha256
             && *pin != digest
@@ -184,8 +208,9 @@ impl WasmHost {
                 pinned: pin.clone(),
             });
         }
-        if self.recordings.enabled() {
-            // Kept by digest, so `ork replay` finds what a recording names without fetching it.
+        if self.recordings.enabled() || spec.rollout.is_some() {
+            // Kept by digest, so `ork replay` finds what a recording names without fetching
+            // it, and a rollout's last good version can serve again after a restart.
             self.keep_blob(&digest, &bytes);
         }
         let core_instances = footprint::core_instances(&bytes);

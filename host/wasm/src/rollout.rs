@@ -5,13 +5,13 @@
 //! returned; not a tenant's input the cluster refused); when its failures pass the error
 //! percent in most of the tenants it served it is rolled back, so one tenant's failing CRs
 //! cannot roll a version back for everyone. After the period within bounds it is promoted to
-//! serve every CR.
+//! serve every CR. What a rollout decided is kept across restarts ([`crate::kept`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
 use super::load::Active;
@@ -19,6 +19,8 @@ use orkestra_katalog::component::Rollout;
 
 /// Steps a slot remembers, newest kept.
 const HISTORY: usize = 20;
+/// Refused versions a slot remembers, newest kept.
+const REFUSALS: usize = 20;
 
 /// Whether the CR `key` is in the first `share` percent: the same answer for the same key
 /// in every process, so a CR does not flip between versions while a rollout runs.
@@ -33,7 +35,7 @@ pub fn in_share(key: &str, share: u32) -> bool {
 const TENANTS_COUNTED: usize = 1024;
 
 /// One tenant's reconciles on a canary.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tally {
     pub reconciles: u64,
     pub failed: u64,
@@ -44,9 +46,15 @@ pub struct Canary {
     pub active: Arc<Active>,
     pub policy: Rollout,
     started: Instant,
-    started_at: String,
+    pub started_at: jiff::Timestamp,
     tallies: Mutex<HashMap<Arc<str>, Tally>>,
+    /// When its counts were last kept.
+    kept_at: Mutex<Instant>,
 }
+
+/// How often a canary's counts are kept while it runs: a restart loses at most this much of
+/// them, and a busy canary costs one write per period.
+const KEEP_COUNTS: Duration = Duration::from_secs(5);
 
 /// What becomes of a canary now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,13 +67,68 @@ pub enum Verdict {
 
 impl Canary {
     pub fn new(active: Arc<Active>, policy: Rollout) -> Self {
+        Self::resumed(active, policy, jiff::Timestamp::now(), BTreeMap::new())
+    }
+
+    /// A canary that started at `started_at` (in an earlier process: its period runs on
+    /// from then) with the reconciles it had counted.
+    pub fn resumed(
+        active: Arc<Active>,
+        policy: Rollout,
+        started_at: jiff::Timestamp,
+        tallies: BTreeMap<String, Tally>,
+    ) -> Self {
+        let ago = jiff::Timestamp::now()
+            .duration_since(started_at)
+            .try_into()
+            .unwrap_or(Duration::ZERO);
+        let now = Instant::now();
         Self {
             active,
             policy,
-            started: Instant::now(),
-            started_at: jiff::Timestamp::now().to_string(),
-            tallies: Mutex::default(),
+            started: now.checked_sub(ago).unwrap_or(now),
+            started_at,
+            tallies: Mutex::new(
+                tallies
+                    .into_iter()
+                    .map(|(tenant, tally)| (tenant.into(), tally))
+                    .collect(),
+            ),
+            kept_at: Mutex::new(now),
         }
+    }
+
+    /// Whether its counts are due to be kept again (and so, from now, not for a while).
+    pub fn due_to_keep(&self) -> bool {
+        let mut kept_at = self.kept_at.lock().unwrap_or_else(|e| e.into_inner());
+        let due = kept_at.elapsed() >= KEEP_COUNTS;
+        if due {
+            *kept_at = Instant::now();
+        }
+        due
+    }
+
+    /// What is left of its period.
+    pub fn left(&self) -> Duration {
+        self.policy.promote_after.saturating_sub(self.started.elapsed())
+    }
+
+    /// Takes the reconciles the deciding replica counted (a standby follows them).
+    pub fn follow_tallies(&self, tallies: &BTreeMap<String, Tally>) {
+        let mut mine = self.tallies.lock().unwrap_or_else(|e| e.into_inner());
+        *mine = tallies
+            .iter()
+            .map(|(tenant, tally)| (tenant.as_str().into(), *tally))
+            .collect();
+    }
+
+    /// Its reconciles by tenant, as kept across restarts.
+    pub fn tallies_by_tenant(&self) -> BTreeMap<String, Tally> {
+        let tallies = self.tallies.lock().unwrap_or_else(|e| e.into_inner());
+        tallies
+            .iter()
+            .map(|(tenant, tally)| (tenant.to_string(), *tally))
+            .collect()
     }
 
     fn tallies(&self) -> Vec<Tally> {
@@ -98,12 +161,11 @@ impl Canary {
     pub fn view(&self) -> CanaryView {
         let tallies = self.tallies();
         let (reconciles, failed) = totals(&tallies);
-        let left = self.policy.promote_after.saturating_sub(self.started.elapsed());
         CanaryView {
             revision: self.active.revision,
             digest: self.active.loaded.digest.clone(),
-            started_at: self.started_at.clone(),
-            promotes_in_ms: left.as_millis() as u64,
+            started_at: self.started_at.to_string(),
+            promotes_in_ms: self.left().as_millis() as u64,
             reconciles,
             failed,
             tenants: tallies.len(),
@@ -161,7 +223,7 @@ pub struct CanaryView {
 }
 
 /// What a rollout did, step by step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StepKind {
     /// A new version serves its share.
@@ -175,7 +237,7 @@ pub enum StepKind {
 }
 
 /// One step of a rollout.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Step {
     pub at: String,
@@ -185,16 +247,54 @@ pub struct Step {
     pub message: String,
 }
 
-/// A slot's rollout state: the canary, if one runs, its last steps, and the digest last
-/// rolled back (not rolled out again until the declaration changes it).
+/// A version rolled back, and why: not rolled out again while it is declared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Refusal {
+    pub digest: String,
+    pub reason: String,
+    pub at: String,
+}
+
+/// A slot's rollout state: the canary, if one runs, its last steps, and the versions rolled
+/// back (newest last).
 #[derive(Default)]
 pub struct Rollouts {
     pub canary: Option<Arc<Canary>>,
     pub history: VecDeque<Step>,
-    pub refused: Option<String>,
+    pub refusals: VecDeque<Refusal>,
+    /// The newest revision a kept state named: revisions go on from it after a restart.
+    pub kept_revision: u64,
 }
 
 impl Rollouts {
+    /// Why `digest` was rolled back, if it was.
+    pub fn refusal(&self, digest: &str) -> Option<&Refusal> {
+        self.refusals.iter().find(|r| r.digest == digest)
+    }
+
+    /// The version rolled back last.
+    pub fn last_refused(&self) -> Option<&str> {
+        self.refusals.back().map(|r| r.digest.as_str())
+    }
+
+    pub fn refuse(&mut self, digest: &str, reason: String) {
+        self.refusals.retain(|r| r.digest != digest);
+        if self.refusals.len() >= REFUSALS {
+            self.refusals.pop_front();
+        }
+        self.refusals.push_back(Refusal {
+            digest: digest.to_string(),
+            reason,
+            at: jiff::Timestamp::now().to_string(),
+        });
+    }
+
+    /// `digest` serves every CR by declaration (no rollout declared): no longer refused.
+    pub fn forgive(&mut self, digest: &str) {
+        self.refusals.retain(|r| r.digest != digest);
+    }
+
     pub fn step(&mut self, step: StepKind, active: &Active, message: String) {
         if self.history.len() >= HISTORY {
             self.history.pop_front();
@@ -211,7 +311,8 @@ impl Rollouts {
     /// The newest revision a canary had (0: none ran).
     pub fn newest(&self) -> u64 {
         let canary = self.canary.as_ref().map_or(0, |c| c.active.revision);
-        canary.max(self.history.iter().map(|s| s.revision).max().unwrap_or(0))
+        let stepped = self.history.iter().map(|s| s.revision).max().unwrap_or(0);
+        canary.max(stepped).max(self.kept_revision)
     }
 }
 

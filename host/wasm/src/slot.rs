@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::bindings::types::{Outcome, Request, Response};
 use super::call::{CallError, Hook};
 use super::engine::WasmHost;
+use super::kept::{Keeper, Kept, KeptCanary, Resume, Version};
 use super::load::{Active, LoadError, Loaded};
 use super::pool::Pool;
 use super::record::{Ask, CallResult, FORMAT, Recorded, Recording, Session, SessionView, Tape};
@@ -52,6 +53,10 @@ pub struct Slot {
     recording: Mutex<Option<Session>>,
     /// A new version rolling out, and the rollouts' last steps.
     rollouts: Mutex<Rollouts>,
+    /// Where its rollout state is kept across restarts, and what was kept (taken at the
+    /// first load).
+    keeper: RwLock<Option<Arc<Keeper>>>,
+    kept: Mutex<Option<Kept>>,
     /// Itself, for the timer that ends a rollout.
     me: Weak<Slot>,
 }
@@ -73,8 +78,10 @@ pub struct RolloutView {
     pub policy: Option<serde_json::Value>,
     /// The new version serving its share now, if one is.
     pub canary: Option<CanaryView>,
-    /// The digest last rolled back: not rolled out again until the declaration changes.
+    /// The digest last rolled back: not rolled out again while it is declared.
     pub refused: Option<String>,
+    /// Every version rolled back and why, oldest first.
+    pub refusals: Vec<super::rollout::Refusal>,
     /// The last steps, oldest first.
     pub history: Vec<Step>,
 }
@@ -122,6 +129,8 @@ impl Slot {
             calls: tokio::sync::Semaphore::new(SLOT_CALLS),
             recording: Mutex::new(None),
             rollouts: Mutex::new(Rollouts::default()),
+            keeper: RwLock::new(None),
+            kept: Mutex::new(None),
             me: me.clone(),
         })
     }
@@ -176,7 +185,13 @@ impl Slot {
         match result {
             Ok(loaded) => {
                 let loaded = Arc::new(loaded);
-                if self.roll_out(&loaded, &spec) {
+                let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner()).take();
+                let resumed = match kept {
+                    Some(kept) => self.resume(kept, &loaded, &spec).await,
+                    None => false,
+                };
+                if resumed || self.roll_out(&loaded, &spec) {
+                    self.keep();
                     return Ok(());
                 }
                 // The rollouts' lock before the version's, as everywhere.
@@ -194,15 +209,16 @@ impl Slot {
                     digest: Some(loaded.digest.clone()),
                     error: None,
                 });
-                let serving = Arc::new(Active { loaded, spec, revision });
                 // A version that serves every CR at once ends a rollout under way.
                 if let Some(canary) = rollouts.canary.take() {
                     let message = "another version was declared and serves every CR".to_string();
                     rollouts.step(StepKind::Cancelled, &canary.active, message);
                 }
-                rollouts.refused = None;
-                *active = Some(serving);
+                rollouts.forgive(&loaded.digest);
+                *active = Some(Arc::new(Active { loaded, spec, revision }));
                 *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                drop((active, rollouts));
+                self.keep();
                 Ok(())
             }
             Err(error) => {
@@ -338,7 +354,7 @@ impl Slot {
         {
             return true;
         }
-        if rollouts.refused.as_deref() == Some(loaded.digest.as_str()) {
+        if rollouts.refusal(&loaded.digest).is_some() {
             tracing::warn!(component = %self.name, digest = %loaded.digest, "this version was rolled back; it is not rolled out again until the declaration changes");
             return true;
         }
@@ -369,14 +385,19 @@ impl Slot {
             error: None,
         });
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.judge_after(policy.promote_after, revision);
+        true
+    }
+
+    /// Judges the canary `revision` once `period` has passed.
+    fn judge_after(&self, period: Duration, revision: u64) {
         let me = self.me.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(policy.promote_after).await;
+            tokio::time::sleep(period).await;
             if let Some(slot) = me.upgrade() {
                 slot.judge(revision);
             }
         });
-        true
     }
 
     /// The version that serves the CR `key`, and which one it is.
@@ -404,11 +425,17 @@ impl Slot {
         canary.count(tenant, ok);
         if matches!(canary.verdict(), Verdict::RollBack(_)) {
             self.judge(active.revision);
+        } else if canary.due_to_keep() {
+            self.keep();
         }
     }
 
-    /// Promotes or rolls back the canary `revision`, as its verdict says.
+    /// Promotes or rolls back the canary `revision`, as its verdict says (on the replica
+    /// that decides rollouts; the others follow what it keeps).
     fn judge(&self, revision: u64) {
+        if !self.decides() {
+            return;
+        }
         let verdict = {
             let rollouts = self.rollouts();
             match &rollouts.canary {
@@ -455,7 +482,7 @@ impl Slot {
                 let message = format!("rolled back: {why}; sha256 {stable} serves every CR again");
                 tracing::warn!(component = %self.name, revision = view.revision, digest = %view.digest, "{message}");
                 rollouts.step(StepKind::RolledBack, &canary.active, message);
-                rollouts.refused = Some(view.digest.clone());
+                rollouts.refuse(&view.digest, why.clone());
                 *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
                     "sha256 {} was rolled back ({why}); it is not rolled out again until the declared component changes",
                     short(&view.digest)
@@ -464,6 +491,7 @@ impl Slot {
         }
         let step = rollouts.history.back().cloned();
         drop(rollouts);
+        self.keep();
         // Every CR of the slot runs again on the version that now serves it.
         self.reloads.send_modify(|n| *n += 1);
         step.ok_or_else(|| "no step was recorded".into())
@@ -471,19 +499,31 @@ impl Slot {
 
     /// Promotes the rollout under way now, before its period ends.
     pub fn promote(&self) -> Result<Step, String> {
+        self.deciding()?;
         self.decide(0, None)
     }
 
     /// Rolls the rollout under way back now.
     pub fn roll_back(&self) -> Result<Step, String> {
+        self.deciding()?;
         self.decide(0, Some("rolled back on request".into()))
+    }
+
+    fn deciding(&self) -> Result<(), String> {
+        match self.decides() {
+            true => Ok(()),
+            false => Err(format!(
+                "this replica stands by: the leader decides the rollouts of component {}",
+                self.name
+            )),
+        }
     }
 
     /// Whether the version last declared was rolled back (and the one before serves).
     pub fn rolled_back(&self) -> bool {
         let rollouts = self.rollouts();
         let last = rollouts.history.back();
-        last.is_some_and(|s| s.step == StepKind::RolledBack && rollouts.refused.as_deref() == Some(s.digest.as_str()))
+        last.is_some_and(|s| s.step == StepKind::RolledBack && rollouts.refusal(&s.digest).is_some())
     }
 
     /// The last step of its rollouts, if one ran.
@@ -507,9 +547,195 @@ impl Slot {
         Some(RolloutView {
             policy,
             canary: rollouts.canary.as_ref().map(|c| c.view()),
-            refused: rollouts.refused.clone(),
+            refused: rollouts.last_refused().map(str::to_string),
+            refusals: rollouts.refusals.iter().cloned().collect(),
             history: rollouts.history.iter().cloned().collect(),
         })
+    }
+
+    /// Keeps its rollout state with `keeper` from now on, and resumes from what it kept at
+    /// the next load.
+    pub fn keep_with(&self, keeper: Arc<Keeper>) {
+        *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = keeper.take(&self.name);
+        *self.keeper.write().unwrap_or_else(|e| e.into_inner()) = Some(keeper);
+    }
+
+    fn keeper(&self) -> Option<Arc<Keeper>> {
+        self.keeper.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Whether this replica decides its rollouts (one without a keeper always does).
+    fn decides(&self) -> bool {
+        self.keeper().is_none_or(|k| k.decides())
+    }
+
+    /// Hands its rollout state to the keeper: only a slot that declares a rollout or ran one
+    /// has any, so other slots never cost a write.
+    fn keep(&self) {
+        let Some(keeper) = self.keeper() else {
+            return;
+        };
+        let declares = self.declared().rollout.is_some();
+        let version = |active: &Active| Version {
+            digest: active.loaded.digest.clone(),
+            revision: active.revision,
+            source: active.spec.source.to_string(),
+        };
+        let kept = {
+            let rollouts = self.rollouts();
+            if !declares && rollouts.history.is_empty() && rollouts.refusals.is_empty() {
+                return;
+            }
+            let canary = rollouts.canary.as_ref().map(|c| KeptCanary {
+                version: version(&c.active),
+                started_at: c.started_at,
+                promote_by: c.started_at + c.policy.promote_after,
+                share: c.policy.share,
+                tallies: c.tallies_by_tenant(),
+            });
+            Kept {
+                slot: self.name.to_string(),
+                stable: self.active().map(|a| version(&a)),
+                canary,
+                refused: rollouts.refusals.iter().cloned().collect(),
+                history: rollouts.history.iter().cloned().collect(),
+            }
+        };
+        keeper.keep(kept);
+    }
+
+    /// At its first load, with a state kept by an earlier process: the rollouts' history and
+    /// refusals carry on, and what serves follows [`super::kept::resume`]. A version rolled
+    /// back stays refused, a canary goes on with its share and the rest of its period. Says
+    /// whether it decided what serves (else the declared version is swapped in as usual).
+    async fn resume(&self, kept: Kept, loaded: &Arc<Loaded>, spec: &Arc<Spec>) -> bool {
+        let plan = super::kept::resume(&kept, &loaded.digest, spec.rollout);
+        {
+            let mut rollouts = self.rollouts();
+            rollouts.history = kept.history.iter().cloned().collect();
+            rollouts.refusals = kept.refused.iter().cloned().collect();
+            rollouts.kept_revision = super::kept::newest_revision(&kept);
+        }
+        if plan == Resume::AsDeclared {
+            let Some(same) = kept.stable.as_ref().filter(|v| v.digest == loaded.digest) else {
+                return false;
+            };
+            // The version that served before: under the revision it had.
+            self.stats.swapped(Swap {
+                at: jiff::Timestamp::now().to_string(),
+                revision: same.revision,
+                digest: Some(loaded.digest.clone()),
+                error: None,
+            });
+            let active = Active {
+                loaded: loaded.clone(),
+                spec: spec.clone(),
+                revision: same.revision,
+            };
+            *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(active));
+            return true;
+        }
+        let stable = match &kept.stable {
+            Some(version) if version.digest != loaded.digest => self.load_kept(version, spec).await,
+            _ => Err("no other version was kept".to_string()),
+        };
+        let short = |digest: &str| digest.chars().take(12).collect::<String>();
+        let stable_ok = stable.is_ok();
+        let missing = stable.as_ref().err().cloned().unwrap_or_default();
+        if let Ok(stable) = stable {
+            *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(stable);
+        }
+        match plan {
+            Resume::AsDeclared => false,
+            Resume::Refused(refusal) => {
+                let declared = short(&refusal.digest);
+                let error = match stable_ok {
+                    true => format!(
+                        "sha256 {declared} was rolled back ({}); it is not rolled out again until the declared component changes",
+                        refusal.reason
+                    ),
+                    false => format!(
+                        "sha256 {declared} was rolled back ({}) and the last good version is not available here ({missing}): nothing serves until the declared component changes",
+                        refusal.reason
+                    ),
+                };
+                tracing::warn!(component = %self.name, digest = %refusal.digest, "{error}");
+                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
+                true
+            }
+            Resume::Canary(canary) => {
+                let (Some(policy), revision) = (spec.rollout, canary.version.revision) else {
+                    return false;
+                };
+                if !stable_ok {
+                    tracing::error!(component = %self.name, %missing, "the rollout's last good version is not available here: only the canary's share of the CRs is served");
+                }
+                let active = Arc::new(Active {
+                    loaded: loaded.clone(),
+                    spec: spec.clone(),
+                    revision,
+                });
+                let resumed = Canary::resumed(active, policy, canary.started_at, canary.tallies);
+                let left = resumed.left();
+                tracing::info!(component = %self.name, revision, digest = %loaded.digest, left_ms = left.as_millis() as u64, "rollout resumed");
+                self.rollouts().canary = Some(Arc::new(resumed));
+                self.judge_after(left, revision);
+                true
+            }
+            Resume::NewVersion => stable_ok && self.roll_out(loaded, spec),
+        }
+    }
+
+    /// The kept version `version` under `spec`, loaded by its digest (from the host's store
+    /// of kept components: never from a source the kept state names).
+    async fn load_kept(&self, version: &Version, spec: &Arc<Spec>) -> Result<Arc<Active>, String> {
+        let pinned = Arc::new(Spec {
+            sha256: Some(version.digest.clone()),
+            ..(**spec).clone()
+        });
+        let loaded = self.host.load_kept(&pinned).await.map_err(|e| e.to_string())?;
+        self.stats.swapped(Swap {
+            at: jiff::Timestamp::now().to_string(),
+            revision: version.revision,
+            digest: Some(loaded.digest.clone()),
+            error: None,
+        });
+        Ok(Arc::new(Active {
+            loaded: Arc::new(loaded),
+            spec: pinned,
+            revision: version.revision,
+        }))
+    }
+
+    /// On a replica that stands by: takes what the deciding one kept, so that a take-over
+    /// starts where it was (a version it rolled back no longer serves here, one it promoted
+    /// serves every CR, its canary's counts go on).
+    pub fn follow(&self, kept: &Kept) {
+        if self.decides() {
+            return;
+        }
+        let mut rollouts = self.rollouts();
+        rollouts.history = kept.history.iter().cloned().collect();
+        rollouts.refusals = kept.refused.iter().cloned().collect();
+        rollouts.kept_revision = super::kept::newest_revision(kept);
+        let Some(canary) = rollouts.canary.clone() else {
+            return;
+        };
+        let digest = canary.active.loaded.digest.as_str();
+        if let Some(refusal) = rollouts.refusal(digest) {
+            let message = format!(
+                "sha256 {} was rolled back ({})",
+                &digest[..12.min(digest.len())],
+                refusal.reason
+            );
+            rollouts.canary = None;
+            *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+        } else if kept.stable.as_ref().is_some_and(|s| s.digest == digest) {
+            rollouts.canary = None;
+            *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(canary.active.clone());
+        } else if let Some(theirs) = kept.canary.as_ref().filter(|c| c.version.digest == digest) {
+            canary.follow_tallies(&theirs.tallies);
+        }
     }
 
     /// Starts recording its calls as `ask` says (replacing a session under way); the
@@ -655,16 +881,29 @@ fn file_stamp(source: &Source) -> FileStamp {
 #[derive(Clone, Default)]
 pub struct Components {
     slots: Arc<RwLock<Vec<Arc<Slot>>>>,
+    keeper: Arc<RwLock<Option<Arc<Keeper>>>>,
 }
 
 impl Components {
     /// Adds the slot `name` (replacing one of that name).
     pub fn add(&self, name: &str, host: &Arc<WasmHost>, spec: Arc<Spec>) -> Arc<Slot> {
         let slot = Slot::new(name.into(), host.clone(), spec);
+        if let Some(keeper) = self.keeper.read().unwrap_or_else(|e| e.into_inner()).clone() {
+            slot.keep_with(keeper);
+        }
         let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
         slots.retain(|s| &*s.name != name);
         slots.push(slot.clone());
         slot
+    }
+
+    /// Keeps every slot's rollout state with `keeper`, those added later too; each resumes
+    /// from what was kept at its next load.
+    pub fn keep_with(&self, keeper: Arc<Keeper>) {
+        *self.keeper.write().unwrap_or_else(|e| e.into_inner()) = Some(keeper.clone());
+        for slot in self.slots() {
+            slot.keep_with(keeper.clone());
+        }
     }
 
     /// Drops the slot `name` (its CRD no longer declares it); calls under way finish.

@@ -1,6 +1,8 @@
 //! Leader mode: replicas compete for one Lease; its holder reconciles everything. A
 //! follower looks again every renew period, so a Lease released at shutdown changes hands
-//! within that period, and one whose holder died within its duration.
+//! within that period, and one whose holder died within its duration; in between it knocks
+//! on the holder's Live API ([`super::peer`]), so a holder killed outright is replaced as
+//! soon as its port is found closed.
 
 use std::time::Instant;
 
@@ -10,11 +12,12 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::leases::{self, Observed};
-use super::{Ownership, Settings, View};
+use super::{Ownership, Settings, View, peer};
 
 enum Role {
     Leading,
-    Following(Option<String>),
+    /// Another holds it (named, with its Lease as read) or someone took it first.
+    Following(Option<String>, Option<Box<Lease>>),
 }
 
 pub async fn run(api: Objects<Lease>, settings: Settings, ownership: Ownership, mut stop: watch::Receiver<bool>) {
@@ -22,16 +25,19 @@ pub async fn run(api: Objects<Lease>, settings: Settings, ownership: Ownership, 
     let mut observed = Observed::default();
     let mut renewed: Option<Instant> = None;
     let mut holder: Option<String> = None;
+    let mut knocks = peer::Knocks::default();
     loop {
         let started = Instant::now();
+        let mut watched = None;
         match step(&api, &name, &settings, &mut observed).await {
             Ok(Role::Leading) => {
                 renewed = Some(started);
                 holder = Some(settings.identity.clone());
             }
-            Ok(Role::Following(other)) => {
+            Ok(Role::Following(other, lease)) => {
                 renewed = None;
                 holder = other;
+                watched = lease;
             }
             Err(error) => tracing::warn!(lease = %name, %error, "cannot renew or read the leader Lease"),
         }
@@ -43,8 +49,18 @@ pub async fn run(api: Objects<Lease>, settings: Settings, ownership: Ownership, 
             "lease": format!("{}/{name}", settings.namespace),
             "leader": holder,
         }));
+        // Following a holder that named its address: knock on it until the next look.
+        let peers: Vec<(Box<Lease>, std::net::SocketAddr)> = watched
+            .and_then(|lease| peer::address(&lease).map(|addr| (lease, addr)))
+            .into_iter()
+            .collect();
         tokio::select! {
-            () = tokio::time::sleep(settings.renew) => {}
+            gone = peer::first_gone(&mut knocks, &peers, settings.renew) => {
+                if let Some(lease) = gone {
+                    tracing::info!(lease = %name, holder = ?holder, "the leader's process is gone; taking over without waiting for its Lease");
+                    observed.mark_gone(&lease);
+                }
+            }
             _ = stop.changed() => break,
         }
     }
@@ -68,12 +84,13 @@ async fn step(api: &Objects<Lease>, name: &str, settings: &Settings, observed: &
         Some(_) => observed.expired(&lease, settings.duration),
     };
     if !free {
-        return Ok(Role::Following(current));
+        return Ok(Role::Following(current, Some(Box::new(lease))));
     }
     leases::hold(&mut lease, me, settings.duration);
+    peer::announce(&mut lease, settings.advertise);
     Ok(match leases::write(api, lease).await? {
         true => Role::Leading,
-        false => Role::Following(None),
+        false => Role::Following(None, None),
     })
 }
 
@@ -90,6 +107,7 @@ async fn release(api: &Objects<Lease>, name: &str, me: &str) {
             spec.holder_identity = None;
             spec.lease_duration_seconds = Some(1);
         }
+        peer::announce(&mut lease, None);
         leases::write(api, lease).await.map(|_| ())
     }
     .await;

@@ -70,29 +70,50 @@ pub fn holder(lease: &Lease) -> Option<&str> {
         .filter(|h| !h.is_empty())
 }
 
-/// When this replica last saw each Lease change.
+/// When this replica last saw each Lease change, and the renewals whose holder it found
+/// gone (see [`super::peer`]).
 #[derive(Default)]
-pub struct Observed(HashMap<String, (String, Instant)>);
+pub struct Observed {
+    seen: HashMap<String, (String, Instant)>,
+    gone: HashMap<String, String>,
+}
+
+/// Who renewed `lease` last, and when (by its own clock: only compared for equality).
+fn renewal(lease: &Lease) -> String {
+    let spec = lease.spec.as_ref();
+    format!(
+        "{}@{}",
+        spec.and_then(|s| s.holder_identity.as_deref()).unwrap_or(""),
+        spec.and_then(|s| s.renew_time.as_ref())
+            .map(|t| t.0.to_string())
+            .unwrap_or_default()
+    )
+}
 
 impl Observed {
+    /// The holder of `lease` as last renewed is gone (its process answers no more): the
+    /// Lease counts as expired until someone renews it again.
+    pub fn mark_gone(&mut self, lease: &Lease) {
+        let name = lease.metadata.name.clone().unwrap_or_default();
+        self.gone.insert(name, renewal(lease));
+    }
+
     /// Whether `lease` has gone unrenewed for its duration (`fallback` when it states none),
-    /// counted from when this replica first saw its current renewal.
+    /// counted from when this replica first saw its current renewal, or its holder was
+    /// found gone since that renewal.
     pub fn expired(&mut self, lease: &Lease, fallback: Duration) -> bool {
         let name = lease.metadata.name.clone().unwrap_or_default();
         let spec = lease.spec.as_ref();
-        let renewal = format!(
-            "{}@{}",
-            spec.and_then(|s| s.holder_identity.as_deref()).unwrap_or(""),
-            spec.and_then(|s| s.renew_time.as_ref())
-                .map(|t| t.0.to_string())
-                .unwrap_or_default()
-        );
+        let renewal = renewal(lease);
+        if self.gone.get(&name) == Some(&renewal) {
+            return true;
+        }
         let duration = spec
             .and_then(|s| s.lease_duration_seconds)
             .and_then(|s| u64::try_from(s).ok())
             .map_or(fallback, Duration::from_secs);
         let now = Instant::now();
-        let seen = self.0.entry(name).or_insert_with(|| (renewal.clone(), now));
+        let seen = self.seen.entry(name).or_insert_with(|| (renewal.clone(), now));
         if seen.0 != renewal {
             *seen = (renewal, now);
         }
@@ -101,10 +122,11 @@ impl Observed {
 
     /// How long ago this replica saw `name`'s current renewal, if it has seen it.
     pub fn age(&self, name: &str) -> Option<Duration> {
-        self.0.get(name).map(|(_, at)| at.elapsed())
+        self.seen.get(name).map(|(_, at)| at.elapsed())
     }
 
     pub fn forget(&mut self, name: &str) {
-        self.0.remove(name);
+        self.seen.remove(name);
+        self.gone.remove(name);
     }
 }

@@ -3,7 +3,9 @@
 //! handed over in steps: a member first stops taking the keys it gives away and waits for
 //! their reconciles, then publishes the new ring, then reads the others' rings again. It
 //! takes a key only when no other live member's published ring still gives that member the
-//! key (see `ownership`).
+//! key (see `ownership`). Between looks a member knocks on the others' Live APIs
+//! ([`super::peer`]): a member killed outright is left out of the ring as soon as its port
+//! is found closed.
 
 use std::time::{Duration, Instant};
 
@@ -16,7 +18,7 @@ use tokio::sync::watch;
 use super::leases::{self, Observed};
 use super::ownership::Shards;
 use super::ring::Ring;
-use super::{GROUP_LABEL, Ownership, RING_ANNOTATION, Settings, View};
+use super::{GROUP_LABEL, Ownership, RING_ANNOTATION, Settings, View, peer};
 
 /// How soon a member looks again while the others have not published its ring yet.
 const UNSETTLED: Duration = Duration::from_millis(250);
@@ -32,6 +34,8 @@ struct Member {
     /// The ring this member's Lease names.
     published: Option<Ring>,
     renewed: Option<Instant>,
+    /// The other live members' Leases that name their address, as last read.
+    peers: Vec<(Box<Lease>, std::net::SocketAddr)>,
 }
 
 pub async fn run(api: Objects<Lease>, settings: Settings, ownership: Ownership, mut stop: watch::Receiver<bool>) {
@@ -42,7 +46,9 @@ pub async fn run(api: Objects<Lease>, settings: Settings, ownership: Ownership, 
         observed: Observed::default(),
         published: None,
         renewed: None,
+        peers: Vec::new(),
     };
+    let mut knocks = peer::Knocks::default();
     loop {
         let settled = tokio::select! {
             result = member.step() => match result {
@@ -61,7 +67,12 @@ pub async fn run(api: Objects<Lease>, settings: Settings, ownership: Ownership, 
         }
         let wait = if settled { member.settings.renew } else { UNSETTLED };
         tokio::select! {
-            () = tokio::time::sleep(wait) => {}
+            gone = peer::first_gone(&mut knocks, &member.peers, wait) => {
+                if let Some(lease) = gone {
+                    tracing::info!(lease = ?lease.metadata.name, "a member's process is gone; leaving it out without waiting for its Lease");
+                    member.observed.mark_gone(&lease);
+                }
+            }
             _ = stop.changed() => break,
         }
     }
@@ -128,6 +139,7 @@ impl Member {
         let leases = self.api.list(&ListParams::default().labels(&selector)).await?;
         let own = self.settings.member_lease();
         let mut others = Vec::new();
+        self.peers.clear();
         for lease in leases.items {
             let name = lease.metadata.name.clone().unwrap_or_default();
             let Some(holder) = leases::holder(&lease).map(str::to_string) else {
@@ -154,6 +166,9 @@ impl Member {
                 .and_then(|a| a.get(RING_ANNOTATION))
                 .map(|text| Ring::parse(text))
                 .unwrap_or_default();
+            if let Some(addr) = peer::address(&lease) {
+                self.peers.push((Box::new(lease), addr));
+            }
             others.push((holder, ring));
         }
         others.sort_by(|a, b| a.0.cmp(&b.0));
@@ -164,13 +179,17 @@ impl Member {
     async fn publish(&mut self, ring: &Ring) -> kube::Result<()> {
         let started = Instant::now();
         let name = self.settings.member_lease();
+        let mut annotations = json!({RING_ANNOTATION: ring.encode()});
+        if let Some(addr) = self.settings.advertise {
+            annotations[peer::ANNOTATION] = json!(addr.to_string());
+        }
         let lease = json!({
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {
                 "name": name,
                 "labels": {GROUP_LABEL: self.settings.group_name()},
-                "annotations": {RING_ANNOTATION: ring.encode()},
+                "annotations": annotations,
             },
             "spec": {
                 "holderIdentity": self.settings.identity,

@@ -7,6 +7,7 @@ pub mod leader;
 pub mod leases;
 pub mod members;
 pub mod ownership;
+pub mod peer;
 pub mod ring;
 
 use std::time::Duration;
@@ -38,6 +39,9 @@ pub struct Settings {
     pub duration: Duration,
     /// How often a holder renews and a follower looks again.
     pub renew: Duration,
+    /// Where the other replicas reach this one's Live API, named on its Lease so that they
+    /// find it gone at once when it dies ([`peer`]); `None`: they wait for its Lease.
+    pub advertise: Option<std::net::SocketAddr>,
 }
 
 /// client-go's defaults are 15 s and 2 s; 10 s keeps failover of a killed replica under
@@ -98,7 +102,7 @@ impl Settings {
 
 /// `text` as lowercase letters, digits and dashes (at most 40), `fallback` when none are
 /// left: Lease names and label values accept that much.
-fn dns_label(text: &str, fallback: &str) -> String {
+pub(crate) fn dns_label(text: &str, fallback: &str) -> String {
     let cleaned: String = text
         .to_ascii_lowercase()
         .chars()
@@ -115,6 +119,8 @@ fn dns_label(text: &str, fallback: &str) -> String {
 /// The running election or membership of this replica.
 pub struct Ha {
     ownership: Ownership,
+    /// Whether the other replicas watch this one through its Live API ([`peer`]).
+    watched: bool,
     stop: watch::Sender<bool>,
     task: Option<JoinHandle<()>>,
 }
@@ -124,6 +130,7 @@ impl Ha {
     pub fn none() -> Self {
         Self {
             ownership: Ownership::default(),
+            watched: false,
             stop: watch::channel(false).0,
             task: None,
         }
@@ -132,6 +139,7 @@ impl Ha {
     /// Starts the election or the membership; nothing is owned until a Lease says so.
     pub fn start(client: kube::Client, settings: Settings) -> Result<Self, kube::Error> {
         let ownership = Ownership::new(settings.mode, settings.identity.clone());
+        let watched = settings.mode != Mode::None && settings.advertise.is_some();
         let (stop, stopped) = watch::channel(false);
         let api: Objects<Lease> = orkestra_kube::objects::namespaced(client, &settings.namespace)?;
         let task = match settings.mode {
@@ -142,11 +150,21 @@ impl Ha {
             Mode::Leader => Some(tokio::spawn(leader::run(api, settings, ownership.clone(), stopped))),
             Mode::Shard => Some(tokio::spawn(members::run(api, settings, ownership.clone(), stopped))),
         };
-        Ok(Self { ownership, stop, task })
+        Ok(Self {
+            ownership,
+            watched,
+            stop,
+            task,
+        })
     }
 
     pub fn ownership(&self) -> Ownership {
         self.ownership.clone()
+    }
+
+    /// Whether the other replicas watch this one's Live API to learn it died.
+    pub fn watched(&self) -> bool {
+        self.watched
     }
 
     /// Gives up every key, waits (at most `within`) for their reconciles, and releases the
@@ -173,6 +191,7 @@ mod tests {
             group: group.into(),
             duration: DEFAULT_DURATION,
             renew: DEFAULT_RENEW,
+            advertise: None,
         }
     }
 

@@ -23,6 +23,7 @@ mod crd_run;
 mod rehearse;
 pub use rehearse::{Rehearsed, key_of};
 pub mod reload;
+pub mod rollout_state;
 pub mod slots;
 
 use std::collections::{BTreeMap, HashMap};
@@ -169,6 +170,9 @@ pub struct Runtime {
     /// Keep each CRD's CR events (the Live API shows them).
     event_log: bool,
     ownership: crate::ha::Ownership,
+    /// The namespace whose ConfigMap keeps the components' rollout state across restarts
+    /// (`None`: kept in memory only).
+    rollout_state: Option<String>,
     identities: Option<Arc<crate::pipeline::identities::Identities>>,
     /// What each namespace may take of the runtime, over every CRD.
     tenants: Arc<Tenants>,
@@ -231,6 +235,7 @@ impl Runtime {
             lifecycle: Arc::default(),
             event_log: false,
             ownership: crate::ha::Ownership::default(),
+            rollout_state: None,
             identities: None,
             tenants,
             applies,
@@ -260,6 +265,14 @@ impl Runtime {
     /// Reconciles only the CRs `ownership` gives this replica (see [`crate::ha`]).
     pub fn with_ownership(mut self, ownership: crate::ha::Ownership) -> Self {
         self.ownership = ownership;
+        self
+    }
+
+    /// Keeps the components' rollout state in a ConfigMap of `namespace`
+    /// ([`rollout_state`]): a restart or a take-over resumes a canary and keeps a rolled back
+    /// version refused.
+    pub fn with_rollout_state(mut self, namespace: String) -> Self {
+        self.rollout_state = Some(namespace);
         self
     }
 
@@ -333,6 +346,10 @@ impl Runtime {
         // Without components there is nothing to load; the file watch reads the slots anew
         // each round, so it follows slots a reload adds.
         tracing::info!(components = slots.len(), "loading Wasm components");
+        let keeping = match (&self.rollout_state, slots.is_empty()) {
+            (Some(namespace), false) => self.keep_rollouts(namespace).await,
+            _ => Vec::new(),
+        };
         // In the background, each on its own: a slow registry or a long compile holds only
         // the CRDs that component serves (they wait for its first load), never the
         // runtime's start or other CRDs. One that does not load fails only its own CRs.
@@ -360,10 +377,45 @@ impl Runtime {
             .stopping
             .store(true, std::sync::atomic::Ordering::Release);
         file_watch.abort();
+        keeping.iter().for_each(|task| task.abort());
         tracing::info!("shutting down: stopping intake, finishing in-flight reconciles");
         for name in start_order(&self.roster.crds()).iter().rev() {
             if let Some(run) = running.remove(name) {
                 run.stop().await;
+            }
+        }
+    }
+
+    /// Reads the components' kept rollout state from `namespace` before any loads, and keeps
+    /// it from then on. A state that cannot be read after a few tries is said loudly: the
+    /// components then start as if none had been kept.
+    async fn keep_rollouts(&self, namespace: &str) -> Vec<tokio::task::JoinHandle<()>> {
+        use rollout_state::RolloutState;
+        let name = self.roster.katalog().katalog.name.clone();
+        let state = match RolloutState::new(self.client.clone(), namespace, &name) {
+            Ok(state) => state,
+            Err(error) => {
+                tracing::error!(%namespace, %error, "the rollout state cannot be kept there");
+                return Vec::new();
+            }
+        };
+        let ownership = self.ownership.clone();
+        let follows = ownership.mode() != crate::ha::Mode::None;
+        let mut tries = 0;
+        loop {
+            let decides = ownership.clone();
+            let decides = move || decides.is_konductor();
+            match rollout_state::keep(state.clone(), &self.slots.components, decides, follows).await {
+                Ok(tasks) => return tasks,
+                Err(error) if tries < 4 => {
+                    tries += 1;
+                    tracing::warn!(configmap = %state.place(), %error, "cannot read the rollout state yet");
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                }
+                Err(error) => {
+                    tracing::error!(configmap = %state.place(), %error, "cannot read the rollout state: the components start without it, and a version rolled back before may serve again");
+                    return Vec::new();
+                }
             }
         }
     }
