@@ -7,6 +7,7 @@
     reason = "tests and benchmarks name the objects they create; no tenant input reaches these calls"
 )]
 
+mod campaign;
 mod cli;
 mod cluster;
 mod control_center;

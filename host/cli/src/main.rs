@@ -7,6 +7,7 @@ mod control_center;
 mod control_plane;
 mod dev;
 mod discover;
+mod faults;
 mod gateway;
 mod generate;
 mod ha;
@@ -83,6 +84,13 @@ enum Command {
     /// Print the RBAC a Katalog's runtime needs (Roles or ClusterRoles and their bindings to
     /// its ServiceAccount), and nothing more.
     Manifests(manifests::ManifestsArgs),
+    /// A fault campaign on Katalogs (`--faults`): each on a control plane of its own, its
+    /// sample CRs run once cleanly and once per fault (the runtime killed after each write,
+    /// the API server restarted, 409/429/410 answers, watch events late, twice or dropped);
+    /// prints Katalog × fault × invariant, exit 1 on any violation.
+    // `--version` picks the Kubernetes release here, not the version of ork.
+    #[command(disable_version_flag = true)]
+    Test(faults::TestArgs),
     /// Ask a running runtime to re-read and apply its Katalog (CRDs added, removed or changed
     /// apply live) and reload its Wasm components.
     Reload(reload::ReloadArgs),
@@ -132,6 +140,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Dev(args) => dev::dev(args).await,
+            Command::Test(args) => faults::test(args).await,
             Command::Validate(args) => validate::validate(args),
             Command::Init(args) => init::init(args),
             Command::Migrate(args) => migrate::migrate(args),

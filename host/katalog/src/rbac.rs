@@ -114,6 +114,14 @@ impl Needs {
         needs
     }
 
+    /// Whether the runtime creates objects of `resource` (of `group`) anywhere.
+    pub fn creates(&self, group: &str, resource: &str) -> bool {
+        let key = (group.to_string(), resource.to_string());
+        self.any
+            .values()
+            .any(|by| by.get(&key).is_some_and(|verbs| verbs.contains("create")))
+    }
+
     /// Verbs on `resource` of `group` where `scope` says.
     pub fn add(&mut self, scope: Scope, group: &str, resource: &str, verbs: &[&'static str]) {
         self.any

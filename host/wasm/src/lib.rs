@@ -13,6 +13,7 @@ mod capability;
 pub mod componentize;
 mod cpu;
 mod engine;
+pub mod failpoint;
 pub mod footprint;
 mod json;
 pub mod kept;

@@ -273,6 +273,10 @@ impl Slot {
         let tape = self.turn(&caller.key);
         let recorded = tape.clone().map(|tape| (tape, caller.key.clone()));
         let result = match active.spec.files.is_empty() {
+            _ if super::failpoint::trap_now() => Err(CallError::Trapped(format!(
+                "injected by {}: the guest did not run",
+                super::failpoint::TRAP_EVERY
+            ))),
             true => {
                 let (loaded, spec, stats) = (&active.loaded, &active.spec, &self.stats);
                 self.host

@@ -407,6 +407,10 @@ impl Runtime {
             let decides = move || decides.is_konductor();
             match rollout_state::keep(state.clone(), &self.slots.components, decides, follows).await {
                 Ok(tasks) => return tasks,
+                Err(kube::Error::Api(status)) if status.code == 403 => {
+                    tracing::error!(configmap = %state.place(), %status.message, "the runtime may not read its rollout state (RBAC: get, list, watch, patch on this ConfigMap and create on configmaps, as `ork manifests` grants): the components start without it");
+                    return Vec::new();
+                }
                 Err(error) if tries < 4 => {
                     tries += 1;
                     tracing::warn!(configmap = %state.place(), %error, "cannot read the rollout state yet");
