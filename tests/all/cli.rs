@@ -27,6 +27,7 @@ fn every_command_has_help() {
         &["gateway", "--help"],
         &["serve", "--help"],
         &["reload", "--help"],
+        &["test", "--help"],
         &["control-center", "--help"],
         &["component", "--help"],
         &["component", "push", "--help"],

@@ -200,11 +200,13 @@ async fn forward(State(shared): State<Shared>, request: Request) -> Response {
         faults.deletes.lock().unwrap_or_else(|e| e.into_inner()).push(path);
     }
     let n = faults.requests.fetch_add(1, Ordering::SeqCst) + 1;
+    // This write's number (0: not a write), its own even when writes race.
+    let mut nth_write = 0;
     if write {
-        let k = faults.writes.fetch_add(1, Ordering::SeqCst) + 1;
+        nth_write = faults.writes.fetch_add(1, Ordering::SeqCst) + 1;
         if let Injection::Conflict { every } = injection
             && every > 0
-            && k.is_multiple_of(every)
+            && nth_write.is_multiple_of(every)
         {
             faults.inject();
             return status(StatusCode::CONFLICT, "Conflict", false);
@@ -221,7 +223,7 @@ async fn forward(State(shared): State<Shared>, request: Request) -> Response {
         }
         _ => {}
     }
-    let crash_here = write && matches!(injection, Injection::CrashAfterWrite { k } if faults.writes() == k);
+    let crash_here = write && matches!(injection, Injection::CrashAfterWrite { k } if nth_write == k);
     let upstream = match upstream_request(request).await {
         Ok(request) => request,
         Err(error) => return (StatusCode::BAD_REQUEST, error).into_response(),
