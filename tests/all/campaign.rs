@@ -105,3 +105,17 @@ spec:
         "{stdout}"
     );
 }
+
+/// A Katalog that does not load is named with why, fails the campaign, and stops nothing
+/// else (here, nothing else was given).
+#[test]
+fn a_katalog_that_does_not_load_is_named_and_fails_the_campaign() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("katalog.yaml");
+    std::fs::write(&bad, "kind: Katalog\nspec: {crds: {}}\n").unwrap();
+    let output = run(&["test", "--faults", "--reduced", bad.to_str().unwrap()], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("error: {}:", bad.display())), "{stderr}");
+    assert!(stderr.contains("apiVersion"), "{stderr}");
+}

@@ -101,11 +101,18 @@ pub async fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     let mut rows = Vec::new();
     for path in &args.katalogs {
-        let outcomes = campaign(&args, path, binaries.clone())
-            .await
-            .with_context(|| format!("the campaign of {}", path.display()))?;
-        failed |= outcomes.iter().any(|o| o.broken.iter().any(Option::is_some));
-        rows.push((path.clone(), outcomes));
+        // One Katalog that cannot be run (it does not load, its CRDs do not install) fails
+        // the campaign, and the others are still tested.
+        match campaign(&args, path, binaries.clone()).await {
+            Ok(outcomes) => {
+                failed |= outcomes.iter().any(|o| o.broken.iter().any(Option::is_some));
+                rows.push((path.clone(), outcomes));
+            }
+            Err(error) => {
+                eprintln!("error: {}: {error:#}", path.display());
+                failed = true;
+            }
+        }
     }
     print_table(&rows);
     let mut shortest: Vec<(&Path, &Outcome, &str)> = Vec::new();
