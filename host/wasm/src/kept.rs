@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use super::rollout::{Refusal, Step, Tally};
+use super::rollout::{Refusal, Rollouts, Step, Tally};
 use orkestra_katalog::component::Rollout;
 
 /// One slot's rollout state as kept.
@@ -55,6 +55,15 @@ pub struct KeptCanary {
     /// Its reconciles, by tenant, as last counted.
     #[serde(default)]
     pub tallies: BTreeMap<String, Tally>,
+}
+
+impl Kept {
+    /// Carries its steps, refusals and revisions on in `rollouts`.
+    pub fn restore_into(&self, rollouts: &mut Rollouts) {
+        rollouts.history = self.history.iter().cloned().collect();
+        rollouts.refusals = self.refused.iter().cloned().collect();
+        rollouts.kept_revision = newest_revision(self);
+    }
 }
 
 /// What serves at a slot's first load, given what was kept.
@@ -129,11 +138,9 @@ impl Keeper {
         (self.decides)()
     }
 
-    /// Hands `kept` to the writer, when this replica decides.
+    /// Hands `kept` to the writer (a slot keeps only where this replica decides).
     pub fn keep(&self, kept: Kept) {
-        if self.decides() {
-            let _ = self.sender.send(kept);
-        }
+        let _ = self.sender.send(kept);
     }
 }
 

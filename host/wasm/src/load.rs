@@ -140,8 +140,18 @@ impl WasmHost {
     /// Nothing of a failed load is kept: the slot keeps serving its last version.
     #[tracing::instrument(level = "debug", name = "component.load", skip_all, fields(source = %spec.source))]
     pub async fn load(&self, spec: &Spec) -> Result<Loaded, LoadError> {
+        self.load_from(spec, Origin::Source).await
+    }
+
+    /// Loads the version `spec` pins from the components kept here, never fetching it:
+    /// what a kept rollout state names comes from this host's own store or not at all.
+    pub async fn load_kept(&self, spec: &Spec) -> Result<Loaded, LoadError> {
+        self.load_from(spec, Origin::KeptOnly).await
+    }
+
+    async fn load_from(&self, spec: &Spec, origin: Origin) -> Result<Loaded, LoadError> {
         let started = Instant::now();
-        let (digest, component, cached, footprint) = self.compiled(spec).await.map_err(|cause| LoadError {
+        let (digest, component, cached, footprint) = self.compiled(spec, origin).await.map_err(|cause| LoadError {
             source_ref: spec.source.to_string(),
             cause,
         })?;
@@ -169,35 +179,31 @@ impl WasmHost {
         })
     }
 
-    /// Loads the version `spec` pins from the components kept here, never fetching it:
-    /// what a kept rollout state names comes from this host's own store or not at all.
-    pub async fn load_kept(&self, spec: &Spec) -> Result<Loaded, LoadError> {
-        let digest = spec.sha256.as_deref().unwrap_or_default();
-        if self.blobs.get(digest).is_none() {
-            return Err(LoadError {
-                source_ref: spec.source.to_string(),
-                cause: LoadCause::NotKept {
-                    digest: digest.to_string(),
-                },
-            });
-        }
-        self.load(spec).await
-    }
-
     /// The checks before the bytes, the bytes, the pin, the compiled code and what an
     /// instance takes of the pool (digest, component, whether it was compiled already,
     /// footprint, which must fit the host's allowance for one instance).
-    async fn compiled(&self, spec: &Spec) -> Result<(String, Arc<Component>, bool, Footprint), LoadCause> {
+    async fn compiled(
+        &self,
+        spec: &Spec,
+        origin: Origin,
+    ) -> Result<(String, Arc<Component>, bool, Footprint), LoadCause> {
         if spec.limits.fuel.is_some() && !self.fuel {
             return Err(LoadCause::FuelNotMetered);
         }
         files::check(&spec.files)?;
         // A pinned component kept here needs no fetch (and a file replaced since still has
         // its pinned bytes here).
-        let kept = spec.sha256.as_deref().and_then(|digest| self.blobs.get(digest));
-        let bytes = match kept {
-            Some(bytes) => bytes,
-            None => self.fetch(&spec.source).await?,
+        let pinned = spec.sha256.as_deref();
+        let kept = pinned.and_then(|digest| self.blobs.get(digest));
+        let from_store = kept.is_some();
+        let bytes = match (kept, origin) {
+            (Some(bytes), _) => bytes,
+            (None, Origin::Source) => self.fetch(&spec.source).await?,
+            (None, Origin::KeptOnly) => {
+                return Err(LoadCause::NotKept {
+                    digest: pinned.unwrap_or_default().to_string(),
+                });
+            }
         };
         let digest = cache::digest(&bytes);
         if let Some(pin) = &spec.sha256
@@ -208,7 +214,7 @@ impl WasmHost {
                 pinned: pin.clone(),
             });
         }
-        if self.recordings.enabled() || spec.rollout.is_some() {
+        if !from_store && (self.recordings.enabled() || spec.rollout.is_some()) {
             // Kept by digest, so `ork replay` finds what a recording names without fetching
             // it, and a rollout's last good version can serve again after a restart.
             self.keep_blob(&digest, &bytes);
@@ -329,6 +335,15 @@ fn invalid(error: &wasmtime::Error) -> LoadCause {
 /// The messages of an error and its causes, on one line.
 fn error_chain(error: &wasmtime::Error) -> String {
     error.chain().map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
+}
+
+/// Where a load may take a component's bytes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// Its source, unless its pinned bytes are kept here.
+    Source,
+    /// Only the components kept here (a rollout's last good version).
+    KeptOnly,
 }
 
 /// What serves: a loaded component and the spec it was loaded for.

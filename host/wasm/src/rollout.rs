@@ -31,6 +31,19 @@ pub fn in_share(key: &str, share: u32) -> bool {
     (u64::from_be_bytes(first) % 100) < u64::from(share)
 }
 
+/// The first 12 hex digits of a digest, as logs, conditions and Events name a version.
+pub fn short(digest: &str) -> String {
+    digest.chars().take(12).collect()
+}
+
+/// Why the version `digest`, rolled back for `why`, does not serve.
+pub fn refused_message(digest: &str, why: &str) -> String {
+    format!(
+        "sha256 {} was rolled back ({why}); it is not rolled out again until the declared component changes",
+        short(digest)
+    )
+}
+
 /// Tenants whose reconciles a canary counts apart; past it, the rest count as one.
 const TENANTS_COUNTED: usize = 1024;
 

@@ -16,7 +16,7 @@ use super::kept::{Keeper, Kept, KeptCanary, Resume, Version};
 use super::load::{Active, LoadError, Loaded};
 use super::pool::Pool;
 use super::record::{Ask, CallResult, FORMAT, Recorded, Recording, Session, SessionView, Tape};
-use super::rollout::{Canary, CanaryView, Rollouts, Step, StepKind, Verdict, in_share};
+use super::rollout::{Canary, CanaryView, Rollouts, Step, StepKind, Verdict, in_share, refused_message, short};
 use super::stats::{CallOutcome, CallStats, StatsView, Swap};
 use super::store::Caller;
 use orkestra_katalog::component::{Source, Spec};
@@ -203,12 +203,7 @@ impl Slot {
                     load_ms = loaded.load_time.as_secs_f64() * 1e3, cached = loaded.cached,
                     "component serving"
                 );
-                self.stats.swapped(Swap {
-                    at: jiff::Timestamp::now().to_string(),
-                    revision,
-                    digest: Some(loaded.digest.clone()),
-                    error: None,
-                });
+                self.stats.swapped(Swap::served(revision, &loaded.digest));
                 // A version that serves every CR at once ends a rollout under way.
                 if let Some(canary) = rollouts.canary.take() {
                     let message = "another version was declared and serves every CR".to_string();
@@ -382,12 +377,7 @@ impl Slot {
         tracing::info!(component = %self.name, revision, digest = %loaded.digest, share = policy.share, "rolling out a new version");
         rollouts.step(StepKind::Started, &canary, message);
         rollouts.canary = Some(Arc::new(Canary::new(canary, policy)));
-        self.stats.swapped(Swap {
-            at: jiff::Timestamp::now().to_string(),
-            revision,
-            digest: Some(loaded.digest.clone()),
-            error: None,
-        });
+        self.stats.swapped(Swap::served(revision, &loaded.digest));
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.judge_after(policy.promote_after, revision);
         true
@@ -469,7 +459,6 @@ impl Slot {
             return Err(format!("component {} is not rolling out a version", self.name));
         };
         let view = canary.view();
-        let short = |digest: &str| digest.chars().take(12).collect::<String>();
         match rolled_back {
             None => {
                 let message = format!(
@@ -487,10 +476,7 @@ impl Slot {
                 tracing::warn!(component = %self.name, revision = view.revision, digest = %view.digest, "{message}");
                 rollouts.step(StepKind::RolledBack, &canary.active, message);
                 rollouts.refuse(&view.digest, why.clone());
-                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
-                    "sha256 {} was rolled back ({why}); it is not rolled out again until the declared component changes",
-                    short(&view.digest)
-                ));
+                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(refused_message(&view.digest, &why));
             }
         }
         let step = rollouts.history.back().cloned();
@@ -576,7 +562,7 @@ impl Slot {
     /// Hands its rollout state to the keeper: only a slot that declares a rollout or ran one
     /// has any, so other slots never cost a write.
     fn keep(&self) {
-        let Some(keeper) = self.keeper() else {
+        let Some(keeper) = self.keeper().filter(|k| k.decides()) else {
             return;
         };
         let declares = self.declared().rollout.is_some();
@@ -613,53 +599,28 @@ impl Slot {
     /// back stays refused, a canary goes on with its share and the rest of its period. Says
     /// whether it decided what serves (else the declared version is swapped in as usual).
     async fn resume(&self, kept: Kept, loaded: &Arc<Loaded>, spec: &Arc<Spec>) -> bool {
-        let plan = super::kept::resume(&kept, &loaded.digest, spec.rollout);
-        {
-            let mut rollouts = self.rollouts();
-            rollouts.history = kept.history.iter().cloned().collect();
-            rollouts.refusals = kept.refused.iter().cloned().collect();
-            rollouts.kept_revision = super::kept::newest_revision(&kept);
-        }
-        if plan == Resume::AsDeclared {
-            let Some(same) = kept.stable.as_ref().filter(|v| v.digest == loaded.digest) else {
-                return false;
-            };
-            // The version that served before: under the revision it had.
-            self.stats.swapped(Swap {
-                at: jiff::Timestamp::now().to_string(),
-                revision: same.revision,
-                digest: Some(loaded.digest.clone()),
-                error: None,
-            });
-            let active = Active {
-                loaded: loaded.clone(),
-                spec: spec.clone(),
-                revision: same.revision,
-            };
-            *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(active));
-            return true;
-        }
-        let stable = match &kept.stable {
-            Some(version) if version.digest != loaded.digest => self.load_kept(version, spec).await,
-            _ => Err("no other version was kept".to_string()),
-        };
-        let short = |digest: &str| digest.chars().take(12).collect::<String>();
-        let stable_ok = stable.is_ok();
-        let missing = stable.as_ref().err().cloned().unwrap_or_default();
-        if let Ok(stable) = stable {
-            *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(stable);
-        }
-        match plan {
-            Resume::AsDeclared => false,
+        kept.restore_into(&mut self.rollouts());
+        match super::kept::resume(&kept, &loaded.digest, spec.rollout) {
+            Resume::AsDeclared => {
+                let Some(same) = kept.stable.as_ref().filter(|v| v.digest == loaded.digest) else {
+                    return false;
+                };
+                // The version that served before: under the revision it had.
+                self.stats.swapped(Swap::served(same.revision, &loaded.digest));
+                let active = Active {
+                    loaded: loaded.clone(),
+                    spec: spec.clone(),
+                    revision: same.revision,
+                };
+                *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(active));
+                true
+            }
             Resume::Refused(refusal) => {
-                let declared = short(&refusal.digest);
-                let error = match stable_ok {
-                    true => format!(
-                        "sha256 {declared} was rolled back ({}); it is not rolled out again until the declared component changes",
-                        refusal.reason
-                    ),
-                    false => format!(
-                        "sha256 {declared} was rolled back ({}) and the last good version is not available here ({missing}): nothing serves until the declared component changes",
+                let error = match self.serve_kept_stable(&kept, loaded, spec).await {
+                    Ok(()) => refused_message(&refusal.digest, &refusal.reason),
+                    Err(missing) => format!(
+                        "sha256 {} was rolled back ({}) and the last good version is not available here ({missing}): nothing serves until the declared component changes",
+                        short(&refusal.digest),
                         refusal.reason
                     ),
                 };
@@ -668,12 +629,13 @@ impl Slot {
                 true
             }
             Resume::Canary(canary) => {
-                let (Some(policy), revision) = (spec.rollout, canary.version.revision) else {
+                let Some(policy) = spec.rollout else {
                     return false;
                 };
-                if !stable_ok {
+                if let Err(missing) = self.serve_kept_stable(&kept, loaded, spec).await {
                     tracing::error!(component = %self.name, %missing, "the rollout's last good version is not available here: only the canary's share of the CRs is served");
                 }
+                let revision = canary.version.revision;
                 let active = Arc::new(Active {
                     loaded: loaded.clone(),
                     spec: spec.clone(),
@@ -686,8 +648,22 @@ impl Slot {
                 self.judge_after(left, revision);
                 true
             }
-            Resume::NewVersion => stable_ok && self.roll_out(loaded, spec),
+            Resume::NewVersion => {
+                self.serve_kept_stable(&kept, loaded, spec).await.is_ok() && self.roll_out(loaded, spec)
+            }
         }
+    }
+
+    /// Serves the last good version `kept` names for every CR, when it is another than
+    /// `loaded` and kept here; why not, otherwise.
+    async fn serve_kept_stable(&self, kept: &Kept, loaded: &Loaded, spec: &Arc<Spec>) -> Result<(), String> {
+        let version = match &kept.stable {
+            Some(version) if version.digest != loaded.digest => version,
+            _ => return Err("no other version was kept".into()),
+        };
+        let stable = self.load_kept(version, spec).await?;
+        *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(stable);
+        Ok(())
     }
 
     /// The kept version `version` under `spec`, loaded by its digest (from the host's store
@@ -698,12 +674,7 @@ impl Slot {
             ..(**spec).clone()
         });
         let loaded = self.host.load_kept(&pinned).await.map_err(|e| e.to_string())?;
-        self.stats.swapped(Swap {
-            at: jiff::Timestamp::now().to_string(),
-            revision: version.revision,
-            digest: Some(loaded.digest.clone()),
-            error: None,
-        });
+        self.stats.swapped(Swap::served(version.revision, &loaded.digest));
         Ok(Arc::new(Active {
             loaded: Arc::new(loaded),
             spec: pinned,
@@ -719,19 +690,13 @@ impl Slot {
             return;
         }
         let mut rollouts = self.rollouts();
-        rollouts.history = kept.history.iter().cloned().collect();
-        rollouts.refusals = kept.refused.iter().cloned().collect();
-        rollouts.kept_revision = super::kept::newest_revision(kept);
+        kept.restore_into(&mut rollouts);
         let Some(canary) = rollouts.canary.clone() else {
             return;
         };
         let digest = canary.active.loaded.digest.as_str();
         if let Some(refusal) = rollouts.refusal(digest) {
-            let message = format!(
-                "sha256 {} was rolled back ({})",
-                &digest[..12.min(digest.len())],
-                refusal.reason
-            );
+            let message = refused_message(digest, &refusal.reason);
             rollouts.canary = None;
             *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
         } else if kept.stable.as_ref().is_some_and(|s| s.digest == digest) {
@@ -920,6 +885,12 @@ impl Components {
 
     pub fn slots(&self) -> Vec<Arc<Slot>> {
         self.slots.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The Wasm host its slots run on (every slot shares one), once a slot exists.
+    pub fn host(&self) -> Option<Arc<WasmHost>> {
+        let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
+        slots.first().map(|slot| slot.host().clone())
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<Slot>> {

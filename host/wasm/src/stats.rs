@@ -133,6 +133,18 @@ pub struct Swap {
     pub error: Option<String>,
 }
 
+impl Swap {
+    /// `digest` serving as `revision`, as of now.
+    pub fn served(revision: u64, digest: &str) -> Self {
+        Self {
+            at: jiff::Timestamp::now().to_string(),
+            revision,
+            digest: Some(digest.to_string()),
+            error: None,
+        }
+    }
+}
+
 /// Call figures of one slot (across its swaps).
 #[derive(Debug)]
 pub struct CallStats {

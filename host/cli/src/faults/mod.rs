@@ -174,6 +174,8 @@ struct Bench {
     samples: Vec<Sample>,
     kinds: Vec<kube::core::ApiResource>,
     timeout: Duration,
+    /// Asks the runtime's Live API whether it is idle.
+    http: reqwest::Client,
 }
 
 async fn campaign(
@@ -212,6 +214,7 @@ async fn campaign(
         samples,
         kinds,
         timeout: args.timeout,
+        http: reqwest::Client::new(),
     };
     if bench.samples.is_empty() {
         progress.finish();
@@ -313,7 +316,7 @@ impl Runtime {
 
 /// Whether the runtime whose output is in `log` (its latest start) is idle: every component
 /// loaded or refused, no reconcile running.
-async fn idle(log: &Path) -> bool {
+async fn idle(http: &reqwest::Client, log: &Path) -> bool {
     let said = std::fs::read_to_string(log).unwrap_or_default();
     let Some(url) = said
         .lines()
@@ -326,12 +329,7 @@ async fn idle(log: &Path) -> bool {
     let get = |path: &str| {
         let url = format!("{url}{path}");
         async move {
-            let response = reqwest::Client::new()
-                .get(url)
-                .timeout(Duration::from_secs(2))
-                .send()
-                .await
-                .ok()?;
+            let response = http.get(url).timeout(Duration::from_secs(2)).send().await.ok()?;
             response.json::<serde_json::Value>().await.ok()
         }
     };
@@ -360,6 +358,21 @@ impl Drop for Runtime {
 }
 
 impl Bench {
+    /// [`workload::settle`] of the samples in `namespace`, the runtime logging to `log`.
+    async fn settle(&self, namespace: &str, want: Option<&Settled>, log: &Path) -> Option<(Settled, Duration, bool)> {
+        let idle = || idle(&self.http, log);
+        workload::settle(
+            &self.client,
+            &self.samples,
+            &self.kinds,
+            namespace,
+            self.timeout,
+            want,
+            idle,
+        )
+        .await
+    }
+
     /// Runs the samples under `fault` in namespace `faults-<n>`; `reference` is the
     /// baseline's settled state, writes and deletes (none for the baseline itself).
     async fn scenario(
@@ -386,15 +399,7 @@ impl Bench {
             Fault::KillAfterWrite(k) => {
                 // A run may take fewer writes than the baseline did: then there is no k-th
                 // write to kill it after, and nothing to check beyond the clean run.
-                let quiet = workload::settle(
-                    &self.client,
-                    &self.samples,
-                    &self.kinds,
-                    &namespace,
-                    self.timeout,
-                    None,
-                    || idle(&log),
-                );
+                let quiet = self.settle(&namespace, None, &log);
                 tokio::select! {
                     () = self.proxy.faults.crashed() => {
                         runtime.kill();
@@ -417,26 +422,16 @@ impl Bench {
             }
             _ => {}
         }
-        let want = reference.map(|(settled, _, _)| settled);
-        let settled = workload::settle(
-            &self.client,
-            &self.samples,
-            &self.kinds,
-            &namespace,
-            self.timeout,
-            want,
-            || idle(&log),
-        )
-        .await;
+        let first = self.samples.first().map(|s| s.label(&namespace)).unwrap_or_default();
+        let unsettled = format!("the CRs did not settle within {:?} (first: {first})", self.timeout);
+        let settled = self
+            .settle(&namespace, reference.map(|(settled, _, _)| settled), &log)
+            .await;
         // Still moving at the end: what it got to is compared all the same.
         let settled = match settled {
             Some((state, took, true)) => Some((state, took)),
             Some((state, _, false)) => {
-                broken[0] = Some(format!(
-                    "the CRs did not settle within {:?} (first: {})",
-                    self.timeout,
-                    self.samples.first().map(|s| s.label(&namespace)).unwrap_or_default()
-                ));
+                broken[0] = Some(unsettled.clone());
                 reference.is_some().then_some((state, self.timeout))
             }
             None => None,
@@ -446,13 +441,9 @@ impl Bench {
         let deletes = self.proxy.faults.deletes();
         let count = self.samples.len().max(1) as u64;
         let writes_per_cr = writes as f64 / count as f64;
-        let first = self.samples.first().map(|s| s.label(&namespace)).unwrap_or_default();
         match (&settled, reference) {
             (None, _) => {
-                broken[0].get_or_insert(format!(
-                    "the CRs did not settle within {:?} (first: {first})",
-                    self.timeout
-                ));
+                broken[0].get_or_insert(unsettled);
             }
             (Some((got, _)), Some((want, baseline_writes, baseline_deletes))) => {
                 if got.ready != want.ready {

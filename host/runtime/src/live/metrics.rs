@@ -311,6 +311,7 @@ impl Collector for RuntimeCollector {
 
         // Wasm components.
         let slots = inspect.components.slots();
+        let host = inspect.components.host();
         family.counters(
             "orkestra_wasm_calls",
             "Calls into each component by outcome",
@@ -398,7 +399,7 @@ impl Collector for RuntimeCollector {
         family.gauges(
             "orkestra_wasm_warm_idle",
             "Warm instances kept between calls, all components together",
-            slots.first().map(|slot| (Vec::new(), slot.host().warm_idle() as f64)),
+            host.as_ref().map(|host| (Vec::new(), host.warm_idle() as f64)),
         )?;
         family.gauges(
             "orkestra_wasm_memory_high_water_bytes",
@@ -432,7 +433,7 @@ impl Collector for RuntimeCollector {
                 .iter()
                 .map(|(namespace, waited)| (vec![("namespace", namespace.as_str())], waited.seconds)),
         )?;
-        let wasm_calls = slots.first().map(|slot| slot.host().tenant_calls()).unwrap_or_default();
+        let wasm_calls = host.as_ref().map(|host| host.tenant_calls()).unwrap_or_default();
         family.gauges(
             "orkestra_tenant_wasm_calls",
             "Wasm calls of a namespace running now (spec.tenants.wasmCalls caps it)",
@@ -440,7 +441,7 @@ impl Collector for RuntimeCollector {
                 .iter()
                 .map(|(namespace, running)| (vec![("namespace", namespace.as_str())], *running as f64)),
         )?;
-        let cpu = slots.first().map(|slot| slot.host().tenant_cpu()).unwrap_or_default();
+        let cpu = host.as_ref().map(|host| host.tenant_cpu()).unwrap_or_default();
         family.counters(
             "orkestra_tenant_wasm_cpu_seconds",
             "CPU a namespace's guest code used (spec.tenants.wasmCpu holds it to a rate)",
@@ -455,7 +456,7 @@ impl Collector for RuntimeCollector {
                 .take(crate::live::tenants::TENANTS_SHOWN)
                 .map(|(tenant, used)| (vec![("namespace", tenant.as_str())], used.waited)),
         )?;
-        if let Some(pool) = slots.first().map(|slot| slot.host().pool()) {
+        if let Some(pool) = host.as_ref().map(|host| host.pool()) {
             family.gauges(
                 "orkestra_wasm_pool_used",
                 "What the Wasm engine's instance pool holds now, by part (instances, core instances, memories, tables)",

@@ -50,23 +50,23 @@ async fn tenants(State(shared): State<Shared>) -> Json<Value> {
         .take(TENANTS_SHOWN)
         .map(|(namespace, w)| json!({"namespace": namespace, "requests": w.requests, "seconds": w.seconds}))
         .collect();
-    let slots = shared.inspect.components.slots();
-    let wasm_calls: Vec<Value> = slots
-        .first()
-        .map(|slot| slot.host().tenant_calls())
+    let host = shared.inspect.components.host();
+    let wasm_calls: Vec<Value> = host
+        .as_ref()
+        .map(|host| host.tenant_calls())
         .unwrap_or_default()
         .into_iter()
         .take(TENANTS_SHOWN)
         .map(|(namespace, running)| json!({"namespace": namespace, "running": running}))
         .collect();
-    let wasm_pool = slots.first().map(|slot| {
-        let mut pool = slot.host().pool();
+    let wasm_pool = host.as_ref().map(|host| {
+        let mut pool = host.pool();
         pool.tenants.truncate(TENANTS_SHOWN);
         pool
     });
-    let wasm_cpu: Vec<Value> = slots
-        .first()
-        .map(|slot| slot.host().tenant_cpu())
+    let wasm_cpu: Vec<Value> = host
+        .as_ref()
+        .map(|host| host.tenant_cpu())
         .unwrap_or_default()
         .into_iter()
         .take(TENANTS_SHOWN)

@@ -23,7 +23,7 @@ use orkestra_expr::text::bounded;
 use orkestra_expr::tree::Tree;
 use orkestra_katalog::compile::Replace;
 use orkestra_katalog::component::grants::{Access, Verb};
-use orkestra_wasm::rollout::{Step, StepKind};
+use orkestra_wasm::rollout::{Step, StepKind, short};
 use orkestra_wasm::{Active, CallError, Caller, EventType, Gvk, Hook, Outcome, Response, Role, Slot, Spec};
 
 /// Longest guest-supplied message kept for a log line or an error (the Ready condition and
@@ -495,11 +495,6 @@ pub(super) fn component_condition(
         after,
         step: slot.last_step(),
     })
-}
-
-/// The first 12 hex digits of a digest, as conditions and Events name a version.
-fn short(digest: &str) -> String {
-    digest.chars().take(12).collect()
 }
 
 /// The digest a CR's `Component` condition (in `status`) named.
