@@ -48,7 +48,7 @@ impl ReloadArgs {
             .await
             .with_context(|| format!("no runtime answers at {addr} (is `ork run` or `ork dev` running?)"))?;
         let status = response.status();
-        let body: Option<Value> = response.json().await.ok();
+        let body = json_answer(response).await.ok();
         let named = body.as_ref().and_then(|b| b["name"].as_str());
         let Some(name) = named.filter(|_| status.is_success()) else {
             anyhow::bail!(
@@ -100,7 +100,7 @@ pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
             )
         })?;
     let ok = response.status().is_success();
-    let body: Value = response.json().await.context("the runtime's answer is not JSON")?;
+    let body = json_answer(response).await?;
     if let Some(error) = body["error"].as_str() {
         anyhow::bail!("{error}");
     }
@@ -149,4 +149,11 @@ pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
         }
     );
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// A runtime's JSON answer, read up to the size the Control Center reads of one: whatever
+/// answers on the address may send anything.
+async fn json_answer(response: reqwest::Response) -> anyhow::Result<Value> {
+    let bytes = orkestra_net::read::bounded(response, orkestra_control_center::runtimes::ANSWER_LIMIT).await?;
+    serde_json::from_slice(&bytes).context("the runtime's answer is not JSON")
 }

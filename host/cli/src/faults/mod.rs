@@ -330,7 +330,10 @@ async fn idle(http: &reqwest::Client, log: &Path) -> bool {
         let url = format!("{url}{path}");
         async move {
             let response = http.get(url).timeout(Duration::from_secs(2)).send().await.ok()?;
-            response.json::<serde_json::Value>().await.ok()
+            let bytes = orkestra_net::read::bounded(response, orkestra_control_center::runtimes::ANSWER_LIMIT)
+                .await
+                .ok()?;
+            serde_json::from_slice::<serde_json::Value>(&bytes).ok()
         }
     };
     let (Some(components), Some(katalog)) = (get("/components").await, get("/katalog").await) else {
