@@ -159,6 +159,8 @@ async fn the_live_api_answers_its_probes_while_thousands_of_idle_connections_are
 struct FakeRuntime {
     seen: Arc<Mutex<Vec<Option<String>>>>,
     endless: bool,
+    /// Another service's JSON, with no Katalog in it.
+    stranger: bool,
 }
 
 async fn fake_katalog(State(fake): State<FakeRuntime>, headers: HeaderMap) -> axum::response::Response {
@@ -168,8 +170,11 @@ async fn fake_katalog(State(fake): State<FakeRuntime>, headers: HeaderMap) -> ax
         .and_then(|v| v.to_str().ok())
         .map(String::from);
     fake.seen.lock().unwrap().push(auth);
+    if fake.stranger {
+        return axum::Json(json!({"status": "ok", "version": "3.1"})).into_response();
+    }
     if !fake.endless {
-        return axum::Json(json!({"metadata": {"name": "fake"}, "crds": []})).into_response();
+        return axum::Json(json!({"name": "fake", "crds": []})).into_response();
     }
     // A JSON string that never ends (64 MiB of it, with no length given).
     let chunks =
@@ -295,8 +300,18 @@ async fn a_runtime_that_answers_without_end_is_read_no_further_than_the_limit() 
     let config = orkestra_control_center::config::RuntimeConfig::new(&url, Some("endless"), None).unwrap();
     let cc = control_center(vec![config]).await;
     // The runtime given at start gets the runtime token.
+    let seen = first_runtime_in_error(&cc).await;
+    let error = seen["lastError"].as_str().unwrap();
+    assert!(error.contains("larger than the 16777216 bytes"), "{error}");
+    assert_eq!(seen["up"], false);
+    let tokens = fake.seen.lock().unwrap().clone();
+    assert_eq!(tokens[0].as_deref(), Some("Bearer runtime-secret"));
+}
+
+/// The Control Center's view of its first runtime, once it has an error to show.
+async fn first_runtime_in_error(cc: &str) -> serde_json::Value {
     let api = reqwest::Client::new();
-    let seen = eventually("the endless runtime marked unreachable", WAIT, || async {
+    eventually("the runtime shown with an error", WAIT, || async {
         let answer: serde_json::Value = api
             .get(format!("{cc}/api/runtimes"))
             .send()
@@ -309,12 +324,25 @@ async fn a_runtime_that_answers_without_end_is_read_no_further_than_the_limit() 
         runtime["lastError"].is_string().then_some(runtime)
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// Issue 50, item 4: another service on a runtime's address is named for what it is, not
+/// shown as a runtime without a Katalog.
+#[tokio::test]
+async fn a_service_that_is_not_a_runtime_is_said_to_be_so() {
+    let fake = FakeRuntime {
+        stranger: true,
+        ..FakeRuntime::default()
+    };
+    let url = fake_runtime(fake).await;
+    let config = orkestra_control_center::config::RuntimeConfig::new(&url, Some("stranger"), None).unwrap();
+    let cc = control_center(vec![config]).await;
+    let seen = first_runtime_in_error(&cc).await;
     let error = seen["lastError"].as_str().unwrap();
-    assert!(error.contains("larger than the 16777216 bytes"), "{error}");
+    assert!(error.contains("not an Orkestra runtime's Live API"), "{error}");
     assert_eq!(seen["up"], false);
-    let tokens = fake.seen.lock().unwrap().clone();
-    assert_eq!(tokens[0].as_deref(), Some("Bearer runtime-secret"));
+    assert!(seen["katalog"].is_null(), "{seen}");
 }
 
 /// Resident memory of process `pid`, in MiB.

@@ -553,6 +553,9 @@ async fn the_self_service_example_through_ork_gateway_and_ork_serve() {
         schema.status.success() && listed.contains("site") && !listed.contains("preview"),
         "{listed}"
     );
+    // Which gateway answered is said.
+    let said = String::from_utf8_lossy(&schema.stderr);
+    assert!(said.contains(&format!("Katalog \"self-service\" at {url}")), "{said}");
 
     let dir = tempfile::tempdir().unwrap();
     let intent = dir.path().join("shop.yaml");
@@ -590,6 +593,32 @@ async fn the_self_service_example_through_ork_gateway_and_ork_serve() {
     assert_eq!(shop.data["spec"]["replicas"], "3");
     assert_eq!(shop.metadata.labels.unwrap()["team"], ns.name);
 
+    // Meant for another Katalog's gateway: this one is named and nothing is applied.
+    let stray = dir.path().join("stray.yaml");
+    std::fs::write(&stray, format!("name: stray\nimage: 'nginx:1.27'\nteam: {}\n", ns.name)).unwrap();
+    let elsewhere = crate::ork::run(
+        &[
+            "serve",
+            "apply",
+            "-f",
+            stray.to_str().unwrap(),
+            "--target",
+            "site",
+            "--gateway",
+            &url,
+            "--katalog",
+            "shop-front",
+        ],
+        &[("ORK_GATEWAY_TOKEN", &platform_token)],
+    );
+    let said = String::from_utf8_lossy(&elsewhere.stderr);
+    assert!(!elsewhere.status.success(), "{said}");
+    assert!(
+        said.contains("serves Katalog \"self-service\", not \"shop-front\"") && said.contains("nothing was sent"),
+        "{said}"
+    );
+    assert!(sites.get_opt("stray").await.unwrap().is_none(), "nothing is applied");
+
     // The ci token is held to its namespace.
     let denied = serve_apply(&ci_token);
     let answer = String::from_utf8_lossy(&denied.stdout);
@@ -603,7 +632,13 @@ async fn the_self_service_example_through_ork_gateway_and_ork_serve() {
     std::fs::write(&rogue, format!("apiVersion: selfservice.orkestra.io/v1\nkind: Website\nmetadata: {{name: rogue, namespace: {}}}\nspec: {{image: 'httpd:2'}}\n", ns.name)).unwrap();
     let refused = eventually("kubectl to be refused", WAIT, || {
         let rogue = rogue.clone();
-        async move { kubectl_with(&cluster.kubeconfig, &["apply", "-f", rogue.to_str().unwrap()]).err() }
+        // Until the webhook answers: a refusal of the API server's own (the webhook not yet
+        // reachable) is not the one this is about.
+        async move {
+            kubectl_with(&cluster.kubeconfig, &["apply", "-f", rogue.to_str().unwrap()])
+                .err()
+                .filter(|e| e.to_string().contains("denied the request"))
+        }
     })
     .await
     .unwrap();

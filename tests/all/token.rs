@@ -202,7 +202,25 @@ async fn a_token_is_verified_against_its_entry_and_probed_against_a_running_gate
     let (code, said) = tokio::task::block_in_place(|| probe("ci-secret-1"));
     assert_eq!(code, Some(0), "{said}");
     // Its schema list covers site only: preview grants it no list.
-    assert!(said.contains("accepted: it may see 1 target(s): site"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "accepted by the gateway of Katalog {:?}: it may see 1 target(s): site",
+            ns.name
+        )),
+        "{said}"
+    );
+    // Asked for another Katalog, the gateway that answers is named and the probe fails.
+    let (code, said) = tokio::task::block_in_place(|| {
+        ork(
+            &["token", "probe", "--gateway", &url, "--katalog", "self-service"],
+            &[("ORK_GATEWAY_TOKEN", "ci-secret-1")],
+        )
+    });
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains(&format!("serves Katalog {:?}, not \"self-service\"", ns.name)),
+        "{said}"
+    );
     let (code, said) = tokio::task::block_in_place(|| probe("not-a-token"));
     assert_eq!(code, Some(1), "{said}");
     assert!(said.starts_with("refused (401)"), "{said}");

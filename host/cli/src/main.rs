@@ -1,6 +1,7 @@
 //! `ork`: the Orkestra-rs command line. Parsing, logging set-up and dispatch to one
 //! module per command.
 
+mod answered;
 mod cluster;
 mod component;
 mod control_center;

@@ -44,6 +44,10 @@ pub struct GatewayClient {
     /// The environment variable that holds the bearer token.
     #[arg(long, value_name = "VAR", default_value = "ORK_GATEWAY_TOKEN")]
     token_env: String,
+    /// The Katalog the gateway must serve (`metadata.name`): it is asked first, and nothing
+    /// is sent to a gateway of another one.
+    #[arg(long, value_name = "NAME")]
+    katalog: Option<String>,
 }
 
 impl GatewayClient {
@@ -53,7 +57,25 @@ impl GatewayClient {
             .filter(|t| !t.trim().is_empty())
             .with_context(|| format!("set {} to a token of the gateway (or pass --token-env)", self.token_env))?;
         let url = format!("{}{path}", self.gateway.trim_end_matches('/'));
-        Ok(reqwest::Client::new().request(method, url).bearer_auth(token.trim()))
+        Ok(reqwest::Client::new()
+            .request(method, url)
+            .bearer_auth(token.trim())
+            .timeout(std::time::Duration::from_secs(30)))
+    }
+
+    /// With `--katalog`, that the gateway serves it (asked with `GET /schema`).
+    async fn check(&self) -> anyhow::Result<()> {
+        if self.katalog.is_none() {
+            return Ok(());
+        }
+        let response = self
+            .request(reqwest::Method::GET, "/schema")?
+            .send()
+            .await
+            .with_context(|| format!("the gateway at {} did not answer", self.gateway))?;
+        super::answered::answered_by(&response, &self.gateway, self.katalog.as_deref())
+            .map_err(|e| anyhow::anyhow!("{e}; nothing was sent"))?;
+        Ok(())
     }
 }
 
@@ -129,6 +151,7 @@ fn read_intent(file: &PathBuf, target: Option<&String>) -> anyhow::Result<Map<St
 
 async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let intent = read_intent(&args.file, args.target.as_ref())?;
+    args.client.check().await?;
     let query = format!(
         "?dryRun={}&override={}&overwrite={}",
         args.dry_run, args.override_, args.overwrite
@@ -141,8 +164,15 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("the gateway at {} did not answer", args.client.gateway))?;
     let status = response.status();
+    let katalog = super::answered::answered_by(&response, &args.client.gateway, args.client.katalog.as_deref())?;
     let body: Value = response.json().await.context("the gateway's answer is not JSON")?;
     println!("{}", serde_json::to_string_pretty(&body)?);
+    if let Some(katalog) = katalog {
+        eprintln!(
+            "answered by the gateway of Katalog {katalog:?} at {}",
+            args.client.gateway
+        );
+    }
     Ok(match status.is_success() && body["accepted"] == true {
         true => ExitCode::SUCCESS,
         false => ExitCode::FAILURE,
@@ -161,7 +191,11 @@ async fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("the gateway at {} did not answer", args.client.gateway))?;
     let status = response.status();
+    let katalog = super::answered::answered_by(&response, &args.client.gateway, args.client.katalog.as_deref())?;
     let body: Value = response.json().await.context("the gateway's answer is not JSON")?;
+    if let Some(katalog) = katalog {
+        eprintln!("Katalog {katalog:?} at {}", args.client.gateway);
+    }
     if !status.is_success() {
         eprintln!("error: {}", body["message"].as_str().unwrap_or("the gateway refused"));
         return Ok(ExitCode::FAILURE);

@@ -74,6 +74,10 @@ pub struct ProbeArgs {
     gateway: String,
     #[command(flatten)]
     bearer: Bearer,
+    /// The Katalog the gateway must serve (`metadata.name`): a gateway of another one that
+    /// accepts the token fails the probe.
+    #[arg(long, value_name = "NAME")]
+    katalog: Option<String>,
 }
 
 pub async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
@@ -304,6 +308,11 @@ async fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("the gateway at {} did not answer", args.gateway))?;
     let status = response.status();
+    // A refusal says why below, whichever Katalog it came from.
+    let katalog = match status.is_success() {
+        true => super::answered::answered_by(&response, &args.gateway, args.katalog.as_deref())?,
+        false => None,
+    };
     let body: Value = response.json().await.unwrap_or_default();
     if !status.is_success() {
         let why = body["message"]
@@ -320,7 +329,8 @@ async fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         .filter_map(|i| i["target"].as_str())
         .collect();
     crate::stdout::write(&format!(
-        "accepted: it may see {} target(s): {}\n",
+        "accepted by the gateway of Katalog {:?}: it may see {} target(s): {}\n",
+        katalog.unwrap_or_default(),
         targets.len(),
         targets.join(", ")
     ))?;

@@ -345,6 +345,15 @@ impl Runtimes {
     /// `/katalog`, from the konductor when a try reaches it.
     async fn katalog(&self, runtime: &Watched) -> Result<(Value, bool), FetchError> {
         let mut answer = self.fetch(runtime, "/katalog").await?;
+        // Something else on the address (another service, a gateway's own door) is said to
+        // be so rather than shown as a runtime with no Katalog.
+        if answer["name"].as_str().is_none() {
+            return Err(FetchError::Status(
+                runtime.config.name.clone(),
+                200,
+                "this is not an Orkestra runtime's Live API (its /katalog names no Katalog)".into(),
+            ));
+        }
         for _ in 0..KONDUCTOR_TRIES {
             if answer["isKonductor"] != false {
                 return Ok((answer, true));

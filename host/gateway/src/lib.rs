@@ -10,7 +10,8 @@
 //! - [`registration`]: the webhook configurations that point the API server at them, each
 //!   reaching only what its entry selects ([`scope`]); [`serving`]: which of them the
 //!   Katalog turns on.
-//! - [`tls`], [`webhooks`]: the HTTPS server, its certificate and its renewal.
+//! - [`tls`], [`webhooks`]: the HTTPS server, its certificate and its renewal; [`failpoint`]:
+//!   the faults `ork test --faults` makes it answer with.
 //! - [`stats`]: `GET /katalog` of a standalone gateway.
 //! - [`api`], [`tokens`], [`oidc`], [`clusters`]: the Serve API (intents in, CRs applied with
 //!   provenance, to one cluster or several), the bearer tokens it accepts (static and
@@ -23,6 +24,7 @@ pub mod admission;
 pub mod api;
 pub mod clusters;
 pub mod conversion;
+pub mod failpoint;
 pub mod intake;
 pub mod jwt_ring;
 pub mod oidc;

@@ -15,9 +15,9 @@ use crate::webhooks::{Options, Webhooks};
 /// Why the gateway did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("starting the admission webhooks: {0}")]
+    #[error("starting the admission webhooks")]
     Webhooks(#[from] crate::webhooks::Error),
-    #[error("starting the Serve API: {0}")]
+    #[error("starting the Serve API")]
     ServeApi(#[from] crate::tokens::Error),
 }
 

@@ -45,6 +45,12 @@ pub enum Error {
     Rotate(String, String),
 }
 
+impl orkestra_kube::transient::Transient for Error {
+    fn is_transient(&self) -> bool {
+        matches!(self, Error::Secret { source, .. } if source.is_transient())
+    }
+}
+
 /// The tokens, by name.
 #[derive(Debug, Default)]
 pub struct Tokens {
@@ -55,7 +61,11 @@ impl Tokens {
     /// Reads every token the Katalog declares; the first that cannot be had stops the start.
     pub async fn load(client: &kube::Client, sources: &[TokenSource], namespace: &str) -> Result<Arc<Self>, Error> {
         let tokens = Arc::new(Self::default());
-        tokens.refresh(client, sources, namespace).await?;
+        // Read again from the start: a Secret another replica made meanwhile (409) is read.
+        orkestra_kube::transient::retry("reading the gateway's tokens", || {
+            tokens.refresh(client, sources, namespace)
+        })
+        .await?;
         Ok(tokens)
     }
 

@@ -49,6 +49,12 @@ pub enum Error {
     Identity(kube::Error),
 }
 
+impl orkestra_kube::transient::Transient for Error {
+    fn is_transient(&self) -> bool {
+        matches!(self, Error::Register(error) if error.is_transient())
+    }
+}
+
 /// The running webhook server.
 pub struct Webhooks {
     client: kube::Client,
@@ -119,6 +125,7 @@ impl Webhooks {
             .merge(provenance::router(compiled.clone(), counts.clone(), gateway))
             .merge(protection::router(compiled.clone(), counts.clone()))
             .merge(conversion::router(compiled.clone(), counts.clone()));
+        let router = crate::failpoint::wrap(router, timeout);
         let registration = Registration {
             endpoint,
             ca_bundle: identity.ca_pem.clone(),
@@ -139,10 +146,15 @@ impl Webhooks {
         // A start that fails half way takes back what it registered: left behind, `Fail`
         // webhooks with nobody serving them would refuse every write of the Katalog's kinds.
         let registered = async {
-            register(&client, &compiled, &registration).await?;
-            crate::protection::label_existing(&client, &compiled)
-                .await
-                .map_err(Error::Register)
+            orkestra_kube::transient::retry("registering the webhooks", || {
+                register(&client, &compiled, &registration)
+            })
+            .await?;
+            orkestra_kube::transient::retry("labelling the protected objects", || {
+                crate::protection::label_existing(&client, &compiled)
+            })
+            .await
+            .map_err(Error::Register)
         };
         let labelled = match registered.await {
             Ok(labelled) => labelled,

@@ -2,7 +2,8 @@
 //! client: finding a kind (with fallbacks to older API versions), applying manifests, and
 //! installing a Katalog's CRDs, and [`objects`], the one way to an API path that carries a
 //! name (checked and encoded), [`trace`], a write's trace context carried on the object,
-//! and [`tenant`], whose work the current task's requests are.
+//! [`tenant`], whose work the current task's requests are, and [`transient`], start-up
+//! writes tried again while the API server refuses them for a moment.
 
 pub mod crd_install;
 pub mod discovery;
@@ -10,3 +11,4 @@ pub mod manifests;
 pub mod objects;
 pub mod tenant;
 pub mod trace;
+pub mod transient;

@@ -3,7 +3,8 @@
 //! and runs the Katalog's sample CRs once cleanly (the baseline) and once per fault: the
 //! runtime killed after its k-th write and started again, the API server restarted
 //! mid-convergence, 409s, 429s and 410s on a share of requests, watch events delayed,
-//! duplicated or dropped. After each it checks what must hold whatever happened: every CR
+//! duplicated or dropped, admission webhooks failing or answering late (where the Katalog
+//! has any), component calls trapping (where it declares a component). After each it checks what must hold whatever happened: every CR
 //! settles where the baseline did, with the same children and no duplicate, its deletion
 //! removes its finalizers and its children, writes stay bounded, and the runtime never
 //! panics. A table shows Katalog × fault × invariant; any violation exits 1 with the shortest
@@ -20,6 +21,7 @@ use anyhow::Context;
 use clap::Args;
 use kube::discovery::Discovery;
 
+use orkestra_gateway::failpoint::Misbehaviour;
 use proxy::{Injection, Proxy};
 use workload::{Sample, Settled};
 
@@ -32,10 +34,14 @@ pub struct TestArgs {
     #[arg(value_name = "KATALOG", required = true)]
     katalogs: Vec<PathBuf>,
     /// The short set, as CI runs it: the baseline, the runtime killed after its first write,
-    /// and dropped watch events. Default: every fault, and a kill after each write of the
+    /// dropped watch events, and failing webhooks where the Katalog has any. Default: every fault, and a kill after each write of the
     /// baseline (up to --max-kills).
     #[arg(long)]
     reduced: bool,
+    /// Only the faults whose name contains this text (as the table names them: `410 on`,
+    /// `kill -9 after write 3`), after the baseline: to run a violation's reproduction again.
+    #[arg(long, value_name = "TEXT")]
+    only: Option<String>,
     /// Kills after the k-th write for k up to this many (the full set).
     #[arg(long, value_name = "N", default_value_t = 8)]
     max_kills: u64,
@@ -55,6 +61,8 @@ enum Fault {
     Proxy(Injection),
     /// Every n-th component call traps ([`orkestra_wasm::failpoint`]).
     ComponentTraps(u64),
+    /// The runtime's admission webhooks misbehave ([`orkestra_gateway::failpoint`]).
+    Webhook(Misbehaviour),
 }
 
 impl std::fmt::Display for Fault {
@@ -64,6 +72,8 @@ impl std::fmt::Display for Fault {
             Fault::KillAfterWrite(k) => write!(f, "kill -9 after write {k}"),
             Fault::ApiServerRestart => f.write_str("API server restarted"),
             Fault::ComponentTraps(every) => write!(f, "1 in {every} component calls traps"),
+            Fault::Webhook(Misbehaviour::Fail { every }) => write!(f, "webhook fails 1 in {every}"),
+            Fault::Webhook(Misbehaviour::Late { every }) => write!(f, "webhook late 1 in {every}"),
             Fault::Proxy(Injection::Conflict { every }) => write!(f, "409 on 1 in {every} writes"),
             Fault::Proxy(Injection::Throttle { every }) => write!(f, "429 on 1 in {every} requests"),
             Fault::Proxy(Injection::Gone { every }) => write!(f, "410 on 1 in {every} watches"),
@@ -130,21 +140,34 @@ pub async fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     });
     for (path, outcome, broken) in shortest.iter().take(10) {
         println!(
-            "violation: {} under {}: {broken} (the runtime's log: {})",
+            "violation: {} under {}: {broken} (the runtime's log: {}; again: ork test --faults --only '{}' {})",
             path.display(),
             outcome.fault,
-            outcome.log.display()
+            outcome.log.display(),
+            outcome.fault,
+            path.display()
         );
     }
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-/// The faults a campaign runs, given the baseline's writes and whether the Katalog declares
-/// a component.
-fn faults(args: &TestArgs, baseline_writes: u64, components: bool) -> Vec<Fault> {
+/// What of the runtime a Katalog uses that a fault of its own reaches.
+#[derive(Debug, Clone, Copy, Default)]
+struct Uses {
+    /// A Wasm component.
+    components: bool,
+    /// Admission webhooks (rules, provenance, protection, conversion).
+    webhooks: bool,
+}
+
+/// The faults a campaign runs, given the baseline's writes and what the Katalog uses.
+fn faults(args: &TestArgs, baseline_writes: u64, uses: Uses) -> Vec<Fault> {
     let mut faults = vec![Fault::KillAfterWrite(1)];
     if args.reduced {
         faults.push(Fault::Proxy(Injection::Drop { every: 3 }));
+        if uses.webhooks {
+            faults.push(Fault::Webhook(Misbehaviour::Fail { every: 2 }));
+        }
         return faults;
     }
     faults.extend((2..=baseline_writes.min(args.max_kills)).map(Fault::KillAfterWrite));
@@ -157,8 +180,14 @@ fn faults(args: &TestArgs, baseline_writes: u64, components: bool) -> Vec<Fault>
         Fault::Proxy(Injection::Duplicate),
         Fault::Proxy(Injection::Drop { every: 3 }),
     ]);
-    if components {
+    if uses.components {
         faults.push(Fault::ComponentTraps(3));
+    }
+    if uses.webhooks {
+        faults.extend([
+            Fault::Webhook(Misbehaviour::Fail { every: 2 }),
+            Fault::Webhook(Misbehaviour::Late { every: 3 }),
+        ]);
     }
     faults
 }
@@ -238,10 +267,16 @@ async fn campaign(
     };
     let writes = (baseline.writes_per_cr * bench.samples.len() as f64).round() as u64;
     outcomes.push(baseline);
-    let components = katalog
-        .enabled()
-        .any(|crd| !orkestra::runtime::slots::component_specs(crd).is_empty());
-    let planned = faults(args, writes, components);
+    let uses = Uses {
+        components: katalog
+            .enabled()
+            .any(|crd| !orkestra::runtime::slots::component_specs(crd).is_empty()),
+        webhooks: orkestra_gateway::serving::any(&katalog),
+    };
+    let mut planned = faults(args, writes, uses);
+    if let Some(only) = &args.only {
+        planned.retain(|fault| fault.to_string().contains(only.as_str()));
+    }
     for (n, fault) in planned.iter().enumerate() {
         progress.set(format!("{}: {fault} ({}/{})", path.display(), n + 1, planned.len()));
         let outcome = bench
@@ -268,17 +303,28 @@ impl Runtime {
         let exe = std::env::current_exe().context("the path of ork itself")?;
         let file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
         let mut command = std::process::Command::new(exe);
-        if let Fault::ComponentTraps(every) = fault {
-            command.env(orkestra_wasm::failpoint::TRAP_EVERY, every.to_string());
+        match fault {
+            Fault::ComponentTraps(every) => {
+                command.env(orkestra_wasm::failpoint::TRAP_EVERY, every.to_string());
+            }
+            Fault::Webhook(misbehaviour) => {
+                command.env(orkestra_gateway::failpoint::WEBHOOK, misbehaviour.to_string());
+            }
+            _ => {}
         }
         let child = command
             .args(["run", "-f"])
             .arg(&bench.katalog)
             // Its Live API says when it is idle (components loaded, no reconcile running).
+            // The webhooks the Katalog enables are its own, on a port of their own; what the
+            // gateway keeps (the Serve API's token Secrets) goes with the scenario.
             .args([
                 "--http-addr",
                 "127.0.0.1:0",
-                "--no-gateway",
+                "--https-addr",
+                "127.0.0.1:0",
+                "--gateway-namespace",
+                namespace,
                 "--state-namespace",
                 namespace,
             ])
@@ -290,6 +336,11 @@ impl Runtime {
             .spawn()
             .context("starting ork run")?;
         Ok(Self { child })
+    }
+
+    /// How it ended, when it has.
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     fn kill(&mut self) {
@@ -354,7 +405,7 @@ async fn idle(http: &reqwest::Client, log: &Path) -> bool {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
+        if self.exited().is_none() {
             self.kill();
         }
     }
@@ -397,7 +448,7 @@ impl Bench {
             _ => Injection::None,
         });
         let mut runtime = Runtime::start(self, &log, &namespace, fault)?;
-        workload::apply(&self.client, &self.samples, &namespace).await?;
+        workload::apply(&self.client, &self.samples, &namespace, self.timeout).await?;
         match fault {
             Fault::KillAfterWrite(k) => {
                 // A run may take fewer writes than the baseline did: then there is no k-th
@@ -425,11 +476,16 @@ impl Bench {
             }
             _ => {}
         }
-        let first = self.samples.first().map(|s| s.label(&namespace)).unwrap_or_default();
-        let unsettled = format!("the CRs did not settle within {:?} (first: {first})", self.timeout);
         let settled = self
             .settle(&namespace, reference.map(|(settled, _, _)| settled), &log)
             .await;
+        let first = self.samples.first().map(|s| s.label(&namespace)).unwrap_or_default();
+        let mut unsettled = format!("the CRs did not settle within {:?} (first: {first})", self.timeout);
+        if let Some(status) = runtime.exited() {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+            unsettled.push_str(&format!("; the runtime exited ({status}): {last}"));
+        }
         // Still moving at the end: what it got to is compared all the same.
         let settled = match settled {
             Some((state, took, true)) => Some((state, took)),
@@ -480,8 +536,16 @@ impl Bench {
                 // loops on a fault would show here.
                 let bound = 3 * baseline_writes + 2 * injected + 2 * count;
                 if writes > bound {
+                    let most: Vec<String> = self
+                        .proxy
+                        .faults
+                        .most_written(3)
+                        .into_iter()
+                        .map(|(write, times)| format!("{write} ×{times}"))
+                        .collect();
                     broken[4] = Some(format!(
-                        "{writes} writes, more than {bound} (baseline {baseline_writes}, {injected} faults)"
+                        "{writes} writes, more than {bound} (baseline {baseline_writes}, {injected} faults); most: {}",
+                        most.join(", ")
                     ));
                 }
             }

@@ -55,8 +55,8 @@ pub struct Faults {
     watches: AtomicU64,
     events: AtomicU64,
     injected: AtomicU64,
-    /// The paths the runtime deleted since the injection was armed.
-    deletes: Mutex<Vec<String>>,
+    /// What the runtime wrote since the injection was armed: method and path, in order.
+    written: Mutex<Vec<(Method, String)>>,
     /// Set when a write held by [`Injection::CrashAfterWrite`] reached the API server.
     crashed: tokio::sync::watch::Sender<bool>,
 }
@@ -66,13 +66,31 @@ impl Faults {
         *self.injection.lock().unwrap_or_else(|e| e.into_inner()) = injection;
         self.writes.store(0, Ordering::SeqCst);
         self.injected.store(0, Ordering::SeqCst);
-        self.deletes.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.written.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.crashed.send_replace(false);
     }
 
     /// What the runtime deleted since the injection was armed.
     pub fn deletes(&self) -> Vec<String> {
-        self.deletes.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        written
+            .iter()
+            .filter(|(method, _)| *method == Method::DELETE)
+            .map(|(_, path)| path.clone())
+            .collect()
+    }
+
+    /// The `n` writes the runtime made most often since the injection was armed (`METHOD
+    /// path`, how many times), the most first.
+    pub fn most_written(&self, n: usize) -> Vec<(String, usize)> {
+        let mut counts = std::collections::BTreeMap::<String, usize>::new();
+        for (method, path) in self.written.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            *counts.entry(format!("{method} {path}")).or_default() += 1;
+        }
+        let mut counts: Vec<_> = counts.into_iter().collect();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        counts.truncate(n);
+        counts
     }
 
     /// Stops injecting; the counts go on.
@@ -134,7 +152,7 @@ impl Proxy {
             watches: AtomicU64::new(0),
             events: AtomicU64::new(0),
             injected: AtomicU64::new(0),
-            deletes: Mutex::default(),
+            written: Mutex::default(),
             crashed: tokio::sync::watch::Sender::new(false),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -195,9 +213,9 @@ async fn forward(State(shared): State<Shared>, request: Request) -> Response {
     let write = !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let watch = is_watch(&request);
     let injection = faults.injection();
-    if request.method() == Method::DELETE {
-        let path = request.uri().path().to_string();
-        faults.deletes.lock().unwrap_or_else(|e| e.into_inner()).push(path);
+    if write {
+        let record = (request.method().clone(), request.uri().path().to_string());
+        faults.written.lock().unwrap_or_else(|e| e.into_inner()).push(record);
     }
     let n = faults.requests.fetch_add(1, Ordering::SeqCst) + 1;
     // This write's number (0: not a write), its own even when writes race.

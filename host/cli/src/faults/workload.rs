@@ -77,23 +77,32 @@ fn resource_of(document: &Value, discovery: &Discovery) -> Option<(ApiResource, 
     Some((resource, caps.scope == Scope::Namespaced))
 }
 
-/// Applies every sample into `namespace` (server-side, as a user would).
-pub async fn apply(client: &kube::Client, samples: &[Sample], namespace: &str) -> anyhow::Result<()> {
+/// Applies every sample into `namespace` (server-side, as a user would). A write the API
+/// server could not complete (a 5xx: a webhook that failed or answered late) is tried again,
+/// as the user would, for up to `within`; a refusal is final.
+pub async fn apply(client: &kube::Client, samples: &[Sample], namespace: &str, within: Duration) -> anyhow::Result<()> {
+    let until = Instant::now() + within;
     for sample in samples {
         let mut object = sample.object.clone();
         if sample.namespaced {
             object["metadata"]["namespace"] = Value::from(namespace);
         }
         let params = PatchParams::apply("ork-test-faults").force();
-        let applied = async {
-            sample
-                .api(client, namespace)?
-                .patch(&sample.name(), &params, &Patch::Apply(&object))
-                .await
-        };
-        applied
-            .await
-            .map_err(|e| anyhow::anyhow!("applying {}: {e}", sample.label(namespace)))?;
+        loop {
+            let applied = async {
+                sample
+                    .api(client, namespace)?
+                    .patch(&sample.name(), &params, &Patch::Apply(&object))
+                    .await
+            };
+            match applied.await {
+                Ok(_) => break,
+                Err(kube::Error::Api(status)) if status.code >= 500 && Instant::now() < until => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => anyhow::bail!("applying {}: {e}", sample.label(namespace)),
+            }
+        }
     }
     Ok(())
 }
@@ -236,11 +245,6 @@ pub async fn delete(
     children: &BTreeMap<String, usize>,
     within: Duration,
 ) -> Vec<String> {
-    for sample in samples {
-        if let Ok(api) = sample.api(client, namespace) {
-            let _ = api.delete(&sample.name(), &DeleteParams::background()).await;
-        }
-    }
     let started = Instant::now();
     loop {
         let mut left = Vec::new();
@@ -249,6 +253,11 @@ pub async fn delete(
                 continue;
             };
             if let Ok(Some(object)) = api.get_opt(&sample.name()).await {
+                // Asked again while it is not being deleted: a webhook may have failed the
+                // request, as it may any write.
+                if object.metadata.deletion_timestamp.is_none() {
+                    let _ = api.delete(&sample.name(), &DeleteParams::background()).await;
+                }
                 let finalizers = object.metadata.finalizers.unwrap_or_default().join(", ");
                 left.push(format!("{} (finalizers: {finalizers})", sample.label(namespace)));
             }

@@ -2,8 +2,9 @@
 //! with server-side apply and provenance), `GET`/`DELETE /resources/...` (shaped as the
 //! CR's surface says), `GET /schema` (the catalog of targets, or one target's fields) and
 //! `GET /raw-schema`. Every call carries a bearer token of the Katalog's gateway; what the
-//! token may do is checked per surface. Bodies are capped at 1 MiB. `GET /openapi.json`
-//! describes every endpoint.
+//! token may do is checked per surface. Bodies are capped at 1 MiB. Every admitted call's
+//! answer names the Katalog ([`KATALOG_HEADER`]). `GET /openapi.json` describes every
+//! endpoint.
 
 mod apply;
 mod cache;
@@ -39,6 +40,9 @@ use crate::tokens::Tokens;
 
 /// The largest request body.
 pub const BODY_LIMIT: usize = 1 << 20;
+
+/// The response header that names the Katalog whose gateway answered an admitted call.
+pub const KATALOG_HEADER: &str = "orkestra-katalog";
 
 /// What every handler reads.
 #[derive(Clone)]
@@ -208,7 +212,13 @@ async fn authenticate(State(shared): State<Shared>, mut request: Request, next: 
     match caller {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
-            next.run(request).await
+            let mut response = next.run(request).await;
+            // Which Katalog answered, for a caller that may have reached another gateway
+            // than it meant to; only a caller it admitted learns it.
+            if let Ok(name) = header::HeaderValue::from_str(&shared.compiled.katalog.name) {
+                response.headers_mut().insert(KATALOG_HEADER, name);
+            }
+            response
         }
         Err(message) => {
             tracing::debug!(%message, "Serve API call refused");

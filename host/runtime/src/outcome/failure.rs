@@ -248,14 +248,7 @@ fn status_code(error: &kube::Error) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn answered(code: u16) -> kube::Error {
-        kube::Error::Api(
-            kube::core::Status::failure(&format!("status {code}"), "Test")
-                .with_code(code)
-                .boxed(),
-        )
-    }
+    use orkestra_kube::transient::refusal as answered;
 
     #[test]
     fn the_answer_decides_the_retry() {

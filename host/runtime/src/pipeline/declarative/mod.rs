@@ -33,7 +33,7 @@ use orkestra_kube::objects::Objects;
 use serde_json::{Map, Value, json};
 
 use crate::outcome::counters::Counters;
-use crate::outcome::failure::{Reason, ReconcileError};
+use crate::outcome::failure::{Reason, ReconcileError, Retry};
 use crate::pipeline::cross::Peers;
 use crate::pipeline::mux::{Action, Form, Reconciled, Reconciler, Request};
 use crate::pipeline::observe::{Children, api_for_key, split_key};
@@ -190,9 +190,16 @@ impl Declarative {
             Ok(()) => self.call_externals(compiled, &mutated, &mut context).await,
             Err(error) => Err(error),
         };
-        let mut outcome = match calls {
+        let outcome = match calls {
             Ok(()) => self.apply_all(request, object, &mutated, &checked, &context, now).await,
             Err(error) => Err(error),
+        };
+        // The CR changed under our write (a stale cache): nothing failed, so nothing is
+        // reported; the run that sees the new version is already due. Reporting it would
+        // cost a status write and an Event on every try while the cache catches up.
+        let mut outcome = match outcome {
+            Err(error) if error.retry() == Retry::Soon => return Err(error),
+            other => other,
         };
         if let Err(error) = &outcome
             && error.reason == Reason::Interrupted
