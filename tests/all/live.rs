@@ -438,3 +438,53 @@ async fn every_metric_the_generated_dashboard_queries_is_exposed() {
     assert!(queried >= panels.len(), "every panel queries a metric");
     h.stop().await;
 }
+
+/// Issue 51, item 3: the two latencies of a change on `/metrics`, a user's change and
+/// background work apart, and a change no reconcile could handle never counted as done.
+#[tokio::test]
+async fn metrics_time_each_change_from_its_watch_event_to_its_start_and_to_its_end() {
+    let h = Harness::start("latency", &katalog(), &[], true).await;
+    h.create("App", "a", json!({"x": "1"})).await;
+    h.create("Broken", "x", json!({"x": "1"})).await;
+    let url = serve(&h, orkestra::live::Auth::open()).await;
+    let observed = |generation: i64| {
+        let api = h.api("App");
+        async move {
+            let cr = api.get("a").await.ok()?;
+            (cr.data["status"]["observedGeneration"] == generation).then_some(())
+        }
+    };
+    eventually("a reconciled", WAIT, || observed(1)).await.unwrap();
+    h.patch("App", "a", json!({"spec": {"x": "2"}})).await;
+    eventually("a's change reconciled", WAIT, || observed(2)).await.unwrap();
+    h.wait_state("broken", orkestra::outcome::health::State::Degraded).await;
+    // app resyncs every second: background work.
+    let text = eventually("a resync timed", WAIT, || async {
+        let text = reqwest::get(format!("{url}/metrics")).await.ok()?.text().await.ok()?;
+        let background = [("controller", "app"), ("class", "background")];
+        (one(&text, "orkestra_reconcile_latency_seconds", &background) >= 1.0).then_some(text)
+    })
+    .await
+    .unwrap();
+    let user = |crd| [("controller", crd), ("class", "user")];
+    // The creation and the spec change, each from its event.
+    assert!(
+        one(&text, "orkestra_queue_latency_seconds", &user("app")) >= 2.0,
+        "{text}"
+    );
+    assert!(
+        one(&text, "orkestra_reconcile_latency_seconds", &user("app")) >= 2.0,
+        "{text}"
+    );
+    // broken's change waited and started, and no run ever handled it.
+    assert!(
+        one(&text, "orkestra_queue_latency_seconds", &user("broken")) >= 1.0,
+        "{text}"
+    );
+    assert_eq!(
+        one(&text, "orkestra_reconcile_latency_seconds", &user("broken")),
+        0.0,
+        "{text}"
+    );
+    h.stop().await;
+}

@@ -18,8 +18,10 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeCounterValue, EncodeM
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use crate::outcome::counters::{CHANGE_CLASSES, Timing};
 use crate::outcome::health::State;
 use crate::pipeline::flows::FlowView;
 use crate::pipeline::roster::CrdHandle;
@@ -77,12 +79,7 @@ impl<'e> Family<'_, 'e> {
         &mut self,
         name: &str,
         help: &str,
-        values: impl IntoIterator<
-            Item = (
-                Vec<(&'l str, &'l str)>,
-                &'l prometheus_client::metrics::histogram::Histogram,
-            ),
-        >,
+        values: impl IntoIterator<Item = (Vec<(&'l str, &'l str)>, &'l Histogram)>,
     ) -> std::fmt::Result {
         let mut metric = self.encoder.encode_descriptor(
             name,
@@ -178,6 +175,25 @@ impl Collector for RuntimeCollector {
             "workqueue_work_duration",
             "How long processing an item from workqueue takes",
             crds.iter().map(|h| (queue(h), &h.counters.timing.work)),
+        )?;
+        // The two latencies of a change, by class: a user's change, or background work.
+        let by_class = |pick: fn(&Timing) -> &[Histogram; 2]| {
+            crds.iter().flat_map(move |h| {
+                CHANGE_CLASSES
+                    .iter()
+                    .zip(pick(&h.counters.timing))
+                    .map(move |(class, histogram)| (vec![("controller", &*h.crd.name), ("class", *class)], histogram))
+            })
+        };
+        family.histograms(
+            "orkestra_queue_latency",
+            "From a change's watch event to the start of its reconcile, by class (user: a new CR, a new generation, labels, annotations, a deletion, a watched child; background: the initial list, resyncs)",
+            by_class(|t| &t.change_queued),
+        )?;
+        family.histograms(
+            "orkestra_reconcile_latency",
+            "From a change's watch event to the end of the reconcile that handled it, its status written (retries included), by class",
+            by_class(|t| &t.change_done),
         )?;
 
         // The flows of each queue (`queue.fairness`): the busiest, then the most recently served.

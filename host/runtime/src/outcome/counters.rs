@@ -30,7 +30,16 @@ pub struct Timing {
     pub queued: Histogram,
     /// Seconds a worker held an item (gate, reconcile, stamps).
     pub work: Histogram,
+    /// Seconds from a change's watch event to the start of its reconcile, for a user's
+    /// change (`[0]`) and background work (`[1]`: the initial list, resyncs).
+    pub change_queued: [Histogram; 2],
+    /// Seconds from a change's watch event to the end of the reconcile that handled it (its
+    /// status written), retries included; by class as `change_queued`.
+    pub change_done: [Histogram; 2],
 }
+
+/// The classes of [`Timing::change_queued`] and [`Timing::change_done`], as labelled.
+pub const CHANGE_CLASSES: [&str; 2] = ["user", "background"];
 
 impl Default for Timing {
     fn default() -> Self {
@@ -40,11 +49,19 @@ impl Default for Timing {
             1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0,
             60.0,
         ];
+        // Fine where the targets are (10 ms to start, 1 s to done), coarse beyond.
+        const CHANGE: [f64; 18] = [
+            0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 30.0,
+            60.0,
+        ];
         let queue = || Histogram::new(exponential_buckets(1e-8, 10.0, 10));
+        let change = || [Histogram::new(CHANGE), Histogram::new(CHANGE)];
         Self {
             reconcile: Histogram::new(RECONCILE),
             queued: queue(),
             work: queue(),
+            change_queued: change(),
+            change_done: change(),
         }
     }
 }

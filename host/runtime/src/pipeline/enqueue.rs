@@ -212,6 +212,7 @@ impl Admission {
                         (Class::Background, Class::Background) => Class::Background,
                         _ => Class::User,
                     },
+                    seen: earlier.seen.min(trigger.seen),
                     ..trigger
                 },
                 None => trigger,
@@ -376,6 +377,7 @@ impl Admission {
             events: trigger.events.clone(),
             class: trigger.class,
             flow,
+            seen: Some(trigger.seen),
         };
         Ok(Step::Add(item, payload, bound))
     }
@@ -405,13 +407,7 @@ mod tests {
     }
 
     fn trigger(key: &str) -> Trigger {
-        Trigger {
-            key: key.into(),
-            source: Source::Primary,
-            sentinels: Default::default(),
-            events: None,
-            class: Class::User,
-        }
+        Trigger::new(key.into(), Source::Primary)
     }
 
     fn put(cache: &Cache, key: &str, spec: Value) {

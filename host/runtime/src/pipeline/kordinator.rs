@@ -20,6 +20,7 @@ use crate::outcome::counters::Counters;
 use crate::outcome::failure::{Reason, ReconcileError, Retry};
 use crate::outcome::health::{Event, HealthBoard};
 use crate::pipeline::feedback;
+use crate::pipeline::flows::Class;
 use crate::pipeline::mux::{Action, Interrupt, MuxReconciler, Reconciled, Request, StampPatch};
 use crate::pipeline::observe::Cache;
 use crate::pipeline::queue::{Lease, Outcome, WorkQueue};
@@ -88,6 +89,11 @@ impl Kordinator {
                 drop(slot);
                 continue;
             };
+            // A change's wait, once: a retry's runs are part of its time to done, not waits.
+            let class = usize::from(lease.payload.class == Class::Background);
+            if let Some(seen) = lease.payload.seen.filter(|_| lease.failures == 0) {
+                self.counters.timing.change_queued[class].observe(seen.elapsed().as_secs_f64());
+            }
             let span = reconcile_span(
                 &self.crd.name,
                 &lease.item.key,
@@ -117,6 +123,12 @@ impl Kordinator {
             };
             result.fetch_add(1, Ordering::Relaxed);
             let timing = &self.counters.timing;
+            // Handled: not a failure, nor a write the CR's change overtook.
+            let handled = matches!(outcome, Outcome::Success)
+                || matches!(outcome, Outcome::RequeueAfter(after) if after != STALE_RETRY);
+            if let Some(seen) = lease.payload.seen.filter(|_| handled) {
+                timing.change_done[class].observe(seen.elapsed().as_secs_f64());
+            }
             timing.queued.observe(lease.waited.as_secs_f64());
             timing.work.observe(lease.taken.elapsed().as_secs_f64());
             self.queue.done(lease, outcome);

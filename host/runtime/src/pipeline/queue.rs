@@ -65,6 +65,9 @@ pub struct Payload {
     /// Its flow, where the key alone does not say it (`queue.fairness.by: label:...`); the
     /// queue sets it when the item is queued.
     pub flow: Option<Arc<str>>,
+    /// When the earliest of its coalesced triggers was seen (none for a requeue): its
+    /// latencies run from here. A failed run's retry keeps it, as the change is not done.
+    pub seen: Option<Instant>,
 }
 
 impl Payload {
@@ -76,6 +79,14 @@ impl Payload {
         if other.class == Class::User {
             self.class = Class::User;
         }
+        self.seen = earliest(self.seen, other.seen);
+    }
+}
+
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -385,7 +396,7 @@ impl WorkQueue {
     pub fn done(&self, lease: Lease, outcome: Outcome) {
         let mut state = self.lock();
         let Lease { item, payload, .. } = lease;
-        let flow = payload.flow;
+        let (flow, seen) = (payload.flow, payload.seen);
         state.running_keys.remove(&item.key);
         let pending = match state.slots.remove(&item) {
             Some(Slot::Running { pending }) => pending,
@@ -432,6 +443,9 @@ impl WorkQueue {
                 class: Class::Background,
                 ..Payload::default()
             });
+            if outcome == Outcome::Retry {
+                payload.seen = earliest(payload.seen, seen);
+            }
             let flow = state.by.flow(&item.key, payload.flow.take().or(flow));
             state.order.push(item.clone(), &flow, payload.class, at);
             payload.flow = Some(flow);
@@ -496,6 +510,32 @@ mod tests {
         assert_eq!(lease.payload.sentinels, SentinelBits(0b11));
         queue.done(lease, Outcome::Success);
         assert!(next_now(&queue).await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_change_is_timed_from_its_first_sighting_through_retries_but_not_past_its_run() {
+        let seen = |at: Instant| Payload {
+            seen: Some(at),
+            ..Payload::default()
+        };
+        let queue = WorkQueue::new();
+        let first = Instant::now();
+        tokio::time::advance(Duration::from_millis(30)).await;
+        queue.add(item("ns/a"), seen(Instant::now()));
+        queue.add(item("ns/a"), seen(first));
+        let lease = queue.next().await.unwrap();
+        assert_eq!(lease.payload.seen, Some(first), "the earliest of the coalesced");
+        // It failed: its retry is the same change, still timed from its sighting.
+        queue.done(lease, Outcome::Retry);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let retry = queue.next().await.unwrap();
+        assert_eq!(retry.payload.seen, Some(first));
+        // Handled, then requeued: the requeue is no change of anyone's.
+        queue.done(retry, Outcome::RequeueAfter(Duration::from_secs(5)));
+        tokio::time::advance(Duration::from_secs(5)).await;
+        let requeued = queue.next().await.unwrap();
+        assert_eq!(requeued.payload.seen, None);
+        queue.done(requeued, Outcome::Success);
     }
 
     #[tokio::test(start_paused = true)]

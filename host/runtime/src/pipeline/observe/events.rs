@@ -67,6 +67,7 @@ pub async fn watch_events(
                     sentinels: Default::default(),
                     events: Some(context.clone()),
                     class: Class::User,
+                    seen: tokio::time::Instant::now(),
                 });
             }
         }

@@ -14,6 +14,8 @@ use std::future::Future;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use orkestra_kube::objects::Objects;
 use serde_json::Value;
 use tracing::Instrument;
@@ -61,6 +63,8 @@ pub struct Trigger {
     /// A user's change, or background work (a resync, the initial list): its place in the
     /// queue.
     pub class: Class,
+    /// When the runtime saw it: the start of the change's queue and reconcile latencies.
+    pub seen: Instant,
 }
 
 impl Trigger {
@@ -76,6 +80,7 @@ impl Trigger {
                 Source::Resync => Class::Background,
                 _ => Class::User,
             },
+            seen: Instant::now(),
         }
     }
 }

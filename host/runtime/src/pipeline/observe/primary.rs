@@ -90,6 +90,7 @@ impl PrimaryObserver {
                     sentinels,
                     events: None,
                     class: class_of(old.as_deref(), &value, self.relisting.is_some()),
+                    seen: tokio::time::Instant::now(),
                 };
                 // A relist's change may hold others' writes: never screened.
                 let version = super::own_writes::version_of(&value).filter(|_| self.relisting.is_none());

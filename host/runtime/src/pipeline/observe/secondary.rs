@@ -191,6 +191,7 @@ pub async fn watch_secondary(
                 sentinels: change.sentinels,
                 events: None,
                 class: Class::User,
+                seen: tokio::time::Instant::now(),
             });
         }
     })
