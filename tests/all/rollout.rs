@@ -323,12 +323,7 @@ async fn a_failing_version_is_rolled_back_by_its_error_percent_and_not_rolled_ou
     let site = site_component(&host).await;
     assert!(site["rollout"]["canary"].is_null(), "{site}");
     assert_eq!(site["rollout"]["history"].as_array().unwrap().len(), steps, "{site}");
-    let ended = reqwest::Client::new()
-        .post(format!("{}/rollouts", host.url))
-        .json(&json!({"component": "site", "action": "promote"}))
-        .send()
-        .await
-        .unwrap();
+    let ended = promote(&host.url).await;
     assert_eq!(ended.status().as_u16(), 409);
     // Every CR still reconciles, on the good version.
     let resource = sites(&ns);
@@ -522,20 +517,32 @@ async fn a_restart_keeps_a_rolled_back_version_refused_and_resumes_a_canary_wher
 /// version and the failing one refused.
 #[tokio::test]
 async fn a_standby_follows_the_leaders_rollback_and_keeps_it_after_taking_over() {
-    let ns = namespace("rollout-failover").await.unwrap();
+    a_rollback_holds_on_every_replica_and_after_one_is_killed("leader").await;
+}
+
+/// The same in shard mode: both members reconcile a share, one of them decides the
+/// rollouts and the other follows, so the rollback holds on every CR, and once a member is
+/// killed the other carries every CR on the last good version.
+#[tokio::test]
+async fn shard_members_keep_one_rollback_and_the_survivor_carries_it() {
+    a_rollback_holds_on_every_replica_and_after_one_is_killed("shard").await;
+}
+
+async fn a_rollback_holds_on_every_replica_and_after_one_is_killed(mode: &str) {
+    let ns = namespace(&format!("rollout-{mode}")).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("site.wasm");
     let stable = install("rust-hook", &file);
     let rollout = "{share: 50, promoteAfter: 10m, maxErrorPercent: 20, minReconciles: 3}";
     let text = katalog(&ns, &file, rollout);
     let replica = |identity: &str| -> Vec<String> {
-        ["--ha", "leader", "--lease-namespace", &ns.name, "--identity", identity]
+        ["--ha", mode, "--lease-namespace", &ns.name, "--identity", identity]
             .map(String::from)
             .to_vec()
     };
-    let leader = run_katalog(&ns, text.clone(), &replica("one")).await;
-    eventually("the first replica elected", WAIT, || async {
-        let katalog: Value = reqwest::get(format!("{}/katalog", leader.url))
+    let first = run_katalog(&ns, text.clone(), &replica("one")).await;
+    eventually("the first replica reconciling", WAIT, || async {
+        let katalog: Value = reqwest::get(format!("{}/katalog", first.url))
             .await
             .ok()?
             .json()
@@ -545,35 +552,45 @@ async fn a_standby_follows_the_leaders_rollback_and_keeps_it_after_taking_over()
     })
     .await
     .unwrap();
-    let standby = run_katalog(&ns, text, &replica("two")).await;
+    let second = run_katalog(&ns, text, &replica("two")).await;
     let (taken, left) = panicking_sites(&ns, &stable).await;
     let all: Vec<String> = taken.iter().chain(&left).cloned().collect();
 
-    // Both replicas load the failing version; the leader rolls it back.
+    // Both replicas load the failing version; the one that decides rolls it back, and every
+    // CR (in shard mode, each member's share) says so.
     let failing = install("hostile", &file);
     served(&ns, &all, "RolledBack", &stable).await;
-    let followed = eventually("the standby following the rollback", WAIT, || async {
-        let site = site_component(&standby).await;
-        (site["rollout"]["refused"] == failing.as_str() && site["rollout"]["canary"].is_null()).then_some(site)
-    })
-    .await
-    .unwrap();
-    assert_eq!(followed["digest"], stable.as_str(), "{followed}");
-    // Standing by, it decides nothing.
-    let refused = reqwest::Client::new()
-        .post(format!("{}/rollouts", standby.url))
-        .json(&json!({"component": "site", "action": "promote"}))
-        .send()
+    for replica in [&first, &second] {
+        let followed = eventually("each replica on the rollback", WAIT, || async {
+            let site = site_component(replica).await;
+            (site["rollout"]["refused"] == failing.as_str() && site["rollout"]["canary"].is_null()).then_some(site)
+        })
         .await
         .unwrap();
-    assert_eq!(refused.status().as_u16(), 409, "{}", refused.text().await.unwrap());
+        assert_eq!(followed["digest"], stable.as_str(), "{followed}");
+    }
+    if mode == "leader" {
+        // Standing by, it decides nothing.
+        let refused = promote(&second.url).await;
+        assert_eq!(refused.status().as_u16(), 409, "{}", refused.text().await.unwrap());
+    }
 
-    // The leader killed: the standby takes over and every CR reconciles on the good version.
-    drop(leader);
+    // The first killed: the other carries every CR on the good version.
+    drop(first);
     for name in &all {
         changed_and_ready(&ns, name, "after the take-over").await;
     }
-    let site = site_component(&standby).await;
+    let site = site_component(&second).await;
     assert_eq!(site["digest"], stable.as_str(), "{site}");
     assert!(site["rollout"]["canary"].is_null(), "{site}");
+}
+
+/// Asks the runtime at `url` to promote the site component's canary.
+async fn promote(url: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{url}/rollouts"))
+        .json(&json!({"component": "site", "action": "promote"}))
+        .send()
+        .await
+        .unwrap()
 }

@@ -24,10 +24,10 @@
     reason = "benchmarks name the objects they create; no tenant input reaches these calls"
 )]
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,7 +40,11 @@ use kube::runtime::watcher;
 use orkestra_control_plane::{ControlPlane, Options};
 use serde_json::{Value, json};
 
-const WORKERS: usize = 10;
+use common::{
+    Start, WORK, WORKERS, agent, build_controller_runtime, client, is_ready, peak_rss_kib, reported, spawn,
+    until_stdin_closes,
+};
+
 const STEADY: Duration = Duration::from_secs(60);
 const GROUP: &str = "converge.orkestra.io";
 /// How long a contender may take to converge before the run gives up on it.
@@ -56,13 +60,7 @@ spec:
     item:
       apiTypes: {{group: {GROUP}, version: v1, kind: Item, plural: items}}
       namespace: {namespace}
-      operatorBox:
-        reconcile:
-          workers: {WORKERS}
-          onReconcile:
-            configMaps:
-              - {{name: '{{{{ .metadata.name }}}}', data: {{value: '{{{{ .spec.value }}}}'}}}}
-"
+{WORK}"
     )
 }
 
@@ -70,45 +68,13 @@ fn resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, "v1", "Item"), "items")
 }
 
-/// The User-Agent a client of this run sends: how the audit log tells them apart.
-fn agent(who: &str) -> String {
-    format!("bench-{who}")
-}
-
-/// A client of the control plane at `KUBECONFIG`-style `kubeconfig`, sending `who`'s agent.
-async fn client(kubeconfig: &Path, who: &str) -> kube::Client {
-    let mut config = orkestra_control_plane::config_for(kubeconfig)
-        .await
-        .expect("the kubeconfig");
-    config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_str(&agent(who)).expect("an ASCII agent"),
-    ));
-    kube::Client::try_from(config).expect("a client")
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio");
+    let runtime = common::tokio();
     match args.iter().position(|a| a == "--phase") {
         Some(at) => runtime.block_on(phase(&args[at + 1], &args[at + 2])),
         None => runtime.block_on(compare()),
     }
-}
-
-/// Peak resident set of this process, in KiB.
-fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 /// One Rust contender, in a child process: runs until stdin closes, then prints its peak RSS.
@@ -124,14 +90,7 @@ async fn phase(which: &str, namespace: &str) {
         }
         _ => tokio::spawn(plain(client, namespace.to_string())),
     };
-    tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        while std::io::stdin().lock().read_line(&mut line).unwrap_or(0) > 0 {
-            line.clear();
-        }
-    })
-    .await
-    .expect("stdin");
+    until_stdin_closes().await;
     running.abort();
     println!("peak_rss_kib={}", peak_rss_kib());
 }
@@ -174,68 +133,6 @@ async fn reconcile(cr: Arc<DynamicObject>, client: Arc<kube::Client>) -> Result<
             .await?;
     }
     Ok(Action::await_change())
-}
-
-fn is_ready(cr: &Value) -> bool {
-    cr["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == "Ready" && c["status"] == "True")
-}
-
-/// How one contender is started.
-enum Start {
-    /// This benchmark again, as `--phase NAME NAMESPACE`.
-    Phase,
-    /// A program built beforehand, given the namespace.
-    Program(PathBuf),
-}
-
-/// Builds the Go contender; `None` (with the reason printed) when it cannot be built here.
-fn build_controller_runtime() -> Option<PathBuf> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/contenders/controller-runtime");
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench/controller-runtime");
-    eprintln!("building the controller-runtime contender (go build; a few minutes the first time)");
-    let built = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&out)
-        .arg(".")
-        .current_dir(&source)
-        .status();
-    match built {
-        Ok(status) if status.success() => Some(out),
-        Ok(status) => {
-            eprintln!("controller-runtime contender left out: go build exited with {status}");
-            None
-        }
-        Err(error) => {
-            eprintln!("controller-runtime contender left out: cannot run go: {error}");
-            None
-        }
-    }
-}
-
-fn spawn(start: &Start, which: &str, namespace: &str, kubeconfig: &Path) -> Child {
-    let mut command = match start {
-        Start::Phase => {
-            let mut command = Command::new(std::env::current_exe().expect("this benchmark"));
-            command.args(["--phase", which, namespace]);
-            command
-        }
-        Start::Program(path) => {
-            let mut command = Command::new(path);
-            command.arg(namespace);
-            command
-        }
-    };
-    command
-        .env("KUBECONFIG", kubeconfig)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the contender's process")
 }
 
 /// What one contender did at one N.
@@ -351,15 +248,7 @@ async fn compare() {
         .split(',')
         .map(|n| n.trim().parse().expect("ORK_BENCH_CRS: numbers, comma separated"))
         .collect();
-    let base = if Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
-    let dir = tempfile::Builder::new()
-        .prefix("ork-converge-")
-        .tempdir_in(base)
-        .expect("a directory");
+    let dir = common::scratch("ork-converge-");
     let mut options = Options::new(dir.path());
     options.audit = true;
     options.nodes = 0;
@@ -386,16 +275,14 @@ async fn compare() {
             seed(&setup, &namespace, n).await;
             let from = jiff::Timestamp::now();
             let started = Instant::now();
-            let mut child = spawn(start, which, &namespace, &kubeconfig);
+            let mut child = spawn(start, which, &namespace, &kubeconfig, &[]);
             let (first_ready, all_ready) = readiness(&watching, &namespace, n, started).await;
             let ready_at = jiff::Timestamp::now();
             tokio::time::sleep(STEADY).await;
             let steady_end = jiff::Timestamp::now();
             drop(child.stdin.take());
             let output = child.wait_with_output().expect("the contender's output");
-            let rss_kib: f64 = String::from_utf8_lossy(&output.stdout)
-                .lines()
-                .find_map(|l| l.strip_prefix("peak_rss_kib=").map(String::from))
+            let rss_kib: f64 = reported(&output.stdout, "peak_rss_kib")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0.0);
             // The audit log is written in batches of at most a second.

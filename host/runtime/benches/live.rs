@@ -13,7 +13,8 @@
     reason = "tests and benchmarks name the objects they create; no tenant input reaches these calls"
 )]
 
-use std::io::BufRead;
+mod common;
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -53,11 +54,7 @@ fn things(client: &kube::Client, namespace: &str, i: usize) -> Api<DynamicObject
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio");
+    let runtime = common::tokio();
     match args.iter().position(|a| a == "--phase") {
         Some(at) => runtime.block_on(phase(&args[at + 1], &args[at + 2], args.get(at + 3))),
         None => runtime.block_on(compare()),
@@ -86,14 +83,7 @@ async fn phase(which: &str, namespace: &str, port: Option<&String>) {
         tokio::spawn(orkestra::live::serve(listener, router, None));
     }
     let running = tokio::spawn(host.run(std::future::pending()));
-    tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        while std::io::stdin().lock().read_line(&mut line).unwrap_or(0) > 0 {
-            line.clear();
-        }
-    })
-    .await
-    .expect("stdin");
+    common::until_stdin_closes().await;
     running.abort();
 }
 

@@ -503,7 +503,7 @@ impl Slot {
         match self.decides() {
             true => Ok(()),
             false => Err(format!(
-                "this replica stands by: the leader decides the rollouts of component {}",
+                "this replica does not decide the rollouts of component {}: the leader does (in shard mode, the one member that holds them); ask it",
                 self.name
             )),
         }

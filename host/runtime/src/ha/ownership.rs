@@ -112,6 +112,14 @@ impl Ownership {
         !matches!(*self.read(), View::Nothing)
     }
 
+    /// Whether this replica decides the components' rollouts (and so keeps them): one
+    /// replica at a time whatever the mode — the one without HA, the leader, and in shard
+    /// mode the member whose share holds the rollouts' own id, so that what one member
+    /// decides (a rollback) is never written over by another's view.
+    pub fn decides_rollouts(&self) -> bool {
+        self.owns_id(ROLLOUTS)
+    }
+
     pub fn owns(&self, crd: &str, key: &str) -> bool {
         self.owns_id(&id(crd, key))
     }
@@ -216,6 +224,9 @@ impl Ownership {
     }
 }
 
+/// The rollouts' place on the ring: no CRD's key (a CRD name has no space).
+const ROLLOUTS: &str = "orkestra rollouts";
+
 fn id(crd: &str, key: &str) -> String {
     format!("{crd}/{key}")
 }
@@ -291,6 +302,34 @@ mod tests {
             let key = format!("ns/cr-{i}");
             assert_eq!(settled.iter().filter(|o| o.owns("sites", &key)).count(), 1, "{key}");
         }
+    }
+
+    #[test]
+    fn one_replica_decides_rollouts_in_every_mode() {
+        let settled = |ring: &Ring, members: &[&str]| -> Vec<Ownership> {
+            members
+                .iter()
+                .map(|me| {
+                    let others = members
+                        .iter()
+                        .filter(|m| *m != me)
+                        .map(|m| (*m, ring.clone()))
+                        .collect();
+                    member(me, vec![ring.clone()], others)
+                })
+                .collect()
+        };
+        for members in [&["a", "b"][..], &["a", "b", "c"], &["m1", "m2", "m3", "m4", "m5"]] {
+            let shards = settled(&ring(members), members);
+            let deciders = shards.iter().filter(|o| o.decides_rollouts()).count();
+            assert_eq!(deciders, 1, "{members:?}");
+            // Reconciling a share is not deciding: the others reconcile and follow.
+            assert!(shards.iter().all(Ownership::is_konductor));
+        }
+        let leader = Ownership::new(Mode::Leader, "me".into());
+        assert!(!leader.decides_rollouts(), "a standby follows");
+        leader.set(View::All);
+        assert!(leader.decides_rollouts());
     }
 
     #[test]

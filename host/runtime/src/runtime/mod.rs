@@ -404,7 +404,7 @@ impl Runtime {
         let mut tries = 0;
         loop {
             let decides = ownership.clone();
-            let decides = move || decides.is_konductor();
+            let decides = move || decides.decides_rollouts();
             match rollout_state::keep(state.clone(), &self.slots.components, decides, follows).await {
                 Ok(tasks) => return tasks,
                 Err(kube::Error::Api(status)) if status.code == 403 => {

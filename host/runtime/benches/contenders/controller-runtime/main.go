@@ -5,7 +5,10 @@
 // unstructured objects, cached as a typed Item would be), no metrics or health listeners.
 //
 // Usage: controller-runtime NAMESPACE (KUBECONFIG names the cluster). Runs until stdin
-// closes, then prints its peak resident set as peak_rss_kib=N.
+// closes, then prints its peak resident set as peak_rss_kib=N. For the latency benchmark,
+// BENCH_GROUP and BENCH_KINDS (comma separated) name other kinds, one controller each, and
+// NAMESPACE "-" watches every namespace; BENCH_METRICS_ADDR serves its own /metrics there
+// (its workqueue histograms).
 package main
 
 import (
@@ -31,15 +34,27 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-var item = schema.GroupVersionKind{Group: "converge.orkestra.io", Version: "v1", Kind: "Item"}
-
 type reconciler struct {
 	client client.Client
+	kind   schema.GroupVersionKind
+}
+
+// kinds are the converge benchmark's Item, or those BENCH_GROUP and BENCH_KINDS name.
+func kinds() []schema.GroupVersionKind {
+	group, names := os.Getenv("BENCH_GROUP"), os.Getenv("BENCH_KINDS")
+	if group == "" || names == "" {
+		return []schema.GroupVersionKind{{Group: "converge.orkestra.io", Version: "v1", Kind: "Item"}}
+	}
+	var found []schema.GroupVersionKind
+	for _, name := range strings.Split(names, ",") {
+		found = append(found, schema.GroupVersionKind{Group: group, Version: "v1", Kind: name})
+	}
+	return found
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, request ctrl.Request) (ctrl.Result, error) {
 	cr := &unstructured.Unstructured{}
-	cr.SetGroupVersionKind(item)
+	cr.SetGroupVersionKind(r.kind)
 	if err := r.client.Get(ctx, request.NamespacedName, cr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -88,26 +103,37 @@ func main() {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		panic(err)
 	}
+	cacheOptions := cache.Options{}
+	if namespace != "-" {
+		cacheOptions.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	metricsAddr := os.Getenv("BENCH_METRICS_ADDR")
+	if metricsAddr == "" {
+		metricsAddr = "0"
+	}
 	manager, err := ctrl.NewManager(config, ctrl.Options{
 		Scheme: scheme,
-		Cache:  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Cache:  cacheOptions,
 		// Reads of the Items come from the manager's cache, as they would for a typed Item.
 		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
 		panic(err)
 	}
-	primary := &unstructured.Unstructured{}
-	primary.SetGroupVersionKind(item)
-	err = ctrl.NewControllerManagedBy(manager).
-		For(primary).
-		Owns(&corev1.ConfigMap{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
-		Complete(&reconciler{client: manager.GetClient()})
-	if err != nil {
-		panic(err)
+	for _, kind := range kinds() {
+		primary := &unstructured.Unstructured{}
+		primary.SetGroupVersionKind(kind)
+		err = ctrl.NewControllerManagedBy(manager).
+			Named(strings.ToLower(kind.Kind)).
+			For(primary).
+			Owns(&corev1.ConfigMap{}).
+			WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+			Complete(&reconciler{client: manager.GetClient(), kind: kind})
+		if err != nil {
+			panic(err)
+		}
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	go func() {

@@ -126,10 +126,19 @@ impl PrimaryObserver {
 
 /// Whether a change of a CR is a user's (a new CR, a new generation, a deletion begun, new
 /// labels or annotations) or background work: the initial list (a CR seen for the first
-/// time while listing), a relist that found nothing new, a change of its status alone.
+/// time while listing), a relist that found nothing new, a change of its status alone. A
+/// listed CR that waits for a reconcile (no status for its generation yet: new, or changed
+/// while no runtime ran; its deletion begun) is a user's change all the same: after a
+/// restart it goes before the settled CRs the initial list brings back.
 fn class_of(old: Option<&Value>, new: &Value, listing: bool) -> Class {
     let Some(old) = old else {
-        return if listing { Class::Background } else { Class::User };
+        let waits = new["status"]["observedGeneration"] != new["metadata"]["generation"]
+            || !new["metadata"]["deletionTimestamp"].is_null();
+        return if listing && !waits {
+            Class::Background
+        } else {
+            Class::User
+        };
     };
     let user = [
         "/metadata/generation",
@@ -174,4 +183,35 @@ pub(super) fn to_cached_json(mut object: DynamicObject, declared: u16) -> Option
         object.metadata.managed_fields = None;
     }
     to_json(&object)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_listed_cr_that_waits_for_a_reconcile_goes_before_the_settled_ones() {
+        let settled = json!({"metadata": {"generation": 3}, "status": {"observedGeneration": 3}});
+        let changed = json!({"metadata": {"generation": 4}, "status": {"observedGeneration": 3}});
+        let new = json!({"metadata": {"generation": 1}});
+        let deleting = json!({"metadata": {"generation": 3, "deletionTimestamp": "2026-12-06T10:00:00Z"},
+                              "status": {"observedGeneration": 3}});
+        assert_eq!(class_of(None, &settled, true), Class::Background);
+        for waiting in [&changed, &new, &deleting] {
+            assert_eq!(class_of(None, waiting, true), Class::User, "{waiting}");
+        }
+        // Seen by the watch after the list, anything new is a user's.
+        assert_eq!(class_of(None, &settled, false), Class::User);
+        // A status written, nothing else: background.
+        assert_eq!(
+            class_of(
+                Some(&changed),
+                &json!({"metadata": {"generation": 4}, "status": {"observedGeneration": 4}}),
+                false
+            ),
+            Class::Background
+        );
+    }
 }
