@@ -265,7 +265,9 @@ fn quantile(before: &[(f64, f64)], after: &[(f64, f64)], q: f64) -> Option<f64> 
         })
         .collect();
     let total = grown.last()?.1;
-    (total > 0.0).then_some(())?;
+    if total <= 0.0 {
+        return None;
+    }
     grown.iter().find(|(_, count)| *count >= q * total).map(|(le, _)| *le)
 }
 
