@@ -23,6 +23,7 @@ use tracing::Instrument;
 use crate::pipeline::flows::Class;
 
 pub use events::watch_events;
+pub(crate) use primary::to_cached_json;
 pub use primary::{PrimaryObserver, watch_primary};
 pub use secondary::{watch_owned, watch_secondary};
 

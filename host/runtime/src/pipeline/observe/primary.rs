@@ -172,7 +172,7 @@ pub(super) fn to_json(object: &DynamicObject) -> Option<(String, Value)> {
 /// the shared field manager of older releases, which the applier hands over to the
 /// tenant's own (see [`ownership::migrated_managers`]). They are dropped before the
 /// conversion, so they are never copied.
-pub(super) fn to_cached_json(mut object: DynamicObject, declared: u16) -> Option<(String, Value)> {
+pub(crate) fn to_cached_json(mut object: DynamicObject, declared: u16) -> Option<(String, Value)> {
     let legacy = object
         .metadata
         .managed_fields
