@@ -199,10 +199,11 @@ fn watch(watching: &kube::Client, group: &str, kinds: &[String], pending: Pendin
                 seen.ready.insert((k, key.clone()), ready);
                 let done = {
                     let mut pending = pending.lock().expect("pending");
+                    let change = format!("{k}:{key}");
                     let through = pending
-                        .get(&format!("{k}:{key}"))
+                        .get(&change)
                         .is_some_and(|(generation, _)| ready && observed >= *generation);
-                    through.then(|| pending.remove(&format!("{k}:{key}"))).flatten()
+                    through.then(|| pending.remove(&change)).flatten()
                 };
                 if let Some((_, written)) = done {
                     seen.latencies.push(now.duration_since(written));
