@@ -52,10 +52,17 @@ fn install(example: &str, file: &Path) -> String {
 
 /// Names of Sites, two the share takes and two it leaves.
 fn names(ns: &TestNamespace, share: u32) -> (Vec<String>, Vec<String>) {
+    names_where(ns, share, |_| true)
+}
+
+/// Names of Sites, two the share takes (each of them one that `taken` accepts) and two it
+/// leaves.
+fn names_where(ns: &TestNamespace, share: u32, taken_ok: impl Fn(&str) -> bool) -> (Vec<String>, Vec<String>) {
     let (mut taken, mut left) = (Vec::new(), Vec::new());
     for i in 0.. {
         let name = format!("s{i}");
-        match orkestra_wasm::rollout::in_share(&format!("{}/{name}", ns.name), share) {
+        let key = format!("{}/{name}", ns.name);
+        match orkestra_wasm::rollout::in_share(&key, share) && taken_ok(&key) {
             true if taken.len() < 2 => taken.push(name),
             false if left.len() < 2 => left.push(name),
             _ => {}
@@ -231,7 +238,14 @@ async fn a_new_version_serves_its_share_of_the_crs_first_then_every_cr_once_prom
 /// Sites in a rollout's 50% share and left out of it, created served by `stable`: the rust
 /// hook renders any Site, the hostile one panics on each of them.
 async fn panicking_sites(ns: &TestNamespace, stable: &str) -> (Vec<String>, Vec<String>) {
-    let (taken, left) = names(ns, 50);
+    panicking_sites_of(ns, stable, names(ns, 50)).await
+}
+
+async fn panicking_sites_of(
+    ns: &TestNamespace,
+    stable: &str,
+    (taken, left): (Vec<String>, Vec<String>),
+) -> (Vec<String>, Vec<String>) {
     let all: Vec<String> = taken.iter().chain(&left).cloned().collect();
     for name in &all {
         create(ns, "Site", name, json!({"title": name, "mode": "panic"})).await;
@@ -542,18 +556,34 @@ async fn a_rollback_holds_on_every_replica_and_after_one_is_killed(mode: &str) {
     };
     let first = run_katalog(&ns, text.clone(), &replica("one")).await;
     eventually("the first replica reconciling", WAIT, || async {
-        let katalog: Value = reqwest::get(format!("{}/katalog", first.url))
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        (katalog["isKonductor"] == true).then_some(())
+        (live_katalog(&first).await?["isKonductor"] == true).then_some(())
     })
     .await
     .unwrap();
     let second = run_katalog(&ns, text, &replica("two")).await;
-    let (taken, left) = panicking_sites(&ns, &stable).await;
+    let names = match mode {
+        // The canary's CRs all on the member that does not decide: the one that does sees
+        // none of their failures but through the other's counts.
+        "shard" => {
+            let ring = orkestra::ha::ring::Ring::new(["one".to_string(), "two".to_string()]);
+            let decider = orkestra::ha::ownership::rollouts_decider(&ring).unwrap().to_string();
+            for (replica, identity) in [(&first, "one"), (&second, "two")] {
+                let ha = eventually("both members settled", WAIT, || async {
+                    let katalog = live_katalog(replica).await?;
+                    let ha = &katalog["ha"];
+                    (ha["settled"] == true && ha["members"].as_array()?.len() == 2).then(|| ha.clone())
+                })
+                .await
+                .unwrap();
+                assert_eq!(ha["decidesRollouts"], identity == decider, "{identity}: {ha}");
+            }
+            names_where(&ns, 50, |key| {
+                orkestra::ha::ownership::owner_in(&ring, "site", key) != Some(decider.as_str())
+            })
+        }
+        _ => names(&ns, 50),
+    };
+    let (taken, left) = panicking_sites_of(&ns, &stable, names).await;
     let all: Vec<String> = taken.iter().chain(&left).cloned().collect();
 
     // Both replicas load the failing version; the one that decides rolls it back, and every
@@ -583,6 +613,16 @@ async fn a_rollback_holds_on_every_replica_and_after_one_is_killed(mode: &str) {
     let site = site_component(&second).await;
     assert_eq!(site["digest"], stable.as_str(), "{site}");
     assert!(site["rollout"]["canary"].is_null(), "{site}");
+}
+
+/// What `host`'s Live API says of its Katalog.
+async fn live_katalog(host: &Host) -> Option<Value> {
+    reqwest::get(format!("{}/katalog", host.url))
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()
 }
 
 /// Asks the runtime at `url` to promote the site component's canary.

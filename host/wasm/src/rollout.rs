@@ -46,6 +46,10 @@ pub fn refused_message(digest: &str, why: &str) -> String {
 
 /// Tenants whose reconciles a canary counts apart; past it, the rest count as one.
 const TENANTS_COUNTED: usize = 1024;
+/// Tenants a shard member tells apart when it reports its counts; the rest as one.
+const TENANTS_REPORTED: usize = 256;
+/// Where the tenants past a bound are counted together.
+const OTHERS: &str = "(others)";
 
 /// One tenant's reconciles on a canary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,13 +58,60 @@ pub struct Tally {
     pub failed: u64,
 }
 
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        self.reconciles += other.reconciles;
+        self.failed += other.failed;
+    }
+}
+
+/// The reconciles a shard member counted on a canary, as it reports them to the member
+/// that decides rollouts (which counts the CRs of its own share only).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counted {
+    /// The canary's version: counts of another version are not this one's.
+    pub digest: String,
+    pub tallies: BTreeMap<String, Tally>,
+}
+
+/// A canary's reconciles by tenant, by where they were counted.
+#[derive(Default)]
+struct Counts {
+    /// By this process.
+    here: HashMap<Arc<str>, Tally>,
+    /// By the replica that decided before (a restart's, or the one this replica follows).
+    carried: BTreeMap<String, Tally>,
+    /// By the other shard members, as they last reported.
+    heard: BTreeMap<String, BTreeMap<String, Tally>>,
+}
+
+impl Counts {
+    /// Here and carried: what the deciding replica keeps.
+    fn kept(&self) -> BTreeMap<String, Tally> {
+        let mut all = self.carried.clone();
+        for (tenant, tally) in &self.here {
+            all.entry(tenant.to_string()).or_default().add(*tally);
+        }
+        all
+    }
+
+    /// Every count, summed by tenant: what a verdict reads.
+    fn all(&self) -> BTreeMap<String, Tally> {
+        let mut all = self.kept();
+        for (tenant, tally) in self.heard.values().flatten() {
+            all.entry(tenant.clone()).or_default().add(*tally);
+        }
+        all
+    }
+}
+
 /// A new version serving its share.
 pub struct Canary {
     pub active: Arc<Active>,
     pub policy: Rollout,
     started: Instant,
     pub started_at: jiff::Timestamp,
-    tallies: Mutex<HashMap<Arc<str>, Tally>>,
+    counts: Mutex<Counts>,
     /// When its counts were last kept.
     kept_at: Mutex<Instant>,
 }
@@ -101,12 +152,10 @@ impl Canary {
             policy,
             started: now.checked_sub(ago).unwrap_or(now),
             started_at,
-            tallies: Mutex::new(
-                tallies
-                    .into_iter()
-                    .map(|(tenant, tally)| (tenant.into(), tally))
-                    .collect(),
-            ),
+            counts: Mutex::new(Counts {
+                carried: tallies,
+                ..Counts::default()
+            }),
             kept_at: Mutex::new(now),
         }
     }
@@ -126,43 +175,63 @@ impl Canary {
         self.policy.promote_after.saturating_sub(self.started.elapsed())
     }
 
-    /// Takes the reconciles the deciding replica counted (a standby follows them).
-    pub fn follow_tallies(&self, tallies: &BTreeMap<String, Tally>) {
-        let mut mine = self.tallies.lock().unwrap_or_else(|e| e.into_inner());
-        *mine = tallies
-            .iter()
-            .map(|(tenant, tally)| (tenant.as_str().into(), *tally))
-            .collect();
+    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Its reconciles by tenant, as kept across restarts.
+    /// Takes the reconciles the deciding replica kept (a replica that does not decide
+    /// follows them beside its own).
+    pub fn follow_tallies(&self, tallies: &BTreeMap<String, Tally>) {
+        self.counts().carried = tallies.clone();
+    }
+
+    /// Takes what each other shard member last reported for this version; a member not
+    /// in `reports` any more (gone, or its canary ended) counts no more.
+    pub fn hear(&self, reports: BTreeMap<String, BTreeMap<String, Tally>>) {
+        self.counts().heard = reports;
+    }
+
+    /// Its reconciles by tenant, as the deciding replica keeps them across restarts.
     pub fn tallies_by_tenant(&self) -> BTreeMap<String, Tally> {
-        let tallies = self.tallies.lock().unwrap_or_else(|e| e.into_inner());
-        tallies
-            .iter()
-            .map(|(tenant, tally)| (tenant.to_string(), *tally))
-            .collect()
+        self.counts().kept()
+    }
+
+    /// The reconciles this process counted, as a shard member reports them: the busiest
+    /// tenants apart, the rest as one.
+    pub fn counted_here(&self) -> Counted {
+        let counts = self.counts();
+        let mut busiest: Vec<(&Arc<str>, &Tally)> = counts.here.iter().collect();
+        busiest.sort_by(|a, b| b.1.reconciles.cmp(&a.1.reconciles).then(a.0.cmp(b.0)));
+        let mut tallies = BTreeMap::new();
+        for (rank, (tenant, tally)) in busiest.into_iter().enumerate() {
+            let tenant = match rank < TENANTS_REPORTED {
+                true => tenant.to_string(),
+                false => OTHERS.to_string(),
+            };
+            tallies.entry(tenant).or_insert_with(Tally::default).add(*tally);
+        }
+        Counted {
+            digest: self.active.loaded.digest.clone(),
+            tallies,
+        }
     }
 
     fn tallies(&self) -> Vec<Tally> {
-        self.tallies
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .copied()
-            .collect()
+        self.counts().all().into_values().collect()
     }
 
     /// One reconcile it served for `tenant` ended, well or with a failure of its own.
     pub fn count(&self, tenant: &Arc<str>, ok: bool) {
-        let mut tallies = self.tallies.lock().unwrap_or_else(|e| e.into_inner());
-        let key = match tallies.len() >= TENANTS_COUNTED && !tallies.contains_key(tenant) {
-            true => "(others)".into(),
+        let mut counts = self.counts();
+        let here = &mut counts.here;
+        let key = match here.len() >= TENANTS_COUNTED && !here.contains_key(tenant) {
+            true => OTHERS.into(),
             false => tenant.clone(),
         };
-        let tally = tallies.entry(key).or_default();
-        tally.reconciles += 1;
-        tally.failed += u64::from(!ok);
+        here.entry(key).or_default().add(Tally {
+            reconciles: 1,
+            failed: u64::from(!ok),
+        });
     }
 
     /// What becomes of it now ([`judge`]).
@@ -380,6 +449,35 @@ mod tests {
             ..policy
         };
         assert!(matches!(judge(&strict, &one(5, 1), early), Verdict::RollBack(_)));
+    }
+
+    #[test]
+    fn counts_made_here_carried_and_heard_add_up_by_tenant_and_only_the_first_two_are_kept() {
+        let tally = |reconciles, failed| Tally { reconciles, failed };
+        let mut counts = Counts::default();
+        counts.here.insert("team-a".into(), tally(2, 0));
+        counts.carried.insert("team-a".into(), tally(1, 1));
+        counts.heard.insert(
+            "member-two".into(),
+            BTreeMap::from([("team-a".into(), tally(3, 3)), ("team-b".into(), tally(4, 4))]),
+        );
+        let all = counts.all();
+        assert_eq!(all["team-a"], tally(6, 4));
+        assert_eq!(all["team-b"], tally(4, 4));
+        // What another member counted is its own to report, never kept here.
+        assert_eq!(counts.kept(), BTreeMap::from([("team-a".into(), tally(3, 1))]));
+        // Judged on its own the canary waits; with the other member's reconciles it goes.
+        let policy = Rollout {
+            share: 50,
+            promote_after: std::time::Duration::from_secs(60),
+            max_error_percent: 20,
+            min_reconciles: 3,
+        };
+        let early = std::time::Duration::from_secs(1);
+        let here: Vec<Tally> = counts.here.values().copied().collect();
+        assert_eq!(judge(&policy, &here, early), Verdict::Wait);
+        let all: Vec<Tally> = all.into_values().collect();
+        assert!(matches!(judge(&policy, &all, early), Verdict::RollBack(_)));
     }
 
     #[test]

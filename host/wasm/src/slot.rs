@@ -4,6 +4,7 @@
 //! `Arc` of the old one and finish on it; a load that fails leaves the old one serving and
 //! records why.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -16,7 +17,9 @@ use super::kept::{Keeper, Kept, KeptCanary, Resume, Version};
 use super::load::{Active, LoadError, Loaded};
 use super::pool::Pool;
 use super::record::{Ask, CallResult, FORMAT, Recorded, Recording, Session, SessionView, Tape};
-use super::rollout::{Canary, CanaryView, Rollouts, Step, StepKind, Verdict, in_share, refused_message, short};
+use super::rollout::{
+    Canary, CanaryView, Counted, Rollouts, Step, StepKind, Verdict, in_share, refused_message, short,
+};
 use super::stats::{CallOutcome, CallStats, StatsView, Swap};
 use super::store::Caller;
 use orkestra_katalog::component::{Source, Spec};
@@ -707,6 +710,33 @@ impl Slot {
         }
     }
 
+    /// What this process counted on its canary, for a shard member to report to the one
+    /// that decides (none without a canary, or before it served a reconcile here).
+    pub fn counted(&self) -> Option<Counted> {
+        let canary = self.rollouts().canary.clone()?;
+        Some(canary.counted_here()).filter(|c| !c.tallies.is_empty())
+    }
+
+    /// Takes what the other shard members counted on its canary (`reports`, by member; a
+    /// report of another version is left out). On the replica that decides, a canary whose
+    /// failures pass the bound once every member's reconciles are counted is rolled back
+    /// at once.
+    pub fn hear(&self, reports: &BTreeMap<String, Counted>) {
+        let Some(canary) = self.rollouts().canary.clone() else {
+            return;
+        };
+        let digest = &canary.active.loaded.digest;
+        let heard = reports
+            .iter()
+            .filter(|(_, counted)| &counted.digest == digest)
+            .map(|(member, counted)| (member.clone(), counted.tallies.clone()))
+            .collect();
+        canary.hear(heard);
+        if matches!(canary.verdict(), Verdict::RollBack(_)) {
+            self.judge(canary.active.revision);
+        }
+    }
+
     /// Starts recording its calls as `ask` says (replacing a session under way); the
     /// session, or why not (recordings are off, a bound is out of range).
     pub fn record(&self, ask: &Ask) -> Result<SessionView, String> {
@@ -872,6 +902,27 @@ impl Components {
         *self.keeper.write().unwrap_or_else(|e| e.into_inner()) = Some(keeper.clone());
         for slot in self.slots() {
             slot.keep_with(keeper.clone());
+        }
+    }
+
+    /// Each slot's canary counts made here, by slot name.
+    pub fn counted(&self) -> BTreeMap<String, Counted> {
+        let slots = self.slots();
+        slots
+            .iter()
+            .filter_map(|s| Some((s.name.to_string(), s.counted()?)))
+            .collect()
+    }
+
+    /// Hands each slot what the other shard members counted on it (`reports`: by member,
+    /// then by slot).
+    pub fn hear(&self, reports: &BTreeMap<String, BTreeMap<String, Counted>>) {
+        for slot in self.slots() {
+            let for_slot: BTreeMap<String, Counted> = reports
+                .iter()
+                .filter_map(|(member, slots)| Some((member.clone(), slots.get(&*slot.name)?.clone())))
+                .collect();
+            slot.hear(&for_slot);
         }
     }
 

@@ -5,7 +5,8 @@
 //! takes a key only when no other live member's published ring still gives that member the
 //! key (see `ownership`). Between looks a member knocks on the others' Live APIs
 //! ([`super::peer`]): a member killed outright is left out of the ring as soon as its port
-//! is found closed.
+//! is found closed. A member's Lease also carries what it counted on the components'
+//! canaries, for the member that decides rollouts (see `runtime::canary_counts`).
 
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,7 @@ use tokio::sync::watch;
 use super::leases::{self, Observed};
 use super::ownership::Shards;
 use super::ring::Ring;
-use super::{GROUP_LABEL, Ownership, RING_ANNOTATION, Settings, View, peer};
+use super::{COUNTS_ANNOTATION, GROUP_LABEL, Ownership, RING_ANNOTATION, Settings, View, peer};
 
 /// How soon a member looks again while the others have not published its ring yet.
 const UNSETTLED: Duration = Duration::from_millis(250);
@@ -139,6 +140,7 @@ impl Member {
         let leases = self.api.list(&ListParams::default().labels(&selector)).await?;
         let own = self.settings.member_lease();
         let mut others = Vec::new();
+        let mut counts = Vec::new();
         self.peers.clear();
         for lease in leases.items {
             let name = lease.metadata.name.clone().unwrap_or_default();
@@ -159,19 +161,21 @@ impl Member {
                 }
                 continue;
             }
-            let ring = lease
-                .metadata
-                .annotations
-                .as_ref()
+            let annotations = lease.metadata.annotations.as_ref();
+            let ring = annotations
                 .and_then(|a| a.get(RING_ANNOTATION))
                 .map(|text| Ring::parse(text))
                 .unwrap_or_default();
+            if let Some(text) = annotations.and_then(|a| a.get(COUNTS_ANNOTATION)) {
+                counts.push((holder.clone(), text.clone()));
+            }
             if let Some(addr) = peer::address(&lease) {
                 self.peers.push((Box::new(lease), addr));
             }
             others.push((holder, ring));
         }
         others.sort_by(|a, b| a.0.cmp(&b.0));
+        self.ownership.hear_counts(counts);
         Ok(others)
     }
 
@@ -182,6 +186,9 @@ impl Member {
         let mut annotations = json!({RING_ANNOTATION: ring.encode()});
         if let Some(addr) = self.settings.advertise {
             annotations[peer::ANNOTATION] = json!(addr.to_string());
+        }
+        if let Some(counts) = self.ownership.counts() {
+            annotations[COUNTS_ANNOTATION] = json!(counts);
         }
         let lease = json!({
             "apiVersion": "coordination.k8s.io/v1",

@@ -24,6 +24,9 @@ pub use ownership::{Claim, Mode, Ownership, View};
 pub const GROUP_LABEL: &str = "orkestra.io/shard-group";
 /// The ring a member acts on, on its member Lease.
 pub const RING_ANNOTATION: &str = "orkestra.io/ring";
+/// Shard mode: the reconciles a member counted on its components' canaries, read by the
+/// member that decides rollouts.
+pub const COUNTS_ANNOTATION: &str = "orkestra.io/canary-counts";
 
 /// How this replica takes part.
 #[derive(Debug, Clone)]

@@ -72,6 +72,10 @@ struct Shared {
     changes: watch::Sender<u64>,
     /// What the Live API shows of the election or membership.
     status: Mutex<Value>,
+    /// Shard mode: the canary counts this member publishes on its Lease, and those the
+    /// other live members published, by member (opaque text here; see `canary_counts`).
+    counts: Mutex<Option<String>>,
+    heard: Mutex<Vec<(String, String)>>,
 }
 
 impl Default for Ownership {
@@ -95,6 +99,8 @@ impl Ownership {
             finished: Notify::new(),
             changes: watch::channel(0).0,
             status: Mutex::new(Value::Null),
+            counts: Mutex::default(),
+            heard: Mutex::default(),
         }))
     }
 
@@ -196,6 +202,25 @@ impl Ownership {
         self.0.changes.subscribe()
     }
 
+    /// Sets what this member's Lease carries as its canary counts from its next renewal.
+    pub fn publish_counts(&self, counts: Option<String>) {
+        *self.0.counts.lock().unwrap_or_else(|e| e.into_inner()) = counts;
+    }
+
+    pub(super) fn counts(&self) -> Option<String> {
+        self.0.counts.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Takes the canary counts the other live members published, as last read.
+    pub(super) fn hear_counts(&self, heard: Vec<(String, String)>) {
+        *self.0.heard.lock().unwrap_or_else(|e| e.into_inner()) = heard;
+    }
+
+    /// The other live members' canary counts, by member.
+    pub fn counts_heard(&self) -> Vec<(String, String)> {
+        self.0.heard.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     pub fn set_status(&self, status: Value) {
         *self.0.status.lock().unwrap_or_else(|e| e.into_inner()) = status;
     }
@@ -209,6 +234,7 @@ impl Ownership {
         });
         if self.0.mode != Mode::None {
             report["identity"] = json!(self.0.identity);
+            report["decidesRollouts"] = json!(self.decides_rollouts());
         }
         if let (Some(report), Value::Object(status)) = (
             report.as_object_mut(),
@@ -229,6 +255,16 @@ const ROLLOUTS: &str = "orkestra rollouts";
 
 fn id(crd: &str, key: &str) -> String {
     format!("{crd}/{key}")
+}
+
+/// The member of a settled `ring` that reconciles the CR `key` of `crd`.
+pub fn owner_in<'r>(ring: &'r Ring, crd: &str, key: &str) -> Option<&'r str> {
+    ring.owner(&id(crd, key))
+}
+
+/// The member of a settled `ring` that decides the components' rollouts.
+pub fn rollouts_decider(ring: &Ring) -> Option<&str> {
+    ring.owner(ROLLOUTS)
 }
 
 /// A reconcile in flight; dropping it lets a hand-over proceed. Untracked without HA.
@@ -323,6 +359,14 @@ mod tests {
             let shards = settled(&ring(members), members);
             let deciders = shards.iter().filter(|o| o.decides_rollouts()).count();
             assert_eq!(deciders, 1, "{members:?}");
+            let ring = ring(members);
+            for (me, shard) in members.iter().zip(&shards) {
+                assert_eq!(shard.decides_rollouts(), rollouts_decider(&ring) == Some(*me));
+                assert_eq!(
+                    shard.owns("sites", "ns/a"),
+                    owner_in(&ring, "sites", "ns/a") == Some(*me)
+                );
+            }
             // Reconciling a share is not deciding: the others reconcile and follow.
             assert!(shards.iter().all(Ownership::is_konductor));
         }

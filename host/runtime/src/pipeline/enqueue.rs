@@ -378,6 +378,7 @@ impl Admission {
             class: trigger.class,
             flow,
             seen: Some(trigger.seen),
+            started: false,
         };
         Ok(Step::Add(item, payload, bound))
     }

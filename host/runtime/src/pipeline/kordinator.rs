@@ -91,7 +91,7 @@ impl Kordinator {
             };
             // A change's wait, once: a retry's runs are part of its time to done, not waits.
             let class = usize::from(lease.payload.class == Class::Background);
-            if let Some(seen) = lease.payload.seen.filter(|_| lease.failures == 0) {
+            if let Some(seen) = lease.payload.seen.filter(|_| !lease.payload.started) {
                 self.counters.timing.change_queued[class].observe(seen.elapsed().as_secs_f64());
             }
             let span = reconcile_span(
@@ -117,15 +117,14 @@ impl Kordinator {
             let results = &self.counters.results;
             let result = match outcome {
                 Outcome::Success => &results.success,
-                Outcome::RequeueAfter(STALE_RETRY) => &results.requeue,
-                Outcome::RequeueAfter(_) => &results.requeue_after,
+                Outcome::Unfinished(STALE_RETRY) => &results.requeue,
+                Outcome::RequeueAfter(_) | Outcome::Unfinished(_) => &results.requeue_after,
                 Outcome::Retry => &results.error,
             };
             result.fetch_add(1, Ordering::Relaxed);
             let timing = &self.counters.timing;
-            // Handled: not a failure, nor a write the CR's change overtook.
-            let handled = matches!(outcome, Outcome::Success)
-                || matches!(outcome, Outcome::RequeueAfter(after) if after != STALE_RETRY);
+            // Handled: neither failed nor unfinished.
+            let handled = matches!(outcome, Outcome::Success | Outcome::RequeueAfter(_));
             if let Some(seen) = lease.payload.seen.filter(|_| handled) {
                 timing.change_done[class].observe(seen.elapsed().as_secs_f64());
             }
@@ -194,7 +193,7 @@ impl Kordinator {
         if alive && let Err(wait) = self.budget.admit(key) {
             self.counters.held.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(?wait, "write budget spent; reconcile held back");
-            return Outcome::RequeueAfter(wait);
+            return Outcome::Unfinished(wait);
         }
         let meter = Meter::default();
         let outcome = meter
@@ -301,7 +300,7 @@ impl Kordinator {
                 // changing.
                 tracing::debug!(message = %error.message, "the custom resource changed under a write; running again");
                 self.refresh(key).await;
-                Outcome::RequeueAfter(STALE_RETRY)
+                Outcome::Unfinished(STALE_RETRY)
             }
             Ok(Err(error)) => {
                 self.counters.failed(&error.reason);

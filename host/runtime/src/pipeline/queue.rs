@@ -66,8 +66,12 @@ pub struct Payload {
     /// queue sets it when the item is queued.
     pub flow: Option<Arc<str>>,
     /// When the earliest of its coalesced triggers was seen (none for a requeue): its
-    /// latencies run from here. A failed run's retry keeps it, as the change is not done.
+    /// latencies run from here. A failed or unfinished run's next run keeps it, as the
+    /// change is not done.
     pub seen: Option<Instant>,
+    /// Whether its change already started a run (one that failed or did not finish): its
+    /// wait is not timed again.
+    pub started: bool,
 }
 
 impl Payload {
@@ -80,6 +84,8 @@ impl Payload {
             self.class = Class::User;
         }
         self.seen = earliest(self.seen, other.seen);
+        // A change that has not started yet is waiting in it.
+        self.started &= other.started;
     }
 }
 
@@ -111,6 +117,9 @@ pub enum Outcome {
     RequeueAfter(Duration),
     /// Failed: retry after the key's backoff.
     Retry,
+    /// Neither done nor failed (the CR changed under a write, or waits for its write
+    /// budget): run again after this long.
+    Unfinished(Duration),
 }
 
 /// A running item; hand it back with [`WorkQueue::done`].
@@ -396,14 +405,14 @@ impl WorkQueue {
     pub fn done(&self, lease: Lease, outcome: Outcome) {
         let mut state = self.lock();
         let Lease { item, payload, .. } = lease;
-        let (flow, seen) = (payload.flow, payload.seen);
+        let (flow, seen, class) = (payload.flow, payload.seen, payload.class);
         state.running_keys.remove(&item.key);
         let pending = match state.slots.remove(&item) {
             Some(Slot::Running { pending }) => pending,
             _ => None,
         };
         let now = Instant::now();
-        if !matches!(outcome, Outcome::RequeueAfter(delay) if delay <= HOT_REQUEUE) {
+        if !matches!(outcome, Outcome::RequeueAfter(delay) | Outcome::Unfinished(delay) if delay <= HOT_REQUEUE) {
             state.hot.remove(&item.key);
         }
         let retry_at = match outcome {
@@ -411,7 +420,7 @@ impl WorkQueue {
                 state.failures.remove(&item.key);
                 None
             }
-            Outcome::RequeueAfter(delay) => {
+            Outcome::RequeueAfter(delay) | Outcome::Unfinished(delay) => {
                 state.failures.remove(&item.key);
                 let delay = if delay <= HOT_REQUEUE {
                     let streak = state.hot.entry(item.key.clone()).or_insert(0);
@@ -437,14 +446,20 @@ impl WorkQueue {
         if let Some(at) = at
             && !state.closed
         {
-            // What arrived during the run keeps its class; a requeue or a retry is background
-            // work. Its flow stays the one it was served from.
+            // What arrived during the run keeps its class; a requeue is background work. A
+            // change not done yet (failed, or unfinished) is still the same change: its class
+            // and sighting go on. Its flow stays the one it was served from.
+            let carried_on = matches!(outcome, Outcome::Retry | Outcome::Unfinished(_));
             let mut payload = pending.unwrap_or(Payload {
                 class: Class::Background,
+                started: carried_on,
                 ..Payload::default()
             });
-            if outcome == Outcome::Retry {
+            if carried_on {
                 payload.seen = earliest(payload.seen, seen);
+                if class == Class::User {
+                    payload.class = Class::User;
+                }
             }
             let flow = state.by.flow(&item.key, payload.flow.take().or(flow));
             state.order.push(item.clone(), &flow, payload.class, at);
@@ -528,6 +543,12 @@ mod tests {
         // It failed: its retry is the same change, still timed from its sighting.
         queue.done(lease, Outcome::Retry);
         tokio::time::advance(Duration::from_secs(1)).await;
+        let retry = queue.next().await.unwrap();
+        assert_eq!(retry.payload.seen, Some(first));
+        assert!(retry.payload.started, "its wait was timed at its first run");
+        // Its write met a newer CR: still not done, still the same change.
+        queue.done(retry, Outcome::Unfinished(Duration::from_millis(200)));
+        tokio::time::advance(Duration::from_millis(200)).await;
         let retry = queue.next().await.unwrap();
         assert_eq!(retry.payload.seen, Some(first));
         // Handled, then requeued: the requeue is no change of anyone's.

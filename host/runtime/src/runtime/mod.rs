@@ -19,6 +19,7 @@
 //! ([`autoscale`]).
 
 pub mod autoscale;
+mod canary_counts;
 mod crd_run;
 mod rehearse;
 pub use rehearse::{Rehearsed, key_of};
@@ -346,10 +347,14 @@ impl Runtime {
         // Without components there is nothing to load; the file watch reads the slots anew
         // each round, so it follows slots a reload adds.
         tracing::info!(components = slots.len(), "loading Wasm components");
-        let keeping = match (&self.rollout_state, slots.is_empty()) {
+        let mut keeping = match (&self.rollout_state, slots.is_empty()) {
             (Some(namespace), false) => self.keep_rollouts(namespace).await,
             _ => Vec::new(),
         };
+        if !slots.is_empty() && self.ownership.mode() == crate::ha::Mode::Shard {
+            let components = self.slots.components.clone();
+            keeping.push(tokio::spawn(canary_counts::share(components, self.ownership.clone())));
+        }
         // In the background, each on its own: a slow registry or a long compile holds only
         // the CRDs that component serves (they wait for its first load), never the
         // runtime's start or other CRDs. One that does not load fails only its own CRs.

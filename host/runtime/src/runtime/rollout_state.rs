@@ -21,8 +21,6 @@ use orkestra_wasm::Components;
 use orkestra_wasm::kept::{Keeper, Kept};
 use serde_json::json;
 
-/// The field manager of its writes.
-const MANAGER: &str = "orkestra-rollouts";
 /// How long a failed write waits before the newest state is written again.
 const RETRY: Duration = Duration::from_secs(2);
 
@@ -73,22 +71,25 @@ impl RolloutState {
             while let Ok(kept) = received.try_recv() {
                 waiting.insert(kept.slot.clone(), kept);
             }
-            match self.patch(waiting.values()).await {
-                Ok(()) => waiting.clear(),
-                Err(error) => {
-                    tracing::warn!(configmap = %self.place(), %error, "cannot keep the rollout state; trying again");
-                    tokio::time::sleep(RETRY).await;
+            let mut failed = None;
+            for kept in std::mem::take(&mut waiting).into_values() {
+                if let Err(error) = self.patch(&kept).await {
+                    failed = Some(error);
+                    waiting.insert(kept.slot.clone(), kept);
                 }
+            }
+            if let Some(error) = failed {
+                tracing::warn!(configmap = %self.place(), %error, "cannot keep the rollout state; trying again");
+                tokio::time::sleep(RETRY).await;
             }
         }
     }
 
-    async fn patch(&self, states: impl Iterator<Item = &Kept>) -> Result<(), kube::Error> {
-        let mut data = serde_json::Map::new();
-        for kept in states {
-            let text = serde_json::to_string(kept).unwrap_or_default();
-            data.insert(key(&kept.slot), json!(text));
-        }
+    /// Applies one slot's state as that slot's own field manager: server-side apply drops a
+    /// key its manager leaves out, so with one manager for every slot, a write of one slot
+    /// would lose the states of the others.
+    async fn patch(&self, kept: &Kept) -> Result<(), kube::Error> {
+        let text = serde_json::to_string(kept).unwrap_or_default();
         let map = json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -100,9 +101,9 @@ impl RolloutState {
                     "orkestra.io/state": "rollouts",
                 },
             },
-            "data": data,
+            "data": {key(&kept.slot): text},
         });
-        let params = PatchParams::apply(MANAGER).force();
+        let params = PatchParams::apply(&manager(&kept.slot)).force();
         self.api.patch(&self.name, &params, &Patch::Apply(&map)).await.map(drop)
     }
 
@@ -163,6 +164,15 @@ fn parse(place: &str, map: &ConfigMap) -> Vec<Kept> {
     .collect()
 }
 
+/// The field manager of slot `slot`'s writes: `orkestra-rollouts-` and a hash of the slot,
+/// within the API server's 128 characters whatever the slot's name.
+fn manager(slot: &str) -> String {
+    use sha2::Digest as _;
+    let hash = sha2::Sha256::digest(slot.as_bytes());
+    let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("orkestra-rollouts-{hex}")
+}
+
 /// `orkestra-rollouts-<katalog>`, a valid name whatever the Katalog's name.
 pub fn configmap_name(katalog: &str) -> String {
     format!("orkestra-rollouts-{}", crate::ha::dns_label(katalog, "katalog"))
@@ -188,6 +198,8 @@ mod tests {
         assert_eq!(configmap_name("My Katalog!"), "orkestra-rollouts-my-katalog");
         assert_eq!(key("site/blue"), "site_blue");
         assert_eq!(key("site"), "site");
+        assert_ne!(manager("site"), manager("site/blue"));
+        assert_eq!(manager(&"x".repeat(300)).len(), "orkestra-rollouts-".len() + 16);
     }
 
     #[test]
