@@ -7,7 +7,7 @@
 //!   it is answered 503; its body must arrive within [`Limits::pace`] (a deadline for the
 //!   whole body and a minimum rate), or the read of it fails and the connection closes;
 //! - connections are capped in total and per peer address. At a cap, the oldest connection
-//!   that is not serving a request (idle, or still sending its headers) is closed to make
+//!   that is not serving a request (idle, or still sending its headers) is closed at once to make
 //!   room, and failing that one whose request's body is still arriving is cut off, each
 //!   taken from the peer holding the most connections; only when every connection is
 //!   serving a request is the new one refused. Holding thousands of idle connections, or dripping
@@ -115,9 +115,8 @@ struct Conn {
     /// Requests being served on it now, and those of them whose body is still arriving.
     busy: Arc<AtomicUsize>,
     receiving: Arc<AtomicUsize>,
-    /// Told to close (gracefully: a request in flight finishes).
-    evict: Arc<Notify>,
-    /// Told to close at once (its request's body is still arriving).
+    /// Told to close at once, to make room: it serves no request, or its request's body is
+    /// still arriving.
     cut: Arc<Notify>,
 }
 
@@ -126,7 +125,6 @@ struct Watch {
     id: u64,
     busy: Arc<AtomicUsize>,
     receiving: Arc<AtomicUsize>,
-    evict: Arc<Notify>,
     cut: Arc<Notify>,
 }
 
@@ -156,14 +154,12 @@ impl Registry {
             opened: Instant::now(),
             busy: Arc::default(),
             receiving: Arc::default(),
-            evict: Arc::new(Notify::new()),
             cut: Arc::new(Notify::new()),
         };
         let watch = Watch {
             id,
             busy: conn.busy.clone(),
             receiving: conn.receiving.clone(),
-            evict: conn.evict.clone(),
             cut: conn.cut.clone(),
         };
         self.conns.insert(id, conn);
@@ -192,11 +188,11 @@ impl Registry {
         let Some(conn) = victim.and_then(|id| self.remove(id)) else {
             return false;
         };
-        match conn.busy.load(Ordering::Acquire) {
-            // A stored permit: the connection closes even if it is not waiting yet.
-            0 => conn.evict.notify_one(),
-            _ => conn.cut.notify_one(),
-        }
+        // At once, never gracefully: hyper's graceful close of a connection still reading a
+        // request's headers waits out the header timeout, so a burst of half-sent requests
+        // would hold connections (and their buffers) past the cap until then. A stored
+        // permit: it closes even if it is not waiting yet.
+        conn.cut.notify_one();
         true
     }
 
@@ -254,17 +250,14 @@ pub async fn serve(
         let mut ended = serving.subscribe();
         tokio::spawn(async move {
             let close = async {
-                tokio::select! {
-                    () = watch.evict.notified() => {}
-                    _ = ended.changed() => {}
-                }
+                let _ = ended.changed().await;
             };
             let counts = (watch.busy.clone(), watch.receiving.clone());
             tokio::select! {
                 () = connection(tcp, peer, router, &door, counts, close) => {}
-                // Made room for another: dropped at once, its request unanswered.
+                // Made room for another: dropped at once, a request still arriving unanswered.
                 () = watch.cut.notified() => {
-                    tracing::debug!(door = door.name, %peer, "connection cut: its request's body was still arriving and the door was full");
+                    tracing::debug!(door = door.name, %peer, "connection closed to make room: it was idle, or its request was still arriving, and the door was full");
                 }
             }
             registry.lock().unwrap_or_else(|e| e.into_inner()).remove(watch.id);
@@ -314,8 +307,8 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// One connection, TLS first where the door has it, until it closes or `close` (evicted, or
-/// the server stopped) resolves.
+/// One connection, TLS first where the door has it, until it closes or `close` (the server
+/// stopped) resolves.
 async fn connection(
     tcp: tokio::net::TcpStream,
     peer: SocketAddr,
@@ -503,6 +496,30 @@ mod tests {
             }
         }
         assert!(closed >= 40 - 4, "{closed} of 40 idle connections closed");
+    }
+
+    #[tokio::test]
+    async fn half_sent_requests_past_the_cap_are_closed_at_once_not_at_their_header_timeout() {
+        let addr = start(Door::new("test").limits(small())).await;
+        let mut held = Vec::new();
+        for _ in 0..40 {
+            let mut socket = TcpStream::connect(addr).await.unwrap();
+            socket
+                .write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\nx-pad: aaaa")
+                .await
+                .unwrap();
+            held.push(socket);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Well within the 2 s header timeout, all but the cap's worth are gone.
+        let mut closed = 0;
+        for mut socket in held {
+            let mut byte = [0u8; 1];
+            if let Ok(Ok(0) | Err(_)) = tokio::time::timeout(Duration::from_millis(200), socket.read(&mut byte)).await {
+                closed += 1;
+            }
+        }
+        assert!(closed >= 40 - 4, "{closed} of 40 half-sent requests closed");
     }
 
     #[tokio::test]

@@ -15,9 +15,14 @@
 //! Printed per N and contender: time to the first and to the last Ready, peak RSS, requests
 //! (total, per CR, by verb), and each figure's ratio to the best contender's.
 //!
+//! ork runs with the allocator its binary ships with, the others with a plain program's
+//! (`common::allocator`).
+//!
 //! Needs the local control plane (`ork control-plane install`).
 //! Run: `ORK_BENCH_CRS=1000,3000,10000 cargo bench -p orkestra --bench converge`
-//! (default 1000).
+//! (default 1000). `ORK_BENCH_CONTENDERS=ork,kube-runtime` runs only those;
+//! `ORK_BENCH_ORK_ALLOCATORS=system,mimalloc,jemalloc` runs ork once with each (to choose
+//! one by measurement); `ORK_BENCH_STEADY=5` watches 5 s after convergence instead of 60.
 
 #![allow(
     clippy::disallowed_methods,
@@ -25,6 +30,9 @@
 )]
 
 mod common;
+
+#[global_allocator]
+static ALLOCATOR: common::allocator::Chosen = common::allocator::Chosen;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -45,7 +53,12 @@ use common::{
     until_stdin_closes,
 };
 
-const STEADY: Duration = Duration::from_secs(60);
+/// How long a converged contender is watched for requests it still sends
+/// (`ORK_BENCH_STEADY` seconds, default 60).
+fn steady() -> Duration {
+    let seconds = std::env::var("ORK_BENCH_STEADY").ok().and_then(|s| s.parse().ok());
+    Duration::from_secs(seconds.unwrap_or(60))
+}
 const GROUP: &str = "converge.orkestra.io";
 /// How long a contender may take to converge before the run gives up on it.
 const PATIENCE: Duration = Duration::from_secs(900);
@@ -82,7 +95,7 @@ async fn phase(which: &str, namespace: &str) {
     let kubeconfig = PathBuf::from(std::env::var("KUBECONFIG").expect("KUBECONFIG"));
     let client = client(&kubeconfig, which).await;
     let running = match which {
-        "ork" => {
+        ork if ork.starts_with("ork") => {
             let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), katalog_text(namespace))])
                 .expect("the Katalog");
             let host = orkestra::Runtime::new(client, &katalog).expect("compile");
@@ -263,22 +276,41 @@ async fn compare() {
     orkestra_kube::crd_install::install_crds(&setup, &katalog.katalog, Duration::from_secs(60))
         .await
         .expect("the CRD");
-    let mut contenders = vec![("ork", Start::Phase), ("kube-runtime", Start::Phase)];
-    if let Some(program) = build_controller_runtime() {
-        contenders.push(("controller-runtime", Start::Program(program)));
+    let picked = |which: &str| {
+        std::env::var("ORK_BENCH_CONTENDERS").map_or(true, |list| list.split(',').any(|w| which.starts_with(w.trim())))
+    };
+    // ork with the allocator its binary ships with, or with each of ORK_BENCH_ORK_ALLOCATORS
+    // (to choose one by measurement); the others with a plain program's.
+    let mut contenders: Vec<(&'static str, Start, &'static str)> = match std::env::var("ORK_BENCH_ORK_ALLOCATORS") {
+        Ok(list) => list
+            .split(',')
+            .map(|a| -> (&'static str, Start, &'static str) {
+                let a: &'static str = Box::leak(a.trim().to_string().into_boxed_str());
+                (Box::leak(format!("ork-{a}").into_boxed_str()), Start::Phase, a)
+            })
+            .collect(),
+        Err(_) => vec![("ork", Start::Phase, common::allocator::SHIPPED)],
+    };
+    contenders.push(("kube-runtime", Start::Phase, "system"));
+    if picked("controller-runtime")
+        && let Some(program) = build_controller_runtime()
+    {
+        contenders.push(("controller-runtime", Start::Program(program), "system"));
     }
+    contenders.retain(|(which, _, _)| picked(which));
     let mut table = Vec::new();
     for &n in &sizes {
-        for (which, start) in &contenders {
+        for (which, start, allocator) in &contenders {
             let namespace = format!("converge-{which}-{n}");
             eprintln!("{n} CRs: {which}");
             seed(&setup, &namespace, n).await;
             let from = jiff::Timestamp::now();
             let started = Instant::now();
-            let mut child = spawn(start, which, &namespace, &kubeconfig, &[]);
+            let env = [(common::allocator::VARIABLE, allocator.to_string())];
+            let mut child = spawn(start, which, &namespace, &kubeconfig, &env);
             let (first_ready, all_ready) = readiness(&watching, &namespace, n, started).await;
             let ready_at = jiff::Timestamp::now();
-            tokio::time::sleep(STEADY).await;
+            tokio::time::sleep(steady()).await;
             let steady_end = jiff::Timestamp::now();
             drop(child.stdin.take());
             let output = child.wait_with_output().expect("the contender's output");
@@ -340,7 +372,7 @@ fn print(table: &[(usize, Run)]) {
     println!("kube-apiserver with kube-controller-manager on this machine; requests from the audit log.");
     println!(
         "| N | contender | first Ready | all Ready (x best) | peak RSS MB (x best) | requests (x best) | per CR | in the next {} s |",
-        STEADY.as_secs()
+        steady().as_secs()
     );
     println!("|---|---|---|---|---|---|---|---|");
     for (n, runs) in table.chunk_by(|a, b| a.0 == b.0).map(|c| (c[0].0, c)) {
@@ -375,7 +407,7 @@ fn print(table: &[(usize, Run)]) {
             println!(
                 "  {n} {} in the next {} s: {}",
                 run.which,
-                STEADY.as_secs(),
+                steady().as_secs(),
                 show(&run.steady)
             );
         }

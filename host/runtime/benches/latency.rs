@@ -31,6 +31,9 @@
 
 mod common;
 
+#[global_allocator]
+static ALLOCATOR: common::allocator::Chosen = common::allocator::Chosen;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -15,6 +15,9 @@
 
 mod common;
 
+#[global_allocator]
+static ALLOCATOR: common::allocator::Chosen = common::allocator::Chosen;
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

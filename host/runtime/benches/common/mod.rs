@@ -4,6 +4,8 @@
 
 #![allow(dead_code, reason = "each benchmark uses a part of it")]
 
+pub mod allocator;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
