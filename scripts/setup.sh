@@ -21,7 +21,8 @@ export DEBIAN_FRONTEND=noninteractive
 step() { echo "==> [$(date -u +%H:%M:%S)] setup: $*"; }
 
 step "Debian packages"
-packages=(openssl ca-certificates chromium chromium-driver docker-registry util-linux mount)
+# make: jemalloc's build (the benchmarks measure ork on each allocator, and tests build them).
+packages=(openssl ca-certificates chromium chromium-driver docker-registry util-linux mount make)
 if ! command -v go >/dev/null; then
   packages+=(etcd-server golang-1.19-go golang-1.19-src golang-github-modern-go-reflect2-dev rsync make dpkg-dev)
   command -v kubectl >/dev/null || packages+=(kubernetes-client)
