@@ -59,9 +59,11 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Saturating: another member's counts come from its Lease, which anyone allowed to
+    /// write Leases could fill with the largest numbers.
     fn add(&mut self, other: Tally) {
-        self.reconciles += other.reconciles;
-        self.failed += other.failed;
+        self.reconciles = self.reconciles.saturating_add(other.reconciles);
+        self.failed = self.failed.saturating_add(other.failed);
     }
 }
 
@@ -256,9 +258,9 @@ impl Canary {
 }
 
 fn totals(tallies: &[Tally]) -> (u64, u64) {
-    tallies
-        .iter()
-        .fold((0, 0), |(r, f), t| (r + t.reconciles, f + t.failed))
+    let mut total = Tally::default();
+    tallies.iter().for_each(|t| total.add(*t));
+    (total.reconciles, total.failed)
 }
 
 /// Rolled back once at least `minReconciles` of its reconciles ended and more than
@@ -266,7 +268,8 @@ fn totals(tallies: &[Tally]) -> (u64, u64) {
 /// at the end of its period, promoted when they are within bounds, however few, and rolled
 /// back when not.
 pub fn judge(policy: &Rollout, tallies: &[Tally], elapsed: std::time::Duration) -> Verdict {
-    let past = |t: &Tally| t.failed * 100 > u64::from(policy.max_error_percent) * t.reconciles;
+    // In u128: counts heard from other members may be as large as a u64 holds.
+    let past = |t: &Tally| u128::from(t.failed) * 100 > u128::from(policy.max_error_percent) * u128::from(t.reconciles);
     let served: Vec<&Tally> = tallies.iter().filter(|t| t.reconciles > 0).collect();
     let failing = served.iter().filter(|t| past(t)).count();
     let (reconciles, failed) = totals(tallies);
@@ -279,7 +282,7 @@ pub fn judge(policy: &Rollout, tallies: &[Tally], elapsed: std::time::Duration) 
         };
         return Verdict::RollBack(format!(
             "{failed} of its {reconciles} reconciles failed ({}%), more than rollout.maxErrorPercent {}{tenants}",
-            failed * 100 / reconciles.max(1),
+            u128::from(failed) * 100 / u128::from(reconciles.max(1)),
             policy.max_error_percent
         ));
     }
@@ -478,6 +481,25 @@ mod tests {
         assert_eq!(judge(&policy, &here, early), Verdict::Wait);
         let all: Vec<Tally> = all.into_values().collect();
         assert!(matches!(judge(&policy, &all, early), Verdict::RollBack(_)));
+    }
+
+    #[test]
+    fn counts_at_the_largest_numbers_saturate_instead_of_overflowing() {
+        let policy = Rollout {
+            share: 50,
+            promote_after: std::time::Duration::from_secs(60),
+            max_error_percent: 20,
+            min_reconciles: 3,
+        };
+        let huge = Tally {
+            reconciles: u64::MAX,
+            failed: u64::MAX,
+        };
+        let mut sum = huge;
+        sum.add(huge);
+        assert_eq!(sum, huge);
+        let verdict = judge(&policy, &[huge, huge], std::time::Duration::from_secs(1));
+        assert!(matches!(verdict, Verdict::RollBack(_)), "{verdict:?}");
     }
 
     #[test]

@@ -51,49 +51,35 @@ fn chosen() -> u8 {
     }
 }
 
-// SAFETY: each call goes to one allocator, the same for the process's whole life.
+/// The allocator chosen for this process.
+fn picked() -> &'static dyn GlobalAlloc {
+    match chosen() {
+        MIMALLOC => &mimalloc::MiMalloc,
+        JEMALLOC => &tikv_jemallocator::Jemalloc,
+        _ => &System,
+    }
+}
+
+// SAFETY: each call goes to one allocator, the same for the process's whole life, so every
+// block is resized and freed by the allocator that made it.
 unsafe impl GlobalAlloc for Chosen {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's contract, passed on.
-        unsafe {
-            match chosen() {
-                MIMALLOC => mimalloc::MiMalloc.alloc(layout),
-                JEMALLOC => tikv_jemallocator::Jemalloc.alloc(layout),
-                _ => System.alloc(layout),
-            }
-        }
+        unsafe { picked().alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` came from the same allocator's `alloc`.
-        unsafe {
-            match chosen() {
-                MIMALLOC => mimalloc::MiMalloc.dealloc(ptr, layout),
-                JEMALLOC => tikv_jemallocator::Jemalloc.dealloc(ptr, layout),
-                _ => System.dealloc(ptr, layout),
-            }
-        }
+        unsafe { picked().dealloc(ptr, layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's contract, passed on.
-        unsafe {
-            match chosen() {
-                MIMALLOC => mimalloc::MiMalloc.alloc_zeroed(layout),
-                JEMALLOC => tikv_jemallocator::Jemalloc.alloc_zeroed(layout),
-                _ => System.alloc_zeroed(layout),
-            }
-        }
+        unsafe { picked().alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: `ptr` came from the same allocator's `alloc`.
-        unsafe {
-            match chosen() {
-                MIMALLOC => mimalloc::MiMalloc.realloc(ptr, layout, new_size),
-                JEMALLOC => tikv_jemallocator::Jemalloc.realloc(ptr, layout, new_size),
-                _ => System.realloc(ptr, layout, new_size),
-            }
-        }
+        unsafe { picked().realloc(ptr, layout, new_size) }
     }
 }

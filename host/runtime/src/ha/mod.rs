@@ -77,9 +77,7 @@ impl Settings {
         if label == self.identity {
             return name;
         }
-        let digest = sha2::Sha256::digest(self.identity.as_bytes());
-        let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
-        format!("{name}-{hex}")
+        format!("{name}-{}", short_hash(&self.identity, 4))
     }
 
     /// The identity, or why it cannot name a member.
@@ -101,6 +99,13 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// The first `bytes` bytes of `text`'s SHA-256, in hex: a name part that tells apart what
+/// [`dns_label`] or a length bound would merge.
+pub(crate) fn short_hash(text: &str, bytes: usize) -> String {
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    digest.iter().take(bytes).map(|b| format!("{b:02x}")).collect()
 }
 
 /// `text` as lowercase letters, digits and dashes (at most 40), `fallback` when none are

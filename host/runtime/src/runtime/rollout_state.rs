@@ -167,10 +167,7 @@ fn parse(place: &str, map: &ConfigMap) -> Vec<Kept> {
 /// The field manager of slot `slot`'s writes: `orkestra-rollouts-` and a hash of the slot,
 /// within the API server's 128 characters whatever the slot's name.
 fn manager(slot: &str) -> String {
-    use sha2::Digest as _;
-    let hash = sha2::Sha256::digest(slot.as_bytes());
-    let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("orkestra-rollouts-{hex}")
+    format!("orkestra-rollouts-{}", crate::ha::short_hash(slot, 8))
 }
 
 /// `orkestra-rollouts-<katalog>`, a valid name whatever the Katalog's name.
