@@ -12,8 +12,9 @@
 //! is spawned and stops when a watch sees every CR Ready. Its requests are its own: every
 //! contender sends its own User-Agent, and the API server's audit log is counted by it, by
 //! verb and resource, up to all-Ready and over the following 60 s (resyncs included).
-//! Printed per N and contender: time to the first and to the last Ready, peak RSS, requests
-//! (total, per CR, by verb), and each figure's ratio to the best contender's.
+//! Printed per N and contender: time to the first and to the last Ready, peak RSS and the
+//! resident memory at the end split into the process's own (heap, stacks) and its code's
+//! pages, requests (total, per CR, by verb), and each figure's ratio to the best contender's.
 //!
 //! ork runs with the allocator its binary ships with, the others with a plain program's
 //! (`common::allocator`).
@@ -49,8 +50,8 @@ use orkestra_control_plane::{ControlPlane, Options};
 use serde_json::{Value, json};
 
 use common::{
-    Start, WORK, WORKERS, agent, build_controller_runtime, client, is_ready, peak_rss_kib, reported, spawn,
-    until_stdin_closes,
+    Start, WORK, WORKERS, agent, build_controller_runtime, client, is_ready, peak_rss_kib, reported, resident_kib,
+    spawn, until_stdin_closes,
 };
 
 /// How long a converged contender is watched for requests it still sends
@@ -154,6 +155,8 @@ struct Run {
     first_ready: Duration,
     all_ready: Duration,
     rss_mb: f64,
+    /// Resident at the end of the quiet period: its own memory and its code's pages, MB.
+    resident_mb: (f64, f64),
     converge: BTreeMap<String, u64>,
     steady: BTreeMap<String, u64>,
 }
@@ -312,6 +315,7 @@ async fn compare() {
             let ready_at = jiff::Timestamp::now();
             tokio::time::sleep(steady()).await;
             let steady_end = jiff::Timestamp::now();
+            let (anon, file) = resident_kib(child.id());
             drop(child.stdin.take());
             let output = child.wait_with_output().expect("the contender's output");
             let rss_kib: f64 = reported(&output.stdout, "peak_rss_kib")
@@ -327,6 +331,7 @@ async fn compare() {
                     first_ready,
                     all_ready,
                     rss_mb: rss_kib / 1024.0,
+                    resident_mb: (anon / 1024.0, file / 1024.0),
                     converge: within(&sent, from, ready_at),
                     steady: within(&sent, ready_at, steady_end),
                 },
@@ -371,10 +376,10 @@ fn print(table: &[(usize, Run)]) {
     println!("Converge: one ConfigMap and a Ready status per CR, {WORKERS} concurrent reconciles each,");
     println!("kube-apiserver with kube-controller-manager on this machine; requests from the audit log.");
     println!(
-        "| N | contender | first Ready | all Ready (x best) | peak RSS MB (x best) | requests (x best) | per CR | in the next {} s |",
+        "| N | contender | first Ready | all Ready (x best) | peak RSS MB (x best) | at the end: own / code MB | requests (x best) | per CR | in the next {} s |",
         steady().as_secs()
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (n, runs) in table.chunk_by(|a, b| a.0 == b.0).map(|c| (c[0].0, c)) {
         let best = |f: &dyn Fn(&Run) -> f64| runs.iter().map(|(_, r)| f(r)).fold(f64::INFINITY, f64::min);
         let (time, rss, sent) = (
@@ -385,13 +390,15 @@ fn print(table: &[(usize, Run)]) {
         for (_, run) in runs {
             let requests = total(&run.converge) as f64;
             println!(
-                "| {n} | {} | {:.2} s | {:.2} s ({:.2}x) | {:.1} ({:.2}x) | {requests} ({:.2}x) | {:.2} | {} |",
+                "| {n} | {} | {:.2} s | {:.2} s ({:.2}x) | {:.1} ({:.2}x) | {:.1} / {:.1} | {requests} ({:.2}x) | {:.2} | {} |",
                 run.which,
                 run.first_ready.as_secs_f64(),
                 run.all_ready.as_secs_f64(),
                 run.all_ready.as_secs_f64() / time,
                 run.rss_mb,
                 run.rss_mb / rss,
+                run.resident_mb.0,
+                run.resident_mb.1,
                 requests / sent.max(1.0),
                 requests / n as f64,
                 total(&run.steady),

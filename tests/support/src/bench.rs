@@ -34,13 +34,7 @@ impl Host {
 
     /// A number field of `/proc/<pid>/status` (`VmRSS:`), in its unit (kB).
     pub fn status(&self, field: &str) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0)
+        proc_status(&self.child.id().to_string(), field)
     }
 
     pub fn rss_mib(&self) -> f64 {
@@ -85,4 +79,16 @@ pub async fn probes(addr: &str, count: usize) -> (f64, f64, usize) {
         }
     }
     (percentile(&mut took, 0.5), percentile(&mut took, 0.99), failed)
+}
+
+/// A number field (`VmHWM:`) of `/proc/<process>/status`, `process` a pid or `self`, in its
+/// unit (kB); 0 when the process or the field is not there.
+pub fn proc_status(process: &str, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{process}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
 }

@@ -67,13 +67,15 @@ pub async fn client(kubeconfig: &Path, who: &str) -> kube::Client {
 
 /// Peak resident set of this process, in KiB.
 pub fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    orkestra_test_support::bench::proc_status("self", "VmHWM:") as u64
+}
+
+/// A running process's resident memory in KiB, split: its own (`RssAnon`: heap, stacks) and
+/// its files' (`RssFile`: mostly its code, shared with the page cache and given back under
+/// pressure).
+pub fn resident_kib(pid: u32) -> (f64, f64) {
+    let field = |name| orkestra_test_support::bench::proc_status(&pid.to_string(), name);
+    (field("RssAnon:"), field("RssFile:"))
 }
 
 /// Whether a CR's status says Ready.

@@ -87,11 +87,19 @@ impl Peers {
             None => {
                 let mut keys = peer.cache.keys();
                 keys.sort();
-                keys.into_iter().filter_map(|k| peer.cache.get(&k)).find(|object| {
-                    read.match_labels
-                        .iter()
-                        .all(|(k, v)| object["metadata"]["labels"][k.as_str()].as_str() == Some(v.as_str()))
-                })
+                let pairs: Vec<String> = read
+                    .match_labels
+                    .iter()
+                    .map(|(k, v)| crate::pipeline::observe::pair_text(k, v))
+                    .collect();
+                keys.into_iter()
+                    .filter(|k| peer.cache.may_hold(k, &pairs))
+                    .filter_map(|k| peer.cache.get(&k))
+                    .find(|object| {
+                        read.match_labels
+                            .iter()
+                            .all(|(k, v)| object["metadata"]["labels"][k.as_str()].as_str() == Some(v.as_str()))
+                    })
             }
         };
         let Some(object) = found else { return not_found };

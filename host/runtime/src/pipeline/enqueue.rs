@@ -415,7 +415,7 @@ mod tests {
         let (ns, name) = split_key(key);
         cache.insert(
             key.into(),
-            Arc::new(json!({"metadata": {"name": name, "namespace": ns}, "spec": spec})),
+            &json!({"metadata": {"name": name, "namespace": ns}, "spec": spec}),
         );
     }
 

@@ -94,14 +94,12 @@ impl Kordinator {
             if let Some(seen) = lease.payload.seen.filter(|_| !lease.payload.started) {
                 self.counters.timing.change_queued[class].observe(seen.elapsed().as_secs_f64());
             }
-            let span = reconcile_span(
-                &self.crd.name,
-                &lease.item.key,
-                self.cache.get(&lease.item.key).as_deref(),
-            );
+            // The CR as cached, read once for the span and the run.
+            let cached = self.cache.get_with_text(&lease.item.key);
+            let span = reconcile_span(&self.crd.name, &lease.item.key, cached.as_ref().map(|(o, _)| &**o));
             // Every request of the reconcile is charged to its CR's tenant.
             let tenant = orkestra_kube::tenant::of(&lease.item.key, None);
-            let run = orkestra_kube::tenant::scope(tenant, self.run(&lease).instrument(span));
+            let run = orkestra_kube::tenant::scope(tenant, self.run(&lease, cached).instrument(span));
             let outcome = match AssertUnwindSafe(run).catch_unwind().await {
                 Ok(outcome) => outcome,
                 Err(panic) => {
@@ -163,9 +161,9 @@ impl Kordinator {
         }
     }
 
-    async fn run(&self, lease: &Lease) -> Outcome {
+    async fn run(&self, lease: &Lease, cached: Option<(Arc<Value>, Arc<str>)>) -> Outcome {
         let key = &lease.item.key;
-        let object = self.cache.get(key);
+        let (object, text) = (cached.as_ref().map(|(o, _)| o.clone()), cached.map(|(_, t)| t));
         let empty = Value::Null;
         let object_ref = object.as_deref().unwrap_or(&empty);
         let (compiled, target) = self.crd.for_object(object_ref);
@@ -197,7 +195,7 @@ impl Kordinator {
         }
         let meter = Meter::default();
         let outcome = meter
-            .measure(self.reconcile_and_stamp(lease, object, alive, compiled.clone(), target, context))
+            .measure(self.reconcile_and_stamp(lease, (object, text), alive, compiled.clone(), target, context))
             .await;
         self.budget.charge(key, meter.writes());
         outcome
@@ -222,7 +220,7 @@ impl Kordinator {
     async fn reconcile_and_stamp(
         &self,
         lease: &Lease,
-        object: Option<Arc<Value>>,
+        (object, text): (Option<Arc<Value>>, Option<Arc<str>>),
         alive: bool,
         compiled: Arc<orkestra_katalog::compile::CompiledBox>,
         target: Option<&str>,
@@ -243,6 +241,7 @@ impl Kordinator {
             crd: self.crd.name.clone(),
             resource: self.resource.clone(),
             object: object.clone(),
+            text,
             target: target.map(String::from),
             compiled: compiled.clone(),
             context: context.clone(),
@@ -384,7 +383,7 @@ impl Kordinator {
             Ok(Some(fresh)) => {
                 let cached = crate::pipeline::observe::to_cached_json(fresh, self.crd.declared_sentinels());
                 if let Some((_, value)) = cached {
-                    self.cache.insert(key.to_string(), Arc::new(value));
+                    self.cache.insert(key.to_string(), &value);
                 }
             }
             // Gone: the watch's deletion handles it.

@@ -28,6 +28,8 @@ pub struct Request {
     pub resource: Arc<ApiResource>,
     /// The CR as last observed; `None` when it is gone (deleted before this run).
     pub object: Option<Arc<Value>>,
+    /// `object`'s JSON text, when the cache gave both: a component receives it as it is.
+    pub text: Option<Arc<str>>,
     /// The serve target whose box applies, if any.
     pub target: Option<String>,
     /// The effective box of the CR (its target's, else the CRD's), resolved once by the
@@ -208,6 +210,7 @@ mod tests {
             context: Arc::default(),
             sentinels: SentinelBits::default(),
             event_id: None,
+            text: None,
             interrupt: Interrupt::default(),
             stamps: StampPatch::default(),
             own: Arc::default(),

@@ -100,6 +100,7 @@ impl Runtime {
             compiled: compiled.clone(),
             context,
             object: Some(Arc::new(object)),
+            text: None,
             sentinels: Default::default(),
             event_id: None,
             interrupt: Interrupt::default(),

@@ -421,10 +421,11 @@ impl Applier {
         let name = text(&object["metadata"]["name"]);
         let stale = self
             .children
-            .select(&text(&object["apiVersion"]), &text(&object["kind"]), |seen| {
+            .owned_of_kind(&text(&object["apiVersion"]), &text(&object["kind"]), uid)
+            .into_iter()
+            .filter(|seen| {
                 let metadata = &seen["metadata"];
                 metadata["name"].as_str() == Some(name.as_str())
-                    && metadata["labels"][labels::OWNER_UID_LABEL].as_str() == Some(uid)
                     && !keep
                         .iter()
                         .any(|ns| metadata["namespace"].as_str() == Some(ns.as_str()))

@@ -388,9 +388,12 @@ impl Declarative {
             },
             target: request.target.clone(),
             object: object.map(|o| match request.object.as_deref() {
-                // The CR as the informer holds it (no mutation rule changed it): its text is
-                // the same for every call at this resourceVersion.
-                Some(cached) if std::ptr::eq(cached, o) => self.serialized.text(&request.key, o).to_string(),
+                // The CR as the informer holds it (no mutation rule changed it): the text it
+                // was parsed from, serialized once when the watch stored this version.
+                Some(cached) if std::ptr::eq(cached, o) => request
+                    .text
+                    .as_deref()
+                    .map_or_else(|| orkestra_wasm::json_text(o), str::to_string),
                 _ => orkestra_wasm::json_text(o),
             }),
             event_id: request.event_id,

@@ -15,7 +15,6 @@ mod finalize;
 mod lifecycle;
 mod record;
 mod scale;
-mod serialized;
 mod status;
 
 use applied::Applied;
@@ -59,8 +58,6 @@ pub struct Declarative {
     component: Option<Arc<Slot>>,
     /// The component's `args` templates, compiled once per declaration.
     args: Option<component::ComponentArgs>,
-    /// The CRs as JSON text for the component, per resourceVersion.
-    serialized: serialized::SerializedCrs,
     managers: Managers,
     /// The kind has no status subresource: status goes through the object itself.
     status_inline: std::sync::atomic::AtomicBool,
@@ -99,7 +96,6 @@ impl Declarative {
             },
             component: None,
             args: None,
-            serialized: Default::default(),
             status_inline: Default::default(),
             status_dropped: Default::default(),
             identities: None,
@@ -151,7 +147,6 @@ impl Declarative {
     #[tracing::instrument(level = "debug", name = "declarative.reconcile", skip_all)]
     async fn run(&self, request: &Request) -> Result<Reconciled, ReconcileError> {
         let Some(object) = &request.object else {
-            self.serialized.forget(&request.key);
             if let Some(slot) = &self.component {
                 self.call_component(slot, Hook::NotFound, request, None, &request.context)
                     .await?;

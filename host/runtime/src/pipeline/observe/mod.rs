@@ -91,15 +91,52 @@ pub trait Enqueue: Send + Sync {
     fn offer(&self, trigger: Trigger);
 }
 
-/// The primary CRs as last observed, by key.
+/// The objects a watch has seen (the primary CRs, or one owned kind's children), by key.
+///
+/// Each is kept as its JSON text and parsed again on each read: a parsed tree of a small
+/// object takes about eight times its text (a 635-byte CR is 5 KB as a `serde_json::Value`,
+/// a 474-byte ConfigMap 3.7 KB), and most cached objects sit unread between their changes.
+/// Reading one costs a parse of a few microseconds per kilobyte, outside the lock: a watch's
+/// writes never wait for a reader's parse.
 #[derive(Debug, Clone, Default)]
 pub struct Cache {
-    objects: Arc<RwLock<HashMap<String, Arc<Value>>>>,
+    objects: Arc<RwLock<HashMap<String, Entry>>>,
     /// Complete lists the watch made: the first, and one per relist (an expired
     /// resourceVersion, a restarted API server).
     lists: Arc<std::sync::atomic::AtomicU64>,
     /// The first list has been stored whole: from then on, what is not here was not there.
     listed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// One cached object.
+#[derive(Debug)]
+struct Entry {
+    /// Shared, so a reader takes it out of the lock and parses it there.
+    text: Arc<str>,
+    /// The value of its owner-UID label: what every scan for a CR's children asks, answered
+    /// without a parse.
+    owner: Option<Box<str>>,
+}
+
+impl Entry {
+    fn new(object: &Value) -> Self {
+        Self {
+            text: orkestra_wasm::json_text(object).into(),
+            owner: object["metadata"]["labels"][orkestra_expr::labels::OWNER_UID_LABEL]
+                .as_str()
+                .map(Into::into),
+        }
+    }
+
+    fn value(&self) -> Option<Arc<Value>> {
+        parsed(&self.text)
+    }
+}
+
+/// A cached object's text parsed back: it is a serialized `Value`, so it parses (a failure
+/// would be a bug, and reads as an object not seen).
+fn parsed(text: &str) -> Option<Arc<Value>> {
+    serde_json::from_str(text).ok().map(Arc::new)
 }
 
 impl Cache {
@@ -123,54 +160,71 @@ impl Cache {
         self.lists.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Entry>> {
+        self.objects.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Entry>> {
+        self.objects.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     pub fn get(&self, key: &str) -> Option<Arc<Value>> {
-        self.objects
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(key)
-            .cloned()
+        let text = self.read().get(key)?.text.clone();
+        parsed(&text)
+    }
+
+    /// The object and the text it was parsed from: what a component receives, serialized
+    /// once per version (when the watch stored it), never per call.
+    pub fn get_with_text(&self, key: &str) -> Option<(Arc<Value>, Arc<str>)> {
+        let text = self.read().get(key)?.text.clone();
+        Some((parsed(&text)?, text))
+    }
+
+    /// Stores the object.
+    pub fn insert(&self, key: String, object: &Value) {
+        let entry = Entry::new(object);
+        self.write().insert(key, entry);
     }
 
     /// Stores the object, returning the previous version.
-    pub fn insert(&self, key: String, object: Arc<Value>) -> Option<Arc<Value>> {
-        self.objects
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(key, object)
+    pub fn replace(&self, key: String, object: &Value) -> Option<Arc<Value>> {
+        let entry = Entry::new(object);
+        let old = self.write().insert(key, entry);
+        old?.value()
     }
 
     pub fn remove(&self, key: &str) -> Option<Arc<Value>> {
-        self.objects
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(key)
+        let old = self.write().remove(key);
+        old?.value()
     }
 
-    /// The objects `keep` says yes to.
-    pub fn select(&self, keep: impl Fn(&Value) -> bool) -> Vec<Arc<Value>> {
-        self.objects
+    /// Whether the text of the object at `key` holds each of `pairs` (from [`pair_text`]). A
+    /// scan for labels asks this first and parses only the objects that pass (a pass is not a
+    /// match: the pair may stand elsewhere in the object).
+    pub fn may_hold(&self, key: &str, pairs: &[String]) -> bool {
+        let Some(text) = self.read().get(key).map(|entry| entry.text.clone()) else {
+            return false;
+        };
+        pairs.iter().all(|pair| text.contains(pair.as_str()))
+    }
+
+    /// The objects whose owner-UID label is `uid`.
+    pub fn owned_by(&self, uid: &str) -> Vec<Arc<Value>> {
+        let owned: Vec<Arc<str>> = self
             .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .values()
-            .filter(|object| keep(object))
-            .cloned()
-            .collect()
+            .filter(|entry| entry.owner.as_deref() == Some(uid))
+            .map(|entry| entry.text.clone())
+            .collect();
+        owned.iter().filter_map(|text| parsed(text)).collect()
     }
 
     pub fn keys(&self) -> Vec<String> {
-        self.objects
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .keys()
-            .cloned()
-            .collect()
+        self.read().keys().cloned().collect()
     }
 
     pub fn len(&self) -> usize {
-        self.objects
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+        self.read().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -256,25 +310,32 @@ impl Children {
 
     /// Every seen child of any kind whose owner UID label is `uid`.
     pub fn owned_by(&self, uid: &str) -> Vec<Arc<Value>> {
-        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        kinds
+        let kinds: Vec<Cache> = self
+            .kinds
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .values()
-            .flat_map(|cache| {
-                cache.select(|child| {
-                    child["metadata"]["labels"][orkestra_expr::labels::OWNER_UID_LABEL].as_str() == Some(uid)
-                })
-            })
-            .collect()
+            .cloned()
+            .collect();
+        kinds.iter().flat_map(|cache| cache.owned_by(uid)).collect()
     }
 
-    /// The seen children of `api_version` `kind` that `keep` says yes to (none when the kind
-    /// is not watched).
-    pub fn select(&self, api_version: &str, kind: &str, keep: impl Fn(&Value) -> bool) -> Vec<Arc<Value>> {
-        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        kinds
+    /// The seen children of `api_version` `kind` whose owner UID label is `uid` (none when
+    /// the kind is not watched).
+    pub fn owned_of_kind(&self, api_version: &str, kind: &str, uid: &str) -> Vec<Arc<Value>> {
+        let cache = self
+            .kinds
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&(api_version.to_string(), kind.to_string()))
-            .map_or_else(Vec::new, |cache| cache.select(keep))
+            .cloned();
+        cache.map_or_else(Vec::new, |cache| cache.owned_by(uid))
     }
+}
+
+/// `"name":"value"` as a cached object's text holds a field with that string value.
+pub fn pair_text(name: &str, value: &str) -> String {
+    format!("{}:{}", Value::from(name), Value::from(value))
 }
 
 /// The key of an object: `namespace/name`, or `name` when cluster-scoped.
@@ -319,6 +380,77 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+
+    fn child(name: &str, owner: Option<&str>) -> Value {
+        let mut child = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "ns", "labels": {"app": "x"}}, "data": {"k": "v"}});
+        if let Some(owner) = owner {
+            child["metadata"]["labels"][orkestra_expr::labels::OWNER_UID_LABEL] = owner.into();
+        }
+        child
+    }
+
+    #[test]
+    fn a_cached_object_reads_back_as_stored_and_a_replacement_returns_the_previous() {
+        let cache = Cache::default();
+        let first = child("a", Some("u1"));
+        assert!(cache.replace("ns/a".into(), &first).is_none());
+        assert_eq!(cache.get("ns/a").as_deref(), Some(&first));
+        let mut second = first.clone();
+        second["data"]["k"] = "w".into();
+        assert_eq!(cache.replace("ns/a".into(), &second).as_deref(), Some(&first));
+        assert_eq!(cache.get("ns/a").as_deref(), Some(&second));
+        assert_eq!(cache.remove("ns/a").as_deref(), Some(&second));
+        assert!(cache.get("ns/a").is_none() && cache.is_empty());
+        // Numbers come back as they went in, floats to the last bit: a changed-spec sentinel
+        // compares a parsed old version with a new one never serialized.
+        let numbers =
+            serde_json::json!({"spec": {"f": 0.1 + 0.2, "e": 2.225_073_858_507_201e-308, "i": u64::MAX, "n": -7}});
+        cache.insert("ns/n".into(), &numbers);
+        assert_eq!(cache.get("ns/n").as_deref(), Some(&numbers));
+    }
+
+    #[test]
+    fn a_cr_s_children_are_found_by_their_owner_label_as_it_is_now() {
+        let children = Children::default();
+        let configmaps = children.register("v1", "ConfigMap");
+        let secrets = children.register("v1", "Secret");
+        configmaps.insert("ns/a".into(), &child("a", Some("u1")));
+        configmaps.insert("ns/b".into(), &child("b", Some("u2")));
+        configmaps.insert("ns/c".into(), &child("c", None));
+        let mut secret = child("s", Some("u1"));
+        secret["kind"] = "Secret".into();
+        secrets.insert("ns/s".into(), &secret);
+        let names = |found: Vec<Arc<Value>>| {
+            let mut names: Vec<String> = found.iter().map(|c| c["metadata"]["name"].to_string()).collect();
+            names.sort();
+            names.join(",")
+        };
+        assert_eq!(names(children.owned_by("u1")), r#""a","s""#);
+        assert_eq!(names(children.owned_of_kind("v1", "ConfigMap", "u1")), r#""a""#);
+        assert_eq!(names(children.owned_of_kind("v1", "Pod", "u1")), "");
+        // Relabelled to another owner, then gone: each scan sees the object as it is now.
+        configmaps.insert("ns/a".into(), &child("a", Some("u2")));
+        assert_eq!(names(children.owned_by("u1")), r#""s""#);
+        assert_eq!(names(children.owned_by("u2")), r#""a","b""#);
+        configmaps.remove("ns/b");
+        assert_eq!(names(children.owned_by("u2")), r#""a""#);
+    }
+
+    #[test]
+    fn a_label_scan_skips_only_objects_whose_text_cannot_hold_the_labels() {
+        let cache = Cache::default();
+        let mut quoted = child("q", None);
+        quoted["metadata"]["labels"]["tier"] = r#"say "hi"\"#.into();
+        cache.insert("ns/a".into(), &child("a", None));
+        cache.insert("ns/q".into(), &quoted);
+        let app = [pair_text("app", "x")];
+        assert!(cache.may_hold("ns/a", &app) && cache.may_hold("ns/q", &app));
+        assert!(!cache.may_hold("ns/a", &[pair_text("app", "y")]));
+        assert!(cache.may_hold("ns/q", &[pair_text("tier", r#"say "hi"\"#), pair_text("app", "x")]));
+        assert!(!cache.may_hold("ns/a", &[pair_text("tier", r#"say "hi"\"#)]));
+        assert!(!cache.may_hold("ns/gone", &app));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_watch_that_panics_or_ends_is_started_again_and_stops_with_its_supervisor() {

@@ -74,8 +74,7 @@ impl PrimaryObserver {
                 if let Some(seen) = self.relisting.as_mut() {
                     seen.insert(key.clone());
                 }
-                let value = Arc::new(value);
-                let old = self.cache.insert(key.clone(), value.clone());
+                let old = self.cache.replace(key.clone(), &value);
                 // The runtime's own health/metrics stamp is news to no one.
                 if old
                     .as_deref()

@@ -104,7 +104,7 @@ async fn changes(
                     if let Some(listed) = relisting.as_mut() {
                         listed.insert(key.clone());
                     }
-                    seen.insert(key, Arc::new(value));
+                    seen.insert(key, &value);
                 }
             }
             Ok(Event::InitDone) => {
@@ -124,9 +124,9 @@ async fn changes(
                 let Some((key, value)) = to_cached_json(typed(object, types), declared) else {
                     continue;
                 };
-                let value = Arc::new(value);
                 // Stored before anyone hears of it: a reconcile it triggers reads this version.
-                let old = seen.insert(key, value.clone());
+                let old = seen.replace(key, &value);
+                let value = Arc::new(value);
                 let kind = if old.is_some() {
                     EventType::Update
                 } else {
