@@ -93,8 +93,7 @@ impl Peers {
                     .map(|(k, v)| crate::pipeline::observe::pair_text(k, v))
                     .collect();
                 keys.into_iter()
-                    .filter(|k| peer.cache.may_hold(k, &pairs))
-                    .filter_map(|k| peer.cache.get(&k))
+                    .filter_map(|k| peer.cache.get_holding(&k, &pairs))
                     .find(|object| {
                         read.match_labels
                             .iter()

@@ -169,8 +169,7 @@ impl Cache {
     }
 
     pub fn get(&self, key: &str) -> Option<Arc<Value>> {
-        let text = self.read().get(key)?.text.clone();
-        parsed(&text)
+        self.get_with_text(key).map(|(object, _)| object)
     }
 
     /// The object and the text it was parsed from: what a component receives, serialized
@@ -180,10 +179,10 @@ impl Cache {
         Some((parsed(&text)?, text))
     }
 
-    /// Stores the object.
-    pub fn insert(&self, key: String, object: &Value) {
+    /// Stores the object; whether it replaced one (left unparsed).
+    pub fn insert(&self, key: String, object: &Value) -> bool {
         let entry = Entry::new(object);
-        self.write().insert(key, entry);
+        self.write().insert(key, entry).is_some()
     }
 
     /// Stores the object, returning the previous version.
@@ -198,14 +197,15 @@ impl Cache {
         old?.value()
     }
 
-    /// Whether the text of the object at `key` holds each of `pairs` (from [`pair_text`]). A
-    /// scan for labels asks this first and parses only the objects that pass (a pass is not a
-    /// match: the pair may stand elsewhere in the object).
-    pub fn may_hold(&self, key: &str, pairs: &[String]) -> bool {
-        let Some(text) = self.read().get(key).map(|entry| entry.text.clone()) else {
-            return false;
-        };
-        pairs.iter().all(|pair| text.contains(pair.as_str()))
+    /// The object at `key`, if its text holds each of `pairs` (from [`pair_text`]): a scan
+    /// for labels parses only the objects that may match (one that passes may still not: the
+    /// pair may stand elsewhere in the object).
+    pub fn get_holding(&self, key: &str, pairs: &[String]) -> Option<Arc<Value>> {
+        let text = self.read().get(key)?.text.clone();
+        match pairs.iter().all(|pair| text.contains(pair.as_str())) {
+            true => parsed(&text),
+            false => None,
+        }
     }
 
     /// The objects whose owner-UID label is `uid`.
@@ -402,6 +402,10 @@ mod tests {
         assert_eq!(cache.get("ns/a").as_deref(), Some(&second));
         assert_eq!(cache.remove("ns/a").as_deref(), Some(&second));
         assert!(cache.get("ns/a").is_none() && cache.is_empty());
+        assert!(!cache.insert("ns/b".into(), &first), "nothing was there");
+        assert!(cache.insert("ns/b".into(), &second), "it replaced the first");
+        assert_eq!(cache.get("ns/b").as_deref(), Some(&second));
+        cache.remove("ns/b");
         // Numbers come back as they went in, floats to the last bit: a changed-spec sentinel
         // compares a parsed old version with a new one never serialized.
         let numbers =
@@ -445,11 +449,19 @@ mod tests {
         cache.insert("ns/a".into(), &child("a", None));
         cache.insert("ns/q".into(), &quoted);
         let app = [pair_text("app", "x")];
-        assert!(cache.may_hold("ns/a", &app) && cache.may_hold("ns/q", &app));
-        assert!(!cache.may_hold("ns/a", &[pair_text("app", "y")]));
-        assert!(cache.may_hold("ns/q", &[pair_text("tier", r#"say "hi"\"#), pair_text("app", "x")]));
-        assert!(!cache.may_hold("ns/a", &[pair_text("tier", r#"say "hi"\"#)]));
-        assert!(!cache.may_hold("ns/gone", &app));
+        assert!(cache.get_holding("ns/a", &app).is_some() && cache.get_holding("ns/q", &app).is_some());
+        assert!(cache.get_holding("ns/a", &[pair_text("app", "y")]).is_none());
+        assert!(
+            cache
+                .get_holding("ns/q", &[pair_text("tier", r#"say "hi"\"#), pair_text("app", "x")])
+                .is_some()
+        );
+        assert!(
+            cache
+                .get_holding("ns/a", &[pair_text("tier", r#"say "hi"\"#)])
+                .is_none()
+        );
+        assert!(cache.get_holding("ns/gone", &app).is_none());
     }
 
     #[tokio::test(start_paused = true)]

@@ -125,14 +125,17 @@ async fn changes(
                     continue;
                 };
                 // Stored before anyone hears of it: a reconcile it triggers reads this version.
-                let old = seen.replace(key, &value);
-                let value = Arc::new(value);
-                let kind = if old.is_some() {
-                    EventType::Update
-                } else {
-                    EventType::Create
+                // The previous version is parsed only where sentinels are declared (never for
+                // owned children, the largest of the caches).
+                let (existed, sentinels) = match declared {
+                    0 => (seen.insert(key, &value), SentinelBits::default()),
+                    _ => {
+                        let old = seen.replace(key, &value);
+                        (old.is_some(), sentinel::compute(old.as_deref(), &value, declared))
+                    }
                 };
-                let sentinels = sentinel::compute(old.as_deref(), &value, declared);
+                let value = Arc::new(value);
+                let kind = if existed { EventType::Update } else { EventType::Create };
                 route(Change {
                     kind,
                     object: value,
