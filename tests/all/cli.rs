@@ -211,17 +211,20 @@ fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
     // The default port held by something else that answers HTTP: `ork dev` takes a free
     // port and says which; `ork reload` finds out what answers on the default one.
     let squatter = Squatter::start(DEFAULT_LIVE_API);
-    let mut ork = Ork::spawn(
-        &[
-            "dev",
-            "-f",
-            katalog.to_str().unwrap(),
-            "--apply-cr",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let dev = || {
+        Ork::spawn(
+            &[
+                "dev",
+                "-f",
+                katalog.to_str().unwrap(),
+                "--apply-cr",
+                "--dir",
+                dir.to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    let mut ork = dev();
     let moved = ork.wait_for("is taken; the Live API listens on", Duration::from_secs(180));
     let live = moved
         .split("listens on ")
@@ -376,7 +379,38 @@ fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
         std::thread::sleep(Duration::from_millis(500));
     };
     assert_eq!(text, "hi", "the added CRD runs in the same process, not restarted");
+    // Said where the user looks, though logs are quiet.
+    ork.wait_for("CRD memo: started (added to the Katalog)", Duration::from_secs(10));
+    ork.wait_for(
+        "Katalog \"website\" (changed on disk): reloaded",
+        Duration::from_secs(10),
+    );
+
+    // The sample made again by hand, changed: a restart over the kept directory leaves it be.
+    let changed = temp.path().join("changed.yaml");
+    std::fs::write(
+        &changed,
+        std::fs::read_to_string(temp.path().join("samples/website.yaml"))
+            .unwrap()
+            .replace("replicas: 2", "replicas: 5"),
+    )
+    .unwrap();
+    kubectl_with(&kubeconfig, &["create", "-f", changed.to_str().unwrap()]).unwrap();
     assert!(ork.signal_and_wait(libc::SIGINT, Duration::from_secs(30)).success());
+    assert_eq!(wait_no_processes(&dir, Duration::from_secs(5)), Vec::<u32>::new());
+    let mut again = dev();
+    again.wait_for(
+        "kept Website/hello: it exists already (samples are created, never put back)",
+        Duration::from_secs(180),
+    );
+    again.wait_for("control plane ready", Duration::from_secs(30));
+    let replicas = kubectl_with(
+        &kubeconfig,
+        &["get", "website", "hello", "-o", "jsonpath={.spec.replicas}"],
+    )
+    .unwrap();
+    assert_eq!(replicas, "5", "the user's change stays");
+    assert!(again.signal_and_wait(libc::SIGINT, Duration::from_secs(30)).success());
     assert_eq!(wait_no_processes(&dir, Duration::from_secs(5)), Vec::<u32>::new());
 }
 

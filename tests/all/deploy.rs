@@ -75,6 +75,11 @@ async fn a_generated_bundle_passes_server_side_dry_run() {
         .collect();
     assert_eq!(args[..3], ["run", "-f", "/etc/orkestra/katalog/katalog.yaml"]);
     assert!(!args.contains(&"--ha"), "one replica: no leader election");
+    let service = documents.iter().find(|d| d["kind"] == "Service").unwrap();
+    assert_eq!(
+        service["metadata"]["labels"]["orkestra.io/live-api"], "true",
+        "a Control Center's discovery finds it: {service}"
+    );
     let configmap = documents.iter().find(|d| d["kind"] == "ConfigMap").unwrap();
     assert_eq!(
         configmap["data"]["katalog.yaml"],
@@ -149,6 +154,8 @@ secretGenerator:
         "runAsNonRoot: true",
         "path: /ready",
         "orkestra-katalog-",
+        // A Control Center's discovery finds the Service.
+        "orkestra.io/live-api: \"true\"",
     ] {
         assert!(rendered.contains(expected), "{expected} in the rendered objects");
     }

@@ -608,6 +608,42 @@ chat (slack, off: set enabled: true)
   grants: site (CRD list): not listed, so refused
 "
     );
+    // A webhook is an identity as a token is: `ork token list` and `ork serve can-i` know it.
+    let output = crate::ork::run(&["token", "list", "-f", file.to_str().unwrap()], &[]);
+    assert!(output.status.success());
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        said.contains(
+            "repo\n  from: webhook github at POST /webhooks/github/repo (a signed delivery; ork webhook list shows how it is checked)\n  grants: site (CRD list): global create,update\n"
+        ),
+        "{said}"
+    );
+    let can = |operation: &str| {
+        crate::ork::run(
+            &[
+                "serve",
+                "can-i",
+                "-o",
+                operation,
+                "--token",
+                "repo",
+                "-f",
+                file.to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    let output = can("create");
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(said, "site: yes\n");
+    let output = can("delete");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("site: no: "));
 }
 
 #[test]

@@ -1036,7 +1036,7 @@ async fn a_quiet_namespace_is_served_while_a_noisy_ones_backlog_is_still_queued(
 #[tokio::test]
 async fn a_new_cr_runs_before_the_resync_backlog_that_keeps_the_worker_busy() {
     let recorder = Arc::new(Recorder {
-        delay: Duration::from_millis(40),
+        delay: Duration::from_millis(60),
         ..Recorder::default()
     });
     let crds = crd("app", "App", "        reconcile: {workers: 1, resync: 2s}\n");
@@ -1045,8 +1045,8 @@ async fn a_new_cr_runs_before_the_resync_backlog_that_keeps_the_worker_busy() {
     for i in 0..CRS {
         h.create("App", &format!("r{i}"), json!({})).await;
     }
-    // The creates ran, and resyncs have queued a backlog: at 40 ms a run, one round of 60
-    // takes longer than the 2 s between resyncs.
+    // The creates ran, and resyncs have queued a backlog: at 60 ms a run, one round of 60
+    // (3.6 s) takes longer than the 2 s over which a resync offers them.
     eventually("resyncs under way", WAIT, || async {
         (recorder.calls().len() >= CRS * 2).then_some(())
     })

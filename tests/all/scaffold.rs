@@ -28,7 +28,12 @@ fn test_sh(project: &Path) -> (Option<i32>, String) {
 #[test]
 fn a_new_project_in_each_language_builds_and_its_test_reconciles_the_sample() {
     let dir = tempfile::tempdir().unwrap();
-    for lang in ["rust", "go", "js", "python"] {
+    for (lang, named) in [
+        ("rust", "Rust"),
+        ("go", "Go"),
+        ("js", "TypeScript"),
+        ("python", "Python"),
+    ] {
         let project = dir.path().join(format!("hello-{lang}"));
         let made = run(
             &[
@@ -42,10 +47,14 @@ fn a_new_project_in_each_language_builds_and_its_test_reconciles_the_sample() {
             ],
             &[],
         );
-        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+        let told = String::from_utf8_lossy(&made.stderr);
+        assert!(made.status.success(), "{told}");
+        assert!(told.contains(&format!("({named}): cd ")), "{told}");
         let (code, said) = test_sh(&project);
         assert_eq!(code, Some(0), "{lang}: {said}");
         assert!(said.contains("ok: the sample reconciles"), "{lang}: {said}");
+        // A first build says what it does before it takes its time.
+        assert!(said.contains("building build/greeter.wasm ("), "{lang}: {said}");
         let simulated = std::fs::read_to_string(project.join("build/simulated.yaml")).unwrap();
         assert!(simulated.contains("renderedBy: greeter"), "{lang}: {simulated}");
     }

@@ -147,7 +147,14 @@ async fn a_token_is_verified_against_its_entry_and_probed_against_a_running_gate
         .unwrap();
     let (code, said) = verify("platform-1", &[("ORK_CI_TOKEN", "ci-secret-1")]);
     assert_eq!(code, Some(0), "{said}");
-    assert!(said.contains("accepted by token entry \"platform\""), "{said}");
+    // The namespace it was told, not a placeholder.
+    assert!(
+        said.contains(&format!(
+            "accepted by token entry \"platform\" (Secret {}/self-service-platform-token (key token)",
+            ns.name
+        )),
+        "{said}"
+    );
 
     // An OIDC token, verified against its issuer's keys; a wrong audience is refused.
     let issuer = TestIssuer::start().await;
@@ -224,4 +231,17 @@ async fn a_token_is_verified_against_its_entry_and_probed_against_a_running_gate
     let (code, said) = tokio::task::block_in_place(|| probe("not-a-token"));
     assert_eq!(code, Some(1), "{said}");
     assert!(said.starts_with("refused (401)"), "{said}");
+    // A URL that is not the Serve API is said to be one, not a refusal of the token.
+    let base = url.trim_end_matches("/api/v1").to_string();
+    let (code, said) = tokio::task::block_in_place(|| {
+        ork(
+            &["token", "probe", "--gateway", &base],
+            &[("ORK_GATEWAY_TOKEN", "ci-secret-1")],
+        )
+    });
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.starts_with(&format!("no Serve API at {base}/schema (404)")),
+        "{said}"
+    );
 }

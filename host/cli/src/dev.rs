@@ -77,12 +77,9 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         println!("installed CRD {crd}");
     }
     // Prerequisites first (each CRD's `setup`, in order), then the samples.
-    apply_each(&client, &katalog, "the setup", " (setup)", |c| c.entry.setup_files()).await?;
+    apply_setup(&client, &katalog).await?;
     if args.apply_cr {
-        apply_each(&client, &katalog, "sample CRs", "", |c| {
-            c.entry.cr_files.iter().map(String::as_str).collect()
-        })
-        .await?;
+        create_samples(&client, &katalog).await?;
     }
     if let Some(listener) = &listener {
         register(&client, listener.local_addr()?).await?;
@@ -114,22 +111,36 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     result.map(|()| ExitCode::SUCCESS)
 }
 
-/// Applies the manifest files `files` names for each enabled CRD, saying what each made.
-async fn apply_each(
-    client: &kube::Client,
-    katalog: &orkestra_katalog::Compiled,
-    what: &str,
-    mark: &str,
-    files: impl Fn(&orkestra_katalog::LoadedCrd) -> Vec<&str>,
-) -> anyhow::Result<()> {
+/// Applies each enabled CRD's setup files, saying what each made.
+async fn apply_setup(client: &kube::Client, katalog: &orkestra_katalog::Compiled) -> anyhow::Result<()> {
     for crd in katalog.katalog.crds.values().filter(|c| c.entry.enabled) {
-        for file in files(crd) {
+        for file in crd.entry.setup_files() {
             let path = crd.resolve(file);
             let applied = manifests::apply_file(client, &path, "default")
                 .await
-                .with_context(|| format!("applying {what} of CRD \"{}\"", crd.name))?;
+                .with_context(|| format!("applying the setup of CRD \"{}\"", crd.name))?;
             for object in applied {
-                println!("applied {object} from {}{mark}", path.display());
+                println!("applied {object} from {} (setup)", path.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Creates each CRD's sample CRs that do not exist yet: over a kept `--dir`, a sample a user
+/// has changed since stays as it is, and is said to.
+async fn create_samples(client: &kube::Client, katalog: &orkestra_katalog::Compiled) -> anyhow::Result<()> {
+    for crd in katalog.katalog.crds.values().filter(|c| c.entry.enabled) {
+        for file in &crd.entry.cr_files {
+            let path = crd.resolve(file);
+            let made = manifests::create_missing(client, &path, "default")
+                .await
+                .with_context(|| format!("creating the sample CRs of CRD \"{}\"", crd.name))?;
+            for (object, created) in made {
+                match created {
+                    true => println!("applied {object} from {}", path.display()),
+                    false => println!("kept {object}: it exists already (samples are created, never put back)"),
+                }
             }
         }
     }

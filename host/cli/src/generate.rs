@@ -115,7 +115,12 @@ fn bundle(args: &BundleArgs) -> anyhow::Result<Vec<Value>> {
             "service" => labels.clone(),
             _ => json!({"matchLabels": labels}),
         };
-        documents.push(in_namespace(object));
+        let mut object = in_namespace(object);
+        if what == "service" {
+            // What a Control Center's discovery looks for.
+            object["metadata"]["labels"][super::discover::LABEL] = json!("true");
+        }
+        documents.push(object);
     }
     let paths = compiled.katalog.crds.values().filter(|c| c.entry.enabled).count();
     eprintln!(

@@ -20,6 +20,7 @@ mod plan;
 mod progress;
 mod random;
 mod reload;
+mod reload_report;
 mod replay;
 mod run;
 mod scaffold;

@@ -104,50 +104,7 @@ pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
     if let Some(error) = body["error"].as_str() {
         anyhow::bail!("{error}");
     }
-    for component in body["components"].as_array().into_iter().flatten() {
-        println!(
-            "{}: revision {} sha256 {} ({})",
-            component["name"].as_str().unwrap_or_default(),
-            component["revision"],
-            component["digest"].as_str().unwrap_or("-"),
-            component["source"].as_str().unwrap_or_default()
-        );
-    }
-    for error in body["errors"].as_array().into_iter().flatten() {
-        eprintln!("error: {}", error.as_str().unwrap_or_default());
-    }
-    let names = |key: &str| -> Vec<&str> {
-        body[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect()
-    };
-    for (key, said) in [
-        ("started", "started (added to the Katalog)"),
-        ("restarted", "restarted with its changed pipeline"),
-        ("stopped", "stopped (removed from the Katalog)"),
-    ] {
-        for crd in names(key) {
-            println!("CRD {crd}: {said}");
-        }
-    }
-    for part in names("restartNeeded") {
-        eprintln!("note: {part} changed; it applies at the next restart");
-    }
-    let changed = ["reloaded", "started", "restarted", "stopped"]
-        .iter()
-        .any(|key| !names(key).is_empty());
-    println!(
-        "Katalog {katalog:?} at {}: {}",
-        args.http_addr,
-        match (ok, changed) {
-            (false, _) => "not everything reloaded; what ran before keeps running where it failed",
-            (true, true) => "reloaded",
-            (true, false) => "nothing changed",
-        }
-    );
+    super::reload_report::print(&body, ok, &format!("Katalog {katalog:?} at {}", args.http_addr));
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

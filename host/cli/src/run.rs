@@ -259,7 +259,14 @@ pub async fn serve(
     let components = runtime.components();
     let mut reloader = orkestra::runtime::reload::Reloader::new(files.to_vec(), components, runtime.pipelines());
     if dev {
-        reloader = reloader.installing_crds(client.clone());
+        // Logs are quiet by default: say what a saved Katalog changed where the user looks.
+        let said = format!("Katalog {:?} (changed on disk)", katalog.katalog.name);
+        reloader = reloader
+            .installing_crds(client.clone())
+            .reporting(Arc::new(move |outcome| {
+                let body = serde_json::to_value(outcome).unwrap_or_default();
+                super::reload_report::print(&body, outcome.errors.is_empty(), &said);
+            }));
     }
     // A changed Katalog applies live, CRD by CRD (the webhooks, gateway and HA at restart).
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));

@@ -29,7 +29,8 @@ pub struct TargetsArgs {
 pub struct CanIArgs {
     #[command(flatten)]
     katalog: KatalogArgs,
-    /// The token entry (a name of gateway.api.auth.tokens).
+    /// The identity: a token entry of gateway.api.auth.tokens, or a webhook of
+    /// gateway.webhooks.
     #[arg(long, value_name = "NAME")]
     token: String,
     /// The operation.
@@ -185,10 +186,13 @@ pub fn targets(args: TargetsArgs) -> anyhow::Result<ExitCode> {
 /// at least one (the one asked for, with --target), 1 when not.
 pub fn can_i(args: CanIArgs) -> anyhow::Result<ExitCode> {
     let compiled = args.katalog.load()?;
-    let declared = crate::token::sources(&compiled).iter().any(|s| s.name == args.token);
+    let declared = crate::token::sources(&compiled).iter().any(|s| s.name == args.token)
+        || crate::token::webhook_identities(&compiled)
+            .iter()
+            .any(|w| w.name == args.token);
     if !declared {
         anyhow::bail!(
-            "--token {:?}: no such entry in gateway.api.auth.tokens (ork token list shows them)",
+            "--token {:?}: no such entry in gateway.api.auth.tokens or gateway.webhooks (ork token list shows them)",
             args.token
         );
     }

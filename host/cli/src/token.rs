@@ -98,13 +98,18 @@ pub fn sources(compiled: &Compiled) -> Vec<TokenSource> {
         .unwrap_or_default()
 }
 
-/// Where an entry's value comes from, in words.
-pub fn source_of(source: &TokenSource) -> String {
+/// Where an entry's value comes from, in words; a Secret without a namespace is in
+/// `gateway_namespace` when the command was told it.
+pub fn source_of(source: &TokenSource, gateway_namespace: Option<&str>) -> String {
     if let Some(var) = source.env_var() {
         return format!("environment {var}");
     }
     if let Some(secret) = &source.secret_ref {
-        let namespace = secret.namespace.as_deref().unwrap_or("<gateway namespace>");
+        let namespace = secret
+            .namespace
+            .as_deref()
+            .or(gateway_namespace)
+            .unwrap_or("<gateway namespace>");
         let mut text = format!(
             "Secret {namespace}/{} (key {})",
             secret.name,
@@ -189,25 +194,49 @@ pub fn grants_to(compiled: &Compiled, name: &str) -> Vec<String> {
     grants
 }
 
+/// The names of the Katalog's webhook intake entries: identities of their own, which
+/// `serve.tokens` lists as it lists tokens.
+pub fn webhook_identities(compiled: &Compiled) -> Vec<orkestra_katalog::model::Common<'_>> {
+    compiled
+        .katalog
+        .gateway
+        .as_ref()
+        .and_then(|g| g.intake())
+        .map(|w| w.entries().collect())
+        .unwrap_or_default()
+}
+
 fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     let compiled = args.katalog.load()?;
     let sources = sources(&compiled);
-    if sources.is_empty() {
+    let webhooks = webhook_identities(&compiled);
+    if sources.is_empty() && webhooks.is_empty() {
         crate::stdout::write("no token entries (gateway.api.auth.tokens): the Serve API refuses every call\n")?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = String::new();
-    for source in &sources {
-        out.push_str(&format!("{}\n  from: {}\n", source.name, source_of(source)));
-        let grants = grants_to(&compiled, &source.name);
+    let mut identity = |name: &str, from: String| {
+        out.push_str(&format!("{name}\n  from: {from}\n"));
+        let grants = grants_to(&compiled, name);
         match grants.is_empty() {
-            true => out.push_str("  grants: none (no served target lists tokens)\n"),
+            true => out.push_str("  grants: none (no served target lists it)\n"),
             false => {
                 for grant in grants {
                     out.push_str(&format!("  grants: {grant}\n"));
                 }
             }
         }
+    };
+    for source in &sources {
+        identity(&source.name, source_of(source, None));
+    }
+    for webhook in &webhooks {
+        let from = format!(
+            "webhook {} at POST {} (a signed delivery; ork webhook list shows how it is checked)",
+            webhook.provider.key(),
+            webhook.path()
+        );
+        identity(webhook.name, from);
     }
     crate::stdout::write(&out)?;
     Ok(ExitCode::SUCCESS)
@@ -251,7 +280,7 @@ async fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             crate::stdout::write(&format!(
                 "accepted by token entry \"{}\" ({})\n",
                 source.name,
-                source_of(source)
+                source_of(source, Some(&args.gateway_namespace))
             ))?;
             return Ok(ExitCode::SUCCESS);
         }
@@ -319,7 +348,16 @@ async fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             .as_str()
             .or(body["error"].as_str())
             .unwrap_or("no reason given");
-        crate::stdout::write(&format!("refused ({}): {why}\n", status.as_u16()))?;
+        let code = status.as_u16();
+        // Only 401 and 403 judge the token; anything else says the URL or the gateway is wrong.
+        let said = match code {
+            401 | 403 => format!("refused ({code}): {why}\n"),
+            404 => format!(
+                "no Serve API at {url} (404): --gateway is the Serve API's base URL, as http://HOST:PORT/api/v1\n"
+            ),
+            _ => format!("the gateway failed at {url} ({code}): {why}\n"),
+        };
+        crate::stdout::write(&said)?;
         return Ok(ExitCode::FAILURE);
     }
     let targets: Vec<&str> = body["items"]

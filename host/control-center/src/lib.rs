@@ -10,6 +10,7 @@
 //! - [`login`]: the admin password and sessions; [`csrf`]: forms only from its own pages;
 //! - [`pages`]: what each page shows; [`server`]: the routes.
 
+mod addressed;
 pub mod config;
 pub mod csrf;
 pub mod history;

@@ -213,6 +213,19 @@ impl Runtimes {
         self.all().into_iter().find(|r| r.config.name == name)
     }
 
+    /// The name of the runtime at `address`: its URL, or the URL's host and port.
+    pub fn named_at(&self, address: &str) -> Option<String> {
+        let address = address.trim_end_matches('/');
+        self.all()
+            .into_iter()
+            .find(|r| {
+                let url = r.config.url.as_str();
+                let host = url.split_once("://").map_or(url, |(_, rest)| rest);
+                url == address || host == address
+            })
+            .map(|r| r.config.name.clone())
+    }
+
     fn insert(&self, config: RuntimeConfig) -> Result<Arc<Watched>, Error> {
         let mut list = self.list.write().unwrap_or_else(|e| e.into_inner());
         if let Some(taken) = list

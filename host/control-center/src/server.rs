@@ -164,6 +164,11 @@ fn router(shared: Shared) -> Router {
         .route(&at("/r/{rt}/crd/{crd}/cr/{ns}/{name}"), get(cr_page))
         .route(&at("/api/runtimes"), get(api_runtimes))
         .route(&at("/logout"), post(sign_out))
+        // Inside the session check: who is not signed in learns nothing of what is watched.
+        .layer(axum::middleware::from_fn_with_state(
+            shared.runtimes.clone(),
+            crate::addressed::redirect,
+        ))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), require_session));
     let home = || async { Redirect::temporary(&format!("{BASE}/")) };
     Router::new()

@@ -83,10 +83,28 @@ pub async fn resolve_kind(
         })
 }
 
-/// Server-side applies every document of `path`; namespaced objects without a namespace go
-/// to `default_namespace`. Returns "Kind/name" for each object applied.
-pub async fn apply_file(client: &kube::Client, path: &Path, default_namespace: &str) -> Result<Vec<String>, Error> {
-    let mut applied = Vec::new();
+/// One document of a manifest file, resolved to where it goes.
+struct Document {
+    api: Objects<DynamicObject>,
+    kind: String,
+    name: String,
+    object: DynamicObject,
+}
+
+impl Document {
+    fn failed(&self, source: kube::Error) -> Error {
+        Error::Apply {
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+            source,
+        }
+    }
+}
+
+/// Every document of `path` with the API it goes to; namespaced objects without a namespace
+/// go to `default_namespace`.
+async fn documents(client: &kube::Client, path: &Path, default_namespace: &str) -> Result<Vec<Document>, Error> {
+    let mut documents = Vec::new();
     for (index, document) in read_documents(path)?.into_iter().enumerate() {
         let incomplete = |field| Error::Incomplete {
             path: path.to_path_buf(),
@@ -112,21 +130,59 @@ pub async fn apply_file(client: &kube::Client, path: &Path, default_namespace: &
             ),
             Scope::Cluster => None,
         };
-        let applying = |source| Error::Apply {
-            kind: gvk.kind.clone(),
-            name: name.clone(),
-            source,
-        };
         let api =
-            Objects::<DynamicObject>::within(client.clone(), namespace.as_deref(), &resource).map_err(applying)?;
-        api.patch(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&object),
-        )
-        .await
-        .map_err(applying)?;
-        applied.push(format!("{}/{}", gvk.kind, name));
+            Objects::<DynamicObject>::within(client.clone(), namespace.as_deref(), &resource).map_err(|source| {
+                Error::Apply {
+                    kind: gvk.kind.clone(),
+                    name: name.clone(),
+                    source,
+                }
+            })?;
+        documents.push(Document {
+            api,
+            kind: gvk.kind,
+            name,
+            object,
+        });
+    }
+    Ok(documents)
+}
+
+/// Server-side applies every document of `path`; namespaced objects without a namespace go
+/// to `default_namespace`. Returns "Kind/name" for each object applied.
+pub async fn apply_file(client: &kube::Client, path: &Path, default_namespace: &str) -> Result<Vec<String>, Error> {
+    let mut applied = Vec::new();
+    for document in documents(client, path, default_namespace).await? {
+        document
+            .api
+            .patch(
+                &document.name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&document.object),
+            )
+            .await
+            .map_err(|e| document.failed(e))?;
+        applied.push(format!("{}/{}", document.kind, document.name));
     }
     Ok(applied)
+}
+
+/// Creates each object of `path` that does not exist yet, and leaves one that does as it is
+/// (a sample someone has changed since is not put back). Returns "Kind/name" for each, and
+/// whether it was created.
+pub async fn create_missing(
+    client: &kube::Client,
+    path: &Path,
+    default_namespace: &str,
+) -> Result<Vec<(String, bool)>, Error> {
+    let mut made = Vec::new();
+    for document in documents(client, path, default_namespace).await? {
+        let created = match document.api.create(&Default::default(), &document.object).await {
+            Ok(_) => true,
+            Err(kube::Error::Api(status)) if status.code == 409 => false,
+            Err(error) => return Err(document.failed(error)),
+        };
+        made.push((format!("{}/{}", document.kind, document.name), created));
+    }
+    Ok(made)
 }

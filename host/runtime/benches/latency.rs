@@ -136,6 +136,13 @@ fn main() {
 /// The ork contender, in a child process: the runtime on the group's kinds, its Live API on
 /// `BENCH_METRICS_ADDR`, until stdin closes; then its peak RSS.
 async fn ork(group: &str) {
+    if std::env::var_os("BENCH_TRACE").is_some() {
+        tracing_subscriber::fmt()
+            .with_timer(tracing_subscriber::fmt::time::uptime())
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let kubeconfig = PathBuf::from(std::env::var("KUBECONFIG").expect("KUBECONFIG"));
     let client = client(&kubeconfig, "ork").await;
     let kinds: Vec<String> = std::env::var("BENCH_KINDS")
@@ -435,6 +442,7 @@ async fn contend(
     let again = Instant::now();
     let mut child = spawn(start, which, arg, kubeconfig, &env);
     make("fresh-again").await;
+    eprintln!("fresh-again created at {:?}", again.elapsed());
     let fresh_again = async {
         loop {
             if let Some(at) = seen.lock().expect("seen").fresh.get("fresh-again") {

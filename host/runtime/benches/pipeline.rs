@@ -108,13 +108,12 @@ fn pipeline() -> Pipeline {
         tuning.clone(),
         Default::default(),
     );
-    let (ready, _) = tokio::sync::oneshot::channel();
     let observer = PrimaryObserver::new(
         cache.clone(),
         crd.declared_sentinels(),
         admission,
         Default::default(),
-        Some(ready),
+        None,
     );
     let reconciler = Arc::new(NoOp {
         done: AtomicU64::new(0),

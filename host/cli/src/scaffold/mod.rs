@@ -40,6 +40,18 @@ pub enum Lang {
     Python,
 }
 
+impl Lang {
+    /// Its name as its users write it.
+    fn label(self) -> &'static str {
+        match self {
+            Self::Rust => "Rust",
+            Self::Go => "Go",
+            Self::Js => "TypeScript",
+            Self::Python => "Python",
+        }
+    }
+}
+
 /// The source tree this binary was built from, when it is still there.
 fn built_from() -> Option<PathBuf> {
     let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -95,9 +107,9 @@ pub fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
         }
     }
     eprintln!(
-        "made {} ({:?}): cd {} && ./test.sh   # builds it and reconciles samples/cr.yaml with ork simulate",
+        "made {} ({}): cd {} && ./test.sh   # builds it and reconciles samples/cr.yaml with ork simulate",
         dir.display(),
-        args.lang,
+        args.lang.label(),
         dir.display()
     );
     Ok(ExitCode::SUCCESS)

@@ -132,7 +132,9 @@ const RUST_BUILD: &str = "#!/bin/sh
 # One command to the component: build/{name}.wasm (needs: rustup target add wasm32-wasip2).
 set -eu
 cd \"$(dirname \"$0\")\"
-cargo build --quiet --release --target wasm32-wasip2
+# Not quiet: the first build compiles the SDK's dependencies, about a minute.
+echo 'building build/{name}.wasm (cargo, release, wasm32-wasip2)' >&2
+cargo build --release --target wasm32-wasip2
 mkdir -p build
 cp target/wasm32-wasip2/release/{crate}.wasm build/{name}.wasm
 ";
@@ -177,6 +179,7 @@ const GO_BUILD: &str = "#!/bin/sh
 set -eu
 cd \"$(dirname \"$0\")\"
 mkdir -p build
+echo 'building build/{name}.wasm (go, wasip1, then ork component new)' >&2
 GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o build/{name}.module.wasm .
 \"${ORK:-ork}\" component new build/{name}.module.wasm -o build/{name}.wasm
 ";
@@ -230,7 +233,11 @@ const JS_BUILD: &str = "#!/bin/sh
 set -eu
 cd \"$(dirname \"$0\")\"
 mkdir -p build
-[ -d node_modules ] || npm install --silent --no-audit --no-fund
+if [ ! -d node_modules ]; then
+  echo 'installing componentize-qjs and TypeScript (npm, first build only)' >&2
+  npm install --silent --no-audit --no-fund
+fi
+echo 'building build/{name}.wasm (tsc, then componentize-qjs)' >&2
 npm run --silent build
 ";
 
@@ -254,6 +261,7 @@ const PYTHON_BUILD: &str = "#!/bin/sh
 set -eu
 cd \"$(dirname \"$0\")\"
 mkdir -p build
+echo 'building build/{name}.wasm (componentize-py)' >&2
 componentize-py -d sdk/wit -w hook componentize app -p . -p sdk/python -o build/{name}.wasm
 ";
 

@@ -98,8 +98,7 @@ fn rollout(rollout: &Value) -> Markup {
                 @let canary = &rollout["canary"];
                 @if canary.is_object() {
                     div.canary { (badge("rolling out")) " sha256 " (digest(&canary["digest"])) " (revision " (text(&canary["revision"])) ") · "
-                        (text(&canary["reconciles"])) " reconciles, " (text(&canary["failed"])) " failed · promoted in "
-                        (canary["promotesInMs"].as_u64().unwrap_or(0) / 1000) " s" }
+                        (text(&canary["reconciles"])) " reconciles, " (text(&canary["failed"])) " failed · " (promotion(canary, policy)) }
                 }
                 @if let Some(refused) = rollout["refused"].as_str() {
                     div.error { "sha256 " (refused.chars().take(12).collect::<String>()) " was rolled back: not rolled out again until the declared component changes" }
@@ -117,6 +116,18 @@ fn rollout(rollout: &Value) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// When a canary is to be promoted: a promotion still to come, and what it depends on.
+fn promotion(canary: &Value, policy: &Value) -> String {
+    let within = match policy["maxErrorPercent"].as_u64() {
+        Some(percent) => format!(" if no more than {percent}% of its reconciles fail"),
+        None => String::new(),
+    };
+    match canary["promotesInMs"].as_u64().unwrap_or(0) / 1000 {
+        0 => format!("promotion due now{within}"),
+        seconds => format!("to be promoted in {seconds} s{within}"),
     }
 }
 
@@ -197,7 +208,7 @@ mod tests {
         .into_string();
         for expected in [
             "a new version serves 20% of the CRs first, every CR after 600 s, and goes back when more than 10% of at least 5 reconciles fail",
-            "rolling out</span> sha256 abcdef012345 (revision 3) · 7 reconciles, 1 failed · promoted in 42 s",
+            "rolling out</span> sha256 abcdef012345 (revision 3) · 7 reconciles, 1 failed · to be promoted in 42 s if no more than 10% of its reconciles fail",
             "<td>started</td>",
         ] {
             assert!(shown.contains(expected), "{expected} in {shown}");

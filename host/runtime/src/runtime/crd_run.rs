@@ -27,6 +27,8 @@ use orkestra_wasm::Slot;
 
 /// How often a pending CRD checks its dependencies and whether its CRD exists.
 const PENDING_RETRY: Duration = Duration::from_millis(500);
+/// How long the initial list's settled CRs wait for the children's lists at most.
+const SETTLED_WAIT: Duration = Duration::from_secs(10);
 
 /// One CRD's life.
 pub(super) struct CrdRun {
@@ -90,22 +92,24 @@ impl CrdRun {
             })
             .in_current_span(),
         );
-        self.start_secondary(&mut observers, &admission).await;
-        // Nobody can read the events of a CRD out of the Live API or closed to cross reads.
-        if self.event_log && crd.endpoints.enabled && crd.cross_access {
-            self.start_event_log(&mut observers, namespace.as_deref()).await;
-        }
-
         let stop_requested = async {
             // The guard wait_for returns is not Send: drop it here.
             let _ = stopped.wait_for(|s| *s).await;
         };
-        tokio::select! {
-            _ = ready_rx => {}
+        let settled = tokio::select! {
+            listed = ready_rx => listed.unwrap_or_default(),
             () = stop_requested => {
                 observers.shutdown().await;
                 return;
             }
+        };
+        // The other watches list after the CRs do: on a start over many objects their lists
+        // would share the API server and this process with the CRs' list, and nothing waits
+        // for them (a child not listed yet is read on its own; settled CRs wait, below).
+        self.start_secondary(&mut observers, &admission).await;
+        // Nobody can read the events of a CRD out of the Live API or closed to cross reads.
+        if self.event_log && crd.endpoints.enabled && crd.cross_access {
+            self.start_event_log(&mut observers, namespace.as_deref()).await;
         }
         self.health.record(&crd.name, Event::Started);
         tracing::info!(gvk = %crd.gvk, workers = crd.workers, cached = self.handle.cache.len(), "CRD started");
@@ -142,42 +146,32 @@ impl CrdRun {
                 .in_current_span(),
             )
         });
-        let resync = {
-            let cache = self.handle.cache.clone();
-            let admission = admission.clone();
-            let mut period = self.handle.tuning.resync();
-            tokio::spawn(
-                async move {
-                    let mut start = 0usize;
-                    loop {
-                        // A new period (the autoscaler's) counts from when it is set.
-                        let wait = *period.borrow_and_update();
-                        tokio::select! {
-                            () = tokio::time::sleep(wait) => {}
-                            changed = period.changed() => match changed {
-                                Ok(()) => continue,
-                                Err(_) => return,
-                            },
-                        }
-                        // Round-robin: with a bounded queue the first keys offered win, so each
-                        // resync starts one further along and every CR gets its turn.
-                        let mut keys = cache.keys();
-                        keys.sort();
-                        if !keys.is_empty() {
-                            start %= keys.len();
-                            keys.rotate_left(start);
-                            start += 1;
-                        }
-                        for key in keys {
-                            admission.offer(Trigger::new(key, Source::Resync));
-                        }
-                    }
-                }
-                .in_current_span(),
+        let resync = tokio::spawn(
+            super::resync::run(
+                self.handle.cache.clone(),
+                admission.clone(),
+                self.handle.tuning.resync(),
             )
-        };
+            .in_current_span(),
+        );
 
         let mut reoffers = JoinSet::new();
+        // The first list's settled CRs are background work: each reconcile reads its children,
+        // which before their own list come one GET at a time, while a new or changed CR should
+        // not wait behind them. So they are offered once the children have listed (or after
+        // SETTLED_WAIT, for a watch that cannot list), new and changed CRs at once.
+        let (children, offer) = (self.handle.children.clone(), admission.clone());
+        reoffers.spawn(
+            async move {
+                let began = tokio::time::Instant::now();
+                let _ = tokio::time::timeout(SETTLED_WAIT, children.until_listed()).await;
+                tracing::debug!(settled = settled.len(), waited = ?began.elapsed(), "the initial list's settled CRs offered");
+                for trigger in settled {
+                    offer.offer(trigger);
+                }
+            }
+            .in_current_span(),
+        );
         for slot in &self.slots {
             let mut reloads = slot.reloads();
             let cache = self.handle.cache.clone();

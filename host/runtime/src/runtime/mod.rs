@@ -22,6 +22,7 @@ pub mod autoscale;
 mod canary_counts;
 mod crd_run;
 mod rehearse;
+mod resync;
 pub use rehearse::{Rehearsed, key_of};
 pub mod reload;
 pub mod rollout_state;

@@ -6,6 +6,7 @@
 //! reloads on request (`ork reload`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use orkestra_katalog::{Admission, CrdDeletionProtection, CrdEntry, Katalog, Serve};
@@ -40,7 +41,12 @@ pub struct Reloader {
     /// Installs the Katalog's CRDs before applying it (`ork dev`, which installs them at
     /// start too), so a CRD added to the file starts at once.
     installs: Option<kube::Client>,
+    /// Told what each reload of a changed file did (`ork dev` prints it).
+    reports: Option<Report>,
 }
+
+/// What is told of each reload of a changed file.
+pub type Report = Arc<dyn Fn(&Outcome) + Send + Sync>;
 
 impl Reloader {
     pub fn new(files: Vec<PathBuf>, components: Components, pipelines: Pipelines) -> Self {
@@ -49,7 +55,14 @@ impl Reloader {
             components,
             pipelines,
             installs: None,
+            reports: None,
         }
+    }
+
+    /// Calls `report` with what each reload of a changed file did.
+    pub fn reporting(mut self, report: Report) -> Self {
+        self.reports = Some(report);
+        self
     }
 
     /// Installs (or updates) the Katalog's CRDs with `client` before each apply.
@@ -139,6 +152,9 @@ impl Reloader {
             let outcome = self.reload(false, None).await;
             for error in &outcome.errors {
                 tracing::warn!("{error}");
+            }
+            if let Some(report) = &self.reports {
+                report(&outcome);
             }
         }
     }

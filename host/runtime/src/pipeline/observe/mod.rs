@@ -105,7 +105,8 @@ pub struct Cache {
     /// resourceVersion, a restarted API server).
     lists: Arc<std::sync::atomic::AtomicU64>,
     /// The first list has been stored whole: from then on, what is not here was not there.
-    listed: Arc<std::sync::atomic::AtomicBool>,
+    /// A watch channel, so a start-up step can wait for it.
+    listed: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 /// One cached object.
@@ -142,12 +143,18 @@ fn parsed(text: &str) -> Option<Arc<Value>> {
 impl Cache {
     /// The first complete list is stored.
     pub fn listed(&self) {
-        self.listed.store(true, std::sync::atomic::Ordering::Release);
+        self.listed.send_replace(true);
     }
 
     /// Whether it holds a complete list yet.
     pub fn is_listed(&self) -> bool {
-        self.listed.load(std::sync::atomic::Ordering::Acquire)
+        *self.listed.borrow()
+    }
+
+    /// Returns once it holds a complete list.
+    pub async fn until_listed(&self) {
+        // The sender lives as long as this cache: the wait ends only by the list.
+        let _ = self.listed.subscribe().wait_for(|listed| *listed).await;
     }
 
     /// A complete list began.
@@ -292,6 +299,21 @@ impl Children {
             .clone()
     }
 
+    /// The store of every kind registered so far, taken out of the lock.
+    fn caches(&self) -> Vec<Cache> {
+        self.kinds
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Returns once the watch of every kind registered so far has listed what it watches.
+    pub async fn until_listed(&self) {
+        futures::future::join_all(self.caches().iter().map(Cache::until_listed)).await;
+    }
+
     /// The child `key` (`namespace/name` or `name`) as last seen, if its kind is watched and
     /// it was seen.
     pub fn get(&self, api_version: &str, kind: &str, key: &str) -> Option<Arc<Value>> {
@@ -310,14 +332,7 @@ impl Children {
 
     /// Every seen child of any kind whose owner UID label is `uid`.
     pub fn owned_by(&self, uid: &str) -> Vec<Arc<Value>> {
-        let kinds: Vec<Cache> = self
-            .kinds
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .values()
-            .cloned()
-            .collect();
-        kinds.iter().flat_map(|cache| cache.owned_by(uid)).collect()
+        self.caches().iter().flat_map(|cache| cache.owned_by(uid)).collect()
     }
 
     /// The seen children of `api_version` `kind` whose owner UID label is `uid` (none when

@@ -39,17 +39,21 @@ pub struct PrimaryObserver {
     /// The runtime's writes to the CRs, whose echoes are no trigger.
     own: Arc<OwnWrites>,
     relisting: Option<HashSet<String>>,
-    ready: Option<oneshot::Sender<()>>,
+    ready: Option<oneshot::Sender<Vec<Trigger>>>,
+    /// The first list's settled CRs, handed over with `ready` rather than queued.
+    settled: Vec<Trigger>,
 }
 
 impl PrimaryObserver {
-    /// `ready`, if any, fires after the first complete list.
+    /// `ready`, if any, fires after the first complete list, with that list's settled CRs
+    /// (background work) instead of offering them: the caller offers them when the caches
+    /// their reconciles read have listed too, while new and changed CRs run at once.
     pub fn new(
         cache: Cache,
         declared_sentinels: u16,
         enqueue: Arc<dyn Enqueue>,
         own: Arc<OwnWrites>,
-        ready: Option<oneshot::Sender<()>>,
+        ready: Option<oneshot::Sender<Vec<Trigger>>>,
     ) -> Self {
         Self {
             cache,
@@ -58,6 +62,7 @@ impl PrimaryObserver {
             own,
             relisting: None,
             ready,
+            settled: Vec::new(),
         }
     }
 
@@ -97,8 +102,12 @@ impl PrimaryObserver {
                     Some(version) => self.own.screen(&key, &version, trigger),
                     None => Some(trigger),
                 };
-                if let Some(trigger) = trigger {
-                    self.enqueue.offer(trigger);
+                match trigger {
+                    Some(trigger) if self.ready.is_some() && trigger.class == Class::Background => {
+                        self.settled.push(trigger);
+                    }
+                    Some(trigger) => self.enqueue.offer(trigger),
+                    None => {}
                 }
             }
             Event::InitDone => {
@@ -110,7 +119,7 @@ impl PrimaryObserver {
                     }
                 }
                 if let Some(ready) = self.ready.take() {
-                    let _ = ready.send(());
+                    let _ = ready.send(std::mem::take(&mut self.settled));
                 }
             }
             Event::Delete(object) => {
@@ -189,6 +198,52 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The triggers offered, by key.
+    #[derive(Default)]
+    struct Offered(std::sync::Mutex<Vec<String>>);
+
+    impl Enqueue for Offered {
+        fn offer(&self, trigger: Trigger) {
+            self.0.lock().unwrap().push(trigger.key);
+        }
+    }
+
+    fn cr(name: &str, generation: i64, observed: Option<i64>) -> DynamicObject {
+        let mut cr = json!({"apiVersion": "x.io/v1", "kind": "App",
+                            "metadata": {"name": name, "namespace": "ns", "generation": generation}});
+        if let Some(observed) = observed {
+            cr["status"] = json!({"observedGeneration": observed});
+        }
+        serde_json::from_value(cr).unwrap()
+    }
+
+    #[test]
+    fn the_first_list_hands_its_settled_crs_over_with_ready_and_offers_the_waiting_ones_at_once() {
+        let offered = Arc::new(Offered::default());
+        let (ready, mut listed) = oneshot::channel();
+        let mut observer = PrimaryObserver::new(Cache::default(), 0, offered.clone(), Arc::default(), Some(ready));
+        observer.handle(Event::Init);
+        observer.handle(Event::InitApply(cr("settled", 2, Some(2))));
+        observer.handle(Event::InitApply(cr("changed", 3, Some(2))));
+        observer.handle(Event::InitApply(cr("new", 1, None)));
+        assert_eq!(*offered.0.lock().unwrap(), ["ns/changed", "ns/new"]);
+        assert!(listed.try_recv().is_err(), "not ready before the list ends");
+        observer.handle(Event::InitDone);
+        let settled: Vec<String> = listed.try_recv().unwrap().into_iter().map(|t| t.key).collect();
+        assert_eq!(settled, ["ns/settled"]);
+        // A relist later offers all it lists as it comes: the children have listed by then.
+        observer.handle(Event::Init);
+        observer.handle(Event::InitApply(cr("settled", 2, Some(2))));
+        observer.handle(Event::InitApply(cr("changed", 3, Some(2))));
+        observer.handle(Event::InitApply(cr("new", 1, None)));
+        observer.handle(Event::InitApply(cr("other", 1, Some(1))));
+        observer.handle(Event::InitDone);
+        assert_eq!(
+            offered.0.lock().unwrap()[2..],
+            ["ns/settled", "ns/changed", "ns/new", "ns/other"]
+        );
+    }
 
     #[test]
     fn a_listed_cr_that_waits_for_a_reconcile_goes_before_the_settled_ones() {
