@@ -22,7 +22,8 @@
 //! Run: `cargo bench -p orkestra --bench latency`, sized by `ORK_LATENCY_OBJECTS` (50000),
 //! `ORK_LATENCY_CRDS` (20), `ORK_LATENCY_NAMESPACES` (100), `ORK_LATENCY_RATE` (changes per
 //! second, 100) and `ORK_LATENCY_SECONDS` (of changes, 60); `ORK_LATENCY_CONTENDERS=ork` (or
-//! `controller-runtime`) runs one alone.
+//! `controller-runtime`) runs one alone; `BENCH_TRACE=1` with `RUST_LOG` (as
+//! `orkestra=info`) shows ork's own log, with times since its start.
 
 #![allow(
     clippy::disallowed_methods,
@@ -136,6 +137,7 @@ fn main() {
 /// The ork contender, in a child process: the runtime on the group's kinds, its Live API on
 /// `BENCH_METRICS_ADDR`, until stdin closes; then its peak RSS.
 async fn ork(group: &str) {
+    // Where its start-up spends its time, when asked (its stderr is passed through then).
     if std::env::var_os("BENCH_TRACE").is_some() {
         tracing_subscriber::fmt()
             .with_timer(tracing_subscriber::fmt::time::uptime())
@@ -442,7 +444,6 @@ async fn contend(
     let again = Instant::now();
     let mut child = spawn(start, which, arg, kubeconfig, &env);
     make("fresh-again").await;
-    eprintln!("fresh-again created at {:?}", again.elapsed());
     let fresh_again = async {
         loop {
             if let Some(at) = seen.lock().expect("seen").fresh.get("fresh-again") {

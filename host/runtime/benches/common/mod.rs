@@ -155,10 +155,10 @@ pub fn spawn(start: &Start, which: &str, arg: &str, kubeconfig: &Path, env: &[(&
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(if std::env::var_os("BENCH_TRACE").is_some() {
-            Stdio::inherit()
-        } else {
-            Stdio::null()
+        // A contender's log only when a benchmark is asked to show it (`BENCH_TRACE`).
+        .stderr(match std::env::var_os("BENCH_TRACE") {
+            Some(_) => Stdio::inherit(),
+            None => Stdio::null(),
         })
         .spawn()
         .expect("the contender's process")
