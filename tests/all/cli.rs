@@ -197,7 +197,10 @@ fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
     let katalog = temp.path().join("katalog.yaml");
     std::fs::write(
         &katalog,
-        text.replace("      crFiles:", "      setup: {apply: [setup.yaml]}\n      crFiles:"),
+        text.replace(
+            "      crFiles:",
+            "      setup: {apply: [setup.yaml], wait: [{kind: ConfigMap, name: website-defaults, timeout: 30s}]}\n      crFiles:",
+        ),
     )
     .unwrap();
     std::fs::create_dir(temp.path().join("samples")).unwrap();
@@ -236,6 +239,11 @@ fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
     ork.wait_for("installed CRD websites.demo.orkestra.io", Duration::from_secs(180));
     let setup = ork.wait_for("applied ConfigMap/website-defaults", Duration::from_secs(30));
     assert!(setup.ends_with("(setup)"), "{setup}");
+    let waited = ork.wait_for(
+        "ready: ConfigMap default/website-defaults after",
+        Duration::from_secs(30),
+    );
+    assert!(waited.ends_with("(setup.wait)"), "{waited}");
     ork.wait_for("applied Website/hello", Duration::from_secs(30));
     let hint = ork.wait_for("try: kubectl --kubeconfig", Duration::from_secs(30));
     assert!(hint.contains(&dir.join("kubeconfig").display().to_string()), "{hint}");

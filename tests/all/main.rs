@@ -42,6 +42,7 @@ mod rollout;
 mod routing;
 mod running;
 mod scaffold;
+mod setup_wait;
 mod simulate;
 mod storms;
 mod tenants;

@@ -145,17 +145,32 @@ impl Harness {
         recorders: &[(&str, Arc<Recorder>)],
         install: bool,
     ) -> Self {
-        Self::launch(prefix, sections, crds, recorders, install, None).await
+        let ns = namespace(prefix).await.unwrap();
+        Self::launch(ns, prefix, sections, crds, recorders, install, None).await
     }
 
     /// [`Harness::start`] (CRDs installed, no recorders) with a runtime whose every request
     /// is in the tally returned.
     pub(crate) async fn start_counted(prefix: &str, crds: &str) -> (Self, Arc<Tally>) {
         let (client, tally) = counting_client().await.unwrap();
-        (Self::launch(prefix, "", crds, &[], true, Some(client)).await, tally)
+        let ns = namespace(prefix).await.unwrap();
+        (Self::launch(ns, prefix, "", crds, &[], true, Some(client)).await, tally)
+    }
+
+    /// Stops the runtime and starts it again over the same namespace and CRs (as after an
+    /// upgrade; `prefix` and `crds` as it was started with), on a client whose every request
+    /// is in the tally returned.
+    pub(crate) async fn restart_counted(mut self, prefix: &str, crds: &str) -> (Self, Arc<Tally>) {
+        self.halt().await;
+        let (client, tally) = counting_client().await.unwrap();
+        (
+            Self::launch(self.ns, prefix, "", crds, &[], false, Some(client)).await,
+            tally,
+        )
     }
 
     async fn launch(
+        ns: TestNamespace,
         prefix: &str,
         sections: &str,
         crds: &str,
@@ -163,7 +178,6 @@ impl Harness {
         install: bool,
         runtime_client: Option<kube::Client>,
     ) -> Self {
-        let ns = namespace(prefix).await.unwrap();
         let group = format!("{}.pipeline.orkestra.io", ns.name);
         let text = format!(
             "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {{name: {prefix}}}\n{sections}spec:\n  crds:\n{}",
@@ -267,6 +281,11 @@ impl Harness {
     }
 
     pub(crate) async fn stop(mut self) {
+        self.halt().await;
+    }
+
+    /// Stops the runtime, gracefully.
+    async fn halt(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -1065,6 +1084,57 @@ async fn a_new_cr_runs_before_the_resync_backlog_that_keeps_the_worker_busy() {
         "the new CR ran after {} of the {queued} queued resyncs",
         at - before
     );
+    h.stop().await;
+}
+
+/// Issue 51: after a restart over settled CRs, the settled CRs' reconciles wait for their
+/// children's list instead of reading each child on its own, while a CR created meanwhile
+/// runs at once.
+#[tokio::test]
+async fn after_a_restart_the_settled_crs_wait_for_the_children_s_list_and_read_no_child_alone() {
+    let crds = crd(
+        "app",
+        "App",
+        "        reconcile:\n          onReconcile:\n            configMaps:\n              - {name: '{{ .metadata.name }}-cm', data: {x: '1'}}\n",
+    );
+    let h = Harness::start("settled", &crds, &[], true).await;
+    const CRS: usize = 30;
+    for i in 0..CRS {
+        h.create("App", &format!("s{i}"), json!({})).await;
+    }
+    let ready = |h: &Harness, name: String| {
+        let api = h.api("App");
+        async move {
+            let app = api.get(&name).await.ok()?;
+            (app.data["status"]["conditions"][0]["status"] == "True").then_some(())
+        }
+    };
+    for i in 0..CRS {
+        eventually("Ready", WAIT, || ready(&h, format!("s{i}"))).await.unwrap();
+    }
+    let (h, tally) = h.restart_counted("settled", &crds).await;
+    h.create("App", "fresh", json!({})).await;
+    eventually("the new CR Ready", WAIT, || ready(&h, "fresh".into()))
+        .await
+        .unwrap();
+    // Every settled CR reconciled again (the initial list's work)...
+    let counters = &h.handle("app").counters;
+    eventually("the settled CRs reconciled", WAIT, || async {
+        (counters.reconciles.load(Ordering::Relaxed) > CRS as u64).then_some(())
+    })
+    .await
+    .unwrap();
+    // ...with its child read from the list, never on its own, and nothing written.
+    let get = http::Method::GET;
+    for i in 0..CRS {
+        assert_eq!(
+            tally.count(&get, &format!("/configmaps/s{i}-cm")),
+            0,
+            "s{i}-cm read alone"
+        );
+    }
+    let patches = tally.count(&http::Method::PATCH, "");
+    assert!(patches <= 3, "only the new CR's writes: {patches}");
     h.stop().await;
 }
 

@@ -89,19 +89,23 @@ async fn start_with(ns: &TestNamespace, recordings: Option<&Path>, more: &[&str]
 
 /// `ork run` on `text` (its CRDs installed first) with `flags`, once each component serves.
 pub(crate) async fn run_katalog(ns: &TestNamespace, text: String, flags: &[String]) -> Host {
+    run_katalog_in(ns, text, flags, &[]).await
+}
+
+/// As [`run_katalog`], with more environment (`ORK_CACHE_DIR`: a component cache of its own).
+async fn run_katalog_in(ns: &TestNamespace, text: String, flags: &[String], env: &[(&str, &str)]) -> Host {
     let (dir, file) = crate::running::katalog_file(ns, &text).await;
     let cluster = orkestra_test_support::cluster().unwrap();
     let port = crate::replicas::free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut args = vec!["run", "-f", file.to_str().unwrap(), "--http-addr", &addr];
     args.extend(flags.iter().map(String::as_str));
-    let mut ork = Ork::spawn(
-        &args,
-        &[
-            ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
-            ("ORK_API_TOKEN", ""),
-        ],
-    );
+    let mut vars = vec![
+        ("KUBECONFIG", cluster.kubeconfig.to_str().unwrap()),
+        ("ORK_API_TOKEN", ""),
+    ];
+    vars.extend_from_slice(env);
+    let mut ork = Ork::spawn(&args, &vars);
     let url = format!("http://{addr}");
     let serving = eventually("the Live API", WAIT, || async {
         let listed: Value = reqwest::get(format!("{url}/components"))
@@ -286,6 +290,48 @@ async fn a_recorded_call_replays_the_same_offline_and_a_changed_component_is_cau
     assert!(said.contains("format: 9 is not a recording this ork reads"), "{said}");
     assert!(said.contains("same:"), "the good one still replays: {said}");
     drop(host);
+}
+
+/// Issue 52: a recording replays after its component's file was replaced (rebuilt): the
+/// runtime kept the bytes it ran by digest, here in a component cache of this test's own.
+#[tokio::test]
+async fn a_recording_replays_after_its_component_file_is_replaced() {
+    let ns = namespace("replay-file").await.unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let cache_env = ("ORK_CACHE_DIR", cache.path().to_str().unwrap());
+    let built = tempfile::tempdir().unwrap();
+    let file = built.path().join("site.wasm");
+    let rust_hook = guests::component("rust-hook").unwrap();
+    std::fs::copy(&rust_hook, &file).unwrap();
+    let text = katalog(&ns).replacen(&rust_hook.display().to_string(), &file.display().to_string(), 1);
+    let recordings = tempfile::tempdir().unwrap();
+    let flags = [
+        "--recordings".to_string(),
+        recordings.path().to_str().unwrap().to_string(),
+    ];
+    let mut host = run_katalog_in(&ns, text, &flags, &[cache_env]).await;
+    host.token = std::fs::read_to_string(recordings.path().join(".token")).unwrap();
+    let key = format!("{}/page", ns.name);
+    let (status, body) = post(&host, json!({"component": "site", "count": 1, "key": key})).await;
+    assert_eq!(status, 201, "{body}");
+    create(&ns, "Site", "page", json!({"title": "Kept"})).await;
+    let taken = tempfile::tempdir().unwrap();
+    let files = recorded(&host, "site", 1, taken.path()).await;
+    drop(host);
+    // Rebuilt: another component's bytes in the file the Katalog names.
+    std::fs::copy(guests::component("echo-hook").unwrap(), &file).unwrap();
+    let recording = files[0].0.to_str().unwrap();
+    let output = run(
+        &["replay", recording],
+        &[("KUBECONFIG", "/nonexistent/kubeconfig"), cache_env],
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{said}");
+    assert!(said.contains("same: the output and all"), "{said}");
 }
 
 #[tokio::test]

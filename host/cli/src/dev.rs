@@ -111,7 +111,8 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     result.map(|()| ExitCode::SUCCESS)
 }
 
-/// Applies each enabled CRD's setup files, saying what each made.
+/// Applies each enabled CRD's setup files, saying what each made, then waits for the objects
+/// its `setup.wait` names.
 async fn apply_setup(client: &kube::Client, katalog: &orkestra_katalog::Compiled) -> anyhow::Result<()> {
     for crd in katalog.katalog.crds.values().filter(|c| c.entry.enabled) {
         for file in crd.entry.setup_files() {
@@ -122,6 +123,18 @@ async fn apply_setup(client: &kube::Client, katalog: &orkestra_katalog::Compiled
             for object in applied {
                 println!("applied {object} from {} (setup)", path.display());
             }
+        }
+        let waits = crd.entry.setup_waits();
+        if waits.is_empty() {
+            continue;
+        }
+        let progress = Progress::start(format!("waiting for the setup of CRD \"{}\"", crd.name));
+        let waited = orkestra_kube::setup_wait::wait_for(client, &waits, "default")
+            .await
+            .with_context(|| format!("the setup of CRD \"{}\"", crd.name));
+        progress.finish();
+        for (object, took) in waited? {
+            println!("ready: {object} after {:.1} s (setup.wait)", took.as_secs_f64());
         }
     }
     Ok(())

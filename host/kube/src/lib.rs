@@ -9,6 +9,7 @@ pub mod crd_install;
 pub mod discovery;
 pub mod manifests;
 pub mod objects;
+pub mod setup_wait;
 pub mod tenant;
 pub mod trace;
 pub mod transient;

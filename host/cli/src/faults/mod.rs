@@ -226,6 +226,7 @@ async fn campaign(
         for file in crd.entry.setup_files() {
             orkestra_kube::manifests::apply_file(&client, &crd.resolve(file), "default").await?;
         }
+        orkestra_kube::setup_wait::wait_for(&client, &crd.entry.setup_waits(), "default").await?;
     }
     let discovery = Discovery::new(client.clone()).run().await?;
     let samples = workload::samples(&katalog, &discovery)?;

@@ -13,6 +13,7 @@ mod intake;
 mod operator_box;
 mod resources;
 mod serve;
+mod setup;
 
 use std::collections::BTreeMap;
 
@@ -29,6 +30,7 @@ pub use intake::*;
 pub use operator_box::*;
 pub use resources::{ForEach, HookTemplates, ProfileChoice, ResourceEntry, ScaleStep, WorkloadAutoscale};
 pub use serve::*;
+pub use setup::{DEFAULT_SETUP_WAIT, SetupWait, known_api_version};
 
 /// The current Katalog apiVersion.
 pub const API_VERSION: &str = "orkestra.orkspace.io/v1";
@@ -345,7 +347,8 @@ pub struct CrdEntry {
     #[serde(default)]
     pub cr_files: Vec<String>,
     /// Prerequisite manifests applied in order by `ork dev`: a list of files, or
-    /// `{apply: [files]}` (see [`CrdEntry::setup_files`]).
+    /// `{apply: [files], wait: [objects]}` (see [`CrdEntry::setup_files`] and
+    /// [`CrdEntry::setup_waits`]).
     #[serde(default)]
     pub setup: Option<Value>,
     /// Namespaced (default) or cluster-scoped.
@@ -403,20 +406,6 @@ pub struct CrdEntry {
 }
 
 impl CrdEntry {
-    /// The `setup` files in order: written as a list, or as `{apply: [...]}`. Other shapes
-    /// are refused at load.
-    pub fn setup_files(&self) -> Vec<&str> {
-        let list = match &self.setup {
-            Some(Value::Array(list)) => list,
-            Some(Value::Object(setup)) => match setup.get("apply") {
-                Some(Value::Array(list)) => list,
-                _ => return Vec::new(),
-            },
-            _ => return Vec::new(),
-        };
-        list.iter().filter_map(Value::as_str).collect()
-    }
-
     /// The CRD's own box (no target), then each serve target's own box with the target's
     /// name; [`box_path`] says where each is written.
     pub fn boxes(&self) -> Vec<(Option<&str>, &OperatorBox)> {

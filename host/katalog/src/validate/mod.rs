@@ -60,7 +60,7 @@ pub(super) fn check(
 }
 
 impl Checker<'_> {
-    /// `setup`: a list of files, or `{apply: [files]}`; `wait` is not hosted.
+    /// `setup`: a list of files, or `{apply: [files], wait: [objects]}`.
     fn setup(&mut self, setup: &Node, path: &str) {
         let files = match &setup.value {
             NodeValue::Seq(_) => setup,
@@ -68,13 +68,12 @@ impl Checker<'_> {
                 for (key, _) in entries {
                     match key.key_text().as_str() {
                         "apply" => {}
-                        "wait" => self.error(
-                            format!("{path}.wait"),
-                            key.pos,
-                            "is not supported: `ork dev` applies the setup files in order and goes on; a CRD that needs another one ready says so with dependsOn",
-                        ),
-                        other => self.error(format!("{path}.{other}"), key.pos, "is not a setup key (apply)"),
+                        "wait" => {}
+                        other => self.error(format!("{path}.{other}"), key.pos, "is not a setup key (apply, wait)"),
                     }
+                }
+                if let Some(wait) = setup.get("wait") {
+                    self.setup_wait(wait, &format!("{path}.wait"));
                 }
                 match setup.get("apply") {
                     Some(apply) => apply,
@@ -93,6 +92,62 @@ impl Checker<'_> {
                 files.pos,
                 "lists manifest files (paths relative to the Katalog file)",
             ),
+        }
+    }
+
+    /// `setup.wait`: objects named by kind (and apiVersion, unless the Katalog knows the
+    /// kind), name, and optionally namespace, condition and timeout.
+    fn setup_wait(&mut self, wait: &Node, path: &str) {
+        let NodeValue::Seq(entries) = &wait.value else {
+            self.error(
+                path,
+                wait.pos,
+                "lists the objects to wait for: {kind, name, namespace, condition, timeout}",
+            );
+            return;
+        };
+        for (i, entry) in entries.iter().enumerate() {
+            let at = format!("{path}[{i}]");
+            let NodeValue::Map(fields) = &entry.value else {
+                self.error(
+                    &at,
+                    entry.pos,
+                    "is an object to wait for: {kind, name, namespace, condition, timeout}",
+                );
+                continue;
+            };
+            for (key, value) in fields {
+                let field = key.key_text();
+                if !["apiVersion", "kind", "name", "namespace", "condition", "timeout"].contains(&field.as_str()) {
+                    self.error(
+                        format!("{at}.{field}"),
+                        key.pos,
+                        "is not a wait key (apiVersion, kind, name, namespace, condition, timeout)",
+                    );
+                } else if value.as_str().is_none_or(str::is_empty) {
+                    self.error(format!("{at}.{field}"), value.pos, "is a non-empty string");
+                }
+            }
+            for needed in ["kind", "name"] {
+                if entry.get(needed).is_none() {
+                    self.error(format!("{at}.{needed}"), entry.pos, "is required");
+                }
+            }
+            if let Some(kind) = entry.get("kind").and_then(Node::as_str)
+                && entry.get("apiVersion").is_none()
+                && crate::model::known_api_version(kind).is_none()
+            {
+                self.error(
+                    format!("{at}.apiVersion"),
+                    entry.pos,
+                    format!("is required: {kind} is not a kind the Katalog knows the apiVersion of"),
+                );
+            }
+            self.duration(
+                entry.get("timeout").and_then(Node::as_str),
+                &format!("{at}.timeout"),
+                entry,
+            );
         }
     }
 
