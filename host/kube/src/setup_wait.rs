@@ -64,10 +64,7 @@ pub async fn wait_for(
             Scope::Namespaced => Some(wait.namespace.as_deref().unwrap_or(default_namespace)),
             Scope::Cluster => None,
         };
-        let what = match namespace {
-            Some(namespace) => format!("{} {namespace}/{}", wait.kind, wait.name),
-            None => format!("{} {}", wait.kind, wait.name),
-        };
+        let what = wait.describe_in(namespace);
         let named = |source| Error::Name {
             what: what.clone(),
             source,

@@ -27,7 +27,12 @@ pub struct SetupWait {
 impl SetupWait {
     /// `Kind namespace/name`, as messages name it.
     pub fn describe(&self) -> String {
-        match &self.namespace {
+        self.describe_in(self.namespace.as_deref())
+    }
+
+    /// As [`SetupWait::describe`], in `namespace` (where it was looked for).
+    pub fn describe_in(&self, namespace: Option<&str>) -> String {
+        match namespace {
             Some(namespace) => format!("{} {namespace}/{}", self.kind, self.name),
             None => format!("{} {}", self.kind, self.name),
         }
