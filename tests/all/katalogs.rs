@@ -427,3 +427,52 @@ async fn secret_spread_copies_into_the_allowed_namespaces_it_names_and_cleans_up
     assert!(secrets("platform").get_opt("db-credentials").await.unwrap().is_some());
     example.stop().await;
 }
+
+#[tokio::test]
+async fn wait_for_database_connects_an_app_only_once_an_event_says_its_database_is_ready() {
+    let example = example("wait-for-database").await;
+    let apps = example.crs("events.orkestra.io", "App");
+    let maps = example.api::<ConfigMap>();
+    // The gate holds both Apps: no child, no status.
+    eventually("the CRD gated", WAIT, || async {
+        let state = example.inspect.health.get("app")?.state;
+        (state == orkestra::outcome::health::State::Gated).then_some(())
+    })
+    .await
+    .unwrap();
+    for app in ["shop", "blog"] {
+        let cr = apps.get(app).await.unwrap();
+        assert!(cr.data["status"]["phase"].is_null(), "{app}: {}", cr.data["status"]);
+        assert!(maps.get_opt(&format!("{app}-database")).await.unwrap().is_none());
+    }
+    // The sample Event, in the Apps' namespace: the orders database is up.
+    let text = std::fs::read_to_string(katalogs_dir().join("wait-for-database/samples/orders-ready.yaml"))
+        .unwrap()
+        .replace("namespace: default", &format!("namespace: {}", example.ns.name));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("event.yaml"), text).unwrap();
+    example.apply(&dir.path().join("event.yaml")).await;
+    let status = example.status(&apps, "shop", |s| s["phase"] == "Connected").await;
+    assert_eq!(status["database"], "orders");
+    let url = eventually("the shop's database ConfigMap", WAIT, || async {
+        maps.get_opt("shop-database").await.ok()??.data?.get("url").cloned()
+    })
+    .await
+    .unwrap();
+    assert_eq!(url, format!("postgres://orders.{}.svc:5432/shop", example.ns.name));
+    // The blog's database is another: it still waits.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert!(apps.get("blog").await.unwrap().data["status"]["phase"].is_null());
+    assert!(maps.get_opt("blog-database").await.unwrap().is_none());
+    // Connected, the shop follows its spec without another Event.
+    apps.patch(
+        "shop",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"databaseRef": "orders-v2"}})),
+    )
+    .await
+    .unwrap();
+    let status = example.status(&apps, "shop", |s| s["database"] == "orders-v2").await;
+    assert_eq!(status["phase"], "Connected");
+    example.stop().await;
+}

@@ -51,6 +51,7 @@ impl CrdRun {
         let Some((resource, scope)) = self.wait_until_startable(&mut stopped).await else {
             return;
         };
+        tracing::debug!(gvk = %crd.gvk, "served; listing its CRs");
         let resource = Arc::new(resource);
         let admission: Arc<dyn Enqueue> = Admission::new(
             crd.clone(),
