@@ -188,6 +188,24 @@ fn dev_with_a_missing_katalog_fails_before_starting_anything() {
 }
 
 #[test]
+fn a_standalone_gateway_katalog_is_sent_to_ork_gateway() {
+    let (_dir, file) = crate::running::written(
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nmetadata: {name: guard}\ngateway: {standalone: true}\nsecurity:\n  deletionProtection: {enabled: true}\nspec: {}\n",
+    );
+    for command in ["run", "dev"] {
+        let output = run(&[command, "-f", file.to_str().unwrap()], &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{command}: {stderr}");
+        assert!(
+            stderr.contains(
+                "gateway.standalone: true: this Katalog is a gateway of its own, run it with `ork gateway -f FILE`"
+            ),
+            "{command}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("dev");

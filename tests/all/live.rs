@@ -488,3 +488,24 @@ async fn metrics_time_each_change_from_its_watch_event_to_its_start_and_to_its_e
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn the_katalog_summary_advertises_where_its_gateway_is() {
+    let sections = "security: {gatewayEndpoint: 'https://gateway.example.com'}\ngateway: {endpoint: 'https://other.example.com'}\n";
+    let h = Harness::start_with(
+        "gateway-endpoint",
+        sections,
+        &crd("app", "App", "        reconcile: {resync: 1s}\n"),
+        &[],
+        true,
+    )
+    .await;
+    let url = serve(&h, orkestra::live::Auth::open()).await;
+    let (status, katalog) = get(&format!("{url}/katalog")).await;
+    assert_eq!(status, 200, "{katalog}");
+    assert_eq!(
+        katalog["gatewayEndpoint"], "https://gateway.example.com",
+        "upstream's key first"
+    );
+    h.stop().await;
+}

@@ -208,7 +208,7 @@ async fn the_conversion_webhook_serves_two_versions_both_ways() {
 kind: Katalog
 metadata: {{name: {name}}}
 security:
-  conversion: {{enabled: true}}
+  conversion: {{enabled: true, conversionWindow: 3}}
 spec:
   crds:
     db:
@@ -285,6 +285,12 @@ spec:
     .unwrap();
     assert_eq!(size, "5");
     assert!(webhooks.counts.converted.load(std::sync::atomic::Ordering::Relaxed) >= 2);
+    // The rolling figures cover the last three reviews only (conversionWindow: 3).
+    let window = webhooks.counts.conversions.json();
+    assert_eq!(window["size"], 3, "{window}");
+    assert!((1..=3).contains(&window["reviews"].as_u64().unwrap()), "{window}");
+    assert_eq!(window["failed"], 0, "{window}");
+    assert!(window["p95Ms"].as_f64().is_some(), "{window}");
     webhooks.stop().await;
     kubectl_with(&kubeconfig, &["delete", "crd", &format!("dbs.{group}"), "--wait=false"]).unwrap();
 }

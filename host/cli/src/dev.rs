@@ -45,6 +45,7 @@ pub struct DevArgs {
 pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     // Load first: a wrong Katalog should fail before a minute of start-up.
     let katalog = args.katalog.load()?;
+    super::run::hosts_crds(&katalog)?;
     // The Live API's port next, for the same reason: `register` and every line after name
     // the port it got.
     let listener = args.http.listen(true).await?;

@@ -158,6 +158,7 @@ pub async fn secret_value(client: &kube::Client, reference: &str, key: &str) -> 
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let katalog = args.katalog.load()?;
+    hosts_crds(&katalog)?;
     let config = crate::cluster::config("run")
         .await
         .context("cannot build a Kubernetes client from KUBECONFIG or the in-cluster config")?;
@@ -198,6 +199,17 @@ pub struct Hosting<'a> {
     pub dev: bool,
     /// Whether it serves what the Katalog enables of the gateway (webhooks, Serve API).
     pub gateway: bool,
+}
+
+/// Refuses a Katalog that is a gateway alone (`gateway.standalone: true`): the runtime would
+/// reconcile nothing, and its webhooks are `ork gateway`'s to serve.
+pub fn hosts_crds(katalog: &orkestra_katalog::Compiled) -> anyhow::Result<()> {
+    if katalog.katalog.gateway.as_ref().is_some_and(|g| g.standalone) {
+        anyhow::bail!(
+            "gateway.standalone: true: this Katalog is a gateway of its own, run it with `ork gateway -f FILE`; without standalone, the runtime serves its gateway in its own process"
+        );
+    }
+    Ok(())
 }
 
 /// Runs the Katalog's runtime until SIGINT/SIGTERM; a second signal, or in-flight

@@ -45,6 +45,15 @@ pub fn router(compiled: Arc<Compiled>, counts: Arc<Counts>) -> axum::Router {
 }
 
 async fn convert(State(shared): State<Shared>, Json(body): Json<Value>) -> Json<Value> {
+    let began = std::time::Instant::now();
+    let answer = review(&shared, &body);
+    let ok = answer.0["response"]["result"]["status"] == "Success";
+    shared.counts.conversions.record(ok, began.elapsed());
+    answer
+}
+
+/// The ConversionReview's answer to `body`.
+fn review(shared: &Shared, body: &Value) -> Json<Value> {
     let request = &body["request"];
     let uid = &request["uid"];
     let answer = |result: Value| {

@@ -24,6 +24,7 @@ pub mod admission;
 pub mod api;
 pub mod clusters;
 pub mod conversion;
+pub mod conversion_window;
 pub mod failpoint;
 pub mod intake;
 pub mod jwt_ring;

@@ -24,6 +24,8 @@ pub struct Counts {
     /// Objects converted, and conversions that failed.
     pub converted: AtomicU64,
     pub conversion_failed: AtomicU64,
+    /// The last conversion reviews (`conversionWindow` of them).
+    pub conversions: crate::conversion_window::Window,
     /// External calls of the admission rules that failed or did not answer in time (each
     /// refused its write).
     pub calls_failed: AtomicU64,

@@ -49,6 +49,7 @@ pub fn katalog(compiled: &Compiled, counts: Option<&Counts>, intake: Option<&cra
             "mutated": count(&c.mutated), "deletionBlocked": count(&c.deletion_blocked),
             "namespaceBlocked": count(&c.namespace_blocked), "converted": count(&c.converted),
             "conversionFailed": count(&c.conversion_failed), "callsFailed": count(&c.calls_failed),
+            "conversionWindow": c.conversions.json(),
         })
     });
     json!({

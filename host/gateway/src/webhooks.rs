@@ -108,7 +108,17 @@ impl Webhooks {
             None => Identity::generate(&names, options.valid_for)?,
         };
         let serving = Serving::new(&identity)?;
-        let counts = Arc::new(Counts::default());
+        let window = compiled
+            .katalog
+            .security
+            .as_ref()
+            .and_then(|s| s.conversion.as_ref())
+            .and_then(|c| c.conversion_window)
+            .map_or(crate::conversion_window::DEFAULT_WINDOW, |n| n as usize);
+        let counts = Arc::new(Counts {
+            conversions: crate::conversion_window::Window::new(window),
+            ..Counts::default()
+        });
         let gateway = match Gateway::whoami(&client).await {
             Ok(gateway) => gateway,
             Err(error) if provenance::guarded(&compiled).next().is_some() => return Err(Error::Identity(error)),

@@ -14,8 +14,8 @@ pub struct Gateway {
     /// leaves each part to its own setting.
     #[serde(default)]
     pub enabled: Option<bool>,
-    /// Where the gateway is reached (upstream's runtime sent notifications there; this one
-    /// sends none, so it is the address shown to people, nothing calls it).
+    /// Where the gateway is reached: the runtime advertises it on `/katalog` as
+    /// `gatewayEndpoint` (when `security.gatewayEndpoint` does not say); nothing calls it.
     #[serde(default)]
     pub endpoint: Option<String>,
     /// The Serve API (`/api/v1/...`).
@@ -279,6 +279,7 @@ pub struct Security {
     /// The Service in front of the gateway (webhooks are then called through it).
     #[serde(default)]
     pub service_name: Option<String>,
+    /// Where the gateway is reached, advertised by the runtime on `/katalog`.
     #[serde(default)]
     pub gateway_endpoint: Option<String>,
     #[serde(default)]
@@ -344,7 +345,8 @@ pub struct NamespaceProtection {
 pub struct ConversionSettings {
     #[serde(default)]
     pub enabled: bool,
-    /// Upstream's rolling statistics window; accepted, the gateway keeps plain counters.
+    /// How many of the last conversion reviews the gateway's rolling figures cover (default
+    /// 100): `webhooks.conversionWindow` on its `/katalog`.
     #[serde(default)]
     pub conversion_window: Option<u32>,
 }

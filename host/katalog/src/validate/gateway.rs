@@ -10,6 +10,7 @@ use crate::yaml::Node;
 
 impl Checker<'_> {
     pub(super) fn gateway(&mut self, gateway: &Gateway, node: &Node) {
+        self.endpoint(gateway.endpoint.as_deref(), "gateway.endpoint", "endpoint", node);
         self.clusters(gateway, node);
         self.intake(gateway, node);
         let Some(auth) = gateway.api.as_ref().and_then(|a| a.auth.as_ref()) else {
@@ -147,7 +148,32 @@ impl Checker<'_> {
         }
     }
 
+    /// Where the gateway is reached, as the runtime advertises it on `/katalog`: an http(s)
+    /// URL.
+    fn endpoint(&mut self, endpoint: Option<&str>, path: &str, key: &str, node: &Node) {
+        let Some(endpoint) = endpoint else { return };
+        let host = endpoint
+            .strip_prefix("https://")
+            .or_else(|| endpoint.strip_prefix("http://"))
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_default();
+        if host.is_empty() || host.contains(char::is_whitespace) {
+            let at = node.get(key).map_or(node.pos, |n| n.pos);
+            self.error(
+                path,
+                at,
+                "is the gateway's URL (http:// or https://, then its host), which the runtime advertises on /katalog",
+            );
+        }
+    }
+
     pub(super) fn security(&mut self, security: &Security, node: &Node) {
+        self.endpoint(
+            security.gateway_endpoint.as_deref(),
+            "security.gatewayEndpoint",
+            "gatewayEndpoint",
+            node,
+        );
         if let Some(policy) = &security.namespace_protection
             && !policy.restricted_namespaces.is_empty()
             && !policy.allowed_namespaces.is_empty()

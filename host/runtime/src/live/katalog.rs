@@ -73,6 +73,9 @@ async fn katalog(State(shared): State<Shared>) -> Json<Value> {
         "statusCounts": counts,
         "namespaces": namespaces,
         "serveEnabled": model.crds.values().any(|c| c.entry.serve.as_ref().is_some_and(|s| s.enabled)),
+        // Where people and tools reach this Katalog's gateway (upstream's key first).
+        "gatewayEndpoint": model.security.as_ref().and_then(|s| s.gateway_endpoint.as_deref())
+            .or(model.gateway.as_ref().and_then(|g| g.endpoint.as_deref())),
         "crds": shown.iter().map(|h| summary(inspect, h, health.get(&*h.crd.name))).collect::<Vec<_>>(),
     }))
 }
