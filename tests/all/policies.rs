@@ -215,7 +215,7 @@ spec:
       apiTypes: {{group: {group}, version: v1, kind: Db, plural: dbs}}
       admission:
         conversion:
-          storageVersion: v1
+          # storageVersion left out: the entry's version, v1.
           updateCRD: true
           paths:
             - {{from: v1alpha1, to: v1, spec: {{replicas: '{{{{ .spec.size }}}}'}}}}

@@ -35,12 +35,18 @@ enum Field {
 }
 
 impl CompiledConversion {
-    pub(super) fn compile(spec: &Conversion, functions: &Functions) -> Result<Self, Vec<Error>> {
+    /// `version` is the CRD entry's (its `crdFile`'s storage version, or `apiTypes.version`):
+    /// the storage version when `storageVersion` is left out, as upstream reads it.
+    pub(super) fn compile(spec: &Conversion, version: &str, functions: &Functions) -> Result<Self, Vec<Error>> {
         let mut errors = Vec::new();
-        if spec.storage_version.trim().is_empty() {
+        let storage_version = match spec.storage_version.trim() {
+            "" => version.to_string(),
+            given => given.to_string(),
+        };
+        if storage_version.is_empty() {
             errors.push(Error::at(
                 "storageVersion",
-                "is required: the version objects are stored as",
+                "is required: the version objects are stored as (the CRD entry names no version to default it to)",
             ));
         }
         let mut seen = BTreeMap::new();
@@ -93,7 +99,7 @@ impl CompiledConversion {
         }
         match errors.is_empty() {
             true => Ok(Self {
-                storage_version: spec.storage_version.clone(),
+                storage_version,
                 update_crd: spec.update_crd,
                 paths,
             }),
@@ -199,10 +205,23 @@ mod tests {
     use super::*;
 
     fn compiled(yaml: &str) -> Result<CompiledConversion, Vec<Error>> {
+        compiled_for(yaml, "")
+    }
+
+    /// Compiled for a CRD entry of `version`.
+    fn compiled_for(yaml: &str, version: &str) -> Result<CompiledConversion, Vec<Error>> {
         let node = crate::yaml::parse(yaml).unwrap();
         let (spec, problems) = crate::de::read::<Conversion>(&node, "").unwrap();
         assert!(problems.is_empty(), "{problems:?}");
-        CompiledConversion::compile(&spec, Functions::builtin())
+        CompiledConversion::compile(&spec, version, Functions::builtin())
+    }
+
+    #[test]
+    fn storage_version_defaults_to_the_crd_entry_s_version() {
+        let paths = "paths: [{from: v1alpha1, to: v1}, {from: v1, to: v1alpha1}]\n";
+        assert_eq!(compiled_for(paths, "v1").unwrap().storage_version, "v1");
+        let given = format!("storageVersion: v1alpha1\n{paths}");
+        assert_eq!(compiled_for(&given, "v1").unwrap().storage_version, "v1alpha1");
     }
 
     const SIZES: &str = "

@@ -365,7 +365,7 @@ impl CompiledCrd {
             Some(spec) => gather
                 .all(
                     "admission.conversion",
-                    super::CompiledConversion::compile(spec, &notes.functions),
+                    super::CompiledConversion::compile(spec, &types.version, &notes.functions),
                 )
                 .map(Arc::new),
             None => None,
