@@ -843,8 +843,11 @@ async fn a_change_to_an_owned_child_re_enqueues_its_parent() {
     let before = recorder.count(&h.key("a"));
     let uid = h.api("Web").get("a").await.unwrap().metadata.uid.unwrap();
     let configmaps: Api<ConfigMap> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
-    let owned: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "child", "ownerReferences": [
-        {"apiVersion": format!("{}/v1", h.group), "kind": "Web", "name": "a", "uid": uid}]}}))
+    // Labelled as the runtime labels what it makes: its watch of owned kinds selects those.
+    let kind = orkestra_katalog::ownership::kind_label("Web", &h.group);
+    let owned: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "child",
+        "labels": {orkestra_expr::labels::OWNER_KIND_LABEL: kind},
+        "ownerReferences": [{"apiVersion": format!("{}/v1", h.group), "kind": "Web", "name": "a", "uid": uid}]}}))
     .unwrap();
     let stranger: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "stranger"}})).unwrap();
     configmaps.create(&PostParams::default(), &stranger).await.unwrap();

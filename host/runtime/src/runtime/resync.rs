@@ -1,6 +1,7 @@
 //! The periodic resync of one CRD: every CR offered again once per period (background work,
 //! served after users' changes), spread over the period rather than all at once.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,9 +31,8 @@ pub(super) async fn run(cache: Cache, offer: Arc<dyn Enqueue>, mut period: watch
             keys.rotate_left(start);
             start += 1;
         }
-        let shares = schedule(keys.len(), wait);
-        let mut keys = keys.into_iter();
-        for (at, count) in shares {
+        let mut offered = 0;
+        for (at, count) in schedule(keys.len(), wait) {
             tokio::select! {
                 () = tokio::time::sleep_until(began + at) => {}
                 changed = period.changed() => match changed {
@@ -40,13 +40,20 @@ pub(super) async fn run(cache: Cache, offer: Arc<dyn Enqueue>, mut period: watch
                     Err(_) => return,
                 },
             }
-            for key in keys.by_ref().take(count) {
-                offer.offer(Trigger::new(key, Source::Resync));
+            for key in &keys[offered..offered + count] {
+                offer.offer(Trigger::new(key.clone(), Source::Resync));
             }
+            offered += count;
         }
         tokio::select! {
             () = tokio::time::sleep_until(began + wait) => {}
             changed = period.changed() => if changed.is_err() { return },
+        }
+        // CRs that came during the period are offered at its end, as every CR is offered
+        // once a period at most a period after it was first seen.
+        let known: HashSet<&str> = keys.iter().map(String::as_str).collect();
+        for key in cache.keys().into_iter().filter(|k| !known.contains(k.as_str())) {
+            offer.offer(Trigger::new(key, Source::Resync));
         }
     }
 }
@@ -69,7 +76,45 @@ fn schedule(keys: usize, period: Duration) -> Vec<(Duration, usize)> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
     use super::*;
+
+    /// The keys offered, in order.
+    #[derive(Default)]
+    struct Offered(Mutex<Vec<String>>);
+
+    impl Enqueue for Offered {
+        fn offer(&self, trigger: Trigger) {
+            self.0.lock().unwrap().push(trigger.key);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_cr_is_offered_once_a_period_those_that_came_during_one_at_its_end() {
+        let cache = Cache::default();
+        for key in ["ns/a", "ns/b"] {
+            cache.insert(key.into(), &json!({"metadata": {"name": key}}));
+        }
+        let offered = Arc::new(Offered::default());
+        let (_period, receiver) = watch::channel(Duration::from_secs(10));
+        tokio::spawn(run(cache.clone(), offered.clone(), receiver));
+        // Two CRs: one at the period's half, one at its end.
+        tokio::time::sleep(Duration::from_millis(5_100)).await;
+        assert_eq!(*offered.0.lock().unwrap(), ["ns/a"], "spread over the period");
+        cache.insert("ns/c".into(), &json!({"metadata": {"name": "c"}}));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(
+            *offered.0.lock().unwrap(),
+            ["ns/a", "ns/b", "ns/c"],
+            "the newcomer at the end"
+        );
+        // The next period starts one further along (round-robin), all three spread over it.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(offered.0.lock().unwrap()[3..], ["ns/b", "ns/c", "ns/a"]);
+    }
 
     #[test]
     fn a_period_s_crs_are_offered_in_shares_spread_over_it_each_once() {
