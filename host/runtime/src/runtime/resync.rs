@@ -76,21 +76,10 @@ fn schedule(keys: usize, period: Duration) -> Vec<(Duration, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
     use serde_json::json;
 
     use super::*;
-
-    /// The keys offered, in order.
-    #[derive(Default)]
-    struct Offered(Mutex<Vec<String>>);
-
-    impl Enqueue for Offered {
-        fn offer(&self, trigger: Trigger) {
-            self.0.lock().unwrap().push(trigger.key);
-        }
-    }
+    use crate::pipeline::observe::Offered;
 
     #[tokio::test(start_paused = true)]
     async fn every_cr_is_offered_once_a_period_those_that_came_during_one_at_its_end() {

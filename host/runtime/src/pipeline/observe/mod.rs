@@ -91,6 +91,18 @@ pub trait Enqueue: Send + Sync {
     fn offer(&self, trigger: Trigger);
 }
 
+/// For tests: the keys of the triggers offered, in order.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct Offered(pub(crate) std::sync::Mutex<Vec<String>>);
+
+#[cfg(test)]
+impl Enqueue for Offered {
+    fn offer(&self, trigger: Trigger) {
+        self.0.lock().unwrap().push(trigger.key);
+    }
+}
+
 /// The objects a watch has seen (the primary CRs, or one owned kind's children), by key.
 ///
 /// Each is kept as its JSON text and parsed again on each read: a parsed tree of a small

@@ -195,16 +195,7 @@ pub fn version_of(object: &serde_json::Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::observe::Source;
-
-    #[derive(Default)]
-    struct Offered(Mutex<Vec<String>>);
-
-    impl Enqueue for Offered {
-        fn offer(&self, trigger: Trigger) {
-            self.0.lock().unwrap().push(trigger.key);
-        }
-    }
+    use crate::pipeline::observe::{Offered, Source};
 
     fn setup() -> (Arc<OwnWrites>, Arc<Offered>) {
         let own = Arc::new(OwnWrites::default());

@@ -198,16 +198,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    /// The triggers offered, by key.
-    #[derive(Default)]
-    struct Offered(std::sync::Mutex<Vec<String>>);
-
-    impl Enqueue for Offered {
-        fn offer(&self, trigger: Trigger) {
-            self.0.lock().unwrap().push(trigger.key);
-        }
-    }
+    use crate::pipeline::observe::Offered;
 
     fn cr(name: &str, generation: i64, observed: Option<i64>) -> DynamicObject {
         let mut cr = json!({"apiVersion": "x.io/v1", "kind": "App",
