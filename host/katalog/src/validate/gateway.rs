@@ -168,6 +168,20 @@ impl Checker<'_> {
     }
 
     pub(super) fn security(&mut self, security: &Security, node: &Node) {
+        // The gateway keeps that many reviews in memory.
+        if let Some(window) = security.conversion.as_ref().and_then(|c| c.conversion_window)
+            && !(1..=MAX_CONVERSION_WINDOW).contains(&window)
+        {
+            let at = node
+                .get("conversion")
+                .and_then(|c| c.get("conversionWindow"))
+                .map_or(node.pos, |n| n.pos);
+            self.error(
+                "security.conversion.conversionWindow",
+                at,
+                format!("is a number of reviews from 1 to {MAX_CONVERSION_WINDOW}"),
+            );
+        }
         self.endpoint(
             security.gateway_endpoint.as_deref(),
             "security.gatewayEndpoint",
@@ -187,6 +201,9 @@ impl Checker<'_> {
         }
     }
 }
+
+/// The most conversion reviews the gateway's rolling figures may cover.
+const MAX_CONVERSION_WINDOW: u32 = 10_000;
 
 /// An issuer the gateway may fetch keys from: https, or http on loopback (a test issuer).
 pub(super) fn secure(issuer: &str) -> bool {
