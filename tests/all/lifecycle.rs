@@ -479,6 +479,49 @@ async fn create_once_children_outlive_their_when_and_drift_corrected_ones_do_not
 }
 
 #[tokio::test]
+async fn a_step_s_when_reads_the_job_an_earlier_run_made() {
+    // The first step renders only while the CR has no phase (its first run), so later runs
+    // apply no Job at all: the second step's entry, waiting on the first Job's success, must
+    // read `.children.job` from what the Job watch holds. The simulated node runs the first
+    // Job's Pod to success.
+    let operator_box = "        reconcile:
+          onReconcile:
+            jobs:
+              - name: '{{ .metadata.name }}-first'
+                image: busybox
+                command: ['true']
+                when: [{field: status.phase, operator: notExists}]
+              - name: '{{ .metadata.name }}-second'
+                image: busybox
+                command: ['true']
+                when: [{field: children.job.status.succeeded, greaterThan: 0}]
+        emit:
+          status:
+            fields:
+              - {path: phase, value: started}
+";
+    let h = Harness::start("job-steps", &crd("pipe", "Pipe", operator_box), &[], true).await;
+    h.create("Pipe", "p", json!({})).await;
+    let jobs: Api<Job> = Api::namespaced(h.ns.client.clone(), &h.ns.name);
+    let second = eventually("the second step's Job", std::time::Duration::from_secs(120), || async {
+        jobs.get_opt("p-second").await.ok()?
+    })
+    .await
+    .unwrap();
+    let first = jobs.get_opt("p-first").await.unwrap().expect("the first Job stays");
+    let finished = first
+        .status
+        .and_then(|s| s.completion_time)
+        .expect("the first Job completed");
+    let made = second.metadata.creation_timestamp.expect("a creation time");
+    assert!(
+        made.0 >= finished.0,
+        "the second step began ({made:?}) only once the first had finished ({finished:?})"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn a_crd_whose_schema_drops_status_is_warned_about_and_costs_no_writes() {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::runtime::wait::{await_condition, conditions};

@@ -3,7 +3,9 @@
 //! The runtime writes a stamp onto every CR only when something reads it, so a Katalog that
 //! never looks costs no write when the CRD's health moves. And which fields of the CR's own
 //! `.status` it reads (a state machine): a status write that changes one of them is the
-//! next step's trigger, one that changes only fields nobody reads is not.
+//! next step's trigger, one that changes only fields nobody reads is not. And which kinds
+//! of its children it reads (`.children.job`): those are looked up among the CR's observed
+//! children when a run applies none of that kind (a step whose Job was made before).
 //!
 //! A textual scan of every string value: it may see a reference where there is none (a probe
 //! path `/health`), which only costs a stamp; it does not miss the ways Katalogs read them.
@@ -21,13 +23,15 @@ use super::yaml::{Node, NodeValue};
 pub struct StampReads {
     pub health: bool,
     pub metrics: bool,
-    /// The top-level fields of the CR's own status it reads (not a stamp); [`WHOLE_STATUS`]
+    /// The top-level fields of the CR's own status it reads (not a stamp); [`WHOLE`]
     /// when it reads the status whole.
     pub status: BTreeSet<String>,
+    /// The lowercase kinds of `.children` it reads; [`WHOLE`] when it reads them whole.
+    pub children: BTreeSet<String>,
 }
 
-/// Stands for the whole status in [`StampReads::status`] (`{{ toJSON .status }}`).
-pub const WHOLE_STATUS: &str = "*";
+/// Stands for the whole status or all children in [`StampReads`] (`{{ toJSON .status }}`).
+pub const WHOLE: &str = "*";
 
 impl StampReads {
     /// Whether a stamp is read.
@@ -39,6 +43,7 @@ impl StampReads {
         self.health |= other.health;
         self.metrics |= other.metrics;
         self.status.extend(other.status);
+        self.children.extend(other.children);
         self
     }
 }
@@ -49,15 +54,23 @@ static ROOT_READ: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|[^\w.])\.?(health|metrics|status)(?:\.([\w-]+))?(?:[.\s})|\[]|$)").expect("a valid pattern")
 });
 
+/// `.children` at the root of a field chain, and the kind read under it.
+static CHILDREN_READ: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?:^|[^\w.])\.?children(?:\.([\w-]+))?(?:[.\s})|\[]|$)").expect("a valid pattern"));
+
 /// What `text` reads.
 pub fn in_text(text: &str) -> StampReads {
     let mut reads = StampReads::default();
+    for found in CHILDREN_READ.captures_iter(text) {
+        let kind = found.get(1).map_or(WHOLE, |k| k.as_str());
+        reads.children.insert(kind.to_lowercase());
+    }
     for found in ROOT_READ.captures_iter(text) {
         match &found[1] {
             "health" => reads.health = true,
             "metrics" => reads.metrics = true,
             _ => {
-                let field = found.get(2).map_or(WHOLE_STATUS, |f| f.as_str());
+                let field = found.get(2).map_or(WHOLE, |f| f.as_str());
                 reads.status.insert(field.to_string());
             }
         }
@@ -79,7 +92,7 @@ pub(super) fn in_node(node: &Node) -> StampReads {
 
 /// Whether `next` changes a field of `before` (a status) that `reads` names.
 pub fn changes_what_it_reads(reads: &BTreeSet<String>, before: &serde_json::Value, next: &serde_json::Value) -> bool {
-    match reads.contains(WHOLE_STATUS) {
+    match reads.contains(WHOLE) {
         true => before != next,
         false => reads.iter().any(|field| before.get(field) != next.get(field)),
     }
@@ -95,8 +108,7 @@ mod tests {
             in_text("{{ if gt .health.consecutiveFails 3 }}x{{ end }}"),
             StampReads {
                 health: true,
-                metrics: false,
-                status: BTreeSet::new(),
+                ..StampReads::default()
             }
         );
         assert!(in_text("metrics.errorRatePercent").metrics, "a condition field path");
@@ -116,9 +128,24 @@ mod tests {
         );
         assert_eq!(fields("status.phase"), ["phase"], "a condition field path");
         assert_eq!(fields("{{ index .status.conditions 0 }}"), ["conditions"]);
-        assert_eq!(fields("{{ toJSON .status }}"), [WHOLE_STATUS], "read whole");
+        assert_eq!(fields("{{ toJSON .status }}"), [WHOLE], "read whole");
         assert!(fields("{{ .cross.db.status.phase }}").is_empty(), "another CR's");
         assert!(fields("{{ .children.job.status.succeeded }}").is_empty(), "a child's");
+    }
+
+    #[test]
+    fn the_kinds_of_children_read_are_named() {
+        let kinds = |text: &str| in_text(text).children.into_iter().collect::<Vec<_>>();
+        assert_eq!(
+            kinds("children.job.status.succeeded"),
+            ["job"],
+            "a condition field path"
+        );
+        assert_eq!(kinds("{{ get .children.deployment \"status\" }}"), ["deployment"]);
+        assert_eq!(kinds("{{ toJSON .children }}"), [WHOLE], "read whole");
+        assert!(kinds("{{ .spec.children.job }}").is_empty(), "a field of the spec");
+        assert!(kinds("{{ .cross.db.children.job }}").is_empty(), "another CR's");
+        assert!(kinds("childrenReady").is_empty(), "a dependsOn condition");
     }
 
     #[test]
@@ -135,7 +162,7 @@ mod tests {
             changes_what_it_reads(&reads, &serde_json::Value::Null, &next("Pending", "1")),
             "a first status"
         );
-        let whole: BTreeSet<String> = [WHOLE_STATUS.to_string()].into();
+        let whole: BTreeSet<String> = [WHOLE.to_string()].into();
         assert!(changes_what_it_reads(&whole, &before, &next("Pending", "2")));
     }
 }

@@ -87,6 +87,10 @@ pub struct CompiledCrd {
     /// `(apiVersion, kind)` of every kind the templates manage: owned children re-enqueue
     /// their parent.
     pub owned_kinds: Vec<(String, String)>,
+    /// The owned kinds whose `.children.<kind>` the Katalog reads: a run that applies none
+    /// of one shows the CR's newest observed child of it instead (a Job made by an earlier
+    /// step, whose status moves the state machine on).
+    pub observed_children: Vec<(String, String)>,
     pub notes: Arc<Vec<Template>>,
     /// The Katalog's name, written on each CR as `managed-by`.
     pub katalog: String,
@@ -447,6 +451,14 @@ impl CompiledCrd {
             observing_targets,
             enrich: Arc::new(enrich),
             rule_calls,
+            observed_children: owned_kinds
+                .iter()
+                .filter(|(_, kind)| {
+                    let read = &crd.reads.children;
+                    read.contains(crate::reads::WHOLE) || read.contains(&kind.to_lowercase())
+                })
+                .cloned()
+                .collect(),
             owned_kinds,
             notes: notes.templates.clone(),
             katalog: katalog.name.clone(),

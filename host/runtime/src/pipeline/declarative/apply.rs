@@ -380,6 +380,32 @@ impl Applier {
         Ok(deletion == Deletion::Deleted)
     }
 
+    /// The newest child of `api_version` `kind` the owned-kind watch holds for `cr` (by
+    /// creation time, then name): what `.children.<kind>` shows when a run applies none. Only
+    /// an object whose controller reference is the CR counts; the owner label alone is
+    /// anyone's to write.
+    pub fn newest_owned(&self, api_version: &str, kind: &str, cr: &Value) -> Option<Arc<Value>> {
+        let uid = cr["metadata"]["uid"].as_str()?;
+        let controlled = |child: &Value| {
+            child["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|refs| refs.iter().any(|r| r["uid"] == uid && r["controller"] == true))
+        };
+        let when = |child: &Value| {
+            let metadata = &child["metadata"];
+            let at = metadata["creationTimestamp"].as_str().unwrap_or_default();
+            (
+                at.to_string(),
+                metadata["name"].as_str().unwrap_or_default().to_string(),
+            )
+        };
+        self.children
+            .owned_of_kind(api_version, kind, uid)
+            .into_iter()
+            .filter(|child| controlled(child))
+            .max_by_key(|child| when(child))
+    }
+
     /// Deletes `cr`'s children that another surface's templates made (their surface label is
     /// not `surface`) and this run did not apply (`made`, by UID): what a CR moved to another
     /// serve target no longer declares. Reads only the owned-kind watches' caches; a child

@@ -181,6 +181,11 @@ impl Declarative {
                 self.peers.read_all(&compiled.cross, &resolver, namespace).await,
             );
         }
+        // The children earlier runs made, for the conditions that read them (a step's Job).
+        let observed = self.observed_children(object);
+        if !observed.is_empty() {
+            context.insert("children".into(), Value::Object(observed.clone()));
+        }
         let calls = match rule_calls {
             Ok(()) => self.call_externals(compiled, &mutated, &mut context).await,
             Err(error) => Err(error),
@@ -205,6 +210,12 @@ impl Declarative {
             return Ok(Action::Done.into());
         }
         if let Ok(done) = &mut outcome {
+            if let Value::Object(children) = &mut done.children {
+                // What this run applied wins; a kind it applied none of shows the newest seen.
+                for (kind, child) in observed {
+                    children.entry(kind).or_insert(child);
+                }
+            }
             if let Value::Object(children) = &mut done.children
                 && !self.crd.enrich.is_empty()
             {
@@ -325,6 +336,18 @@ impl Declarative {
                 }
             }
         }
+    }
+
+    /// `.children` as earlier runs left them: for each owned kind the Katalog reads, the
+    /// CR's newest child of it that the watches hold.
+    fn observed_children(&self, object: &Value) -> Map<String, Value> {
+        let mut observed = Map::new();
+        for (api_version, kind) in &self.crd.observed_children {
+            if let Some(child) = self.applier.newest_owned(api_version, kind, object) {
+                observed.insert(kind.to_lowercase(), (*child).clone());
+            }
+        }
+        observed
     }
 
     /// The admission rules' external calls, into `context["external"]`: the rules read their
