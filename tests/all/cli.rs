@@ -342,6 +342,28 @@ fn dev_installs_the_crds_applies_the_setup_then_the_sample_crs() {
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(status, "http://hello.default.svc True");
+    // As the README's tour says: `kubectl describe` shows the health stamped on the CR (by
+    // a write right after the status's).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let health = loop {
+        let health = kubectl_with(
+            &dir.join("kubeconfig"),
+            &[
+                "get",
+                "website",
+                "hello",
+                "-o",
+                "jsonpath={.metadata.annotations.orkestra\\.orkspace\\.io/health}",
+            ],
+        )
+        .unwrap();
+        let health: serde_json::Value = serde_json::from_str(&health).unwrap_or_default();
+        if health["state"] == "healthy" || std::time::Instant::now() > deadline {
+            break health;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(health["state"], "healthy", "{health}");
 
     // Ready means the garbage collector knows the CRDs: a sample deleted at once has its
     // children collected in seconds, not at the collector's next discovery (~30 s).

@@ -125,7 +125,9 @@ async fn a_cr_is_marked_as_ours_and_on_deletion_loses_only_our_finalizers() {
 
 #[tokio::test]
 async fn a_cr_whose_children_the_garbage_collector_takes_gets_no_finalizer_and_no_write_but_its_status() {
-    let operator_box = "        reconcile:
+    // Without the stamps, which a write of their own would carry (see reconcile.rs).
+    let operator_box = "        runtime: {stamps: false}
+        reconcile:
           onReconcile:
             configMaps:
               - {name: '{{ .metadata.name }}-c', data: {x: '1'}}

@@ -7,9 +7,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use orkestra_test_support::eventually;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::pipeline::{Harness, WAIT, crd};
 
@@ -311,13 +311,84 @@ async fn a_deny_rule_creates_no_children_and_says_which_rule_while_defaults_are_
     h.stop().await;
 }
 
+/// The stamp annotations of `name`, parsed (`health`, `metrics`), where it has them.
+async fn stamps_of(api: &Api<DynamicObject>, name: &str) -> (Option<Value>, Option<Value>) {
+    let cr = api.get(name).await.unwrap();
+    let notes = cr.metadata.annotations.unwrap_or_default();
+    let parsed = |key: &str| notes.get(key).and_then(|text| serde_json::from_str(text).ok());
+    (
+        parsed("orkestra.orkspace.io/health"),
+        parsed("orkestra.orkspace.io/cross-metrics"),
+    )
+}
+
+#[tokio::test]
+async fn every_cr_shows_health_and_metrics_stamped_with_its_writes_and_a_settled_one_costs_none() {
+    // Neither box reads `.health` or `.metrics`: the stamps are there for people to see.
+    let shown = "        reconcile:
+          resync: 1s
+          onReconcile:
+            configMaps:
+              - {name: '{{ .metadata.name }}-c', data: {x: '{{ .spec.x }}'}}
+";
+    let quiet = format!("        runtime: {{stamps: false}}\n{shown}");
+    let crds = crd("app", "App", shown) + &crd("quiet", "Quiet", &quiet);
+    let h = Harness::start("stamps", &crds, &[], true).await;
+    h.create("App", "a", json!({"x": "1"})).await;
+    h.create("Quiet", "q", json!({"x": "1"})).await;
+    let apps = h.api("App");
+    let (health, metrics) = eventually("a's stamps", WAIT, || async {
+        match stamps_of(&apps, "a").await {
+            (Some(health), Some(metrics)) => Some((health, metrics)),
+            _ => None,
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        (&health["state"], &health["healthy"], &health["consecutiveFails"]),
+        (&json!("healthy"), &json!(true), &json!(0)),
+        "{health}"
+    );
+    assert_eq!(metrics["errorRatePercent"], 0, "{metrics}");
+    assert!(metrics["workers"].as_u64().is_some_and(|w| w > 0), "{metrics}");
+
+    // Settled, resynced every second: not one write, stamps included.
+    h.writes_nothing_once_settled("app").await;
+
+    // A change writes the ConfigMap and the status; the stamps, unchanged, cost nothing more.
+    let counters = &h.handle("app").counters;
+    let before = counters.writes.load(Ordering::Relaxed);
+    h.patch("App", "a", json!({"spec": {"x": "2"}})).await;
+    let status = |api: Api<DynamicObject>, name: &'static str, check: fn(&Value) -> bool| async move {
+        eventually(&format!("{name}'s status"), WAIT, || async {
+            let status = api.get(name).await.ok()?.data["status"].clone();
+            check(&status).then_some(())
+        })
+        .await
+        .unwrap();
+    };
+    status(apps.clone(), "a", |s| s["observedGeneration"] == 2).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let written = counters.writes.load(Ordering::Relaxed) - before;
+    assert_eq!(written, 2, "the ConfigMap and the status, nothing for the stamps");
+
+    // Switched off: the other CRD's CR is reconciled and carries none.
+    let quiets = h.api("Quiet");
+    status(quiets.clone(), "q", |s| s["conditions"][0]["status"] == "True").await;
+    assert_eq!(stamps_of(&quiets, "q").await, (None, None), "runtime.stamps: false");
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn stamped_health_feeds_the_next_gate_a_circuit_breaker() {
     // Every reconcile of this CR fails (its ConfigMap name is taken); the gate reads the
     // failures stamped on the CR and stops the retries once three are stamped (a retry
     // already dequeued when the stamp lands may still run).
+    // Stamps off: only what the Katalog reads is stamped.
     let operator_box = format!(
-        "        preReconcile:
+        "        runtime: {{stamps: false}}
+        preReconcile:
           reconcileGate:
             when: [{{field: health.consecutiveFails, lessThan: '3', valueType: int}}]
 {BOX}"
@@ -347,7 +418,7 @@ async fn stamped_health_feeds_the_next_gate_a_circuit_breaker() {
             .annotations
             .unwrap()
             .contains_key("orkestra.orkspace.io/cross-metrics"),
-        "metrics are stamped only where the Katalog reads them"
+        "with stamps off, metrics are stamped only where the Katalog reads them"
     );
     // With the gate closed, resyncs (every second) no longer reach the reconciler.
     let counters = &h.handle("app").counters;

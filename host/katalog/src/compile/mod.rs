@@ -24,7 +24,9 @@ pub use block::{Block, Entry, ProfileChoice, Replace, Scale};
 pub use boxes::{CompiledBox, EmitEvent, EmitOn, Requeue, StatusField};
 pub use call::Call;
 pub use conversion::CompiledConversion;
-pub use crd::{AGING, Autoscale, Behaviour, CompiledCrd, Endpoints, FlowBy, FlowRules, RetryPolicy, applied_kinds};
+pub use crd::{
+    AGING, Autoscale, Behaviour, CompiledCrd, Endpoints, FlowBy, FlowRules, RetryPolicy, Stamping, applied_kinds,
+};
 pub use gate::{BoxGates, Gate};
 pub use placement::admit;
 pub use tenants::{ApiRate, DEFAULT_WASM_CALLS, DEFAULT_WASM_CPU, TenantLimits, TenantRules, WASM_CALLS_MAX};

@@ -248,6 +248,9 @@ pub struct Runtime {
     pub allowed_namespaces: Vec<String>,
     #[serde(default)]
     pub ignore_status_patch: bool,
+    /// `false`: no health and metrics stamps on the CRs but those the Katalog reads.
+    #[serde(default)]
+    pub stamps: Option<bool>,
     #[serde(default)]
     pub ignore_observed_generation: bool,
     #[serde(default)]

@@ -298,7 +298,7 @@ impl Admission {
             if let Some(events) = &trigger.events {
                 resolver.set("events", events.clone());
             }
-            if self.crd.stamp_metrics {
+            if self.crd.stamp_metrics.is_read() {
                 // The queue depth is never stamped (it moves on its own): gates see it live.
                 let mut metrics = resolver
                     .lookup("metrics")

@@ -26,7 +26,7 @@ use crate::pipeline::observe::Cache;
 use crate::pipeline::queue::{Lease, Outcome, WorkQueue};
 use crate::pipeline::tuning::Tuning;
 use orkestra_expr::resolver::Resolver;
-use orkestra_katalog::compile::CompiledCrd;
+use orkestra_katalog::compile::{CompiledCrd, Stamping};
 
 /// How soon a reconcile whose write found the CR changed runs again (time for the watch to
 /// deliver the new version).
@@ -209,7 +209,7 @@ impl Kordinator {
         if let Some(events) = &lease.payload.events {
             resolver.set("events", events.clone());
         }
-        if self.crd.stamp_metrics {
+        if self.crd.stamp_metrics.is_read() {
             // Gates see the metrics live, queue depth included (it is never stamped).
             resolver.set("metrics", self.live_metrics());
         }
@@ -229,7 +229,9 @@ impl Kordinator {
         let key = &lease.item.key;
         let empty = Value::Null;
         let object_ref = object.as_deref().unwrap_or(&empty);
-        let before = self.stamps();
+        // The reconciler's own writes may carry every stamp; after it, those only shown
+        // follow only a run that wrote the CR.
+        let before = self.stamps(true);
         let stamps = StampPatch::new(
             object
                 .as_deref()
@@ -322,7 +324,7 @@ impl Kordinator {
             }
         };
         if let Some(object) = object.as_deref().filter(|_| alive) {
-            let after = self.stamps();
+            let after = self.stamps(stamps.touched());
             // The reconciler's own write carried them, and the reconcile did not move them.
             if !(stamps.written() && after == before) {
                 self.stamp(key, object, &after).await;
@@ -353,15 +355,16 @@ impl Kordinator {
         })
     }
 
-    /// What the CRD's CRs should carry as stamps now: only what its Katalog reads.
-    fn stamps(&self) -> feedback::Stamps {
+    /// What the CRD's CRs should carry as stamps now: what its Katalog reads, and with
+    /// `shown`, those kept only for people to see.
+    fn stamps(&self, shown: bool) -> feedback::Stamps {
+        let wanted = |stamping: Stamping| stamping.is_read() || (shown && stamping == Stamping::WithWrites);
         let health = self.health.get(&self.crd.name);
         feedback::Stamps {
-            health: health.filter(|_| self.crd.stamp_health).map(|h| feedback::health(&h)),
-            metrics: self
-                .crd
-                .stamp_metrics
-                .then(|| feedback::metrics(&self.tuning, &self.counters)),
+            health: health
+                .filter(|_| wanted(self.crd.stamp_health))
+                .map(|h| feedback::health(&h)),
+            metrics: wanted(self.crd.stamp_metrics).then(|| feedback::metrics(&self.tuning, &self.counters)),
         }
     }
 

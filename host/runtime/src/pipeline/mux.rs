@@ -52,11 +52,14 @@ pub struct Request {
 
 /// Stamp annotations (`.health`, `.metrics`) the runtime wants on the CR. A reconciler that
 /// writes the CR's metadata anyway includes them and says so, saving a write; otherwise the
-/// runtime writes them after the reconcile.
+/// runtime writes them after the reconcile (those only shown, not read, only when the run
+/// wrote the CR: see [`Request::write_cr`]).
 #[derive(Debug, Clone, Default)]
 pub struct StampPatch {
     annotations: Option<Map<String, Value>>,
     written: Arc<AtomicBool>,
+    /// The run wrote the CR itself (its status or its metadata).
+    touched: Arc<AtomicBool>,
 }
 
 impl StampPatch {
@@ -64,7 +67,7 @@ impl StampPatch {
     pub fn new(annotations: Option<Map<String, Value>>) -> Self {
         Self {
             annotations,
-            written: Arc::default(),
+            ..Self::default()
         }
     }
 
@@ -79,6 +82,26 @@ impl StampPatch {
 
     pub fn written(&self) -> bool {
         self.written.load(Ordering::Relaxed)
+    }
+
+    /// Whether the run wrote the CR itself.
+    pub fn touched(&self) -> bool {
+        self.touched.load(Ordering::Relaxed)
+    }
+}
+
+impl Request {
+    /// Sends a write of the CR itself (its status, its metadata): announced, so its echo
+    /// triggers nothing, and noted, so the stamps only shown follow it.
+    pub async fn write_cr<E>(
+        &self,
+        write: impl std::future::Future<Output = Result<kube::api::DynamicObject, E>>,
+    ) -> Result<kube::api::DynamicObject, E> {
+        let written = self.own.write(&self.key, write).await;
+        if written.is_ok() {
+            self.stamps.touched.store(true, Ordering::Relaxed);
+        }
+        written
     }
 }
 

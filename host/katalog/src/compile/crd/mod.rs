@@ -52,6 +52,31 @@ impl Origin {
     }
 }
 
+/// How one of the runtime's stamps (`.health`, `.metrics`) is kept on the CRs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamping {
+    Off,
+    /// Shown, not read: brought up to date only when the runtime writes the CR anyway (its
+    /// status, its bookkeeping), so a settled CR costs no write when the CRD's health moves.
+    WithWrites,
+    /// The Katalog reads it: brought up to date after every run, as the next gate sees it.
+    EveryRun,
+}
+
+impl Stamping {
+    fn of(read: bool, shown: bool) -> Self {
+        match (read, shown) {
+            (true, _) => Stamping::EveryRun,
+            (false, true) => Stamping::WithWrites,
+            (false, false) => Stamping::Off,
+        }
+    }
+
+    pub fn is_read(self) -> bool {
+        self == Stamping::EveryRun
+    }
+}
+
 /// One CRD, ready to run.
 #[derive(Debug, Clone)]
 pub struct CompiledCrd {
@@ -106,11 +131,14 @@ pub struct CompiledCrd {
     pub ignore_status_patch: bool,
     /// CRD-level labels written onto each CR (values templated).
     pub labels: Vec<(String, Template)>,
-    /// Stamp `.health` on each CR after reconcile: the Katalog reads it and
-    /// `endpoints.health` is on (the default).
-    pub stamp_health: bool,
-    /// Stamp `.metrics` on each CR after reconcile: the Katalog reads it.
-    pub stamp_metrics: bool,
+    /// How `.health` is stamped on the CRs: after every run where the Katalog reads it,
+    /// else with the runtime's own writes of a CR unless `runtime.stamps: false` or
+    /// `endpoints.health: false` (as upstream, which stamps it only while that endpoint is on).
+    pub stamp_health: Stamping,
+    /// How `.metrics` is stamped: after every run where the Katalog reads it, else with the
+    /// runtime's own writes unless `runtime.stamps: false` or `crossAccess: false` (as
+    /// upstream, whose cross-metrics stamp is what other CRDs read).
+    pub stamp_metrics: Stamping,
     /// The fields of the CR's own `.status` the Katalog reads: a reconcile whose status
     /// write changed one of them runs again (a state machine's next step), as its own
     /// write's echo no longer triggers one.
@@ -467,8 +495,11 @@ impl CompiledCrd {
             remove_finalizers: runtime.remove_finalizers,
             ignore_status_patch: runtime.ignore_status_patch,
             labels,
-            stamp_health: crd.reads.health && Endpoints::of(entry.endpoints.as_ref()).health,
-            stamp_metrics: crd.reads.metrics,
+            stamp_health: {
+                let endpoint = Endpoints::of(entry.endpoints.as_ref()).health;
+                Stamping::of(crd.reads.health && endpoint, runtime.stamps != Some(false) && endpoint)
+            },
+            stamp_metrics: Stamping::of(crd.reads.metrics, runtime.stamps != Some(false) && entry.cross_access),
             own_status_reads: crd.reads.status.clone(),
             cross_access: entry.cross_access,
             endpoints: Endpoints::of(entry.endpoints.as_ref()),
@@ -506,7 +537,7 @@ impl CompiledCrd {
     /// What every resolver of one run over `object` starts from: the stamps, parsed once
     /// and only when the Katalog reads them, and `.request` on a CR the gateway made.
     pub fn context_of(&self, object: &Value) -> serde_json::Map<String, Value> {
-        let mut context = match self.stamp_health || self.stamp_metrics {
+        let mut context = match self.stamp_health.is_read() || self.stamp_metrics.is_read() {
             true => orkestra_expr::resolver::stamps(object),
             false => serde_json::Map::new(),
         };

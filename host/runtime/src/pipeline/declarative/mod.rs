@@ -495,7 +495,7 @@ impl Declarative {
             Ok(api) => {
                 let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
                 let patched = api.patch(split_key(&request.key).1, &params, &patch);
-                request.own.write(&request.key, patched).await
+                request.write_cr(patched).await
             }
             Err(refused) => Err(refused),
         };

@@ -52,11 +52,7 @@ impl Declarative {
             self.counters.wrote();
             let patch = Patch::Merge(json!({"status": status}));
             let params = PatchParams::default();
-            match request
-                .own
-                .write(&request.key, api.patch_status(name, &params, &patch))
-                .await
-            {
+            match request.write_cr(api.patch_status(name, &params, &patch)).await {
                 Ok(written) => {
                     self.check_kept(&written, &status, object);
                     return Ok(true);
@@ -77,7 +73,7 @@ impl Declarative {
         self.counters.wrote();
         let patch = Patch::Merge(json!({"status": status}));
         let params = PatchParams::default();
-        let patched = request.own.write(&request.key, api.patch(name, &params, &patch));
+        let patched = request.write_cr(api.patch(name, &params, &patch));
         let written = patched.await.map_err(failed)?;
         self.check_kept(&written, &status, object);
         Ok(true)
