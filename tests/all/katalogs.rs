@@ -454,6 +454,10 @@ async fn wait_for_database_connects_an_app_only_once_an_event_says_its_database_
     example.apply(&dir.path().join("event.yaml")).await;
     let status = example.status(&apps, "shop", |s| s["phase"] == "Connected").await;
     assert_eq!(status["database"], "orders");
+    assert_eq!(
+        status["readyNote"], "the orders database accepts connections",
+        "the status fields see the Event that brought the run"
+    );
     let url = eventually("the shop's database ConfigMap", WAIT, || async {
         maps.get_opt("shop-database").await.ok()??.data?.get("url").cloned()
     })
@@ -474,5 +478,9 @@ async fn wait_for_database_connects_an_app_only_once_an_event_says_its_database_
     .unwrap();
     let status = example.status(&apps, "shop", |s| s["database"] == "orders-v2").await;
     assert_eq!(status["phase"], "Connected");
+    assert_eq!(
+        status["readyNote"], "the orders database accepts connections",
+        "a run with no Event leaves what the Event said"
+    );
     example.stop().await;
 }

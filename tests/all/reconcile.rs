@@ -311,6 +311,51 @@ async fn a_deny_rule_creates_no_children_and_says_which_rule_while_defaults_are_
     h.stop().await;
 }
 
+#[tokio::test]
+async fn a_sentinel_reaches_every_stage_of_the_run_its_event_brought() {
+    // Declared once in preReconcile, asked in a status field's `when` (the function) and in
+    // a template (`.sentinels`): true in the run a label change brought, false in others.
+    let operator_box = "        preReconcile:
+          sentinels: [labelsChanged]
+        reconcile:
+          onReconcile:
+            configMaps:
+              - {name: '{{ .metadata.name }}-c', data: {x: '{{ .spec.x }}'}}
+        emit:
+          status:
+            fields:
+              - path: relabelled
+                value: '{{ .metadata.labels.tier }}'
+                when: [{field: '{{ labelsChanged }}', equals: 'true'}]
+              - path: cause
+                value: '{{ if .sentinels.labelsChanged }}labels{{ else }}other{{ end }}'
+";
+    let h = Harness::start("sentinel-stages", &crd("app", "App", operator_box), &[], true).await;
+    h.create("App", "s", json!({"x": "1"})).await;
+    let status = |check: fn(&Value) -> bool| {
+        let api = h.api("App");
+        async move {
+            eventually("the status", WAIT, || async {
+                let status = api.get("s").await.ok()?.data["status"].clone();
+                check(&status).then_some(status)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let first = status(|s| s["conditions"][0]["status"] == "True").await;
+    assert!(first["relabelled"].is_null(), "{first}");
+    h.patch("App", "s", json!({"metadata": {"labels": {"tier": "gold"}}}))
+        .await;
+    let relabelled = status(|s| s["relabelled"] == "gold").await;
+    assert_eq!(relabelled["cause"], "labels", "{relabelled}");
+    h.patch("App", "s", json!({"spec": {"x": "2"}})).await;
+    let changed = status(|s| s["observedGeneration"] == 2).await;
+    assert_eq!(changed["cause"], "other", "{changed}");
+    assert_eq!(changed["relabelled"], "gold", "kept: its when did not hold");
+    h.stop().await;
+}
+
 /// The stamp annotations of `name`, parsed (`health`, `metrics`), where it has them.
 async fn stamps_of(api: &Api<DynamicObject>, name: &str) -> (Option<Value>, Option<Value>) {
     let cr = api.get(name).await.unwrap();

@@ -14,8 +14,18 @@ use crate::template::{Env, ExecError, Template};
 
 /// Names a stage may add at the top level of the resolver, next to the object's own
 /// `apiVersion`, `kind`, `metadata`, `spec` and `status`.
-pub const CONTEXT_KEYS: [&str; 10] = [
-    "children", "cross", "external", "health", "metrics", "request", "events", "item", "value", "inputs",
+pub const CONTEXT_KEYS: [&str; 11] = [
+    "children",
+    "cross",
+    "external",
+    "health",
+    "metrics",
+    "request",
+    "events",
+    "sentinels",
+    "item",
+    "value",
+    "inputs",
 ];
 
 /// The object plus context, the evaluation clock and the sentinels of the current event.
@@ -51,11 +61,14 @@ impl<'o, 'n> Resolver<'o, 'n> {
         Resolver::from_cow(Cow::Owned(object), notes, context)
     }
 
+    /// A context that carries the run's `sentinels` (see [`SentinelBits::named`]) gives
+    /// them to the sentinel functions, so every stage of a run sees its event's.
     fn from_cow(object: Cow<'o, Value>, notes: &'n [Template], context: Map<String, Value>) -> Self {
+        let sentinels = context.get("sentinels").map(SentinelBits::of_named).unwrap_or_default();
         Self {
             object,
             context,
-            sentinels: SentinelBits::default(),
+            sentinels,
             notes,
             now: jiff::Timestamp::now(),
         }

@@ -62,6 +62,23 @@ impl SentinelBits {
     pub fn is_set(self, index: usize) -> bool {
         index < 16 && self.0 & (1 << index) != 0
     }
+
+    /// The sentinels set, by name (`{"generationChanged": true}`): how a run's context carries
+    /// them from the gates to every later stage, which reads them back with [`Self::of_named`].
+    pub fn named(self) -> Value {
+        let set = NAMES.iter().enumerate().filter(|(i, _)| self.is_set(*i));
+        Value::Object(set.map(|(_, name)| (name.to_string(), Value::Bool(true))).collect())
+    }
+
+    /// The sentinels a [`Self::named`] map holds as `true` (unknown names are ignored).
+    pub fn of_named(named: &Value) -> SentinelBits {
+        let set = named.as_object().into_iter().flatten();
+        let bits = set
+            .filter(|(_, value)| value.as_bool() == Some(true))
+            .filter_map(|(name, _)| index(name))
+            .fold(0, |bits, i| bits | (1 << i));
+        SentinelBits(bits)
+    }
 }
 
 /// Computes the sentinels in `declared` for an update from `old` to `new`. Without an old
@@ -104,6 +121,20 @@ mod tests {
     #[test]
     fn the_managed_fields_bit_names_its_sentinel() {
         assert_eq!(NAMES[MANAGED_FIELDS_CHANGED], "managedFieldsChanged");
+    }
+
+    #[test]
+    fn sentinels_by_name_carry_exactly_the_set_ones() {
+        let bits = SentinelBits(mask(["generationChanged", "labelsChanged"]));
+        let named = bits.named();
+        assert_eq!(named, json!({"generationChanged": true, "labelsChanged": true}));
+        assert_eq!(SentinelBits::of_named(&named), bits);
+        let written = json!({"generationChanged": false, "labelsChanged": true, "noSuch": true});
+        assert_eq!(SentinelBits::of_named(&written), SentinelBits(mask(["labelsChanged"])));
+        assert_eq!(
+            SentinelBits::of_named(&json!("generationChanged")),
+            SentinelBits::default()
+        );
     }
 
     use serde_json::json;

@@ -65,22 +65,26 @@ impl Checker<'_> {
         }
     }
 
-    /// Compiles every string holding `{{` under `node`; inside gates sentinel functions are
-    /// allowed (declaration is checked per gate), elsewhere they are an error.
-    pub(crate) fn templates(&mut self, node: &Node, path: &str, scope: Scope) {
+    /// Compiles every string holding `{{` under `node`; a sentinel function is checked
+    /// against what `scope` allows: a declared sentinel in a stage that runs on the CR's
+    /// events, none where there is no such event (the scope says why).
+    pub(crate) fn templates(&mut self, node: &Node, path: &str, scope: Scope<'_>) {
         match &node.value {
             NodeValue::String(text) if text.contains("{{") => match crate::gather::template(text, self.functions) {
                 Ok(template) => {
-                    if scope == Scope::Outside {
-                        for (name, func) in template.functions_called() {
-                            if matches!(func, Func::Sentinel(_)) {
-                                self.error(
-                                    path,
-                                    node.pos,
-                                    format!("sentinel \"{name}\" is only available in preReconcile gates"),
-                                );
+                    let sentinels = template
+                        .functions_called()
+                        .into_iter()
+                        .filter(|(_, func)| matches!(func, Func::Sentinel(_)));
+                    for (name, _) in sentinels {
+                        let refused = match scope {
+                            Scope::Event(declared) if declared.contains(&name) => continue,
+                            Scope::Event(_) => {
+                                format!("sentinel \"{name}\" is used but not declared in preReconcile.sentinels")
                             }
-                        }
+                            Scope::NoEvent(why) => format!("sentinel \"{name}\" is not available here: {why}"),
+                        };
+                        self.error(path, node.pos, refused);
                     }
                 }
                 Err(e) => self.error(path, node.pos, e.message),
@@ -100,11 +104,27 @@ impl Checker<'_> {
     }
 }
 
+/// What a template may ask of the event behind a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
-    /// Inside preReconcile: sentinel functions allowed (when declared).
-    Gate,
-    Outside,
+pub(crate) enum Scope<'d> {
+    /// A stage that runs on the CR's own events (its gates, its reconcile, what it emits):
+    /// the sentinels declared in `preReconcile.sentinels` may be called.
+    Event(&'d std::collections::BTreeSet<String>),
+    /// A stage with no such event, and why.
+    NoEvent(&'static str),
+}
+
+/// Why each stage without a CR event refuses sentinels.
+pub(crate) mod no_event {
+    pub const ADMISSION: &str =
+        "admission rules run in the API server's admission webhook too, where no watch event exists";
+    pub const AUTOSCALE: &str = "runtime settings (autoscale conditions among them) are evaluated on a timer over the CRD's figures, not on an event";
+    pub const OBSERVE: &str =
+        "observe entries are evaluated on the watched object's or Event's own change, which has no sentinels of the CR";
+    pub const LABELS: &str = "CRD labels and annotations are kept on the CR and compared on every run; a value that follows the event would rewrite them on each one";
+    pub const NOTES: &str = "a note is shared by every stage, some with no event; call the sentinel where the note is used and pass its value in";
+    pub const SERVE: &str = "serve settings are evaluated by the gateway for a caller's request, before any CR exists";
+    pub const OTHER: &str = "this part of the box is not evaluated on an event";
 }
 
 /// Every box of a CRD written in its entry's `node`, with that node and its path (`base` is

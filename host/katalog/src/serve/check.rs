@@ -42,7 +42,7 @@ impl Checker<'_> {
         katalog: &Katalog,
     ) {
         let Some(node) = node else { return };
-        self.templates(node, path, Scope::Outside);
+        self.templates(node, path, Scope::NoEvent(crate::check::no_event::SERVE));
         let at = |key: &str| node.get(key).map_or(node.pos, |n| n.pos);
         self.serve_fields(serve, node, path);
         if serve.enabled {

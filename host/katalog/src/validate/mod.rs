@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::loaded::{Katalog, Parsed, crd_node};
 use super::model::CrdEntry;
 use super::yaml::{Node, NodeValue, Pos};
-use crate::check::{Checker, Scope, box_nodes, item};
+use crate::check::{Checker, Scope, box_nodes, item, no_event};
 use crate::de::Problem;
 pub use orkestra_expr::names::is_dns1123_label;
 use orkestra_expr::template::Functions;
@@ -229,7 +229,11 @@ impl Checker<'_> {
                 );
             }
             if let Some(expression) = item.get("expression") {
-                self.templates(expression, &format!("{path}.expression"), Scope::Outside);
+                self.templates(
+                    expression,
+                    &format!("{path}.expression"),
+                    Scope::NoEvent(no_event::NOTES),
+                );
             }
         }
     }
@@ -290,11 +294,15 @@ impl Checker<'_> {
         }
         for key in ["labels", "annotations"] {
             if let Some(map) = node.get(key) {
-                self.templates(map, &format!("{base}.{key}"), Scope::Outside);
+                self.templates(map, &format!("{base}.{key}"), Scope::NoEvent(no_event::LABELS));
             }
         }
         if let Some(admission) = node.get("admission") {
-            self.templates(admission, &format!("{base}.admission"), Scope::Outside);
+            self.templates(
+                admission,
+                &format!("{base}.admission"),
+                Scope::NoEvent(no_event::ADMISSION),
+            );
             self.admission_conditions(entry, &format!("{base}.admission"), admission);
         }
         // The CRD's box, then each serve target's own.

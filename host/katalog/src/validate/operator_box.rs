@@ -5,13 +5,12 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::check::{Checker, Scope, item};
+use crate::check::{Checker, Scope, item, no_event};
 use crate::kinds::kind_spec;
 use crate::model::{Gate, HookTemplates, KeyFrom, OperatorBox};
-use crate::yaml::{Node, NodeValue, Pos};
+use crate::yaml::{Node, Pos};
 use orkestra_expr::resolver::CONTEXT_KEYS;
 use orkestra_expr::sentinel;
-use orkestra_expr::template::{Func, Template};
 use orkestra_expr::text::{closest, misspelt};
 
 /// Metric names an autoscale condition may read.
@@ -39,20 +38,22 @@ const COMMON_RESOURCE_KEYS: &[&str] = &[
 
 impl Checker<'_> {
     pub(super) fn operator_box(&mut self, ob: &OperatorBox, node: &Node, path: &str) {
-        // Every template outside preReconcile: sentinels are not available there.
-        for (key, child) in node.entries().unwrap_or_default() {
-            let scope = if key.key_text() == "preReconcile" {
-                Scope::Gate
-            } else {
-                Scope::Outside
-            };
-            self.templates(child, &format!("{path}.{}", key.key_text()), scope);
-        }
         let declared: BTreeSet<String> = ob
             .pre_reconcile
             .as_ref()
             .map(|p| p.sentinels.iter().cloned().collect())
             .unwrap_or_default();
+        // The stages that run on the CR's own events see its declared sentinels; the
+        // others refuse them, saying why.
+        for (key, child) in node.entries().unwrap_or_default() {
+            let scope = match key.key_text().as_str() {
+                "preReconcile" | "reconcile" | "emit" => Scope::Event(&declared),
+                "observe" => Scope::NoEvent(no_event::OBSERVE),
+                "runtime" => Scope::NoEvent(no_event::AUTOSCALE),
+                _ => Scope::NoEvent(no_event::OTHER),
+            };
+            self.templates(child, &format!("{path}.{}", key.key_text()), scope);
+        }
         if let Some(pre) = &ob.pre_reconcile {
             let pre_node = node.get("preReconcile").unwrap_or(node);
             let pre_path = format!("{path}.preReconcile");
@@ -300,14 +301,6 @@ impl Checker<'_> {
                 );
             }
         }
-        for list in ["when", "or"] {
-            let Some(NodeValue::Seq(items)) = node.get(list).map(|n| &n.value) else {
-                continue;
-            };
-            for (i, condition) in items.iter().enumerate() {
-                self.sentinel_uses(condition, &format!("{path}.{list}[{i}]"), declared);
-            }
-        }
         self.conditions(&gate.when, &gate.or, path, node);
         if !gate.external.is_empty() && gate.fail_policy.is_none() {
             self.warn(
@@ -315,32 +308,6 @@ impl Checker<'_> {
                 node.pos,
                 "this gate makes external calls without an explicit failPolicy (open is assumed)",
             );
-        }
-    }
-
-    /// Sentinel functions called in a gate's templates must be declared.
-    fn sentinel_uses(&mut self, node: &Node, path: &str, declared: &BTreeSet<String>) {
-        match &node.value {
-            NodeValue::String(text) if text.contains("{{") => {
-                let Ok(template) = Template::compile(text, self.functions) else {
-                    return;
-                };
-                for (name, func) in template.functions_called() {
-                    if matches!(func, Func::Sentinel(_)) && !declared.contains(&name) {
-                        self.error(
-                            path,
-                            node.pos,
-                            format!("sentinel \"{name}\" is used but not declared in preReconcile.sentinels"),
-                        );
-                    }
-                }
-            }
-            NodeValue::Map(entries) => {
-                for (key, value) in entries {
-                    self.sentinel_uses(value, &format!("{path}.{}", key.key_text()), declared);
-                }
-            }
-            _ => {}
         }
     }
 

@@ -167,7 +167,7 @@ impl Kordinator {
         let empty = Value::Null;
         let object_ref = object.as_deref().unwrap_or(&empty);
         let (compiled, target) = self.crd.for_object(object_ref);
-        let context = Arc::new(self.crd.context_of(object_ref));
+        let context = Arc::new(self.run_context(object_ref, lease));
         let alive = object
             .as_ref()
             .is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null());
@@ -175,7 +175,7 @@ impl Kordinator {
         // is finalized: a closed gate would keep it Terminating with its children for ever.
         if alive
             && let Some(gate) = &compiled.gates.reconcile
-            && !gate_passes(&self.externals, gate, self.resolver(object_ref, &context, lease))
+            && !gate_passes(&self.externals, gate, self.resolver(object_ref, &context))
                 .instrument(tracing::debug_span!("gate"))
                 .await
         {
@@ -201,14 +201,24 @@ impl Kordinator {
         outcome
     }
 
-    /// What gates and the requeue see: the CR in its context, the sentinels and events of
-    /// the item, and the metrics live.
-    fn resolver<'o>(&'o self, object: &'o Value, context: &Map<String, Value>, lease: &Lease) -> Resolver<'o, 'o> {
-        let mut resolver =
-            Resolver::in_context(object, &self.crd.notes, context).with_sentinels(lease.payload.sentinels);
-        if let Some(events) = &lease.payload.events {
-            resolver.set("events", events.clone());
+    /// What every stage of a run starts from: the CR's stamps and gateway request, and the
+    /// item's event: its sentinels (`.sentinels`, and the sentinel functions) and, for an
+    /// event-aware CRD, the Events behind it (`.events`), from the gate to the last status
+    /// field alike.
+    fn run_context(&self, object: &Value, lease: &Lease) -> Map<String, Value> {
+        let mut context = self.crd.context_of(object);
+        if lease.payload.sentinels.0 != 0 {
+            context.insert("sentinels".into(), lease.payload.sentinels.named());
         }
+        if let Some(events) = &lease.payload.events {
+            context.insert("events".into(), events.clone());
+        }
+        context
+    }
+
+    /// What gates and the requeue see: the run's context, and the metrics live.
+    fn resolver<'o>(&'o self, object: &'o Value, context: &Map<String, Value>) -> Resolver<'o, 'o> {
+        let mut resolver = Resolver::in_context(object, &self.crd.notes, context);
         if self.crd.stamp_metrics.is_read() {
             // Gates see the metrics live, queue depth included (it is never stamped).
             resolver.set("metrics", self.live_metrics());
@@ -271,7 +281,7 @@ impl Kordinator {
                     Action::RequeueAfter(delay) => Outcome::RequeueAfter(delay.max(compiled.requeue_floor)),
                     Action::Done => match (&compiled.requeue, &object) {
                         (Some(requeue), Some(_)) => {
-                            let resolver = self.resolver(object_ref, &context, lease);
+                            let resolver = self.resolver(object_ref, &context);
                             let after = match resolver.render(&requeue.after) {
                                 Ok(text) if text.trim().is_empty() => None,
                                 Ok(text) => orkestra_expr::duration::parse(&text)
