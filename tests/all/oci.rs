@@ -549,3 +549,132 @@ spec:
     assert_eq!(slot["revision"], 0);
     host.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
 }
+
+/// A motif of upstream's kind: a Job template whose image is an input, and a ConfigMap.
+const JOBS_MOTIF: &str = "apiVersion: orkestra.orkspace.io/v1
+kind: Motif
+metadata: {name: jobs}
+inputs:
+  - {name: image, default: busybox}
+resources:
+  onReconcile:
+    configMaps:
+      - name: '{{ .metadata.name }}-from-motif'
+        data: {image: '{{ index .inputs \"image\" }}'}
+";
+
+#[test]
+fn motifs_pushed_to_a_registry_run_under_ork_dev_pinned_by_digest_and_validate_from_the_cache() {
+    use orkestra_test_support::kubectl_with;
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let registry = runtime.block_on(Registry::start(Some(USER))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = registry.write_docker_config(dir.path()).unwrap();
+    let motif = dir.path().join("jobs.yaml");
+    std::fs::write(&motif, JOBS_MOTIF).unwrap();
+    let flags = [
+        "--registry-config",
+        config.to_str().unwrap(),
+        "--insecure-registry",
+        &registry.addr,
+    ];
+    let target = format!("oci://{}/motifs/jobs:v1", registry.addr);
+    let mut args = vec!["motif", "push", motif.to_str().unwrap(), &target];
+    args.extend_from_slice(&flags);
+    let pushed = run(&args, &[]);
+    assert!(pushed.status.success(), "{}", String::from_utf8_lossy(&pushed.stderr));
+    let pinned = String::from_utf8(pushed.stdout).unwrap().trim().to_string();
+    assert!(pinned.starts_with(&format!("{target}@sha256:")), "{pinned}");
+
+    // Upstream's two spellings: `motif: oci://...` and `oci: HOST/REPO:TAG@sha256:...`.
+    let bare = pinned.trim_start_matches("oci://");
+    let katalog = dir.path().join("katalog.yaml");
+    std::fs::write(
+        &katalog,
+        format!(
+            "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+metadata: {{name: motifs}}
+spec:
+  crds:
+    build:
+      apiTypes: {{group: motifs.orkestra.io, version: v1, kind: Build}}
+      crFiles: [build.yaml]
+      operatorBox:
+        reconcile:
+          imports: [{{motif: '{pinned}'}}]
+    deploy:
+      apiTypes: {{group: motifs.orkestra.io, version: v1, kind: Deploy}}
+      crFiles: [deploy.yaml]
+      operatorBox:
+        reconcile:
+          imports: [{{oci: '{bare}', with: {{image: alpine}}}}]
+"
+        ),
+    )
+    .unwrap();
+    for (kind, name) in [("Build", "b1"), ("Deploy", "d1")] {
+        let file = dir.path().join(format!("{}.yaml", kind.to_lowercase()));
+        let cr = format!(
+            "apiVersion: motifs.orkestra.io/v1\nkind: {kind}\nmetadata: {{name: {name}, namespace: default}}\nspec: {{}}\n"
+        );
+        std::fs::write(file, cr).unwrap();
+    }
+
+    // A command that reaches no registry reads the cache only, and says how to fill it.
+    let cache = dir.path().join("cache");
+    let offline = [("ORK_CACHE_DIR", cache.to_str().unwrap())];
+    let refused = run(&["validate", "-f", katalog.to_str().unwrap()], &offline);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("the motif {pinned} is not in the local cache")) && stderr.contains("ork motif pull"),
+        "{stderr}"
+    );
+    let mut args = vec!["motif", "pull", &pinned];
+    args.extend_from_slice(&flags);
+    let pulled = run(&args, &offline);
+    assert!(pulled.status.success(), "{}", String::from_utf8_lossy(&pulled.stderr));
+    let valid = run(&["validate", "-f", katalog.to_str().unwrap()], &offline);
+    assert!(valid.status.success(), "{}", String::from_utf8_lossy(&valid.stderr));
+
+    // `ork dev` pulls what its cache lacks with the same flags as components, and runs it.
+    let plane = dir.path().join("dev");
+    let mut args = vec![
+        "dev",
+        "-f",
+        katalog.to_str().unwrap(),
+        "--apply-cr",
+        "--dir",
+        plane.to_str().unwrap(),
+    ];
+    args.extend_from_slice(&flags);
+    let mut ork = Ork::spawn(&args, &[]);
+    ork.wait_for("applied Deploy/d1", Duration::from_secs(240));
+    let kubeconfig = plane.join("kubeconfig");
+    let image = |name: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let image = kubectl_with(
+                &kubeconfig,
+                &[
+                    "get",
+                    "configmap",
+                    &format!("{name}-from-motif"),
+                    "--ignore-not-found",
+                    "-o",
+                    "jsonpath={.data.image}",
+                ],
+            )
+            .unwrap_or_default();
+            if !image.is_empty() || std::time::Instant::now() > deadline {
+                break image;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    };
+    assert_eq!(image("b1"), "busybox", "the motif's input default");
+    assert_eq!(image("d1"), "alpine", "the import's `with`");
+    assert!(ork.signal_and_wait(libc::SIGINT, Duration::from_secs(30)).success());
+}

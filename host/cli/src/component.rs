@@ -45,16 +45,17 @@ enum WorldArg {
     Constructor,
 }
 
+/// `ork component push` and `ork motif push`.
 #[derive(Debug, Args)]
 pub struct PushArgs {
-    /// The component (.wasm) to push.
+    /// The file to push: a component (.wasm), or a motif (YAML of kind Motif).
     #[arg(value_name = "FILE")]
-    file: PathBuf,
+    pub file: PathBuf,
     /// Where to: `oci://HOST[:PORT]/REPOSITORY:TAG`.
     #[arg(value_name = "REFERENCE")]
-    reference: String,
+    pub reference: String,
     #[command(flatten)]
-    registry: RegistryArgs,
+    pub registry: RegistryArgs,
 }
 
 /// Registry credentials from Docker config files, and registries without TLS.
@@ -84,7 +85,7 @@ pub struct PullArgs {
 }
 
 impl RegistryArgs {
-    fn registries(&self) -> Registries {
+    pub fn registries(&self) -> Registries {
         let config_files = match self.config.is_empty() {
             false => self.config.clone(),
             true => default_config().into_iter().collect(),
@@ -108,14 +109,29 @@ impl PullArgs {
     }
 
     /// Where the runtime's components come from and where compiled ones are cached
-    /// (`$ORK_CACHE_DIR/wasm`, else `~/.cache/orkestra/wasm`).
+    /// ([`cache_dir`]).
     pub fn store(&self) -> anyhow::Result<orkestra::runtime::slots::ComponentStore> {
         Ok(orkestra::runtime::slots::ComponentStore {
             registries: self.registries()?,
-            cache_dir: Some(orkestra_control_plane::cache_root().join("wasm")),
+            cache_dir: Some(cache_dir()),
             recordings: None,
         })
     }
+
+    /// Where the Katalog's OCI motifs come from: the same registries and cache.
+    pub fn motifs(&self, cluster: Option<kube::Client>) -> anyhow::Result<orkestra::runtime::motifs::Source> {
+        Ok(orkestra::runtime::motifs::Source::Registries {
+            registries: self.registries()?,
+            cache_dir: cache_dir(),
+            cluster,
+        })
+    }
+}
+
+/// The component cache: compiled components and the blobs pulled from registries
+/// (`$ORK_CACHE_DIR/wasm`, else `~/.cache/orkestra/wasm`).
+pub fn cache_dir() -> PathBuf {
+    orkestra_control_plane::cache_root().join("wasm")
 }
 
 /// Where the runtime may write recordings of component calls.
@@ -230,19 +246,7 @@ fn new(args: &NewArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
-    let reference = OciReference::parse(&args.reference, false).map_err(anyhow::Error::msg)?;
-    if !reference.digest.is_empty() {
-        anyhow::bail!(
-            "{}: push to a tag; the digest is what the registry gives back",
-            args.reference
-        );
-    }
-    let component = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
-    let title = args
-        .file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let (reference, component, title) = to_push(&args.reference, &args.file)?;
     let pinned = args
         .registry
         .registries()
@@ -253,9 +257,24 @@ async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What a push needs (`ork component push`, `ork motif push`): the tag to push to (a
+/// digest is what the registry gives back), the file's bytes and its name as the title.
+pub fn to_push(reference: &str, file: &std::path::Path) -> anyhow::Result<(OciReference, Vec<u8>, String)> {
+    let parsed = OciReference::parse(reference, false).map_err(anyhow::Error::msg)?;
+    if !parsed.digest.is_empty() {
+        anyhow::bail!("{reference}: push to a tag; the digest is what the registry gives back");
+    }
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let title = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok((parsed, bytes, title))
+}
+
 /// Now, or `SOURCE_DATE_EPOCH` for a reproducible manifest (the same bytes push to the same
 /// digest).
-fn created() -> anyhow::Result<String> {
+pub fn created() -> anyhow::Result<String> {
     let at = match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(seconds) => {
             let seconds: i64 = seconds

@@ -44,7 +44,7 @@ pub struct DevArgs {
 
 pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     // Load first: a wrong Katalog should fail before a minute of start-up.
-    let katalog = args.katalog.load()?;
+    let katalog = args.katalog.load_pulling(&args.registry, None).await?;
     super::run::hosts_crds(&katalog)?;
     // The Live API's port next, for the same reason: `register` and every line after name
     // the port it got.

@@ -27,8 +27,21 @@ impl KatalogArgs {
         }
     }
 
-    /// The files, loaded and compiled.
+    /// The files, loaded and compiled; the OCI motifs they import are read from the
+    /// component cache only (nothing is reached).
     pub fn load(&self) -> anyhow::Result<orkestra_katalog::Compiled> {
-        Ok(orkestra_katalog::load(&self.files())?)
+        let cache_dir = super::component::cache_dir();
+        Ok(orkestra::runtime::motifs::load_cached(&self.files(), cache_dir)?)
+    }
+
+    /// [`KatalogArgs::load`], pulling the OCI motifs the cache lacks with `pull`'s
+    /// registries (`cluster` reads its pull Secrets).
+    pub async fn load_pulling(
+        &self,
+        pull: &super::component::PullArgs,
+        cluster: Option<kube::Client>,
+    ) -> anyhow::Result<orkestra_katalog::Compiled> {
+        let source = pull.motifs(cluster)?;
+        Ok(orkestra::runtime::motifs::load(&self.files(), &source).await?)
     }
 }

@@ -16,6 +16,7 @@ mod init;
 mod katalog_args;
 mod manifests;
 mod migrate;
+mod motif;
 mod plan;
 mod progress;
 mod random;
@@ -120,6 +121,9 @@ enum Command {
     /// Distribute components: push one to an OCI registry as a Wasm artifact.
     #[command(subcommand)]
     Component(component::ComponentCommand),
+    /// Distribute motifs: push one to an OCI registry, or pull one into the local cache.
+    #[command(subcommand)]
+    Motif(motif::MotifCommand),
 }
 
 fn main() -> ExitCode {
@@ -159,6 +163,7 @@ fn main() -> ExitCode {
             Command::Webhook(command) => webhook::webhook(command),
             Command::ControlPlane(command) => control_plane::control_plane(command).await,
             Command::Component(command) => component::component(command).await,
+            Command::Motif(command) => motif::motif(command).await,
         }
     });
     // What is still batched goes out before the process ends.

@@ -65,7 +65,8 @@ impl ReloadArgs {
             );
         }
         if !self.files.is_empty() {
-            let given = orkestra_katalog::load(&self.files)?.katalog.name;
+            let cache = super::component::cache_dir();
+            let given = orkestra::runtime::motifs::load_cached(&self.files, cache)?.katalog.name;
             if given != name {
                 anyhow::bail!(
                     "the runtime at {addr} runs Katalog {name:?}, not {given:?} (from {}); nothing was reloaded: give the --http-addr of the runtime that runs it",

@@ -157,12 +157,12 @@ pub async fn secret_value(client: &kube::Client, reference: &str, key: &str) -> 
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let katalog = args.katalog.load()?;
-    hosts_crds(&katalog)?;
     let config = crate::cluster::config("run")
         .await
         .context("cannot build a Kubernetes client from KUBECONFIG or the in-cluster config")?;
     let client = kube::Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
+    let katalog = args.katalog.load_pulling(&args.registry, Some(client.clone())).await?;
+    hosts_crds(&katalog)?;
     let version = client
         .apiserver_version()
         .await
@@ -253,6 +253,15 @@ pub async fn serve(
             auth
         }
     };
+    // A reload pulls the OCI motifs a changed Katalog imports as the start did.
+    let motifs = components
+        .cache_dir
+        .clone()
+        .map(|cache_dir| orkestra::runtime::motifs::Source::Registries {
+            registries: components.registries.clone(),
+            cache_dir,
+            cluster: Some(client.clone()),
+        });
     // Before the runtime starts: CRs written from now on are checked at admission.
     let mut gateway = match serves_gateway {
         true => Some(webhooks_args.start(&client, katalog).await?),
@@ -270,6 +279,9 @@ pub async fn serve(
     }
     let components = runtime.components();
     let mut reloader = orkestra::runtime::reload::Reloader::new(files.to_vec(), components, runtime.pipelines());
+    if let Some(source) = motifs {
+        reloader = reloader.pulling_motifs(source);
+    }
     if dev {
         // Logs are quiet by default: say what a saved Katalog changed where the user looks.
         let said = format!("Katalog {:?} (changed on disk)", katalog.katalog.name);

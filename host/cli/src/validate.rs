@@ -26,14 +26,17 @@ enum Output {
 
 pub fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let (crds, errors, warnings): (Vec<String>, Vec<Diagnostic>, Vec<Diagnostic>) =
-        match orkestra_katalog::load(&args.katalog.files()) {
+        match orkestra::runtime::motifs::load_cached(&args.katalog.files(), super::component::cache_dir()) {
             Ok(k) => {
                 let mut warnings = k.katalog.warnings.clone();
                 warnings.extend(missing_components(&k));
                 (k.crds.keys().cloned().collect(), vec![], warnings)
             }
-            Err(orkestra_katalog::Error::Invalid { errors, warnings }) => (vec![], errors, warnings),
-            // A file that cannot be read has no position: report it as a plain error.
+            Err(orkestra::runtime::motifs::Error::Katalog(orkestra_katalog::Error::Invalid { errors, warnings })) => {
+                (vec![], errors, warnings)
+            }
+            // A file that cannot be read, or a motif not in the cache, has no position:
+            // report it as a plain error.
             Err(other) => {
                 let diagnostic = Diagnostic {
                     file: Default::default(),

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use super::compile::{self, Compiled};
-use super::compose::include::{self, Files};
+use super::compose::include::{self, Files, PulledMotifs};
 use super::compose::{crd_file, komposer, legacy, motif};
 use super::de::{self, Problem};
 use super::loaded::{Diagnostic, Error, Katalog, LoadedCrd, Parsed, crd_node};
@@ -19,6 +19,12 @@ use orkestra_expr::template::Functions;
 
 /// Loads, merges, validates and compiles the files in order.
 pub fn load(paths: &[PathBuf]) -> Result<Compiled, Error> {
+    load_with(paths, &PulledMotifs::new())
+}
+
+/// [`load`], with the motifs pulled from OCI registries so far; one it imports that is not
+/// among them is [`Error::Unpulled`].
+pub fn load_with(paths: &[PathBuf], pulled: &PulledMotifs) -> Result<Compiled, Error> {
     let mut sources = Vec::with_capacity(paths.len());
     for path in paths {
         let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
@@ -27,15 +33,23 @@ pub fn load(paths: &[PathBuf]) -> Result<Compiled, Error> {
         })?;
         sources.push((path.clone(), text));
     }
-    load_sources(&sources)
+    load_sources_with(&sources, pulled)
 }
 
 /// [`load`] for texts already read (`include:` paths still resolve against each path).
 pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
+    load_sources_with(sources, &PulledMotifs::new())
+}
+
+/// [`load_with`] for texts already read.
+pub fn load_sources_with(sources: &[(PathBuf, String)], pulled: &PulledMotifs) -> Result<Compiled, Error> {
     if sources.is_empty() {
         return Err(Error::NoFiles);
     }
-    let mut files = Files::default();
+    let mut files = Files {
+        pulled: pulled.clone(),
+        ..Files::default()
+    };
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
     let mut parsed = Vec::new();
@@ -57,6 +71,9 @@ pub fn load_sources(sources: &[(PathBuf, String)]) -> Result<Compiled, Error> {
     }
     let mut profiles = Vec::new();
     motif::merge_imports(&mut parsed, &mut files, &mut profiles, &mut problems);
+    if !files.wanted.is_empty() {
+        return Err(Error::Unpulled { motifs: files.wanted });
+    }
     super::profile::apply(&mut parsed, &profiles, &mut problems);
     for (Parsed { file, .. }, names) in parsed.iter_mut().zip(&replaced) {
         if let Some(notes) = &mut file.notes {

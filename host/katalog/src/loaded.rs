@@ -43,12 +43,22 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The Katalog imports motifs from OCI registries that are not pulled: pull them (by
+    /// their digest) and load again with their texts.
+    #[error("the Katalog imports motifs that are not pulled: {}", names(motifs))]
+    Unpulled {
+        motifs: Vec<crate::component::OciReference>,
+    },
     /// The Katalog has errors; every one is listed.
     #[error("{}", list(errors))]
     Invalid {
         errors: Vec<Diagnostic>,
         warnings: Vec<Diagnostic>,
     },
+}
+
+fn names(motifs: &[crate::component::OciReference]) -> String {
+    motifs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 fn list(errors: &[Diagnostic]) -> String {

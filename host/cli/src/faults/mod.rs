@@ -212,7 +212,7 @@ async fn campaign(
     path: &Path,
     binaries: orkestra_control_plane::Binaries,
 ) -> anyhow::Result<Vec<Outcome>> {
-    let katalog = orkestra_katalog::load(&[path.to_path_buf()])?;
+    let katalog = orkestra::runtime::motifs::load_cached(&[path.to_path_buf()], super::component::cache_dir())?;
     let temp = tempfile::Builder::new().prefix("ork-faults-").tempdir()?;
     let dir = temp.path().to_path_buf();
     let options = super::control_plane::options(dir.join("plane"), None, true, binaries, args.plane.nodes);

@@ -30,7 +30,15 @@ const MAX_DEPTH: usize = 8;
 #[derive(Debug, Default)]
 pub struct Files {
     pub paths: Vec<PathBuf>,
+    /// Motifs already pulled from OCI registries, by manifest digest: their YAML.
+    pub pulled: PulledMotifs,
+    /// The OCI motifs imported but not in [`Files::pulled`]: the caller pulls them and
+    /// loads again.
+    pub wanted: Vec<crate::component::OciReference>,
 }
+
+/// Motif texts pulled from OCI registries, by the manifest digest their import pins.
+pub type PulledMotifs = std::collections::BTreeMap<String, String>;
 
 impl Files {
     /// The folder relative paths in file `index` resolve against.

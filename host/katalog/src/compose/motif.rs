@@ -7,6 +7,7 @@
 //! defaulted) travel with each merged entry and are visible to its templates as `.inputs`.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -254,21 +255,62 @@ fn imported(
         Some(NodeValue::Seq(items)) => items.get(i).map_or(fallback, |n| n.pos),
         _ => fallback,
     };
-    let remote = import.oci.is_some() || import.motif.as_deref().is_some_and(|m| m.starts_with("oci://"));
-    let Some(motif_path) = import.motif.as_ref().filter(|_| !remote) else {
-        let message = if remote {
-            "this runtime reads motifs from files only: pull the motif artifact (oras pull REF) and import the file with `motif: ./path`"
-        } else {
-            "an import needs `motif:` (a file path)"
-        };
+    // `oci:` may leave the scheme out, as upstream writes it.
+    let remote = match (&import.oci, &import.motif) {
+        (Some(oci), _) => Some((format!("oci://{}", oci.trim_start_matches("oci://")), "oci")),
+        (None, Some(motif)) if motif.starts_with("oci://") => Some((motif.clone(), "motif")),
+        _ => None,
+    };
+    if let Some((reference, key)) = remote {
+        return pulled_motif(&reference, pos, (path, key), files, problems).map(|motif| (motif, pos));
+    }
+    let Some(motif_path) = import.motif.as_ref() else {
         problems.push(Problem {
             path: path.to_string(),
             pos,
-            message: message.into(),
+            message: "an import needs `motif:` (a file path, or an oci:// reference pinned by digest)".into(),
         });
         return None;
     };
     read_motif(motif_path, pos, path, files, problems).map(|motif| (motif, pos))
+}
+
+/// A motif kept in an OCI registry, pinned by its manifest digest: read from what the
+/// caller pulled, or noted as wanted (the load then fails, and the caller pulls and loads
+/// again).
+fn pulled_motif(
+    reference: &str,
+    pos: yaml::Pos,
+    (path, key): (&str, &str),
+    files: &mut Files,
+    problems: &mut Vec<Problem>,
+) -> Option<MotifFile> {
+    let reference = match crate::component::OciReference::parse(reference, true) {
+        Ok(reference) => reference,
+        Err(message) => {
+            problems.push(Problem {
+                path: format!("{path}.{key}"),
+                pos,
+                message,
+            });
+            return None;
+        }
+    };
+    let Some(text) = files.pulled.get(&reference.digest).cloned() else {
+        problems.push(Problem {
+            path: format!("{path}.{key}"),
+            pos,
+            message: format!("the motif {reference} is not pulled"),
+        });
+        if !files.wanted.contains(&reference) {
+            files.wanted.push(reference);
+        }
+        return None;
+    };
+    let index = files.paths.len();
+    // Its own relative paths (none are expected) resolve against the working folder.
+    files.paths.push(PathBuf::from(reference.to_string()));
+    parse_motif(&text, index, path, problems)
 }
 
 fn read_motif(
@@ -292,7 +334,12 @@ fn read_motif(
     };
     let index = files.paths.len();
     files.paths.push(full);
-    let node: Node = match yaml::parse_file(&text, index) {
+    parse_motif(&text, index, path, problems)
+}
+
+/// A motif's YAML (file `index` of the load), read and checked to be a Motif.
+fn parse_motif(text: &str, index: usize, path: &str, problems: &mut Vec<Problem>) -> Option<MotifFile> {
+    let node: Node = match yaml::parse_file(text, index) {
         Ok(node) => node,
         Err(e) => {
             problems.push(Problem {

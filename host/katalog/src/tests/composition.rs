@@ -508,3 +508,60 @@ spec:
         "{text}"
     );
 }
+
+#[test]
+fn a_motif_from_an_oci_registry_is_wanted_until_pulled_then_joins_as_a_file_would() {
+    let digest = "d".repeat(64);
+    let katalog = |import: &str| {
+        format!(
+            "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+spec:
+  crds:
+    web:
+      apiTypes: {{group: a.io, version: v1, kind: Web}}
+      operatorBox:
+        reconcile:
+          imports: [{import}]
+"
+        )
+    };
+    let sources = |text: String| vec![(std::path::PathBuf::from("k.yaml"), text)];
+    let reference = format!("oci://registry.local:5000/motifs/jobs:v1@sha256:{digest}");
+    // Both spellings upstream uses: `motif: oci://...` and `oci: ...`.
+    for import in [format!("{{motif: '{reference}'}}"), format!("{{oci: '{reference}'}}")] {
+        let Err(crate::Error::Unpulled { motifs }) = crate::load_sources(&sources(katalog(&import))) else {
+            panic!("{import}: an unpulled motif is asked for");
+        };
+        let wanted: Vec<String> = motifs.iter().map(ToString::to_string).collect();
+        assert_eq!(wanted, std::slice::from_ref(&reference));
+    }
+    let pulled: crate::PulledMotifs = [(
+        digest.clone(),
+        "apiVersion: orkestra.orkspace.io/v1\nkind: Motif\ninputs: [{name: image, default: busybox}]\nresources:\n  onCreate:\n    jobs: [{name: '{{ .metadata.name }}-build', image: \"{{ index .inputs \\\"image\\\" }}\"}]\n"
+            .to_string(),
+    )]
+    .into();
+    let text = katalog(&format!("{{motif: '{reference}', with: {{image: alpine}}}}"));
+    let compiled = crate::load_sources_with(&sources(text), &pulled).unwrap();
+    let reconcile = compiled.katalog.crds["web"]
+        .entry
+        .operator_box
+        .reconcile
+        .clone()
+        .unwrap();
+    let jobs = &reconcile.on_create.unwrap().jobs;
+    assert_eq!(jobs.len(), 1, "the pulled motif's Job joined");
+    assert_eq!(jobs[0].inputs.as_ref().unwrap()["image"], "alpine", "with its inputs");
+
+    // Only a digest is trusted: a tag alone is refused by name.
+    let unpinned = katalog("{motif: 'oci://registry.local:5000/motifs/jobs:v1'}");
+    let Err(crate::Error::Invalid { errors, .. }) = crate::load_sources(&sources(unpinned)) else {
+        panic!("a motif without a digest is refused");
+    };
+    let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    assert!(
+        text.contains("spec.crds.web.operatorBox.reconcile.imports[0].motif: oci://registry.local:5000/motifs/jobs:v1: pin the manifest digest"),
+        "{text}"
+    );
+}

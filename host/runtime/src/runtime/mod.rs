@@ -24,6 +24,7 @@ mod crd_run;
 mod rehearse;
 mod resync;
 pub use rehearse::{Rehearsed, key_of};
+pub mod motifs;
 pub mod reload;
 pub mod rollout_state;
 pub mod slots;

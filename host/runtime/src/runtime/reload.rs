@@ -43,6 +43,8 @@ pub struct Reloader {
     installs: Option<kube::Client>,
     /// Told what each reload of a changed file did (`ork dev` prints it).
     reports: Option<Report>,
+    /// Where the OCI motifs the Katalog imports come from; without it, it may import none.
+    motifs: Option<crate::runtime::motifs::Source>,
 }
 
 /// What is told of each reload of a changed file.
@@ -56,7 +58,14 @@ impl Reloader {
             pipelines,
             installs: None,
             reports: None,
+            motifs: None,
         }
+    }
+
+    /// Pulls the OCI motifs the Katalog imports from `source`.
+    pub fn pulling_motifs(mut self, source: crate::runtime::motifs::Source) -> Self {
+        self.motifs = Some(source);
+        self
     }
 
     /// Calls `report` with what each reload of a changed file did.
@@ -94,7 +103,11 @@ impl Reloader {
         if self.files.is_empty() {
             return Vec::new();
         }
-        let katalog = match orkestra_katalog::load(&self.files) {
+        let loaded = match &self.motifs {
+            Some(source) => crate::runtime::motifs::load(&self.files, source).await,
+            None => orkestra_katalog::load(&self.files).map_err(Into::into),
+        };
+        let katalog = match loaded {
             Ok(katalog) => katalog,
             Err(error) => {
                 tracing::warn!(%error, "the Katalog did not load; the last good one keeps running");

@@ -1,6 +1,7 @@
 //! The Wasm OCI artifact layout (the CNCF TAG Runtime's, which wkg, wasmCloud and Spin use):
 //! an OCI image manifest whose config is `application/vnd.wasm.config.v0+json` and whose one
-//! layer, `application/wasm`, is the component's bytes.
+//! layer, `application/wasm`, is the component's bytes. Motifs travel the same way: an
+//! image manifest whose one layer is the motif's YAML.
 
 use orkestra_katalog::component::is_sha256_hex;
 use serde::Deserialize;
@@ -13,6 +14,18 @@ const LEGACY_LAYER_MEDIA_TYPE: &str = "application/vnd.wasm.content.layer.v1+was
 const INDEX_MEDIA_TYPES: [&str; 2] = [
     "application/vnd.oci.image.index.v1+json",
     "application/vnd.docker.distribution.manifest.list.v2+json",
+];
+/// A motif artifact's config and layer, as `ork motif push` writes them.
+pub const MOTIF_CONFIG_MEDIA_TYPE: &str = "application/vnd.orkestra.motif.config.v1+json";
+pub const MOTIF_LAYER_MEDIA_TYPE: &str = "application/vnd.orkestra.motif.v1+yaml";
+/// The layer types a motif is read from: ours, plain YAML, and what `oras push` gives a
+/// file by default.
+const MOTIF_LAYER_MEDIA_TYPES: [&str; 5] = [
+    MOTIF_LAYER_MEDIA_TYPE,
+    "application/yaml",
+    "application/x-yaml",
+    "text/yaml",
+    "application/vnd.oci.image.layer.v1.tar",
 ];
 /// What a pull accepts: an index is asked for too, so that pinning one gets a clear error.
 pub const ACCEPTED_MEDIA_TYPES: [&str; 3] = [MANIFEST_MEDIA_TYPE, INDEX_MEDIA_TYPES[0], INDEX_MEDIA_TYPES[1]];
@@ -38,31 +51,64 @@ pub struct Descriptor {
     pub size: u64,
 }
 
-/// The component layer of a manifest: its lowercase hex sha256 and declared size.
+/// The chosen layer of a manifest: its lowercase hex sha256 and declared size.
+#[derive(Debug)]
 pub struct Layer {
     pub digest: String,
     pub size: u64,
 }
 
-/// The one Wasm layer of `manifest`, checked to be at most `max_size` bytes.
-pub fn component_layer(manifest: &[u8], max_size: u64) -> Result<Layer, String> {
+/// What one kind of artifact keeps in its layer, for picking and naming it.
+pub struct LayerKind {
+    /// Its layer's media types.
+    types: &'static [&'static str],
+    /// How errors name it.
+    name: &'static str,
+    /// What its artifact is, when there is more than one such layer.
+    one: &'static str,
+}
+
+impl LayerKind {
+    /// What its artifact holds, for errors: `component`, `motif`.
+    pub fn what(&self) -> &'static str {
+        self.one.trim_start_matches("a ")
+    }
+}
+
+pub const COMPONENT: LayerKind = LayerKind {
+    types: &[LAYER_MEDIA_TYPE, LEGACY_LAYER_MEDIA_TYPE],
+    name: "Wasm",
+    one: "a component",
+};
+
+pub const MOTIF: LayerKind = LayerKind {
+    types: &MOTIF_LAYER_MEDIA_TYPES,
+    name: "motif",
+    one: "a motif",
+};
+
+/// The one layer of `kind` in `manifest`, checked to be at most `max_size` bytes.
+pub fn layer_of(manifest: &[u8], kind: &LayerKind, max_size: u64) -> Result<Layer, String> {
     let manifest: Manifest =
         serde_json::from_slice(manifest).map_err(|e| format!("the manifest is not an OCI image manifest: {e}"))?;
     let media_type = manifest.media_type.as_deref().unwrap_or(MANIFEST_MEDIA_TYPE);
     if INDEX_MEDIA_TYPES.contains(&media_type) || manifest.manifests.is_some() {
-        return Err("the digest names an image index; pin the digest of the Wasm artifact's own manifest".into());
+        return Err(format!(
+            "the digest names an image index; pin the digest of the {} artifact's own manifest",
+            kind.name
+        ));
     }
     if media_type != MANIFEST_MEDIA_TYPE {
         return Err(format!(
             "the manifest's media type is {media_type}, not {MANIFEST_MEDIA_TYPE}"
         ));
     }
-    let wasm: Vec<&Descriptor> = manifest
+    let found: Vec<&Descriptor> = manifest
         .layers
         .iter()
-        .filter(|l| l.media_type == LAYER_MEDIA_TYPE || l.media_type == LEGACY_LAYER_MEDIA_TYPE)
+        .filter(|l| kind.types.contains(&l.media_type.as_str()))
         .collect();
-    let layer = match wasm[..] {
+    let layer = match found[..] {
         [layer] => layer,
         [] => {
             let config = manifest
@@ -72,23 +118,25 @@ pub fn component_layer(manifest: &[u8], max_size: u64) -> Result<Layer, String> 
                 .unwrap_or("none");
             let layers: Vec<&str> = manifest.layers.iter().map(|l| l.media_type.as_str()).collect();
             return Err(format!(
-                "the artifact has no {LAYER_MEDIA_TYPE} layer (config {config}, layers {layers:?}); is it a \
-                 container image?"
+                "the artifact has no {} layer (config {config}, layers {layers:?}); is it a container image?",
+                kind.types[0]
             ));
         }
         _ => {
             return Err(format!(
-                "the artifact has {} Wasm layers; a component is one",
-                wasm.len()
+                "the artifact has {} {} layers; {} is one",
+                found.len(),
+                kind.name,
+                kind.one
             ));
         }
     };
     let digest = sha256_hex(&layer.digest)
-        .ok_or_else(|| format!("the Wasm layer's digest {:?} is not sha256:HEX", layer.digest))?;
+        .ok_or_else(|| format!("the {} layer's digest {:?} is not sha256:HEX", kind.name, layer.digest))?;
     if layer.size > max_size {
         return Err(format!(
-            "the Wasm layer is {} bytes; the limit is {max_size}",
-            layer.size
+            "the {} layer is {} bytes; the limit is {max_size}",
+            kind.name, layer.size
         ));
     }
     Ok(Layer {
@@ -147,27 +195,47 @@ pub fn component_interfaces(bytes: &[u8]) -> Result<(Vec<String>, Vec<String>), 
 pub fn build(component: &[u8], title: &str, created: &str) -> Result<Artifact, String> {
     let (imports, exports) = component_interfaces(component)?;
     let layer_digest = format!("sha256:{}", crate::cache::digest(component));
-    let config = serde_json::to_vec(&serde_json::json!({
+    let config = serde_json::json!({
         "created": created,
         "architecture": "wasm",
         "os": "wasip2",
         "layerDigests": [layer_digest],
         "component": {"imports": imports, "exports": exports},
-    }))
-    .map_err(|e| e.to_string())?;
+    });
+    let types = (CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE);
+    manifest_of(config, types, (component, &layer_digest), title, created)
+}
+
+/// The config and manifest for a motif's YAML, created at `created` (RFC 3339).
+pub fn build_motif(motif: &[u8], title: &str, created: &str) -> Result<Artifact, String> {
+    let layer_digest = format!("sha256:{}", crate::cache::digest(motif));
+    let config = serde_json::json!({"created": created, "layerDigests": [layer_digest]});
+    let types = (MOTIF_CONFIG_MEDIA_TYPE, MOTIF_LAYER_MEDIA_TYPE);
+    manifest_of(config, types, (motif, &layer_digest), title, created)
+}
+
+/// An image manifest of `config` and one layer, with the media types `(config, layer)`.
+fn manifest_of(
+    config: serde_json::Value,
+    (config_type, layer_type): (&str, &str),
+    (layer, layer_digest): (&[u8], &str),
+    title: &str,
+    created: &str,
+) -> Result<Artifact, String> {
+    let config = serde_json::to_vec(&config).map_err(|e| e.to_string())?;
     let config_digest = format!("sha256:{}", crate::cache::digest(&config));
     let manifest = serde_json::to_vec(&serde_json::json!({
         "schemaVersion": 2,
         "mediaType": MANIFEST_MEDIA_TYPE,
         "config": {
-            "mediaType": CONFIG_MEDIA_TYPE,
+            "mediaType": config_type,
             "digest": config_digest,
             "size": config.len(),
         },
         "layers": [{
-            "mediaType": LAYER_MEDIA_TYPE,
+            "mediaType": layer_type,
             "digest": layer_digest,
-            "size": component.len(),
+            "size": layer.len(),
             "annotations": {"org.opencontainers.image.title": title},
         }],
         "annotations": {"org.opencontainers.image.created": created},
@@ -177,7 +245,7 @@ pub fn build(component: &[u8], title: &str, created: &str) -> Result<Artifact, S
         config,
         manifest,
         config_digest,
-        layer_digest,
+        layer_digest: layer_digest.to_string(),
     })
 }
 
@@ -191,7 +259,7 @@ mod tests {
     #[test]
     fn a_built_manifest_names_its_one_layer_and_reads_back() {
         let artifact = build(EMPTY_COMPONENT, "hook.wasm", "2026-12-02T00:00:00Z").unwrap();
-        let layer = component_layer(&artifact.manifest, 1 << 20).unwrap();
+        let layer = layer_of(&artifact.manifest, &COMPONENT, 1 << 20).unwrap();
         assert_eq!(layer.digest, crate::cache::digest(EMPTY_COMPONENT));
         assert_eq!(layer.size, EMPTY_COMPONENT.len() as u64);
         let config: serde_json::Value = serde_json::from_slice(&artifact.config).unwrap();
@@ -200,6 +268,23 @@ mod tests {
         let manifest: serde_json::Value = serde_json::from_slice(&artifact.manifest).unwrap();
         assert_eq!(manifest["config"]["mediaType"], CONFIG_MEDIA_TYPE);
         assert_eq!(manifest["config"]["size"], artifact.config.len());
+    }
+
+    #[test]
+    fn a_motif_artifact_reads_back_and_a_component_is_not_taken_for_one() {
+        let motif = b"apiVersion: orkestra.orkspace.io/v1\nkind: Motif\n";
+        let artifact = build_motif(motif, "jobs.yaml", "2026-12-06T00:00:00Z").unwrap();
+        let layer = layer_of(&artifact.manifest, &MOTIF, 1 << 20).unwrap();
+        assert_eq!(layer.digest, crate::cache::digest(motif));
+        let manifest: serde_json::Value = serde_json::from_slice(&artifact.manifest).unwrap();
+        assert_eq!(manifest["config"]["mediaType"], MOTIF_CONFIG_MEDIA_TYPE);
+        let refused = layer_of(&artifact.manifest, &COMPONENT, 1 << 20).unwrap_err();
+        assert!(refused.contains("has no application/wasm layer"), "{refused}");
+        let component = build(EMPTY_COMPONENT, "hook.wasm", "now").unwrap();
+        let refused = layer_of(&component.manifest, &MOTIF, 1 << 20).unwrap_err();
+        assert!(refused.contains(MOTIF_LAYER_MEDIA_TYPE), "{refused}");
+        let small = layer_of(&artifact.manifest, &MOTIF, 8).unwrap_err();
+        assert!(small.contains("the motif layer is"), "{small}");
     }
 
     #[test]
@@ -242,10 +327,10 @@ mod tests {
             (b"<html>".to_vec(), "not an OCI image manifest"),
         ];
         for (bytes, says) in cases {
-            let error = component_layer(&bytes, 1 << 20).err().unwrap();
+            let error = layer_of(&bytes, &COMPONENT, 1 << 20).err().unwrap();
             assert!(error.contains(says), "{says}: {error}");
         }
         let legacy = manifest(vec![layer(LEGACY_LAYER_MEDIA_TYPE, 10)]);
-        assert_eq!(component_layer(&legacy, 1 << 20).unwrap().digest, "a".repeat(64));
+        assert_eq!(layer_of(&legacy, &COMPONENT, 1 << 20).unwrap().digest, "a".repeat(64));
     }
 }

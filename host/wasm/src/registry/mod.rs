@@ -34,6 +34,9 @@ const STALL_WINDOW: Duration = Duration::from_secs(10);
 /// What is reserved before a download from the size its manifest declares.
 const MAX_PREALLOCATED: usize = 16 << 20;
 
+/// Most a motif may be: a YAML file of templates.
+const MAX_MOTIF_BYTES: u64 = 1 << 20;
+
 impl Registries {
     /// The component `reference` pins: from `store` when kept there, else pulled from its
     /// registry, verified and kept. `cluster` reads the pull Secrets.
@@ -42,6 +45,32 @@ impl Registries {
         reference: &OciReference,
         store: &BlobStore,
         cluster: Option<&kube::Client>,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, String> {
+        self.pull_layer(reference, store, cluster, &artifact::COMPONENT, max_bytes)
+            .await
+    }
+
+    /// The motif `reference` pins, as [`Registries::pull`] gets a component: its YAML.
+    pub async fn pull_motif(
+        &self,
+        reference: &OciReference,
+        store: &BlobStore,
+        cluster: Option<&kube::Client>,
+    ) -> Result<String, String> {
+        let bytes = self
+            .pull_layer(reference, store, cluster, &artifact::MOTIF, MAX_MOTIF_BYTES)
+            .await?;
+        motif_text(reference, bytes)
+    }
+
+    /// The one layer of `kind` of the artifact `reference` pins, from `store` or pulled.
+    async fn pull_layer(
+        &self,
+        reference: &OciReference,
+        store: &BlobStore,
+        cluster: Option<&kube::Client>,
+        kind: &artifact::LayerKind,
         max_bytes: u64,
     ) -> Result<Vec<u8>, String> {
         let mut session = None;
@@ -61,17 +90,17 @@ impl Registries {
                 manifest
             }
         };
-        let layer = artifact::component_layer(&manifest, max_bytes)?;
-        if let Some(component) = store.get(&layer.digest) {
-            return Ok(component);
+        let layer = artifact::layer_of(&manifest, kind, max_bytes)?;
+        if let Some(bytes) = store.get(&layer.digest) {
+            return Ok(bytes);
         }
         let Session { client, image, .. } = match session {
             Some(session) => session,
             None => within(self.session(reference, cluster)).await??,
         };
-        let component = download(&client, &image, &layer).await?;
-        keep(store, &layer.digest, &component);
-        Ok(component)
+        let bytes = download(&client, &image, &layer, kind).await?;
+        keep(store, &layer.digest, &bytes);
+        Ok(bytes)
     }
 
     /// Pushes `component` to `reference` (which names a tag) in the Wasm OCI artifact
@@ -83,11 +112,41 @@ impl Registries {
         title: &str,
         created: &str,
     ) -> Result<OciReference, String> {
+        let artifact = artifact::build(component, title, created)?;
+        self.push_artifact(reference, artifact, component, "component").await
+    }
+
+    /// Pushes a motif's YAML to `reference` (which names a tag), returning the reference
+    /// pinned to the manifest's digest.
+    pub async fn push_motif(
+        &self,
+        reference: &OciReference,
+        motif: &[u8],
+        title: &str,
+        created: &str,
+    ) -> Result<OciReference, String> {
+        if motif.len() as u64 > MAX_MOTIF_BYTES {
+            return Err(format!(
+                "the motif is {} bytes; the limit is {MAX_MOTIF_BYTES}",
+                motif.len()
+            ));
+        }
+        let artifact = artifact::build_motif(motif, title, created)?;
+        self.push_artifact(reference, artifact, motif, "motif").await
+    }
+
+    /// Pushes the layer, the config and the manifest of `artifact` (`what` names it in errors).
+    async fn push_artifact(
+        &self,
+        reference: &OciReference,
+        artifact: artifact::Artifact,
+        layer: &[u8],
+        what: &str,
+    ) -> Result<OciReference, String> {
         let tag = reference
             .tag
             .as_deref()
             .ok_or_else(|| format!("{reference}: name a tag to push to (oci://HOST/REPO:TAG)"))?;
-        let artifact = artifact::build(component, title, created)?;
         let image = Reference::with_tag(reference.registry.clone(), reference.repository.clone(), tag.into());
         let client = self.client();
         let auth = credentials::lookup(&reference.registry, &self.sources(None).await?)?;
@@ -95,9 +154,9 @@ impl Registries {
         let failed = |what: &str, e: oci_client::errors::OciDistributionError| {
             format!("cannot push the {what} to {}: {e}", reference.registry)
         };
-        within(client.push_blob(&image, component, &artifact.layer_digest))
+        within(client.push_blob(&image, layer, &artifact.layer_digest))
             .await?
-            .map_err(|e| failed("component", e))?;
+            .map_err(|e| failed(what, e))?;
         within(client.push_blob(&image, &artifact.config, &artifact.config_digest))
             .await?
             .map_err(|e| failed("config", e))?;
@@ -221,9 +280,15 @@ struct Session {
 /// Streams the layer, refusing more bytes than the manifest declares and any whose sha256
 /// is not the layer digest, and giving up on a registry that stalls (less than
 /// [`STALL_BYTES`] in a [`STALL_WINDOW`]).
-async fn download(client: &Client, image: &Reference, layer: &artifact::Layer) -> Result<Vec<u8>, String> {
+async fn download(
+    client: &Client,
+    image: &Reference,
+    layer: &artifact::Layer,
+    kind: &artifact::LayerKind,
+) -> Result<Vec<u8>, String> {
     let digest = format!("sha256:{}", layer.digest);
-    let failed = |e: &dyn std::fmt::Display| format!("cannot pull the component from {}: {e}", image.registry());
+    let what = kind.what();
+    let failed = |e: &dyn std::fmt::Display| format!("cannot pull the {what} from {}: {e}", image.registry());
     let stalled = || {
         format!(
             "the registry {} sent less than {} KiB in {}s: given up",
@@ -264,7 +329,7 @@ async fn download(client: &Client, image: &Reference, layer: &artifact::Layer) -
     let got = crate::cache::hex(&hasher.finalize());
     if got != layer.digest || bytes.len() as u64 != layer.size {
         return Err(format!(
-            "the registry's component has sha256 {got} ({} bytes), not the manifest's {} ({} bytes)",
+            "the registry's {what} has sha256 {got} ({} bytes), not the manifest's {} ({} bytes)",
             bytes.len(),
             layer.digest,
             layer.size
@@ -277,6 +342,22 @@ async fn within<T>(transfer: impl Future<Output = T>) -> Result<T, String> {
     tokio::time::timeout(TRANSFER_TIMEOUT, transfer)
         .await
         .map_err(|_| format!("the registry did not answer within {}s", TRANSFER_TIMEOUT.as_secs()))
+}
+
+/// The motif `reference` pins, when `store` keeps it whole (its manifest and its layer):
+/// what a command that must not reach out (validate, plan, simulate) reads.
+pub fn cached_motif(reference: &OciReference, store: &BlobStore) -> Option<Result<String, String>> {
+    let manifest = store.get(&reference.digest)?;
+    let layer = match artifact::layer_of(&manifest, &artifact::MOTIF, MAX_MOTIF_BYTES) {
+        Ok(layer) => layer,
+        Err(error) => return Some(Err(error)),
+    };
+    Some(motif_text(reference, store.get(&layer.digest)?))
+}
+
+/// A motif layer's bytes as the YAML text they must be.
+fn motif_text(reference: &OciReference, bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|_| format!("the motif {reference} is not UTF-8 text"))
 }
 
 /// A store that cannot be written only costs a pull next time.
