@@ -903,6 +903,53 @@ async fn a_cross_read_with_source_reads_another_runtime_through_its_live_api() {
 }
 
 #[tokio::test]
+async fn a_condition_with_source_tests_another_runtime_s_metrics() {
+    // Runtime one: Producers, with their Live API on a loopback port.
+    let producers = Harness::start(
+        "cond-producer",
+        &crd("producer", "Producer", "        reconcile: {workers: 3}\n"),
+        &[],
+        true,
+    )
+    .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let live = format!("http://{}", listener.local_addr().unwrap());
+    let router = orkestra::live::router(producers.inspect.clone(), None, orkestra::live::Auth::open());
+    let server = tokio::spawn(axum::serve(listener, router).into_future());
+
+    // Runtime two: upstream's condition `source`, no observe.cross written.
+    let consumer_box = format!(
+        "        emit:
+          status:
+            fields:
+              - path: producerStaffed
+                value: 'yes'
+                when:
+                  - {{field: cross.producer.metrics.workers, greaterThanOrEqual: 3, source: {{host: '{live}', crd: producer}}}}
+              - path: producerOverloaded
+                value: 'yes'
+                when:
+                  - {{field: cross.producer.metrics.workers, greaterThan: 50, source: {{host: '{live}', crd: producer}}}}
+"
+    );
+    let consumers = Harness::start("cond-consumer", &crd("consumer", "Consumer", &consumer_box), &[], true).await;
+    consumers.create("Consumer", "c", json!({})).await;
+    let status = eventually("the other runtime's workers, tested", WAIT, || async {
+        let c = consumers.api("Consumer").get("c").await.ok()?;
+        (c.data["status"]["producerStaffed"] == "yes").then(|| c.data["status"].clone())
+    })
+    .await
+    .unwrap();
+    assert!(
+        status["producerOverloaded"].is_null(),
+        "the other condition holds not: {status}"
+    );
+    server.abort();
+    consumers.stop().await;
+    producers.stop().await;
+}
+
+#[tokio::test]
 async fn an_enqueue_gate_asks_an_external_service_before_a_cr_becomes_work() {
     let port = price_server().await;
     let operator_box = format!(

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::compile::{self, Compiled};
 use super::compose::include::{self, Files, PulledMotifs};
-use super::compose::{crd_file, komposer, legacy, motif};
+use super::compose::{condition_source, crd_file, komposer, legacy, motif};
 use super::de::{self, Problem};
 use super::loaded::{Diagnostic, Error, Katalog, LoadedCrd, Parsed, crd_node};
 use super::model::KatalogFile;
@@ -259,6 +259,8 @@ fn prepare(node: &mut Node, files: &mut Files, problems: &mut Vec<Problem>, warn
     include::expand(node, &mut Vec::new(), files, 0, problems);
     // The flat shape is a form upstream still writes: translated without a word.
     legacy::translate(node, problems, &mut Vec::new());
+    // A condition's `source` is a cross read of another runtime in upstream's shorthand.
+    condition_source::translate(node, problems);
     crd_file::fill(node, files, problems, warnings);
 }
 

@@ -3,6 +3,7 @@
 //! their overrides ([`komposer`]), CRDs given as files of their own ([`crd_file`]), and
 //! upstream's flat and older shapes translated ([`legacy`]).
 
+pub(crate) mod condition_source;
 pub(crate) mod crd_file;
 pub(crate) mod include;
 pub(crate) mod komposer;

@@ -512,21 +512,8 @@ spec:
 #[test]
 fn a_motif_from_an_oci_registry_is_wanted_until_pulled_then_joins_as_a_file_would() {
     let digest = "d".repeat(64);
-    let katalog = |import: &str| {
-        format!(
-            "apiVersion: orkestra.orkspace.io/v1
-kind: Katalog
-spec:
-  crds:
-    web:
-      apiTypes: {{group: a.io, version: v1, kind: Web}}
-      operatorBox:
-        reconcile:
-          imports: [{import}]
-"
-        )
-    };
-    let sources = |text: String| vec![(std::path::PathBuf::from("k.yaml"), text)];
+    let katalog = |import: &str| format!("        reconcile:\n          imports: [{import}]\n");
+    let sources = |operator_box: String| web_katalog(&operator_box);
     let reference = format!("oci://registry.local:5000/motifs/jobs:v1@sha256:{digest}");
     // Both spellings upstream uses: `motif: oci://...` and `oci: ...`.
     for import in [format!("{{motif: '{reference}'}}"), format!("{{oci: '{reference}'}}")] {
@@ -564,4 +551,60 @@ spec:
         text.contains("spec.crds.web.operatorBox.reconcile.imports[0].motif: oci://registry.local:5000/motifs/jobs:v1: pin the manifest digest"),
         "{text}"
     );
+}
+
+#[test]
+fn a_condition_s_source_becomes_a_cross_read_of_the_other_runtime_s_metrics() {
+    let katalog = web_katalog;
+    let status = "        emit:
+          status:
+            fields:
+              - path: busy
+                value: 'yes'
+                when:
+                  - field: cross.db.metrics.queueDepth
+                    greaterThan: 10
+                    source: {host: 'http://db-runtime:8080', crd: database, cacheFor: 5s}
+";
+    let compiled = crate::load_sources(&katalog(status)).unwrap();
+    let reads = &compiled.crds["web"].crd_box().cross;
+    assert_eq!(reads.len(), 1, "one read for the condition");
+    let read = format!("{:?}", reads[0]);
+    assert!(read.contains("http://db-runtime:8080/katalog/database"), "{read}");
+    assert!(read.contains("Metrics"), "{read}");
+
+    let refused = |box_text: &str| {
+        let Err(crate::Error::Invalid { errors, .. }) = crate::load_sources(&katalog(box_text)) else {
+            panic!("refused: {box_text}");
+        };
+        errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    };
+    let gate = "        preReconcile:
+          reconcileGate:
+            when: [{field: cross.db.metrics.queueDepth, lessThan: 10, source: {host: 'http://db:8080'}}]
+";
+    let text = refused(gate);
+    assert!(text.contains("a gate runs before them"), "{text}");
+    let elsewhere = "        emit:
+          status:
+            fields:
+              - {path: x, value: 'y', when: [{field: spec.x, equals: a, source: {host: 'http://db:8080'}}]}
+";
+    let text = refused(elsewhere);
+    assert!(text.contains("its field must read there"), "{text}");
+}
+
+/// A Katalog of one CRD, `web`, whose operator box is `operator_box` (indented under it).
+fn web_katalog(operator_box: &str) -> Vec<(std::path::PathBuf, String)> {
+    let text = format!(
+        "apiVersion: orkestra.orkspace.io/v1
+kind: Katalog
+spec:
+  crds:
+    web:
+      apiTypes: {{group: a.io, version: v1, kind: Web}}
+      operatorBox:
+{operator_box}"
+    );
+    vec![(std::path::PathBuf::from("k.yaml"), text)]
 }

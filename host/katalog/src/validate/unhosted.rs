@@ -51,7 +51,7 @@ const UNHOSTED: &[Unhosted] = &[
     Unhosted {
         ends: &["when|or", "*", "source"],
         when_true: false,
-        why: "a condition cannot read another runtime itself: read it with `observe.cross` and `source:`, then test `cross.<as>.metrics...`",
+        why: "a condition's source is read with the reconcile's cross reads, and here there are none (a gate runs before them, autoscale on a timer): test it in the reconcile (a block's or entry's when, a status field), or read the other runtime with `observe.cross` and `source:` and test `cross.<as>.metrics...` there",
     },
 ];
 
