@@ -41,6 +41,27 @@ spec:
     )
 }
 
+/// The Katalog `text` compiled, its CRDs installed, and webhook options on a free loopback
+/// port that make certificates valid for `valid_for`.
+async fn prepared(
+    ns: &orkestra_test_support::TestNamespace,
+    text: String,
+    valid_for: Duration,
+) -> (orkestra_katalog::Compiled, Options) {
+    let compiled = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
+    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
+        .await
+        .unwrap();
+    let options = Options {
+        https_addr: "127.0.0.1:0".parse().unwrap(),
+        url: None,
+        namespace: ns.name.clone(),
+        cert: None,
+        valid_for,
+    };
+    (compiled, options)
+}
+
 fn site(ns: &str, group: &str, name: &str, spec: &str) -> String {
     format!("apiVersion: {group}/v1\nkind: Site\nmetadata: {{name: {name}, namespace: {ns}}}\nspec: {spec}\n")
 }
@@ -74,18 +95,8 @@ async fn the_katalogs_rules_run_at_admission_and_survive_a_certificate_renewal()
     let cluster = orkestra_test_support::cluster().unwrap();
     let group = format!("{}.gateway.orkestra.io", ns.name);
     let text = katalog(&ns.name, &group, &ns.name);
-    let compiled = orkestra_katalog::load_sources(&[("katalog.yaml".into(), text)]).unwrap();
-    orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
-        .await
-        .unwrap();
-    let options = Options {
-        https_addr: "127.0.0.1:0".parse().unwrap(),
-        url: None,
-        namespace: ns.name.clone(),
-        cert: None,
-        // Renewed at 20 s, within the test.
-        valid_for: Duration::from_secs(30),
-    };
+    // Renewed at 20 s, within the test.
+    let (compiled, options) = prepared(&ns, text, Duration::from_secs(30)).await;
     let webhooks = Webhooks::start(ns.client.clone(), Arc::new(compiled), options)
         .await
         .unwrap();
@@ -887,4 +898,152 @@ pub(crate) fn spawn_gateway(file: &std::path::Path, namespace: &str, env: &[(&st
     let line = ork.wait_for("Serve API on http://", WAIT);
     let url = line.split("Serve API on ").nth(1).unwrap().trim().to_string();
     (ork, url)
+}
+
+/// cert-manager's `Certificate` kind, as its CRD serves it (the schema kept open): what the
+/// gateway asks for. No cert-manager controller runs here: the test writes the Secret as
+/// cert-manager writes it.
+async fn serve_certificates(client: &kube::Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let definition: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "certificates.cert-manager.io"},
+        "spec": {
+            "group": "cert-manager.io", "scope": "Namespaced",
+            "names": {"kind": "Certificate", "plural": "certificates", "singular": "certificate", "listKind": "CertificateList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+            }}}],
+        },
+    }))
+    .unwrap();
+    let definitions: Api<CustomResourceDefinition> = Api::all(client.clone());
+    // Another test may have made it already.
+    let _ = definitions.create(&Default::default(), &definition).await;
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cert-manager.io", "v1", "Certificate"),
+        "certificates",
+    );
+    eventually("the Certificate kind served", WAIT, || async {
+        Api::<DynamicObject>::all_with(client.clone(), &resource)
+            .list(&Default::default())
+            .await
+            .ok()
+    })
+    .await
+    .unwrap();
+}
+
+/// Writes `identity` into Secret `name` as cert-manager does (a `kubernetes.io/tls` Secret
+/// with `tls.crt`, `tls.key` and `ca.crt`).
+async fn write_tls_secret(client: &kube::Client, ns: &str, name: &str, identity: &orkestra_gateway::tls::Identity) {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{Patch, PatchParams};
+    let secret = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": ns, "annotations": {"cert-manager.io/certificate-name": name}},
+        "stringData": {"tls.crt": identity.cert_pem, "tls.key": identity.key_pem, "ca.crt": identity.ca_pem},
+    });
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let params = PatchParams::apply("cert-manager").force();
+    secrets.patch(name, &params, &Patch::Apply(&secret)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_cert_manager_the_gateway_asks_for_a_certificate_and_serves_each_one_written() {
+    use base64::Engine;
+    use orkestra_gateway::tls::Identity;
+    let ns = namespace("gw-certs").await.unwrap();
+    let cluster = orkestra_test_support::cluster().unwrap();
+    serve_certificates(&ns.client).await;
+    let group = format!("{}.gateway.orkestra.io", ns.name);
+    let text = katalog(&ns.name, &group, &ns.name).replace(
+        "security:\n",
+        "security:\n  certManager:\n    issuerRef: {name: webhook-ca, kind: ClusterIssuer}\n    secretName: gw-tls\n    duration: 90d\n",
+    );
+    let (compiled, options) = prepared(&ns, text, Duration::from_secs(3600)).await;
+    let starting = tokio::spawn(Webhooks::start(ns.client.clone(), Arc::new(compiled), options));
+
+    // It asks cert-manager for a certificate of the names it is called by, and waits.
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cert-manager.io", "v1", "Certificate"),
+        "certificates",
+    );
+    let certificates: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
+    let asked = eventually("the Certificate", WAIT, || async {
+        certificates.get_opt("gw-tls").await.ok()?
+    })
+    .await
+    .unwrap();
+    let spec = &asked.data["spec"];
+    assert_eq!(spec["secretName"], "gw-tls");
+    assert_eq!(spec["issuerRef"]["name"], "webhook-ca");
+    assert_eq!(spec["issuerRef"]["kind"], "ClusterIssuer");
+    assert_eq!(spec["duration"], "7776000s", "as Go parses durations");
+    assert!(
+        spec["ipAddresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|ip| ip == "127.0.0.1"),
+        "{spec}"
+    );
+    assert!(
+        !starting.is_finished(),
+        "nothing is served before the certificate is issued"
+    );
+
+    let first = Identity::generate(&["127.0.0.1".into(), "localhost".into()], Duration::from_secs(3600)).unwrap();
+    write_tls_secret(&ns.client, &ns.name, "gw-tls", &first).await;
+    let webhooks = tokio::time::timeout(WAIT, starting).await.unwrap().unwrap().unwrap();
+    let name = orkestra_gateway::registration::name_for(&ns.name);
+    let kubeconfig = cluster.kubeconfig.clone();
+    let bundle = || {
+        let encoded = kubectl_with(
+            &kubeconfig,
+            &[
+                "get",
+                "validatingwebhookconfiguration",
+                &name,
+                "-o",
+                "jsonpath={.webhooks[0].clientConfig.caBundle}",
+            ],
+        )
+        .unwrap();
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .unwrap_or_default();
+        String::from_utf8(pem).unwrap_or_default()
+    };
+    assert_eq!(
+        bundle(),
+        first.ca_pem,
+        "the API server trusts the CA cert-manager wrote"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let refused = eventually("the webhook to refuse a bad image", WAIT, || {
+        let (kubeconfig, dir) = (kubeconfig.clone(), dir.path().to_path_buf());
+        let manifest = site(&ns.name, &group, "bad", "{image: nginx}");
+        async move { apply(&kubeconfig, &dir, &manifest).err() }
+    })
+    .await
+    .unwrap();
+    assert!(
+        refused.contains("myorg/ registry"),
+        "served over the issued certificate: {refused}"
+    );
+
+    // cert-manager renews into the same Secret: the new certificate is served, its CA trusted.
+    let second = Identity::generate(&["127.0.0.1".into(), "localhost".into()], Duration::from_secs(3600)).unwrap();
+    write_tls_secret(&ns.client, &ns.name, "gw-tls", &second).await;
+    eventually("the renewed CA trusted alone", Duration::from_secs(90), || {
+        let now = bundle();
+        let wanted = second.ca_pem.clone();
+        async move { (now == wanted).then_some(()) }
+    })
+    .await
+    .unwrap();
+    let manifest = site(&ns.name, &group, "bad-again", "{image: nginx}");
+    let refused = apply(&kubeconfig, dir.path(), &manifest).unwrap_err();
+    assert!(refused.contains("myorg/ registry"), "after the renewal: {refused}");
+    webhooks.stop().await;
 }

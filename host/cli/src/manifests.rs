@@ -182,6 +182,17 @@ fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut N
                 );
             }
         }
+        // A certificate cert-manager issues: its Certificate, and the Secret it writes.
+        let certs = compiled.katalog.security.as_ref().and_then(|s| s.cert_manager.as_ref());
+        if let Some(certs) = certs.filter(|c| c.issuer_ref.is_some()) {
+            let scope = Scope::Namespace(namespace.to_string());
+            let secret = orkestra_gateway::cert_manager::secret_name(certs);
+            needs.add(scope.clone(), "cert-manager.io", "certificates", &["create"]);
+            for verb in ["get", "patch"] {
+                needs.add_named(scope.clone(), "cert-manager.io", "certificates", verb, secret);
+            }
+            needs.add_named(scope, "", "secrets", "get", secret);
+        }
         // Protection labels and conversion settings go on the Katalog's own CRDs, by name.
         for crd in compiled
             .enabled()

@@ -22,6 +22,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod cert_manager;
 pub mod clusters;
 pub mod conversion;
 pub mod conversion_window;

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use orkestra_katalog::Compiled;
-use orkestra_katalog::model::FailurePolicy;
+use orkestra_katalog::model::{CertManager, FailurePolicy};
 
 use crate::admission::{self, Counts};
 use crate::provenance::{self, Gateway};
 use crate::registration::{self, Endpoint, Registration};
 use crate::tls::{self, Identity, Serving};
-use crate::{conversion, protection};
+use crate::{cert_manager, conversion, protection};
 
 /// How long a configuration change is given to reach the API server during a renewal.
 const SETTLE: Duration = Duration::from_secs(5);
@@ -47,6 +47,8 @@ pub enum Error {
         "cannot learn the gateway's own user from the API server (a SelfSubjectReview, Kubernetes 1.28 or later), which guarding the Serve API's provenance needs: {0}"
     )]
     Identity(kube::Error),
+    #[error(transparent)]
+    CertManager(#[from] cert_manager::Error),
 }
 
 impl orkestra_kube::transient::Transient for Error {
@@ -103,9 +105,20 @@ impl Webhooks {
         if let Some(host) = options.url.as_deref().and_then(host_of) {
             names.push(host);
         }
-        let identity = match &options.cert {
-            Some((cert, key, ca)) => Identity::from_files(cert, key, ca.as_ref())?,
-            None => Identity::generate(&names, options.valid_for)?,
+        let certs = compiled
+            .katalog
+            .security
+            .as_ref()
+            .and_then(|s| s.cert_manager.clone())
+            .unwrap_or_default();
+        let source = CertSource::of(&options, &certs)?;
+        let identity = match &source {
+            CertSource::Files((cert, key, ca)) => Identity::from_files(cert, key, ca.as_ref())?,
+            CertSource::Own { valid_for, .. } => Identity::generate(&names, *valid_for)?,
+            CertSource::Issued { secret } => {
+                cert_manager::request(&client, &options.namespace, &certs, &names).await?;
+                cert_manager::issued(&client, &options.namespace, secret).await?
+            }
         };
         let serving = Serving::new(&identity)?;
         let window = compiled
@@ -180,32 +193,23 @@ impl Webhooks {
         };
         tracing::info!(%addr, labelled, "admission webhooks serving and registered");
         let shared = Arc::new(std::sync::Mutex::new(registration.clone()));
-        if options.cert.is_none() {
-            let client = client.clone();
-            let compiled = compiled.clone();
-            let shared = shared.clone();
-            let mut registration = registration;
-            tasks.push(tokio::spawn(async move {
-                let mut current = identity;
-                loop {
-                    tokio::time::sleep(options.valid_for * 2 / 3).await;
-                    match renew(
-                        &client,
-                        &compiled,
-                        &serving,
-                        &mut registration,
-                        &current,
-                        &names,
-                        options.valid_for,
-                    )
-                    .await
-                    {
-                        Ok(next) => current = next,
-                        Err(error) => tracing::warn!(%error, "renewing the webhook certificate failed; retrying"),
-                    }
-                    *shared.lock().unwrap_or_else(|e| e.into_inner()) = registration.clone();
-                }
-            }));
+        let keeper = Keeper {
+            client: client.clone(),
+            compiled: compiled.clone(),
+            serving,
+            registration,
+            shared: shared.clone(),
+        };
+        match source {
+            CertSource::Files(_) | CertSource::Own { renew_after: None, .. } => {}
+            CertSource::Own {
+                valid_for,
+                renew_after: Some(after),
+            } => tasks.push(tokio::spawn(keeper.renew_own(identity, names, valid_for, after))),
+            CertSource::Issued { secret } => {
+                let namespace = options.namespace.clone();
+                tasks.push(tokio::spawn(keeper.follow_issued(identity, namespace, secret)));
+            }
         }
         Ok(Self {
             client,
@@ -240,28 +244,119 @@ async fn register(client: &kube::Client, compiled: &Compiled, registration: &Reg
         .map_err(Error::Register)
 }
 
-/// Makes a new CA and certificate and moves everything to them.
-async fn renew(
-    client: &kube::Client,
-    compiled: &Compiled,
-    serving: &Serving,
-    registration: &mut Registration,
-    current: &Identity,
-    names: &[String],
-    valid_for: Duration,
-) -> Result<Identity, Error> {
-    let next = Identity::generate(names, valid_for)?;
-    // Both CAs while the API server may still meet the old certificate.
-    registration.ca_bundle = format!("{}{}", current.ca_pem, next.ca_pem);
-    register(client, compiled, registration).await?;
-    // The API server takes in a configuration change within seconds, not at once.
-    tokio::time::sleep(SETTLE).await;
-    serving.replace(&next)?;
-    tokio::time::sleep(SETTLE).await;
-    registration.ca_bundle = next.ca_pem.clone();
-    register(client, compiled, registration).await?;
-    tracing::info!(not_after = ?next.not_after, "webhook certificate renewed");
-    Ok(next)
+/// Where the webhook server's certificate comes from.
+enum CertSource {
+    /// `--cert`/`--key` files (and the CA's), as given.
+    Files((PathBuf, PathBuf, Option<PathBuf>)),
+    /// Made here, valid for `valid_for`, renewed `renew_after` it was made (never: `None`).
+    Own {
+        valid_for: Duration,
+        renew_after: Option<Duration>,
+    },
+    /// Issued by cert-manager into `secret`.
+    Issued { secret: String },
+}
+
+impl CertSource {
+    fn of(options: &Options, certs: &CertManager) -> Result<Self, Error> {
+        if let Some(files) = &options.cert {
+            if certs.issuer_ref.is_some() {
+                tracing::warn!("--cert is given: it is served, and security.certManager.issuerRef is not asked");
+            }
+            return Ok(CertSource::Files(files.clone()));
+        }
+        if certs.issuer_ref.is_some() {
+            return Ok(CertSource::Issued {
+                secret: cert_manager::secret_name(certs).to_string(),
+            });
+        }
+        let parse = |text: &Option<String>| -> Result<Option<Duration>, Error> {
+            text.as_deref()
+                .map(orkestra_expr::duration::parse)
+                .transpose()
+                .map_err(|e| Error::Tls(tls::Error::Generate(e)))
+        };
+        let valid_for = parse(&certs.valid_for)?.unwrap_or(options.valid_for);
+        // Upstream renews a third of the way before expiry unless told a threshold.
+        let threshold = parse(&certs.rotation_threshold)?
+            .unwrap_or(valid_for / 3)
+            .min(valid_for);
+        let renew_after = (certs.auto_rotate != Some(false)).then(|| valid_for - threshold);
+        Ok(CertSource::Own { valid_for, renew_after })
+    }
+}
+
+/// What keeps the served certificate current, and the registration pointing at its CA.
+struct Keeper {
+    client: kube::Client,
+    compiled: Arc<Compiled>,
+    serving: Arc<Serving>,
+    registration: Registration,
+    /// The registration as last written, for [`Webhooks::stop`].
+    shared: Arc<std::sync::Mutex<Registration>>,
+}
+
+impl Keeper {
+    /// Makes a new certificate every `after`, each valid for `valid_for`.
+    async fn renew_own(mut self, mut current: Identity, names: Vec<String>, valid_for: Duration, after: Duration) {
+        loop {
+            tokio::time::sleep(after).await;
+            let next = match Identity::generate(&names, valid_for) {
+                Ok(next) => next,
+                Err(error) => {
+                    tracing::warn!(%error, "making the next webhook certificate failed; retrying");
+                    continue;
+                }
+            };
+            match self.move_to(&current, &next).await {
+                Ok(()) => current = next,
+                Err(error) => tracing::warn!(%error, "renewing the webhook certificate failed; retrying"),
+            }
+        }
+    }
+
+    /// Serves each certificate cert-manager renews into `secret`.
+    async fn follow_issued(mut self, mut current: Identity, namespace: String, secret: String) {
+        loop {
+            tokio::time::sleep(cert_manager::FOLLOW_EVERY).await;
+            let next = match cert_manager::current(&self.client, &namespace, &secret).await {
+                Ok(Some(next)) if next.cert_pem != current.cert_pem => next,
+                Ok(_) => continue,
+                Err(error) => {
+                    tracing::debug!(%error, "reading the webhook certificate's Secret");
+                    continue;
+                }
+            };
+            match self.move_to(&current, &next).await {
+                Ok(()) => {
+                    tracing::info!(secret = %format!("{namespace}/{secret}"), "serving the certificate cert-manager renewed");
+                    current = next;
+                }
+                Err(error) => tracing::warn!(%error, "moving to the renewed webhook certificate failed; retrying"),
+            }
+        }
+    }
+
+    /// Moves everything from `current` to `next`: both CAs trusted while the API server may
+    /// still meet the old certificate, then the new one served, then the old CA dropped.
+    async fn move_to(&mut self, current: &Identity, next: &Identity) -> Result<(), Error> {
+        self.registration.ca_bundle = format!("{}{}", current.ca_pem, next.ca_pem);
+        self.publish().await?;
+        // The API server takes in a configuration change within seconds, not at once.
+        tokio::time::sleep(SETTLE).await;
+        self.serving.replace(next)?;
+        tokio::time::sleep(SETTLE).await;
+        self.registration.ca_bundle = next.ca_pem.clone();
+        self.publish().await?;
+        tracing::info!(not_after = ?next.not_after, "webhook certificate renewed");
+        Ok(())
+    }
+
+    async fn publish(&self) -> Result<(), Error> {
+        register(&self.client, &self.compiled, &self.registration).await?;
+        *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = self.registration.clone();
+        Ok(())
+    }
 }
 
 /// The host of `https://host:port/...`.
@@ -277,6 +372,8 @@ fn host_of(url: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn the_host_of_a_webhook_url() {
         assert_eq!(
@@ -286,5 +383,53 @@ mod tests {
         assert_eq!(super::host_of("https://[::1]:8443").as_deref(), Some("::1"));
         assert_eq!(super::host_of("https://10.0.0.1").as_deref(), Some("10.0.0.1"));
         assert_eq!(super::host_of("nonsense"), None);
+    }
+
+    fn options(valid_for: Duration) -> Options {
+        Options {
+            https_addr: "127.0.0.1:0".parse().unwrap(),
+            url: None,
+            namespace: "ns".into(),
+            cert: None,
+            valid_for,
+        }
+    }
+
+    fn own(options: &Options, certs: &CertManager) -> (Duration, Option<Duration>) {
+        match CertSource::of(options, certs).unwrap() {
+            CertSource::Own { valid_for, renew_after } => (valid_for, renew_after),
+            _ => panic!("the gateway's own certificate"),
+        }
+    }
+
+    #[test]
+    fn upstream_s_rotation_settings_decide_when_the_own_certificate_is_renewed() {
+        let hour = Duration::from_secs(3600);
+        let defaults = own(&options(3 * hour), &CertManager::default());
+        assert_eq!(defaults, (3 * hour, Some(2 * hour)), "a third of the way before expiry");
+        let set = CertManager {
+            valid_for: Some("2y".into()),
+            rotation_threshold: Some("30d".into()),
+            ..CertManager::default()
+        };
+        let (valid_for, after) = own(&options(hour), &set);
+        assert_eq!(valid_for, Duration::from_secs(2 * 365 * 86_400));
+        assert_eq!(after, Some(valid_for - Duration::from_secs(30 * 86_400)));
+        let off = CertManager {
+            auto_rotate: Some(false),
+            ..CertManager::default()
+        };
+        assert_eq!(own(&options(hour), &off), (hour, None), "autoRotate: false");
+        let issued = CertManager {
+            issuer_ref: Some(orkestra_katalog::model::IssuerRef {
+                name: "ca".into(),
+                ..Default::default()
+            }),
+            ..CertManager::default()
+        };
+        assert!(matches!(
+            CertSource::of(&options(hour), &issued).unwrap(),
+            CertSource::Issued { secret } if secret == cert_manager::DEFAULT_SECRET
+        ));
     }
 }

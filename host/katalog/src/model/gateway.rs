@@ -282,8 +282,50 @@ pub struct Security {
     /// Where the gateway is reached, advertised by the runtime on `/katalog`.
     #[serde(default)]
     pub gateway_endpoint: Option<String>,
+    /// The webhook server's certificate: issued by cert-manager (`issuerRef`), or made by
+    /// the gateway and rotated as upstream's settings say.
     #[serde(default)]
-    pub cert_manager: Option<Value>,
+    pub cert_manager: Option<CertManager>,
+}
+
+/// `security.certManager`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CertManager {
+    /// The cert-manager Issuer or ClusterIssuer that signs the webhook's certificate; the
+    /// gateway asks for it with a `Certificate` and serves the Secret cert-manager writes.
+    #[serde(default)]
+    pub issuer_ref: Option<IssuerRef>,
+    /// The Secret cert-manager writes (default `orkestra-gateway-webhook-tls`).
+    #[serde(default)]
+    pub secret_name: Option<String>,
+    /// The certificate's lifetime and when to renew it, as cert-manager reads them.
+    #[serde(default)]
+    pub duration: Option<String>,
+    #[serde(default)]
+    pub renew_before: Option<String>,
+    /// Upstream's settings for the certificate the gateway makes itself: renew it
+    /// (`autoRotate`, default true) `rotationThreshold` before it expires (default a third
+    /// of `validFor`), each valid for `validFor` (default `--cert-valid-for`).
+    #[serde(default)]
+    pub auto_rotate: Option<bool>,
+    #[serde(default)]
+    pub rotation_threshold: Option<String>,
+    #[serde(default)]
+    pub valid_for: Option<String>,
+}
+
+/// `security.certManager.issuerRef`, as cert-manager's `Certificate` takes it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IssuerRef {
+    pub name: String,
+    /// `Issuer` (in the gateway's namespace, the default) or `ClusterIssuer`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Default `cert-manager.io`.
+    #[serde(default)]
+    pub group: Option<String>,
 }
 
 /// `security.webhooks`.

@@ -188,6 +188,9 @@ impl Checker<'_> {
             "gatewayEndpoint",
             node,
         );
+        if let Some(certs) = &security.cert_manager {
+            self.cert_manager(certs, node.get("certManager").unwrap_or(node));
+        }
         if let Some(policy) = &security.namespace_protection
             && !policy.restricted_namespaces.is_empty()
             && !policy.allowed_namespaces.is_empty()
@@ -197,6 +200,84 @@ impl Checker<'_> {
                 "security.namespaceProtection",
                 at,
                 "give restrictedNamespaces or allowedNamespaces, not both",
+            );
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// `security.certManager`: an issuer cert-manager can find, durations, and rotation
+    /// settings for the gateway's own certificate that can hold.
+    fn cert_manager(&mut self, certs: &crate::model::CertManager, node: &Node) {
+        let path = "security.certManager";
+        for (key, value) in [
+            ("duration", &certs.duration),
+            ("renewBefore", &certs.renew_before),
+            ("rotationThreshold", &certs.rotation_threshold),
+            ("validFor", &certs.valid_for),
+        ] {
+            self.duration(value.as_deref(), &format!("{path}.{key}"), node);
+        }
+        if let Some(issuer) = &certs.issuer_ref {
+            let at = node.get("issuerRef").map_or(node.pos, |n| n.pos);
+            if !orkestra_expr::names::is_dns1123_subdomain(&issuer.name) {
+                self.error(
+                    format!("{path}.issuerRef.name"),
+                    at,
+                    "names an Issuer or ClusterIssuer (a DNS-1123 name)",
+                );
+            }
+            if let Some(kind) = issuer
+                .kind
+                .as_deref()
+                .filter(|k| !matches!(*k, "Issuer" | "ClusterIssuer"))
+            {
+                self.error(
+                    format!("{path}.issuerRef.kind"),
+                    at,
+                    format!("is Issuer or ClusterIssuer, not {kind:?}"),
+                );
+            }
+            let own = [
+                ("autoRotate", certs.auto_rotate.is_some()),
+                ("rotationThreshold", certs.rotation_threshold.is_some()),
+                ("validFor", certs.valid_for.is_some()),
+            ];
+            for (key, _) in own.iter().filter(|(_, set)| *set) {
+                self.error(
+                    format!("{path}.{key}"),
+                    at,
+                    "rotates the certificate the gateway makes itself; with issuerRef, cert-manager renews it (set duration and renewBefore)",
+                );
+            }
+        } else if certs.secret_name.is_some() || certs.duration.is_some() || certs.renew_before.is_some() {
+            self.error(
+                path,
+                node.pos,
+                "secretName, duration and renewBefore are cert-manager's: give issuerRef too (without it the gateway makes its own certificate)",
+            );
+        }
+        if let Some(name) = certs
+            .secret_name
+            .as_deref()
+            .filter(|n| !orkestra_expr::names::is_dns1123_subdomain(n))
+        {
+            let at = node.get("secretName").map_or(node.pos, |n| n.pos);
+            self.error(
+                format!("{path}.secretName"),
+                at,
+                format!("{name:?} is not a Secret name"),
+            );
+        }
+        let seconds = |text: &Option<String>| text.as_deref().and_then(|t| orkestra_expr::duration::parse(t).ok());
+        if let (Some(threshold), Some(valid)) = (seconds(&certs.rotation_threshold), seconds(&certs.valid_for))
+            && threshold >= valid
+        {
+            let at = node.get("rotationThreshold").map_or(node.pos, |n| n.pos);
+            self.error(
+                format!("{path}.rotationThreshold"),
+                at,
+                "must be shorter than validFor: the certificate is renewed that long before it expires",
             );
         }
     }
