@@ -9,6 +9,8 @@
    crate root re-exports (`crate::CrdEntry`) as a use of the module that defines it. A
    module's own files may refer to each other (a reconciler split into impl blocks); test
    code is left out.
+4. No source file of a host crate over 600 lines (test files and test modules apart): a
+   file that grows past it holds more than one stage, and is split where its parts meet.
 """
 import os
 import re
@@ -86,6 +88,27 @@ def module_edges(src_dir):
     return edges
 
 
+MAX_LINES = 600
+
+
+def long_files(src_dir):
+    """Source files over MAX_LINES lines, test files (`tests.rs`, `*_tests.rs`, `tests/`)
+    apart."""
+    found = []
+    for folder, _, files in os.walk(src_dir):
+        for name in files:
+            rel = os.path.relpath(os.path.join(folder, name), src_dir)
+            if not name.endswith(".rs") or name == "tests.rs" or name.endswith("_tests.rs"):
+                continue
+            if "tests" in rel.split(os.sep)[:-1]:
+                continue
+            with open(os.path.join(folder, name), encoding="utf-8") as source:
+                lines = sum(1 for _ in source)
+            if lines > MAX_LINES:
+                found.append((rel, lines))
+    return sorted(found)
+
+
 def cycles(edges):
     index, low, stack, on_stack, found = {}, {}, [], set(), []
 
@@ -129,11 +152,18 @@ def main():
         failed = True
     crates = ("expr", "katalog", "kube", "net", "effects", "control-plane", "wasm", "runtime", "gateway", "control-center", "cli")
     for crate in crates:
-        for cycle in cycles(module_edges(os.path.join(ROOT, "host", crate, "src"))):
+        src = os.path.join(ROOT, "host", crate, "src")
+        for cycle in cycles(module_edges(src)):
             print(f"host/{crate}: import cycle between modules {' -> '.join(cycle)}")
             failed = True
+        for rel, lines in long_files(src):
+            print(f"host/{crate}/src/{rel}: {lines} lines, over {MAX_LINES}: split it where its parts meet")
+            failed = True
     if not failed:
-        print("layers: orkestra-expr and orkestra-katalog are pure; the gateway links no Wasm engine; no import cycles between modules")
+        print(
+            "layers: orkestra-expr and orkestra-katalog are pure; the gateway links no Wasm engine; no import cycles "
+            f"between modules; no source file over {MAX_LINES} lines"
+        )
     return 1 if failed else 0
 
 

@@ -157,12 +157,17 @@ pub async fn secret_value(client: &kube::Client, reference: &str, key: &str) -> 
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let config = crate::cluster::config("run")
-        .await
-        .context("cannot build a Kubernetes client from KUBECONFIG or the in-cluster config")?;
-    let client = kube::Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
-    let katalog = args.katalog.load_pulling(&args.registry, Some(client.clone())).await?;
+    // The Katalog first: a wrong one is named before a missing cluster is. The client (made
+    // without reaching the server) reads the pull Secrets of OCI motifs, where there is one.
+    let config = crate::cluster::config("run").await;
+    let cluster = config
+        .as_ref()
+        .ok()
+        .and_then(|c| kube::Client::try_from(c.clone()).ok());
+    let katalog = args.katalog.load_pulling(&args.registry, cluster).await?;
     hosts_crds(&katalog)?;
+    let config = config.context("cannot build a Kubernetes client from KUBECONFIG or the in-cluster config")?;
+    let client = kube::Client::try_from(config.clone()).context("cannot build a Kubernetes client")?;
     let version = client
         .apiserver_version()
         .await

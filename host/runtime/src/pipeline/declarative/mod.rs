@@ -9,10 +9,12 @@ mod applied;
 mod apply;
 mod children;
 mod component;
+mod context;
 mod copy;
 mod enrich;
 mod finalize;
 mod lifecycle;
+mod metadata;
 mod record;
 mod scale;
 mod status;
@@ -338,62 +340,6 @@ impl Declarative {
         }
     }
 
-    /// `.children` as earlier runs left them: for each owned kind the Katalog reads, the
-    /// CR's newest child of it that the watches hold.
-    fn observed_children(&self, object: &Value) -> Map<String, Value> {
-        let mut observed = Map::new();
-        for (api_version, kind) in &self.crd.observed_children {
-            if let Some(child) = self.applier.newest_owned(api_version, kind, object) {
-                observed.insert(kind.to_lowercase(), (*child).clone());
-            }
-        }
-        observed
-    }
-
-    /// The admission rules' external calls, into `context["external"]`: the rules read their
-    /// results. One that fails (without `continueOnError`) fails the reconcile, as a block's
-    /// does, once the rules are reported.
-    async fn call_rule_externals(
-        &self,
-        object: &Value,
-        context: &mut Map<String, Value>,
-    ) -> Result<(), ReconcileError> {
-        if self.crd.rule_calls.is_empty() {
-            return Ok(());
-        }
-        let mut resolver = Resolver::in_context(object, &self.crd.notes, context);
-        let outcome = orkestra_effects::external::run(&self.externals, &self.crd.rule_calls, &mut resolver).await;
-        if let Some(results) = resolver.lookup("external") {
-            context.insert("external".into(), results.clone());
-        }
-        outcome.map_err(|e| ReconcileError::new(Reason::ExternalCallFailed, e))
-    }
-
-    /// The external calls of the blocks whose gate passes, into `context["external"]`.
-    #[tracing::instrument(level = "debug", name = "externals", skip_all)]
-    async fn call_externals(
-        &self,
-        compiled: &CompiledBox,
-        object: &Value,
-        context: &mut Map<String, Value>,
-    ) -> Result<(), ReconcileError> {
-        let blocks = [&compiled.on_create, &compiled.on_reconcile];
-        if blocks.iter().flat_map(|b| b.iter()).all(|b| b.external.is_empty()) {
-            return Ok(());
-        }
-        let mut resolver = Resolver::in_context(object, &self.crd.notes, context);
-        for block in blocks.into_iter().flatten().filter(|b| !b.external.is_empty()) {
-            if block.conditions.passes(&resolver, None) {
-                let outcome = orkestra_effects::external::run(&self.externals, &block.external, &mut resolver).await;
-                outcome.map_err(|e| ReconcileError::new(Reason::ExternalCallFailed, e))?;
-            }
-        }
-        if let Some(results) = resolver.lookup("external") {
-            context.insert("external".into(), results.clone());
-        }
-        Ok(())
-    }
-
     /// Bookkeeping, the mutated fields, then (unless a deny rule failed) the children: the
     /// templates' and the component's.
     #[tracing::instrument(level = "debug", name = "templates", skip_all)]
@@ -446,67 +392,6 @@ impl Declarative {
             }
         };
         Ok(Done::from_call(called, applied, wrote))
-    }
-
-    /// One write for everything the CR itself needs: our finalizers where its deletion waits
-    /// for us, CRD labels, the fields mutation rules set (persisted, so users and other
-    /// controllers see them), and, riding along, the managed label, the managed-by/-since
-    /// annotations and the runtime's stamps. Nothing when all is in place. Says whether it wrote, and whether it put finalizers in
-    /// place. The patch carries the resourceVersion, so a finalizer list changed by someone
-    /// else in between is a conflict and a retry, never a lost entry.
-    async fn write_metadata(
-        &self,
-        request: &Request,
-        object: &Value,
-        mutation: Option<Value>,
-        now: jiff::Timestamp,
-    ) -> Result<Bookkept, ReconcileError> {
-        let resolver = Resolver::in_context(object, &self.crd.notes, &request.context);
-        // A component may have on-delete work whatever the box says.
-        let holds = self.component.is_some() || self.crd.holds_deletion(&request.compiled);
-        let bookkeeping = lifecycle::bookkeeping_patch(&self.crd, holds, object, &resolver, now)
-            .map_err(|e| ReconcileError::new(Reason::RenderFailed, e))?;
-        let added = bookkeeping
-            .as_ref()
-            .is_some_and(|p| p["metadata"]["finalizers"].is_array() && !self.crd.remove_finalizers);
-        let mut patch = match (mutation, bookkeeping) {
-            (None, None) => return Ok(Bookkept::default()),
-            (Some(mut patch), Some(bookkeeping)) => {
-                merge(&mut patch, bookkeeping);
-                patch
-            }
-            (Some(patch), None) | (None, Some(patch)) => patch,
-        };
-        for (annotation, stamp) in request.stamps.annotations().into_iter().flatten() {
-            patch["metadata"]["annotations"][annotation] = stamp.clone();
-        }
-        patch["metadata"]["resourceVersion"] = object["metadata"]["resourceVersion"].clone();
-        self.patch_object(request, patch).await?;
-        request.stamps.mark_written();
-        Ok(Bookkept {
-            wrote: true,
-            finalizers_added: added,
-        })
-    }
-
-    async fn patch_object(&self, request: &Request, patch: Value) -> Result<(), ReconcileError> {
-        self.counters.wrote();
-        let patched = match self.api(request) {
-            Ok(api) => {
-                let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
-                let patched = api.patch(split_key(&request.key).1, &params, &patch);
-                request.write_cr(patched).await
-            }
-            Err(refused) => Err(refused),
-        };
-        patched.map_err(|e| {
-            ReconcileError::stale(
-                Reason::MetadataPatchFailed,
-                format!("{} {}", self.crd.kind, request.key),
-                e,
-            )
-        })?;
-        Ok(())
     }
 
     fn api(&self, request: &Request) -> Result<Objects<DynamicObject>, kube::Error> {
