@@ -3,10 +3,10 @@
 //! or no login at all, which only a loopback address may serve.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
+use parking_lot::Mutex;
 use rand::RngCore;
 
 use crate::csrf::{cookie, same};
@@ -56,7 +56,7 @@ impl Login {
         let mut bytes = [0u8; 32];
         rand::rng().fill_bytes(&mut bytes);
         let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.sessions.lock();
         let now = Instant::now();
         sessions.retain(|_, started| now.duration_since(*started) < SESSION);
         sessions.insert(token.clone(), now);
@@ -64,7 +64,7 @@ impl Login {
     }
 
     pub fn sign_out(&self, token: &str) {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(token);
+        self.sessions.lock().remove(token);
     }
 
     /// Whether a request with these headers may look.
@@ -73,7 +73,7 @@ impl Login {
             return true;
         }
         let Some(token) = session_of(headers) else { return false };
-        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let sessions = self.sessions.lock();
         sessions.get(token).is_some_and(|started| started.elapsed() < SESSION)
     }
 }

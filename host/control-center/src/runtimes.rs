@@ -9,9 +9,10 @@
 //! Center does.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
 use crate::config::{ConfigFile, Error, RuntimeConfig};
@@ -62,11 +63,11 @@ pub struct Watched {
 
 impl Watched {
     pub fn seen(&self) -> Seen {
-        self.seen.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.seen.read().clone()
     }
 
     pub fn history(&self) -> History {
-        self.history.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.history.lock().clone()
     }
 }
 
@@ -188,7 +189,7 @@ impl Runtimes {
         }
         let katalog = seen.katalog.as_ref()?["name"].clone();
         self.gateways.iter().find_map(|gateway| {
-            let stats = gateway.seen.read().unwrap_or_else(|e| e.into_inner()).clone().ok()?;
+            let stats = gateway.seen.read().clone().ok()?;
             (stats["katalog"] == katalog).then(|| (format!("the gateway at {}", gateway.url), stats))
         })
     }
@@ -202,11 +203,11 @@ impl Runtimes {
         if let Err(error) = &answer {
             tracing::debug!(gateway = %gateway.url, %error, "gateway not read");
         }
-        *gateway.seen.write().unwrap_or_else(|e| e.into_inner()) = answer;
+        *gateway.seen.write() = answer;
     }
 
     pub fn all(&self) -> Vec<Arc<Watched>> {
-        self.list.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.list.read().clone()
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<Watched>> {
@@ -227,7 +228,7 @@ impl Runtimes {
     }
 
     fn insert(&self, config: RuntimeConfig) -> Result<Arc<Watched>, Error> {
-        let mut list = self.list.write().unwrap_or_else(|e| e.into_inner());
+        let mut list = self.list.write();
         if let Some(taken) = list
             .iter()
             .find(|r| r.config.name == config.name || r.config.url == config.url)
@@ -264,7 +265,7 @@ impl Runtimes {
 
     /// Stops watching `name` (and writes the config file).
     pub fn remove(&self, name: &str) -> Result<(), Error> {
-        let mut list = self.list.write().unwrap_or_else(|e| e.into_inner());
+        let mut list = self.list.write();
         let before = list.len();
         list.retain(|r| r.config.name != name);
         if list.len() == before {
@@ -281,7 +282,6 @@ impl Runtimes {
     pub async fn sync_discovered(&self, found: Vec<RuntimeConfig>) {
         self.list
             .write()
-            .unwrap_or_else(|e| e.into_inner())
             .retain(|r| !r.config.discovered || found.iter().any(|f| f.url == r.config.url));
         for config in found {
             if self.all().iter().any(|r| r.config.url == config.url) {
@@ -390,15 +390,11 @@ impl Runtimes {
             Err(_) => (None, None),
         };
         let at = now.as_millisecond() as f64 / 1e3;
-        let mut seen = runtime.seen.write().unwrap_or_else(|e| e.into_inner());
+        let mut seen = runtime.seen.write();
         seen.polled = Some(now);
         match katalog {
             Ok((katalog, konductor)) => {
-                runtime
-                    .history
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(Point::of(at, Some(&katalog)));
+                runtime.history.lock().push(Point::of(at, Some(&katalog)));
                 seen.katalog = Some(katalog);
                 seen.components = components;
                 seen.gateway = gateway;
@@ -408,11 +404,7 @@ impl Runtimes {
                 seen.konductor = Some(konductor);
             }
             Err(error) => {
-                runtime
-                    .history
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(Point::of(at, None));
+                runtime.history.lock().push(Point::of(at, None));
                 if seen.up {
                     tracing::warn!(runtime = %runtime.config.name, %error, "runtime unreachable; asking again at the next poll");
                 }

@@ -9,9 +9,10 @@
 //! answered `{called: false, status: "skipped", rehearsal: true}`, since any request, a GET
 //! included, may be what provisions, bills or notifies.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use orkestra_expr::resolver::Resolver;
@@ -54,7 +55,7 @@ impl Externals {
     /// The calls a rehearsal did not make since the last take, in order.
     pub fn not_made(&self) -> Vec<NotMade> {
         match &self.rehearsal {
-            Some(log) => std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner())),
+            Some(log) => std::mem::take(&mut *log.lock()),
             None => Vec::new(),
         }
     }
@@ -81,7 +82,7 @@ pub async fn run(externals: &Externals, calls: &[Call], resolver: &mut Resolver<
                 method: call.method.clone(),
                 url,
             };
-            log.lock().unwrap_or_else(|e| e.into_inner()).push(note);
+            log.lock().push(note);
             resolver.set_entry(
                 "external",
                 &call.name,

@@ -5,14 +5,15 @@
 //! request's group and resource; a review for anything else is allowed unchanged.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::routing::post;
 use base64::Engine;
+use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
 use orkestra_katalog::Compiled;
@@ -134,7 +135,7 @@ fn report(shared: &Shared, crd: &CompiledCrd, request: &Value, why: &str) {
     let now = Instant::now();
     let key = format!("{} {namespace}", crd.name);
     {
-        let mut reported = shared.reported.lock().unwrap_or_else(|e| e.into_inner());
+        let mut reported = shared.reported.lock();
         if reported
             .get(&key)
             .is_some_and(|at| now.duration_since(*at) < REPORT_EVERY)

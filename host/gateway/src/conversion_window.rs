@@ -3,9 +3,9 @@
 //! `/katalog`, beside the totals since start.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 /// Reviews kept when the Katalog does not say.
@@ -34,7 +34,7 @@ impl Window {
     }
 
     pub fn record(&self, ok: bool, took: Duration) {
-        let mut reviews = self.reviews.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut reviews = self.reviews.lock();
         if reviews.len() == self.size {
             reviews.pop_front();
         }
@@ -43,7 +43,7 @@ impl Window {
 
     /// `{size, reviews, failed, failedPercent, p95Ms}` over the window.
     pub fn json(&self) -> Value {
-        let reviews = self.reviews.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let reviews = self.reviews.lock();
         let failed = reviews.iter().filter(|(ok, _)| !ok).count();
         let mut took: Vec<Duration> = reviews.iter().map(|(_, took)| *took).collect();
         took.sort_unstable();

@@ -99,7 +99,7 @@ pub struct Verifiers {
     issuers: Vec<Issuer>,
     http: reqwest::Client,
     /// Tokens that verified, by digest: who they prove and until when (`exp`).
-    verified: std::sync::Mutex<HashMap<[u8; 32], (Identity, i64)>>,
+    verified: parking_lot::Mutex<HashMap<[u8; 32], (Identity, i64)>>,
 }
 
 impl Verifiers {
@@ -136,7 +136,7 @@ impl Verifiers {
         Arc::new(Self {
             issuers,
             http,
-            verified: std::sync::Mutex::default(),
+            verified: parking_lot::Mutex::default(),
         })
     }
 
@@ -164,8 +164,8 @@ impl Verifiers {
         Ok(identity)
     }
 
-    fn remembered(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], (Identity, i64)>> {
-        self.verified.lock().unwrap_or_else(|e| e.into_inner())
+    fn remembered(&self) -> parking_lot::MutexGuard<'_, HashMap<[u8; 32], (Identity, i64)>> {
+        self.verified.lock()
     }
 
     /// The signature and claims check, and the token's `exp`.

@@ -3,11 +3,11 @@
 //! while a flood of deliveries costs the API server one read per bound and key.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Secret;
 use orkestra_kube::objects;
+use parking_lot::Mutex;
 
 use orkestra_katalog::model::SecretKey;
 
@@ -57,7 +57,7 @@ impl Recent {
     pub async fn get(&self, secret: &SecretKey) -> Result<String, String> {
         let namespace = secret.namespace.clone().unwrap_or_else(|| self.namespace.clone());
         let key = (namespace, secret.name.clone(), secret.key.clone());
-        let held = self.values.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        let held = self.values.lock().get(&key).cloned();
         if let Some((at, value)) = held
             && at.elapsed() < self.fresh_for
         {
@@ -66,10 +66,7 @@ impl Recent {
         let value = read(&self.client, secret, &self.namespace)
             .await
             .map(|v| v.trim().to_string());
-        self.values
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, (Instant::now(), value.clone()));
+        self.values.lock().insert(key, (Instant::now(), value.clone()));
         value
     }
 }

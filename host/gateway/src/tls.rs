@@ -4,9 +4,10 @@
 //! shares ([`orkestra_net::server`]): HTTP/1.1, with its timeouts and connection caps.
 
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::RwLock;
 use serde_json::json;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -106,14 +107,14 @@ impl Serving {
     /// Presents `identity` to every handshake from now on.
     pub fn replace(&self, identity: &Identity) -> Result<(), Error> {
         let certified = identity.certified()?;
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = certified;
+        *self.current.write() = certified;
         Ok(())
     }
 }
 
 impl ResolvesServerCert for Serving {
     fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.current.read().unwrap_or_else(|e| e.into_inner()).clone())
+        Some(self.current.read().clone())
     }
 }
 

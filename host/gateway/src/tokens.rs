@@ -5,7 +5,7 @@
 //! bearer is compared with every token in constant time.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::PostParams;
 use orkestra_kube::objects;
+use parking_lot::RwLock;
 use rand::RngCore;
 
 use orkestra_katalog::model::{TokenSecret, TokenSource};
@@ -94,7 +95,7 @@ impl Tokens {
             };
             values.insert(source.name.clone(), value);
         }
-        *self.values.write().unwrap_or_else(|e| e.into_inner()) = values;
+        *self.values.write() = values;
         Ok(())
     }
 
@@ -118,7 +119,7 @@ impl Tokens {
 
     /// The name of the token `bearer` is.
     pub fn identify(&self, bearer: &str) -> Option<String> {
-        let values = self.values.read().unwrap_or_else(|e| e.into_inner());
+        let values = self.values.read();
         // Every token is compared, whichever matches, so timing tells nothing.
         let mut found = None;
         for (name, value) in values.iter() {
@@ -131,7 +132,7 @@ impl Tokens {
 
     /// Whether any token is known.
     pub fn is_empty(&self) -> bool {
-        self.values.read().unwrap_or_else(|e| e.into_inner()).is_empty()
+        self.values.read().is_empty()
     }
 }
 

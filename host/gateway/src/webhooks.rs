@@ -62,7 +62,7 @@ pub struct Webhooks {
     client: kube::Client,
     compiled: Arc<Compiled>,
     /// The registration as last written (the renewal task changes its CA).
-    registration: Arc<std::sync::Mutex<Registration>>,
+    registration: Arc<parking_lot::Mutex<Registration>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     pub counts: Arc<Counts>,
     pub addr: SocketAddr,
@@ -192,7 +192,7 @@ impl Webhooks {
             }
         };
         tracing::info!(%addr, labelled, "admission webhooks serving and registered");
-        let shared = Arc::new(std::sync::Mutex::new(registration.clone()));
+        let shared = Arc::new(parking_lot::Mutex::new(registration.clone()));
         let keeper = Keeper {
             client: client.clone(),
             compiled: compiled.clone(),
@@ -226,7 +226,7 @@ impl Webhooks {
         for task in &self.tasks {
             task.abort();
         }
-        let registration = self.registration.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let registration = self.registration.lock().clone();
         if let Err(error) = registration::unregister(&self.client, &self.compiled, &registration).await {
             tracing::warn!(%error, "removing the webhook configurations failed");
         }
@@ -293,7 +293,7 @@ struct Keeper {
     serving: Arc<Serving>,
     registration: Registration,
     /// The registration as last written, for [`Webhooks::stop`].
-    shared: Arc<std::sync::Mutex<Registration>>,
+    shared: Arc<parking_lot::Mutex<Registration>>,
 }
 
 impl Keeper {
@@ -354,7 +354,7 @@ impl Keeper {
 
     async fn publish(&self) -> Result<(), Error> {
         register(&self.client, &self.compiled, &self.registration).await?;
-        *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = self.registration.clone();
+        *self.shared.lock() = self.registration.clone();
         Ok(())
     }
 }

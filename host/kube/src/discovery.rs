@@ -57,7 +57,7 @@ type KindKey = (String, String);
 
 /// Kinds resolved once per `(apiVersion, kind)` rather than once per write.
 #[derive(Clone, Default)]
-pub struct KindCache(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<KindKey, (ApiResource, Scope)>>>);
+pub struct KindCache(std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<KindKey, (ApiResource, Scope)>>>);
 
 impl KindCache {
     /// [`resolve`], remembered.
@@ -68,14 +68,11 @@ impl KindCache {
         kind: &str,
     ) -> Result<(ApiResource, Scope), kube::Error> {
         let key = (api_version.to_string(), kind.to_string());
-        if let Some(found) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(found) = self.0.lock().get(&key) {
             return Ok(found.clone());
         }
         let found = resolve(client, api_version, kind).await?;
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, found.clone());
+        self.0.lock().insert(key, found.clone());
         Ok(found)
     }
 }

@@ -22,8 +22,8 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -31,6 +31,7 @@ use axum::extract::DefaultBodyLimit;
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio_rustls::TlsAcceptor;
@@ -238,10 +239,7 @@ pub async fn serve(
                 continue;
             }
         };
-        let admitted = registry
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .admit(peer.ip(), &door.limits);
+        let admitted = registry.lock().admit(peer.ip(), &door.limits);
         let Some(watch) = admitted else {
             tracing::debug!(door = door.name, %peer, "connection refused: every connection is serving a request");
             continue;
@@ -260,7 +258,7 @@ pub async fn serve(
                     tracing::debug!(door = door.name, %peer, "connection closed to make room: it was idle, or its request was still arriving, and the door was full");
                 }
             }
-            registry.lock().unwrap_or_else(|e| e.into_inner()).remove(watch.id);
+            registry.lock().remove(watch.id);
         });
     }
     Ok(())
@@ -277,7 +275,7 @@ async fn give_back(registry: Arc<Mutex<Registry>>) {
     let mut peak = 0usize;
     loop {
         tick.tick().await;
-        let open = registry.lock().unwrap_or_else(|e| e.into_inner()).conns.len();
+        let open = registry.lock().conns.len();
         peak = peak.max(open);
         if peak >= BURST && open <= peak / 8 {
             tracing::debug!(peak, open, "a burst of connections passed; giving its memory back");

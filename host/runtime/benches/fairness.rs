@@ -22,7 +22,7 @@
 )]
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
@@ -30,6 +30,7 @@ use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::watcher;
 use orkestra_test_support::namespace;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 const WORKERS: usize = 2;
@@ -99,8 +100,8 @@ impl Readiness {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Instant>> {
+        self.0.lock()
     }
 
     /// How many CRs of `namespace` are Ready.
@@ -250,7 +251,7 @@ async fn aged(label: &'static str, aging: Duration) -> Aged {
             tokio::spawn(async move {
                 while let Some(lease) = queue.next().await {
                     {
-                        let mut waits = waits.lock().unwrap();
+                        let mut waits = waits.lock();
                         let list = if lease.item.key.contains("resync") {
                             &mut waits.0
                         } else {
@@ -275,7 +276,7 @@ async fn aged(label: &'static str, aging: Duration) -> Aged {
     for worker in workers {
         let _ = worker.await;
     }
-    let (background, mut user) = std::mem::take(&mut *waits.lock().unwrap());
+    let (background, mut user) = std::mem::take(&mut *waits.lock());
     user.sort();
     let at = |q: f64| {
         user.get(((user.len() as f64 - 1.0) * q) as usize)

@@ -37,7 +37,7 @@ static ALLOCATOR: common::allocator::Chosen = common::allocator::Chosen;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
@@ -46,6 +46,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::watcher;
 use orkestra_control_plane::{ControlPlane, Options};
+use parking_lot::Mutex;
 use serde_json::json;
 
 use common::{
@@ -203,14 +204,14 @@ fn watch(watching: &kube::Client, group: &str, kinds: &[String], pending: Pendin
                 let ready = is_ready(&cr.data);
                 let observed = cr.data["status"]["observedGeneration"].as_i64().unwrap_or(0);
                 let now = Instant::now();
-                let mut seen = seen.lock().expect("seen");
+                let mut seen = seen.lock();
                 let name = cr.metadata.name.clone().unwrap_or_default();
                 if ready && k == 0 && name.starts_with("fresh") {
                     seen.fresh.entry(name).or_insert(now);
                 }
                 seen.ready.insert((k, key.clone()), ready);
                 let done = {
-                    let mut pending = pending.lock().expect("pending");
+                    let mut pending = pending.lock();
                     let change = format!("{k}:{key}");
                     let through = pending
                         .get(&change)
@@ -395,7 +396,7 @@ async fn contend(
     let everyone = plan.objects + 1;
     let converged = async {
         loop {
-            let ready = seen.lock().expect("seen").ready.values().filter(|r| **r).count();
+            let ready = seen.lock().ready.values().filter(|r| **r).count();
             if ready >= everyone {
                 return;
             }
@@ -419,7 +420,7 @@ async fn contend(
     eprintln!("{which}: {} changes a second for {} s", plan.rate, plan.seconds);
     let changes = stream(plan, &group, &kinds, setup, &pending).await;
     let drained = async {
-        while !pending.lock().expect("pending").is_empty() {
+        while !pending.lock().is_empty() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
@@ -446,7 +447,7 @@ async fn contend(
     make("fresh-again").await;
     let fresh_again = async {
         loop {
-            if let Some(at) = seen.lock().expect("seen").fresh.get("fresh-again") {
+            if let Some(at) = seen.lock().fresh.get("fresh-again") {
                 return at.duration_since(again);
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -457,7 +458,7 @@ async fn contend(
     let _ = child.wait_with_output();
 
     let (fresh, mut latencies) = {
-        let seen = seen.lock().expect("seen");
+        let seen = seen.lock();
         (
             seen.fresh.get("fresh").map(|at| at.duration_since(started)),
             seen.latencies.clone(),
@@ -501,7 +502,6 @@ async fn stream(plan: &Plan, group: &str, kinds: &[String], setup: &kube::Client
             let generation = cr.metadata.generation.unwrap_or_default();
             pending
                 .lock()
-                .expect("pending")
                 .insert(format!("{k}:{namespace}/{name}"), (generation, written));
         }));
     }

@@ -6,8 +6,8 @@
 //! synthetic stream. Run: `cargo bench -p orkestra --bench pipeline`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -27,6 +27,7 @@ use orkestra::pipeline::observe::{Cache, PrimaryObserver};
 use orkestra::pipeline::queue::WorkQueue;
 use orkestra::pipeline::tuning::Tuning;
 use orkestra_katalog::compile::CompiledCrd;
+use parking_lot::Mutex;
 use serde_json::json;
 
 const EVENTS: usize = 100_000;
@@ -46,8 +47,8 @@ impl Reconciler for NoOp {
 
     fn reconcile<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Reconciled, ReconcileError>> {
         Box::pin(async move {
-            if let Some(at) = self.enqueued_at.lock().unwrap().remove(&request.key) {
-                self.latencies.lock().unwrap().push(at.elapsed());
+            if let Some(at) = self.enqueued_at.lock().remove(&request.key) {
+                self.latencies.lock().push(at.elapsed());
             }
             self.done.fetch_add(1, Ordering::Relaxed);
             Ok(Action::Done.into())
@@ -199,14 +200,13 @@ async fn latency() -> (Duration, Duration, usize) {
         reconciler
             .enqueued_at
             .lock()
-            .unwrap()
             .insert(format!("bench/web-{i}"), Instant::now());
         observer.handle(watcher::Event::Apply(object));
     }
     wait_for(&reconciler.done, events as u64).await;
     queue.shutdown();
     while workers.join_next().await.is_some() {}
-    let mut latencies = reconciler.latencies.lock().unwrap().clone();
+    let mut latencies = reconciler.latencies.lock().clone();
     latencies.sort();
     (
         latencies[latencies.len() / 2],

@@ -10,8 +10,9 @@
 //! neither one tenant nor one component can take what another's instantiation needs.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::footprint::Footprint;
@@ -42,7 +43,7 @@ struct Inner {
 
 impl Inner {
     fn ledger(&self) -> MutexGuard<'_, Ledger> {
-        self.ledger.lock().unwrap_or_else(|e| e.into_inner())
+        self.ledger.lock()
     }
 }
 

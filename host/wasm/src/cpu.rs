@@ -6,9 +6,11 @@
 //! machine and leave the rest to every other tenant and to the runtime itself.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, MutexGuard};
 
 /// Tenants remembered before the full ones (quiet long enough) are forgotten.
 const KEPT: usize = 1024;
@@ -86,7 +88,7 @@ pub struct CpuUse {
 
 impl TenantCpu {
     fn buckets(&self) -> MutexGuard<'_, HashMap<Arc<str>, Bucket>> {
-        self.buckets.lock().unwrap_or_else(|e| e.into_inner())
+        self.buckets.lock()
     }
 
     /// Charges `spent` of guest CPU to `tenant`, whose rate is `cores`: how long its call

@@ -9,8 +9,8 @@
 //! version, never bring one in.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::rollout::{Refusal, Rollouts, Step, Tally};
@@ -131,7 +131,7 @@ impl Keeper {
 
     /// The state kept for `slot`, once: a slot resumes from it at its first load.
     pub fn take(&self, slot: &str) -> Option<Kept> {
-        self.read.lock().unwrap_or_else(|e| e.into_inner()).remove(slot)
+        self.read.lock().remove(slot)
     }
 
     pub fn decides(&self) -> bool {

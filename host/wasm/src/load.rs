@@ -220,18 +220,13 @@ impl WasmHost {
             self.keep_blob(&digest, &bytes);
         }
         let core_instances = footprint::core_instances(&bytes);
-        let known = self
-            .compiled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&digest)
-            .and_then(Weak::upgrade);
+        let known = self.compiled.lock().get(&digest).and_then(Weak::upgrade);
         let (component, cached) = match known {
             Some(component) => (component, true),
             None => {
                 let (component, cached) = self.compile(&digest, bytes).await?;
                 let component = Arc::new(component);
-                let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+                let mut compiled = self.compiled.lock();
                 compiled.retain(|_, used| used.strong_count() > 0);
                 compiled.insert(digest.clone(), Arc::downgrade(&component));
                 (component, cached)

@@ -8,9 +8,10 @@
 //! serve every CR. What a rollout decided is kept across restarts ([`crate::kept`]).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
@@ -164,7 +165,7 @@ impl Canary {
 
     /// Whether its counts are due to be kept again (and so, from now, not for a while).
     pub fn due_to_keep(&self) -> bool {
-        let mut kept_at = self.kept_at.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept_at = self.kept_at.lock();
         let due = kept_at.elapsed() >= KEEP_COUNTS;
         if due {
             *kept_at = Instant::now();
@@ -177,8 +178,8 @@ impl Canary {
         self.policy.promote_after.saturating_sub(self.started.elapsed())
     }
 
-    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
-        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    fn counts(&self) -> parking_lot::MutexGuard<'_, Counts> {
+        self.counts.lock()
     }
 
     /// Takes the reconciles the deciding replica kept (a replica that does not decide

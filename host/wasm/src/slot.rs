@@ -5,9 +5,10 @@
 //! records why.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
+use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 
 use super::bindings::types::{Outcome, Request, Response};
@@ -149,21 +150,21 @@ impl Slot {
 
     /// What serves now.
     pub fn active(&self) -> Option<Arc<Active>> {
-        self.active.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.active.read().clone()
     }
 
     /// Why the declared version does not serve, if it does not.
     pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.last_error.lock().clone()
     }
 
     pub fn declared(&self) -> Arc<Spec> {
-        self.declared.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.declared.lock().clone()
     }
 
     /// Declares another spec (a changed Katalog); takes effect at the next reload.
     pub fn declare(&self, spec: Arc<Spec>) {
-        *self.declared.lock().unwrap_or_else(|e| e.into_inner()) = spec;
+        *self.declared.lock() = spec;
     }
 
     /// Changes after every finished reload.
@@ -189,11 +190,11 @@ impl Slot {
         let spec = self.declared();
         let stamp = file_stamp(&spec.source);
         let result = self.host.load(&spec).await;
-        *self.stamp.lock().unwrap_or_else(|e| e.into_inner()) = stamp;
+        *self.stamp.lock() = stamp;
         match result {
             Ok(loaded) => {
                 let loaded = Arc::new(loaded);
-                let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner()).take();
+                let kept = self.kept.lock().take();
                 let resumed = match kept {
                     Some(kept) => self.resume(kept, &loaded, &spec).await,
                     None => false,
@@ -204,7 +205,7 @@ impl Slot {
                 }
                 // The rollouts' lock before the version's, as everywhere.
                 let mut rollouts = self.rollouts();
-                let mut active = self.active.write().unwrap_or_else(|e| e.into_inner());
+                let mut active = self.active.write();
                 let revision = active.as_ref().map_or(0, |a| a.revision).max(rollouts.newest()) + 1;
                 tracing::info!(
                     component = %self.name, revision, digest = %loaded.digest,
@@ -219,7 +220,7 @@ impl Slot {
                 }
                 rollouts.forgive(&loaded.digest);
                 *active = Some(Arc::new(Active { loaded, spec, revision }));
-                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                *self.last_error.lock() = None;
                 drop((active, rollouts));
                 self.keep();
                 Ok(())
@@ -240,7 +241,7 @@ impl Slot {
                     digest: None,
                     error: Some(error.to_string()),
                 });
-                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
+                *self.last_error.lock() = Some(error.to_string());
                 Err(error)
             }
         }
@@ -341,7 +342,7 @@ impl Slot {
     fn file_changed(&self) -> bool {
         let spec = self.declared();
         let now = file_stamp(&spec.source);
-        now.is_some() && now != *self.stamp.lock().unwrap_or_else(|e| e.into_inner())
+        now.is_some() && now != *self.stamp.lock()
     }
 
     pub fn status(&self) -> SlotStatus {

@@ -4,10 +4,10 @@
 //! phases are fixed sets: a guest cannot add a label.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use prometheus_client::metrics::histogram::Histogram;
 use serde::Serialize;
 
@@ -272,7 +272,7 @@ impl CallStats {
         self.durations.observe(took.as_secs_f64());
         push_recent(&self.recent, took);
         if let Some(error) = error {
-            *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
+            *self.last_error.lock() = Some(error);
         }
     }
 
@@ -299,7 +299,7 @@ impl CallStats {
     }
 
     pub fn swapped(&self, swap: Swap) {
-        let mut history = self.history.lock().unwrap_or_else(|e| e.into_inner());
+        let mut history = self.history.lock();
         if history.len() == HISTORY {
             history.pop_front();
         }
@@ -322,14 +322,8 @@ impl CallStats {
     pub fn view(&self) -> StatsView {
         let outcomes: std::collections::BTreeMap<&'static str, u64> =
             CallOutcome::ALL.iter().map(|o| (o.label(), self.count(*o))).collect();
-        let recent = sorted(self.recent.lock().unwrap_or_else(|e| e.into_inner()).iter().copied());
-        let phases: Vec<Phases> = self
-            .recent_phases
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .copied()
-            .collect();
+        let recent = sorted(self.recent.lock().iter().copied());
+        let phases: Vec<Phases> = self.recent_phases.lock().iter().copied().collect();
         StatsView {
             calls: outcomes.values().sum(),
             traps: CallOutcome::ALL
@@ -357,14 +351,8 @@ impl CallStats {
                     last_call: self.fuel_last.load(Ordering::Relaxed),
                 }),
             },
-            last_call_error: self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-            swaps: self
-                .history
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .cloned()
-                .collect(),
+            last_call_error: self.last_error.lock().clone(),
+            swaps: self.history.lock().iter().cloned().collect(),
             instances: InstancesView {
                 fresh: self.instances().0,
                 reused: self.instances().1,
@@ -379,7 +367,7 @@ impl CallStats {
 
 /// Appends to one of the bounded windows of recent calls.
 fn push_recent<T>(window: &Mutex<VecDeque<T>>, item: T) {
-    let mut window = window.lock().unwrap_or_else(|e| e.into_inner());
+    let mut window = window.lock();
     if window.len() == RECENT {
         window.pop_front();
     }

@@ -5,8 +5,9 @@
 //! running finish as they are.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::Arc;
 
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use tokio::sync::Notify;
 
 use orkestra_katalog::compile::TenantRules;
@@ -53,12 +54,12 @@ impl TenantCalls {
     }
 
     fn shares(&self) -> MutexGuard<'_, HashMap<String, Share>> {
-        self.shares.lock().unwrap_or_else(|e| e.into_inner())
+        self.shares.lock()
     }
 
     /// New rules; calls waiting look again (a share may have grown).
     pub(crate) fn set_rules(&self, rules: TenantRules) {
-        *self.rules.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(rules);
+        *self.rules.write() = Arc::new(rules);
         for share in self.shares().values() {
             share.ended.notify_waiters();
         }
@@ -66,16 +67,12 @@ impl TenantCalls {
 
     /// The calls at once the rules give `tenant`.
     pub(crate) fn calls_of(&self, tenant: &str) -> usize {
-        self.rules
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .of(tenant)
-            .wasm_calls
+        self.rules.read().of(tenant).wasm_calls
     }
 
     /// The cores of guest CPU the rules give `tenant`.
     pub(crate) fn cpu_of(&self, tenant: &str) -> f64 {
-        self.rules.read().unwrap_or_else(|e| e.into_inner()).of(tenant).wasm_cpu
+        self.rules.read().of(tenant).wasm_cpu
     }
 
     /// Waits for room in `namespace`'s share (a tenant's key).

@@ -6,9 +6,10 @@
 //! first, and none kept longer than [`IDLE_FOR`] unused. A kept instance keeps its part of
 //! the pool ([`Hold`]); a call that needs room gives kept instances up ([`WarmStores::give_up`]).
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use wasmtime::Store;
 use wasmtime::component::Instance;
 
@@ -91,7 +92,7 @@ impl WarmStores {
     /// and `files`, if one is kept.
     pub fn take(&self, lineage: &Arc<Lineage>, tenant: &str, limits: &Limits, files: &[Mount]) -> Option<Idle> {
         let (taken, stale) = {
-            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            let mut idle = self.idle.lock();
             let stale = drain_stale(&mut idle);
             let found = idle
                 .iter()
@@ -106,7 +107,7 @@ impl WarmStores {
     /// Keeps `instance` for a later call, giving up older ones past the bounds.
     pub fn put(&self, instance: Idle) {
         let given_up = {
-            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            let mut idle = self.idle.lock();
             let mut given_up = drain_stale(&mut idle);
             let same_tenant = |i: &Idle| i.lineage.ptr_eq(&instance.lineage) && i.tenant() == instance.tenant();
             let same_component = |i: &Idle| i.lineage.ptr_eq(&instance.lineage);
@@ -131,7 +132,7 @@ impl WarmStores {
     /// in `short` needs: one of `tenant`'s, of `component`'s, or anyone's. Whether there was one.
     pub fn give_up(&self, short: Short, tenant: &str, component: &str) -> bool {
         let given_up = {
-            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            let mut idle = self.idle.lock();
             let at = idle.iter().position(|i| match short {
                 Short::Tenant => i.tenant() == tenant,
                 Short::Component => &*i.hold.component == component,
@@ -145,12 +146,12 @@ impl WarmStores {
 
     /// Idle instances kept now.
     pub fn len(&self) -> usize {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.idle.lock().len()
     }
 
     /// Idle instances kept now for each tenant.
     pub fn per_tenant(&self) -> std::collections::HashMap<String, usize> {
-        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let idle = self.idle.lock();
         let mut counts = std::collections::HashMap::new();
         for instance in idle.iter() {
             *counts.entry(instance.tenant().to_string()).or_default() += 1;

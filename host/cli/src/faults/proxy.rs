@@ -6,8 +6,8 @@
 //! compaction would, so only a relist can recover it), or a write held after it reached the
 //! API server until the campaign has killed the runtime.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::{HeaderMap, Method, StatusCode};
 use http_body_util::BodyExt;
+use parking_lot::Mutex;
 
 /// What the proxy does to the requests passing through it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,16 +64,16 @@ pub struct Faults {
 
 impl Faults {
     pub fn arm(&self, injection: Injection) {
-        *self.injection.lock().unwrap_or_else(|e| e.into_inner()) = injection;
+        *self.injection.lock() = injection;
         self.writes.store(0, Ordering::SeqCst);
         self.injected.store(0, Ordering::SeqCst);
-        self.written.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.written.lock().clear();
         self.crashed.send_replace(false);
     }
 
     /// What the runtime deleted since the injection was armed.
     pub fn deletes(&self) -> Vec<String> {
-        let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        let written = self.written.lock();
         written
             .iter()
             .filter(|(method, _)| *method == Method::DELETE)
@@ -84,7 +85,7 @@ impl Faults {
     /// path`, how many times), the most first.
     pub fn most_written(&self, n: usize) -> Vec<(String, usize)> {
         let mut counts = std::collections::BTreeMap::<String, usize>::new();
-        for (method, path) in self.written.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        for (method, path) in self.written.lock().iter() {
             *counts.entry(format!("{method} {path}")).or_default() += 1;
         }
         let mut counts: Vec<_> = counts.into_iter().collect();
@@ -95,11 +96,11 @@ impl Faults {
 
     /// Stops injecting; the counts go on.
     pub fn disarm(&self) {
-        *self.injection.lock().unwrap_or_else(|e| e.into_inner()) = Injection::None;
+        *self.injection.lock() = Injection::None;
     }
 
     fn injection(&self) -> Injection {
-        *self.injection.lock().unwrap_or_else(|e| e.into_inner())
+        *self.injection.lock()
     }
 
     /// Writes of the runtime since the injection was armed (those refused by a fault too).
@@ -215,7 +216,7 @@ async fn forward(State(shared): State<Shared>, request: Request) -> Response {
     let injection = faults.injection();
     if write {
         let record = (request.method().clone(), request.uri().path().to_string());
-        faults.written.lock().unwrap_or_else(|e| e.into_inner()).push(record);
+        faults.written.lock().push(record);
     }
     let n = faults.requests.fetch_add(1, Ordering::SeqCst) + 1;
     // This write's number (0: not a write), its own even when writes race.

@@ -1,4 +1,3 @@
-
 use axum::body::Body;
 use tower::ServiceExt;
 

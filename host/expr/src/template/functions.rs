@@ -2,7 +2,9 @@
 //! sentinels and a Katalog's notes, with the parses made against it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
 
 use super::funcs::{DOMAINS, Entry, Func};
 use super::parse::Node;
@@ -56,16 +58,12 @@ impl Functions {
     /// A parse of `source` made earlier with this table.
     pub(in crate::template) fn parsed(&self, source: &str) -> Option<Arc<Vec<Node>>> {
         let cache = self.parsed.as_ref()?;
-        cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(source)
-            .cloned()
+        cache.lock().get(source).cloned()
     }
 
     pub(in crate::template) fn remember(&self, source: &str, nodes: &Arc<Vec<Node>>) {
         if let Some(cache) = &self.parsed {
-            let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut cache = cache.lock();
             cache.insert(source.to_string(), nodes.clone());
         }
     }

@@ -5,7 +5,6 @@
 //! minute.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use axum::Json;
@@ -14,6 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use orkestra_kube::objects;
+use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -43,7 +43,7 @@ impl Schemas {
     pub async fn of(&self, client: &kube::Client, cluster: &str, crd: &CompiledCrd) -> Option<Value> {
         let name = crd.crd_name();
         let key = (cluster.to_string(), name.clone());
-        if let Some((at, schema)) = self.kept.lock().unwrap_or_else(|e| e.into_inner()).get(&key)
+        if let Some((at, schema)) = self.kept.lock().get(&key)
             && at.elapsed() < KEEP
         {
             return schema.clone();
@@ -59,10 +59,7 @@ impl Schemas {
                 return None;
             }
         };
-        self.kept
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, (Instant::now(), schema.clone()));
+        self.kept.lock().insert(key, (Instant::now(), schema.clone()));
         schema
     }
 }

@@ -6,8 +6,10 @@
 //! those, the body's digest.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// Deliveries remembered per entry; past it the oldest are forgotten first.
 const KEPT: usize = 10_000;
@@ -50,7 +52,7 @@ pub struct Claim {
 
 impl Claim {
     pub fn release(self) {
-        let mut entries = self.delivered.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.delivered.entries.lock();
         if let Some(entry) = entries.get_mut(&self.entry)
             && entry.ids.remove(&self.id).is_some()
         {
@@ -64,7 +66,7 @@ impl Delivered {
     /// already within its window.
     pub fn claim(&self, entry: &str, id: String, window: Duration) -> Option<Claim> {
         let now = Instant::now();
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.entries.lock();
         let remembered = entries.entry(entry.to_string()).or_default();
         remembered.forget(now);
         if remembered.ids.get(&id).is_some_and(|until| *until > now) {

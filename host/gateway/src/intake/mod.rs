@@ -20,8 +20,8 @@ mod signature;
 mod slack;
 mod workers;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -29,6 +29,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
 use orkestra_katalog::model::{GenericEntry, GitEntry, Provider, Repository, SlackEntry, WatchGlobs, Webhooks};
@@ -67,7 +68,7 @@ impl Stats {
                     "name": e.name, "provider": e.provider.key(), "path": e.path,
                     "received": n(&c.received), "refused": n(&c.refused), "ignored": n(&c.ignored),
                     "busy": n(&c.busy), "applied": n(&c.applied), "failed": n(&c.failed),
-                    "last": c.last.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                    "last": c.last.lock().clone(),
                 })
             })
             .collect();
@@ -133,7 +134,7 @@ impl Entry {
             Ok(text) => (true, text),
             Err(text) => (false, text),
         };
-        *self.counts.last.lock().unwrap_or_else(|p| p.into_inner()) = json!({
+        *self.counts.last.lock() = json!({
             "at": jiff::Timestamp::now().to_string(), "what": what, "ok": ok, "outcome": text,
         });
     }

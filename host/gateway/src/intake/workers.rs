@@ -6,9 +6,10 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
 /// Deliveries of one entry worked at once.
@@ -48,7 +49,7 @@ pub struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.held.lock();
         held.total = held.total.saturating_sub(1);
         if let Some(n) = held.by_entry.get_mut(&self.entry) {
             *n = n.saturating_sub(1);
@@ -62,7 +63,7 @@ impl Drop for Slot {
 impl Workers {
     /// A place for one delivery of `entry`, or why there is none.
     pub fn take(&self, entry: &str) -> Result<Slot, Busy> {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.held.lock();
         if held.total >= PENDING {
             return Err(Busy::Full);
         }
@@ -89,7 +90,7 @@ impl Workers {
     ///
     /// [`take`]: Workers::take
     pub fn has_room(&self, entry: &str) -> Result<(), Busy> {
-        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let held = self.held.lock();
         if held.total >= PENDING {
             return Err(Busy::Full);
         }
@@ -181,6 +182,6 @@ mod tests {
         let slot = workers.take("slow").unwrap();
         let ran = workers.run(slot, std::future::pending::<()>()).await;
         assert_eq!(ran, None);
-        assert!(workers.held.lock().unwrap().by_entry.is_empty());
+        assert!(workers.held.lock().by_entry.is_empty());
     }
 }

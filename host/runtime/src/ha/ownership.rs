@@ -8,9 +8,10 @@
 //! rings only after publishing its own, so two replicas never hold one key at once.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::{Mutex, RwLock};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
@@ -146,7 +147,7 @@ impl Ownership {
             return Some(Claim(None));
         }
         let id = id(crd, key);
-        let mut in_flight = self.0.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let mut in_flight = self.0.in_flight.lock();
         if !self.owns_id(&id) {
             return None;
         }
@@ -165,7 +166,7 @@ impl Ownership {
 
     /// Replaces the view; returns whether it changed.
     pub fn set(&self, view: View) -> bool {
-        let mut current = self.0.view.write().unwrap_or_else(|e| e.into_inner());
+        let mut current = self.0.view.write();
         if *current == view {
             return false;
         }
@@ -180,7 +181,7 @@ impl Ownership {
         loop {
             let notified = self.0.finished.notified();
             let pending = {
-                let in_flight = self.0.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+                let in_flight = self.0.in_flight.lock();
                 in_flight.keys().any(|id| !self.owns_id(id))
             };
             if !pending {
@@ -193,7 +194,7 @@ impl Ownership {
 
     /// How many reconciles are in flight.
     pub fn in_flight(&self) -> usize {
-        let in_flight = self.0.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let in_flight = self.0.in_flight.lock();
         in_flight.values().sum()
     }
 
@@ -204,25 +205,25 @@ impl Ownership {
 
     /// Sets what this member's Lease carries as its canary counts from its next renewal.
     pub fn publish_counts(&self, counts: Option<String>) {
-        *self.0.counts.lock().unwrap_or_else(|e| e.into_inner()) = counts;
+        *self.0.counts.lock() = counts;
     }
 
     pub(super) fn counts(&self) -> Option<String> {
-        self.0.counts.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.0.counts.lock().clone()
     }
 
     /// Takes the canary counts the other live members published, as last read.
     pub(super) fn hear_counts(&self, heard: Vec<(String, String)>) {
-        *self.0.heard.lock().unwrap_or_else(|e| e.into_inner()) = heard;
+        *self.0.heard.lock() = heard;
     }
 
     /// The other live members' canary counts, by member.
     pub fn counts_heard(&self) -> Vec<(String, String)> {
-        self.0.heard.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.0.heard.lock().clone()
     }
 
     pub fn set_status(&self, status: Value) {
-        *self.0.status.lock().unwrap_or_else(|e| e.into_inner()) = status;
+        *self.0.status.lock() = status;
     }
 
     /// The Live API's `ha` block.
@@ -236,17 +237,14 @@ impl Ownership {
             report["identity"] = json!(self.0.identity);
             report["decidesRollouts"] = json!(self.decides_rollouts());
         }
-        if let (Some(report), Value::Object(status)) = (
-            report.as_object_mut(),
-            self.0.status.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-        ) {
+        if let (Some(report), Value::Object(status)) = (report.as_object_mut(), self.0.status.lock().clone()) {
             report.extend(status);
         }
         report
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, View> {
-        self.0.view.read().unwrap_or_else(|e| e.into_inner())
+    fn read(&self) -> parking_lot::RwLockReadGuard<'_, View> {
+        self.0.view.read()
     }
 }
 
@@ -273,7 +271,7 @@ pub struct Claim(Option<(Ownership, String)>);
 impl Drop for Claim {
     fn drop(&mut self) {
         let Some((ownership, id)) = &self.0 else { return };
-        let mut in_flight = ownership.0.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let mut in_flight = ownership.0.in_flight.lock();
         if let Some(count) = in_flight.get_mut(id) {
             *count -= 1;
             if *count == 0 {

@@ -8,9 +8,10 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// A burst and the rate it refills at.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -107,7 +108,7 @@ impl WriteBudget {
     }
 
     fn admit_at(&self, key: &str, now: Instant) -> Result<(), Duration> {
-        let mut crs = self.crs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut crs = self.crs.lock();
         let Some(bucket) = crs.get_mut(key) else {
             return Ok(());
         };
@@ -121,7 +122,7 @@ impl WriteBudget {
             return Err(wait);
         }
         if self.hot(bucket) {
-            let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+            let mut pool = self.pool.lock();
             pool.refill(self.pool_rate, now);
             if let Some(wait) = pool.wait(self.pool_rate) {
                 return Err(wait);
@@ -143,14 +144,14 @@ impl WriteBudget {
         if writes == 0 {
             return;
         }
-        let mut crs = self.crs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut crs = self.crs.lock();
         let bucket = crs
             .entry(key.to_string())
             .or_insert_with(|| Bucket::full(self.per_cr, now));
         bucket.refill(self.per_cr, now);
         bucket.tokens -= f64::from(writes);
         if self.hot(bucket) {
-            let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+            let mut pool = self.pool.lock();
             pool.refill(self.pool_rate, now);
             pool.tokens -= f64::from(writes);
         }
@@ -158,12 +159,12 @@ impl WriteBudget {
 
     /// Forgets `key` (its CR is gone).
     pub fn forget(&self, key: &str) {
-        self.crs.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+        self.crs.lock().remove(key);
     }
 
     /// CRs with budget spent (for `/metrics` and tests).
     pub fn tracked(&self) -> usize {
-        self.crs.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.crs.lock().len()
     }
 }
 

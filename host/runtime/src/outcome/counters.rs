@@ -2,10 +2,10 @@
 //! the benchmarks read these.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
 use crate::outcome::failure::Reason;
@@ -108,14 +108,14 @@ impl Counters {
     /// Counts a failed reconcile.
     pub fn failed(&self, reason: &Reason) {
         self.failures.fetch_add(1, Ordering::Relaxed);
-        let mut by_reason = self.failures_by_reason.lock().unwrap_or_else(|e| e.into_inner());
+        let mut by_reason = self.failures_by_reason.lock();
         *by_reason.entry(reason.label()).or_default() += 1;
     }
 
     /// Notes one reconcile's duration and outcome for the rolling figures and the histogram.
     pub fn record(&self, took: Duration, failed: bool) {
         self.timing.reconcile.observe(took.as_secs_f64());
-        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let mut recent = self.recent.lock();
         if recent.len() == RECENT_LIMIT {
             recent.pop_front();
         }
@@ -125,7 +125,7 @@ impl Counters {
     /// The p95 duration and the failure share of the reconciles that ended in the last
     /// minute before `now`.
     pub fn recent(&self, now: Instant) -> Recent {
-        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let recent = self.recent.lock();
         let mut took: Vec<Duration> = Vec::new();
         let mut failed = 0u64;
         for (at, duration, fail) in recent.iter() {
@@ -151,10 +151,7 @@ impl Counters {
 
     /// Failures so far, by reason label.
     pub fn failures_by_reason(&self) -> BTreeMap<&'static str, u64> {
-        self.failures_by_reason
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.failures_by_reason.lock().clone()
     }
 }
 

@@ -301,7 +301,7 @@ mod tests {
 /// waiting on `dependsOn`, and readers such as the Live API.
 #[derive(Debug, Clone, Default)]
 pub struct HealthBoard {
-    records: std::sync::Arc<std::sync::RwLock<std::collections::BTreeMap<String, Health>>>,
+    records: std::sync::Arc<parking_lot::RwLock<std::collections::BTreeMap<String, Health>>>,
     changed: std::sync::Arc<tokio::sync::Notify>,
 }
 
@@ -333,19 +333,12 @@ impl HealthBoard {
     }
 
     pub fn get(&self, crd: &str) -> Option<Health> {
-        self.records
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(crd)
-            .cloned()
+        self.records.read().get(crd).cloned()
     }
 
     /// Every record, by CRD name.
     pub fn all(&self) -> std::collections::BTreeMap<String, Health> {
-        self.records
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.records.read().clone()
     }
 
     /// Resolves at the next state change.
@@ -353,7 +346,7 @@ impl HealthBoard {
         self.changed.notified().await;
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, std::collections::BTreeMap<String, Health>> {
-        self.records.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, std::collections::BTreeMap<String, Health>> {
+        self.records.write()
     }
 }

@@ -4,9 +4,10 @@
 //! Answers are reused for `cacheFor`; the cache is bounded, since CRs pick the URLs.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use orkestra_expr::resolver::Resolver;
@@ -92,7 +93,7 @@ impl RemoteReads {
     }
 
     fn cached(&self, url: &str) -> Option<Value> {
-        let cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let cache = self.cache.lock();
         cache
             .get(url)
             .filter(|(until, _)| *until > Instant::now())
@@ -103,7 +104,7 @@ impl RemoteReads {
         if cache_for.is_zero() {
             return;
         }
-        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cache = self.cache.lock();
         if cache.len() >= CACHE_LIMIT {
             let now = Instant::now();
             cache.retain(|_, (until, _)| *until > now);
@@ -181,6 +182,6 @@ mod tests {
         for i in 0..CACHE_LIMIT + 10 {
             reads.remember(format!("http://x/{i}"), json!(i), Duration::from_secs(60));
         }
-        assert!(reads.cache.lock().unwrap().len() <= CACHE_LIMIT);
+        assert!(reads.cache.lock().len() <= CACHE_LIMIT);
     }
 }

@@ -19,8 +19,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tracing::Instrument;
@@ -202,7 +203,7 @@ impl Admission {
     /// Queues `trigger` for a decision with the gate's calls, or folds it into the one
     /// already waiting for its key.
     fn defer(&self, trigger: Trigger) {
-        let mut deciding = self.calls.deciding.lock().unwrap_or_else(|e| e.into_inner());
+        let mut deciding = self.calls.deciding.lock();
         if let Some(waiting) = deciding.get_mut(&trigger.key) {
             *waiting = Some(match waiting.take() {
                 Some(earlier) => Trigger {
@@ -242,7 +243,7 @@ impl Admission {
                 calls => self.step(&trigger, calls),
             };
             let _ = self.record(&trigger, decided);
-            let mut deciding = self.calls.deciding.lock().unwrap_or_else(|e| e.into_inner());
+            let mut deciding = self.calls.deciding.lock();
             match deciding.get_mut(&trigger.key).and_then(Option::take) {
                 Some(next) => trigger = next,
                 None => {
@@ -534,7 +535,7 @@ mod tests {
             admission.admit(trigger("ns/yes-a")).unwrap();
         }
         orkestra_test_support::eventually("the decisions", std::time::Duration::from_secs(10), || async {
-            (admission.calls.deciding.lock().unwrap().is_empty()).then_some(())
+            (admission.calls.deciding.lock().is_empty()).then_some(())
         })
         .await
         .unwrap();
@@ -556,7 +557,7 @@ mod tests {
             put(&cache, "ns/a", json!({}));
             admission.admit(trigger("ns/a")).unwrap();
             orkestra_test_support::eventually("the decision", std::time::Duration::from_secs(10), || async {
-                (admission.calls.deciding.lock().unwrap().is_empty()).then_some(())
+                (admission.calls.deciding.lock().is_empty()).then_some(())
             })
             .await
             .unwrap();

@@ -3,7 +3,9 @@
 //! API server as that account and the cluster's RBAC holds besides the Katalog's grants.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 /// Clients kept at most; a CRD whose CRs span many namespaces makes one per namespace.
 const KEPT: usize = 256;
@@ -28,7 +30,7 @@ impl Identities {
 
     /// A client acting as `user` (`system:serviceaccount:NS:NAME`).
     pub fn client(&self, user: &str) -> Result<kube::Client, String> {
-        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let mut clients = self.clients.lock();
         if let Some(client) = clients.get(user) {
             return Ok(client.clone());
         }

@@ -19,9 +19,10 @@
 //! Pure: no kube or wasmtime imports; time comes from tokio (tests run on paused time).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -238,7 +239,7 @@ impl WorkQueue {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A worker that panicked while holding the lock cannot have left the state half
         // updated: every update is a few assignments. Keep going.
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state.lock()
     }
 
     /// Queues `item` now.

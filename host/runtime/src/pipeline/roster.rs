@@ -3,9 +3,10 @@
 //! `/metrics`) reads them here, so it sees each reload at once.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use orkestra_katalog::compile::{Compiled, CompiledCrd};
+use parking_lot::RwLock;
 
 use crate::outcome::counters::Counters;
 use crate::pipeline::enqueue::Stats;
@@ -87,12 +88,12 @@ impl Roster {
         }
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Now> {
-        self.now.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn read(&self) -> parking_lot::RwLockReadGuard<'_, Now> {
+        self.now.read()
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Now> {
-        self.now.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Now> {
+        self.now.write()
     }
 
     /// The Katalog the running CRDs were compiled from (the last one that loaded).

@@ -4,10 +4,11 @@
 //! through unchanged. What a reconcile would do shows in the record, and the cluster is left
 //! as it was.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::Method;
+use parking_lot::Mutex;
 use serde_json::Value;
 
 /// One write the API server answered in a dry run.
@@ -30,11 +31,11 @@ pub struct Writes(Mutex<Vec<Write>>);
 
 impl Writes {
     pub(super) fn push(&self, write: Write) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(write);
+        self.0.lock().push(write);
     }
 
     fn count(&self) -> usize {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.0.lock().len()
     }
 
     /// Waits for the writes a reconcile leaves in flight after it returns (its Events are
@@ -55,7 +56,7 @@ impl Writes {
 
     /// Takes the writes recorded so far.
     pub fn take(&self) -> Vec<Write> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *self.0.lock())
     }
 }
 

@@ -6,9 +6,10 @@
 //! own logic, not of the cluster's. Every write is recorded like a dry run's.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use http::{Method, StatusCode};
+use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
 use super::ApiPath;
@@ -158,13 +159,13 @@ impl Cluster {
         self.lock().get(path).cloned()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Value>> {
-        self.objects.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, BTreeMap<String, Value>> {
+        self.objects.lock()
     }
 
     /// `object` with what the API server sets on a write: a uid once, a new resourceVersion.
     fn stamp(&self, mut object: Value) -> Value {
-        let mut version = self.version.lock().unwrap_or_else(|e| e.into_inner());
+        let mut version = self.version.lock();
         *version += 1;
         let metadata = &mut object["metadata"];
         if metadata["uid"].as_str().is_none_or(str::is_empty) {
@@ -336,7 +337,7 @@ impl Cluster {
             })
             .cloned()
             .collect();
-        let version = *self.version.lock().unwrap_or_else(|e| e.into_inner());
+        let version = *self.version.lock();
         json!({"apiVersion": kind.api_version, "kind": format!("{}List", kind.kind),
                "metadata": {"resourceVersion": version.to_string()}, "items": items})
     }

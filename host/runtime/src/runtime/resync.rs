@@ -92,17 +92,13 @@ mod tests {
         tokio::spawn(run(cache.clone(), offered.clone(), receiver));
         // Two CRs: one at the period's half, one at its end.
         tokio::time::sleep(Duration::from_millis(5_100)).await;
-        assert_eq!(*offered.0.lock().unwrap(), ["ns/a"], "spread over the period");
+        assert_eq!(*offered.0.lock(), ["ns/a"], "spread over the period");
         cache.insert("ns/c".into(), &json!({"metadata": {"name": "c"}}));
         tokio::time::sleep(Duration::from_secs(5)).await;
-        assert_eq!(
-            *offered.0.lock().unwrap(),
-            ["ns/a", "ns/b", "ns/c"],
-            "the newcomer at the end"
-        );
+        assert_eq!(*offered.0.lock(), ["ns/a", "ns/b", "ns/c"], "the newcomer at the end");
         // The next period starts one further along (round-robin), all three spread over it.
         tokio::time::sleep(Duration::from_secs(10)).await;
-        assert_eq!(offered.0.lock().unwrap()[3..], ["ns/b", "ns/c", "ns/a"]);
+        assert_eq!(offered.0.lock()[3..], ["ns/b", "ns/c", "ns/a"]);
     }
 
     #[test]

@@ -13,8 +13,10 @@
 //! requests of no tenant outside any namespace (cluster-scoped objects, discovery).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use super::Tenants;
 use crate::outcome::budget::{Bucket, Rate};
@@ -44,7 +46,7 @@ pub(super) struct Buckets {
 impl Buckets {
     /// Forgets every bucket (new rules start them full).
     pub(super) fn forget(&self) {
-        self.buckets.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.buckets.lock().clear();
     }
 }
 
@@ -86,7 +88,7 @@ impl Tenants {
             per_second: rate.qps,
         };
         let wait = {
-            let mut buckets = self.api.buckets.lock().unwrap_or_else(|e| e.into_inner());
+            let mut buckets = self.api.buckets.lock();
             if buckets.len() >= KEPT && !buckets.contains_key(namespace) {
                 buckets.retain(|_, bucket| !bucket.is_full(rate, now));
             }
@@ -96,7 +98,7 @@ impl Tenants {
                 .reserve(rate, now)
         };
         if !wait.is_zero() {
-            let mut waited = self.api.waited.lock().unwrap_or_else(|e| e.into_inner());
+            let mut waited = self.api.waited.lock();
             if waited.len() >= COUNTED && !waited.contains_key(namespace) {
                 let least = waited.iter().min_by_key(|(_, w)| w.requests).map(|(n, _)| n.clone());
                 least.map(|n| waited.remove(&n));
@@ -110,7 +112,7 @@ impl Tenants {
 
     /// What each namespace's requests waited for its rate, most first.
     pub fn api_waits(&self) -> Vec<(String, Waited)> {
-        let waited = self.api.waited.lock().unwrap_or_else(|e| e.into_inner());
+        let waited = self.api.waited.lock();
         let mut waits: Vec<(String, Waited)> = waited.iter().map(|(n, w)| (n.clone(), *w)).collect();
         waits.sort_by(|a, b| b.1.requests.cmp(&a.1.requests).then(a.0.cmp(&b.0)));
         waits

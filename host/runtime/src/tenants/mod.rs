@@ -10,8 +10,9 @@ pub mod api;
 pub mod reconciles;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::Arc;
 
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use tokio::sync::Notify;
 
 use orkestra_katalog::compile::TenantRules;
@@ -39,18 +40,18 @@ impl Tenants {
     }
 
     pub fn rules(&self) -> Arc<TenantRules> {
-        self.rules.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.rules.read().clone()
     }
 
     /// New rules (a reload); queues waiting for a namespace's room look again.
     pub fn set_rules(&self, rules: TenantRules) {
-        *self.rules.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(rules);
+        *self.rules.write() = Arc::new(rules);
         self.api.forget();
         self.freed.notify_waiters();
     }
 
     fn running(&self) -> MutexGuard<'_, HashMap<Arc<str>, reconciles::Running>> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
+        self.running.lock()
     }
 }
 

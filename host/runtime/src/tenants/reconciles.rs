@@ -8,8 +8,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 
+use parking_lot::MutexGuard;
 use tokio::sync::futures::Notified;
 
 use super::{Tenants, tenant_of};

@@ -7,8 +7,9 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
 
 /// The folder recordings may be written to, and how much it may hold in all.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -245,7 +246,7 @@ impl Recordings {
         let folder = dir.join(recording.component.slot.replace('/', "+"));
         let path = folder.join(format!("{id}.json"));
         {
-            let mut guard = session.lock().unwrap_or_else(|e| e.into_inner());
+            let mut guard = session.lock();
             let Some(active) = guard.as_mut() else {
                 return Err("the session was stopped".into());
             };
@@ -290,10 +291,10 @@ impl Recordings {
             outcome: outcome_of(&recording.result),
             path,
         };
-        if let Some(active) = session.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        if let Some(active) = session.lock().as_mut() {
             active.view.recorded.push(entry.clone());
         }
-        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        let mut index = self.index.lock();
         if index.len() >= INDEXED {
             index.pop_front();
         }
@@ -304,7 +305,7 @@ impl Recordings {
     /// A recording by the id it was listed with.
     pub async fn read(&self, id: &str) -> Option<Vec<u8>> {
         let path = {
-            let index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+            let index = self.index.lock();
             index.iter().find(|e| e.id == id)?.path.clone()
         };
         tokio::fs::read(path).await.ok()

@@ -4,9 +4,10 @@
 //! guest is instrumented.
 
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use parking_lot::Mutex;
 use rand_core::TryRng;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, Rng, WasiCtxBuilder};
 
@@ -112,8 +113,8 @@ impl Tape {
         Self(Arc::new(Mutex::new(reel)))
     }
 
-    fn reel(&self) -> std::sync::MutexGuard<'_, Reel> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    fn reel(&self) -> parking_lot::MutexGuard<'_, Reel> {
+        self.0.lock()
     }
 
     /// Serves the call's WASI clocks and random sources from this tape.

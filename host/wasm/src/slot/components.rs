@@ -13,10 +13,10 @@ impl Components {
     /// Adds the slot `name` (replacing one of that name).
     pub fn add(&self, name: &str, host: &Arc<WasmHost>, spec: Arc<Spec>) -> Arc<Slot> {
         let slot = Slot::new(name.into(), host.clone(), spec);
-        if let Some(keeper) = self.keeper.read().unwrap_or_else(|e| e.into_inner()).clone() {
+        if let Some(keeper) = self.keeper.read().clone() {
             slot.keep_with(keeper);
         }
-        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let mut slots = self.slots.write();
         slots.retain(|s| &*s.name != name);
         slots.push(slot.clone());
         slot
@@ -25,7 +25,7 @@ impl Components {
     /// Keeps every slot's rollout state with `keeper`, those added later too; each resumes
     /// from what was kept at its next load.
     pub fn keep_with(&self, keeper: Arc<Keeper>) {
-        *self.keeper.write().unwrap_or_else(|e| e.into_inner()) = Some(keeper.clone());
+        *self.keeper.write() = Some(keeper.clone());
         for slot in self.slots() {
             slot.keep_with(keeper.clone());
         }
@@ -54,19 +54,16 @@ impl Components {
 
     /// Drops the slot `name` (its CRD no longer declares it); calls under way finish.
     pub fn remove(&self, name: &str) {
-        self.slots
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|s| &*s.name != name);
+        self.slots.write().retain(|s| &*s.name != name);
     }
 
     pub fn slots(&self) -> Vec<Arc<Slot>> {
-        self.slots.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.slots.read().clone()
     }
 
     /// The Wasm host its slots run on (every slot shares one), once a slot exists.
     pub fn host(&self) -> Option<Arc<WasmHost>> {
-        let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
+        let slots = self.slots.read();
         slots.first().map(|slot| slot.host().clone())
     }
 

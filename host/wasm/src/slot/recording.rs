@@ -8,25 +8,25 @@ impl Slot {
         let session = self.host.recordings.session(ask)?;
         let view = session.view();
         tracing::info!(component = %self.name, count = view.left, bytes = view.bytes_left, key = ?view.key, "recording calls");
-        *self.recording.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
+        *self.recording.lock() = Some(session);
         Ok(view)
     }
 
     /// Stops recording; the session as it ended.
     pub fn stop_recording(&self) -> Option<SessionView> {
-        let ended = self.recording.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let ended = self.recording.lock().take();
         ended.map(|session| session.view())
     }
 
     /// The recording session, if one was started.
     pub fn recording(&self) -> Option<SessionView> {
-        let session = self.recording.lock().unwrap_or_else(|e| e.into_inner());
+        let session = self.recording.lock();
         session.as_ref().map(Session::view)
     }
 
     /// The tape of the next call of `key`, when a session wants it.
     pub(super) fn turn(&self, key: &str) -> Option<Tape> {
-        let mut session = self.recording.lock().unwrap_or_else(|e| e.into_inner());
+        let mut session = self.recording.lock();
         session.as_mut()?.turn(key)
     }
 
@@ -40,7 +40,7 @@ impl Slot {
         tape: &Tape,
     ) {
         let Some(taken) = tape.taken() else {
-            if let Some(session) = self.recording.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            if let Some(session) = self.recording.lock().as_mut() {
                 session.dropped("the call read more than its recording may hold");
             }
             tracing::warn!(component = %self.name, key, "a call read more than its recording may hold; not recorded");

@@ -4,8 +4,8 @@
 use super::*;
 
 impl Slot {
-    pub(super) fn rollouts(&self) -> std::sync::MutexGuard<'_, Rollouts> {
-        self.rollouts.lock().unwrap_or_else(|e| e.into_inner())
+    pub(super) fn rollouts(&self) -> parking_lot::MutexGuard<'_, Rollouts> {
+        self.rollouts.lock()
     }
 
     /// Starts `loaded` as a canary where the spec declares a rollout and another version
@@ -53,7 +53,7 @@ impl Slot {
         rollouts.step(StepKind::Started, &canary, message);
         rollouts.canary = Some(Arc::new(Canary::new(canary, policy)));
         self.stats.swapped(Swap::served(revision, &loaded.digest));
-        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.last_error.lock() = None;
         self.judge_after(policy.promote_after, revision);
         true
     }
@@ -142,8 +142,8 @@ impl Slot {
                 );
                 tracing::info!(component = %self.name, revision = view.revision, digest = %view.digest, "rollout promoted");
                 rollouts.step(StepKind::Promoted, &canary.active, message);
-                *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(canary.active.clone());
-                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                *self.active.write() = Some(canary.active.clone());
+                *self.last_error.lock() = None;
             }
             Some(why) => {
                 let stable = self.active().map(|a| short(&a.loaded.digest)).unwrap_or_default();
@@ -151,7 +151,7 @@ impl Slot {
                 tracing::warn!(component = %self.name, revision = view.revision, digest = %view.digest, "{message}");
                 rollouts.step(StepKind::RolledBack, &canary.active, message);
                 rollouts.refuse(&view.digest, why.clone());
-                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(refused_message(&view.digest, &why));
+                *self.last_error.lock() = Some(refused_message(&view.digest, &why));
             }
         }
         let step = rollouts.history.back().cloned();
@@ -221,12 +221,12 @@ impl Slot {
     /// Keeps its rollout state with `keeper` from now on, and resumes from what it kept at
     /// the next load.
     pub fn keep_with(&self, keeper: Arc<Keeper>) {
-        *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = keeper.take(&self.name);
-        *self.keeper.write().unwrap_or_else(|e| e.into_inner()) = Some(keeper);
+        *self.kept.lock() = keeper.take(&self.name);
+        *self.keeper.write() = Some(keeper);
     }
 
     pub(super) fn keeper(&self) -> Option<Arc<Keeper>> {
-        self.keeper.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.keeper.read().clone()
     }
 
     /// Whether this replica decides its rollouts (one without a keeper always does).
@@ -287,7 +287,7 @@ impl Slot {
                     spec: spec.clone(),
                     revision: same.revision,
                 };
-                *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(active));
+                *self.active.write() = Some(Arc::new(active));
                 true
             }
             Resume::Refused(refusal) => {
@@ -300,7 +300,7 @@ impl Slot {
                     ),
                 };
                 tracing::warn!(component = %self.name, digest = %refusal.digest, "{error}");
-                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
+                *self.last_error.lock() = Some(error);
                 true
             }
             Resume::Canary(canary) => {
@@ -337,7 +337,7 @@ impl Slot {
             _ => return Err("no other version was kept".into()),
         };
         let stable = self.load_kept(version, spec).await?;
-        *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(stable);
+        *self.active.write() = Some(stable);
         Ok(())
     }
 
@@ -373,10 +373,10 @@ impl Slot {
         if let Some(refusal) = rollouts.refusal(digest) {
             let message = refused_message(digest, &refusal.reason);
             rollouts.canary = None;
-            *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+            *self.last_error.lock() = Some(message);
         } else if kept.stable.as_ref().is_some_and(|s| s.digest == digest) {
             rollouts.canary = None;
-            *self.active.write().unwrap_or_else(|e| e.into_inner()) = Some(canary.active.clone());
+            *self.active.write() = Some(canary.active.clone());
         } else if let Some(theirs) = kept.canary.as_ref().filter(|c| c.version.digest == digest) {
             canary.follow_tallies(&theirs.tallies);
         }

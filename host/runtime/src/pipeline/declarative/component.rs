@@ -3,8 +3,9 @@
 //! children (checked against the grants, stamped as ours), status fields, events and the
 //! outcome.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use tracing::Instrument as _;
 
 use serde_json::{Map, Value, json};
@@ -575,7 +576,7 @@ impl ComponentArgs {
 
     /// The compiled args of `spec` (which has args).
     fn tree(&self, spec: &Arc<Spec>) -> CompiledArgs {
-        let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+        let mut compiled = self.compiled.lock();
         match &*compiled {
             Some((seen, tree)) if Arc::ptr_eq(seen, spec) => tree.clone(),
             _ => {

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -25,6 +25,7 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Patch, PatchParams, PostParams};
 use orkestra_kube::objects::{self, Objects};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -173,7 +174,7 @@ async fn write(client: &kube::Client, recent: &Mutex<Recent>, event: Queued) -> 
     let api: Objects<Event> = objects::namespaced(client.clone(), &namespace)?;
     let now = Timestamp::now();
     let (event, next) = {
-        let mut recent = recent.lock().unwrap_or_else(|e| e.into_inner());
+        let mut recent = recent.lock();
         let event = match recent.too_similar(event.similar_key(), event.key(), now) {
             true => event.combined(),
             false => event,
@@ -196,7 +197,7 @@ async fn write(client: &kube::Client, recent: &Mutex<Recent>, event: Queued) -> 
         Next::Series(name, count) => match patch_series(&api, &name, count, now).await {
             // The API server has let the Event expire: start anew.
             Err(kube::Error::Api(status)) if status.code == 404 => {
-                recent.lock().unwrap_or_else(|e| e.into_inner()).restart(key);
+                recent.lock().restart(key);
                 api.create(&PostParams::default(), &new_event(event, now)).await
             }
             other => return other,
@@ -206,14 +207,11 @@ async fn write(client: &kube::Client, recent: &Mutex<Recent>, event: Queued) -> 
     let name = match created {
         Ok(created) => created.metadata.name.unwrap_or_default(),
         Err(error) => {
-            recent.lock().unwrap_or_else(|e| e.into_inner()).forget(key);
+            recent.lock().forget(key);
             return Err(error);
         }
     };
-    let repeats = recent
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .created(key, name.clone(), now);
+    let repeats = recent.lock().created(key, name.clone(), now);
     if repeats > 1 {
         patch_series(&api, &name, repeats, Timestamp::now()).await?;
     }

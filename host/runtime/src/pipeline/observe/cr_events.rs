@@ -6,12 +6,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
+use parking_lot::RwLock;
 use serde_json::{Value, json};
 
 /// Events kept per CR.
@@ -92,7 +93,7 @@ impl EventLog {
     /// The events of `key`, newest first: `{type, reason, message, count, lastTimestamp,
     /// source}` each.
     pub fn of(&self, key: &str) -> Vec<Value> {
-        let log = self.log.read().unwrap_or_else(|e| e.into_inner());
+        let log = self.log.read();
         log.by_cr
             .get(key)
             .map(|events| events.iter().rev().map(Kept::to_json).collect())
@@ -115,7 +116,7 @@ impl EventLog {
         .find_map(|t| t.as_str().and_then(|t| t.parse::<jiff::Timestamp>().ok()))
         .map_or(i64::MIN, |t| t.as_second());
         let count = or(&data["count"], &data["series"]["count"]).as_u64().unwrap_or(1);
-        let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
+        let mut log = self.log.write();
         let kept = Kept {
             uid: uid_of(event),
             last,
@@ -140,7 +141,7 @@ impl EventLog {
     fn forget(&self, event: &DynamicObject) {
         let Some(key) = involved_key(&event.data) else { return };
         let uid = uid_of(event);
-        let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
+        let mut log = self.log.write();
         if let Some(events) = log.by_cr.get_mut(key.as_str()) {
             let kept: Box<[Kept]> = events.iter().filter(|e| e.uid != uid).cloned().collect();
             match kept.is_empty() {
@@ -152,13 +153,13 @@ impl EventLog {
 
     /// Forgets everything (before a relist).
     fn clear(&self) {
-        let mut log = self.log.write().unwrap_or_else(|e| e.into_inner());
+        let mut log = self.log.write();
         log.by_cr = HashMap::new();
     }
 
     /// How many events are kept in all.
     pub fn len(&self) -> usize {
-        let log = self.log.read().unwrap_or_else(|e| e.into_inner());
+        let log = self.log.read();
         log.by_cr.values().map(|events| events.len()).sum()
     }
 
@@ -168,7 +169,7 @@ impl EventLog {
 
     /// How many CRs have events kept.
     pub fn crs(&self) -> usize {
-        self.log.read().unwrap_or_else(|e| e.into_inner()).by_cr.len()
+        self.log.read().by_cr.len()
     }
 }
 

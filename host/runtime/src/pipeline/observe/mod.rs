@@ -11,9 +11,10 @@ pub mod secondary;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::RwLock;
 use tokio::time::Instant;
 
 use orkestra_kube::objects::Objects;
@@ -94,12 +95,12 @@ pub trait Enqueue: Send + Sync {
 /// For tests: the keys of the triggers offered, in order.
 #[cfg(test)]
 #[derive(Default)]
-pub(crate) struct Offered(pub(crate) std::sync::Mutex<Vec<String>>);
+pub(crate) struct Offered(pub(crate) parking_lot::Mutex<Vec<String>>);
 
 #[cfg(test)]
 impl Enqueue for Offered {
     fn offer(&self, trigger: Trigger) {
-        self.0.lock().unwrap().push(trigger.key);
+        self.0.lock().push(trigger.key);
     }
 }
 
@@ -179,12 +180,12 @@ impl Cache {
         self.lists.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Entry>> {
-        self.objects.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn read(&self) -> parking_lot::RwLockReadGuard<'_, HashMap<String, Entry>> {
+        self.objects.read()
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Entry>> {
-        self.objects.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, HashMap<String, Entry>> {
+        self.objects.write()
     }
 
     pub fn get(&self, key: &str) -> Option<Arc<Value>> {
@@ -305,7 +306,6 @@ impl Children {
     pub fn register(&self, api_version: &str, kind: &str) -> Cache {
         self.kinds
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .entry((api_version.to_string(), kind.to_string()))
             .or_default()
             .clone()
@@ -313,12 +313,7 @@ impl Children {
 
     /// The store of every kind registered so far, taken out of the lock.
     fn caches(&self) -> Vec<Cache> {
-        self.kinds
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .values()
-            .cloned()
-            .collect()
+        self.kinds.read().values().cloned().collect()
     }
 
     /// Returns once the watch of every kind registered so far has listed what it watches.
@@ -329,14 +324,14 @@ impl Children {
     /// The child `key` (`namespace/name` or `name`) as last seen, if its kind is watched and
     /// it was seen.
     pub fn get(&self, api_version: &str, kind: &str, key: &str) -> Option<Arc<Value>> {
-        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let kinds = self.kinds.read();
         kinds.get(&(api_version.to_string(), kind.to_string()))?.get(key)
     }
 
     /// Whether the watch of `api_version` `kind` runs and has listed what it watches: a
     /// child of that kind that is provably ours is then here, or does not exist yet.
     pub fn holds_all(&self, api_version: &str, kind: &str) -> bool {
-        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let kinds = self.kinds.read();
         kinds
             .get(&(api_version.to_string(), kind.to_string()))
             .is_some_and(Cache::is_listed)
@@ -353,7 +348,6 @@ impl Children {
         let cache = self
             .kinds
             .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&(api_version.to_string(), kind.to_string()))
             .cloned();
         cache.map_or_else(Vec::new, |cache| cache.owned_by(uid))

@@ -8,7 +8,9 @@
 //! screened: its change may include others' writes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
 
 use super::{Enqueue, Trigger};
 
@@ -81,7 +83,7 @@ impl OwnWrites {
 
     /// A write to `object` (its key in this watch) is about to be sent.
     fn begin(self: &Arc<Self>, object: &str) -> Writing {
-        let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        let mut objects = self.objects.lock();
         objects.entry(object.to_string()).or_default().writes += 1;
         Writing {
             owner: self.clone(),
@@ -93,7 +95,7 @@ impl OwnWrites {
     /// An event of `object` at `version`: the trigger it makes, unless it is the echo of a
     /// write (dropped) or arrives while one is in flight (held until it is answered).
     pub fn screen(&self, object: &str, version: &str, trigger: Trigger) -> Option<Trigger> {
-        let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        let mut objects = self.objects.lock();
         let Some(own) = objects.get_mut(object) else {
             return Some(trigger);
         };
@@ -112,7 +114,7 @@ impl OwnWrites {
 
     fn settle(&self, object: &str, version: Option<String>) {
         let released = {
-            let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+            let mut objects = self.objects.lock();
             let Some(own) = objects.get_mut(object) else { return };
             own.writes = own.writes.saturating_sub(1);
             if let Some(version) = version {
@@ -147,7 +149,7 @@ impl OwnWrites {
 
     /// Objects with a write in flight or an echo still expected.
     pub fn len(&self) -> usize {
-        self.objects.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.objects.lock().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -156,7 +158,7 @@ impl OwnWrites {
 
     /// Forgets `object` (deleted): no echo of it is coming.
     pub fn forget(&self, object: &str) {
-        let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        let mut objects = self.objects.lock();
         if objects.get(object).is_some_and(|own| own.writes == 0) {
             objects.remove(object);
         }
@@ -219,7 +221,7 @@ mod tests {
         let writing = own.begin("ns/b");
         assert!(own.screen("ns/b", "7", trigger("ns/b")).is_none(), "held");
         writing.wrote(Some("7".into()));
-        assert!(offered.0.lock().unwrap().is_empty(), "it was the echo");
+        assert!(offered.0.lock().is_empty(), "it was the echo");
         assert!(own.is_empty(), "nothing kept once the echo is seen");
     }
 
@@ -229,11 +231,7 @@ mod tests {
         let writing = own.begin("ns/a");
         assert!(own.screen("ns/a", "8", trigger("ns/a")).is_none());
         writing.wrote(Some("9".into()));
-        assert_eq!(
-            *offered.0.lock().unwrap(),
-            ["ns/a"],
-            "someone else's change, held, then offered"
-        );
+        assert_eq!(*offered.0.lock(), ["ns/a"], "someone else's change, held, then offered");
         assert!(
             own.screen("ns/a", "9", trigger("ns/a")).is_none(),
             "our own, arriving after"
@@ -242,7 +240,7 @@ mod tests {
         let writing = own.begin("ns/c");
         assert!(own.screen("ns/c", "3", trigger("ns/c")).is_none());
         drop(writing);
-        assert_eq!(offered.0.lock().unwrap().len(), 2, "a failed write drops nothing");
+        assert_eq!(offered.0.lock().len(), 2, "a failed write drops nothing");
         assert!(own.is_empty());
         assert!(
             own.screen("ns/other", "1", trigger("ns/other")).is_some(),
@@ -261,7 +259,7 @@ mod tests {
         );
         assert!(own.screen("ns/a", "11", trigger("ns/a")).is_none(), "held");
         status.wrote(Some("11".into()));
-        assert!(offered.0.lock().unwrap().is_empty());
+        assert!(offered.0.lock().is_empty());
         assert!(own.is_empty());
     }
 
@@ -274,7 +272,7 @@ mod tests {
         first.wrote(Some("1".into()));
         own.screen("k", "2", trigger("k"));
         second.wrote(Some("2".into()));
-        assert!(offered.0.lock().unwrap().is_empty());
+        assert!(offered.0.lock().is_empty());
         own.begin("k").wrote(Some("3".into()));
         own.forget("k");
         assert!(own.is_empty());

@@ -218,7 +218,7 @@ mod tests {
         observer.handle(Event::InitApply(cr("settled", 2, Some(2))));
         observer.handle(Event::InitApply(cr("changed", 3, Some(2))));
         observer.handle(Event::InitApply(cr("new", 1, None)));
-        assert_eq!(*offered.0.lock().unwrap(), ["ns/changed", "ns/new"]);
+        assert_eq!(*offered.0.lock(), ["ns/changed", "ns/new"]);
         assert!(listed.try_recv().is_err(), "not ready before the list ends");
         observer.handle(Event::InitDone);
         let settled: Vec<String> = listed.try_recv().unwrap().into_iter().map(|t| t.key).collect();
@@ -231,7 +231,7 @@ mod tests {
         observer.handle(Event::InitApply(cr("other", 1, Some(1))));
         observer.handle(Event::InitDone);
         assert_eq!(
-            offered.0.lock().unwrap()[2..],
+            offered.0.lock()[2..],
             ["ns/settled", "ns/changed", "ns/new", "ns/other"]
         );
     }

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::testing::queue_item as item;
 
