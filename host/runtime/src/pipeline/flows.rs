@@ -17,8 +17,18 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::queue::QueueItem;
 pub use orkestra_katalog::compile::{FlowBy, FlowRules};
+
+/// The identity of queued work.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct QueueItem {
+    /// `namespace/name`, or `name` for cluster-scoped objects.
+    pub key: String,
+    /// `group/version/Kind` of the primary resource.
+    pub gvk: Arc<str>,
+    /// Present only for eventAware CRDs: every admitted event is its own item.
+    pub event_id: Option<u64>,
+}
 
 /// What caused an item, for its place in its flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -26,6 +26,7 @@ use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+pub use super::flows::QueueItem;
 use super::flows::{Class, FlowBy, FlowRules, Flows};
 use crate::tenants::Tenants;
 use orkestra_expr::sentinel::SentinelBits;
@@ -42,17 +43,6 @@ pub const HOT_REQUEUE: Duration = Duration::from_secs(1);
 pub const HOT_STREAK: u32 = 10;
 /// Hot-loop delays stop growing here.
 pub const HOT_MAX: Duration = Duration::from_secs(60);
-
-/// The identity of queued work.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct QueueItem {
-    /// `namespace/name`, or `name` for cluster-scoped objects.
-    pub key: String,
-    /// `group/version/Kind` of the primary resource.
-    pub gvk: Arc<str>,
-    /// Present only for eventAware CRDs: every admitted event is its own item.
-    pub event_id: Option<u64>,
-}
 
 /// What travels with an item: the facts of the events that produced it.
 #[derive(Debug, Clone, Default, PartialEq)]
