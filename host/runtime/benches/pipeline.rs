@@ -123,8 +123,16 @@ fn pipeline() -> Pipeline {
     });
     let health = HealthBoard::default();
     health.register(&crd.name, orkestra_katalog::FailureThreshold::InARow(5));
-    // No API server: stamping is switched off in the Katalog, so the client is never used.
+    // No API server: the recorder writes no CR and the Katalog reads no stamp (its health
+    // endpoint is off), so nothing is stamped and the client is never used.
     let offline = kube::Config::new("http://127.0.0.1:9".parse().expect("uri"));
+    let counters = Arc::new(Counters::default());
+    let stamps = Arc::new(orkestra::pipeline::feedback::StampSource {
+        crd: crd.clone(),
+        health: health.clone(),
+        tuning: tuning.clone(),
+        counters: counters.clone(),
+    });
     let kordinator = Arc::new(Kordinator {
         client: kube::Client::try_from(offline).expect("client"),
         externals: Default::default(),
@@ -138,11 +146,12 @@ fn pipeline() -> Pipeline {
         queue: queue.clone(),
         mux: MuxReconciler::new(reconciler.clone()),
         health,
-        counters: Arc::new(Counters::default()),
+        counters,
         tuning,
         ownership: orkestra::ha::Ownership::default(),
         own: Arc::default(),
         budget: Arc::default(),
+        stamps,
     });
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..crd.workers {

@@ -8,19 +8,47 @@
 //! write when there is one, and a change to nothing but them never enqueues the CR: the loop
 //! cannot feed itself. Pure: no kube or wasmtime imports.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
 use crate::outcome::counters::Counters;
-use crate::outcome::health::{Health, State};
+use crate::outcome::health::{Health, HealthBoard, State};
 use crate::pipeline::queue::WorkQueue;
 use crate::pipeline::tuning::Tuning;
 use orkestra_expr::labels::{CROSS_METRICS, HEALTH};
+use orkestra_katalog::compile::{CompiledCrd, Stamping};
 
 /// What gets stamped for a CRD (either part may be switched off).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stamps {
     pub health: Option<Value>,
     pub metrics: Option<Value>,
+}
+
+/// What one CRD's stamps are made of, shared by its Kordinator and the runs it hands out.
+/// Stamps are made only when asked for: a run that stamps nothing (a settled CR whose
+/// Katalog reads none) costs nothing, not even the error rate's window.
+pub struct StampSource {
+    pub crd: Arc<CompiledCrd>,
+    pub health: HealthBoard,
+    pub tuning: Arc<Tuning>,
+    pub counters: Arc<Counters>,
+}
+
+impl StampSource {
+    /// What the CRD's CRs should carry now: what its Katalog reads, and with `shown`, those
+    /// kept only for people to see.
+    pub fn stamps(&self, shown: bool) -> Stamps {
+        let wanted = |stamping: Stamping| stamping.is_read() || (shown && stamping == Stamping::WithWrites);
+        Stamps {
+            health: wanted(self.crd.stamp_health)
+                .then(|| self.health.get(&self.crd.name))
+                .flatten()
+                .map(|h| health(&h)),
+            metrics: wanted(self.crd.stamp_metrics).then(|| metrics(&self.tuning, &self.counters)),
+        }
+    }
 }
 
 /// The `.health` stamp.

@@ -26,7 +26,7 @@ use crate::pipeline::observe::Cache;
 use crate::pipeline::queue::{Lease, Outcome, WorkQueue};
 use crate::pipeline::tuning::Tuning;
 use orkestra_expr::resolver::Resolver;
-use orkestra_katalog::compile::{CompiledCrd, Stamping};
+use orkestra_katalog::compile::CompiledCrd;
 
 /// How soon a reconcile whose write found the CR changed runs again (time for the watch to
 /// deliver the new version).
@@ -51,6 +51,8 @@ pub struct Kordinator {
     pub own: Arc<crate::pipeline::observe::own_writes::OwnWrites>,
     /// What each CR's writes may cost.
     pub budget: Arc<WriteBudget>,
+    /// What its CRs' stamps are made of.
+    pub stamps: Arc<feedback::StampSource>,
 }
 
 /// The root span of one reconcile, at error level so its fields reach every event the filter
@@ -239,15 +241,9 @@ impl Kordinator {
         let key = &lease.item.key;
         let empty = Value::Null;
         let object_ref = object.as_deref().unwrap_or(&empty);
-        // The reconciler's own writes may carry every stamp; after it, those only shown
-        // follow only a run that wrote the CR.
-        let before = self.stamps(true);
-        let stamps = StampPatch::new(
-            object
-                .as_deref()
-                .filter(|_| alive)
-                .and_then(|o| feedback::annotations(o, &before)),
-        );
+        // The reconciler's own write of the CR's metadata may carry every stamp; after the
+        // run, those only shown follow only a run that wrote the CR.
+        let stamps = StampPatch::new(self.stamps.clone());
         let request = Request {
             key: key.clone(),
             crd: self.crd.name.clone(),
@@ -334,9 +330,9 @@ impl Kordinator {
             }
         };
         if let Some(object) = object.as_deref().filter(|_| alive) {
-            let after = self.stamps(stamps.touched());
-            // The reconciler's own write carried them, and the reconcile did not move them.
-            if !(stamps.written() && after == before) {
+            let after = self.stamps.stamps(stamps.touched());
+            // Unless the reconciler's own write carried them and the reconcile did not move them.
+            if stamps.carried().as_ref() != Some(&after) {
                 self.stamp(key, object, &after).await;
             }
         }
@@ -363,19 +359,6 @@ impl Kordinator {
                 Some(_) => None,
             }
         })
-    }
-
-    /// What the CRD's CRs should carry as stamps now: what its Katalog reads, and with
-    /// `shown`, those kept only for people to see.
-    fn stamps(&self, shown: bool) -> feedback::Stamps {
-        let wanted = |stamping: Stamping| stamping.is_read() || (shown && stamping == Stamping::WithWrites);
-        let health = self.health.get(&self.crd.name);
-        feedback::Stamps {
-            health: health
-                .filter(|_| wanted(self.crd.stamp_health))
-                .map(|h| feedback::health(&h)),
-            metrics: wanted(self.crd.stamp_metrics).then(|| feedback::metrics(&self.tuning, &self.counters)),
-        }
     }
 
     /// `.metrics` as gates see it, queue depth included.

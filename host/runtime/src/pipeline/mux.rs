@@ -15,6 +15,7 @@ use kube::core::ApiResource;
 use serde_json::{Map, Value};
 
 use crate::outcome::failure::ReconcileError;
+use crate::pipeline::feedback::{self, StampSource, Stamps};
 use orkestra_expr::sentinel::SentinelBits;
 use orkestra_katalog::compile::CompiledBox;
 
@@ -50,38 +51,50 @@ pub struct Request {
     pub own: Arc<crate::pipeline::observe::own_writes::OwnWrites>,
 }
 
-/// Stamp annotations (`.health`, `.metrics`) the runtime wants on the CR. A reconciler that
-/// writes the CR's metadata anyway includes them and says so, saving a write; otherwise the
-/// runtime writes them after the reconcile (those only shown, not read, only when the run
-/// wrote the CR: see [`Request::write_cr`]).
-#[derive(Debug, Clone, Default)]
+/// The stamps (`.health`, `.metrics`) of one run. A reconciler that writes the CR's metadata
+/// anyway asks for them ([`StampPatch::offer`]) and says it carried them, saving a write;
+/// otherwise the runtime writes them after the reconcile (those only shown, not read, only
+/// when the run wrote the CR: see [`Request::write_cr`]).
+#[derive(Clone, Default)]
 pub struct StampPatch {
-    annotations: Option<Map<String, Value>>,
-    written: Arc<AtomicBool>,
+    /// Where they are made; none where nothing is stamped (a rehearsal).
+    source: Option<Arc<StampSource>>,
+    /// What a write of the CR's metadata carried.
+    carried: Arc<parking_lot::Mutex<Option<Stamps>>>,
     /// The run wrote the CR itself (its status or its metadata).
     touched: Arc<AtomicBool>,
 }
 
+impl std::fmt::Debug for StampPatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StampPatch").field("touched", &self.touched()).finish()
+    }
+}
+
 impl StampPatch {
-    /// `annotations`: only those that differ from the CR's.
-    pub fn new(annotations: Option<Map<String, Value>>) -> Self {
+    pub fn new(source: Arc<StampSource>) -> Self {
         Self {
-            annotations,
+            source: Some(source),
             ..Self::default()
         }
     }
 
-    pub fn annotations(&self) -> Option<&Map<String, Value>> {
-        self.annotations.as_ref()
+    /// Every stamp as it stands now, and the annotations of them that differ from
+    /// `object`'s, for a write of the CR's metadata to carry.
+    pub fn offer(&self, object: &Value) -> Option<(Stamps, Option<Map<String, Value>>)> {
+        let stamps = self.source.as_ref()?.stamps(true);
+        let differ = feedback::annotations(object, &stamps);
+        Some((stamps, differ))
     }
 
-    /// Called by the reconciler once its write carried them.
-    pub fn mark_written(&self) {
-        self.written.store(true, Ordering::Relaxed);
+    /// Called by the reconciler once its write carried `stamps` (from [`StampPatch::offer`]).
+    pub fn carried_by_write(&self, stamps: Stamps) {
+        *self.carried.lock() = Some(stamps);
     }
 
-    pub fn written(&self) -> bool {
-        self.written.load(Ordering::Relaxed)
+    /// What a write of the CR's metadata carried, if one did.
+    pub fn carried(&self) -> Option<Stamps> {
+        self.carried.lock().clone()
     }
 
     /// Whether the run wrote the CR itself.

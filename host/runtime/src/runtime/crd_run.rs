@@ -129,6 +129,12 @@ impl CrdRun {
             ownership: self.ownership.clone(),
             own: self.handle.own.clone(),
             budget: self.handle.budget.clone(),
+            stamps: Arc::new(crate::pipeline::feedback::StampSource {
+                crd: crd.clone(),
+                health: self.health.clone(),
+                tuning: self.handle.tuning.clone(),
+                counters: self.handle.counters.clone(),
+            }),
         });
         let mut workers = JoinSet::new();
         for _ in 0..Tuning::tasks(&crd) {

@@ -33,12 +33,17 @@ impl Declarative {
             }
             (Some(patch), None) | (None, Some(patch)) => patch,
         };
-        for (annotation, stamp) in request.stamps.annotations().into_iter().flatten() {
-            patch["metadata"]["annotations"][annotation] = stamp.clone();
+        let offered = request.stamps.offer(object);
+        if let Some((_, Some(annotations))) = &offered {
+            for (annotation, stamp) in annotations {
+                patch["metadata"]["annotations"][annotation] = stamp.clone();
+            }
         }
         patch["metadata"]["resourceVersion"] = object["metadata"]["resourceVersion"].clone();
         self.patch_object(request, patch).await?;
-        request.stamps.mark_written();
+        if let Some((stamps, _)) = offered {
+            request.stamps.carried_by_write(stamps);
+        }
         Ok(Bookkept {
             wrote: true,
             finalizers_added: added,
