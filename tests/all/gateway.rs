@@ -66,6 +66,17 @@ fn site(ns: &str, group: &str, name: &str, spec: &str) -> String {
     format!("apiVersion: {group}/v1\nkind: Site\nmetadata: {{name: {name}, namespace: {ns}}}\nspec: {spec}\n")
 }
 
+/// The error of `kubectl apply` of a Site with an image the rules refuse, once the API
+/// server has taken in the webhook configuration (within a few seconds).
+async fn first_refusal(kubeconfig: &std::path::Path, dir: &std::path::Path, ns: &str, group: &str) -> String {
+    eventually("the webhook to refuse a bad image", WAIT, || {
+        let manifest = site(ns, group, "bad", "{image: nginx}");
+        async move { apply(kubeconfig, dir, &manifest).err() }
+    })
+    .await
+    .unwrap()
+}
+
 /// `kubectl apply` of `manifest`: its stdout and stderr, or its error.
 fn apply(kubeconfig: &std::path::Path, dir: &std::path::Path, manifest: &str) -> Result<String, String> {
     let file = dir.join("site.yaml");
@@ -103,14 +114,7 @@ async fn the_katalogs_rules_run_at_admission_and_survive_a_certificate_renewal()
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = cluster.kubeconfig.clone();
 
-    // The API server takes in a new webhook configuration within a few seconds.
-    let refused = eventually("the webhook to refuse a bad image", WAIT, || {
-        let (kubeconfig, dir) = (kubeconfig.clone(), dir.path().to_path_buf());
-        let manifest = site(&ns.name, &group, "bad", "{image: nginx}");
-        async move { apply(&kubeconfig, &dir, &manifest).err() }
-    })
-    .await
-    .unwrap();
+    let refused = first_refusal(&kubeconfig, dir.path(), &ns.name, &group).await;
     assert!(
         refused.contains("images come from the myorg/ registry, not nginx"),
         "kubectl shows the rule's message: {refused}"
@@ -1020,13 +1024,7 @@ async fn with_cert_manager_the_gateway_asks_for_a_certificate_and_serves_each_on
         "the API server trusts the CA cert-manager wrote"
     );
     let dir = tempfile::tempdir().unwrap();
-    let refused = eventually("the webhook to refuse a bad image", WAIT, || {
-        let (kubeconfig, dir) = (kubeconfig.clone(), dir.path().to_path_buf());
-        let manifest = site(&ns.name, &group, "bad", "{image: nginx}");
-        async move { apply(&kubeconfig, &dir, &manifest).err() }
-    })
-    .await
-    .unwrap();
+    let refused = first_refusal(&kubeconfig, dir.path(), &ns.name, &group).await;
     assert!(
         refused.contains("myorg/ registry"),
         "served over the issued certificate: {refused}"

@@ -104,16 +104,8 @@ pub async fn current(client: &kube::Client, namespace: &str, name: &str) -> Resu
     if cert_pem.trim().is_empty() || key_pem.trim().is_empty() {
         return Ok(None);
     }
-    // A self-signed certificate has no separate CA: it is its own.
-    let ca_pem = text("ca.crt")
-        .filter(|ca| !ca.trim().is_empty())
-        .unwrap_or_else(|| cert_pem.clone());
-    Ok(Some(Identity {
-        cert_pem,
-        key_pem,
-        ca_pem,
-        not_after: None,
-    }))
+    let ca_pem = text("ca.crt").filter(|ca| !ca.trim().is_empty());
+    Ok(Some(Identity::given(cert_pem, key_pem, ca_pem)))
 }
 
 /// Waits for the first certificate in Secret `name`.

@@ -66,16 +66,19 @@ impl Identity {
                 source,
             })
         };
-        let cert_pem = read(cert)?;
-        Ok(Self {
-            key_pem: read(key)?,
-            ca_pem: match ca {
-                Some(ca) => read(ca)?,
-                None => cert_pem.clone(),
-            },
+        let ca_pem = ca.map(read).transpose()?;
+        Ok(Self::given(read(cert)?, read(key)?, ca_pem))
+    }
+
+    /// A certificate and key given (not made here); the CA is `ca_pem`, or the certificate
+    /// itself (a self-signed one).
+    pub fn given(cert_pem: String, key_pem: String, ca_pem: Option<String>) -> Self {
+        Self {
+            ca_pem: ca_pem.unwrap_or_else(|| cert_pem.clone()),
             cert_pem,
+            key_pem,
             not_after: None,
-        })
+        }
     }
 
     fn certified(&self) -> Result<Arc<CertifiedKey>, Error> {

@@ -92,40 +92,43 @@ fn in_box(operator_box: &mut Node, path: &str, problems: &mut Vec<Problem>) {
 /// Every list of conditions (`when`, `or`) under `node`: a condition with `source` loses
 /// it to `reads`.
 fn take_sources(node: &mut Node, path: &str, reads: &mut Vec<(String, Node)>, problems: &mut Vec<Problem>) {
-    let NodeValue::Map(entries) = &mut node.value else {
-        if let NodeValue::Seq(items) = &mut node.value {
+    match &mut node.value {
+        NodeValue::Seq(items) => {
             for (i, item) in items.iter_mut().enumerate() {
                 take_sources(item, &format!("{path}[{i}]"), reads, problems);
             }
         }
-        return;
-    };
-    for (key, value) in entries.iter_mut() {
-        let key = key.key_text();
-        let at = format!("{path}.{key}");
-        match (&*key, &mut value.value) {
-            ("when" | "or", NodeValue::Seq(conditions)) => {
-                for (i, condition) in conditions.iter_mut().enumerate() {
-                    let Some((_, source)) = condition.remove("source") else {
-                        continue;
-                    };
-                    let field = condition.get("field").and_then(Node::as_str).unwrap_or_default();
-                    match read_for(field, &source) {
-                        Ok((name, read)) => {
-                            if !reads.iter().any(|(n, _)| *n == name) {
-                                reads.push((name, read));
-                            }
+        NodeValue::Map(entries) => {
+            for (key, value) in entries.iter_mut() {
+                let at = format!("{path}.{}", key.key_text());
+                match (key.key_text().as_str(), &mut value.value) {
+                    ("when" | "or", NodeValue::Seq(conditions)) => {
+                        for (i, condition) in conditions.iter_mut().enumerate() {
+                            take_source(condition, &format!("{at}[{i}]"), reads, problems);
                         }
-                        Err(message) => problems.push(Problem {
-                            path: format!("{at}[{i}].source"),
-                            pos: source.pos,
-                            message,
-                        }),
                     }
+                    _ => take_sources(value, &at, reads, problems),
                 }
             }
-            _ => take_sources(value, &at, reads, problems),
         }
+        _ => {}
+    }
+}
+
+/// One condition's `source`, if it has one, taken out into `reads` (once per name).
+fn take_source(condition: &mut Node, path: &str, reads: &mut Vec<(String, Node)>, problems: &mut Vec<Problem>) {
+    let Some((_, source)) = condition.remove("source") else {
+        return;
+    };
+    let field = condition.get("field").and_then(Node::as_str).unwrap_or_default();
+    match read_for(field, &source) {
+        Ok((name, read)) if !reads.iter().any(|(n, _)| *n == name) => reads.push((name, read)),
+        Ok(_) => {}
+        Err(message) => problems.push(Problem {
+            path: format!("{path}.source"),
+            pos: source.pos,
+            message,
+        }),
     }
 }
 
