@@ -31,6 +31,18 @@ async fn writes_during(api: &Api<DynamicObject>, name: &str, window: Duration) -
     seen
 }
 
+/// Waits for `name`'s first status (its `field`) and the health stamped right after it: a
+/// new CR's own writes, before a window that counts the writes that follow.
+async fn first_status_and_stamps(crs: &Api<DynamicObject>, name: &str, field: &str) {
+    eventually(&format!("{name}'s status and stamps"), WAIT, || async {
+        let cr = crs.get(name).await.ok()?;
+        let stamped = cr.metadata.annotations?.contains_key("orkestra.orkspace.io/health");
+        (stamped && cr.data["status"][field].is_string()).then_some(())
+    })
+    .await
+    .unwrap();
+}
+
 const TIMESTAMPED: &str = "        reconcile:
           onReconcile:
             configMaps:
@@ -49,11 +61,7 @@ async fn a_status_holding_a_timestamp_is_written_once_not_forever() {
         h.create("Clock", name, json!({"x": "1"})).await;
     }
     for name in ["a", "b"] {
-        eventually(&format!("{name}'s status"), WAIT, || async {
-            crs.get(name).await.ok()?.data["status"]["at"].as_str().map(|_| ())
-        })
-        .await
-        .unwrap();
+        first_status_and_stamps(&crs, name, "at").await;
     }
     let counters = &h.handle("clock").counters;
     let before = counters.writes.load(Ordering::Relaxed);
@@ -73,11 +81,7 @@ async fn a_timestamp_beside_a_status_field_the_katalog_reads_is_no_next_step() {
     let h = Harness::start("storm-steps", &crd("clock", "Clock", &katalog), &[], true).await;
     let crs = h.api("Clock");
     h.create("Clock", "a", json!({"x": "1"})).await;
-    eventually("the status", WAIT, || async {
-        crs.get("a").await.ok()?.data["status"]["seen"].as_str().map(|_| ())
-    })
-    .await
-    .unwrap();
+    first_status_and_stamps(&crs, "a", "seen").await;
     // The write that set `seen` was one step (it read a field that changed); the next writes
     // only the timestamp, which is no step.
     let written = writes_during(&crs, "a", Duration::from_secs(5)).await;
