@@ -73,12 +73,13 @@ async fn a_changed_katalog_plans_its_children_and_status_field_by_field_and_writ
     .unwrap();
     let version = |app: kube::api::DynamicObject| app.metadata.resource_version;
     let (apps, namespace) = (h.api("App"), h.ns.name.clone());
-    let before = version(apps.get("a").await.unwrap());
     let dir = tempfile::tempdir().unwrap();
     let same = katalog_file(&h, dir.path(), "v1.yaml", &v1);
     let changed = katalog_file(&h, dir.path(), "v2.yaml", &app_box("-v2", "never", true, "v2"));
-    // Stopped: nothing would put back what a plan deleted by mistake.
+    // Stopped: nothing would put back what a plan deleted by mistake. The version is read
+    // after the stop, as the runtime's stamp patch may follow the Ready status.
     h.stop().await;
+    let before = version(apps.get("a").await.unwrap());
 
     // The Katalog it ran: nothing would change.
     let (code, unchanged, output) = plan(&same, &[]);
