@@ -197,49 +197,22 @@ async fn ork_run_in_cluster_config_reconciles_with_only_the_generated_rbac() {
         "the Katalog reads no Secrets, so neither may its runtime"
     );
 
-    // What the kubelet mounts into a pod.
-    let mount = dir.join("serviceaccount");
-    std::fs::create_dir(&mount).unwrap();
-    let token = kubectl_with(&cluster.kubeconfig, &["create", "token", "orkestra", "-n", ns]).unwrap();
-    std::fs::write(mount.join("token"), token.trim()).unwrap();
-    std::fs::write(mount.join("namespace"), ns).unwrap();
-    let kubeconfig = kube::config::Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
-    let ca = kubeconfig.clusters[0]
-        .cluster
-        .as_ref()
-        .unwrap()
-        .certificate_authority_data
-        .clone()
-        .unwrap();
-    let pem = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, ca).unwrap();
-    std::fs::write(mount.join("ca.crt"), pem).unwrap();
-    let port = cluster
-        .server
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
-
-    // A private mount namespace puts the files where kube's in-cluster config reads them;
-    // no kubeconfig is anywhere to be found.
+    let mount = service_account_mount(dir, ns, "serviceaccount");
     let katalog = dir.join("katalog.yaml");
     let live = free_port();
-    let script = format!(
-        "mount -t tmpfs tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount \
-         && cp {mount}/* /run/secrets/kubernetes.io/serviceaccount/ \
-         && exec {ORK} run -f {katalog} --ha leader --identity in-cluster --http-addr 127.0.0.1:{live}",
-        mount = mount.display(),
-        katalog = katalog.display(),
-    );
-    let mut command = Command::new("unshare");
-    command
-        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
-        .env_remove("KUBECONFIG")
-        .env("HOME", dir)
-        .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-        .env("KUBERNETES_SERVICE_PORT", &port)
-        .env("ORK_API_TOKEN", "");
+    let args = [
+        "run",
+        "-f",
+        katalog.to_str().unwrap(),
+        "--ha",
+        "leader",
+        "--identity",
+        "in-cluster",
+        "--http-addr",
+        &format!("127.0.0.1:{live}"),
+    ];
+    let mut command = in_cluster(&mount, &args);
+    command.env("HOME", dir).env("ORK_API_TOKEN", "");
     let mut ork = Ork::spawn_command(command);
     ork.wait_for("Live API on", WAIT);
     replicas.create(0..5, "in-cluster").await;
@@ -254,4 +227,48 @@ async fn ork_run_in_cluster_config_reconciles_with_only_the_generated_rbac() {
     assert_eq!(lease.spec.unwrap().holder_identity.as_deref(), Some("in-cluster"));
     let status = ork.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
     assert!(status.success(), "{status:?}: {}", ork.seen.join("\n"));
+}
+
+/// What the kubelet mounts into a pod of ServiceAccount `orkestra` of `ns`, in `dir/folder`:
+/// a token `kubectl create token` makes, the cluster's CA and the namespace.
+pub(crate) fn service_account_mount(dir: &Path, ns: &str, folder: &str) -> PathBuf {
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let mount = dir.join(folder);
+    std::fs::create_dir_all(&mount).unwrap();
+    let token = kubectl_with(&cluster.kubeconfig, &["create", "token", "orkestra", "-n", ns]).unwrap();
+    std::fs::write(mount.join("token"), token.trim()).unwrap();
+    std::fs::write(mount.join("namespace"), ns).unwrap();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+    let ca = kubeconfig.clusters[0]
+        .cluster
+        .as_ref()
+        .unwrap()
+        .certificate_authority_data
+        .clone()
+        .unwrap();
+    let pem = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, ca).unwrap();
+    std::fs::write(mount.join("ca.crt"), pem).unwrap();
+    mount
+}
+
+/// `ork ARGS` with nothing but the in-cluster configuration, as in a pod: a private mount
+/// namespace puts `mount`'s files where kube's in-cluster config reads them, the service's
+/// host and port are in the environment, and no kubeconfig is anywhere to be found.
+pub(crate) fn in_cluster(mount: &Path, args: &[&str]) -> Command {
+    let cluster = orkestra_test_support::cluster().unwrap();
+    let address = cluster.server.trim_start_matches("https://").trim_end_matches('/');
+    let (host, port) = address.rsplit_once(':').unwrap();
+    let script = format!(
+        "mount -t tmpfs tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount \
+         && cp {mount}/* /run/secrets/kubernetes.io/serviceaccount/ && exec \"$0\" \"$@\"",
+        mount = mount.display(),
+    );
+    let mut command = Command::new("unshare");
+    command
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script, ORK])
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env("KUBERNETES_SERVICE_HOST", host)
+        .env("KUBERNETES_SERVICE_PORT", port);
+    command
 }

@@ -11,12 +11,12 @@ use orkestra_test_support::{kubectl_output, kubectl_with};
 use crate::ork::run;
 use crate::replicas::Replicas;
 
-fn chart() -> PathBuf {
+pub(crate) fn chart() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/helm/orkestra")
 }
 
 /// `helm ARGS` against the test control plane.
-fn helm(args: &[&str]) -> Output {
+pub(crate) fn helm(args: &[&str]) -> Output {
     let helm = orkestra_test_support::helm().unwrap();
     let cluster = orkestra_test_support::cluster().unwrap();
     std::process::Command::new(helm)
@@ -30,7 +30,7 @@ fn helm(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn said(output: &Output) -> String {
+pub(crate) fn said(output: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -39,7 +39,7 @@ fn said(output: &Output) -> String {
 }
 
 /// The Katalog of `dir` and the RBAC `ork manifests` prints for it in `namespace`, as files.
-fn inputs(dir: &Path, namespace: &str) -> (String, String) {
+pub(crate) fn inputs(dir: &Path, namespace: &str) -> (String, String) {
     let katalog = dir.join("katalog.yaml");
     let output = run(&["manifests", "-f", katalog.to_str().unwrap(), "-n", namespace], &[]);
     assert!(output.status.success(), "{}", said(&output));

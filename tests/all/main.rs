@@ -19,6 +19,7 @@ mod faults;
 mod gateway;
 mod guest_sdk;
 mod helm;
+mod in_cluster;
 mod intake;
 mod isolation;
 mod katalogs;

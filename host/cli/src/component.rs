@@ -99,6 +99,11 @@ impl RegistryArgs {
 }
 
 impl PullArgs {
+    /// The `--pull-secret` Secrets, as given.
+    pub fn pull_secrets(&self) -> &[String] {
+        &self.pull_secret
+    }
+
     /// The registry settings, or which `--pull-secret` is not `NAMESPACE/NAME`.
     pub fn registries(&self) -> anyhow::Result<Registries> {
         let mut registries = self.registry.registries();

@@ -100,6 +100,8 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         webhooks: &webhooks,
         ha: &ha,
         components: args.registry.store()?,
+        pull_secrets: args.registry.pull_secrets(),
+        katalog_configmap: None,
         recording: args.record.folder()?,
         dev: true,
         gateway: true,

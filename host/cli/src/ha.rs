@@ -71,6 +71,35 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 impl HaArgs {
+    /// How the replicas share the CRs, by the flag, else the Katalog; `None`: one replica.
+    fn mode(&self, katalog: &orkestra_katalog::Compiled) -> Option<Mode> {
+        let spec = katalog.katalog.ha.as_ref().map(|h| h.mode);
+        let mode = self.ha.unwrap_or(match spec.unwrap_or_default() {
+            HaMode::None => ModeArg::None,
+            HaMode::Leader => ModeArg::Leader,
+            HaMode::Shard => ModeArg::Shard,
+        });
+        match mode {
+            ModeArg::None => None,
+            ModeArg::Leader => Some(Mode::Leader),
+            ModeArg::Shard => Some(Mode::Shard),
+        }
+    }
+
+    /// Where the Leases live.
+    fn lease_namespace(&self, client: &kube::Client, katalog: &orkestra_katalog::Compiled) -> String {
+        let spec = katalog.katalog.ha.as_ref().and_then(|h| h.lease_namespace.clone());
+        self.lease_namespace
+            .clone()
+            .or(spec)
+            .unwrap_or_else(|| client.default_namespace().to_string())
+    }
+
+    /// The namespace of the Leases this runtime takes, if it takes any.
+    pub fn leases(&self, client: &kube::Client, katalog: &orkestra_katalog::Compiled) -> Option<String> {
+        self.mode(katalog).map(|_| self.lease_namespace(client, katalog))
+    }
+
     /// Starts the election or the membership the flags and the Katalog ask for; `live` is
     /// where the Live API listens, if it does.
     pub fn start(
@@ -80,23 +109,13 @@ impl HaArgs {
         live: Option<std::net::SocketAddr>,
     ) -> anyhow::Result<Ha> {
         let spec = katalog.katalog.ha.clone().unwrap_or_default();
-        let mode = match self.ha.unwrap_or(match spec.mode {
-            HaMode::None => ModeArg::None,
-            HaMode::Leader => ModeArg::Leader,
-            HaMode::Shard => ModeArg::Shard,
-        }) {
-            ModeArg::None => return Ok(Ha::none()),
-            ModeArg::Leader => Mode::Leader,
-            ModeArg::Shard => Mode::Shard,
+        let Some(mode) = self.mode(katalog) else {
+            return Ok(Ha::none());
         };
         let katalog_duration = |text: &Option<String>| text.as_deref().and_then(|t| parse_duration(t).ok());
         let settings = ha::Settings {
             mode,
-            namespace: self
-                .lease_namespace
-                .clone()
-                .or(spec.lease_namespace)
-                .unwrap_or_else(|| client.default_namespace().to_string()),
+            namespace: self.lease_namespace(client, katalog),
             identity: self.identity.clone().unwrap_or_else(default_identity),
             group: katalog.katalog.name.clone(),
             duration: self

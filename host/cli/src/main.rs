@@ -14,6 +14,7 @@ mod generate;
 mod ha;
 mod init;
 mod katalog_args;
+mod katalog_configmap;
 mod manifests;
 mod migrate;
 mod motif;

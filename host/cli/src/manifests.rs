@@ -94,20 +94,25 @@ pub fn rbac_documents(compiled: &orkestra_katalog::Compiled, args: &RbacArgs) ->
     }
     let name = format!("orkestra:{}", compiled.katalog.name);
     let mut needs = Needs::of(compiled);
-    if !args.no_leases {
-        let namespace = args
-            .lease_namespace
+    let lease_namespace = (!args.no_leases).then(|| {
+        args.lease_namespace
             .clone()
             .or_else(|| compiled.katalog.ha.as_ref().and_then(|h| h.lease_namespace.clone()))
-            .unwrap_or_else(|| args.namespace.clone());
-        let verbs = &["get", "list", "watch", "create", "update", "patch", "delete"];
-        needs.add(Scope::Namespace(namespace), "coordination.k8s.io", "leases", verbs);
-    }
-    gateway(compiled, &args.namespace, &mut needs);
-    rollout_state(compiled, &args.namespace, &mut needs);
-    for secret in &args.pull_secret {
-        let (namespace, secret_name) = super::component::pull_secret(secret)?;
-        needs.add_named(Scope::Namespace(namespace), "", "secrets", "get", &secret_name);
+            .unwrap_or_else(|| args.namespace.clone())
+    });
+    let own = Own {
+        namespace: &args.namespace,
+        leases: lease_namespace,
+        gateway: true,
+        pull_secrets: &args.pull_secret,
+    };
+    let (own, secrets) = own_needs(compiled, &own)?;
+    needs.extend(&own);
+    if !secrets.is_empty() {
+        eprintln!(
+            "ork manifests: the gateway reads Secrets {}; the rule grants their namespaces' Secrets (narrow it with resourceNames if they all exist beforehand)",
+            secrets.into_iter().collect::<Vec<_>>().join(", ")
+        );
     }
     let subject = json!([{"kind": "ServiceAccount", "name": args.service_account, "namespace": args.namespace}]);
     let mut documents = Vec::new();
@@ -133,6 +138,44 @@ pub fn rbac_documents(compiled: &orkestra_katalog::Compiled, args: &RbacArgs) ->
         });
     }
     Ok(documents)
+}
+
+/// What the runtime itself does besides its CRDs' work.
+pub struct Own<'a> {
+    /// The runtime's namespace (its rollout state, the gateway's Secrets by default).
+    pub namespace: &'a str,
+    /// Where it takes Leases, when it runs with `--ha`.
+    pub leases: Option<String>,
+    /// Whether it serves the Katalog's webhooks and Serve API.
+    pub gateway: bool,
+    /// `NAMESPACE/NAME` Secrets it reads registry credentials from.
+    pub pull_secrets: &'a [String],
+}
+
+/// The runtime's own needs: its Leases, the gateway's, its rollout state and its pull
+/// Secrets. What `ork manifests` grants beside the CRDs' needs, and what `ork run` checks;
+/// with the Secrets the gateway reads (`namespace/name`).
+pub fn own_needs(compiled: &orkestra_katalog::Compiled, own: &Own) -> anyhow::Result<(Needs, BTreeSet<String>)> {
+    let mut needs = Needs::default();
+    if let Some(namespace) = &own.leases {
+        let verbs = &["get", "list", "watch", "create", "update", "patch", "delete"];
+        needs.add(
+            Scope::Namespace(namespace.clone()),
+            "coordination.k8s.io",
+            "leases",
+            verbs,
+        );
+    }
+    let secrets = match own.gateway {
+        true => gateway(compiled, own.namespace, &mut needs),
+        false => BTreeSet::new(),
+    };
+    rollout_state(compiled, own.namespace, &mut needs);
+    for secret in own.pull_secrets {
+        let (namespace, secret_name) = super::component::pull_secret(secret)?;
+        needs.add_named(Scope::Namespace(namespace), "", "secrets", "get", &secret_name);
+    }
+    Ok((needs, secrets))
 }
 
 /// Each ServiceAccount a component acts as (`namespace/name`; the namespace is the CRD's own
@@ -165,8 +208,9 @@ fn rule(rule: &Rule) -> Value {
     out
 }
 
-/// What the webhooks and the Serve API read and write besides the runtime's own needs.
-fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut Needs) {
+/// What the webhooks and the Serve API read and write besides the runtime's own needs;
+/// returns the Secrets (`namespace/name`) the gateway reads.
+fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut Needs) -> BTreeSet<String> {
     if orkestra_gateway::serving::any(compiled) {
         // Its own two configurations, by name; a create cannot be limited by name.
         let configuration = orkestra_gateway::registration::name_for(&compiled.katalog.name);
@@ -210,7 +254,7 @@ fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut N
         }
     }
     let Some(gateway) = &compiled.katalog.gateway else {
-        return;
+        return BTreeSet::new();
     };
     let intake = gateway.intake_enabled();
     if gateway.serve_api_open() || intake.is_some() {
@@ -266,10 +310,5 @@ fn gateway(compiled: &orkestra_katalog::Compiled, namespace: &str, needs: &mut N
             secrets.insert(format!("{ns}/{}", secret.name));
         }
     }
-    if !secrets.is_empty() {
-        eprintln!(
-            "ork manifests: the gateway reads Secrets {}; the rule grants their namespaces' Secrets (narrow it with resourceNames if they all exist beforehand)",
-            secrets.into_iter().collect::<Vec<_>>().join(", ")
-        );
-    }
+    secrets
 }

@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::katalog_args::KatalogArgs;
+use crate::katalog_configmap::KatalogConfigMap;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -28,6 +29,11 @@ pub struct RunArgs {
     no_gateway: bool,
     #[command(flatten)]
     state: StateArgs,
+    /// The ConfigMap (`NAMESPACE/NAME`) the Katalog file is mounted from, as the Helm chart
+    /// mounts it: watched, so a changed Katalog applies as soon as the ConfigMap changes,
+    /// not when the kubelet updates the file. Its key is the file's name.
+    #[arg(long, value_name = "CONFIGMAP")]
+    katalog_configmap: Option<String>,
 }
 
 /// Where the runtime keeps what it decides over time.
@@ -173,6 +179,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("cannot reach the API server")?;
     tracing::info!(crds = katalog.crds.len(), server = %version.git_version, "Katalog loaded, API server reachable");
+    let files = args.katalog.files();
+    let katalog_configmap = match (&args.katalog_configmap, files.as_slice()) {
+        (None, _) => None,
+        (Some(reference), [file]) => Some(KatalogConfigMap::new(reference, file.clone())?),
+        (Some(_), _) => anyhow::bail!("--katalog-configmap follows one Katalog file: give one -f"),
+    };
     let listener = args.http.listen(false).await?;
     let hosting = Hosting {
         http: &args.http,
@@ -181,11 +193,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         webhooks: &args.webhooks,
         ha: &args.ha,
         components: args.registry.store()?,
+        pull_secrets: args.registry.pull_secrets(),
+        katalog_configmap,
         recording: args.record.folder()?,
         dev: false,
         gateway: !args.no_gateway,
     };
-    serve(client, config, &katalog, &args.katalog.files(), hosting).await?;
+    serve(client, config, &katalog, &files, hosting).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -198,6 +212,10 @@ pub struct Hosting<'a> {
     pub webhooks: &'a super::gateway::WebhookArgs,
     pub ha: &'a super::ha::HaArgs,
     pub components: orkestra::runtime::slots::ComponentStore,
+    /// The `--pull-secret` Secrets the components' pulls read.
+    pub pull_secrets: &'a [String],
+    /// The ConfigMap the Katalog file is mounted from, followed for changes.
+    pub katalog_configmap: Option<KatalogConfigMap>,
     /// Where component calls may be recorded (`--recordings`), with its sessions' token.
     pub recording: Option<super::component::Recording>,
     /// `ork dev`: a reload installs the Katalog's CRDs too.
@@ -234,6 +252,8 @@ pub async fn serve(
         webhooks: webhooks_args,
         ha: ha_args,
         mut components,
+        pull_secrets,
+        katalog_configmap,
         recording,
         dev,
         gateway: serves_gateway,
@@ -275,10 +295,23 @@ pub async fn serve(
     let live_addr = listener.as_ref().and_then(|l| l.local_addr().ok());
     let ha = ha_args.start(&client, katalog, live_addr)?;
     let watched = ha.watched();
+    // What the runtime does besides its CRDs' work, as `ork manifests` grants it: asked of
+    // the API server before anything reconciles.
+    let own = super::manifests::Own {
+        namespace: &state.namespace(&client),
+        leases: ha_args.leases(&client, katalog),
+        gateway: serves_gateway,
+        pull_secrets,
+    };
+    let (mut own, _) = super::manifests::own_needs(katalog, &own)?;
+    if let Some(configmap) = &katalog_configmap {
+        configmap.needs(&mut own);
+    }
     let mut runtime = orkestra::runtime::Runtime::with_components(client.clone(), katalog, components)?
         .with_ownership(ha.ownership())
         .with_rollout_state(state.namespace(&client))
-        .with_identities(config);
+        .with_identities(config)
+        .with_permission_check(own);
     if auth.is_some() {
         runtime = runtime.with_event_log();
     }
@@ -299,6 +332,7 @@ pub async fn serve(
     }
     // A changed Katalog applies live, CRD by CRD (the webhooks, gateway and HA at restart).
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
+    let follower = katalog_configmap.map(|c| tokio::spawn(c.follow(client.clone(), reloader.clone())));
     // The Serve API shares the Live API's port under /api/v1, with its own tokens.
     let serve_api = gateway.as_mut().and_then(|g| g.take_serve_api());
     if serve_api.is_some() && auth.is_none() {
@@ -376,6 +410,9 @@ pub async fn serve(
         eprintln!("runtime: in-flight reconciles outlasted {bound:?}; exiting, the Leases expire");
     }
     watcher.abort();
+    if let Some(follower) = follower {
+        follower.abort();
+    }
     if let Some(endpoint) = endpoint {
         endpoint.abort();
     }

@@ -51,7 +51,7 @@ pub use compile::Compiled;
 pub use compose::include::PulledMotifs;
 pub use de::{Problem, read};
 pub use kinds::{KindSpec, RESOURCE_KINDS, kind_spec};
-pub use load::{load, load_sources, load_sources_with, load_with};
+pub use load::{load, load_sources, load_sources_with, load_with, read_sources};
 pub use loaded::{Diagnostic, Error, Katalog, LoadedCrd};
 pub use model::*;
 pub use reads::StampReads;

@@ -25,15 +25,21 @@ pub fn load(paths: &[PathBuf]) -> Result<Compiled, Error> {
 /// [`load`], with the motifs pulled from OCI registries so far; one it imports that is not
 /// among them is [`Error::Unpulled`].
 pub fn load_with(paths: &[PathBuf], pulled: &PulledMotifs) -> Result<Compiled, Error> {
-    let mut sources = Vec::with_capacity(paths.len());
-    for path in paths {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
-            path: path.clone(),
-            source,
-        })?;
-        sources.push((path.clone(), text));
-    }
-    load_sources_with(&sources, pulled)
+    load_sources_with(&read_sources(paths)?, pulled)
+}
+
+/// The text of each file, for [`load_sources`].
+pub fn read_sources(paths: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, Error> {
+    paths
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+                path: path.clone(),
+                source,
+            })?;
+            Ok((path.clone(), text))
+        })
+        .collect()
 }
 
 /// [`load`] for texts already read (`include:` paths still resolve against each path).

@@ -77,6 +77,8 @@ async fn katalog(State(shared): State<Shared>) -> Json<Value> {
         "gatewayEndpoint": model.security.as_ref().and_then(|s| s.gateway_endpoint.as_deref())
             .or(model.gateway.as_ref().and_then(|g| g.endpoint.as_deref())),
         "crds": shown.iter().map(|h| summary(inspect, h, health.get(&*h.crd.name))).collect::<Vec<_>>(),
+        // The runtime's own needs it may not do (Leases, the gateway's, its rollout state).
+        "permissions": inspect.permissions.report(crate::outcome::permissions::RUNTIME),
     }))
 }
 
@@ -335,6 +337,8 @@ async fn crd_health(State(shared): State<Shared>, Path(name): Path<String>) -> R
             json!(inspect.ownership.count_owned(&name, &handle.cache.keys())),
         ),
         ("hasUnhealthyDependencies", json!(unhealthy_dependencies)),
+        // What of the CRD's needs the runtime may not do, each with the rule to add.
+        ("permissions", inspect.permissions.report(&name)),
     ] {
         body[key] = value;
     }

@@ -324,6 +324,27 @@ impl Collector for RuntimeCollector {
                 })
             }),
         )?;
+        // Each permission the last check found missing; `controller` is empty for the
+        // runtime's own needs. Every label value comes from the Katalog.
+        let missing = inspect.permissions.all();
+        let missing: Vec<(&str, &orkestra_katalog::rbac::Need, String)> = missing
+            .iter()
+            .flat_map(|(crd, needs)| needs.iter().map(move |n| (crd.as_str(), n, n.qualified_resource())))
+            .collect();
+        family.gauges(
+            "orkestra_permission_missing",
+            "1 for each permission the Katalog needs that the runtime lacks (SelfSubjectAccessReview at load, after reloads, every 5 minutes)",
+            missing.iter().map(|(crd, need, resource)| {
+                let labels = vec![
+                    ("controller", *crd),
+                    ("verb", need.verb),
+                    ("resource", resource.as_str()),
+                    ("namespace", need.namespace().unwrap_or("")),
+                    ("name", need.name.as_deref().unwrap_or("")),
+                ];
+                (labels, 1.0)
+            }),
+        )?;
 
         // Wasm components.
         let slots = inspect.components.slots();

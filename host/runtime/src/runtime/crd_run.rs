@@ -43,6 +43,7 @@ pub(super) struct CrdRun {
     pub(super) peers: crate::pipeline::cross::Peers,
     pub(super) event_log: bool,
     pub(super) ownership: crate::ha::Ownership,
+    pub(super) permissions: Arc<crate::outcome::permissions::Permissions>,
 }
 
 impl CrdRun {
@@ -108,6 +109,15 @@ impl CrdRun {
         // would share the API server and this process with the CRs' list, and nothing waits
         // for them (a child not listed yet is read on its own; settled CRs wait, below).
         self.start_secondary(&mut observers, &admission).await;
+        observers.spawn(
+            super::permissions::offer_on_change(
+                self.permissions.clone(),
+                crd.name.clone(),
+                self.handle.cache.clone(),
+                admission.clone(),
+            )
+            .in_current_span(),
+        );
         // Nobody can read the events of a CRD out of the Live API or closed to cross reads.
         if self.event_log && crd.endpoints.enabled && crd.cross_access {
             self.start_event_log(&mut observers, namespace.as_deref()).await;

@@ -16,7 +16,7 @@
 //!
 //! Beside it: the component slots each CRD declares ([`slots`]), live reloads of the Katalog
 //! file ([`reload`]), and the autoscaler that moves a CRD's workers and queue depth
-//! ([`autoscale`]).
+//! ([`autoscale`]), and the check of the runtime's permissions ([`permissions`]).
 
 pub mod autoscale;
 mod canary_counts;
@@ -25,6 +25,7 @@ mod rehearse;
 mod resync;
 pub use rehearse::{Rehearsed, key_of};
 pub mod motifs;
+pub mod permissions;
 pub mod reload;
 pub mod rollout_state;
 pub mod slots;
@@ -38,6 +39,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
 
 use crate::outcome::health::HealthBoard;
+use crate::outcome::permissions::Permissions;
 use crate::pipeline::declarative::Declarative;
 use crate::pipeline::mux::MuxReconciler;
 pub use crate::pipeline::roster::CrdHandle;
@@ -73,6 +75,8 @@ pub struct Inspect {
     /// What the gateway this runtime serves says of itself (`GET /gateway`); `None` when it
     /// serves none.
     pub gateway: Option<GatewayStats>,
+    /// The permissions the runtime was found to lack.
+    pub permissions: Arc<Permissions>,
 }
 
 /// The statistics of a gateway the runtime serves, read when asked.
@@ -181,6 +185,10 @@ pub struct Runtime {
     tenants: Arc<Tenants>,
     applies: mpsc::Receiver<Apply>,
     pipelines: Pipelines,
+    permissions: Arc<Permissions>,
+    /// The runtime's own needs besides its CRDs' ([`Runtime::with_permission_check`]);
+    /// `None`: no check.
+    permission_needs: Option<orkestra_katalog::rbac::Needs>,
 }
 
 /// How often component files are checked for a new version.
@@ -243,6 +251,8 @@ impl Runtime {
             tenants,
             applies,
             pipelines: Pipelines { sender, roster },
+            permissions: Arc::default(),
+            permission_needs: None,
         })
     }
 
@@ -298,6 +308,7 @@ impl Runtime {
             ownership: self.ownership.clone(),
             tenants: self.tenants.clone(),
             gateway: None,
+            permissions: self.permissions.clone(),
         }
     }
 
@@ -364,6 +375,9 @@ impl Runtime {
             tokio::spawn(async move { slot.reload().await });
         }
         let file_watch = tokio::spawn(self.slots.components.clone().watch_files(COMPONENT_POLL));
+        // Before anything reconciles: what the runtime may not do is named, not found out CR
+        // by CR.
+        keeping.extend(self.check_permissions().await);
         let mut running: BTreeMap<String, Running> = BTreeMap::new();
         for handle in self.roster.crds() {
             running.insert(handle.crd.name.to_string(), self.start(handle));
@@ -389,44 +403,6 @@ impl Runtime {
         for name in start_order(&self.roster.crds()).iter().rev() {
             if let Some(run) = running.remove(name) {
                 run.stop().await;
-            }
-        }
-    }
-
-    /// Reads the components' kept rollout state from `namespace` before any loads, and keeps
-    /// it from then on. A state that cannot be read after a few tries is said loudly: the
-    /// components then start as if none had been kept.
-    async fn keep_rollouts(&self, namespace: &str) -> Vec<tokio::task::JoinHandle<()>> {
-        use rollout_state::RolloutState;
-        let name = self.roster.katalog().katalog.name.clone();
-        let state = match RolloutState::new(self.client.clone(), namespace, &name) {
-            Ok(state) => state,
-            Err(error) => {
-                tracing::error!(%namespace, %error, "the rollout state cannot be kept there");
-                return Vec::new();
-            }
-        };
-        let ownership = self.ownership.clone();
-        let follows = ownership.mode() != crate::ha::Mode::None;
-        let mut tries = 0;
-        loop {
-            let decides = ownership.clone();
-            let decides = move || decides.decides_rollouts();
-            match rollout_state::keep(state.clone(), &self.slots.components, decides, follows).await {
-                Ok(tasks) => return tasks,
-                Err(kube::Error::Api(status)) if status.code == 403 => {
-                    tracing::error!(configmap = %state.place(), %status.message, "the runtime may not read its rollout state (RBAC: get, list, watch, patch on this ConfigMap and create on configmaps, as `ork manifests` grants): the components start without it");
-                    return Vec::new();
-                }
-                Err(error) if tries < 4 => {
-                    tries += 1;
-                    tracing::warn!(configmap = %state.place(), %error, "cannot read the rollout state yet");
-                    tokio::time::sleep(Duration::from_secs(2)).await;
-                }
-                Err(error) => {
-                    tracing::error!(configmap = %state.place(), %error, "cannot read the rollout state: the components start without it, and a version rolled back before may serve again");
-                    return Vec::new();
-                }
             }
         }
     }
@@ -487,6 +463,7 @@ impl Runtime {
             running.insert(name, self.start(handle));
         }
         self.roster.set_katalog(Arc::new(katalog));
+        self.recheck_permissions().await;
         applied
     }
 
@@ -507,7 +484,8 @@ impl Runtime {
                 self.externals.clone(),
             )
             .with_children(handle.children.clone())
-            .with_identities(self.identities.clone());
+            .with_identities(self.identities.clone())
+            .with_permissions(self.permissions.clone());
             Arc::new(match slot {
                 Some(slot) => reconciler.with_component(slot, functions.clone()),
                 None => reconciler,
@@ -541,6 +519,7 @@ impl Runtime {
             peers: self.peers.clone(),
             event_log: self.event_log,
             ownership: self.ownership.clone(),
+            permissions: self.permissions.clone(),
         };
         // At error level so its field reaches every event the filter lets through (quiet
         // by default is `warn`); everything the run spawns carries it on.

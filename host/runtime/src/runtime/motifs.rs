@@ -77,9 +77,14 @@ impl Source {
 
 /// Loads `files`, fetching from `source` each OCI motif they import.
 pub async fn load(files: &[PathBuf], source: &Source) -> Result<Compiled, Error> {
+    load_sources(&orkestra_katalog::read_sources(files)?, source).await
+}
+
+/// [`load`] for texts already read.
+pub async fn load_sources(files: &[(PathBuf, String)], source: &Source) -> Result<Compiled, Error> {
     let mut pulled = PulledMotifs::new();
     for _ in 0..ROUNDS {
-        match orkestra_katalog::load_with(files, &pulled) {
+        match orkestra_katalog::load_sources_with(files, &pulled) {
             Err(orkestra_katalog::Error::Unpulled { motifs }) => {
                 for reference in motifs {
                     let text = source.fetch(&reference).await?;
@@ -89,7 +94,7 @@ pub async fn load(files: &[PathBuf], source: &Source) -> Result<Compiled, Error>
             loaded => return Ok(loaded?),
         }
     }
-    Ok(orkestra_katalog::load_with(files, &pulled)?)
+    Ok(orkestra_katalog::load_sources_with(files, &pulled)?)
 }
 
 /// [`load`] from the cache alone, for a caller that is not async: nothing is reached, so

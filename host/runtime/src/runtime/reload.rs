@@ -45,6 +45,9 @@ pub struct Reloader {
     reports: Option<Report>,
     /// Where the OCI motifs the Katalog imports come from; without it, it may import none.
     motifs: Option<crate::runtime::motifs::Source>,
+    /// A file's text as the cluster holds it (the ConfigMap a mounted Katalog comes from),
+    /// read instead of the file: the kubelet updates the mount a minute or more later.
+    texts: Arc<parking_lot::Mutex<std::collections::BTreeMap<PathBuf, String>>>,
 }
 
 /// What is told of each reload of a changed file.
@@ -59,6 +62,7 @@ impl Reloader {
             installs: None,
             reports: None,
             motifs: None,
+            texts: Arc::default(),
         }
     }
 
@@ -103,9 +107,12 @@ impl Reloader {
         if self.files.is_empty() {
             return Vec::new();
         }
-        let loaded = match &self.motifs {
-            Some(source) => crate::runtime::motifs::load(&self.files, source).await,
-            None => orkestra_katalog::load(&self.files).map_err(Into::into),
+        let loaded = match self.sources() {
+            Ok(sources) => match &self.motifs {
+                Some(source) => crate::runtime::motifs::load_sources(&sources, source).await,
+                None => orkestra_katalog::load_sources(&sources).map_err(Into::into),
+            },
+            Err(error) => Err(error.into()),
         };
         let katalog = match loaded {
             Ok(katalog) => katalog,
@@ -144,6 +151,49 @@ impl Reloader {
         }
     }
 
+    /// Each Katalog file's text: as the cluster holds it, else as read.
+    fn sources(&self) -> Result<Vec<(PathBuf, String)>, orkestra_katalog::Error> {
+        let mut sources = orkestra_katalog::read_sources(&self.files)?;
+        let texts = self.texts.lock();
+        for (path, text) in &mut sources {
+            if let Some(held) = texts.get(path) {
+                text.clone_from(held);
+            }
+        }
+        Ok(sources)
+    }
+
+    /// The Katalog file `file` now holds `text` in the cluster: reloads when that is not
+    /// what the runtime read last (the first text is taken as read when the file has it).
+    pub async fn reload_text(&self, file: PathBuf, text: String) -> Option<Outcome> {
+        {
+            let mut texts = self.texts.lock();
+            let last = match texts.get(&file) {
+                Some(held) => Some(held.clone()),
+                None => std::fs::read_to_string(&file).ok(),
+            };
+            if last.as_deref() == Some(text.as_str()) {
+                texts.insert(file, text);
+                return None;
+            }
+            texts.insert(file, text);
+        }
+        tracing::info!("the Katalog's ConfigMap changed; applying it");
+        let outcome = self.reload(false, None).await;
+        self.told(&outcome);
+        Some(outcome)
+    }
+
+    /// Says what a reload that nobody asked for did.
+    fn told(&self, outcome: &Outcome) {
+        for error in &outcome.errors {
+            tracing::warn!("{error}");
+        }
+        if let Some(report) = &self.reports {
+            report(outcome);
+        }
+    }
+
     /// Polls the Katalog files every `period`; on a change, reloads.
     pub async fn watch(self, period: std::time::Duration) {
         let stamps = |files: &[PathBuf]| -> Vec<Option<SystemTime>> {
@@ -163,12 +213,7 @@ impl Reloader {
             seen = now;
             tracing::info!("the Katalog changed; applying it");
             let outcome = self.reload(false, None).await;
-            for error in &outcome.errors {
-                tracing::warn!("{error}");
-            }
-            if let Some(report) = &self.reports {
-                report(&outcome);
-            }
+            self.told(&outcome);
         }
     }
 }

@@ -186,6 +186,45 @@ fn key(slot: &str) -> String {
         .collect()
 }
 
+impl super::Runtime {
+    /// Reads the components' kept rollout state from `namespace` before any loads, and keeps
+    /// it from then on. A state that cannot be read after a few tries is said loudly: the
+    /// components then start as if none had been kept.
+    pub(super) async fn keep_rollouts(&self, namespace: &str) -> Vec<tokio::task::JoinHandle<()>> {
+        let name = self.roster.katalog().katalog.name.clone();
+        let state = match RolloutState::new(self.client.clone(), namespace, &name) {
+            Ok(state) => state,
+            Err(error) => {
+                tracing::error!(%namespace, %error, "the rollout state cannot be kept there");
+                return Vec::new();
+            }
+        };
+        let ownership = self.ownership.clone();
+        let follows = ownership.mode() != crate::ha::Mode::None;
+        let mut tries = 0;
+        loop {
+            let decides = ownership.clone();
+            let decides = move || decides.decides_rollouts();
+            match keep(state.clone(), &self.slots.components, decides, follows).await {
+                Ok(tasks) => return tasks,
+                Err(kube::Error::Api(status)) if status.code == 403 => {
+                    tracing::error!(configmap = %state.place(), %status.message, "the runtime may not read its rollout state (RBAC: get, list, watch, patch on this ConfigMap and create on configmaps, as `ork manifests` grants): the components start without it");
+                    return Vec::new();
+                }
+                Err(error) if tries < 4 => {
+                    tries += 1;
+                    tracing::warn!(configmap = %state.place(), %error, "cannot read the rollout state yet");
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                }
+                Err(error) => {
+                    tracing::error!(configmap = %state.place(), %error, "cannot read the rollout state: the components start without it, and a version rolled back before may serve again");
+                    return Vec::new();
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

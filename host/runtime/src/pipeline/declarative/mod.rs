@@ -23,7 +23,7 @@ use applied::Applied;
 use children::{child_refs, expand};
 
 pub use status::desired_status;
-use status::{failed_status, validation_conditions};
+use status::{failed_status, permission_condition, validation_conditions};
 
 use std::sync::Arc;
 
@@ -67,6 +67,8 @@ pub struct Declarative {
     status_dropped: std::sync::atomic::AtomicBool,
     /// Clients acting as the ServiceAccounts components declare.
     identities: Option<Arc<crate::pipeline::identities::Identities>>,
+    /// The permissions the runtime lacks, as its last check found them.
+    permissions: Arc<crate::outcome::permissions::Permissions>,
 }
 
 /// The field managers of this reconciler's writes: one per CRD for its templates, one per
@@ -101,6 +103,7 @@ impl Declarative {
             status_inline: Default::default(),
             status_dropped: Default::default(),
             identities: None,
+            permissions: Arc::default(),
             crd,
         }
     }
@@ -108,6 +111,12 @@ impl Declarative {
     /// Components that declare a `serviceAccount` act as it through `identities`.
     pub fn with_identities(mut self, identities: Option<Arc<crate::pipeline::identities::Identities>>) -> Self {
         self.identities = identities;
+        self
+    }
+
+    /// Says on each CR what of its CRD's needs `permissions` found the runtime lacks.
+    pub fn with_permissions(mut self, permissions: Arc<crate::outcome::permissions::Permissions>) -> Self {
+        self.permissions = permissions;
         self
     }
 
@@ -254,6 +263,14 @@ impl Declarative {
             Some((true, reason, note)) => self.events.warning(object, reason, note),
             Some((false, reason, note)) => self.events.normal(object, reason, note),
             None => {}
+        }
+        // With conditions switched off, the log, the Live API and /metrics still say it.
+        let missing = self.permissions.missing(&self.crd.name);
+        let generation = &object["metadata"]["generation"];
+        if compiled.status_conditions
+            && let Some(note) = permission_condition(&mut status, &object["status"], &missing, generation, now)
+        {
+            self.events.warning(object, "PermissionMissing", note);
         }
         let step = changes_what_it_reads(&self.crd.own_status_reads, &object["status"], &status);
         let status_written = self.patch_status(request, object, status).await?;

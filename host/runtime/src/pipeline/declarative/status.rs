@@ -130,6 +130,42 @@ pub(super) fn set_condition(status: &mut Value, condition: [&str; 4], generation
     status["conditions"] = Value::Array(conditions);
 }
 
+/// `PermissionMissing`: True with each permission the CRD lacks, as the last check found;
+/// False once they are granted, on a CR that had it (a CR that never lacked one gains no
+/// condition, nor a write). Returns the Event's note when the CR now lacks what it did not.
+pub(super) fn permission_condition(
+    status: &mut Value,
+    previous: &Value,
+    missing: &[orkestra_katalog::rbac::Need],
+    generation: &Value,
+    now: jiff::Timestamp,
+) -> Option<String> {
+    use crate::outcome::permissions::{note, note_with_rules};
+    let had = previous["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "PermissionMissing"));
+    if missing.is_empty() {
+        if had.is_some_and(|c| c["status"] == "True") {
+            set_condition(
+                status,
+                ["PermissionMissing", "False", "PermissionsGranted", ""],
+                generation,
+                now,
+            );
+        }
+        return None;
+    }
+    let message = orkestra_expr::text::bounded(note(missing), MESSAGE_LIMIT);
+    set_condition(
+        status,
+        ["PermissionMissing", "True", "RBACMissing", &message],
+        generation,
+        now,
+    );
+    let same = had.is_some_and(|c| c["status"] == "True" && c["message"] == message.as_str());
+    (!same).then(|| note_with_rules(missing))
+}
+
 /// ValidationFailed (deny rules) and ValidationWarning (warn rules).
 pub(super) fn validation_conditions(status: &mut Value, verdict: &Verdict, generation: &Value, now: jiff::Timestamp) {
     let denied = verdict.denied.join("; ");
@@ -226,6 +262,49 @@ mod tests {
               - {path: detail.ready, type: bool, value: '{{ gt .spec.replicas 0 }}'}
               - {path: note, value: busy, clearOnFalse: true, when: [{field: status.phase, equals: Running}]}
 ";
+
+    #[test]
+    fn a_missing_permission_is_a_condition_with_one_event_and_clears_only_where_it_was() {
+        use orkestra_katalog::rbac::{Need, Scope};
+        let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let generation = json!(1);
+        let create = Need {
+            scope: Scope::Namespace("shop".into()),
+            group: String::new(),
+            resource: "configmaps".into(),
+            verb: "create",
+            name: None,
+        };
+        // Nothing missing, nothing said: no condition, so no write.
+        let mut status = json!({});
+        assert_eq!(
+            permission_condition(&mut status, &json!({}), &[], &generation, now),
+            None
+        );
+        assert_eq!(status, json!({}));
+
+        // Missing: the condition names it; the Event names the rule, once.
+        let note = permission_condition(&mut status, &json!({}), std::slice::from_ref(&create), &generation, now);
+        assert!(note.unwrap().contains(
+            r#"add to the Role in namespace shop: {apiGroups: [""], resources: [configmaps], verbs: [create]}"#
+        ));
+        assert_eq!(status["conditions"][0]["type"], "PermissionMissing");
+        assert_eq!(status["conditions"][0]["status"], "True");
+        assert_eq!(
+            status["conditions"][0]["message"],
+            "the runtime may not create configmaps in namespace shop"
+        );
+        let previous = status.clone();
+        let again = permission_condition(&mut status, &previous, std::slice::from_ref(&create), &generation, now);
+        assert_eq!(again, None, "the same missing permission: no second Event");
+        assert_eq!(status, previous, "nor a write");
+
+        // Granted: False where it was True.
+        let note = permission_condition(&mut status, &previous, &[], &generation, now);
+        assert_eq!(note, None);
+        assert_eq!(status["conditions"][0]["status"], "False");
+        assert_eq!(status["conditions"][0]["reason"], "PermissionsGranted");
+    }
 
     #[test]
     fn status_fields_apply_in_order_with_types_and_the_ready_condition() {

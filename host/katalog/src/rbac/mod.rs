@@ -13,6 +13,9 @@ use crate::compile::{Compiled, CompiledCrd, applied_kinds};
 use crate::component::grants::Verb;
 use crate::kinds::RESOURCE_KINDS;
 
+mod need;
+pub use need::Need;
+
 /// Where rules hold.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Scope {
@@ -345,6 +348,29 @@ fn enrich_reads(target: Target) -> &'static [(&'static str, &'static str, &'stat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_need_is_listed_once_and_one_a_cluster_grant_covers_is_left_out() {
+        let mut needs = Needs::default();
+        let shop = Scope::Namespace("shop".into());
+        needs.add(Scope::Cluster, "", "configmaps", &["get"]);
+        needs.add(shop.clone(), "", "configmaps", &["get", "create"]);
+        needs.add_named(shop.clone(), "coordination.k8s.io", "leases", "patch", "lease-a");
+        let each: Vec<String> = needs.each().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            each,
+            [
+                "get configmaps in every namespace",
+                "create configmaps in namespace shop",
+                "patch leases.coordination.k8s.io lease-a in namespace shop",
+            ]
+        );
+        let named = needs.each().into_iter().find(|n| n.name.is_some()).unwrap();
+        assert_eq!(
+            named.rbac_line(),
+            r#"Role in namespace shop: {apiGroups: ["coordination.k8s.io"], resources: [leases], verbs: [patch], resourceNames: ["lease-a"]}"#
+        );
+    }
 
     #[test]
     fn every_template_kind_is_granted_under_the_resource_the_api_server_serves() {
