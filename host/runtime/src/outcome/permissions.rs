@@ -19,7 +19,7 @@ pub type Needed = (String, Need);
 #[derive(Debug)]
 pub struct Permissions {
     state: RwLock<Checked>,
-    /// Moves whenever a check finds a permission missing or granted since the last.
+    /// Moves whenever a check answers or fails.
     changed: tokio::sync::watch::Sender<u64>,
 }
 
@@ -34,6 +34,8 @@ impl Default for Permissions {
 
 #[derive(Debug, Default, Clone)]
 struct Checked {
+    /// Whether a check is to come at all (the runtime was asked to check).
+    expected: bool,
     /// Whether a check has answered at all.
     done: bool,
     /// Why the last check could not answer, if it could not.
@@ -55,18 +57,17 @@ impl Permissions {
         let new: Vec<Needed> = after.iter().filter(|n| !before.contains(n)).cloned().collect();
         let granted: Vec<Needed> = before.into_iter().filter(|n| !after.contains(n)).collect();
         *state = Checked {
+            expected: true,
             done: true,
             error: None,
             missing,
         };
         drop(state);
-        if !new.is_empty() || !granted.is_empty() {
-            self.changed.send_modify(|n| *n += 1);
-        }
+        self.changed.send_modify(|n| *n += 1);
         (new, granted)
     }
 
-    /// Told each time a check finds something missing or granted since the last.
+    /// Told each time a check answers (or fails).
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changed.subscribe()
     }
@@ -74,6 +75,29 @@ impl Permissions {
     /// The check could not answer: what it found before stays.
     pub fn unanswered(&self, why: String) {
         self.state.write().error = Some(why);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// A check is on its way: [`Permissions::first_check`] waits for it.
+    pub fn expect_check(&self) {
+        self.state.write().expected = true;
+    }
+
+    /// Waits, at most `bound`, for the first check to answer (or fail), when one is to
+    /// come: what the runtime may not do is named before its first reconcile.
+    pub async fn first_check(&self, bound: std::time::Duration) {
+        let mut changes = self.changes();
+        let answered = |state: &Checked| !state.expected || state.done || state.error.is_some();
+        let waited = tokio::time::timeout(bound, async {
+            while !answered(&self.state.read()) {
+                if changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+        if waited.await.is_err() {
+            tracing::warn!(?bound, "the permission check has not answered; reconciling without it");
+        }
     }
 
     /// What the CRD `crd` (or the runtime, [`RUNTIME`]) lacks.
@@ -138,6 +162,41 @@ mod tests {
             verb,
             name: None,
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_first_reconcile_waits_for_a_check_to_come_and_no_longer_than_its_bound() {
+        let unchecked = Permissions::default();
+        let started = tokio::time::Instant::now();
+        unchecked.first_check(std::time::Duration::from_secs(10)).await;
+        assert_eq!(
+            started.elapsed(),
+            std::time::Duration::ZERO,
+            "no check to come: no wait"
+        );
+
+        let permissions = std::sync::Arc::new(Permissions::default());
+        permissions.expect_check();
+        let answers = permissions.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            answers.found(BTreeMap::new());
+        });
+        permissions.first_check(std::time::Duration::from_secs(10)).await;
+        assert_eq!(
+            started.elapsed(),
+            std::time::Duration::from_secs(1),
+            "until it answered, nothing missing"
+        );
+
+        let never = Permissions::default();
+        never.expect_check();
+        never.first_check(std::time::Duration::from_secs(10)).await;
+        assert_eq!(
+            started.elapsed(),
+            std::time::Duration::from_secs(11),
+            "at most the bound"
+        );
     }
 
     #[test]

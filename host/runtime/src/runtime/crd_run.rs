@@ -46,6 +46,9 @@ pub(super) struct CrdRun {
     pub(super) permissions: Arc<crate::outcome::permissions::Permissions>,
 }
 
+/// How long a CRD's workers wait for the first permission check.
+const PERMISSION_CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl CrdRun {
     pub(super) async fn run(self, mut stopped: watch::Receiver<bool>) {
         let crd = self.handle.crd.clone();
@@ -146,6 +149,9 @@ impl CrdRun {
                 counters: self.handle.counters.clone(),
             }),
         });
+        // What the runtime may not do is named before the first reconcile; the check ran
+        // beside the lists, so it has answered by now but on a slow API server.
+        self.permissions.first_check(PERMISSION_CHECK_WAIT).await;
         let mut workers = JoinSet::new();
         for _ in 0..Tuning::tasks(&crd) {
             workers.spawn(kordinator.clone().work().in_current_span());

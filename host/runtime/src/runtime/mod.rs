@@ -377,7 +377,7 @@ impl Runtime {
         let file_watch = tokio::spawn(self.slots.components.clone().watch_files(COMPONENT_POLL));
         // Before anything reconciles: what the runtime may not do is named, not found out CR
         // by CR.
-        keeping.extend(self.check_permissions().await);
+        keeping.extend(self.check_permissions());
         let mut running: BTreeMap<String, Running> = BTreeMap::new();
         for handle in self.roster.crds() {
             running.insert(handle.crd.name.to_string(), self.start(handle));

@@ -1,5 +1,5 @@
 //! Whether the runtime may do what its Katalog needs, asked of the API server before the
-//! CRDs start, after each reload and every few minutes (RBAC changes on its own): one
+//! first reconcile, after each reload and every few minutes (RBAC changes on its own): one
 //! SelfSubjectAccessReview per permission `ork manifests` would grant, a few at a time.
 //! Each missing one is said once in the log with the rule to add, and kept for the Live
 //! API, `/metrics` and the reconciles, which put a `PermissionMissing` condition and Event
@@ -122,15 +122,15 @@ impl Runtime {
         self
     }
 
-    /// The check at start, then a task that repeats it.
-    pub(super) async fn check_permissions(&self) -> Option<tokio::task::JoinHandle<()>> {
+    /// A task that checks at once, then every [`RECHECK`]. The CRDs start beside the first
+    /// check (their lists take longer than its reviews), and their workers wait for it.
+    pub(super) fn check_permissions(&self) -> Option<tokio::task::JoinHandle<()>> {
         let own = self.permission_needs.clone()?;
         let (client, permissions) = (self.client.clone(), self.permissions.clone());
-        check(&client, &self.roster.katalog(), &own, &permissions).await;
+        permissions.expect_check();
         let roster = self.roster.clone();
         Some(tokio::spawn(async move {
             let mut every = tokio::time::interval(RECHECK);
-            every.tick().await;
             loop {
                 every.tick().await;
                 let katalog = roster.katalog();
