@@ -333,15 +333,17 @@ pub async fn serve(
     // A changed Katalog applies live, CRD by CRD (the webhooks, gateway and HA at restart).
     let watcher = tokio::spawn(reloader.clone().watch(orkestra::runtime::COMPONENT_POLL));
     let follower = katalog_configmap.map(|c| tokio::spawn(c.follow(client.clone(), reloader.clone())));
-    // The Serve API shares the Live API's port under /api/v1, with its own tokens.
-    let serve_api = gateway.as_mut().and_then(|g| g.take_serve_api());
-    if serve_api.is_some() && auth.is_none() {
-        eprintln!("runtime: the Serve API is not served: it shares the Live API's port, closed by --no-http");
-    }
-    // Webhook intake too, outside the Live API's token: each delivery proves itself.
-    let intake = gateway.as_mut().and_then(|g| g.take_intake());
-    if intake.is_some() && auth.is_none() {
-        eprintln!("runtime: webhook intake is not served: it shares the Live API's port, closed by --no-http");
+    // The gateway's surfaces (the Serve API, webhook intake) share the Live API's port,
+    // outside its token: they have their own.
+    if auth.is_none() {
+        for (served, what) in [
+            (gateway.as_ref().is_some_and(|g| g.serves_api()), "the Serve API"),
+            (gateway.as_ref().is_some_and(|g| g.takes_webhooks()), "webhook intake"),
+        ] {
+            if served {
+                eprintln!("runtime: {what} is not served: it shares the Live API's port, closed by --no-http");
+            }
+        }
     }
     let live = match auth.zip(listener) {
         Some((auth, listener)) => {
@@ -351,11 +353,8 @@ pub async fn serve(
                 inspect.gateway = Some(Arc::new(gateway.stats()));
             }
             let mut router = orkestra::live::router(inspect, Some(reloader), auth);
-            if let Some(serve_api) = serve_api {
-                router = router.nest("/api/v1", serve_api);
-            }
-            if let Some(intake) = intake {
-                router = router.merge(intake);
+            if let Some(gateway) = gateway.as_mut() {
+                router = router.merge(gateway.routes());
             }
             Some((listener, router, hosts))
         }

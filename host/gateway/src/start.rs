@@ -1,8 +1,8 @@
 //! The gateway put together for a Katalog: the admission webhooks when it enables any, the
-//! Serve API when it opens one, webhook intake when it declares any, and for a gateway on
-//! its own the HTTP door around them (`/healthz`, `/katalog`, `/api/v1`, `/webhooks/...`).
-//! A runtime that hosts the gateway serves the Serve API and intake on its Live API's port
-//! instead ([`Gateway::take_serve_api`], [`Gateway::take_intake`]).
+//! Serve API when it opens one, webhook intake when it declares any. Where its HTTP surfaces
+//! are served is the gateway's to say: [`Gateway::routes`] is all of them (`/api/v1`,
+//! `/webhooks/...`), which a gateway on its own serves inside its door (`/healthz`,
+//! `/katalog`) and a runtime that hosts the gateway mounts whole on its Live API's port.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -92,15 +92,19 @@ impl Gateway {
         self.intake_stats.is_some()
     }
 
-    /// The Serve API's routes, to be nested at `/api/v1` by whoever serves them.
-    pub fn take_serve_api(&mut self) -> Option<Router> {
-        self.serve_api.take()
-    }
-
-    /// Webhook intake's routes (each under `/webhooks/`), to be merged by whoever serves
-    /// them, outside any bearer-token layer: each delivery proves itself by its signature.
-    pub fn take_intake(&mut self) -> Option<Router> {
-        self.intake.take()
+    /// Every HTTP surface the Katalog enables, once: the Serve API under `/api/v1` (its own
+    /// tokens) and webhook intake's paths under `/webhooks/` (each delivery proves itself by
+    /// its signature). Whoever mounts them keeps them outside any bearer-token layer of its
+    /// own. Empty when the Katalog enables neither, or once taken.
+    pub fn routes(&mut self) -> Router {
+        let mut routes = Router::new();
+        if let Some(api) = self.serve_api.take() {
+            routes = routes.nest("/api/v1", api);
+        }
+        if let Some(intake) = self.intake.take() {
+            routes = routes.merge(intake);
+        }
+        routes
     }
 
     /// What it says of itself (its `/katalog`), read when called.
@@ -111,23 +115,16 @@ impl Gateway {
     }
 
     /// The HTTP app of a gateway on its own: `/healthz`, `/katalog` (what it serves and the
-    /// webhooks' counts), the Serve API under `/api/v1` when the Katalog opens it, and
-    /// webhook intake's paths.
+    /// webhooks' counts), and [`Gateway::routes`].
     pub fn router(&mut self) -> Router {
         let stats = std::sync::Arc::new(self.stats());
-        let mut app = Router::new()
+        Router::new()
             .route("/healthz", axum::routing::get(|| async { "ok" }))
             .route(
                 "/katalog",
                 axum::routing::get(move || async move { axum::Json(stats()) }),
-            );
-        if let Some(api) = self.take_serve_api() {
-            app = app.nest("/api/v1", api);
-        }
-        if let Some(intake) = self.take_intake() {
-            app = app.merge(intake);
-        }
-        app
+            )
+            .merge(self.routes())
     }
 
     /// Serves [`Gateway::router`] on `listener` through the doors' one server setup until

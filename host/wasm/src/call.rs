@@ -276,23 +276,23 @@ impl WasmHost {
         }
         let state = store.data();
         stats.observe_memory(state.memory.used);
-        if state.denied.is_some() {
+        if state.kube.denied.is_some() {
             stats.denied();
         }
-        if state.logs_dropped > 0 {
+        if state.log.dropped > 0 {
             let (component, key) = (&*state.caller.component, &state.caller.key);
             tracing::warn!(
                 component,
                 key,
-                dropped = state.logs_dropped,
+                dropped = state.log.dropped,
                 "log lines past the component's limits.logBytes were dropped"
             );
         }
         let (hit, max, denied, last_error) = (
             state.memory.hit,
             state.memory.max,
-            state.denied.clone(),
-            state.last_error.clone(),
+            state.kube.denied.clone(),
+            state.log.last_error.clone(),
         );
         let used = state.memory.used;
         // Kept only after a call that ended well: a trap, a timeout or a denial may leave

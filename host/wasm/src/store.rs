@@ -1,6 +1,6 @@
 //! What one call's store holds: the WASI context with its resource table, the memory cap,
-//! who is calling, and what is left of the call's budgets. The host functions that read and
-//! spend them are the capabilities (`capability::kube`, `capability::log`).
+//! who is calling, and each capability's own state (`capability::kube`, `capability::log`),
+//! on which its host functions work through a view.
 
 use std::sync::Arc;
 
@@ -8,6 +8,8 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::types as wit_types;
+use super::capability::kube::{KubeState, KubeView};
+use super::capability::log::{LogState, LogView};
 use super::limiter::MemoryCap;
 use super::record::Tape;
 use orkestra_katalog::component::Limits;
@@ -58,27 +60,15 @@ impl Caller {
     }
 }
 
-/// The data of one call's store.
+/// The data of one call's store: WASI's, the memory cap, who is calling, each capability's
+/// own part, the tape, and the CPU clock.
 pub struct CallState {
     pub wasi: WasiCtx,
     pub table: ResourceTable,
     pub memory: MemoryCap,
-    pub cluster: Option<Cluster>,
-    pub grants: Arc<Grants>,
     pub caller: Caller,
-    pub kube_calls_left: u32,
-    /// Bytes of objects the kube interface may still hand over.
-    pub kube_bytes_left: usize,
-    /// The budget the limits gave, for messages.
-    pub kube_bytes: usize,
-    /// Bytes the guest may still log (each line at its cost to the host).
-    pub log_bytes_left: usize,
-    /// Lines dropped once the log budget was spent.
-    pub logs_dropped: u64,
-    /// The first denial, kept so a guest that swallows it still fails its reconcile.
-    pub denied: Option<String>,
-    /// The last error-level line the guest logged (a panic message), to explain a trap.
-    pub last_error: Option<String>,
+    pub kube: KubeState,
+    pub log: LogState,
     /// Where the call's imports are taken down (a recorded call) or served from (a replay).
     pub tape: Option<Tape>,
     /// When its guest last went back to its own code (for its tenant's CPU).
@@ -90,41 +80,24 @@ impl CallState {
     pub fn new(wasi: WasiCtx, memory: MemoryCap, call: Call) -> Self {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCES);
-        let mut state = Self {
+        Self {
             wasi,
             table,
             memory,
-            cluster: None,
-            grants: call.grants.clone(),
-            caller: call.caller.clone(),
-            kube_calls_left: 0,
-            kube_bytes_left: 0,
-            kube_bytes: 0,
-            log_bytes_left: 0,
-            logs_dropped: 0,
-            denied: None,
-            last_error: None,
-            tape: None,
+            kube: KubeState::new(call.cluster, call.grants, &call.limits),
+            log: LogState::new(call.limits.log_bytes),
+            caller: call.caller,
+            tape: call.tape,
             cpu: Arc::default(),
-        };
-        state.begin(call);
-        state
+        }
     }
 
     /// Readies the store for a call: the caller, its grants and identity, and full budgets.
     /// A warm instance's store goes through this before each call it serves.
     pub fn begin(&mut self, call: Call) {
-        let limits = call.limits;
+        self.kube = KubeState::new(call.cluster, call.grants, &call.limits);
+        self.log = LogState::new(call.limits.log_bytes);
         self.caller = call.caller;
-        self.cluster = call.cluster;
-        self.grants = call.grants;
-        self.kube_calls_left = limits.kube_calls;
-        self.kube_bytes_left = limits.kube_bytes;
-        self.kube_bytes = limits.kube_bytes;
-        self.log_bytes_left = limits.log_bytes;
-        self.logs_dropped = 0;
-        self.denied = None;
-        self.last_error = None;
         self.memory.hit = false;
         self.tape = call.tape;
         self.cpu = Arc::default();
@@ -132,10 +105,28 @@ impl CallState {
 
     /// After a call whose instance is kept: nothing of the caller's identity stays with it.
     pub fn end(&mut self) {
-        self.cluster = None;
+        self.kube.cluster = None;
         self.caller.client = None;
         self.caller.writes = Default::default();
         self.tape = None;
+    }
+
+    /// The kube capability's view of the store.
+    pub fn kube(&mut self) -> KubeView<'_> {
+        KubeView {
+            state: &mut self.kube,
+            caller: &self.caller,
+            tape: self.tape.as_ref(),
+        }
+    }
+
+    /// The log capability's view of the store.
+    pub fn log(&mut self) -> LogView<'_> {
+        LogView {
+            state: &mut self.log,
+            caller: &self.caller,
+            tape: self.tape.as_ref(),
+        }
     }
 }
 

@@ -104,6 +104,38 @@ pub const RESOURCE_KINDS: &[KindSpec] = &[
     custom::CUSTOM,
 ];
 
+/// Built-in kinds a Katalog may name but not template (watches, cross reads, grants, the
+/// Events the runtime writes): apiVersion, kind, resource, whether namespaced.
+const OTHER_KINDS: &[(&str, &str, &str, bool)] = &[
+    ("v1", "Node", "nodes", false),
+    ("v1", "Endpoints", "endpoints", true),
+    ("v1", "Event", "events", true),
+    ("apps/v1", "DaemonSet", "daemonsets", true),
+    ("networking.k8s.io/v1", "IngressClass", "ingressclasses", false),
+    ("storage.k8s.io/v1", "StorageClass", "storageclasses", false),
+    ("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", true),
+    ("events.k8s.io/v1", "Event", "events", true),
+    ("coordination.k8s.io/v1", "Lease", "leases", true),
+    ("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", false),
+    (
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    ),
+];
+
+/// Every built-in kind the host knows the resource of, as (apiVersion, kind, resource,
+/// namespaced): the rows of [`RESOURCE_KINDS`] (but `custom`), then the kinds a block cannot
+/// template. The one table RBAC and the offline stand-in API server read.
+pub fn built_in() -> impl Iterator<Item = (&'static str, &'static str, &'static str, bool)> {
+    let templated = RESOURCE_KINDS
+        .iter()
+        .filter(|row| !row.resource.is_empty())
+        .map(|row| (row.api_version, row.kind, row.resource, row.namespaced));
+    templated.chain(OTHER_KINDS.iter().copied())
+}
+
 impl KindSpec {
     /// The kind-specific keys this kind accepts.
     pub fn accepts(&self, key: &str) -> bool {

@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::compile::enrich::Target;
 use crate::compile::{Compiled, CompiledCrd, applied_kinds};
 use crate::component::grants::Verb;
-use crate::kinds::RESOURCE_KINDS;
 
 mod need;
 pub use need::Need;
@@ -48,37 +47,6 @@ type ByName = BTreeMap<(String, String, &'static str), BTreeSet<String>>;
 const READ: &[&str] = &["get", "list", "watch"];
 /// Children are applied (server-side), adopted, pruned and watched.
 const CHILD: &[&str] = &["get", "list", "watch", "create", "update", "patch", "delete"];
-
-/// Built-in kinds a Katalog may name but not template (watches, cross reads, grants):
-/// group, kind, resource, whether namespaced. The kinds a block templates are the rows of
-/// [`RESOURCE_KINDS`].
-const OTHER_KINDS: &[(&str, &str, &str, bool)] = &[
-    ("", "Node", "nodes", false),
-    ("", "Endpoints", "endpoints", true),
-    ("", "Event", "events", true),
-    ("apps", "DaemonSet", "daemonsets", true),
-    ("networking.k8s.io", "IngressClass", "ingressclasses", false),
-    ("storage.k8s.io", "StorageClass", "storageclasses", false),
-    ("discovery.k8s.io", "EndpointSlice", "endpointslices", true),
-    ("events.k8s.io", "Event", "events", true),
-    ("coordination.k8s.io", "Lease", "leases", true),
-    ("scheduling.k8s.io", "PriorityClass", "priorityclasses", false),
-    (
-        "apiextensions.k8s.io",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    ),
-];
-
-/// Every built-in kind the host knows the resource of: the template kinds, then the others.
-fn built_in() -> impl Iterator<Item = (&'static str, &'static str, &'static str, bool)> {
-    let templated = RESOURCE_KINDS
-        .iter()
-        .filter(|row| !row.resource.is_empty())
-        .map(|row| (group_of(row.api_version), row.kind, row.resource, row.namespaced));
-    templated.chain(OTHER_KINDS.iter().copied())
-}
 
 /// The group of an apiVersion (`v1` is the core group, "").
 pub fn group_of(api_version: &str) -> &str {
@@ -319,7 +287,9 @@ fn resource(compiled: &Compiled, api_version: &str, kind: &str) -> (String, Stri
         return (crd.group.clone(), crd.plural.clone(), crd.namespaced);
     }
     if let Some((group, _, resource, namespaced)) =
-        built_in().find(|(g, k, _, _)| *k == kind && (api_version.is_empty() || *g == group))
+        crate::kinds::built_in()
+            .map(|(v, k, r, n)| (group_of(v), k, r, n))
+            .find(|(g, k, _, _)| *k == kind && (api_version.is_empty() || *g == group))
     {
         return (group.to_string(), resource.to_string(), namespaced);
     }
@@ -348,6 +318,7 @@ fn enrich_reads(target: Target) -> &'static [(&'static str, &'static str, &'stat
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::RESOURCE_KINDS;
 
     #[test]
     fn each_need_is_listed_once_and_one_a_cluster_grant_covers_is_left_out() {

@@ -44,47 +44,10 @@ impl Kind {
     }
 }
 
-/// The kinds a Katalog's children are made of.
+/// The built-in kinds, from the Katalog's one table of them.
 pub fn built_in_kinds() -> Vec<Kind> {
-    let namespaced = [
-        ("v1", "ConfigMap", "configmaps"),
-        ("v1", "Secret", "secrets"),
-        ("v1", "Service", "services"),
-        ("v1", "ServiceAccount", "serviceaccounts"),
-        ("v1", "Pod", "pods"),
-        ("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
-        ("v1", "Event", "events"),
-        ("v1", "ResourceQuota", "resourcequotas"),
-        ("v1", "LimitRange", "limitranges"),
-        ("v1", "Endpoints", "endpoints"),
-        ("apps/v1", "Deployment", "deployments"),
-        ("apps/v1", "StatefulSet", "statefulsets"),
-        ("apps/v1", "DaemonSet", "daemonsets"),
-        ("apps/v1", "ReplicaSet", "replicasets"),
-        ("batch/v1", "Job", "jobs"),
-        ("batch/v1", "CronJob", "cronjobs"),
-        ("networking.k8s.io/v1", "Ingress", "ingresses"),
-        ("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"),
-        ("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
-        ("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
-        ("rbac.authorization.k8s.io/v1", "Role", "roles"),
-        ("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings"),
-        ("events.k8s.io/v1", "Event", "events"),
-        ("coordination.k8s.io/v1", "Lease", "leases"),
-    ];
-    let cluster = [
-        ("v1", "Namespace", "namespaces"),
-        ("v1", "PersistentVolume", "persistentvolumes"),
-        ("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles"),
-        (
-            "rbac.authorization.k8s.io/v1",
-            "ClusterRoleBinding",
-            "clusterrolebindings",
-        ),
-    ];
-    let kinds = namespaced.iter().map(|(v, k, p)| Kind::new(v, k, p, true));
-    kinds
-        .chain(cluster.iter().map(|(v, k, p)| Kind::new(v, k, p, false)))
+    orkestra_katalog::kinds::built_in()
+        .map(|(api_version, kind, plural, namespaced)| Kind::new(api_version, kind, plural, namespaced))
         .collect()
 }
 

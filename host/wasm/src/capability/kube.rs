@@ -3,14 +3,19 @@
 //! object past what Kubernetes takes is refused before it costs a request; a write to an
 //! object another custom resource controls is refused unless a grant says so.
 
+use std::sync::Arc;
+
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::Scope;
 use serde_json::Value;
 
 use super::super::bindings::kube::{self as wit_kube, KubeError, ObjectRef};
 use super::super::record::{KubeAnswer, KubeCall, Named, value_of};
-use super::super::store::CallState;
-use orkestra_katalog::component::grants::{Access, Verb};
+use super::super::record::Tape;
+use super::super::store::{Caller, Cluster};
+use orkestra_katalog::component::Limits;
+use orkestra_katalog::component::grants::{Access, Grants, Verb};
+use wasmtime::component::HasData;
 use orkestra_kube::objects::Objects;
 
 /// Longest name, kind, apiVersion or namespace a guest may pass (Kubernetes names are at most
@@ -23,6 +28,49 @@ const OBJECT_LIMIT: usize = 3 << 20;
 const FIRST_PAGE: u32 = 10;
 const MAX_PAGE: u32 = 200;
 
+/// The kube capability's part of a call's store: the cluster it reaches (as the caller's
+/// identity), the grants it is held to, what is left of the call's budgets, and the first
+/// denial (kept so a guest that swallows it still fails its reconcile).
+pub struct KubeState {
+    pub cluster: Option<Cluster>,
+    pub grants: Arc<Grants>,
+    pub calls_left: u32,
+    /// Bytes of objects it may still hand over.
+    pub bytes_left: usize,
+    /// The budget the limits gave, for messages.
+    pub bytes: usize,
+    pub denied: Option<String>,
+}
+
+impl KubeState {
+    /// Full budgets for a call of `grants`, reaching `cluster`.
+    pub fn new(cluster: Option<Cluster>, grants: Arc<Grants>, limits: &Limits) -> Self {
+        Self {
+            cluster,
+            grants,
+            calls_left: limits.kube_calls,
+            bytes_left: limits.kube_bytes,
+            bytes: limits.kube_bytes,
+            denied: None,
+        }
+    }
+}
+
+/// What the kube functions see of a call's store: their own state, who is calling, and the
+/// tape a recorded or replayed call goes through.
+pub struct KubeView<'a> {
+    pub state: &'a mut KubeState,
+    pub caller: &'a Caller,
+    pub tape: Option<&'a Tape>,
+}
+
+/// The kube capability, as the linker knows it.
+pub struct Kube;
+
+impl HasData for Kube {
+    type Data<'a> = KubeView<'a>;
+}
+
 /// The namespace an access is checked in, and the API to make it with.
 struct Target {
     api: Objects<DynamicObject>,
@@ -32,7 +80,7 @@ struct Target {
     others: bool,
 }
 
-impl CallState {
+impl KubeView<'_> {
     /// Budget, grant and kind resolution for one kube call.
     async fn admit(
         &mut self,
@@ -53,7 +101,7 @@ impl CallState {
                 )));
             }
         }
-        let Some(cluster) = self.cluster.clone() else {
+        let Some(cluster) = self.state.cluster.clone() else {
             return Err(KubeError::Unavailable("this host has no cluster connection".into()));
         };
         self.spend_call()?;
@@ -76,22 +124,22 @@ impl CallState {
             kind,
             namespace: namespace.as_deref(),
         };
-        if let Err(message) = self.grants.check(access, self.caller.namespace.as_deref()) {
+        if let Err(message) = self.state.grants.check(access, self.caller.namespace.as_deref()) {
             tracing::warn!(component = %self.caller.component, key = %self.caller.key, "denied: {message}");
-            self.denied.get_or_insert_with(|| message.clone());
+            self.state.denied.get_or_insert_with(|| message.clone());
             return Err(KubeError::Forbidden(message));
         }
         let api = Objects::within(cluster.client.clone(), namespace.as_deref(), &resource)
             .map_err(|e| KubeError::Rejected(e.to_string()))?;
         Ok(Target {
             api,
-            others: self.grants.others(access, self.caller.namespace.as_deref()),
+            others: self.state.grants.others(access, self.caller.namespace.as_deref()),
             namespace,
             api_version: resource.api_version.clone(),
         })
     }
 
-    /// [`CallState::admit`] for the object a guest names, its name checked first.
+    /// [`KubeView::admit`] for the object a guest names, its name checked first.
     async fn admit_ref(&mut self, verb: Verb, object: &ObjectRef) -> Result<Target, KubeError> {
         check_name(&object.name)?;
         self.admit(verb, &object.api_version, &object.kind, object.namespace.as_deref())
@@ -129,7 +177,7 @@ impl CallState {
                     "{kind} {name} is controlled by another custom resource ({whose}); writing it needs controlledByOthers: true on the capability"
                 );
                 tracing::warn!(component = %self.caller.component, key = %self.caller.key, "denied: {message}");
-                self.denied.get_or_insert_with(|| message.clone());
+                self.state.denied.get_or_insert_with(|| message.clone());
                 Err(KubeError::Forbidden(message))
             }
             _ => Ok(()),
@@ -169,7 +217,7 @@ impl CallState {
                     "{kind} {name} claims another custom resource ({claim}); a component may claim only its own, unless the capability says controlledByOthers: true"
                 );
                 tracing::warn!(component = %self.caller.component, key = %self.caller.key, "denied: {message}");
-                self.denied.get_or_insert_with(|| message.clone());
+                self.state.denied.get_or_insert_with(|| message.clone());
                 Err(KubeError::Forbidden(message))
             }
             None => Ok(()),
@@ -182,7 +230,7 @@ impl CallState {
     }
 }
 
-impl CallState {
+impl KubeView<'_> {
     /// `call` as the tape keeps it, when the call has a tape (built only then).
     fn on_tape(&self, call: impl FnOnce() -> KubeCall) -> Option<KubeCall> {
         self.tape.as_ref().map(|_| call())
@@ -210,26 +258,26 @@ impl CallState {
 
     /// One request to the API server, if the budget has one left.
     fn spend_call(&mut self) -> Result<(), KubeError> {
-        if self.kube_calls_left == 0 {
+        if self.state.calls_left == 0 {
             return Err(KubeError::Unavailable(
                 "the per-call budget of kube calls is spent (limits.kubeCalls)".into(),
             ));
         }
-        self.kube_calls_left -= 1;
+        self.state.calls_left -= 1;
         Ok(())
     }
 
     /// An object on its way to the guest, if the byte budget still holds it.
     fn hand_over(&mut self, object: &impl serde::Serialize) -> Result<String, KubeError> {
         let text = to_json(object)?;
-        if text.len() > self.kube_bytes_left {
-            self.kube_bytes_left = 0;
+        if text.len() > self.state.bytes_left {
+            self.state.bytes_left = 0;
             return Err(KubeError::Unavailable(format!(
                 "the per-call budget of {} kube bytes is spent (limits.kubeBytes)",
-                self.kube_bytes
+                self.state.bytes
             )));
         }
-        self.kube_bytes_left -= text.len();
+        self.state.bytes_left -= text.len();
         Ok(text)
     }
 }
@@ -263,7 +311,7 @@ fn to_json(object: &impl serde::Serialize) -> Result<String, KubeError> {
     serde_json::to_string(object).map_err(|e| KubeError::Unavailable(format!("cannot encode the object: {e}")))
 }
 
-impl wit_kube::Host for CallState {
+impl wit_kube::Host for KubeView<'_> {
     // Only host-known fields: what the guest passes is checked (and bounded) inside.
     #[tracing::instrument(level = "debug", name = "kube.get", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn get(&mut self, object: ObjectRef) -> wasmtime::Result<Result<String, KubeError>> {
@@ -330,7 +378,7 @@ impl wit_kube::Host for CallState {
                     None => return Ok(items),
                 }
                 let average = items.iter().map(String::len).sum::<usize>() / items.len().max(1);
-                page = (self.kube_bytes_left / average.max(1)).clamp(1, MAX_PAGE as usize) as u32;
+                page = (self.state.bytes_left / average.max(1)).clamp(1, MAX_PAGE as usize) as u32;
             }
         }
         .await;
