@@ -10,13 +10,14 @@ use wasmtime::Store;
 
 use super::bindings::types::{Outcome, Request, Response};
 use super::budget::{Hold, Short};
+use super::caller::{Caller, Cluster};
 use super::capability;
 use super::engine::{EPOCH_TICK, SLOT_CALLS, WasmHost};
 use super::limiter::MemoryCap;
 use super::load::{Loaded, Pre};
 use super::record::Tape;
 use super::stats::{CallOutcome, CallStats, Retired};
-use super::store::{Call, CallState, Caller, Cluster};
+use super::store::{Call, CallState};
 use super::warm::Idle;
 use orkestra_katalog::component::Spec;
 

@@ -13,9 +13,10 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use super::budget::PoolBudget;
 use super::cache::ArtifactCache;
+use super::caller::Cluster;
 use super::footprint::{self, Footprint};
 use super::registry::{BlobStore, Registries};
-use super::store::{CallState, Cluster};
+use super::store::CallState;
 use super::warm::WarmStores;
 use orkestra_katalog::component::MAX_MEMORY;
 

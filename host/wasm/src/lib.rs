@@ -9,6 +9,7 @@ mod bindings;
 mod budget;
 mod cache;
 mod call;
+mod caller;
 mod capability;
 pub mod componentize;
 mod cpu;
@@ -31,6 +32,7 @@ mod warm;
 
 pub use bindings::types::{Event, EventType, Failure, Gvk, Outcome, Request, Response};
 pub use call::{CallError, Hook};
+pub use caller::Caller;
 pub use capability::kube::identity;
 pub use cpu::CpuUse;
 pub use engine::{EPOCH_TICK, HostOptions, MAX_CONCURRENT_CALLS, POOL, PoolView, TenantPool, WasmHost};
@@ -40,4 +42,4 @@ pub use orkestra_katalog::component::{Deletion, Instances, Limits, Source, Spec,
 pub use registry::Registries;
 pub use slot::{Components, Role, RolloutView, SLOT_CALLS, Slot, SlotStatus};
 pub use stats::{CallOutcome, CallStats, InstancesView, Phase, Retired, StatsView, Swap};
-pub use store::{Caller, MAX_RESOURCES};
+pub use store::MAX_RESOURCES;

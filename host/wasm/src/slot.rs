@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::bindings::types::{Outcome, Request, Response};
 use super::call::{CallError, Hook};
+use super::caller::Caller;
 use super::engine::WasmHost;
 use super::kept::{Keeper, Kept, KeptCanary, Resume, Version};
 use super::load::{Active, LoadError, Loaded};
@@ -22,7 +23,6 @@ use super::rollout::{
     Canary, CanaryView, Counted, Rollouts, Step, StepKind, Verdict, in_share, refused_message, short,
 };
 use super::stats::{CallOutcome, CallStats, StatsView, Swap};
-use super::store::Caller;
 use orkestra_katalog::component::{Source, Spec};
 
 pub use super::engine::SLOT_CALLS;

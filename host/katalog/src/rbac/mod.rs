@@ -286,10 +286,9 @@ fn resource(compiled: &Compiled, api_version: &str, kind: &str) -> (String, Stri
     {
         return (crd.group.clone(), crd.plural.clone(), crd.namespaced);
     }
-    if let Some((group, _, resource, namespaced)) =
-        crate::kinds::built_in()
-            .map(|(v, k, r, n)| (group_of(v), k, r, n))
-            .find(|(g, k, _, _)| *k == kind && (api_version.is_empty() || *g == group))
+    if let Some((group, _, resource, namespaced)) = crate::kinds::built_in()
+        .map(|(v, k, r, n)| (group_of(v), k, r, n))
+        .find(|(g, k, _, _)| *k == kind && (api_version.is_empty() || *g == group))
     {
         return (group.to_string(), resource.to_string(), namespaced);
     }

@@ -10,13 +10,13 @@ use kube::discovery::Scope;
 use serde_json::Value;
 
 use super::super::bindings::kube::{self as wit_kube, KubeError, ObjectRef};
-use super::super::record::{KubeAnswer, KubeCall, Named, value_of};
+use super::super::caller::{Caller, Cluster};
 use super::super::record::Tape;
-use super::super::store::{Caller, Cluster};
+use super::super::record::{KubeAnswer, KubeCall, Named, value_of};
 use orkestra_katalog::component::Limits;
 use orkestra_katalog::component::grants::{Access, Grants, Verb};
-use wasmtime::component::HasData;
 use orkestra_kube::objects::Objects;
+use wasmtime::component::HasData;
 
 /// Longest name, kind, apiVersion or namespace a guest may pass (Kubernetes names are at most
 /// 253 bytes); longer ones are refused before anything else happens.

@@ -4,8 +4,8 @@
 use wasmtime::component::HasData;
 
 use super::super::bindings::log as wit_log;
+use super::super::caller::Caller;
 use super::super::record::Tape;
-use super::super::store::Caller;
 
 /// Longest log line kept; longer ones are cut.
 const LOG_LINE_LIMIT: usize = 1024;

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
+use super::super::caller::Caller;
 use super::super::engine::WasmHost;
 use super::super::stats::CallStats;
-use super::super::store::Caller;
 use super::recording::{CallResult, KubeCall, Recording};
 use super::tape::{Beyond, Tape};
 use orkestra_katalog::component::{Declared, Spec, World};
