@@ -9,8 +9,9 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::types as wit_types;
 use super::caller::{Caller, Cluster};
+use super::capability::kube::exchange::KubeTap;
 use super::capability::kube::{KubeState, KubeView};
-use super::capability::log::{LogState, LogView};
+use super::capability::log::{LogState, LogTap, LogView};
 use super::limiter::MemoryCap;
 use super::record::Tape;
 use orkestra_katalog::component::Limits;
@@ -77,7 +78,7 @@ impl CallState {
         KubeView {
             state: &mut self.kube,
             caller: &self.caller,
-            tape: self.tape.as_ref(),
+            tape: self.tape.as_ref().map(|tape| tape as &dyn KubeTap),
         }
     }
 
@@ -86,7 +87,7 @@ impl CallState {
         LogView {
             state: &mut self.log,
             caller: &self.caller,
-            tape: self.tape.as_ref(),
+            tape: self.tape.as_ref().map(|tape| tape as &dyn LogTap),
         }
     }
 }

@@ -5,7 +5,6 @@ use wasmtime::component::HasData;
 
 use super::super::bindings::log as wit_log;
 use super::super::caller::Caller;
-use super::super::record::Tape;
 
 /// Longest log line kept; longer ones are cut.
 const LOG_LINE_LIMIT: usize = 1024;
@@ -38,7 +37,12 @@ impl LogState {
 pub struct LogView<'a> {
     pub state: &'a mut LogState,
     pub caller: &'a Caller,
-    pub tape: Option<&'a Tape>,
+    pub tape: Option<&'a dyn LogTap>,
+}
+
+/// Where a recorded call's log lines are taken down too.
+pub trait LogTap: Send + Sync {
+    fn logged(&self, line: &str);
 }
 
 /// The log capability, as the linker knows it.

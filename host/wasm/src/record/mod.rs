@@ -10,10 +10,10 @@ mod replay;
 mod session;
 mod tape;
 
-pub(crate) use recording::value_of;
+pub use crate::capability::kube::exchange::{Named, identity};
 pub use recording::{
-    CallResult, EventRecord, Exchange, FORMAT, HookName, KubeAnswer, KubeCall, LimitsRecord, Named, OutcomeRecord,
-    Recorded, Recording, RequestRecord, ResponseRecord, WasiReads, identity,
+    CallResult, EventRecord, Exchange, FORMAT, HookName, KubeAnswer, KubeCall, LimitsRecord, OutcomeRecord, Recorded,
+    Recording, RequestRecord, ResponseRecord, WasiReads,
 };
 pub use redact::{REDACTED, redact_secrets};
 pub use replay::Replayed;

@@ -220,8 +220,9 @@ impl ResponseRecord {
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::capability::kube::exchange::Named;
     use super::super::recording::{
-        Exchange, HookName, LimitsRecord, Named, OutcomeRecord, Recorded, RequestRecord, WasiReads,
+        Exchange, HookName, LimitsRecord, OutcomeRecord, Recorded, RequestRecord, WasiReads,
     };
     use super::*;
     use serde_json::json;

@@ -11,7 +11,9 @@ use parking_lot::Mutex;
 use rand_core::TryRng;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, Rng, WasiCtxBuilder};
 
-use super::recording::{Exchange, KubeAnswer, KubeCall, Recording, WasiReads};
+use super::super::capability::kube::exchange::{KubeAnswer, KubeCall, KubeTap};
+use super::super::capability::log::LogTap;
+use super::recording::{Exchange, Recording, WasiReads};
 
 /// What a recorded call's tape costs per clock read, in bytes of the recording.
 const CLOCK_READ_BYTES: usize = 21;
@@ -261,6 +263,23 @@ impl Tape {
     }
 }
 
+/// A recorded call's kube calls go on the tape; a replay's are answered from it.
+impl KubeTap for Tape {
+    fn played(&self, call: &KubeCall) -> Option<KubeAnswer> {
+        Tape::played(self, call)
+    }
+
+    fn took(&self, call: KubeCall, answer: KubeAnswer) {
+        Tape::took(self, call, answer);
+    }
+}
+
+impl LogTap for Tape {
+    fn logged(&self, line: &str) {
+        Tape::logged(self, line);
+    }
+}
+
 impl Taking {
     /// Whether `bytes` more fit the recording; once one does not, nothing more is taken.
     fn spend(&mut self, bytes: usize) -> bool {
@@ -376,7 +395,7 @@ mod tests {
 
     fn get(name: &str) -> KubeCall {
         KubeCall::Get {
-            object: crate::record::recording::Named {
+            object: crate::record::Named {
                 api_version: "v1".into(),
                 kind: "ConfigMap".into(),
                 namespace: Some("a".into()),

@@ -11,12 +11,13 @@ use serde_json::Value;
 
 use super::super::bindings::kube::{self as wit_kube, KubeError, ObjectRef};
 use super::super::caller::{Caller, Cluster};
-use super::super::record::Tape;
-use super::super::record::{KubeAnswer, KubeCall, Named, value_of};
+use exchange::{KubeCall, KubeTap, Named, OnTape, value_of};
 use orkestra_katalog::component::Limits;
 use orkestra_katalog::component::grants::{Access, Grants, Verb};
 use orkestra_kube::objects::Objects;
 use wasmtime::component::HasData;
+
+pub mod exchange;
 
 /// Longest name, kind, apiVersion or namespace a guest may pass (Kubernetes names are at most
 /// 253 bytes); longer ones are refused before anything else happens.
@@ -61,7 +62,7 @@ impl KubeState {
 pub struct KubeView<'a> {
     pub state: &'a mut KubeState,
     pub caller: &'a Caller,
-    pub tape: Option<&'a Tape>,
+    pub tape: Option<&'a dyn KubeTap>,
 }
 
 /// The kube capability, as the linker knows it.
@@ -230,24 +231,27 @@ impl KubeView<'_> {
     }
 }
 
+/// The one way a kube function is answered: from the tape when this call is a replay; else
+/// by `live` (a future, so never started when the tape answers), taken down with its answer
+/// when this call is recorded. `call` is built only when there is a tape.
+async fn through_tape<T: OnTape>(
+    tape: Option<&dyn KubeTap>,
+    call: impl FnOnce() -> KubeCall,
+    live: impl Future<Output = Result<T, KubeError>>,
+) -> Result<T, KubeError> {
+    let Some(tape) = tape else {
+        return live.await;
+    };
+    let call = call();
+    if let Some(answer) = tape.played(&call) {
+        return T::played(&answer);
+    }
+    let answer = live.await;
+    tape.took(call, T::taken(&answer));
+    answer
+}
+
 impl KubeView<'_> {
-    /// `call` as the tape keeps it, when the call has a tape (built only then).
-    fn on_tape(&self, call: impl FnOnce() -> KubeCall) -> Option<KubeCall> {
-        self.tape.as_ref().map(|_| call())
-    }
-
-    /// The recorded answer to `call`, when this call is a replay.
-    fn played(&self, call: &Option<KubeCall>) -> Option<KubeAnswer> {
-        self.tape.as_ref()?.played(call.as_ref()?)
-    }
-
-    /// Takes `call` and its answer down, when this call is recorded.
-    fn took(&self, call: Option<KubeCall>, answer: impl FnOnce() -> KubeAnswer) {
-        if let (Some(tape), Some(call)) = (&self.tape, call) {
-            tape.took(call, answer());
-        }
-    }
-
     /// A non-apply write under the component's own field manager.
     fn patch_params(&self) -> PatchParams {
         PatchParams {
@@ -315,20 +319,16 @@ impl wit_kube::Host for KubeView<'_> {
     // Only host-known fields: what the guest passes is checked (and bounded) inside.
     #[tracing::instrument(level = "debug", name = "kube.get", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn get(&mut self, object: ObjectRef) -> wasmtime::Result<Result<String, KubeError>> {
-        let call = self.on_tape(|| KubeCall::Get {
+        let tape = self.tape;
+        let call = || KubeCall::Get {
             object: (&object).into(),
-        });
-        if let Some(answer) = self.played(&call) {
-            return Ok(answer.object());
-        }
-        let answer = async {
+        };
+        let live = async {
             let target = self.admit_ref(Verb::Get, &object).await?;
             let found = target.api.get(&object.name).await.map_err(kube_error)?;
             self.hand_over(&found)
-        }
-        .await;
-        self.took(call, || KubeAnswer::of_object(&answer));
-        Ok(answer)
+        };
+        Ok(through_tape(tape, call, live).await)
     }
 
     #[tracing::instrument(level = "debug", name = "kube.list-objects", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
@@ -339,16 +339,14 @@ impl wit_kube::Host for KubeView<'_> {
         namespace: Option<String>,
         label_selector: Option<String>,
     ) -> wasmtime::Result<Result<Vec<String>, KubeError>> {
-        let call = self.on_tape(|| KubeCall::List {
+        let tape = self.tape;
+        let call = || KubeCall::List {
             api_version: api_version.clone(),
             kind: kind.clone(),
             namespace: namespace.clone(),
             label_selector: label_selector.clone(),
-        });
-        if let Some(answer) = self.played(&call) {
-            return Ok(answer.list());
-        }
-        let answer = async {
+        };
+        let live = async {
             if label_selector.as_ref().is_some_and(|l| l.len() > OBJECT_LIMIT / 1024) {
                 return Err(KubeError::Rejected("the label selector is too long".into()));
             }
@@ -380,21 +378,17 @@ impl wit_kube::Host for KubeView<'_> {
                 let average = items.iter().map(String::len).sum::<usize>() / items.len().max(1);
                 page = (self.state.bytes_left / average.max(1)).clamp(1, MAX_PAGE as usize) as u32;
             }
-        }
-        .await;
-        self.took(call, || KubeAnswer::of_list(&answer));
-        Ok(answer)
+        };
+        Ok(through_tape(tape, call, live).await)
     }
 
     #[tracing::instrument(level = "debug", name = "kube.apply", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn apply(&mut self, object: String) -> wasmtime::Result<Result<String, KubeError>> {
-        let call = self.on_tape(|| KubeCall::Apply {
+        let tape = self.tape;
+        let call = || KubeCall::Apply {
             object: value_of(&object),
-        });
-        if let Some(answer) = self.played(&call) {
-            return Ok(answer.object());
-        }
-        let answer = async {
+        };
+        let live = async {
             check_object("apply", &object)?;
             let mut value: Value = serde_json::from_str(&object)
                 .map_err(|e| KubeError::Rejected(format!("apply: the object is not JSON: {e}")))?;
@@ -424,21 +418,17 @@ impl wit_kube::Host for KubeView<'_> {
                 .await
                 .map_err(kube_error)?;
             self.hand_over(&stored)
-        }
-        .await;
-        self.took(call, || KubeAnswer::of_object(&answer));
-        Ok(answer)
+        };
+        Ok(through_tape(tape, call, live).await)
     }
 
     #[tracing::instrument(level = "debug", name = "kube.delete", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn delete(&mut self, object: ObjectRef) -> wasmtime::Result<Result<(), KubeError>> {
-        let call = self.on_tape(|| KubeCall::Delete {
+        let tape = self.tape;
+        let call = || KubeCall::Delete {
             object: (&object).into(),
-        });
-        if let Some(answer) = self.played(&call) {
-            return Ok(answer.unit());
-        }
-        let answer = async {
+        };
+        let live = async {
             let target = self.admit_ref(Verb::Delete, &object).await?;
             self.check_not_others(&target, &object.kind, &object.name).await?;
             self.wrote();
@@ -448,22 +438,18 @@ impl wit_kube::Host for KubeView<'_> {
                 .await
                 .map_err(kube_error)?;
             Ok(())
-        }
-        .await;
-        self.took(call, || KubeAnswer::of_unit(&answer));
-        Ok(answer)
+        };
+        Ok(through_tape(tape, call, live).await)
     }
 
     #[tracing::instrument(level = "debug", name = "kube.patch-status", skip_all, fields(component = %self.caller.component, key = %self.caller.key))]
     async fn patch_status(&mut self, object: ObjectRef, status: String) -> wasmtime::Result<Result<String, KubeError>> {
-        let call = self.on_tape(|| KubeCall::PatchStatus {
+        let tape = self.tape;
+        let call = || KubeCall::PatchStatus {
             object: Named::from(&object),
             status: value_of(&status),
-        });
-        if let Some(answer) = self.played(&call) {
-            return Ok(answer.object());
-        }
-        let answer = async {
+        };
+        let live = async {
             check_object("patch-status", &status)?;
             let status: Value = serde_json::from_str(&status)
                 .map_err(|e| KubeError::Rejected(format!("patch-status: the status is not JSON: {e}")))?;
@@ -477,10 +463,8 @@ impl wit_kube::Host for KubeView<'_> {
                 .await
                 .map_err(kube_error)?;
             self.hand_over(&stored)
-        }
-        .await;
-        self.took(call, || KubeAnswer::of_object(&answer));
-        Ok(answer)
+        };
+        Ok(through_tape(tape, call, live).await)
     }
 }
 
