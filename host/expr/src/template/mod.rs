@@ -9,6 +9,7 @@
 //! compares a number with a numeric string by value. `define`/`template`/`block` are not
 //! supported: Katalogs share logic through notes.
 
+mod env;
 mod exec;
 pub mod funcs;
 mod functions;
@@ -21,8 +22,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::sentinel::SentinelBits;
-
+pub use env::Env;
 pub use funcs::Func;
 pub use functions::Functions;
 
@@ -77,26 +77,6 @@ impl std::error::Error for ExecError {}
 pub fn column(src: &str, offset: usize) -> usize {
     src.get(..offset.min(src.len()))
         .map_or(1, |prefix| prefix.chars().count() + 1)
-}
-
-/// What evaluation may consult besides the data: the clock, the user notes and the
-/// sentinels of the current event.
-#[derive(Debug, Clone, Copy)]
-pub struct Env<'a> {
-    pub now: jiff::Timestamp,
-    pub notes: &'a [Template],
-    pub sentinels: SentinelBits,
-}
-
-impl Env<'_> {
-    /// An environment at the current time, without notes or sentinels.
-    pub fn now() -> Env<'static> {
-        Env {
-            now: jiff::Timestamp::now(),
-            notes: &[],
-            sentinels: SentinelBits::default(),
-        }
-    }
 }
 
 /// A compiled template.

@@ -12,6 +12,7 @@ mod conditional;
 mod cron;
 mod data;
 mod enriched;
+mod entry;
 mod kubernetes;
 mod math;
 mod network;
@@ -28,6 +29,7 @@ mod workloads;
 use serde_json::Value;
 
 use super::Env;
+pub use entry::{Domain, Entry};
 
 /// A native function: the evaluation environment and the evaluated arguments in, a value or
 /// a message out (the caller adds the function name and position).
@@ -57,23 +59,6 @@ impl std::fmt::Debug for Func {
             Func::Sentinel(i) => write!(f, "Sentinel({i})"),
         }
     }
-}
-
-/// One documented library function.
-#[derive(Debug, Clone, Copy)]
-pub struct Entry {
-    pub name: &'static str,
-    pub func: NativeFn,
-    /// Argument list as a user writes it, e.g. `default DEFAULT VALUE`.
-    pub usage: &'static str,
-    pub doc: &'static str,
-}
-
-/// A library domain (Strings, Math, ...).
-#[derive(Debug, Clone, Copy)]
-pub struct Domain {
-    pub name: &'static str,
-    pub entries: &'static [Entry],
 }
 
 /// Every domain of the built-in library, in documentation order.
