@@ -51,6 +51,29 @@ pub(crate) fn inputs(dir: &Path, namespace: &str) -> (String, String) {
     )
 }
 
+/// `helm install` or `helm upgrade` (`verb`) of release `ops` in `namespace` with the
+/// Katalog in `dir/katalog.yaml` and the RBAC `ork manifests` prints for it (`more`: other
+/// flags); fails the test if helm does, else its output.
+pub(crate) fn release(verb: &str, namespace: &str, dir: &Path, more: &[&str]) -> Output {
+    let (katalog, rbac) = inputs(dir, namespace);
+    let chart = chart();
+    let mut args = vec![
+        verb,
+        "ops",
+        chart.to_str().unwrap(),
+        "-n",
+        namespace,
+        "--set-file",
+        &katalog,
+        "--set-file",
+        &rbac,
+    ];
+    args.extend(more);
+    let done = helm(&args);
+    assert!(done.status.success(), "helm {verb}: {}", said(&done));
+    done
+}
+
 /// The Prometheus Operator's ServiceMonitor kind, as far as a dry run needs it.
 fn install_service_monitor_crd() {
     let cluster = orkestra_test_support::cluster().unwrap();
@@ -224,22 +247,7 @@ async fn helm_installs_the_chart_and_an_upgrade_keeps_the_live_api_token() {
     let replicas = Replicas::install("helm-install").await;
     let cluster = orkestra_test_support::cluster().unwrap();
     let ns = replicas.ns.name.as_str();
-    let (katalog, rbac) = inputs(replicas.dir.path(), ns);
-    let chart = chart();
-    let chart = chart.to_str().unwrap();
-    let install = [
-        "install",
-        "ops",
-        chart,
-        "-n",
-        ns,
-        "--set-file",
-        &katalog,
-        "--set-file",
-        &rbac,
-    ];
-    let installed = helm(&install);
-    assert!(installed.status.success(), "{}", said(&installed));
+    let installed = release("install", ns, replicas.dir.path(), &[]);
     assert!(
         said(&installed).contains("The Live API"),
         "the notes: {}",
@@ -265,21 +273,12 @@ async fn helm_installs_the_chart_and_an_upgrade_keeps_the_live_api_token() {
     let deployment = kubectl_output(&cluster.kubeconfig, &["get", "deployment", "ops-orkestra", "-n", ns]).unwrap();
     assert!(deployment.status.success(), "{}", said(&deployment));
 
-    let upgrade = [
+    release(
         "upgrade",
-        "ops",
-        chart,
-        "-n",
         ns,
-        "--set-file",
-        &katalog,
-        "--set-file",
-        &rbac,
-        "--set",
-        "controlCenter.enabled=true",
-    ];
-    let upgraded = helm(&upgrade);
-    assert!(upgraded.status.success(), "{}", said(&upgraded));
+        replicas.dir.path(),
+        &["--set", "controlCenter.enabled=true"],
+    );
     assert_eq!(token(()), first, "an upgrade keeps the token the clients hold");
     let cc = kubectl_output(
         &cluster.kubeconfig,

@@ -18,7 +18,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use orkestra_test_support::{TestNamespace, eventually, kubectl_output, kubectl_with, namespace};
 use serde_json::{Value, json};
 
-use crate::helm::{chart, helm, inputs, said};
+use crate::helm::{release, said};
 use crate::ork::Ork;
 use crate::pipeline::WAIT;
 use crate::replicas::free_port;
@@ -61,33 +61,8 @@ async fn install(ns: &TestNamespace) -> tempfile::TempDir {
     orkestra_kube::crd_install::install_crds(&ns.client, &compiled.katalog, WAIT)
         .await
         .unwrap();
-    release("install", &ns.name, dir.path(), &dir.path().join("katalog.yaml"), &[]);
+    release("install", &ns.name, dir.path(), &[]);
     dir
-}
-
-/// `helm install` or `helm upgrade` of release `ops` with the Katalog `katalog` and the
-/// RBAC `ork manifests` prints for it (`more`: other flags).
-fn release(verb: &str, ns: &str, dir: &Path, katalog: &Path, more: &[&str]) {
-    let file = dir.join("katalog.yaml");
-    if katalog != file {
-        std::fs::copy(katalog, &file).unwrap();
-    }
-    let (katalog, rbac) = inputs(dir, ns);
-    let chart = chart();
-    let mut args = vec![
-        verb,
-        "ops",
-        chart.to_str().unwrap(),
-        "-n",
-        ns,
-        "--set-file",
-        &katalog,
-        "--set-file",
-        &rbac,
-    ];
-    args.extend(more);
-    let done = helm(&args);
-    assert!(done.status.success(), "helm {verb}: {}", said(&done));
 }
 
 fn kubectl(args: &[&str]) -> String {
@@ -191,10 +166,11 @@ impl Pod {
         &self.env.iter().find(|(k, _)| k == "ORK_API_TOKEN").unwrap().1
     }
 
-    async fn get(&self, path: &str) -> (u16, String) {
+    /// `method path` on the Live API with the chart's token: the status and the body.
+    async fn request(&self, method: reqwest::Method, path: &str) -> (u16, String) {
         let url = format!("http://127.0.0.1:{}{path}", self.http);
         let answer = reqwest::Client::new()
-            .get(url)
+            .request(method, url)
             .bearer_auth(self.token())
             .send()
             .await
@@ -202,15 +178,13 @@ impl Pod {
         (answer.status().as_u16(), answer.text().await.unwrap())
     }
 
+    async fn get(&self, path: &str) -> (u16, String) {
+        self.request(reqwest::Method::GET, path).await
+    }
+
     async fn reload(&self) {
-        let url = format!("http://127.0.0.1:{}/reload", self.http);
-        let answer = reqwest::Client::new()
-            .post(url)
-            .bearer_auth(self.token())
-            .send()
-            .await
-            .unwrap();
-        assert!(answer.status().is_success(), "{:?}", answer.text().await);
+        let (status, body) = self.request(reqwest::Method::POST, "/reload").await;
+        assert!((200..300).contains(&status), "{status}: {body}");
     }
 }
 
@@ -311,10 +285,8 @@ async fn the_runtime_runs_as_the_charts_service_account_and_names_a_permission_t
 
     // A helm upgrade with a changed Katalog applies live: the ConfigMap is followed, the
     // mounted file (never updated here) is not waited for, and the process stays.
-    let changed = dir.path().join("changed.yaml");
-    std::fs::write(&changed, katalog(&ns.name, "-v2")).unwrap();
-    let upgrade = |katalog: &Path, more: &[&str]| release("upgrade", &ns.name, dir.path(), katalog, more);
-    upgrade(&changed, &[]);
+    std::fs::write(dir.path().join("katalog.yaml"), katalog(&ns.name, "-v2")).unwrap();
+    release("upgrade", &ns.name, dir.path(), &[]);
     configmap_holds(&ns, "a-c", "ok-1-v2").await;
 
     // A permission taken away: the runtime names it after the next reload, with the rule.
@@ -434,7 +406,7 @@ async fn the_runtime_runs_as_the_charts_service_account_and_names_a_permission_t
 
     // A helm upgrade with a new image rolls the replicas one at a time (a new one first),
     // and the old one hands its Lease over on SIGTERM.
-    upgrade(&changed, &["--set", "image.tag=next"]);
+    release("upgrade", &ns.name, dir.path(), &["--set", "image.tag=next"]);
     let deployment = json_of(&["get", "deployment", "ops-orkestra", "-n", &ns.name]);
     let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
         .as_str()

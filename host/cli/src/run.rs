@@ -297,8 +297,9 @@ pub async fn serve(
     let watched = ha.watched();
     // What the runtime does besides its CRDs' work, as `ork manifests` grants it: asked of
     // the API server before anything reconciles.
+    let state_namespace = state.namespace(&client);
     let own = super::manifests::Own {
-        namespace: &state.namespace(&client),
+        namespace: &state_namespace,
         leases: ha_args.leases(&client, katalog),
         gateway: serves_gateway,
         pull_secrets,
@@ -309,7 +310,7 @@ pub async fn serve(
     }
     let mut runtime = orkestra::runtime::Runtime::with_components(client.clone(), katalog, components)?
         .with_ownership(ha.ownership())
-        .with_rollout_state(state.namespace(&client))
+        .with_rollout_state(state_namespace)
         .with_identities(config)
         .with_permission_check(own);
     if auth.is_some() {

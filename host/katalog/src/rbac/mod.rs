@@ -226,22 +226,32 @@ impl Needs {
             .insert(name.to_string());
     }
 
+    /// The `verbs` on `key` (group, resource) needed in `scope` that a cluster-wide need
+    /// does not already cover: a cluster-wide grant holds in every namespace.
+    fn beyond_cluster<'a>(
+        &'a self,
+        scope: &Scope,
+        key: &(String, String),
+        verbs: &'a BTreeSet<&'static str>,
+    ) -> impl Iterator<Item = &'static str> + 'a {
+        let covered = match scope {
+            Scope::Cluster => None,
+            Scope::Namespace(_) => self.any.get(&Scope::Cluster).and_then(|c| c.get(key)),
+        };
+        verbs
+            .iter()
+            .copied()
+            .filter(move |v| !covered.is_some_and(|c| c.contains(v)))
+    }
+
     /// The rules per scope, a rule per API group and set of verbs.
     pub fn rules(&self) -> BTreeMap<Scope, Vec<Rule>> {
         let mut out: BTreeMap<Scope, Vec<Rule>> = BTreeMap::new();
         for (scope, resources) in &self.any {
-            // A cluster-wide grant already holds in every namespace.
-            let cluster = (*scope != Scope::Cluster)
-                .then(|| self.any.get(&Scope::Cluster))
-                .flatten();
             let mut grouped: BTreeMap<(String, Vec<&'static str>), Vec<String>> = BTreeMap::new();
-            for ((group, resource), verbs) in resources {
-                let covered = cluster.and_then(|c| c.get(&(group.clone(), resource.clone())));
-                let verbs: Vec<&'static str> = verbs
-                    .iter()
-                    .copied()
-                    .filter(|v| !covered.is_some_and(|c| c.contains(v)))
-                    .collect();
+            for (key, verbs) in resources {
+                let (group, resource) = key;
+                let verbs: Vec<&'static str> = self.beyond_cluster(scope, key, verbs).collect();
                 if !verbs.is_empty() {
                     grouped
                         .entry((group.clone(), verbs))

@@ -66,15 +66,11 @@ impl std::fmt::Display for Need {
 impl Needs {
     /// Every permission, one by one; one a cluster-wide need already covers is left out.
     pub fn each(&self) -> Vec<Need> {
-        let cluster = self.any.get(&Scope::Cluster);
         let mut out = Vec::new();
         for (scope, resources) in &self.any {
-            for ((group, resource), verbs) in resources {
-                let covered = match scope {
-                    Scope::Cluster => None,
-                    Scope::Namespace(_) => cluster.and_then(|c| c.get(&(group.clone(), resource.clone()))),
-                };
-                for verb in verbs.iter().filter(|v| !covered.is_some_and(|c| c.contains(*v))) {
+            for (key, verbs) in resources {
+                let (group, resource) = key;
+                for verb in self.beyond_cluster(scope, key, verbs) {
                     out.push(Need {
                         scope: scope.clone(),
                         group: group.clone(),
@@ -99,7 +95,6 @@ impl Needs {
             }
         }
         out.sort();
-        out.dedup();
         out
     }
 

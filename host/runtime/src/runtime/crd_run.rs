@@ -19,7 +19,7 @@ use crate::outcome::health::{Event, HealthBoard};
 use crate::pipeline::enqueue::Admission;
 use crate::pipeline::kordinator::Kordinator;
 use crate::pipeline::mux::MuxReconciler;
-use crate::pipeline::observe::{self, Enqueue, Source, Trigger};
+use crate::pipeline::observe::{self, Enqueue};
 pub use crate::pipeline::roster::CrdHandle;
 use crate::pipeline::tuning::Tuning;
 use orkestra_katalog::DependencyCondition;
@@ -209,9 +209,7 @@ impl CrdRun {
             reoffers.spawn(
                 async move {
                     while reloads.changed().await.is_ok() {
-                        for key in cache.keys() {
-                            admission.offer(Trigger::new(key, Source::Resync));
-                        }
+                        admission.offer_all(&cache);
                     }
                 }
                 .in_current_span(),
@@ -224,9 +222,7 @@ impl CrdRun {
         reoffers.spawn(
             async move {
                 while changes.changed().await.is_ok() {
-                    for key in cache.keys() {
-                        offer.offer(Trigger::new(key, Source::Resync));
-                    }
+                    offer.offer_all(&cache);
                 }
             }
             .in_current_span(),

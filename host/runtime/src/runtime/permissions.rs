@@ -156,7 +156,6 @@ pub(super) async fn offer_on_change(
     cache: crate::pipeline::observe::Cache,
     offer: std::sync::Arc<dyn crate::pipeline::observe::Enqueue>,
 ) {
-    use crate::pipeline::observe::{Source, Trigger};
     let mut changes = permissions.changes();
     let mut last = permissions.missing(&crd);
     while changes.changed().await.is_ok() {
@@ -165,8 +164,6 @@ pub(super) async fn offer_on_change(
             continue;
         }
         last = now;
-        for key in cache.keys() {
-            offer.offer(Trigger::new(key, Source::Resync));
-        }
+        offer.offer_all(&cache);
     }
 }

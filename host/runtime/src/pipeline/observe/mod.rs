@@ -90,6 +90,14 @@ impl Trigger {
 /// The hand-off every source calls: the one enqueue path.
 pub trait Enqueue: Send + Sync {
     fn offer(&self, trigger: Trigger);
+
+    /// Offers every cached CR again, as background work: something that changes how each
+    /// one comes out happened (a component swapped, ownership gained, a permission granted).
+    fn offer_all(&self, cache: &Cache) {
+        for key in cache.keys() {
+            self.offer(Trigger::new(key, Source::Resync));
+        }
+    }
 }
 
 /// For tests: the keys of the triggers offered, in order.

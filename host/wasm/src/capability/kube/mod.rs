@@ -126,9 +126,7 @@ impl KubeView<'_> {
             namespace: namespace.as_deref(),
         };
         if let Err(message) = self.state.grants.check(access, self.caller.namespace.as_deref()) {
-            tracing::warn!(component = %self.caller.component, key = %self.caller.key, "denied: {message}");
-            self.state.denied.get_or_insert_with(|| message.clone());
-            return Err(KubeError::Forbidden(message));
+            return Err(self.deny(message));
         }
         let api = Objects::within(cluster.client.clone(), namespace.as_deref(), &resource)
             .map_err(|e| KubeError::Rejected(e.to_string()))?;
@@ -177,9 +175,7 @@ impl KubeView<'_> {
                 let message = format!(
                     "{kind} {name} is controlled by another custom resource ({whose}); writing it needs controlledByOthers: true on the capability"
                 );
-                tracing::warn!(component = %self.caller.component, key = %self.caller.key, "denied: {message}");
-                self.state.denied.get_or_insert_with(|| message.clone());
-                Err(KubeError::Forbidden(message))
+                Err(self.deny(message))
             }
             _ => Ok(()),
         }
@@ -217,12 +213,18 @@ impl KubeView<'_> {
                 let message = format!(
                     "{kind} {name} claims another custom resource ({claim}); a component may claim only its own, unless the capability says controlledByOthers: true"
                 );
-                tracing::warn!(component = %self.caller.component, key = %self.caller.key, "denied: {message}");
-                self.state.denied.get_or_insert_with(|| message.clone());
-                Err(KubeError::Forbidden(message))
+                Err(self.deny(message))
             }
             None => Ok(()),
         }
+    }
+
+    /// A denial: said in the log, kept as the call's first (so a guest that swallows it
+    /// still fails its reconcile), and answered as Forbidden.
+    fn deny(&mut self, message: String) -> KubeError {
+        tracing::warn!(component = %self.caller.component, key = %self.caller.key, "denied: {message}");
+        self.state.denied.get_or_insert_with(|| message.clone());
+        KubeError::Forbidden(message)
     }
 
     /// One write made for the custom resource.
