@@ -147,10 +147,7 @@ impl Health {
     pub fn step(&self, event: Event) -> Health {
         let mut next = self.clone();
         match event {
-            // A CRD's workers may finish reconciles while its list still runs: what they
-            // said stands.
-            Event::Started if self.state == State::Pending => next.state = State::Started,
-            Event::Started => {}
+            Event::Started => next.state = State::Started,
             Event::Succeeded { key, waiting } => {
                 match waiting {
                     Some(why) => next.waiting.insert(key, why),

@@ -97,37 +97,6 @@ impl CrdRun {
             })
             .in_current_span(),
         );
-        // The workers start while the CRs list: what the list offers at once is only new and
-        // changed CRs (a user's work; the settled ones are held, below), which need not wait
-        // for the whole list, as controller-runtime's priority queue does not either.
-        let kordinator = Arc::new(Kordinator {
-            client: self.client.clone(),
-            externals: self.externals.clone(),
-            crd: crd.clone(),
-            resource,
-            cache: self.handle.cache.clone(),
-            queue: self.handle.queue.clone(),
-            mux: self.mux.clone(),
-            health: self.health.clone(),
-            counters: self.handle.counters.clone(),
-            tuning: self.handle.tuning.clone(),
-            ownership: self.ownership.clone(),
-            own: self.handle.own.clone(),
-            budget: self.handle.budget.clone(),
-            stamps: Arc::new(crate::pipeline::feedback::StampSource {
-                crd: crd.clone(),
-                health: self.health.clone(),
-                tuning: self.handle.tuning.clone(),
-                counters: self.handle.counters.clone(),
-            }),
-        });
-        // What the runtime may not do is named before the first reconcile; the check runs
-        // beside the list, and has answered by its end but on a slow API server.
-        self.permissions.first_check(PERMISSION_CHECK_WAIT).await;
-        let mut workers = JoinSet::new();
-        for _ in 0..Tuning::tasks(&crd) {
-            workers.spawn(kordinator.clone().work().in_current_span());
-        }
         let stop_requested = async {
             // The guard wait_for returns is not Send: drop it here.
             let _ = stopped.wait_for(|s| *s).await;
@@ -136,8 +105,6 @@ impl CrdRun {
             listed = ready_rx => listed.unwrap_or_default(),
             () = stop_requested => {
                 observers.shutdown().await;
-                self.handle.queue.shutdown();
-                while workers.join_next().await.is_some() {}
                 return;
             }
         };
@@ -161,6 +128,34 @@ impl CrdRun {
         self.health.record(&crd.name, Event::Started);
         tracing::info!(gvk = %crd.gvk, workers = crd.workers, cached = self.handle.cache.len(), "CRD started");
 
+        let kordinator = Arc::new(Kordinator {
+            client: self.client.clone(),
+            externals: self.externals.clone(),
+            crd: crd.clone(),
+            resource,
+            cache: self.handle.cache.clone(),
+            queue: self.handle.queue.clone(),
+            mux: self.mux.clone(),
+            health: self.health.clone(),
+            counters: self.handle.counters.clone(),
+            tuning: self.handle.tuning.clone(),
+            ownership: self.ownership.clone(),
+            own: self.handle.own.clone(),
+            budget: self.handle.budget.clone(),
+            stamps: Arc::new(crate::pipeline::feedback::StampSource {
+                crd: crd.clone(),
+                health: self.health.clone(),
+                tuning: self.handle.tuning.clone(),
+                counters: self.handle.counters.clone(),
+            }),
+        });
+        // What the runtime may not do is named before the first reconcile; the check ran
+        // beside the lists, so it has answered by now but on a slow API server.
+        self.permissions.first_check(PERMISSION_CHECK_WAIT).await;
+        let mut workers = JoinSet::new();
+        for _ in 0..Tuning::tasks(&crd) {
+            workers.spawn(kordinator.clone().work().in_current_span());
+        }
         let autoscaler = crd.autoscale.clone().map(|rule| {
             tokio::spawn(
                 crate::runtime::autoscale::run(
