@@ -147,7 +147,10 @@ impl Health {
     pub fn step(&self, event: Event) -> Health {
         let mut next = self.clone();
         match event {
-            Event::Started => next.state = State::Started,
+            // A CRD's workers may finish reconciles while its list still runs: what they
+            // said stands.
+            Event::Started if self.state == State::Pending => next.state = State::Started,
+            Event::Started => {}
             Event::Succeeded { key, waiting } => {
                 match waiting {
                     Some(why) => next.waiting.insert(key, why),
@@ -227,6 +230,10 @@ mod tests {
                 3,
             ),
             (&[Event::Started, ok("a"), Event::Disappeared], State::Degraded, 0),
+            // Workers that ran while the CRs listed: the list's end keeps what they said.
+            (&[ok("a"), Event::Started], State::Healthy, 0),
+            (&[Event::Gated, Event::Started], State::Gated, 0),
+            (&[fail(), fail(), fail(), Event::Started], State::Degraded, 3),
         ];
         for (events, state, fails) in table {
             let health = run(3, events);

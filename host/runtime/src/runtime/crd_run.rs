@@ -1,7 +1,8 @@
 //! One CRD's run, from pending to stopped: it waits for its dependencies and for the API
 //! server to serve its kind, starts its watches (the primary informer, `observe.watch`,
-//! `observe.events`, the owned kinds), then its workers, autoscaler and resync after the
-//! first complete list, and on stop lets in-flight reconciles finish.
+//! `observe.events`, the owned kinds) and its workers (while its CRs list, or after the
+//! list where it watches other objects), then its autoscaler and resync after the first
+//! complete list, and on stop lets in-flight reconciles finish.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,37 +98,6 @@ impl CrdRun {
             })
             .in_current_span(),
         );
-        let stop_requested = async {
-            // The guard wait_for returns is not Send: drop it here.
-            let _ = stopped.wait_for(|s| *s).await;
-        };
-        let settled = tokio::select! {
-            listed = ready_rx => listed.unwrap_or_default(),
-            () = stop_requested => {
-                observers.shutdown().await;
-                return;
-            }
-        };
-        // The other watches list after the CRs do: on a start over many objects their lists
-        // would share the API server and this process with the CRs' list, and nothing waits
-        // for them (a child not listed yet is read on its own; settled CRs wait, below).
-        self.start_secondary(&mut observers, &admission).await;
-        observers.spawn(
-            super::permissions::offer_on_change(
-                self.permissions.clone(),
-                crd.name.clone(),
-                self.handle.cache.clone(),
-                admission.clone(),
-            )
-            .in_current_span(),
-        );
-        // Nobody can read the events of a CRD out of the Live API or closed to cross reads.
-        if self.event_log && crd.endpoints.enabled && crd.cross_access {
-            self.start_event_log(&mut observers, namespace.as_deref()).await;
-        }
-        self.health.record(&crd.name, Event::Started);
-        tracing::info!(gvk = %crd.gvk, workers = crd.workers, cached = self.handle.cache.len(), "CRD started");
-
         let kordinator = Arc::new(Kordinator {
             client: self.client.clone(),
             externals: self.externals.clone(),
@@ -149,13 +119,53 @@ impl CrdRun {
                 counters: self.handle.counters.clone(),
             }),
         });
-        // What the runtime may not do is named before the first reconcile; the check ran
-        // beside the lists, so it has answered by now but on a slow API server.
-        self.permissions.first_check(PERMISSION_CHECK_WAIT).await;
+        // The workers start while the CRs list: what the list offers at once is only new and
+        // changed CRs (a user's work; the settled ones are held, below), which need not wait
+        // for the whole list, as controller-runtime's priority queue does not either. A CRD
+        // that reacts to other objects (`observe.watch`, `observe.events`) waits for the list
+        // and those watches instead: its watches take what exists when they list as history,
+        // so a reconcile before them could miss the change that should run it again.
+        let early = crd.watches.is_empty() && crd.events.is_empty();
         let mut workers = JoinSet::new();
-        for _ in 0..Tuning::tasks(&crd) {
-            workers.spawn(kordinator.clone().work().in_current_span());
+        if early {
+            self.start_workers(&kordinator, &mut workers).await;
         }
+        let stop_requested = async {
+            // The guard wait_for returns is not Send: drop it here.
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        let settled = tokio::select! {
+            listed = ready_rx => listed.unwrap_or_default(),
+            () = stop_requested => {
+                observers.shutdown().await;
+                self.handle.queue.shutdown();
+                while workers.join_next().await.is_some() {}
+                return;
+            }
+        };
+        // The other watches list after the CRs do: on a start over many objects their lists
+        // would share the API server and this process with the CRs' list, and nothing waits
+        // for them (a child not listed yet is read on its own; settled CRs wait, below).
+        self.start_secondary(&mut observers, &admission).await;
+        observers.spawn(
+            super::permissions::offer_on_change(
+                self.permissions.clone(),
+                crd.name.clone(),
+                self.handle.cache.clone(),
+                admission.clone(),
+            )
+            .in_current_span(),
+        );
+        // Nobody can read the events of a CRD out of the Live API or closed to cross reads.
+        if self.event_log && crd.endpoints.enabled && crd.cross_access {
+            self.start_event_log(&mut observers, namespace.as_deref()).await;
+        }
+        if !early {
+            self.start_workers(&kordinator, &mut workers).await;
+        }
+        self.health.record(&crd.name, Event::Started);
+        tracing::info!(gvk = %crd.gvk, workers = crd.workers, cached = self.handle.cache.len(), "CRD started");
+
         let autoscaler = crd.autoscale.clone().map(|rule| {
             tokio::spawn(
                 crate::runtime::autoscale::run(
@@ -234,6 +244,16 @@ impl CrdRun {
         self.handle.tuning.close();
         while workers.join_next().await.is_some() {}
         tracing::info!("CRD stopped");
+    }
+
+    /// The CRD's workers, once the first permission check has answered: what the runtime may
+    /// not do is named before the first reconcile (the check runs beside the lists, so it has
+    /// answered by then but on a slow API server).
+    async fn start_workers(&self, kordinator: &Arc<Kordinator>, workers: &mut JoinSet<()>) {
+        self.permissions.first_check(PERMISSION_CHECK_WAIT).await;
+        for _ in 0..Tuning::tasks(&self.handle.crd) {
+            workers.spawn(kordinator.clone().work().in_current_span());
+        }
     }
 
     /// Pending until dependencies are met and the API server serves the kind.
