@@ -75,6 +75,29 @@ async fn a_generated_bundle_passes_server_side_dry_run() {
         .collect();
     assert_eq!(args[..3], ["run", "-f", "/etc/orkestra/katalog/katalog.yaml"]);
     assert!(!args.contains(&"--ha"), "one replica: no leader election");
+    // The runtime follows its Katalog's ConfigMap, so a bundle applied again with a changed
+    // Katalog reaches it; its Role allows reading that one ConfigMap.
+    let followed = format!("{ns}/orkestra-katalog");
+    assert!(
+        args.windows(2)
+            .any(|a| a[0] == "--katalog-configmap" && a[1] == followed),
+        "{args:?}"
+    );
+    let mut verbs: Vec<&str> = documents
+        .iter()
+        .filter(|d| d["kind"] == "Role" && d["metadata"]["namespace"] == ns.as_str())
+        .flat_map(|role| role["rules"].as_array().unwrap())
+        .filter(|rule| {
+            rule["resources"] == serde_json::json!(["configmaps"])
+                && rule["resourceNames"]
+                    .as_array()
+                    .is_some_and(|names| names.iter().any(|n| n == "orkestra-katalog"))
+        })
+        .flat_map(|rule| rule["verbs"].as_array().unwrap())
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    verbs.sort_unstable();
+    assert_eq!(verbs, ["get", "list", "watch"], "{bundle}");
     let service = documents.iter().find(|d| d["kind"] == "Service").unwrap();
     assert_eq!(
         service["metadata"]["labels"]["orkestra.io/live-api"], "true",

@@ -12,7 +12,12 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use crate::katalog_args::KatalogArgs;
+use crate::katalog_configmap::KatalogConfigMap;
 use crate::manifests::{RbacArgs, rbac_documents};
+
+/// The bundle's ConfigMap of the Katalog's files, and where the Deployment mounts them.
+const KATALOG_CONFIGMAP: &str = "orkestra-katalog";
+const KATALOG_DIR: &str = "/etc/orkestra/katalog";
 
 #[derive(Debug, Subcommand)]
 pub enum GenerateCommand {
@@ -85,11 +90,6 @@ fn bundle(args: &BundleArgs) -> anyhow::Result<Vec<Value>> {
         object["metadata"]["labels"] = labels.clone();
         object
     };
-    let mut documents = orkestra_kube::crd_install::crd_documents(&compiled.katalog)?;
-    documents.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}));
-    documents.push(in_namespace(json!({"apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": args.rbac.service_account}})));
-    documents.extend(rbac_documents(&compiled, &args.rbac)?);
     // The Katalog's files, each under its own key, mounted where the runtime reads them.
     let mut data = serde_json::Map::new();
     let mut files = Vec::new();
@@ -104,11 +104,27 @@ fn bundle(args: &BundleArgs) -> anyhow::Result<Vec<Value>> {
         }
         files.push(key);
     }
+    // One Katalog file is followed in its ConfigMap, so a bundle applied again with a changed
+    // Katalog reaches the running replicas at once (the kubelet updates a mounted file a
+    // minute or more later, and the runtime does not read it again by itself).
+    let follows = match files.as_slice() {
+        [file] => Some(KatalogConfigMap::new(
+            &format!("{namespace}/{KATALOG_CONFIGMAP}"),
+            format!("{KATALOG_DIR}/{file}").into(),
+        )?),
+        _ => None,
+    };
+    let mut documents = orkestra_kube::crd_install::crd_documents(&compiled.katalog)?;
+    documents.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}));
+    documents.push(in_namespace(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": args.rbac.service_account}})));
+    documents.extend(rbac_documents(&compiled, &args.rbac, follows.as_ref())?);
     documents.push(in_namespace(json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "orkestra-katalog"}, "data": data})));
+        "metadata": {"name": KATALOG_CONFIGMAP}, "data": data})));
     documents.push(in_namespace(json!({"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "orkestra-live-api"}, "type": "Opaque", "stringData": {"token": crate::random::token()}})));
-    documents.push(deployment(args, &files, &labels, in_namespace)?);
+    let followed = follows.is_some().then(|| format!("{namespace}/{KATALOG_CONFIGMAP}"));
+    documents.push(deployment(args, &files, followed, &labels, in_namespace)?);
     for (text, what) in [(SERVICE, "service"), (PDB, "pod disruption budget")] {
         let mut object: Value = serde_yaml_ng::from_str(text).with_context(|| format!("the base {what}"))?;
         object["spec"]["selector"] = match what {
@@ -130,10 +146,12 @@ fn bundle(args: &BundleArgs) -> anyhow::Result<Vec<Value>> {
     Ok(documents)
 }
 
-/// The base Deployment in `namespace`, its image, replicas, selector and Katalog files set.
+/// The base Deployment in `namespace`, its image, replicas, selector and Katalog files set,
+/// following the Katalog's ConfigMap (`NAMESPACE/NAME`) when `followed` names it.
 fn deployment(
     args: &BundleArgs,
     files: &[String],
+    followed: Option<String>,
     labels: &Value,
     in_namespace: impl Fn(Value) -> Value,
 ) -> anyhow::Result<Value> {
@@ -146,7 +164,10 @@ fn deployment(
     container["image"] = json!(args.image);
     let mut run = vec![json!("run")];
     for file in files {
-        run.extend([json!("-f"), json!(format!("/etc/orkestra/katalog/{file}"))]);
+        run.extend([json!("-f"), json!(format!("{KATALOG_DIR}/{file}"))]);
+    }
+    if let Some(configmap) = followed {
+        run.extend([json!("--katalog-configmap"), json!(configmap)]);
     }
     if args.replicas > 1 {
         run.extend([json!("--ha"), json!("leader")]);

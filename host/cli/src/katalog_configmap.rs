@@ -40,6 +40,16 @@ impl KatalogConfigMap {
         })
     }
 
+    /// The ConfigMap `reference` names, holding the one Katalog file of `files`; `None`
+    /// without a reference.
+    pub fn of_files(reference: Option<&str>, files: &[PathBuf]) -> anyhow::Result<Option<Self>> {
+        match (reference, files) {
+            (None, _) => Ok(None),
+            (Some(reference), [file]) => Ok(Some(Self::new(reference, file.clone())?)),
+            (Some(_), _) => anyhow::bail!("--katalog-configmap follows one Katalog file: give one -f"),
+        }
+    }
+
     /// What watching it takes: get, list and watch of that one ConfigMap.
     pub fn needs(&self, needs: &mut Needs) {
         for verb in ["get", "list", "watch"] {

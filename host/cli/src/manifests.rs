@@ -9,6 +9,7 @@ use orkestra_katalog::rbac::{Needs, Rule, Scope};
 use serde_json::{Value, json};
 
 use crate::katalog_args::KatalogArgs;
+use crate::katalog_configmap::KatalogConfigMap;
 
 #[derive(Debug, Args)]
 pub struct ManifestsArgs {
@@ -16,6 +17,10 @@ pub struct ManifestsArgs {
     katalog: KatalogArgs,
     #[command(flatten)]
     rbac: RbacArgs,
+    /// The ConfigMap (`NAMESPACE/NAME`) the runtime follows with `ork run
+    /// --katalog-configmap`: the rules then allow reading that one ConfigMap too.
+    #[arg(long, value_name = "CONFIGMAP")]
+    katalog_configmap: Option<String>,
 }
 
 /// Whom the RBAC is for, and what besides the Katalog it must allow.
@@ -68,7 +73,8 @@ const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-l
 
 pub fn manifests(args: ManifestsArgs) -> anyhow::Result<ExitCode> {
     let compiled = args.katalog.load()?;
-    let documents = rbac_documents(&compiled, &args.rbac)?;
+    let follows = KatalogConfigMap::of_files(args.katalog_configmap.as_deref(), &args.katalog.files())?;
+    let documents = rbac_documents(&compiled, &args.rbac, follows.as_ref())?;
     let mut text = format!(
         "# RBAC for the runtime of Katalog {:?} (ork manifests)\n",
         compiled.katalog.name
@@ -81,8 +87,13 @@ pub fn manifests(args: ManifestsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The Roles, ClusterRoles and bindings the runtime of `compiled` needs, as `args` say whom
-/// for; a component acting as a system ServiceAccount is refused unless allowed.
-pub fn rbac_documents(compiled: &orkestra_katalog::Compiled, args: &RbacArgs) -> anyhow::Result<Vec<Value>> {
+/// for, and the read of the Katalog's ConfigMap it `follows`; a component acting as a system
+/// ServiceAccount is refused unless allowed.
+pub fn rbac_documents(
+    compiled: &orkestra_katalog::Compiled,
+    args: &RbacArgs,
+    follows: Option<&KatalogConfigMap>,
+) -> anyhow::Result<Vec<Value>> {
     if !args.allow_system_impersonation {
         for (crd, account) in impersonated(compiled) {
             if SYSTEM_NAMESPACES.contains(&account.as_str().split('/').next().unwrap_or_default()) {
@@ -108,6 +119,9 @@ pub fn rbac_documents(compiled: &orkestra_katalog::Compiled, args: &RbacArgs) ->
     };
     let (own, secrets) = own_needs(compiled, &own)?;
     needs.extend(&own);
+    if let Some(configmap) = follows {
+        configmap.needs(&mut needs);
+    }
     if !secrets.is_empty() {
         eprintln!(
             "ork manifests: the gateway reads Secrets {}; the rule grants their namespaces' Secrets (narrow it with resourceNames if they all exist beforehand)",

@@ -180,11 +180,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .context("cannot reach the API server")?;
     tracing::info!(crds = katalog.crds.len(), server = %version.git_version, "Katalog loaded, API server reachable");
     let files = args.katalog.files();
-    let katalog_configmap = match (&args.katalog_configmap, files.as_slice()) {
-        (None, _) => None,
-        (Some(reference), [file]) => Some(KatalogConfigMap::new(reference, file.clone())?),
-        (Some(_), _) => anyhow::bail!("--katalog-configmap follows one Katalog file: give one -f"),
-    };
+    let katalog_configmap = KatalogConfigMap::of_files(args.katalog_configmap.as_deref(), &files)?;
     let listener = args.http.listen(false).await?;
     let hosting = Hosting {
         http: &args.http,
