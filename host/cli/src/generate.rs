@@ -123,8 +123,7 @@ fn bundle(args: &BundleArgs) -> anyhow::Result<Vec<Value>> {
         "metadata": {"name": KATALOG_CONFIGMAP}, "data": data})));
     documents.push(in_namespace(json!({"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "orkestra-live-api"}, "type": "Opaque", "stringData": {"token": crate::random::token()}})));
-    let followed = follows.is_some().then(|| format!("{namespace}/{KATALOG_CONFIGMAP}"));
-    documents.push(deployment(args, &files, followed, &labels, in_namespace)?);
+    documents.push(deployment(args, &files, follows.as_ref(), &labels, in_namespace)?);
     for (text, what) in [(SERVICE, "service"), (PDB, "pod disruption budget")] {
         let mut object: Value = serde_yaml_ng::from_str(text).with_context(|| format!("the base {what}"))?;
         object["spec"]["selector"] = match what {
@@ -147,11 +146,11 @@ fn bundle(args: &BundleArgs) -> anyhow::Result<Vec<Value>> {
 }
 
 /// The base Deployment in `namespace`, its image, replicas, selector and Katalog files set,
-/// following the Katalog's ConfigMap (`NAMESPACE/NAME`) when `followed` names it.
+/// following the Katalog's ConfigMap when it `follows` one.
 fn deployment(
     args: &BundleArgs,
     files: &[String],
-    followed: Option<String>,
+    follows: Option<&KatalogConfigMap>,
     labels: &Value,
     in_namespace: impl Fn(Value) -> Value,
 ) -> anyhow::Result<Value> {
@@ -166,8 +165,8 @@ fn deployment(
     for file in files {
         run.extend([json!("-f"), json!(format!("{KATALOG_DIR}/{file}"))]);
     }
-    if let Some(configmap) = followed {
-        run.extend([json!("--katalog-configmap"), json!(configmap)]);
+    if let Some(configmap) = follows {
+        run.extend([json!("--katalog-configmap"), json!(configmap.to_string())]);
     }
     if args.replicas > 1 {
         run.extend([json!("--ha"), json!("leader")]);

@@ -21,6 +21,13 @@ pub struct KatalogConfigMap {
     file: PathBuf,
 }
 
+/// `NAMESPACE/NAME`, as `--katalog-configmap` takes it.
+impl std::fmt::Display for KatalogConfigMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
 impl KatalogConfigMap {
     /// `reference` (`NAMESPACE/NAME`) holding `file` under its file name.
     pub fn new(reference: &str, file: PathBuf) -> anyhow::Result<Self> {
@@ -79,12 +86,12 @@ impl KatalogConfigMap {
             let configmap = match change {
                 Ok(configmap) => configmap,
                 Err(error) => {
-                    tracing::warn!(configmap = %format!("{}/{}", self.namespace, self.name), %error, "cannot watch the Katalog's ConfigMap; retrying");
+                    tracing::warn!(configmap = %self, %error, "cannot watch the Katalog's ConfigMap; retrying");
                     continue;
                 }
             };
             let Some(text) = configmap.data.and_then(|mut d| d.remove(&key)) else {
-                tracing::warn!(configmap = %format!("{}/{}", self.namespace, self.name), %key, "the Katalog's ConfigMap has no such key; the mounted file still counts");
+                tracing::warn!(configmap = %self, %key, "the Katalog's ConfigMap has no such key; the mounted file still counts");
                 continue;
             };
             if let Some(outcome) = reloader.reload_text(self.file.clone(), text).await {
