@@ -7,7 +7,8 @@
 //! as the runtime keeps it; a Rust call at a new resourceVersion (each call a text not seen
 //! before), and the same work in native Rust, are printed beside.
 //! The targets were set on a machine where that native work took 3.0 µs; each is also shown
-//! scaled by this run's native time, which is what "met" judges. Then the time from a
+//! scaled by this run's native time, which is what "met" judges, and beside them the floor:
+//! the same fresh call with wasmtime alone (no host state around it). Then the time from a
 //! replaced component file to the first call served by the new version. Languages whose
 //! toolchain is missing are skipped, saying so.
 //! Run: `cargo bench -p orkestra --bench wasm` (`-- rust typescript` for some languages only).
@@ -232,6 +233,44 @@ impl Subject {
     }
 }
 
+/// The Rust hook's fresh call at each of `versions` with nothing of the host around it:
+/// instantiated from the host's engine (the same settings and pool) into a store that holds
+/// no WASI context, no limiter, no fuel, no deadline callback and no call figures; its imports
+/// are traps (the echo hook calls none). Per call p50 and p99, in µs: what wasmtime itself
+/// costs, below which the host's figure cannot go.
+async fn wasmtime_alone(host: &WasmHost, path: &Path, versions: &[String]) -> (f64, f64) {
+    use wasmtime::component::{Component, Linker};
+    let engine = host.engine();
+    let component = Component::from_file(engine, path).expect("compile the hook");
+    let mut linker = Linker::<()>::new(engine);
+    linker
+        .define_unknown_imports_as_traps(&component)
+        .expect("trap imports");
+    let pre = linker.instantiate_pre(&component).expect("pre-instantiate");
+    let hooks = component
+        .get_export_index(None, "orkestra:operator/hooks@0.1.0")
+        .expect("the hooks interface");
+    let export = component
+        .get_export_index(Some(&hooks), "on-reconcile")
+        .expect("on-reconcile");
+    let mut samples = Vec::with_capacity(versions.len());
+    for text in versions {
+        let started = Instant::now();
+        let request = request(text);
+        let mut store = wasmtime::Store::new(engine, ());
+        store.set_epoch_deadline(u64::MAX / 2);
+        let instance = pre.instantiate_async(&mut store).await.expect("instantiate");
+        let func = instance
+            .get_typed_func::<(&Request,), (orkestra_wasm::Response,)>(&mut store, &export)
+            .expect("typed export");
+        let (response,) = func.call_async(&mut store, (&request,)).await.expect("call");
+        drop(store);
+        black_box(serde_json::from_str::<Value>(response.status.as_deref().unwrap_or("{}")).expect("status"));
+        samples.push(started.elapsed());
+    }
+    percentiles(samples)
+}
+
 /// Microseconds, or milliseconds past 10 ms.
 fn time(us: f64) -> String {
     if us >= 10_000.0 {
@@ -406,6 +445,10 @@ async fn main() {
             time(target)
         );
     }
+    let (w50, w99) = wasmtime_alone(&host, &path, &versions).await;
+    println!(
+        "  wasmtime alone, fresh, the same versions (the floor: same engine and pool, a store with no host state, no limits, no accounting): p50 {w50:.1} µs  p99 {w99:.1} µs"
+    );
     for subject in subjects.iter().filter(|s| s.language.starts_with("Rust")) {
         println!(
             "  ratio Wasm/native (p50), {}: {:.1}x",

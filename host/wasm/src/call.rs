@@ -238,24 +238,14 @@ impl WasmHost {
         let (tenant, cpu) = (hold.tenant.clone(), self.cpu.clone());
         let cores = self.tenants.cpu_of(&tenant);
         let clock = store.data().cpu.clone();
-        clock.mark();
-        // Host calls are not the guest's CPU (call hooks bracket every one, async ones
-        // included, waits and all).
-        store.call_hook(|state, hook| {
-            match hook {
-                wasmtime::CallHook::CallingHost | wasmtime::CallHook::ReturningFromWasm => state.data().cpu.pause(),
-                wasmtime::CallHook::ReturningFromHost | wasmtime::CallHook::CallingWasm => state.data().cpu.mark(),
-            }
-            Ok(())
-        });
+        let ticked = clock.clone();
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
             let now = Instant::now();
             if now >= deadline {
                 return Ok(wasmtime::UpdateDeadline::Interrupt);
             }
-            let wait = cpu.charge(&tenant, clock.take(now), cores, now).min(deadline - now);
-            let clock = clock.clone();
+            let wait = cpu.charge(&tenant, ticked.take(now), cores, now).min(deadline - now);
             let resume = async move {
                 match wait.is_zero() {
                     // tokio's own yield: a plain re-poll could be scheduled ahead of everyone
@@ -263,12 +253,13 @@ impl WasmHost {
                     true => tokio::task::yield_now().await,
                     false => tokio::time::sleep(wait).await,
                 }
-                clock.mark();
             };
             Ok(wasmtime::UpdateDeadline::YieldCustom(1, Box::pin(resume)))
         });
         let mut instantiated = None;
         let run = run(&mut store, &loaded.pre, hook, request, &mut instance, &mut instantiated);
+        // Its waits (host calls pending on I/O, sleeps, yields) are not the guest's CPU.
+        let run = super::cpu::metered(&clock, run);
         // The epoch stops guest code; the wall clock also stops a guest waiting on the host.
         let finished = tokio::time::timeout(limits.timeout + EPOCH_TICK * 2, run).await;
         let ran = Instant::now();

@@ -281,6 +281,12 @@ impl WasmHost {
         self.tenants.running()
     }
 
+    /// The engine every component is compiled for and instantiated in (for a benchmark's
+    /// floor: wasmtime alone on the same settings).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
     /// What each tenant's guests used of the CPU and waited for it, in seconds, most first.
     pub fn tenant_cpu(&self) -> Vec<(String, super::cpu::CpuUse)> {
         self.cpu.usage()
