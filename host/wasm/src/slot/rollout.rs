@@ -370,15 +370,26 @@ impl Slot {
             return;
         };
         let digest = canary.active.loaded.digest.as_str();
-        if let Some(refusal) = rollouts.refusal(digest) {
+        let ended = if let Some(refusal) = rollouts.refusal(digest) {
             let message = refused_message(digest, &refusal.reason);
             rollouts.canary = None;
             *self.last_error.lock() = Some(message);
+            true
         } else if kept.stable.as_ref().is_some_and(|s| s.digest == digest) {
             rollouts.canary = None;
             *self.active.write() = Some(canary.active.clone());
-        } else if let Some(theirs) = kept.canary.as_ref().filter(|c| c.version.digest == digest) {
-            canary.follow_tallies(&theirs.tallies);
+            true
+        } else {
+            if let Some(theirs) = kept.canary.as_ref().filter(|c| c.version.digest == digest) {
+                canary.follow_tallies(&theirs.tallies);
+            }
+            false
+        };
+        drop(rollouts);
+        if ended {
+            // As where it was decided: every CR of the slot runs again on the version that now
+            // serves it, so its status says so now, not at its next resync.
+            self.reloads.send_modify(|n| *n += 1);
         }
     }
 
