@@ -167,9 +167,16 @@ impl Slot {
         *self.declared.lock() = spec;
     }
 
-    /// Changes after every finished reload.
+    /// Changes whenever what serves may have changed: after every finished reload, and when
+    /// a rollout is decided here or followed from the replica that decides.
     pub fn reloads(&self) -> tokio::sync::watch::Receiver<u64> {
         self.reloads.subscribe()
+    }
+
+    /// Tells the watchers of [`Slot::reloads`]: every CR of the slot runs again on what now
+    /// serves it, so its output and Component condition say so now, not at its next resync.
+    fn serves_anew(&self) {
+        self.reloads.send_modify(|n| *n += 1);
     }
 
     /// Loads the declared spec and swaps it in; on failure the old version keeps serving.
@@ -181,7 +188,7 @@ impl Slot {
     #[tracing::instrument(level = "debug", name = "component.reload", skip_all, fields(slot = %self.name))]
     pub async fn reload(&self) -> Result<(), LoadError> {
         let result = self.load_and_swap().await;
-        self.reloads.send_modify(|n| *n += 1);
+        self.serves_anew();
         result
     }
 

@@ -157,8 +157,7 @@ impl Slot {
         let step = rollouts.history.back().cloned();
         drop(rollouts);
         self.keep();
-        // Every CR of the slot runs again on the version that now serves it.
-        self.reloads.send_modify(|n| *n += 1);
+        self.serves_anew();
         step.ok_or_else(|| "no step was recorded".into())
     }
 
@@ -386,10 +385,9 @@ impl Slot {
             false
         };
         drop(rollouts);
+        // As where it was decided.
         if ended {
-            // As where it was decided: every CR of the slot runs again on the version that now
-            // serves it, so its status says so now, not at its next resync.
-            self.reloads.send_modify(|n| *n += 1);
+            self.serves_anew();
         }
     }
 
