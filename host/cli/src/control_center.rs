@@ -77,7 +77,7 @@ pub struct ControlCenterArgs {
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
-    orkestra_expr::duration::parse(text)
+    orkestra_expr::duration::parse(text).map_err(String::from)
 }
 
 pub async fn control_center(args: ControlCenterArgs) -> anyhow::Result<ExitCode> {

@@ -67,7 +67,7 @@ impl Default for HaArgs {
 const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(25);
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    orkestra_expr::duration::parse(text)
+    orkestra_expr::duration::parse(text).map_err(String::from)
 }
 
 impl HaArgs {

@@ -76,7 +76,7 @@ pub async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     digest: replayed.digest,
                     recording: Box::new(recording),
                 },
-                Err(why) => Outcome::Unreadable(why),
+                Err(why) => Outcome::Unreadable(why.to_string()),
             },
         };
         outcomes.push((file, outcome));

@@ -9,6 +9,7 @@
 //! answered `{called: false, status: "skipped", rehearsal: true}`, since any request, a GET
 //! included, may be what provisions, bills or notifies.
 
+use crate::Error;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -67,7 +68,7 @@ const TEXT_LIMIT: usize = 4096;
 
 /// Makes `calls` in order, adding each result to `resolver` under `external.<name>`.
 /// Returns the first error of a call without `continueOnError`.
-pub async fn run(externals: &Externals, calls: &[Call], resolver: &mut Resolver<'_, '_>) -> Result<(), String> {
+pub async fn run(externals: &Externals, calls: &[Call], resolver: &mut Resolver<'_, '_>) -> Result<(), Error> {
     for call in calls {
         if !call.conditions.passes(resolver, None) {
             resolver.set_entry("external", &call.name, json!({"called": false, "status": "skipped"}));
@@ -107,7 +108,10 @@ pub async fn run(externals: &Externals, calls: &[Call], resolver: &mut Resolver<
         if let Err((_, error)) = outcome
             && !call.continue_on_error
         {
-            return Err(format!("external call {}: {error}", call.name));
+            return Err(Error::External {
+                name: call.name.clone(),
+                why: error,
+            });
         }
     }
     Ok(())
@@ -135,7 +139,7 @@ async fn request(
         );
     }
     if let Some(body) = &call.body {
-        builder = builder.json(&body.render(resolver).map_err(|e| (0, format!("body: {e}")))?);
+        builder = builder.json(&body.render(resolver).map_err(|e| (0, format!("body: {}", e.message)))?);
     }
     let mut response = builder.send().await.map_err(|e| (0, describe(&e, call.timeout)))?;
     let code = response.status().as_u16();

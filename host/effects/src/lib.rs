@@ -4,5 +4,8 @@
 //! - [`external`]: the HTTP calls a block, a gate or a rule declares;
 //! - [`tls`]: the certificate and key a `secrets` entry asks to be generated.
 
+mod error;
 pub mod external;
 pub mod tls;
+
+pub use error::Error;

@@ -3,6 +3,7 @@
 //!
 //! Pure: no kube or wasmtime imports.
 
+use crate::Error;
 use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
@@ -12,11 +13,11 @@ use serde_json::{Map, Value, json};
 pub const DEFAULT_VALIDITY: Duration = Duration::from_secs(365 * 86400);
 
 /// The Secret's `stringData` for a `tls` block: `{commonName, dnsNames, validFor}` (rendered).
-pub fn generate(spec: &Value, fallback_validity: Duration) -> Result<Map<String, Value>, String> {
+pub fn generate(spec: &Value, fallback_validity: Duration) -> Result<Map<String, Value>, Error> {
     let common_name = spec["commonName"]
         .as_str()
         .filter(|s| !s.is_empty())
-        .ok_or("tls.commonName is required")?;
+        .ok_or_else(|| Error::Certificate("tls.commonName is required".into()))?;
     let mut names: Vec<String> = spec["dnsNames"]
         .as_array()
         .into_iter()
@@ -28,12 +29,15 @@ pub fn generate(spec: &Value, fallback_validity: Duration) -> Result<Map<String,
         names.push(common_name.to_string());
     }
     let validity = match spec["validFor"].as_str() {
-        Some(text) => orkestra_expr::duration::parse(text).map_err(|e| format!("tls.validFor: {e}"))?,
+        Some(text) => {
+            orkestra_expr::duration::parse(text).map_err(|e| Error::Certificate(format!("tls.validFor: {e}")))?
+        }
         None => fallback_validity,
     };
     let now = time::OffsetDateTime::now_utc();
-    let not_after = now + time::Duration::try_from(validity).map_err(|e| format!("tls.validFor: {e}"))?;
-    let failed = |e: rcgen::Error| format!("tls: {e}");
+    let not_after =
+        now + time::Duration::try_from(validity).map_err(|e| Error::Certificate(format!("tls.validFor: {e}")))?;
+    let failed = |e: rcgen::Error| Error::Certificate(format!("tls: {e}"));
 
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(failed)?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -78,11 +82,13 @@ mod tests {
         assert!(
             generate(&json!({}), DEFAULT_VALIDITY)
                 .unwrap_err()
+                .to_string()
                 .contains("commonName is required")
         );
         assert!(
             generate(&json!({"commonName": "x", "validFor": "forever"}), DEFAULT_VALIDITY)
                 .unwrap_err()
+                .to_string()
                 .contains("validFor")
         );
     }

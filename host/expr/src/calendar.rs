@@ -26,17 +26,18 @@ pub fn is_weekday(at: Timestamp) -> bool {
 }
 
 /// Minutes since midnight of an `HH:MM` text.
-pub fn clock_minutes(text: &str) -> Result<u32, String> {
+pub fn clock_minutes(text: &str) -> Result<u32, crate::Error> {
+    let wrong = |message: String| crate::Error::ClockTime(message);
     let (h, m) = text
         .trim()
         .split_once(':')
-        .ok_or_else(|| format!("not a time of day: {text:?} (want HH:MM)"))?;
+        .ok_or_else(|| wrong(format!("not a time of day: {text:?} (want HH:MM)")))?;
     let (h, m): (u32, u32) = (
-        h.parse().map_err(|_| format!("bad hour in {text:?}"))?,
-        m.parse().map_err(|_| format!("bad minute in {text:?}"))?,
+        h.parse().map_err(|_| wrong(format!("bad hour in {text:?}")))?,
+        m.parse().map_err(|_| wrong(format!("bad minute in {text:?}")))?,
     );
     if h > 23 || m > 59 {
-        return Err(format!("not a time of day: {text:?}"));
+        return Err(wrong(format!("not a time of day: {text:?}")));
     }
     Ok(h * 60 + m)
 }

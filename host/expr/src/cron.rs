@@ -7,6 +7,8 @@
 use jiff::civil::{Date, DateTime, Time};
 use jiff::{Timestamp, tz::TimeZone};
 
+use crate::Error;
+
 /// The field names, in order.
 pub const FIELDS: [&str; 5] = ["minute", "hour", "dom", "month", "dow"];
 
@@ -46,14 +48,14 @@ impl Schedule {
     ///
     /// # Errors
     /// A message naming the field and the part that is wrong.
-    pub fn parse(expr: &str) -> Result<Self, String> {
+    pub fn parse(expr: &str) -> Result<Self, Error> {
         let normalized = normalize(expr);
         let parts: Vec<&str> = normalized.split(' ').filter(|p| !p.is_empty()).collect();
         if parts.len() != 5 {
-            return Err(format!(
+            return Err(Error::Cron(format!(
                 "cron expression {expr:?} has {} fields, want 5 (minute hour dom month dow)",
                 parts.len()
-            ));
+            )));
         }
         let field = |i: usize, min: u32, max: u32, names: &[&str]| parse_field(parts[i], min, max, names, FIELDS[i]);
         let mut dows = field(4, 0, 7, &DAYS)?;
@@ -205,28 +207,29 @@ fn is_number(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_digit())
 }
 
-fn parse_field(text: &str, min: u32, max: u32, names: &[&str], field: &str) -> Result<u64, String> {
+fn parse_field(text: &str, min: u32, max: u32, names: &[&str], field: &str) -> Result<u64, Error> {
+    let wrong = |why: String| Error::Cron(format!("{field}: {why}"));
     let mut bits = 0u64;
     for item in text.split(',') {
         let (range, step) = match item.split_once('/') {
             Some((r, s)) => {
-                let step: u32 = s.parse().map_err(|_| format!("{field}: bad step {s:?}"))?;
+                let step: u32 = s.parse().map_err(|_| wrong(format!("bad step {s:?}")))?;
                 if step == 0 {
-                    return Err(format!("{field}: step must be positive"));
+                    return Err(wrong("step must be positive".into()));
                 }
                 (r, step)
             }
             None => (item, 1),
         };
-        let value = |s: &str| -> Result<u32, String> {
+        let value = |s: &str| -> Result<u32, Error> {
             let lower = s.to_ascii_lowercase();
             let n = if let Some(i) = names.iter().position(|n| *n == lower) {
                 i as u32 + if names.len() == 12 { 1 } else { 0 }
             } else {
-                s.parse().map_err(|_| format!("{field}: {s:?} is not a number"))?
+                s.parse().map_err(|_| wrong(format!("{s:?} is not a number")))?
             };
             if n < min || n > max {
-                return Err(format!("{field}: {n} is outside {min}-{max}"));
+                return Err(wrong(format!("{n} is outside {min}-{max}")));
             }
             Ok(n)
         };
@@ -242,7 +245,7 @@ fn parse_field(text: &str, min: u32, max: u32, names: &[&str], field: &str) -> R
             },
         };
         if from > to {
-            return Err(format!("{field}: range {from}-{to} is backwards"));
+            return Err(wrong(format!("range {from}-{to} is backwards")));
         }
         let mut n = from;
         while n <= to {
@@ -307,20 +310,28 @@ mod tests {
 
     #[test]
     fn parse_errors_name_the_field() {
-        assert!(Schedule::parse("* * *").unwrap_err().contains("has 3 fields"));
+        assert!(
+            Schedule::parse("* * *")
+                .unwrap_err()
+                .to_string()
+                .contains("has 3 fields")
+        );
         assert!(
             Schedule::parse("61 * * * *")
                 .unwrap_err()
+                .to_string()
                 .contains("minute: 61 is outside 0-59")
         );
         assert!(
             Schedule::parse("* * * foo *")
                 .unwrap_err()
+                .to_string()
                 .contains("month: \"foo\" is not a number")
         );
         assert!(
             Schedule::parse("*/0 * * * *")
                 .unwrap_err()
+                .to_string()
                 .contains("step must be positive")
         );
     }

@@ -3,23 +3,25 @@
 
 use std::time::Duration;
 
+use crate::Error;
+
 /// Parses a Katalog duration.
 ///
 /// # Errors
 /// A message naming what is wrong with the text.
-pub fn parse(text: &str) -> Result<Duration, String> {
+pub fn parse(text: &str) -> Result<Duration, Error> {
     let seconds = parse_seconds(text)?;
     if seconds < 0.0 {
-        return Err(format!("duration {text:?} is negative"));
+        return Err(Error::Duration(format!("duration {text:?} is negative")));
     }
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("duration {text:?} is out of range"))
+    Duration::try_from_secs_f64(seconds).map_err(|_| Error::Duration(format!("duration {text:?} is out of range")))
 }
 
 /// Parses a possibly negative duration into seconds.
-pub fn parse_seconds(text: &str) -> Result<f64, String> {
+pub fn parse_seconds(text: &str) -> Result<f64, Error> {
     let s = text.trim();
     if s.is_empty() {
-        return Err("empty duration".into());
+        return Err(Error::Duration("empty duration".into()));
     }
     if let Ok(seconds) = s.parse::<f64>() {
         return Ok(seconds);
@@ -34,11 +36,13 @@ pub fn parse_seconds(text: &str) -> Result<f64, String> {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
         if number_len == 0 {
-            return Err(format!("invalid duration {text:?}: expected a number at {rest:?}"));
+            return Err(Error::Duration(format!(
+                "invalid duration {text:?}: expected a number at {rest:?}"
+            )));
         }
         let value: f64 = rest[..number_len]
             .parse()
-            .map_err(|_| format!("invalid duration {text:?}"))?;
+            .map_err(|_| Error::Duration(format!("invalid duration {text:?}")))?;
         rest = &rest[number_len..];
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit() || c == '.')
@@ -56,11 +60,15 @@ pub fn parse_seconds(text: &str) -> Result<f64, String> {
             "w" => 604_800.0,
             "mo" => 2_592_000.0,
             "y" => 31_536_000.0,
-            "" => return Err(format!("invalid duration {text:?}: missing unit after {value}")),
+            "" => {
+                return Err(Error::Duration(format!(
+                    "invalid duration {text:?}: missing unit after {value}"
+                )));
+            }
             other => {
-                return Err(format!(
+                return Err(Error::Duration(format!(
                     "invalid duration {text:?}: unknown unit {other:?} (use ns, us, ms, s, m, h, d, w, mo, y)"
-                ));
+                )));
             }
         };
         total += value * scale;
@@ -129,11 +137,11 @@ mod tests {
 
     #[test]
     fn parse_rejects_bad_text_with_a_reason() {
-        assert!(parse("").unwrap_err().contains("empty"));
+        assert!(parse("").unwrap_err().to_string().contains("empty"));
         assert!(parse("5").is_ok());
-        assert!(parse("5x").unwrap_err().contains("unknown unit \"x\""));
-        assert!(parse("h").unwrap_err().contains("expected a number"));
-        assert!(parse("-1s").unwrap_err().contains("negative"));
+        assert!(parse("5x").unwrap_err().to_string().contains("unknown unit \"x\""));
+        assert!(parse("h").unwrap_err().to_string().contains("expected a number"));
+        assert!(parse("-1s").unwrap_err().to_string().contains("negative"));
     }
 
     #[test]

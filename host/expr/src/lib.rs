@@ -18,6 +18,7 @@ pub mod calendar;
 pub mod condition;
 pub mod cron;
 pub mod duration;
+mod error;
 pub mod labels;
 pub mod names;
 pub mod resolver;
@@ -25,3 +26,5 @@ pub mod sentinel;
 pub mod template;
 pub mod text;
 pub mod tree;
+
+pub use error::Error;

@@ -4,6 +4,8 @@
 //! Serve API path) is checked here before it can reach a URL, where `?`, `#` or `/` would
 //! turn a read of one object into a list, a watch or a delete of many.
 
+use crate::Error;
+
 /// The longest object name Kubernetes stores (a DNS-1123 subdomain).
 pub const NAME_LIMIT: usize = 253;
 
@@ -42,13 +44,10 @@ pub fn is_label_key(key: &str) -> bool {
 }
 
 /// Why `namespace` cannot be a namespace, if it cannot.
-pub fn check_namespace(namespace: &str) -> Result<(), String> {
+pub fn check_namespace(namespace: &str) -> Result<(), Error> {
     match is_dns1123_label(namespace) {
         true => Ok(()),
-        false => Err(format!(
-            "namespace {:?} is not a DNS-1123 label (lowercase letters, digits and '-', at most 63)",
-            crate::text::bounded(namespace.to_string(), 80)
-        )),
+        false => Err(Error::Namespace(crate::text::bounded(namespace.to_string(), 80))),
     }
 }
 
@@ -56,8 +55,7 @@ pub fn check_namespace(namespace: &str) -> Result<(), String> {
 /// segment: not empty, not `.` or `..`, no `/` or `%`), no control characters or spaces,
 /// at most [`NAME_LIMIT`] bytes. Kinds with stricter rules (most: DNS-1123 subdomains) are
 /// held to them by the API server; a name that passes here is safe in a URL once encoded.
-pub fn check_name(name: &str) -> Result<(), String> {
-    let shown = || crate::text::bounded(name.to_string(), 80);
+pub fn check_name(name: &str) -> Result<(), Error> {
     let why = if name.is_empty() {
         "is empty"
     } else if name.len() > NAME_LIMIT {
@@ -71,7 +69,10 @@ pub fn check_name(name: &str) -> Result<(), String> {
     } else {
         return Ok(());
     };
-    Err(format!("name {:?} {why}", shown()))
+    Err(Error::Name {
+        name: crate::text::bounded(name.to_string(), 80),
+        why,
+    })
 }
 
 #[cfg(test)]
@@ -102,14 +103,19 @@ mod tests {
             ("a\nb", "control"),
         ] {
             let error = check_name(bad).unwrap_err();
-            assert!(error.contains(reason), "{bad:?}: {error}");
+            assert!(error.to_string().contains(reason), "{bad:?}: {error}");
         }
-        assert!(check_name(&"x".repeat(254)).unwrap_err().contains("253"));
+        assert!(check_name(&"x".repeat(254)).unwrap_err().to_string().contains("253"));
         // Other kinds (RBAC roles) allow more than a subdomain; the encoding makes them safe.
         for ok in ["web", "system:controller:x", "?watch=true", "a#b"] {
             assert!(check_name(ok).is_ok(), "{ok}");
         }
         assert!(check_namespace("team-a").is_ok());
-        assert!(check_namespace("?watch=1").unwrap_err().contains("DNS-1123 label"));
+        assert!(
+            check_namespace("?watch=1")
+                .unwrap_err()
+                .to_string()
+                .contains("DNS-1123 label")
+        );
     }
 }

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::resolver::Resolver;
-use crate::template::{Functions, Template};
+use crate::template::{ExecError, Functions, ParseError, Template};
 
 /// A value whose strings may be templates.
 #[derive(Debug, Clone)]
@@ -16,11 +16,11 @@ pub enum Tree {
 }
 
 impl Tree {
-    pub fn compile(value: &Value, functions: &Functions) -> Result<Self, String> {
+    /// # Errors
+    /// The first string that is not a valid template.
+    pub fn compile(value: &Value, functions: &Functions) -> Result<Self, ParseError> {
         Ok(match value {
-            Value::String(s) if s.contains("{{") => {
-                Tree::Template(Template::compile(s, functions).map_err(|e| e.message)?)
-            }
+            Value::String(s) if s.contains("{{") => Tree::Template(Template::compile(s, functions)?),
             Value::Array(items) => Tree::List(
                 items
                     .iter()
@@ -30,22 +30,24 @@ impl Tree {
             Value::Object(map) => Tree::Map(
                 map.iter()
                     .map(|(k, v)| Ok((k.clone(), Tree::compile(v, functions)?)))
-                    .collect::<Result<_, String>>()?,
+                    .collect::<Result<_, ParseError>>()?,
             ),
             other => Tree::Literal(other.clone()),
         })
     }
 
-    pub fn render(&self, resolver: &Resolver<'_, '_>) -> Result<Value, String> {
+    /// # Errors
+    /// The first template that fails to evaluate.
+    pub fn render(&self, resolver: &Resolver<'_, '_>) -> Result<Value, ExecError> {
         Ok(match self {
             Tree::Literal(value) => value.clone(),
-            Tree::Template(template) => Value::String(resolver.render(template).map_err(|e| e.message)?),
+            Tree::Template(template) => Value::String(resolver.render(template)?),
             Tree::List(items) => Value::Array(items.iter().map(|i| i.render(resolver)).collect::<Result<_, _>>()?),
             Tree::Map(entries) => Value::Object(
                 entries
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), v.render(resolver)?)))
-                    .collect::<Result<Map<_, _>, String>>()?,
+                    .collect::<Result<Map<_, _>, ExecError>>()?,
             ),
         })
     }

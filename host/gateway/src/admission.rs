@@ -99,7 +99,7 @@ async fn context_of(shared: &Shared, crd: &CompiledCrd, request: &Value) -> Resu
         let deadline = shared.calls.deadline;
         let calls = orkestra_effects::external::run(&shared.externals, &crd.rule_calls, &mut resolver);
         let outcome = match tokio::time::timeout(deadline, calls).await {
-            Ok(outcome) => outcome,
+            Ok(outcome) => outcome.map_err(String::from),
             Err(_) => Err(format!(
                 "no answer within {}s (the webhook itself must answer before the API server stops waiting)",
                 deadline.as_secs_f64()

@@ -46,7 +46,7 @@ impl Identity {
             "dnsNames": names,
             "validFor": format!("{}s", valid_for.as_secs().max(1)),
         });
-        let data = orkestra_effects::tls::generate(&spec, valid_for).map_err(Error::Generate)?;
+        let data = orkestra_effects::tls::generate(&spec, valid_for).map_err(|e| Error::Generate(e.to_string()))?;
         let text = |key: &str| data[key].as_str().unwrap_or_default().to_string();
         Ok(Self {
             cert_pem: text("tls.crt"),

@@ -274,7 +274,7 @@ impl CertSource {
             text.as_deref()
                 .map(orkestra_expr::duration::parse)
                 .transpose()
-                .map_err(|e| Error::Tls(tls::Error::Generate(e)))
+                .map_err(|e| Error::Tls(tls::Error::Generate(e.to_string())))
         };
         let valid_for = parse(&certs.valid_for)?.unwrap_or(options.valid_for);
         // Upstream renews a third of the way before expiry unless told a threshold.

@@ -1,6 +1,7 @@
 //! Values a Katalog writes into an object (status fields, mutation rules): a template
 //! evaluated to its declared type, set at a dotted path.
 
+use crate::Error;
 use serde_json::{Map, Value};
 
 use orkestra_expr::condition::ValueType;
@@ -9,11 +10,11 @@ use orkestra_expr::template::Template;
 
 /// A template's value in its declared type, or why it has none (the template failed, or its
 /// text does not convert).
-pub fn typed(resolver: &Resolver<'_, '_>, template: &Template, value_type: ValueType) -> Result<Value, String> {
+pub fn typed(resolver: &Resolver<'_, '_>, template: &Template, value_type: ValueType) -> Result<Value, Error> {
     if value_type == ValueType::Auto {
-        return resolver.evaluate(template).map_err(|e| e.message);
+        return resolver.evaluate(template).map_err(|e| Error::Typed(e.message));
     }
-    let text = resolver.render(template).map_err(|e| e.message)?;
+    let text = resolver.render(template).map_err(|e| Error::Typed(e.message))?;
     let value = match value_type {
         ValueType::String | ValueType::Auto => Some(Value::String(text.clone())),
         ValueType::Int => text.trim().parse::<i64>().ok().map(Value::from),
@@ -29,7 +30,7 @@ pub fn typed(resolver: &Resolver<'_, '_>, template: &Template, value_type: Value
             _ => None,
         },
     };
-    value.ok_or_else(|| format!("{text:?} does not convert to type {}", value_type.name()))
+    value.ok_or_else(|| Error::Typed(format!("{text:?} does not convert to type {}", value_type.name())))
 }
 
 /// Sets `value` at `path` in `root`, creating (or replacing non-object) parents.
@@ -57,7 +58,7 @@ mod tests {
     fn eval(text: &str, value_type: ValueType) -> Result<Value, String> {
         let object = json!({"spec": {"replicas": 3, "name": "web"}});
         let template = Template::compile(text, Functions::builtin()).unwrap();
-        typed(&Resolver::new(&object, &[]), &template, value_type)
+        typed(&Resolver::new(&object, &[]), &template, value_type).map_err(String::from)
     }
 
     #[test]

@@ -110,5 +110,5 @@ pub(crate) fn conditions(
 
 /// Compiles a value whose strings may be templates.
 pub(crate) fn tree(value: &Value, functions: &Functions) -> Result<Tree, Error> {
-    Tree::compile(value, functions).map_err(|message| Error::at("", message))
+    Tree::compile(value, functions).map_err(|e| Error::at("", e.message))
 }

@@ -2,72 +2,12 @@
 //! located findings; also the parsed form each file passes through.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::Diagnostic;
 use crate::model::{CrdEntry, KatalogFile, NoteSpec};
 use crate::reads::StampReads;
 use crate::yaml::Node;
-
-/// One finding, located in a file.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Diagnostic {
-    pub file: PathBuf,
-    pub line: usize,
-    pub column: usize,
-    /// Dot path of the field (`spec.crds.web.operatorBox.reconcile.workers`); may be empty.
-    pub path: String,
-    pub message: String,
-}
-
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: ", self.file.display(), self.line, self.column)?;
-        if !self.path.is_empty() {
-            write!(f, "{}: ", self.path)?;
-        }
-        f.write_str(&self.message)
-    }
-}
-
-/// Loading errors.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// No file was given.
-    #[error("no Katalog file given: pass -f KATALOG (default katalog.yaml in the current directory)")]
-    NoFiles,
-    /// A file does not exist or cannot be read.
-    #[error("cannot read Katalog file {}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The Katalog imports motifs from OCI registries that are not pulled: pull them (by
-    /// their digest) and load again with their texts.
-    #[error("the Katalog imports motifs that are not pulled: {}", names(motifs))]
-    Unpulled {
-        motifs: Vec<crate::component::OciReference>,
-    },
-    /// The Katalog has errors; every one is listed.
-    #[error("{}", list(errors))]
-    Invalid {
-        errors: Vec<Diagnostic>,
-        warnings: Vec<Diagnostic>,
-    },
-}
-
-fn names(motifs: &[crate::component::OciReference]) -> String {
-    motifs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-}
-
-fn list(errors: &[Diagnostic]) -> String {
-    let mut text = format!("the Katalog has {} error(s):", errors.len());
-    for error in errors {
-        text.push_str(&format!("\n  {error}"));
-    }
-    text
-}
 
 /// A CRD entry with the file it came from (relative paths resolve against its folder).
 #[derive(Debug, Clone)]

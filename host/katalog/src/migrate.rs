@@ -10,6 +10,7 @@ use super::compose::legacy;
 use super::de::{self, Problem};
 use super::model::KatalogFile;
 use super::yaml::{self, Node, NodeValue};
+use crate::Error;
 use crate::model::{API_VERSION, LEGACY_API_VERSION};
 
 /// The migrated file and what was changed, one line each.
@@ -21,18 +22,18 @@ pub struct Migrated {
 
 /// Migrates one Katalog file's text. Fails on YAML it cannot read, or where the older and
 /// current shapes both set one key (it cannot choose).
-pub fn migrate(text: &str) -> Result<Migrated, String> {
-    let mut root = yaml::parse(text).map_err(|e| format!("{}: YAML error: {}", e.pos, e.message))?;
+pub fn migrate(text: &str) -> Result<Migrated, Error> {
+    let mut root = yaml::parse(text).map_err(|e| Error::Migrate(format!("{}: YAML error: {}", e.pos, e.message)))?;
     let mut changes = Vec::new();
     if root.get("apiVersion").and_then(Node::as_str) == Some(LEGACY_API_VERSION) {
         set_text(&mut root, "apiVersion", API_VERSION);
         changes.push(format!("apiVersion {LEGACY_API_VERSION} → {API_VERSION}"));
     }
-    crds_as_map(&mut root, &mut changes)?;
+    crds_as_map(&mut root, &mut changes).map_err(Error::Migrate)?;
     let (mut problems, mut moves) = (Vec::new(), Vec::new());
     legacy::translate(&mut root, &mut problems, &mut moves);
     if let Some(conflict) = problems.first() {
-        return Err(located(conflict));
+        return Err(Error::Migrate(located(conflict)));
     }
     changes.extend(moves.iter().map(|w| format!("{}: {}", w.path, w.message)));
     entry_conditions(&mut root, &mut String::new(), false, &mut changes);
@@ -53,7 +54,7 @@ pub fn migrate(text: &str) -> Result<Migrated, String> {
     emitter.multiline_strings(true);
     emitter
         .dump(&to_yaml(&root))
-        .map_err(|e| format!("writing YAML: {e}"))?;
+        .map_err(|e| Error::Migrate(format!("writing YAML: {e}")))?;
     // The emitter opens with a document marker a single-document file does not need.
     let yaml = yaml.strip_prefix("---\n").map(str::to_string).unwrap_or(yaml) + "\n";
     Ok(Migrated { yaml, changes })
@@ -271,8 +272,8 @@ spec:
     fn a_list_entry_without_a_name_or_a_key_set_twice_is_refused() {
         let nameless =
             "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    - apiTypes: {kind: A}\n";
-        assert!(migrate(nameless).unwrap_err().contains("needs a `name`"));
+        assert!(migrate(nameless).unwrap_err().to_string().contains("needs a `name`"));
         let twice = "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\nspec:\n  crds:\n    a:\n      workers: 2\n      operatorBox: {reconcile: {workers: 3}}\n";
-        assert!(migrate(twice).unwrap_err().contains("set in both"));
+        assert!(migrate(twice).unwrap_err().to_string().contains("set in both"));
     }
 }

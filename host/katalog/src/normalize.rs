@@ -2,6 +2,7 @@
 //! reconcile (mutation, validation, templates). Every expression sees the CR as written, so
 //! none reads another's output; the result is never written back to the cluster.
 
+use crate::Error;
 use std::borrow::Cow;
 
 use serde_json::Value;
@@ -32,17 +33,17 @@ pub struct Change {
 
 impl Normalizer {
     /// Errors name the key under `normalize` (`spec.image: ...`).
-    pub fn compile(spec: &Normalize, functions: &Functions) -> Result<Self, String> {
+    pub fn compile(spec: &Normalize, functions: &Functions) -> Result<Self, Error> {
         let mut fields = Vec::new();
         for (section, paths) in &spec.sections {
             if section != "spec" {
-                return Err(format!(
+                return Err(Error::Field(format!(
                     "{section}: normalize rewrites spec values only (`spec: {{path: template}}`)"
-                ));
+                )));
             }
             for (path, text) in paths {
-                let template =
-                    Template::compile(text, functions).map_err(|e| format!("{section}.{path}: {}", e.message))?;
+                let template = Template::compile(text, functions)
+                    .map_err(|e| Error::Field(format!("{section}.{path}: {}", e.message)))?;
                 let full = std::iter::once(section.clone()).chain(path.split('.').map(String::from));
                 fields.push((full.collect(), template));
             }
@@ -59,7 +60,7 @@ impl Normalizer {
 
     /// The CR as its reconcile sees it, with what changed. A template that fails leaves its
     /// value as written and says why in the change list's place: `Err` entries.
-    pub fn apply<'o>(&self, object: &'o Value, notes: &[Template]) -> (Cow<'o, Value>, Vec<Result<Change, String>>) {
+    pub fn apply<'o>(&self, object: &'o Value, notes: &[Template]) -> (Cow<'o, Value>, Vec<Result<Change, Error>>) {
         if self.fields.is_empty() {
             return (Cow::Borrowed(object), Vec::new());
         }
@@ -82,7 +83,7 @@ impl Normalizer {
                     }));
                 }
                 Ok(_) => {}
-                Err(why) => changes.push(Err(format!("{}: {why}", path.join(".")))),
+                Err(why) => changes.push(Err(Error::Normalize(format!("{}: {why}", path.join("."))))),
             }
         }
         (normalized, changes)
@@ -99,7 +100,7 @@ mod tests {
         let node = crate::yaml::parse(yaml).unwrap();
         let (spec, problems) = crate::de::read::<Normalize>(&node, "").unwrap();
         assert!(problems.is_empty(), "{problems:?}");
-        Normalizer::compile(&spec, Functions::builtin())
+        Normalizer::compile(&spec, Functions::builtin()).map_err(String::from)
     }
 
     #[test]
@@ -130,6 +131,6 @@ mod tests {
         let cr = json!({"spec": {"a": "word"}});
         let (out, changes) = n.apply(&cr, &[]);
         assert_eq!(out["spec"].get("n"), None);
-        assert!(changes[0].as_ref().unwrap_err().starts_with("spec.n: "));
+        assert!(changes[0].as_ref().unwrap_err().to_string().starts_with("spec.n: "));
     }
 }

@@ -42,8 +42,8 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b';')
     .remove(b'=');
 
-fn refused(why: String) -> kube::Error {
-    kube::Error::BuildRequest(RequestError::Validation(why))
+fn refused(why: orkestra_expr::Error) -> kube::Error {
+    kube::Error::BuildRequest(RequestError::Validation(why.to_string()))
 }
 
 /// `name` checked and encoded for a URL path.

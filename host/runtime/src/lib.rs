@@ -20,6 +20,7 @@
 //! The entry points are re-exported here: [`Runtime`] runs a compiled Katalog, [`Reloader`]
 //! applies a changed Katalog file to it, and [`live::router`] serves what it knows.
 
+mod error;
 pub mod ha;
 pub mod live;
 pub mod outcome;
@@ -28,9 +29,10 @@ pub mod rehearse;
 pub mod runtime;
 pub mod tenants;
 
+pub use error::Error;
+pub use runtime::Runtime;
 pub use runtime::reload::Reloader;
 pub use runtime::slots::ComponentStore;
-pub use runtime::{Error, Runtime};
 
 /// What the unit tests of several stages share.
 #[cfg(test)]

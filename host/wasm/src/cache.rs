@@ -6,6 +6,7 @@
 //! refused when another user owns it or others may write to it, and each artifact carries a
 //! sha256 of its bytes that is checked before it is deserialized.
 
+use crate::Error;
 use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -23,20 +24,20 @@ pub struct ArtifactCache {
 
 impl ArtifactCache {
     /// Opens (creating) `dir` for `engine`; errors say why the folder cannot be trusted.
-    pub fn open(dir: PathBuf, engine: &wasmtime::Engine) -> Result<Self, String> {
+    pub fn open(dir: PathBuf, engine: &wasmtime::Engine) -> Result<Self, Error> {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&dir)
-            .map_err(|e| format!("cannot create the component cache {}: {e}", dir.display()))?;
-        let meta = std::fs::metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            .map_err(|e| Error::Store(format!("cannot create the component cache {}: {e}", dir.display())))?;
+        let meta = std::fs::metadata(&dir).map_err(|e| Error::Store(format!("{}: {e}", dir.display())))?;
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
         if meta.uid() != me || meta.permissions().mode() & 0o022 != 0 {
-            return Err(format!(
+            return Err(Error::Store(format!(
                 "the component cache {} must be owned by this user and writable by no one else",
                 dir.display()
-            ));
+            )));
         }
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
@@ -105,6 +106,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         let error = ArtifactCache::open(dir.path().to_path_buf(), &wasmtime::Engine::default()).unwrap_err();
-        assert!(error.contains("writable by no one else"), "{error}");
+        assert!(error.to_string().contains("writable by no one else"), "{error}");
     }
 }

@@ -9,6 +9,7 @@
 //! allocator again, which assumes it alone grows memory. The arena lies in Go's static data,
 //! which its allocator never hands out.
 
+use crate::Error;
 use std::ops::Range;
 
 use wasm_encoder::{Encode, Function, Instruction, MemArg};
@@ -34,21 +35,21 @@ const ADAPTER_REALLOC: &str = "cabi_realloc_adapter";
 /// # Errors
 /// What is wrong with the module: not a core module, an arena found twice, a module
 /// wit-component cannot adapt (the reason names the missing export or import).
-pub fn new_component(module: &[u8], world: World) -> Result<Vec<u8>, String> {
+pub fn new_component(module: &[u8], world: World) -> Result<Vec<u8>, Error> {
     if !Parser::is_core_wasm(module) {
-        return Err(match Parser::is_component(module) {
+        return Err(Error::Componentize(match Parser::is_component(module) {
             true => "already a component".into(),
             false => "not a WebAssembly module".into(),
-        });
+        }));
     }
-    let mut module = match find_arena(module)? {
-        Some(arena) => with_adapter_realloc(module, arena)?,
+    let mut module = match find_arena(module).map_err(Error::Componentize)? {
+        Some(arena) => with_adapter_realloc(module, arena).map_err(Error::Componentize)?,
         None => module.to_vec(),
     };
     let mut resolve = wit_parser::Resolve::default();
     let package = resolve
         .push_str("operator.wit", WIT)
-        .map_err(|e| format!("the WIT package: {e:#}"))?;
+        .map_err(|e| Error::Componentize(format!("the WIT package: {e:#}")))?;
     let name = match world {
         World::Hook => "hook",
         // A WIT keyword, so escaped.
@@ -56,9 +57,9 @@ pub fn new_component(module: &[u8], world: World) -> Result<Vec<u8>, String> {
     };
     let world = resolve
         .select_world(&[package], Some(name))
-        .map_err(|e| format!("{e:#}"))?;
+        .map_err(|e| Error::Componentize(format!("{e:#}")))?;
     wit_component::embed_component_metadata(&mut module, &resolve, world, StringEncoding::UTF8)
-        .map_err(|e| format!("embedding the {name} world: {e:#}"))?;
+        .map_err(|e| Error::Componentize(format!("embedding the {name} world: {e:#}")))?;
     ComponentEncoder::default()
         .validate(true)
         .module(&module)
@@ -69,7 +70,7 @@ pub fn new_component(module: &[u8], world: World) -> Result<Vec<u8>, String> {
             )
         })
         .and_then(|mut encoder| encoder.encode())
-        .map_err(|e| format!("{e:#}"))
+        .map_err(|e| Error::Componentize(format!("{e:#}")))
 }
 
 /// The arena's address, if the module's data holds exactly one marker.
@@ -326,18 +327,18 @@ mod tests {
     fn a_module_without_the_world_s_exports_is_refused_by_name() {
         let module = wat::parse_str("(module (memory (export \"memory\") 1))").unwrap();
         let error = new_component(&module, World::Constructor).unwrap_err();
-        assert!(error.contains("reconcile"), "{error}");
+        assert!(error.to_string().contains("reconcile"), "{error}");
     }
 
     #[test]
     fn a_component_or_other_bytes_are_refused() {
         assert_eq!(
-            new_component(b"not wasm", World::Hook).unwrap_err(),
+            new_component(b"not wasm", World::Hook).unwrap_err().to_string(),
             "not a WebAssembly module"
         );
         let component = wat::parse_str("(component)").unwrap();
         assert_eq!(
-            new_component(&component, World::Hook).unwrap_err(),
+            new_component(&component, World::Hook).unwrap_err().to_string(),
             "already a component"
         );
     }

@@ -2,6 +2,7 @@
 //! pooling allocator with an on-demand fallback), the epoch ticker, and the linker every
 //! component is checked against (loading is `load`).
 
+use crate::Error;
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -185,7 +186,7 @@ impl WasmHost {
         cluster: Option<kube::Client>,
         http: reqwest::Client,
         cache_dir: std::path::PathBuf,
-    ) -> Result<Arc<Self>, String> {
+    ) -> Result<Arc<Self>, Error> {
         Self::with_options(
             cluster,
             http,
@@ -201,7 +202,7 @@ impl WasmHost {
         cluster: Option<kube::Client>,
         http: reqwest::Client,
         options: HostOptions,
-    ) -> Result<Arc<Self>, String> {
+    ) -> Result<Arc<Self>, Error> {
         let HostOptions {
             cache_dir,
             fuel,
@@ -232,7 +233,9 @@ impl WasmHost {
             }
         }
         let Some((engine, allocation)) = engine else {
-            return Err("cannot create the Wasm engine with any instance allocator".into());
+            return Err(Error::Engine(
+                "cannot create the Wasm engine with any instance allocator".into(),
+            ));
         };
         if allocation == Allocation::OnDemand {
             tracing::warn!("the pooling allocator is unavailable; instances are allocated on demand (slower)");
@@ -240,10 +243,10 @@ impl WasmHost {
         let pooling = allocation != Allocation::OnDemand;
         let resident = allocation == Allocation::PoolingResident;
         let mut linker = Linker::new(&engine);
-        super::capability::add_to_linker(&mut linker).map_err(|e| e.to_string())?;
+        super::capability::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
         let cache = ArtifactCache::open(cache_dir, &engine)?;
         let blobs = BlobStore::open(cache.dir().join("blobs"))?;
-        spawn_ticker(&engine).map_err(|e| format!("cannot start the epoch ticker: {e}"))?;
+        spawn_ticker(&engine).map_err(|e| Error::Engine(format!("cannot start the epoch ticker: {e}")))?;
         Ok(Arc::new(Self {
             engine,
             linker,

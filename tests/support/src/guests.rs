@@ -13,7 +13,7 @@ pub fn examples_dir() -> PathBuf {
 
 /// A hook of `component` (a path, URL or `oci://` reference) with the default limits and no
 /// grants, as a Katalog declares it.
-pub fn hook_spec(component: &str, sha256: Option<&str>) -> Result<orkestra_wasm::Spec, String> {
+pub fn hook_spec(component: &str, sha256: Option<&str>) -> Result<orkestra_wasm::Spec, orkestra_katalog::Error> {
     hook_spec_with(component, sha256, &Default::default())
 }
 
@@ -22,7 +22,7 @@ pub fn hook_spec_with(
     component: &str,
     sha256: Option<&str>,
     instances: &orkestra_katalog::ComponentInstances,
-) -> Result<orkestra_wasm::Spec, String> {
+) -> Result<orkestra_wasm::Spec, orkestra_katalog::Error> {
     let limits = orkestra_katalog::ComponentLimits::default();
     let declared = orkestra_katalog::component::Declared {
         component,

@@ -42,7 +42,7 @@ fn query_of(shared: &Shared, query: Query_) -> Result<(ReadQuery, kube::Client),
 fn checked(namespace: Option<&str>, name: Option<&str>) -> Result<(), Early> {
     let bad = |why: String| Box::new(failure(StatusCode::BAD_REQUEST, why));
     if let Some(namespace) = namespace {
-        orkestra_expr::names::check_namespace(namespace).map_err(bad)?;
+        orkestra_expr::names::check_namespace(namespace).map_err(|e| bad(e.to_string()))?;
     }
     match name {
         Some(name) if !orkestra_expr::names::is_dns1123_subdomain(name) => Err(bad(format!(
@@ -329,7 +329,7 @@ fn may_somewhere(
     caller: &Caller,
     verb: Verb,
     namespace: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), orkestra_katalog::Error> {
     let allowed = |surface| permits(surface, &caller.token, Class::Resources, verb, namespace);
     match serve.surfaces.values().any(|s| allowed(s).is_ok()) {
         true => Ok(()),

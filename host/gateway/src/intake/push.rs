@@ -239,6 +239,7 @@ mod tests {
             GitEntry::default()
                 .repository(Provider::GitHub)
                 .unwrap_err()
+                .to_string()
                 .starts_with("is required")
         );
     }

@@ -137,29 +137,32 @@ impl Entry {
         &self,
         fields: &mut serde_json::Map<String, Value>,
         resolver: &orkestra_expr::resolver::Resolver<'_, '_>,
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::Error> {
         for choice in &self.profiles {
             let mut holder = &*fields;
             for step in &choice.path {
                 holder = holder
                     .get(step)
                     .and_then(Value::as_object)
-                    .ok_or("a profile's holder did not render")?;
+                    .ok_or_else(|| crate::Error::Render("a profile's holder did not render".into()))?;
             }
             let name =
                 orkestra_expr::template::value::display(holder.get("profile").unwrap_or(&Value::Null)).into_owned();
             let at = choice.path.iter().map(|p| format!("{p}.")).collect::<String>() + "profile";
             let Some(option) = choice.options.get(&name.to_lowercase()) else {
                 let known = choice.options.keys().map(String::as_str);
-                return Err(format!(
+                return Err(crate::Error::Render(format!(
                     "{at}: {}",
                     crate::profile::children::unknown(choice.class, &name, known)
-                ));
+                )));
             };
-            let preset = match option.render(resolver)? {
+            let preset = match option.render(resolver).map_err(|e| crate::Error::Render(e.message))? {
                 Value::Object(preset) => preset,
                 _ => {
-                    return Err(format!("{at}: the {} profile \"{name}\" is not a map", choice.class));
+                    return Err(crate::Error::Render(format!(
+                        "{at}: the {} profile \"{name}\" is not a map",
+                        choice.class
+                    )));
                 }
             };
             crate::profile::children::place(choice.class, fields, &choice.path, &preset);
@@ -193,7 +196,9 @@ fn replace(kind: &KindSpec, entry: &ResourceEntry) -> Result<Replace, Error> {
                 return Err(rotate("rotateAfter needs once: true (or tls)".into()));
             }
             let text = fixed(text, entry.inputs.as_ref()).map_err(rotate)?;
-            Ok(Replace::After(orkestra_expr::duration::parse(&text).map_err(rotate)?))
+            Ok(Replace::After(
+                orkestra_expr::duration::parse(&text).map_err(|e| rotate(e.into()))?,
+            ))
         }
         Some(other) if kind.key == "secrets" => Err(rotate(format!("{other} is not a duration"))),
         _ => Ok(Replace::Never),

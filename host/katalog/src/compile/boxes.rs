@@ -153,6 +153,7 @@ impl CompiledBox {
         };
         let requeue_floor = match &reconcile.requeue {
             Some(requeue) => gather.ok(requeue.floor().map_err(|e| {
+                let e = e.to_string();
                 let message = e.split_once(": ").map_or(e.as_str(), |(_, m)| m);
                 Error::at("reconcile.requeue.minInterval", message)
             })),
@@ -187,6 +188,7 @@ impl CompiledBox {
         );
         let component = crate::component::declared_in(&reconcile, base).map_err(|e| {
             // The message names its field first: `reconcile.constructor.limits: ...`.
+            let e = e.to_string();
             match e.split_once(": ") {
                 Some((field, message)) => Error::at(field, message),
                 None => Error::at("reconcile", e),
@@ -214,6 +216,7 @@ impl CompiledBox {
         let gates = gather.ok(BoxGates::compile(ob, functions));
         let normalize = match &reconcile.normalize {
             Some(spec) => gather.ok(crate::normalize::Normalizer::compile(spec, functions).map_err(|e| {
+                let e = e.to_string();
                 match e.split_once(": ") {
                     Some((field, message)) => Error::at(format!("reconcile.normalize.{field}"), message),
                     None => Error::at("reconcile.normalize", e),

@@ -143,18 +143,20 @@ impl CompiledConversion {
     /// `object` as `to_api_version` (`group/version`): its spec fields set by each path of
     /// the chain in turn, every other field carried over (the API server prunes what the
     /// target version's schema does not know).
-    pub fn convert(&self, object: &Value, to_api_version: &str, notes: &[Template]) -> Result<Value, String> {
-        let from_api_version = object["apiVersion"].as_str().ok_or("the object has no apiVersion")?;
+    pub fn convert(&self, object: &Value, to_api_version: &str, notes: &[Template]) -> Result<Value, crate::Error> {
+        let from_api_version = object["apiVersion"]
+            .as_str()
+            .ok_or_else(|| crate::Error::Conversion("the object has no apiVersion".into()))?;
         let (group, from) = split(from_api_version);
         let (to_group, to) = split(to_api_version);
         if group != to_group {
-            return Err(format!(
+            return Err(crate::Error::Conversion(format!(
                 "cannot convert {from_api_version} to another group ({to_api_version})"
-            ));
+            )));
         }
         let chain = self
             .route(from, to)
-            .ok_or_else(|| format!("no conversion path from {from} to {to} is declared"))?;
+            .ok_or_else(|| crate::Error::Conversion(format!("no conversion path from {from} to {to} is declared")))?;
         let mut current = object.clone();
         for path in chain {
             let mut next = current.clone();
@@ -163,13 +165,13 @@ impl CompiledConversion {
                 for (segments, field) in &path.fields {
                     let value = match field {
                         Field::Template(t) => resolver.evaluate(t).map_err(|e| {
-                            format!(
+                            crate::Error::Conversion(format!(
                                 "{} to {}, spec.{}: {}",
                                 path.from,
                                 path.to,
                                 segments.join("."),
                                 e.message
-                            )
+                            ))
                         })?,
                         Field::Value(v) => v.clone(),
                     };
@@ -260,13 +262,14 @@ paths:
         let conversion = compiled(SIZES).unwrap();
         let object = json!({"apiVersion": "demo.io/v1beta1", "spec": {}});
         assert_eq!(
-            conversion.convert(&object, "demo.io/v2", &[]).unwrap_err(),
+            conversion.convert(&object, "demo.io/v2", &[]).unwrap_err().to_string(),
             "no conversion path from v1beta1 to v2 is declared"
         );
         assert!(
             conversion
                 .convert(&object, "other.io/v1", &[])
                 .unwrap_err()
+                .to_string()
                 .contains("another group")
         );
         let same = conversion.convert(&object, "demo.io/v1beta1", &[]).unwrap();

@@ -9,6 +9,7 @@
 //! the namespace a copy reads from (`fromNamespace`). It also bounds how many copies a CR
 //! can ask for.
 
+use crate::Error;
 use serde_json::Value;
 
 use super::{CompiledBox, Entry};
@@ -24,7 +25,7 @@ impl Entry {
         resolver: &Resolver<'_, '_>,
         own: Option<&str>,
         guard: &CompiledBox,
-    ) -> Result<Option<Vec<String>>, String> {
+    ) -> Result<Option<Vec<String>>, Error> {
         if !self.kind.namespaced && self.kind.key != "custom" {
             return Ok(None);
         }
@@ -36,8 +37,9 @@ impl Entry {
             };
             for item in items {
                 let literal = matches!(item, Tree::Literal(_));
-                for namespace in rendered_names(item, resolver)? {
-                    admit(&namespace, literal, own, guard).map_err(|why| format!("toNamespaces: {why}"))?;
+                for namespace in rendered_names(item, resolver).map_err(Error::Placement)? {
+                    admit(&namespace, literal, own, guard)
+                        .map_err(|why| Error::Placement(format!("toNamespaces: {why}")))?;
                     if !namespaces.contains(&namespace) {
                         namespaces.push(namespace);
                     }
@@ -50,29 +52,32 @@ impl Entry {
         };
         let namespace = resolver
             .render(template)
-            .map_err(|e| format!("namespace: {}", e.message))?;
+            .map_err(|e| Error::Placement(format!("namespace: {}", e.message)))?;
         if namespace.is_empty() || Some(namespace.as_str()) == own {
             return Ok(None);
         }
-        admit(&namespace, template.is_literal(), own, guard).map_err(|why| format!("namespace: {why}"))?;
+        admit(&namespace, template.is_literal(), own, guard)
+            .map_err(|why| Error::Placement(format!("namespace: {why}")))?;
         Ok(Some(vec![namespace]))
     }
 }
 
 /// Whether the host may write in (or read from) `namespace` for a CR in `own`.
-pub fn admit(namespace: &str, literal: bool, own: Option<&str>, guard: &CompiledBox) -> Result<(), String> {
+pub fn admit(namespace: &str, literal: bool, own: Option<&str>, guard: &CompiledBox) -> Result<(), Error> {
     if !is_dns1123_label(namespace) {
-        return Err(format!("\"{namespace}\" is not a namespace name"));
+        return Err(Error::Placement(format!("\"{namespace}\" is not a namespace name")));
     }
     if guard.restricted_namespaces.iter().any(|n| n == namespace) {
-        return Err(format!("\"{namespace}\" is listed in restrictedNamespaces"));
+        return Err(Error::Placement(format!(
+            "\"{namespace}\" is listed in restrictedNamespaces"
+        )));
     }
     if literal || own == Some(namespace) || guard.allowed_namespaces.iter().any(|n| n == namespace) {
         return Ok(());
     }
-    Err(format!(
+    Err(Error::Placement(format!(
         "renders to \"{namespace}\", which the custom resource picked; a namespace other than its own must be written literally in the Katalog or listed in allowedNamespaces"
-    ))
+    )))
 }
 
 /// The namespace names one `toNamespaces` item stands for: a name, a list of names (a

@@ -1,6 +1,7 @@
 //! Capabilities: which verbs a component may use on which kinds in which namespaces. Nothing
 //! is granted by default; a denial names the grant that would have allowed the call.
 
+use crate::Error;
 use std::fmt;
 
 use crate::model::Capability;
@@ -104,15 +105,19 @@ impl fmt::Display for Access<'_> {
 
 impl Grants {
     /// Compiles `capabilities[]`; errors name the entry and the field.
-    pub fn compile(capabilities: &[Capability]) -> Result<Self, String> {
+    pub fn compile(capabilities: &[Capability]) -> Result<Self, Error> {
         let mut grants = Vec::with_capacity(capabilities.len());
         for (i, cap) in capabilities.iter().enumerate() {
             let at = format!("capabilities[{i}]");
             if cap.kinds.is_empty() {
-                return Err(format!("{at}.kinds: list at least one kind (or \"*\")"));
+                return Err(Error::ComponentSpec(format!(
+                    "{at}.kinds: list at least one kind (or \"*\")"
+                )));
             }
             if cap.verbs.is_empty() {
-                return Err(format!("{at}.verbs: list at least one verb (or \"*\")"));
+                return Err(Error::ComponentSpec(format!(
+                    "{at}.verbs: list at least one verb (or \"*\")"
+                )));
             }
             let mut verbs = Vec::new();
             for verb in &cap.verbs {
@@ -123,9 +128,9 @@ impl Grants {
                 match Verb::ALL.iter().find(|v| v.name() == verb) {
                     Some(v) => verbs.push(*v),
                     None => {
-                        return Err(format!(
+                        return Err(Error::ComponentSpec(format!(
                             "{at}.verbs: unknown verb {verb:?}; expected get, list, apply, delete, patch-status or *"
-                        ));
+                        )));
                     }
                 }
             }
@@ -211,7 +216,7 @@ impl Grants {
 
     /// Allows `access` when one grant covers it; `own` is the custom resource's namespace.
     /// The error is the message of a `forbidden` answer.
-    pub fn check(&self, access: Access<'_>, own: Option<&str>) -> Result<(), String> {
+    pub fn check(&self, access: Access<'_>, own: Option<&str>) -> Result<(), Error> {
         if self.0.iter().any(|g| g.covers(access, own)) {
             return Ok(());
         }
@@ -220,12 +225,12 @@ impl Grants {
             Some(ns) => format!("[{ns}]"),
             None => "[\"*\"]".to_string(),
         };
-        Err(format!(
+        Err(Error::NotGranted(format!(
             "{access} is not granted; it needs the capability {{apiVersion: {}, kinds: [{}], verbs: [{}], namespaces: {namespaces}}}",
             access.api_version,
             access.kind,
             access.verb.name()
-        ))
+        )))
     }
 }
 
@@ -280,7 +285,7 @@ mod tests {
         let grants = Grants::compile(&[]).unwrap();
         let denied = grants.check(access(Verb::Get, "ConfigMap", Some("a")), Some("a"));
         assert_eq!(
-            denied.unwrap_err(),
+            denied.unwrap_err().to_string(),
             "get v1 ConfigMap in namespace \"a\" is not granted; it needs the capability \
              {apiVersion: v1, kinds: [ConfigMap], verbs: [get], namespaces: [self]}"
         );
@@ -298,6 +303,7 @@ mod tests {
             grants
                 .check(access(Verb::Get, "ConfigMap", Some("kube-system")), own)
                 .unwrap_err()
+                .to_string()
                 .contains("namespaces: [kube-system]")
         );
         assert!(grants.check(access(Verb::List, "ConfigMap", None), own).is_err());
@@ -344,10 +350,12 @@ mod tests {
     fn bad_capabilities_name_the_field() {
         let unknown = Grants::compile(&[cap("v1", &["Pod"], &["steal"], &[])]).unwrap_err();
         assert!(
-            unknown.starts_with("capabilities[0].verbs: unknown verb \"steal\""),
+            unknown
+                .to_string()
+                .starts_with("capabilities[0].verbs: unknown verb \"steal\""),
             "{unknown}"
         );
         let empty = Grants::compile(&[cap("v1", &[], &["get"], &[])]).unwrap_err();
-        assert!(empty.starts_with("capabilities[0].kinds"), "{empty}");
+        assert!(empty.to_string().starts_with("capabilities[0].kinds"), "{empty}");
     }
 }

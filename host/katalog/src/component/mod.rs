@@ -3,10 +3,9 @@
 //! compiles and calls it lives in the runtime.
 
 pub mod grants;
-mod oci;
 mod spec;
 
-pub use oci::{OciReference, is_sha256_hex};
+pub use crate::oci::{InvalidReference, OciReference, is_sha256_hex};
 
 pub use spec::{
     Declared, Deletion, Instances, Limits, MAX_MEMORY, Mount, Rollout, Source, Spec, Warm, World, declared_in, outside,

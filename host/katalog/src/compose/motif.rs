@@ -291,7 +291,7 @@ fn pulled_motif(
             problems.push(Problem {
                 path: format!("{path}.{key}"),
                 pos,
-                message,
+                message: message.to_string(),
             });
             return None;
         }

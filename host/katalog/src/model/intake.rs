@@ -3,6 +3,7 @@
 //! target-mode intents applied through the Serve API's chain, each entry's `name` standing
 //! for the caller as a token's name does.
 
+use crate::Error;
 use serde::Deserialize;
 
 use super::SecretKey;
@@ -135,13 +136,13 @@ impl GitEntry {
 
     /// The repository it takes pushes of, as `provider` names repositories, or what is wrong
     /// with `repository`.
-    pub fn repository(&self, provider: Provider) -> Result<Repository, String> {
+    pub fn repository(&self, provider: Provider) -> Result<Repository, Error> {
         let given = self.repository.as_deref().map(str::trim).unwrap_or_default();
         if given.is_empty() {
-            return Err(
+            return Err(Error::Intake(
                 "is required: the repository whose pushes this entry takes (owner/name on GitHub, a project id or group/project path on GitLab); a delivery for any other is refused"
                     .into(),
-            );
+            ));
         }
         let plain = |s: &str| {
             !s.is_empty()
@@ -157,16 +158,18 @@ impl GitEntry {
                     owner: owner.into(),
                     name: name.into(),
                 }),
-                _ => Err(format!("{given:?} is not a GitHub repository's owner/name")),
+                _ => Err(Error::Intake(format!(
+                    "{given:?} is not a GitHub repository's owner/name"
+                ))),
             },
             _ => match given.parse::<u64>() {
                 Ok(id) => Ok(Repository::GitLabId(id)),
                 Err(_) if segments.len() >= 2 && segments.iter().all(|s| plain(s)) => {
                     Ok(Repository::GitLabPath(given.into()))
                 }
-                Err(_) => Err(format!(
+                Err(_) => Err(Error::Intake(format!(
                     "{given:?} is neither a GitLab project's numeric id nor its group/project path"
-                )),
+                ))),
             },
         }
     }
@@ -287,16 +290,16 @@ pub struct WatchGlobs(globset::GlobSet);
 
 impl WatchGlobs {
     /// The globs, or the first that is not one, with why.
-    pub fn new(globs: &[String]) -> Result<Self, String> {
+    pub fn new(globs: &[String]) -> Result<Self, Error> {
         let mut set = globset::GlobSetBuilder::new();
         for glob in globs {
             let compiled = globset::GlobBuilder::new(glob)
                 .literal_separator(true)
                 .build()
-                .map_err(|e| format!("{glob:?}: {}", e.kind()))?;
+                .map_err(|e| Error::Intake(format!("{glob:?}: {}", e.kind())))?;
             set.add(compiled);
         }
-        set.build().map(Self).map_err(|e| e.to_string())
+        set.build().map(Self).map_err(|e| Error::Intake(e.to_string()))
     }
 
     /// Whether a repository path matches any glob.
@@ -323,7 +326,7 @@ mod tests {
     #[test]
     fn a_bad_glob_is_named() {
         let error = WatchGlobs::new(&["ok/*".into(), "bad/[".into()]).unwrap_err();
-        assert!(error.contains("\"bad/[\""), "{error}");
+        assert!(error.to_string().contains("\"bad/[\""), "{error}");
     }
 
     #[test]

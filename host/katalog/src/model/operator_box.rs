@@ -446,14 +446,16 @@ pub const DEFAULT_REQUEUE_FLOOR: std::time::Duration = std::time::Duration::from
 
 impl Requeue {
     /// `minInterval`, checked; the default when absent. Errors name the field.
-    pub fn floor(&self) -> Result<std::time::Duration, String> {
+    pub fn floor(&self) -> Result<std::time::Duration, crate::Error> {
         let Some(text) = self.min_interval.as_deref() else {
             return Ok(DEFAULT_REQUEUE_FLOOR);
         };
         match orkestra_expr::duration::parse(text) {
             Ok(floor) if !floor.is_zero() => Ok(floor),
-            Ok(_) => Err(format!("requeue.minInterval: {text:?} must be above 0")),
-            Err(e) => Err(format!("requeue.minInterval: {e}")),
+            Ok(_) => Err(crate::Error::Field(format!(
+                "requeue.minInterval: {text:?} must be above 0"
+            ))),
+            Err(e) => Err(crate::Error::Field(format!("requeue.minInterval: {e}"))),
         }
     }
 }

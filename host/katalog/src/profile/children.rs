@@ -159,7 +159,7 @@ pub fn expand(kind: &str, fields: &mut Map<String, Value>, registry: &Registry) 
                 }),
                 Some(name) => match preset(class, name, registry) {
                     Ok(preset) => place(class.key, fields, &path, &preset),
-                    Err(message) => findings.push((at, message)),
+                    Err(error) => findings.push((at, error.to_string())),
                 },
                 None => findings.push((at, format!("must be a profile name, found {name}"))),
             }
@@ -170,18 +170,18 @@ pub fn expand(kind: &str, fields: &mut Map<String, Value>, registry: &Registry) 
 
 /// The preset of `class` named `name`: the user's, else the built-in; unknown names the
 /// closest.
-pub fn preset(class: &Class, name: &str, registry: &Registry) -> Result<Map<String, Value>, String> {
+pub fn preset(class: &Class, name: &str, registry: &Registry) -> Result<Map<String, Value>, crate::Error> {
     if let Some(user) = registry.get(class.key, name) {
         return Ok(user.body.clone());
     }
     if let Some(built_in) = built_in(class.key, &name.to_lowercase()) {
         return Ok(built_in);
     }
-    Err(unknown(
+    Err(crate::Error::Field(unknown(
         class.key,
         name,
         options(class, registry).keys().map(String::as_str),
-    ))
+    )))
 }
 
 /// The message for an unknown profile name.

@@ -6,6 +6,7 @@
 //! grants verbs per endpoint class (`schema`, `resources`, falling back to `global`) and may
 //! restrict the namespaces.
 
+use crate::Error;
 use std::collections::BTreeMap;
 
 use super::compile::Surface;
@@ -31,18 +32,12 @@ impl Class {
 
 /// Whether `token` may `verb` on `surface` in `namespace` (`None` for a cluster-scoped CR);
 /// the reason when not.
-pub fn permits(
-    surface: &Surface,
-    token: &str,
-    class: Class,
-    verb: Verb,
-    namespace: Option<&str>,
-) -> Result<(), String> {
+pub fn permits(surface: &Surface, token: &str, class: Class, verb: Verb, namespace: Option<&str>) -> Result<(), Error> {
     if surface.tokens.is_none() && surface.crd_tokens.is_none() {
-        return Err(format!(
+        return Err(Error::NotPermitted(format!(
             "target \"{}\" names no tokens (serve.tokens), so none may use it; list the tokens that may, or \"*\" for every token of the gateway",
             surface.name
-        ));
+        )));
     }
     for (level, list) in [("target", &surface.tokens), ("CRD", &surface.crd_tokens)] {
         let Some(list) = list else { continue };
@@ -62,11 +57,11 @@ fn check(
     class: Class,
     verb: Verb,
     namespace: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let Some(access) = list.get(token).or_else(|| list.get(EVERY_TOKEN)) else {
-        return Err(format!(
+        return Err(Error::NotPermitted(format!(
             "token \"{token}\" may not use target \"{surface}\" (not in its {level} tokens)"
-        ));
+        )));
     };
     let permissions = &access.permissions;
     let own = match class {
@@ -75,20 +70,20 @@ fn check(
     };
     let grants = if own.is_empty() { &permissions.global } else { own };
     if !grants.iter().any(|g| g.allows(verb)) {
-        return Err(format!(
+        return Err(Error::NotPermitted(format!(
             "token \"{token}\" may not {} {} of target \"{surface}\"",
             verb_name(verb),
             class.name()
-        ));
+        )));
     }
     if let Some(namespace) = namespace
         && !access.namespaces.is_empty()
         && !access.namespaces.iter().any(|n| n == namespace)
     {
-        return Err(format!(
+        return Err(Error::NotPermitted(format!(
             "token \"{token}\" may not use namespace \"{namespace}\" (allowed: {})",
             access.namespaces.join(", ")
-        ));
+        )));
     }
     Ok(())
 }
@@ -144,7 +139,10 @@ mod tests {
     fn with_no_lists_no_token_may_and_a_class_list_wins_over_global() {
         let closed = surface(None, None);
         let refused = permits(&closed, "anyone", Class::Resources, Verb::Get, Some("ns")).unwrap_err();
-        assert!(refused.contains("names no tokens (serve.tokens)"), "{refused}");
+        assert!(
+            refused.to_string().contains("names no tokens (serve.tokens)"),
+            "{refused}"
+        );
         let open = surface(None, Some(&[("*", access(&[Verb::Get], &[], &[]))]));
         assert!(permits(&open, "anyone", Class::Resources, Verb::Get, Some("ns")).is_ok());
         assert!(permits(&open, "anyone", Class::Resources, Verb::Delete, Some("ns")).is_err());
@@ -158,7 +156,7 @@ mod tests {
             "global covers schema"
         );
         let denied = permits(&reader, "ci", Class::Resources, Verb::Create, None).unwrap_err();
-        assert!(denied.contains("may not create resources"), "{denied}");
+        assert!(denied.to_string().contains("may not create resources"), "{denied}");
         assert!(permits(&reader, "other", Class::Resources, Verb::Get, None).is_err());
     }
 

@@ -133,13 +133,13 @@ spec:
     // A namespace the CR picked that the Katalog does not allow is refused, by name.
     let refused = placements(serde_json::json!({"targets": ["kube-system"], "one": ""}), Some("home")).unwrap_err();
     assert!(
-        refused.contains("\"kube-system\"") && refused.contains("allowedNamespaces"),
+        refused.to_string().contains("\"kube-system\"") && refused.to_string().contains("allowedNamespaces"),
         "{refused}"
     );
     let bad = placements(serde_json::json!({"targets": ["Not_A_Name"], "one": ""}), None).unwrap_err();
-    assert!(bad.contains("is not a namespace name"), "{bad}");
+    assert!(bad.to_string().contains("is not a namespace name"), "{bad}");
     let odd = placements(serde_json::json!({"targets": [{"ns": "x"}], "one": ""}), None).unwrap_err();
-    assert!(odd.contains("is not a namespace name"), "{odd}");
+    assert!(odd.to_string().contains("is not a namespace name"), "{odd}");
 }
 
 #[test]

@@ -215,7 +215,8 @@ impl Checker<'_> {
             if let Some(requeue) = &reconcile.requeue {
                 let node = rec_node.get("requeue").unwrap_or(rec_node);
                 self.conditions(&requeue.when, &requeue.or, &format!("{rec_path}.requeue"), node);
-                if let Err(message) = requeue.floor() {
+                if let Err(error) = requeue.floor() {
+                    let message = error.to_string();
                     let pos = node.get("minInterval").map_or(node.pos, |n| n.pos);
                     let message = message.split_once(": ").map_or(message.as_str(), |(_, m)| m);
                     self.error(format!("{rec_path}.requeue.minInterval"), pos, message);
@@ -228,7 +229,8 @@ impl Checker<'_> {
                     "default: false needs a constructor (or a remote reconciler) to own reconcile",
                 );
             }
-            if let Err(message) = crate::component::declared_in(reconcile, std::path::Path::new(".")) {
+            if let Err(error) = crate::component::declared_in(reconcile, std::path::Path::new(".")) {
+                let message = error.to_string();
                 // The message starts with `reconcile.`; the path already ends there.
                 let field = message
                     .split(':')

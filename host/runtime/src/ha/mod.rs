@@ -10,6 +10,7 @@ pub mod ownership;
 pub mod peer;
 pub mod ring;
 
+use crate::Error;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -81,21 +82,21 @@ impl Settings {
     }
 
     /// The identity, or why it cannot name a member.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Error> {
         if self.identity.trim().is_empty() {
-            return Err("the replica identity is empty (--identity, POD_NAME)".into());
+            return Err(Error::Ha("the replica identity is empty (--identity, POD_NAME)".into()));
         }
         if self.identity.contains(',') || self.identity.len() > 128 {
-            return Err(format!(
+            return Err(Error::Ha(format!(
                 "identity {:?}: at most 128 characters and no comma",
                 self.identity
-            ));
+            )));
         }
         if self.renew >= self.fence() {
-            return Err(format!(
+            return Err(Error::Ha(format!(
                 "the renew period ({:?}) must be shorter than two thirds of the lease duration ({:?})",
                 self.renew, self.duration
-            ));
+            )));
         }
         Ok(())
     }
@@ -214,11 +215,11 @@ mod tests {
         );
         assert_eq!(settings("pod-1", "k").member_lease(), "orkestra-k-pod-1");
         assert_eq!(settings("x", "").leader_lease(), "orkestra-konductor-katalog");
-        assert!(settings("a,b", "k").check().unwrap_err().contains("comma"));
+        assert!(settings("a,b", "k").check().unwrap_err().to_string().contains("comma"));
         assert!(settings(" ", "k").check().is_err());
         let mut slow = settings("a", "k");
         slow.renew = Duration::from_secs(8);
-        assert!(slow.check().unwrap_err().contains("renew period"));
+        assert!(slow.check().unwrap_err().to_string().contains("renew period"));
         assert!(settings("a", "k").check().is_ok());
     }
 }

@@ -113,6 +113,6 @@ async fn rollout(State(shared): State<Shared>, body: Result<Json<RolloutAsk>, Js
     };
     match step {
         Ok(step) => Json(json!({ "step": step })).into_response(),
-        Err(why) => (StatusCode::CONFLICT, Json(json!({ "error": why }))).into_response(),
+        Err(why) => (StatusCode::CONFLICT, Json(json!({ "error": why.to_string() }))).into_response(),
     }
 }

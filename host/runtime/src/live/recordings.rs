@@ -48,7 +48,7 @@ async fn start(State(shared): State<Shared>, body: Result<Json<Ask>, JsonRejecti
     }
     match slot.record(&ask) {
         Ok(session) => (StatusCode::CREATED, Json(json!({ "session": session }))).into_response(),
-        Err(why) => bad_request(why),
+        Err(why) => bad_request(why.to_string()),
     }
 }
 

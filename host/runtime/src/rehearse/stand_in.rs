@@ -5,6 +5,7 @@
 //! admission, no defaulting, no garbage collection, no watch: a rehearsal of the reconcile's
 //! own logic, not of the cluster's. Every write is recorded like a dry run's.
 
+use crate::Error;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -95,21 +96,23 @@ impl Cluster {
 
     /// Puts `object` in place as if it had been created (no write recorded). Errors name what
     /// it lacks.
-    pub fn put(&self, object: Value) -> Result<Value, String> {
+    pub fn put(&self, object: Value) -> Result<Value, Error> {
         let (api_version, kind, name) = (
             object["apiVersion"].as_str().unwrap_or_default(),
             object["kind"].as_str().unwrap_or_default(),
             object["metadata"]["name"].as_str().unwrap_or_default(),
         );
         if api_version.is_empty() || kind.is_empty() || name.is_empty() {
-            return Err("an object needs apiVersion, kind and metadata.name".into());
+            return Err(Error::Simulation(
+                "an object needs apiVersion, kind and metadata.name".into(),
+            ));
         }
         let served = self
             .kind(api_version, kind)
-            .ok_or_else(|| format!("{api_version} {kind} is not a kind this simulation knows"))?;
+            .ok_or_else(|| Error::Simulation(format!("{api_version} {kind} is not a kind this simulation knows")))?;
         let namespace = object["metadata"]["namespace"].as_str().filter(|_| served.namespaced);
         if served.namespaced && namespace.is_none() {
-            return Err(format!("{kind} {name} needs metadata.namespace"));
+            return Err(Error::Simulation(format!("{kind} {name} needs metadata.namespace")));
         }
         let path = object_path(served, namespace, name);
         let stamped = self.stamp(object);

@@ -38,6 +38,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
 
+use crate::Error;
 use crate::outcome::health::HealthBoard;
 use crate::outcome::permissions::Permissions;
 use crate::pipeline::declarative::Declarative;
@@ -49,15 +50,6 @@ use crate::tenants::Tenants;
 use crd_run::CrdRun;
 use orkestra_katalog::compile::Compiled;
 use orkestra_wasm::{Components, Slot};
-
-/// Runtime errors.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("no custom reconciler may be registered for unknown CRD \"{0}\"")]
-    UnknownCrd(String),
-    #[error("{0}")]
-    Wasm(String),
-}
 
 /// Everything the Live API and `/metrics` read of a running runtime.
 #[derive(Clone)]
@@ -153,11 +145,13 @@ impl Pipelines {
     }
 
     /// Applies `katalog` (waits while the runtime starts, if it has not yet).
-    pub async fn apply(&self, katalog: Compiled) -> Result<Applied, String> {
+    pub async fn apply(&self, katalog: Compiled) -> Result<Applied, Error> {
         let (reply, answer) = oneshot::channel();
-        let gone = || "the runtime is not running; nothing was applied".to_string();
-        self.sender.send(Apply { katalog, reply }).await.map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())
+        self.sender
+            .send(Apply { katalog, reply })
+            .await
+            .map_err(|_| Error::NotRunning)?;
+        answer.await.map_err(|_| Error::NotRunning)
     }
 }
 

@@ -35,7 +35,10 @@ pub enum Error {
     #[error(transparent)]
     Katalog(#[from] orkestra_katalog::Error),
     #[error("cannot pull the motif {reference}: {why}")]
-    Pull { reference: String, why: String },
+    Pull {
+        reference: String,
+        why: orkestra_wasm::Error,
+    },
     #[error(
         "the motif {reference} is not in the local cache ({}): `ork run` and `ork dev` pull it, as does `ork motif pull {reference}`",
         cache.display()
@@ -52,7 +55,7 @@ impl Source {
 
     /// The motif `reference` pins, as YAML.
     async fn fetch(&self, reference: &OciReference) -> Result<String, Error> {
-        let failed = |why: String| Error::Pull {
+        let failed = |why: orkestra_wasm::Error| Error::Pull {
             reference: reference.to_string(),
             why,
         };

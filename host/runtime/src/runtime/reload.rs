@@ -145,7 +145,7 @@ impl Reloader {
                 applied.loads
             }
             Err(error) => {
-                outcome.errors.push(error);
+                outcome.errors.push(error.to_string());
                 Vec::new()
             }
         }

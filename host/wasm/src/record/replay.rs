@@ -2,6 +2,7 @@
 //! called on a fresh instance with the recorded input, its imports served from the tape, and
 //! what it did this time handed back for comparison.
 
+use crate::Error;
 use std::path::Path;
 
 use super::super::caller::Caller;
@@ -29,20 +30,22 @@ impl WasmHost {
     /// recordings on keeps each component it loads there). What the recording names as the
     /// component's source (a path, a URL) is never read: a recording is data from
     /// elsewhere. Errors say what could not be loaded.
-    pub async fn replay(&self, recording: &Recording, component: Option<&Path>) -> Result<Replayed, String> {
+    pub async fn replay(&self, recording: &Recording, component: Option<&Path>) -> Result<Replayed, Error> {
         let kept;
         let component = match component {
             Some(path) => path,
             None => {
-                kept = self.kept_component(&recording.component.digest)?;
+                kept = self
+                    .kept_component(&recording.component.digest)
+                    .map_err(Error::Replay)?;
                 kept.as_path()
             }
         };
-        let spec = spec_for(recording, component)?;
+        let spec = spec_for(recording, component).map_err(Error::Replay)?;
         let loaded = self
             .load(&spec)
             .await
-            .map_err(|error| format!("{}: {error}", component.display()))?;
+            .map_err(|error| Error::Replay(format!("{}: {error}", component.display())))?;
         let request = recording.request.request();
         let caller = Caller {
             component: recording.component.slot.as_str().into(),
@@ -66,7 +69,9 @@ impl WasmHost {
         {
             response.redact();
         }
-        let played = tape.played_back().ok_or("the replay's tape was not playing")?;
+        let played = tape
+            .played_back()
+            .ok_or_else(|| Error::Replay("the replay's tape was not playing".into()))?;
         Ok(Replayed {
             digest: loaded.digest.clone(),
             result,

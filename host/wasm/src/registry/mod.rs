@@ -7,6 +7,7 @@ mod artifact;
 mod credentials;
 mod store;
 
+use crate::Error;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -46,9 +47,10 @@ impl Registries {
         store: &BlobStore,
         cluster: Option<&kube::Client>,
         max_bytes: u64,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, Error> {
         self.pull_layer(reference, store, cluster, &artifact::COMPONENT, max_bytes)
             .await
+            .map_err(Error::Registry)
     }
 
     /// The motif `reference` pins, as [`Registries::pull`] gets a component: its YAML.
@@ -57,10 +59,11 @@ impl Registries {
         reference: &OciReference,
         store: &BlobStore,
         cluster: Option<&kube::Client>,
-    ) -> Result<String, String> {
+    ) -> Result<String, Error> {
         let bytes = self
             .pull_layer(reference, store, cluster, &artifact::MOTIF, MAX_MOTIF_BYTES)
-            .await?;
+            .await
+            .map_err(Error::Registry)?;
         motif_text(reference, bytes)
     }
 
@@ -111,9 +114,11 @@ impl Registries {
         component: &[u8],
         title: &str,
         created: &str,
-    ) -> Result<OciReference, String> {
-        let artifact = artifact::build(component, title, created)?;
-        self.push_artifact(reference, artifact, component, "component").await
+    ) -> Result<OciReference, Error> {
+        let artifact = artifact::build(component, title, created).map_err(Error::Registry)?;
+        self.push_artifact(reference, artifact, component, "component")
+            .await
+            .map_err(Error::Registry)
     }
 
     /// Pushes a motif's YAML to `reference` (which names a tag), returning the reference
@@ -124,15 +129,17 @@ impl Registries {
         motif: &[u8],
         title: &str,
         created: &str,
-    ) -> Result<OciReference, String> {
+    ) -> Result<OciReference, Error> {
         if motif.len() as u64 > MAX_MOTIF_BYTES {
-            return Err(format!(
+            return Err(Error::Registry(format!(
                 "the motif is {} bytes; the limit is {MAX_MOTIF_BYTES}",
                 motif.len()
-            ));
+            )));
         }
-        let artifact = artifact::build_motif(motif, title, created)?;
-        self.push_artifact(reference, artifact, motif, "motif").await
+        let artifact = artifact::build_motif(motif, title, created).map_err(Error::Registry)?;
+        self.push_artifact(reference, artifact, motif, "motif")
+            .await
+            .map_err(Error::Registry)
     }
 
     /// Pushes the layer, the config and the manifest of `artifact` (`what` names it in errors).
@@ -346,18 +353,18 @@ async fn within<T>(transfer: impl Future<Output = T>) -> Result<T, String> {
 
 /// The motif `reference` pins, when `store` keeps it whole (its manifest and its layer):
 /// what a command that must not reach out (validate, plan, simulate) reads.
-pub fn cached_motif(reference: &OciReference, store: &BlobStore) -> Option<Result<String, String>> {
+pub fn cached_motif(reference: &OciReference, store: &BlobStore) -> Option<Result<String, Error>> {
     let manifest = store.get(&reference.digest)?;
     let layer = match artifact::layer_of(&manifest, &artifact::MOTIF, MAX_MOTIF_BYTES) {
         Ok(layer) => layer,
-        Err(error) => return Some(Err(error)),
+        Err(error) => return Some(Err(Error::Motif(error))),
     };
     Some(motif_text(reference, store.get(&layer.digest)?))
 }
 
 /// A motif layer's bytes as the YAML text they must be.
-fn motif_text(reference: &OciReference, bytes: Vec<u8>) -> Result<String, String> {
-    String::from_utf8(bytes).map_err(|_| format!("the motif {reference} is not UTF-8 text"))
+fn motif_text(reference: &OciReference, bytes: Vec<u8>) -> Result<String, Error> {
+    String::from_utf8(bytes).map_err(|_| Error::Motif(format!("the motif {reference} is not UTF-8 text")))
 }
 
 /// A store that cannot be written only costs a pull next time.

@@ -2,6 +2,7 @@
 //! restart, a second target or a registry outage needs no pull. Every read is checked
 //! against the name it is kept under: a changed file is dropped and pulled again.
 
+use crate::Error;
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
@@ -13,13 +14,13 @@ pub struct BlobStore {
 
 impl BlobStore {
     /// `dir/sha256`, created private like the artifact cache it sits in.
-    pub fn open(dir: PathBuf) -> Result<Self, String> {
+    pub fn open(dir: PathBuf) -> Result<Self, Error> {
         let dir = dir.join("sha256");
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&dir)
-            .map_err(|e| format!("cannot create the blob store {}: {e}", dir.display()))?;
+            .map_err(|e| Error::Store(format!("cannot create the blob store {}: {e}", dir.display())))?;
         Ok(Self { dir })
     }
 

@@ -2,6 +2,7 @@
 //! outcomes (here and, for a sharded runtime, as the other members count them), then promoted
 //! or rolled back; and a rollout kept in the cluster, resumed after a restart.
 use super::*;
+use crate::Error;
 
 impl Slot {
     pub(super) fn rollouts(&self) -> parking_lot::MutexGuard<'_, Rollouts> {
@@ -125,13 +126,16 @@ impl Slot {
 
     /// Ends the canary `revision` (any canary: `None`): promoted, or rolled back for `why`.
     /// The step, or why there was none to end.
-    pub(super) fn decide(&self, revision: u64, rolled_back: Option<String>) -> Result<Step, String> {
+    pub(super) fn decide(&self, revision: u64, rolled_back: Option<String>) -> Result<Step, Error> {
         let mut rollouts = self.rollouts();
         let Some(canary) = rollouts
             .canary
             .take_if(|c| revision == 0 || c.active.revision == revision)
         else {
-            return Err(format!("component {} is not rolling out a version", self.name));
+            return Err(Error::Rollout(format!(
+                "component {} is not rolling out a version",
+                self.name
+            )));
         };
         let view = canary.view();
         match rolled_back {
@@ -158,28 +162,28 @@ impl Slot {
         drop(rollouts);
         self.keep();
         self.serves_anew();
-        step.ok_or_else(|| "no step was recorded".into())
+        step.ok_or_else(|| Error::Rollout("no step was recorded".into()))
     }
 
     /// Promotes the rollout under way now, before its period ends.
-    pub fn promote(&self) -> Result<Step, String> {
+    pub fn promote(&self) -> Result<Step, Error> {
         self.deciding()?;
         self.decide(0, None)
     }
 
     /// Rolls the rollout under way back now.
-    pub fn roll_back(&self) -> Result<Step, String> {
+    pub fn roll_back(&self) -> Result<Step, Error> {
         self.deciding()?;
         self.decide(0, Some("rolled back on request".into()))
     }
 
-    pub(super) fn deciding(&self) -> Result<(), String> {
+    pub(super) fn deciding(&self) -> Result<(), Error> {
         match self.decides() {
             true => Ok(()),
-            false => Err(format!(
+            false => Err(Error::Rollout(format!(
                 "this replica does not decide the rollouts of component {}: the leader does (in shard mode, the one member that holds them); ask it",
                 self.name
-            )),
+            ))),
         }
     }
 

@@ -91,7 +91,7 @@ pub const FUNCS: &[Entry] = &[
 
 fn parsed(args: &[&Value]) -> Result<Schedule> {
     exactly(args, 1)?;
-    Schedule::parse(&text(args, 0))
+    Ok(Schedule::parse(&text(args, 0))?)
 }
 
 fn to_map(_: &Env<'_>, args: &[&Value]) -> Result {

@@ -53,7 +53,7 @@ const SUFFIXES: &[(&str, f64)] = &[
 ];
 
 /// A quantity in base units.
-pub fn parse(text: &str) -> std::result::Result<f64, String> {
+pub fn parse(text: &str) -> std::result::Result<f64, crate::Error> {
     let t = text.trim();
     if let Ok(n) = t.parse::<f64>() {
         return Ok(n);
@@ -65,7 +65,7 @@ pub fn parse(text: &str) -> std::result::Result<f64, String> {
             return Ok(n * scale);
         }
     }
-    Err(format!("not a quantity: {text:?}"))
+    Err(crate::Error::Quantity(text.to_string()))
 }
 
 /// Formats base units with the largest binary suffix that divides exactly, milli-units for
@@ -91,7 +91,7 @@ fn quantity_of(value: &Value) -> std::result::Result<f64, String> {
     match value {
         Value::Number(n) => Ok(n.as_f64().unwrap_or(0.0)),
         Value::Null => Ok(0.0),
-        other => parse(&display(other)),
+        other => Ok(parse(&display(other))?),
     }
 }
 

@@ -376,8 +376,9 @@ impl CompiledCrd {
                 crate::rules::Stage::Admission => &with_serve,
                 crate::rules::Stage::Reconcile => &entry.admission,
             };
-            crate::rules::Rules::compile(admission, &notes.functions, stage).map_err(|message| {
+            crate::rules::Rules::compile(admission, &notes.functions, stage).map_err(|error| {
                 // The message names its rule first: `admission.validation.rules[0].message: ...`.
+                let message = error.to_string();
                 match message.split_once(": ") {
                     Some((path, message)) => Error::at(path, message),
                     None => Error::at("admission", message),

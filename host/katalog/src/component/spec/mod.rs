@@ -2,6 +2,7 @@
 //! checked and with defaults filled in: where its bytes come from, its world, its per-call
 //! limits and its grants.
 
+use crate::Error;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,8 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::grants::Grants;
-use super::oci::OciReference;
 use crate::model::{Capability, ComponentDeletion, ComponentInstances, ComponentLimits, ComponentRollout};
+use crate::oci::OciReference;
 
 /// Which WIT world the component implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -417,7 +418,7 @@ pub struct ServiceAccount {
 }
 
 impl ServiceAccount {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, Error> {
         let dns_label = |part: &str| {
             !part.is_empty()
                 && part.len() <= 63
@@ -434,9 +435,9 @@ impl ServiceAccount {
         // Names may be DNS subdomains; a namespace is a label.
         let subdomain = !name.is_empty() && name.len() <= 253 && name.split('.').all(dns_label);
         if !subdomain || namespace.is_some_and(|ns| !dns_label(ns)) {
-            return Err(format!(
+            return Err(Error::ComponentSpec(format!(
                 "serviceAccount: {text:?} is not NAME or NAMESPACE/NAME (lowercase letters, digits, '-')"
-            ));
+            )));
         }
         Ok(Self {
             namespace: namespace.map(String::from),
@@ -469,13 +470,13 @@ pub struct Declared<'a> {
 
 impl Spec {
     /// Checks a declaration; relative paths resolve against `base` (the Katalog's folder).
-    pub fn compile(world: World, declared: Declared<'_>, base: &Path) -> Result<Self, String> {
+    pub fn compile(world: World, declared: Declared<'_>, base: &Path) -> Result<Self, Error> {
         let reference = declared.component.trim();
         let sha256 = match declared.sha256 {
             Some(hex) => {
                 let hex = hex.trim().trim_start_matches("sha256:").to_ascii_lowercase();
-                if !super::oci::is_sha256_hex(&hex) {
-                    return Err(format!("sha256: {hex:?} is not 64 hex digits"));
+                if !crate::oci::is_sha256_hex(&hex) {
+                    return Err(Error::ComponentSpec(format!("sha256: {hex:?} is not 64 hex digits")));
                 }
                 Some(hex)
             }
@@ -483,53 +484,61 @@ impl Spec {
         };
         let source = if reference.starts_with("https://") || reference.starts_with("http://") {
             if sha256.is_none() {
-                return Err(format!(
+                return Err(Error::ComponentSpec(format!(
                     "component: {reference} is fetched over the network, so it needs a sha256 pin"
-                ));
+                )));
             }
             Source::Url(reference.to_string())
         } else if reference.starts_with("oci://") {
-            Source::Oci(OciReference::parse(reference, true).map_err(|e| format!("component: {e}"))?)
+            Source::Oci(
+                OciReference::parse(reference, true).map_err(|e| Error::ComponentSpec(format!("component: {e}")))?,
+            )
         } else if reference.is_empty() {
-            return Err("component: empty; give a path to a .wasm file, an http(s) URL or an oci:// reference".into());
-        } else if reference.contains("://") {
-            return Err(format!(
-                "component: {reference:?} has an unsupported scheme; use a path, an http(s) URL or oci://"
+            return Err(Error::ComponentSpec(
+                "component: empty; give a path to a .wasm file, an http(s) URL or an oci:// reference".into(),
             ));
+        } else if reference.contains("://") {
+            return Err(Error::ComponentSpec(format!(
+                "component: {reference:?} has an unsupported scheme; use a path, an http(s) URL or oci://"
+            )));
         } else {
             Source::Path(base.join(reference))
         };
-        let limits = Limits::compile(declared.limits)?;
+        let limits = Limits::compile(declared.limits).map_err(Error::ComponentSpec)?;
         Ok(Self {
             world,
             source,
             sha256,
-            instances: Instances::compile(declared.instances, &limits)?,
+            instances: Instances::compile(declared.instances, &limits).map_err(Error::ComponentSpec)?,
             limits,
-            deletion: Deletion::compile(declared.deletion)?,
+            deletion: Deletion::compile(declared.deletion).map_err(Error::ComponentSpec)?,
             grants: Arc::new(Grants::compile(declared.capabilities)?),
             run_first: declared.run_first,
             args: declared.args.cloned(),
             service_account: declared.service_account.map(ServiceAccount::parse).transpose()?,
-            files: Mount::compile(declared.files, base)?,
-            rollout: declared.rollout.map(Rollout::compile).transpose()?,
+            files: Mount::compile(declared.files, base).map_err(Error::ComponentSpec)?,
+            rollout: declared
+                .rollout
+                .map(Rollout::compile)
+                .transpose()
+                .map_err(Error::ComponentSpec)?,
         })
     }
 }
 
 /// The component a reconcile section declares: a constructor's when `default: false`, else
 /// its hooks'. `Ok(None)`: templates only.
-pub fn declared_in(reconcile: &crate::model::Reconcile, base: &Path) -> Result<Option<Spec>, String> {
+pub fn declared_in(reconcile: &crate::model::Reconcile, base: &Path) -> Result<Option<Spec>, Error> {
     if reconcile.default == Some(false) {
         let Some(constructor) = &reconcile.constructor else {
             return Ok(None);
         };
         let Some(component) = &constructor.component else {
-            return Err(
+            return Err(Error::ComponentSpec(
                 "reconcile.constructor.component: this runtime hosts constructors as Wasm \
                         components; give one (Go constructors by location are not hosted)"
                     .into(),
-            );
+            ));
         };
         let declared = Declared {
             component,
@@ -546,7 +555,7 @@ pub fn declared_in(reconcile: &crate::model::Reconcile, base: &Path) -> Result<O
         };
         return Spec::compile(World::Constructor, declared, base)
             .map(Some)
-            .map_err(|e| format!("reconcile.constructor.{e}"));
+            .map_err(|e| Error::ComponentSpec(format!("reconcile.constructor.{e}")));
     }
     let Some(hooks) = &reconcile.hooks else {
         return Ok(None);
@@ -554,11 +563,11 @@ pub fn declared_in(reconcile: &crate::model::Reconcile, base: &Path) -> Result<O
     let Some(component) = &hooks.component else {
         // Hooks that name Go code would silently not run: refuse them as constructors are.
         if hooks.location.is_some() || hooks.function.is_some() {
-            return Err(
+            return Err(Error::ComponentSpec(
                 "reconcile.hooks.component: this runtime hosts hooks as Wasm components; give one \
                         (Go hooks by location are not hosted)"
                     .into(),
-            );
+            ));
         }
         return Ok(None);
     };
@@ -577,7 +586,7 @@ pub fn declared_in(reconcile: &crate::model::Reconcile, base: &Path) -> Result<O
     };
     Spec::compile(World::Hook, declared, base)
         .map(Some)
-        .map_err(|e| format!("reconcile.hooks.{e}"))
+        .map_err(|e| Error::ComponentSpec(format!("reconcile.hooks.{e}")))
 }
 
 #[cfg(test)]

@@ -70,7 +70,7 @@ fn file_grants_resolve_against_the_katalog_and_mount_at_plain_paths() {
             Path::new("/k"),
         )
         .unwrap_err();
-        assert!(error.contains(why), "{error}");
+        assert!(error.to_string().contains(why), "{error}");
     }
 }
 
@@ -186,20 +186,20 @@ fn limits_parse_and_are_bounded() {
         ),
     ] {
         let error = Spec::compile(World::Hook, declared("a.wasm", None, &limits), Path::new(".")).unwrap_err();
-        assert!(error.starts_with(field), "{field}: {error}");
+        assert!(error.to_string().starts_with(field), "{field}: {error}");
     }
     let huge = ComponentLimits {
         memory: Some("8Gi".into()),
         ..Default::default()
     };
     let error = Spec::compile(World::Hook, declared("a.wasm", None, &huge), Path::new(".")).unwrap_err();
-    assert!(error.starts_with("limits.memory"), "{error}");
+    assert!(error.to_string().starts_with("limits.memory"), "{error}");
     let never = ComponentLimits {
         timeout: Some("0s".into()),
         ..Default::default()
     };
     let error = Spec::compile(World::Hook, declared("a.wasm", None, &never), Path::new(".")).unwrap_err();
-    assert!(error.starts_with("limits.timeout"), "{error}");
+    assert!(error.to_string().starts_with("limits.timeout"), "{error}");
 }
 
 #[test]
@@ -241,7 +241,7 @@ fn the_deletion_policy_blocks_by_default_and_names_a_bad_value() {
         Path::new("."),
     )
     .unwrap_err();
-    assert!(error.starts_with("deletion.onTimeout"), "{error}");
+    assert!(error.to_string().starts_with("deletion.onTimeout"), "{error}");
 }
 
 #[test]
@@ -249,14 +249,14 @@ fn urls_need_a_well_formed_pin() {
     let limits = ComponentLimits::default();
     let url = "https://example.com/hook.wasm";
     let error = Spec::compile(World::Hook, declared(url, None, &limits), Path::new(".")).unwrap_err();
-    assert!(error.contains("needs a sha256 pin"), "{error}");
+    assert!(error.to_string().contains("needs a sha256 pin"), "{error}");
     let error = Spec::compile(World::Hook, declared(url, Some("abc"), &limits), Path::new(".")).unwrap_err();
-    assert!(error.starts_with("sha256"), "{error}");
+    assert!(error.to_string().starts_with("sha256"), "{error}");
     let pin = "AB".repeat(32);
     let spec = Spec::compile(World::Hook, declared(url, Some(&pin), &limits), Path::new(".")).unwrap();
     assert_eq!(spec.sha256.as_deref(), Some("ab".repeat(32).as_str()));
     let error = Spec::compile(World::Hook, declared("s3://x/y", None, &limits), Path::new(".")).unwrap_err();
-    assert!(error.contains("unsupported scheme"), "{error}");
+    assert!(error.to_string().contains("unsupported scheme"), "{error}");
     let reference = format!("oci://ghcr.io/acme/hook:v1@sha256:{}", "a".repeat(64));
     let spec = Spec::compile(World::Hook, declared(&reference, None, &limits), Path::new(".")).unwrap();
     assert!(matches!(&spec.source, Source::Oci(oci) if oci.repository == "acme/hook"));
@@ -279,6 +279,7 @@ fn instances_are_fresh_by_default_and_warm_ones_get_bounds_within_the_memory_lim
             Path::new("."),
         )
         .map(|spec| spec.instances)
+        .map_err(String::from)
     };
     let with = |reuse: Option<&str>, max_calls: Option<u32>, high_water: Option<&str>| ComponentInstances {
         reuse: reuse.map(String::from),
@@ -316,7 +317,7 @@ fn instances_are_fresh_by_default_and_warm_ones_get_bounds_within_the_memory_lim
         (with(Some("warm"), None, Some("lots")), "instances.memoryHighWater"),
     ] {
         let error = compile(bad).unwrap_err();
-        assert!(error.starts_with(names), "{error}");
+        assert!(error.to_string().starts_with(names), "{error}");
     }
 }
 
@@ -333,6 +334,7 @@ fn a_rollout_takes_its_defaults_and_names_the_field_past_its_bounds() {
             Path::new("/k"),
         )
         .map(|spec| spec.rollout)
+        .map_err(String::from)
     };
     assert_eq!(
         compile(ComponentRollout::default()).unwrap(),

@@ -222,7 +222,7 @@ impl Declarative {
             {
                 return Err(bad("needs a metadata object (with labels, if any, as an object)".into()));
             }
-            let (api_version, kind, name) = orkestra_wasm::identity(&child).map_err(bad)?;
+            let (api_version, kind, name) = orkestra_wasm::identity(&child).map_err(|e| bad(e.to_string()))?;
             if child["metadata"].get("finalizers").is_some_and(|f| !f.is_null()) {
                 // Nothing would ever take it off: the child, and its namespace, would hang.
                 return Err(bad(
@@ -371,7 +371,9 @@ impl Declarative {
             // Args are templates over the CR, like every other Katalog value.
             if let Some(compiled) = &self.args {
                 let resolver = Resolver::in_context(object, &self.crd.notes, context);
-                let rendered = compiled.tree(spec).and_then(|tree| tree.render(&resolver));
+                let rendered = compiled
+                    .tree(spec)
+                    .and_then(|tree| tree.render(&resolver).map_err(|e| e.message));
                 args = Some(
                     rendered.map_err(|e| ReconcileError::new(Reason::RenderFailed, format!("component args: {e}")))?,
                 );
@@ -581,7 +583,7 @@ impl ComponentArgs {
             Some((seen, tree)) if Arc::ptr_eq(seen, spec) => tree.clone(),
             _ => {
                 let raw = spec.args.as_ref().unwrap_or(&Value::Null);
-                let tree = Tree::compile(raw, &self.functions).map(Arc::new);
+                let tree = Tree::compile(raw, &self.functions).map(Arc::new).map_err(|e| e.message);
                 *compiled = Some((spec.clone(), tree.clone()));
                 tree
             }

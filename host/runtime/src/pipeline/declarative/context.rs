@@ -32,7 +32,7 @@ impl Declarative {
         if let Some(results) = resolver.lookup("external") {
             context.insert("external".into(), results.clone());
         }
-        outcome.map_err(|e| ReconcileError::new(Reason::ExternalCallFailed, e))
+        outcome.map_err(|e| ReconcileError::new(Reason::ExternalCallFailed, e.to_string()))
     }
 
     /// The external calls of the blocks whose gate passes, into `context["external"]`.
@@ -51,7 +51,7 @@ impl Declarative {
         for block in blocks.into_iter().flatten().filter(|b| !b.external.is_empty()) {
             if block.conditions.passes(&resolver, None) {
                 let outcome = orkestra_effects::external::run(&self.externals, &block.external, &mut resolver).await;
-                outcome.map_err(|e| ReconcileError::new(Reason::ExternalCallFailed, e))?;
+                outcome.map_err(|e| ReconcileError::new(Reason::ExternalCallFailed, e.to_string()))?;
             }
         }
         if let Some(results) = resolver.lookup("external") {

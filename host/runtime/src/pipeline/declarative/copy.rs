@@ -39,7 +39,7 @@ impl Declarative {
         };
         let failed =
             |why: String| ReconcileError::new(Reason::CopySourceFailed, format!("{}.{field}: {why}", entry.at));
-        let name = display(&source.render(scoped).map_err(&failed)?).into_owned();
+        let name = display(&source.render(scoped).map_err(|e| failed(e.message))?).into_owned();
         if name.is_empty() {
             return Err(failed("renders empty".into()));
         }
@@ -47,7 +47,7 @@ impl Declarative {
         let namespace = match entry.fields.get("fromNamespace") {
             None => own.unwrap_or_default().to_string(),
             Some(tree) => {
-                let namespace = display(&tree.render(scoped).map_err(&failed)?).into_owned();
+                let namespace = display(&tree.render(scoped).map_err(|e| failed(e.message))?).into_owned();
                 if namespace.is_empty() {
                     own.unwrap_or_default().to_string()
                 } else {

@@ -38,7 +38,7 @@ impl Render for Entry {
         let name = self.render_name(resolver, cr_name)?;
         let mut fields = Map::new();
         for (key, tree) in &self.fields {
-            fields.insert(key.clone(), tree.render(resolver)?);
+            fields.insert(key.clone(), tree.render(resolver).map_err(|e| e.message)?);
         }
         self.choose_profiles(&mut fields, resolver)?;
         let mut labels = Map::new();
@@ -92,7 +92,7 @@ impl Render for Entry {
 
 /// A Secret's generated certificate, valid for `validity` or the default.
 fn certify(spec: &Value, validity: Option<Duration>) -> Result<Map<String, Value>, String> {
-    tls::generate(spec, validity.unwrap_or(tls::DEFAULT_VALIDITY))
+    tls::generate(spec, validity.unwrap_or(tls::DEFAULT_VALIDITY)).map_err(|e| e.to_string())
 }
 
 /// Merges `extra` into `target`, objects key by key, anything else replaced.

@@ -3,6 +3,7 @@
 //! object past what Kubernetes takes is refused before it costs a request; a write to an
 //! object another custom resource controls is refused unless a grant says so.
 
+use crate::Error;
 use std::sync::Arc;
 
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -125,8 +126,8 @@ impl KubeView<'_> {
             kind,
             namespace: namespace.as_deref(),
         };
-        if let Err(message) = self.state.grants.check(access, self.caller.namespace.as_deref()) {
-            return Err(self.deny(message));
+        if let Err(denied) = self.state.grants.check(access, self.caller.namespace.as_deref()) {
+            return Err(self.deny(denied.to_string()));
         }
         let api = Objects::within(cluster.client.clone(), namespace.as_deref(), &resource)
             .map_err(|e| KubeError::Rejected(e.to_string()))?;
@@ -291,7 +292,7 @@ impl KubeView<'_> {
 /// A name a guest passes, refused when no Kubernetes object could have it (before it is
 /// spent on a kube call; [`Objects`] checks it again where it enters the URL).
 fn check_name(name: &str) -> Result<(), KubeError> {
-    orkestra_expr::names::check_name(name).map_err(KubeError::Rejected)
+    orkestra_expr::names::check_name(name).map_err(|e| KubeError::Rejected(e.to_string()))
 }
 
 /// An object a guest sends, refused past the API server's request limit before it is parsed.
@@ -394,7 +395,7 @@ impl wit_kube::Host for KubeView<'_> {
             check_object("apply", &object)?;
             let mut value: Value = serde_json::from_str(&object)
                 .map_err(|e| KubeError::Rejected(format!("apply: the object is not JSON: {e}")))?;
-            let (api_version, kind, name) = identity(&value).map_err(KubeError::Rejected)?;
+            let (api_version, kind, name) = identity(&value).map_err(|e| KubeError::Rejected(e.to_string()))?;
             check_name(&name)?;
             if value["metadata"].get("finalizers").is_some_and(|f| !f.is_null()) {
                 return Err(KubeError::Rejected(
@@ -471,13 +472,13 @@ impl wit_kube::Host for KubeView<'_> {
 }
 
 /// apiVersion, kind and name of an object a guest hands over.
-pub fn identity(object: &Value) -> Result<(String, String, String), String> {
+pub fn identity(object: &Value) -> Result<(String, String, String), Error> {
     let field = |value: &Value, name: &str| {
         value
             .as_str()
             .filter(|s| !s.is_empty())
             .map(String::from)
-            .ok_or_else(|| format!("the object has no {name}"))
+            .ok_or_else(|| Error::Identity(format!("the object has no {name}")))
     };
     Ok((
         field(&object["apiVersion"], "apiVersion")?,

@@ -4,6 +4,12 @@
 //! layer digest in turn names the component's bytes. A tag only says which version a human
 //! meant; it is never resolved.
 
+/// A text that is not an `oci://` reference (or not pinned where a pin is required): what is
+/// wrong, naming the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidReference(String);
+
 /// A registry reference, pinned to a manifest digest.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OciReference {
@@ -28,9 +34,9 @@ impl std::fmt::Display for OciReference {
 impl OciReference {
     /// Parses a whole `oci://` reference; a digest is required unless `pinned` is false
     /// (`ork component push` is given a tag, and prints the digest it got).
-    pub fn parse(text: &str, pinned: bool) -> Result<Self, String> {
+    pub fn parse(text: &str, pinned: bool) -> Result<Self, InvalidReference> {
         let Some(rest) = text.trim().strip_prefix("oci://") else {
-            return Err(format!("{text:?} does not start with oci://"));
+            return Err(InvalidReference(format!("{text:?} does not start with oci://")));
         };
         let (name, digest) = match rest.split_once('@') {
             Some((name, digest)) => (name, Some(digest)),
@@ -40,29 +46,31 @@ impl OciReference {
             Some(digest) => {
                 let hex = digest
                     .strip_prefix("sha256:")
-                    .ok_or_else(|| format!("{text}: the digest {digest:?} is not sha256:HEX"))?;
+                    .ok_or_else(|| InvalidReference(format!("{text}: the digest {digest:?} is not sha256:HEX")))?;
                 if !is_sha256_hex(hex) {
-                    return Err(format!("{text}: the digest is not 64 lowercase hex digits"));
+                    return Err(InvalidReference(format!(
+                        "{text}: the digest is not 64 lowercase hex digits"
+                    )));
                 }
                 hex.to_string()
             }
             None if pinned => {
-                return Err(format!(
+                return Err(InvalidReference(format!(
                     "{text}: pin the manifest digest (oci://HOST/REPO:TAG@sha256:...); a tag alone can \
                      change under the host"
-                ));
+                )));
             }
             None => String::new(),
         };
         let Some((registry, path)) = name.split_once('/') else {
-            return Err(format!(
+            return Err(InvalidReference(format!(
                 "{text}: give the registry host and a repository (oci://HOST/REPO)"
-            ));
+            )));
         };
         if !is_registry(registry) {
-            return Err(format!(
+            return Err(InvalidReference(format!(
                 "{text}: {registry:?} is not a registry host (HOST or HOST:PORT, like ghcr.io or 127.0.0.1:5000)"
-            ));
+            )));
         }
         // The tag follows the last ':' after the last '/': a port belongs to the host.
         let (repository, tag) = match path.rsplit_once(':') {
@@ -70,17 +78,17 @@ impl OciReference {
             _ => (path, None),
         };
         if !is_repository(repository) {
-            return Err(format!(
+            return Err(InvalidReference(format!(
                 "{text}: {repository:?} is not a repository name (lowercase letters, digits, and . _ - \
                  between them, in /-separated parts)"
-            ));
+            )));
         }
         if let Some(tag) = tag
             && !is_tag(tag)
         {
-            return Err(format!(
+            return Err(InvalidReference(format!(
                 "{text}: {tag:?} is not a tag (up to 128 letters, digits, _ . -; not starting with . or -)"
-            ));
+            )));
         }
         Ok(Self {
             registry: registry.to_string(),
@@ -158,7 +166,7 @@ mod tests {
     #[test]
     fn a_tag_without_a_digest_is_refused_where_the_host_pulls() {
         let error = OciReference::parse("oci://ghcr.io/acme/hook:v1", true).unwrap_err();
-        assert!(error.contains("pin the manifest digest"), "{error}");
+        assert!(error.to_string().contains("pin the manifest digest"), "{error}");
         let unpinned = OciReference::parse("oci://ghcr.io/acme/hook:v1", false).unwrap();
         assert_eq!(unpinned.tag.as_deref(), Some("v1"));
     }
@@ -188,7 +196,7 @@ mod tests {
             ),
         ] {
             let error = OciReference::parse(&text, true).unwrap_err();
-            assert!(error.contains(says), "{text}: {error}");
+            assert!(error.to_string().contains(says), "{text}: {error}");
         }
     }
 }
