@@ -6,7 +6,7 @@
 //! refused when another user owns it or others may write to it, and each artifact carries a
 //! sha256 of its bytes that is checked before it is deserialized.
 
-use crate::Error;
+use crate::error::Error;
 use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};

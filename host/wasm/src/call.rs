@@ -12,11 +12,12 @@ use super::bindings::types::{Outcome, Request, Response};
 use super::budget::{Hold, Short};
 use super::caller::{Caller, Cluster};
 use super::capability;
+use super::capability::Tap;
 use super::engine::{EPOCH_TICK, SLOT_CALLS, WasmHost};
+use super::hook::{CallError, Hook};
 use super::limiter::MemoryCap;
 use super::load::{Loaded, Pre};
-use super::record::Tape;
-use super::stats::{CallOutcome, CallStats, Retired};
+use super::stats::{CallStats, Retired};
 use super::store::{Call, CallState};
 use super::warm::Idle;
 use orkestra_katalog::component::Spec;
@@ -26,59 +27,6 @@ use orkestra_katalog::component::Spec;
 enum Instance {
     Kept(Idle),
     Fresh(Hold),
-}
-
-/// Which export a call runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {
-    /// `on-reconcile` of a hook, `reconcile` of a constructor.
-    Reconcile,
-    /// `on-delete` of a hook, `finalize` of a constructor.
-    Delete,
-    /// `on-not-found` (hooks only; a constructor is not called).
-    NotFound,
-}
-
-/// How a call failed; each has its own Ready reason.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CallError {
-    #[error("did not finish within its timeout of {0:?}")]
-    Timeout(std::time::Duration),
-    #[error("{0}")]
-    MemoryLimit(String),
-    #[error("burnt its limits.fuel of {0}")]
-    Fuel(u64),
-    #[error("trapped: {0}")]
-    Trapped(String),
-    #[error("returned {size} bytes; its resultSize limit is {limit}")]
-    ResultTooLarge { size: usize, limit: usize },
-    #[error("{0}")]
-    Forbidden(String),
-    #[error("cannot start an instance: {0}")]
-    Instantiate(String),
-    /// More children or events than its limits allow; nothing of the call is used.
-    #[error("returned {count} {what}; its limits.{what} is {limit}")]
-    TooMany {
-        what: &'static str,
-        count: usize,
-        limit: usize,
-    },
-}
-
-impl CallError {
-    /// How the call ended, as the call figures count it.
-    pub fn outcome(&self) -> CallOutcome {
-        match self {
-            CallError::Timeout(_) => CallOutcome::Timeout,
-            CallError::MemoryLimit(_) => CallOutcome::Memory,
-            CallError::Fuel(_) => CallOutcome::Fuel,
-            CallError::Trapped(_) => CallOutcome::Trap,
-            CallError::ResultTooLarge { .. } => CallOutcome::ResultTooLarge,
-            CallError::Forbidden(_) => CallOutcome::Forbidden,
-            CallError::Instantiate(_) => CallOutcome::Instantiate,
-            CallError::TooMany { .. } => CallOutcome::TooMany,
-        }
-    }
 }
 
 impl WasmHost {
@@ -110,7 +58,7 @@ impl WasmHost {
         caller: Caller,
         request: &Request,
         stats: &CallStats,
-        tape: Option<Tape>,
+        tape: Option<Arc<dyn Tap>>,
     ) -> Result<Option<Response>, CallError> {
         let _permit = self
             .permits
@@ -206,7 +154,7 @@ impl WasmHost {
         (hook, caller, request): (Hook, Caller, &Request),
         stats: &CallStats,
         instance: Instance,
-        tape: Option<Tape>,
+        tape: Option<Arc<dyn Tap>>,
     ) -> Result<Option<Response>, CallError> {
         let limits = spec.limits;
         let started = Instant::now();
@@ -391,7 +339,7 @@ impl WasmHost {
 
     /// What a call of `caller` may do: its identity towards the cluster (its own, where it
     /// has one, so the cluster's RBAC holds for it too), grants and budgets.
-    fn call_of(&self, caller: Caller, spec: &Spec, tape: Option<Tape>) -> Call {
+    fn call_of(&self, caller: Caller, spec: &Spec, tape: Option<Arc<dyn Tap>>) -> Call {
         let cluster = self.cluster.clone().map(|cluster| match caller.client.clone() {
             Some(client) => Cluster { client, ..cluster },
             None => cluster,
@@ -405,7 +353,13 @@ impl WasmHost {
         }
     }
 
-    fn state(&self, caller: Caller, spec: &Spec, tape: Option<Tape>, loaded: &Loaded) -> Result<CallState, CallError> {
+    fn state(
+        &self,
+        caller: Caller,
+        spec: &Spec,
+        tape: Option<Arc<dyn Tap>>,
+        loaded: &Loaded,
+    ) -> Result<CallState, CallError> {
         let mut wasi = capability::files::grant(&spec.files).map_err(CallError::Instantiate)?;
         if let Some(tape) = &tape {
             tape.wire(&mut wasi);

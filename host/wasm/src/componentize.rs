@@ -9,7 +9,7 @@
 //! allocator again, which assumes it alone grows memory. The arena lies in Go's static data,
 //! which its allocator never hands out.
 
-use crate::Error;
+use crate::error::Error;
 use std::ops::Range;
 
 use wasm_encoder::{Encode, Function, Instruction, MemArg};

@@ -2,7 +2,7 @@
 //! pooling allocator with an on-demand fallback), the epoch ticker, and the linker every
 //! component is checked against (loading is `load`).
 
-use crate::Error;
+use crate::error::Error;
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -243,7 +243,7 @@ impl WasmHost {
         let pooling = allocation != Allocation::OnDemand;
         let resident = allocation == Allocation::PoolingResident;
         let mut linker = Linker::new(&engine);
-        super::capability::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
+        super::store::add_to_linker(&mut linker).map_err(|e| Error::Engine(e.to_string()))?;
         let cache = ArtifactCache::open(cache_dir, &engine)?;
         let blobs = BlobStore::open(cache.dir().join("blobs"))?;
         spawn_ticker(&engine).map_err(|e| Error::Engine(format!("cannot start the epoch ticker: {e}")))?;

@@ -46,7 +46,7 @@ pub enum LoadCause {
     Fetch(#[source] Arc<reqwest::Error>),
     /// An OCI pull that failed (the registry client says why).
     #[error("{0}")]
-    Pull(crate::Error),
+    Pull(crate::error::Error),
     #[error("it is {size} bytes; the limit is {MAX_COMPONENT_BYTES}")]
     TooLarge { size: u64 },
     #[error("sha256 is {actual}, but the Katalog pins {pinned}")]

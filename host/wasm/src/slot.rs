@@ -12,9 +12,10 @@ use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 
 use super::bindings::types::{Outcome, Request, Response};
-use super::call::{CallError, Hook};
 use super::caller::Caller;
+use super::capability::Tap;
 use super::engine::WasmHost;
+use super::hook::{CallError, Hook};
 use super::kept::{Keeper, Kept, KeptCanary, Resume, Version};
 use super::load::{Active, LoadError, Loaded};
 use super::pool::Pool;
@@ -283,6 +284,7 @@ impl Slot {
         };
         let tape = self.turn(&caller.key);
         let recorded = tape.clone().map(|tape| (tape, caller.key.clone()));
+        let tape = tape.map(|tape| Arc::new(tape) as Arc<dyn Tap>);
         let result = match active.spec.files.is_empty() {
             _ if super::failpoint::trap_now() => Err(CallError::Trapped(format!(
                 "injected by {}: the guest did not run",
@@ -315,7 +317,7 @@ impl Slot {
         &self,
         active: &Active,
         (hook, caller, request): (Hook, Caller, &Request),
-        tape: Option<Tape>,
+        tape: Option<Arc<dyn Tap>>,
     ) -> Result<Option<Response>, CallError> {
         let pool = self
             .pool

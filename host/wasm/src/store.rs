@@ -4,16 +4,17 @@
 
 use std::sync::Arc;
 
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::bindings;
 use super::bindings::types as wit_types;
 use super::caller::{Caller, Cluster};
-use super::capability::kube::exchange::KubeTap;
-use super::capability::kube::{KubeState, KubeView};
-use super::capability::log::{LogState, LogTap, LogView};
+use super::capability::Tap;
+use super::capability::files::{self, OpenFiles};
+use super::capability::kube::{self, KubeState, KubeView};
+use super::capability::log::{self, LogState, LogView};
 use super::limiter::MemoryCap;
-use super::record::Tape;
 use orkestra_katalog::component::Limits;
 use orkestra_katalog::component::grants::Grants;
 
@@ -32,7 +33,7 @@ pub struct CallState {
     pub kube: KubeState,
     pub log: LogState,
     /// Where the call's imports are taken down (a recorded call) or served from (a replay).
-    pub tape: Option<Tape>,
+    pub tape: Option<Arc<dyn Tap>>,
     /// When its guest last went back to its own code (for its tenant's CPU).
     pub cpu: Arc<super::cpu::CpuClock>,
 }
@@ -78,7 +79,7 @@ impl CallState {
         KubeView {
             state: &mut self.kube,
             caller: &self.caller,
-            tape: self.tape.as_ref().map(|tape| tape as &dyn KubeTap),
+            tape: self.tape.as_deref().map(|tape| tape as _),
         }
     }
 
@@ -87,7 +88,7 @@ impl CallState {
         LogView {
             state: &mut self.log,
             caller: &self.caller,
-            tape: self.tape.as_ref().map(|tape| tape as &dyn LogTap),
+            tape: self.tape.as_deref().map(|tape| tape as _),
         }
     }
 }
@@ -98,7 +99,7 @@ pub struct Call {
     pub cluster: Option<Cluster>,
     pub grants: Arc<Grants>,
     pub limits: Limits,
-    pub tape: Option<Tape>,
+    pub tape: Option<Arc<dyn Tap>>,
 }
 
 impl WasiView for CallState {
@@ -111,3 +112,19 @@ impl WasiView for CallState {
 }
 
 impl wit_types::Host for CallState {}
+
+impl OpenFiles for CallState {
+    fn caller(&self) -> &Caller {
+        &self.caller
+    }
+}
+
+/// Links WASI 0.2 (its `open-at` held to the instance's open files) and
+/// `orkestra:operator/{kube, log, types}`, each capability on its view of the store.
+pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    files::cap_open_files(linker)?;
+    bindings::types::add_to_linker::<_, HasSelf<CallState>>(linker, |state| state)?;
+    bindings::kube::add_to_linker::<_, kube::Kube>(linker, CallState::kube)?;
+    bindings::log::add_to_linker::<_, log::Log>(linker, CallState::log)
+}

@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::diff;
-use orkestra_wasm::record::Replayed;
 use orkestra_wasm::record::{CallResult, KubeCall, Recording, ResponseRecord, identity};
+use orkestra_wasm::replay::Replayed;
 
 /// One place where the replay differs: `recorded` is `None` where only the replay has it,
 /// `replayed` where only the recording does.

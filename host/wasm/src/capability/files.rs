@@ -13,9 +13,9 @@ use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView as _};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     DescriptorFlags, ErrorCode, Host as _, HostDescriptor as _, OpenFlags, PathFlags,
 };
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiView};
 
-use super::super::store::CallState;
+use super::super::caller::Caller;
 use orkestra_katalog::component::Mount;
 
 /// Files and directories one instance may hold open at once, its granted directories and
@@ -39,13 +39,19 @@ pub fn holds_open(table: &mut ResourceTable, mounts: usize) -> bool {
     open_files(table) > mounts
 }
 
+/// What the capped `open-at` reads of a call's store: its WASI view (whose table holds the
+/// open descriptors) and who is calling, for the log.
+pub trait OpenFiles: WasiView + 'static {
+    fn caller(&self) -> &Caller;
+}
+
 /// Replaces wasmtime-wasi's `open-at` with one that first checks the instance's open files.
-pub fn cap_open_files(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+pub fn cap_open_files<T: OpenFiles>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let shadowed = linker.instance(FILESYSTEM_TYPES).and_then(|mut types| {
         types.func_wrap_async(
             "[method]descriptor.open-at",
-            |mut store: StoreContextMut<'_, CallState>,
+            |mut store: StoreContextMut<'_, T>,
              (at, path_flags, path, open_flags, flags): (
                 Resource<Descriptor>,
                 PathFlags,
@@ -55,8 +61,9 @@ pub fn cap_open_files(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
             )| {
                 Box::new(async move {
                     let state = store.data_mut();
-                    if open_files(&mut state.table) >= MAX_OPEN_FILES {
-                        tracing::debug!(component = %state.caller.component, key = %state.caller.key,
+                    if open_files(state.ctx().table) >= MAX_OPEN_FILES {
+                        let caller = state.caller();
+                        tracing::debug!(component = %caller.component, key = %caller.key,
                             "open-at refused: the instance holds {MAX_OPEN_FILES} open files");
                         return Ok((Err(ErrorCode::Quota),));
                     }

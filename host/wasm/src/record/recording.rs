@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::super::bindings::types::{Event, EventType, Failure, Gvk, Outcome, Request, Response};
-use super::super::call::{CallError, Hook};
 pub use super::super::capability::kube::exchange::{KubeAnswer, KubeCall};
 use super::super::capability::kube::exchange::{text_of, value_of};
+use super::super::hook::{CallError, Hook};
 
 /// The format's version; a reader refuses others.
 pub const FORMAT: u32 = 1;

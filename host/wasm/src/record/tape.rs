@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use rand_core::TryRng;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, Rng, WasiCtxBuilder};
 
+use super::super::capability::Tap;
 use super::super::capability::kube::exchange::{KubeAnswer, KubeCall, KubeTap};
 use super::super::capability::log::LogTap;
 use super::recording::{Exchange, Recording, WasiReads};
@@ -277,6 +278,12 @@ impl KubeTap for Tape {
 impl LogTap for Tape {
     fn logged(&self, line: &str) {
         Tape::logged(self, line);
+    }
+}
+
+impl Tap for Tape {
+    fn wire(&self, wasi: &mut WasiCtxBuilder) {
+        Tape::wire(self, wasi);
     }
 }
 

@@ -7,7 +7,7 @@ mod artifact;
 mod credentials;
 mod store;
 
-use crate::Error;
+use crate::error::Error;
 use std::time::Duration;
 
 use futures::StreamExt;

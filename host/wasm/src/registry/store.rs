@@ -2,7 +2,7 @@
 //! restart, a second target or a registry outage needs no pull. Every read is checked
 //! against the name it is kept under: a changed file is dropped and pulled again.
 
-use crate::Error;
+use crate::error::Error;
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;

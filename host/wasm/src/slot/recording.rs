@@ -1,6 +1,6 @@
 //! A slot's recordings: sessions of its calls, each call kept on tape for `ork replay`.
 use super::*;
-use crate::Error;
+use crate::error::Error;
 
 impl Slot {
     /// Starts recording its calls as `ask` says (replacing a session under way); the

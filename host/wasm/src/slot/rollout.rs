@@ -2,7 +2,7 @@
 //! outcomes (here and, for a sharded runtime, as the other members count them), then promoted
 //! or rolled back; and a rollout kept in the cluster, resumed after a restart.
 use super::*;
-use crate::Error;
+use crate::error::Error;
 
 impl Slot {
     pub(super) fn rollouts(&self) -> parking_lot::MutexGuard<'_, Rollouts> {

@@ -3,7 +3,7 @@
 //! object past what Kubernetes takes is refused before it costs a request; a write to an
 //! object another custom resource controls is refused unless a grant says so.
 
-use crate::Error;
+use crate::error::Error;
 use std::sync::Arc;
 
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};

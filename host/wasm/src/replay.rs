@@ -2,14 +2,14 @@
 //! called on a fresh instance with the recorded input, its imports served from the tape, and
 //! what it did this time handed back for comparison.
 
-use crate::Error;
 use std::path::Path;
+use std::sync::Arc;
 
-use super::super::caller::Caller;
-use super::super::engine::WasmHost;
-use super::super::stats::CallStats;
-use super::recording::{CallResult, KubeCall, Recording};
-use super::tape::{Beyond, Tape};
+use super::caller::Caller;
+use super::engine::WasmHost;
+use super::error::Error;
+use super::record::{Beyond, CallResult, KubeCall, Recording, Tape};
+use super::stats::CallStats;
 use orkestra_katalog::component::{Declared, Spec, World};
 
 /// What a replayed call did.
@@ -60,7 +60,15 @@ impl WasmHost {
         let stats = CallStats::default();
         let hook = recording.hook.into();
         let result = self
-            .call_on_tape(&loaded, &spec, hook, caller, &request, &stats, Some(tape.clone()))
+            .call_on_tape(
+                &loaded,
+                &spec,
+                hook,
+                caller,
+                &request,
+                &stats,
+                Some(Arc::new(tape.clone())),
+            )
             .await;
         let mut result = CallResult::of(&result);
         // Compared with what the recording kept, which had its Secrets redacted.
