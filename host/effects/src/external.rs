@@ -9,7 +9,7 @@
 //! answered `{called: false, status: "skipped", rehearsal: true}`, since any request, a GET
 //! included, may be what provisions, bills or notifies.
 
-use crate::Error;
+use crate::error::Error;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //!
 //! Pure: no kube or wasmtime imports.
 
-use crate::Error;
+use crate::error::Error;
 use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};

@@ -26,8 +26,8 @@ pub fn is_weekday(at: Timestamp) -> bool {
 }
 
 /// Minutes since midnight of an `HH:MM` text.
-pub fn clock_minutes(text: &str) -> Result<u32, crate::Error> {
-    let wrong = |message: String| crate::Error::ClockTime(message);
+pub fn clock_minutes(text: &str) -> Result<u32, crate::error::Error> {
+    let wrong = |message: String| crate::error::Error::ClockTime(message);
     let (h, m) = text
         .trim()
         .split_once(':')

@@ -7,7 +7,7 @@
 use jiff::civil::{Date, DateTime, Time};
 use jiff::{Timestamp, tz::TimeZone};
 
-use crate::Error;
+use crate::error::Error;
 
 /// The field names, in order.
 pub const FIELDS: [&str; 5] = ["minute", "hour", "dom", "month", "dow"];

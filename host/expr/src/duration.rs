@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Parses a Katalog duration.
 ///

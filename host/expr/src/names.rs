@@ -4,7 +4,7 @@
 //! Serve API path) is checked here before it can reach a URL, where `?`, `#` or `/` would
 //! turn a read of one object into a list, a watch or a delete of many.
 
-use crate::Error;
+use crate::error::Error;
 
 /// The longest object name Kubernetes stores (a DNS-1123 subdomain).
 pub const NAME_LIMIT: usize = 253;

@@ -1,5 +1,5 @@
 //! A finding of a Katalog's load (an error or a warning), located in its file: what
-//! `ork validate` prints and [`crate::Error::Invalid`] lists.
+//! `ork validate` prints and [`crate::error::Error::Invalid`] lists.
 
 use std::fmt;
 use std::path::PathBuf;

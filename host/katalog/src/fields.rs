@@ -1,7 +1,7 @@
 //! Values a Katalog writes into an object (status fields, mutation rules): a template
 //! evaluated to its declared type, set at a dotted path.
 
-use crate::Error;
+use crate::error::Error;
 use serde_json::{Map, Value};
 
 use orkestra_expr::condition::ValueType;

@@ -33,6 +33,7 @@ mod diagnostic;
 pub mod effective_box;
 mod error;
 pub mod fields;
+pub mod gateway;
 mod gather;
 pub mod kinds;
 pub mod load;

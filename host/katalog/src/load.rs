@@ -5,12 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use super::Diagnostic;
-use super::Error;
 use super::compile::{self, Compiled};
 use super::compose::include::{self, Files, PulledMotifs};
 use super::compose::{condition_source, crd_file, komposer, legacy, motif};
 use super::de::{self, Problem};
+use super::diagnostic::Diagnostic;
+use super::error::Error;
 use super::loaded::{Katalog, LoadedCrd, Parsed, crd_node};
 use super::model::KatalogFile;
 use super::reads::StampReads;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::Diagnostic;
+use crate::diagnostic::Diagnostic;
 use crate::model::{CrdEntry, KatalogFile, NoteSpec};
 use crate::reads::StampReads;
 use crate::yaml::Node;

@@ -10,7 +10,7 @@ use super::compose::legacy;
 use super::de::{self, Problem};
 use super::model::KatalogFile;
 use super::yaml::{self, Node, NodeValue};
-use crate::Error;
+use crate::error::Error;
 use crate::model::{API_VERSION, LEGACY_API_VERSION};
 
 /// The migrated file and what was changed, one line each.

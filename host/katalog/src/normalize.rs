@@ -2,7 +2,7 @@
 //! reconcile (mutation, validation, templates). Every expression sees the CR as written, so
 //! none reads another's output; the result is never written back to the cluster.
 
-use crate::Error;
+use crate::error::Error;
 use std::borrow::Cow;
 
 use serde_json::Value;

@@ -77,14 +77,14 @@ impl Stage {
 }
 
 impl Rules {
-    pub fn compile(admission: &Admission, functions: &Functions, stage: Stage) -> Result<Self, crate::Error> {
+    pub fn compile(admission: &Admission, functions: &Functions, stage: Stage) -> Result<Self, crate::error::Error> {
         let mut rules = Rules::default();
         if let Some(validation) = &admission.validation {
             for (i, rule) in validation.rules.iter().enumerate() {
                 if !stage.runs(&rule.fires) {
                     continue;
                 }
-                let at = |e: String| crate::Error::Field(format!("admission.validation.rules[{i}].{e}"));
+                let at = |e: String| crate::error::Error::Field(format!("admission.validation.rules[{i}].{e}"));
                 rules.validations.push(Validation {
                     field: rule.field.clone().unwrap_or_default(),
                     check: Check::compile(&rule.condition(), functions)
@@ -107,7 +107,7 @@ impl Rules {
                 if !stage.runs(&rule.fires) {
                     continue;
                 }
-                let at = |e: String| crate::Error::Field(format!("admission.mutation.rules[{i}].{e}"));
+                let at = |e: String| crate::error::Error::Field(format!("admission.mutation.rules[{i}].{e}"));
                 let (written, overwrite) = match (&rule.override_, &rule.default) {
                     (Some(value), _) => (value, true),
                     (None, Some(value)) => (value, false),

@@ -142,15 +142,15 @@ pub fn equal(a: &Value, b: &Value) -> bool {
 
 /// Ordering for `lt`/`le`/`gt`/`ge`: numbers (and numeric strings) numerically, strings
 /// lexically; anything else does not compare.
-pub fn compare(a: &Value, b: &Value) -> Result<Ordering, crate::Error> {
+pub fn compare(a: &Value, b: &Value) -> Result<Ordering, crate::error::Error> {
     match (a, b) {
         (Value::String(x), Value::String(y)) => match (x.trim().parse::<f64>(), y.trim().parse::<f64>()) {
-            (Ok(x), Ok(y)) => x.partial_cmp(&y).ok_or(crate::Error::NaN),
+            (Ok(x), Ok(y)) => x.partial_cmp(&y).ok_or(crate::error::Error::NaN),
             _ => Ok(x.cmp(y)),
         },
         _ => match (as_f64(a), as_f64(b)) {
-            (Some(x), Some(y)) => x.partial_cmp(&y).ok_or(crate::Error::NaN),
-            _ => Err(crate::Error::Incomparable(kind(a), kind(b))),
+            (Some(x), Some(y)) => x.partial_cmp(&y).ok_or(crate::error::Error::NaN),
+            _ => Err(crate::error::Error::Incomparable(kind(a), kind(b))),
         },
     }
 }

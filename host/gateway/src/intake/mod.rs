@@ -32,7 +32,8 @@ use axum::routing::post;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
-use orkestra_katalog::model::{GenericEntry, GitEntry, Provider, Repository, SlackEntry, WatchGlobs, Webhooks};
+use orkestra_katalog::gateway::{Repository, WatchGlobs};
+use orkestra_katalog::model::{GenericEntry, GitEntry, Provider, SlackEntry, Webhooks};
 
 pub use signature::sign_generic;
 

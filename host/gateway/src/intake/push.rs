@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
-use orkestra_katalog::model::WatchGlobs;
+use orkestra_katalog::gateway::WatchGlobs;
 
 /// The most files one push may apply; the rest are reported as skipped.
 pub const MAX_FILES: usize = 20;
@@ -105,7 +105,7 @@ impl Push {
     }
 
     /// Whether the push is of `repository`.
-    pub fn is_of(&self, repository: &orkestra_katalog::model::Repository) -> bool {
+    pub fn is_of(&self, repository: &orkestra_katalog::gateway::Repository) -> bool {
         repository.is(
             self.repository.as_ref().map(|r| r.full_name.as_str()),
             self.project_id,

@@ -137,29 +137,32 @@ impl Entry {
         &self,
         fields: &mut serde_json::Map<String, Value>,
         resolver: &orkestra_expr::resolver::Resolver<'_, '_>,
-    ) -> Result<(), crate::Error> {
+    ) -> Result<(), crate::error::Error> {
         for choice in &self.profiles {
             let mut holder = &*fields;
             for step in &choice.path {
                 holder = holder
                     .get(step)
                     .and_then(Value::as_object)
-                    .ok_or_else(|| crate::Error::Render("a profile's holder did not render".into()))?;
+                    .ok_or_else(|| crate::error::Error::Render("a profile's holder did not render".into()))?;
             }
             let name =
                 orkestra_expr::template::value::display(holder.get("profile").unwrap_or(&Value::Null)).into_owned();
             let at = choice.path.iter().map(|p| format!("{p}.")).collect::<String>() + "profile";
             let Some(option) = choice.options.get(&name.to_lowercase()) else {
                 let known = choice.options.keys().map(String::as_str);
-                return Err(crate::Error::Render(format!(
+                return Err(crate::error::Error::Render(format!(
                     "{at}: {}",
                     crate::profile::children::unknown(choice.class, &name, known)
                 )));
             };
-            let preset = match option.render(resolver).map_err(|e| crate::Error::Render(e.message))? {
+            let preset = match option
+                .render(resolver)
+                .map_err(|e| crate::error::Error::Render(e.message))?
+            {
                 Value::Object(preset) => preset,
                 _ => {
-                    return Err(crate::Error::Render(format!(
+                    return Err(crate::error::Error::Render(format!(
                         "{at}: the {} profile \"{name}\" is not a map",
                         choice.class
                     )));

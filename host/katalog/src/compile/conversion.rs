@@ -143,20 +143,25 @@ impl CompiledConversion {
     /// `object` as `to_api_version` (`group/version`): its spec fields set by each path of
     /// the chain in turn, every other field carried over (the API server prunes what the
     /// target version's schema does not know).
-    pub fn convert(&self, object: &Value, to_api_version: &str, notes: &[Template]) -> Result<Value, crate::Error> {
+    pub fn convert(
+        &self,
+        object: &Value,
+        to_api_version: &str,
+        notes: &[Template],
+    ) -> Result<Value, crate::error::Error> {
         let from_api_version = object["apiVersion"]
             .as_str()
-            .ok_or_else(|| crate::Error::Conversion("the object has no apiVersion".into()))?;
+            .ok_or_else(|| crate::error::Error::Conversion("the object has no apiVersion".into()))?;
         let (group, from) = split(from_api_version);
         let (to_group, to) = split(to_api_version);
         if group != to_group {
-            return Err(crate::Error::Conversion(format!(
+            return Err(crate::error::Error::Conversion(format!(
                 "cannot convert {from_api_version} to another group ({to_api_version})"
             )));
         }
-        let chain = self
-            .route(from, to)
-            .ok_or_else(|| crate::Error::Conversion(format!("no conversion path from {from} to {to} is declared")))?;
+        let chain = self.route(from, to).ok_or_else(|| {
+            crate::error::Error::Conversion(format!("no conversion path from {from} to {to} is declared"))
+        })?;
         let mut current = object.clone();
         for path in chain {
             let mut next = current.clone();
@@ -165,7 +170,7 @@ impl CompiledConversion {
                 for (segments, field) in &path.fields {
                     let value = match field {
                         Field::Template(t) => resolver.evaluate(t).map_err(|e| {
-                            crate::Error::Conversion(format!(
+                            crate::error::Error::Conversion(format!(
                                 "{} to {}, spec.{}: {}",
                                 path.from,
                                 path.to,

@@ -9,7 +9,7 @@
 //! the namespace a copy reads from (`fromNamespace`). It also bounds how many copies a CR
 //! can ask for.
 
-use crate::Error;
+use crate::error::Error;
 use serde_json::Value;
 
 use super::{CompiledBox, Entry};

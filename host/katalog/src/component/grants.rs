@@ -1,7 +1,7 @@
 //! Capabilities: which verbs a component may use on which kinds in which namespaces. Nothing
 //! is granted by default; a denial names the grant that would have allowed the call.
 
-use crate::Error;
+use crate::error::Error;
 use std::fmt;
 
 use crate::model::Capability;

@@ -9,7 +9,7 @@ use crate::model::{Gateway, LOCAL_CLUSTER, OidcKind, Security};
 use crate::yaml::Node;
 
 impl Checker<'_> {
-    pub(super) fn gateway(&mut self, gateway: &Gateway, node: &Node) {
+    pub(crate) fn gateway(&mut self, gateway: &Gateway, node: &Node) {
         self.endpoint(gateway.endpoint.as_deref(), "gateway.endpoint", "endpoint", node);
         self.clusters(gateway, node);
         self.intake(gateway, node);
@@ -101,7 +101,7 @@ impl Checker<'_> {
                 .get("clusters")
                 .and_then(|c| c.get(name))
                 .map_or(node.pos, |n| n.pos);
-            if name == LOCAL_CLUSTER || !super::is_dns1123_label(name) {
+            if name == LOCAL_CLUSTER || !orkestra_expr::names::is_dns1123_label(name) {
                 self.error(
                     &path,
                     at,
@@ -167,7 +167,7 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn security(&mut self, security: &Security, node: &Node) {
+    pub(crate) fn security(&mut self, security: &Security, node: &Node) {
         // The gateway keeps that many reviews in memory.
         if let Some(window) = security.conversion.as_ref().and_then(|c| c.conversion_window)
             && !(1..=MAX_CONVERSION_WINDOW).contains(&window)

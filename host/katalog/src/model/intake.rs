@@ -3,7 +3,6 @@
 //! target-mode intents applied through the Serve API's chain, each entry's `name` standing
 //! for the caller as a token's name does.
 
-use crate::Error;
 use serde::Deserialize;
 
 use super::SecretKey;
@@ -133,85 +132,6 @@ impl GitEntry {
     pub fn branch(&self) -> &str {
         self.branch.as_deref().unwrap_or("main")
     }
-
-    /// The repository it takes pushes of, as `provider` names repositories, or what is wrong
-    /// with `repository`.
-    pub fn repository(&self, provider: Provider) -> Result<Repository, Error> {
-        let given = self.repository.as_deref().map(str::trim).unwrap_or_default();
-        if given.is_empty() {
-            return Err(Error::Intake(
-                "is required: the repository whose pushes this entry takes (owner/name on GitHub, a project id or group/project path on GitLab); a delivery for any other is refused"
-                    .into(),
-            ));
-        }
-        let plain = |s: &str| {
-            !s.is_empty()
-                && s != "."
-                && s != ".."
-                && s.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        };
-        let segments: Vec<&str> = given.split('/').collect();
-        match provider {
-            Provider::GitHub => match segments[..] {
-                [owner, name] if plain(owner) && plain(name) => Ok(Repository::GitHub {
-                    owner: owner.into(),
-                    name: name.into(),
-                }),
-                _ => Err(Error::Intake(format!(
-                    "{given:?} is not a GitHub repository's owner/name"
-                ))),
-            },
-            _ => match given.parse::<u64>() {
-                Ok(id) => Ok(Repository::GitLabId(id)),
-                Err(_) if segments.len() >= 2 && segments.iter().all(|s| plain(s)) => {
-                    Ok(Repository::GitLabPath(given.into()))
-                }
-                Err(_) => Err(Error::Intake(format!(
-                    "{given:?} is neither a GitLab project's numeric id nor its group/project path"
-                ))),
-            },
-        }
-    }
-}
-
-/// The repository a git entry takes pushes of.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Repository {
-    GitHub { owner: String, name: String },
-    GitLabId(u64),
-    GitLabPath(String),
-}
-
-impl Repository {
-    /// How the provider's API names it in a path: `owner/name`, or the GitLab project's id or
-    /// path (which the caller encodes as one segment).
-    pub fn api_name(&self) -> String {
-        match self {
-            Repository::GitHub { owner, name } => format!("{owner}/{name}"),
-            Repository::GitLabId(id) => id.to_string(),
-            Repository::GitLabPath(path) => path.clone(),
-        }
-    }
-
-    /// Whether a push names this repository: GitHub's `repository.full_name` (names are
-    /// case-insensitive there), GitLab's `project_id` or `project.path_with_namespace`.
-    pub fn is(&self, full_name: Option<&str>, project_id: Option<u64>, project_path: Option<&str>) -> bool {
-        match self {
-            Repository::GitHub { .. } => full_name.is_some_and(|n| n.eq_ignore_ascii_case(&self.api_name())),
-            Repository::GitLabId(id) => project_id == Some(*id),
-            Repository::GitLabPath(path) => project_path.is_some_and(|p| p.eq_ignore_ascii_case(path)),
-        }
-    }
-}
-
-impl std::fmt::Display for Repository {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Repository::GitLabId(id) => write!(f, "project {id}"),
-            other => f.write_str(&other.api_name()),
-        }
-    }
 }
 
 /// A `slack` entry: a slash command's text, `<target> key=value ...`, is the intent; the
@@ -284,50 +204,9 @@ impl GenericEntry {
     }
 }
 
-/// A set of `watch` globs, matched against a repository path.
-#[derive(Debug, Clone)]
-pub struct WatchGlobs(globset::GlobSet);
-
-impl WatchGlobs {
-    /// The globs, or the first that is not one, with why.
-    pub fn new(globs: &[String]) -> Result<Self, Error> {
-        let mut set = globset::GlobSetBuilder::new();
-        for glob in globs {
-            let compiled = globset::GlobBuilder::new(glob)
-                .literal_separator(true)
-                .build()
-                .map_err(|e| Error::Intake(format!("{glob:?}: {}", e.kind())))?;
-            set.add(compiled);
-        }
-        set.build().map(Self).map_err(|e| Error::Intake(e.to_string()))
-    }
-
-    /// Whether a repository path matches any glob.
-    pub fn matches(&self, path: &str) -> bool {
-        self.0.is_match(path)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_star_stays_in_its_directory_and_a_double_star_crosses() {
-        let watch = WatchGlobs::new(&["services/*/intent.yaml".into(), "sites/**/*.json".into()]).unwrap();
-        assert!(watch.matches("services/payments/intent.yaml"));
-        assert!(!watch.matches("services/payments/v2/intent.yaml"));
-        assert!(!watch.matches("other/payments/intent.yaml"));
-        assert!(watch.matches("sites/a/b/c.json"));
-        assert!(watch.matches("sites/c.json"));
-        assert!(!watch.matches("sites/c.yaml"));
-    }
-
-    #[test]
-    fn a_bad_glob_is_named() {
-        let error = WatchGlobs::new(&["ok/*".into(), "bad/[".into()]).unwrap_err();
-        assert!(error.to_string().contains("\"bad/[\""), "{error}");
-    }
 
     #[test]
     fn entries_default_their_path_under_the_prefix() {

@@ -446,16 +446,16 @@ pub const DEFAULT_REQUEUE_FLOOR: std::time::Duration = std::time::Duration::from
 
 impl Requeue {
     /// `minInterval`, checked; the default when absent. Errors name the field.
-    pub fn floor(&self) -> Result<std::time::Duration, crate::Error> {
+    pub fn floor(&self) -> Result<std::time::Duration, crate::error::Error> {
         let Some(text) = self.min_interval.as_deref() else {
             return Ok(DEFAULT_REQUEUE_FLOOR);
         };
         match orkestra_expr::duration::parse(text) {
             Ok(floor) if !floor.is_zero() => Ok(floor),
-            Ok(_) => Err(crate::Error::Field(format!(
+            Ok(_) => Err(crate::error::Error::Field(format!(
                 "requeue.minInterval: {text:?} must be above 0"
             ))),
-            Err(e) => Err(crate::Error::Field(format!("requeue.minInterval: {e}"))),
+            Err(e) => Err(crate::error::Error::Field(format!("requeue.minInterval: {e}"))),
         }
     }
 }

@@ -170,14 +170,14 @@ pub fn expand(kind: &str, fields: &mut Map<String, Value>, registry: &Registry) 
 
 /// The preset of `class` named `name`: the user's, else the built-in; unknown names the
 /// closest.
-pub fn preset(class: &Class, name: &str, registry: &Registry) -> Result<Map<String, Value>, crate::Error> {
+pub fn preset(class: &Class, name: &str, registry: &Registry) -> Result<Map<String, Value>, crate::error::Error> {
     if let Some(user) = registry.get(class.key, name) {
         return Ok(user.body.clone());
     }
     if let Some(built_in) = built_in(class.key, &name.to_lowercase()) {
         return Ok(built_in);
     }
-    Err(crate::Error::Field(unknown(
+    Err(crate::error::Error::Field(unknown(
         class.key,
         name,
         options(class, registry).keys().map(String::as_str),

@@ -6,7 +6,7 @@
 //! grants verbs per endpoint class (`schema`, `resources`, falling back to `global`) and may
 //! restrict the namespaces.
 
-use crate::Error;
+use crate::error::Error;
 use std::collections::BTreeMap;
 
 use super::compile::Surface;

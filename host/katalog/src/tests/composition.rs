@@ -517,7 +517,7 @@ fn a_motif_from_an_oci_registry_is_wanted_until_pulled_then_joins_as_a_file_woul
     let reference = format!("oci://registry.local:5000/motifs/jobs:v1@sha256:{digest}");
     // Both spellings upstream uses: `motif: oci://...` and `oci: ...`.
     for import in [format!("{{motif: '{reference}'}}"), format!("{{oci: '{reference}'}}")] {
-        let Err(crate::Error::Unpulled { motifs }) = crate::load_sources(&sources(katalog(&import))) else {
+        let Err(crate::error::Error::Unpulled { motifs }) = crate::load_sources(&sources(katalog(&import))) else {
             panic!("{import}: an unpulled motif is asked for");
         };
         let wanted: Vec<String> = motifs.iter().map(ToString::to_string).collect();
@@ -543,7 +543,7 @@ fn a_motif_from_an_oci_registry_is_wanted_until_pulled_then_joins_as_a_file_woul
 
     // Only a digest is trusted: a tag alone is refused by name.
     let unpinned = katalog("{motif: 'oci://registry.local:5000/motifs/jobs:v1'}");
-    let Err(crate::Error::Invalid { errors, .. }) = crate::load_sources(&sources(unpinned)) else {
+    let Err(crate::error::Error::Invalid { errors, .. }) = crate::load_sources(&sources(unpinned)) else {
         panic!("a motif without a digest is refused");
     };
     let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
@@ -574,7 +574,7 @@ fn a_condition_s_source_becomes_a_cross_read_of_the_other_runtime_s_metrics() {
     assert!(read.contains("Metrics"), "{read}");
 
     let refused = |box_text: &str| {
-        let Err(crate::Error::Invalid { errors, .. }) = crate::load_sources(&katalog(box_text)) else {
+        let Err(crate::error::Error::Invalid { errors, .. }) = crate::load_sources(&katalog(box_text)) else {
             panic!("refused: {box_text}");
         };
         errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")

@@ -357,7 +357,7 @@ fn webhook_intake_entries_are_checked_field_by_field() {
         .unwrap();
         match load(std::slice::from_ref(&path)) {
             Ok(_) => Vec::new(),
-            Err(crate::Error::Invalid { errors, .. }) => {
+            Err(crate::error::Error::Invalid { errors, .. }) => {
                 errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect()
             }
             Err(other) => panic!("{other}"),
@@ -391,7 +391,7 @@ fn webhook_intake_entries_are_checked_field_by_field() {
     // A webhook is an identity of its own: not a token's name, and serve.tokens may list it.
     let with_token = "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\ngateway:\n  api: {enabled: true, auth: {tokens: [{name: ci, token: '${CI}'}]}}\n  webhooks:\n    generic: [{name: ci, enabled: true, secretRef: {name: p, key: k}}, {name: pager, enabled: true, secretRef: {name: p, key: k}}]\nspec:\n  crds:\n    site:\n      apiTypes: {group: x.io, version: v1, kind: Site}\n      serve: {enabled: true, namespace: web, tokens: {ci: {permissions: {global: [get]}}, pager: {permissions: {global: [create]}}, nobody: {permissions: {global: [get]}}}}\n";
     std::fs::write(&path, with_token).unwrap();
-    let Err(crate::Error::Invalid { errors, .. }) = load(std::slice::from_ref(&path)) else {
+    let Err(crate::error::Error::Invalid { errors, .. }) = load(std::slice::from_ref(&path)) else {
         panic!("refused")
     };
     let found: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect();
@@ -405,7 +405,7 @@ fn webhook_intake_entries_are_checked_field_by_field() {
     // The older place is read and named as written.
     let older = "apiVersion: orkestra.orkspace.io/v1\nkind: Katalog\ngateway:\n  admission:\n    webhooks:\n      generic: [{name: pager, enabled: true}]\nspec: {}\n";
     std::fs::write(&path, older).unwrap();
-    let Err(crate::Error::Invalid { errors, .. }) = load(std::slice::from_ref(&path)) else {
+    let Err(crate::error::Error::Invalid { errors, .. }) = load(std::slice::from_ref(&path)) else {
         panic!("a generic entry without its secret is refused")
     };
     assert_eq!(errors[0].path, "gateway.admission.webhooks.generic[0].secretRef");

@@ -13,8 +13,6 @@ use crate::de::Problem;
 pub use orkestra_expr::names::is_dns1123_label;
 use orkestra_expr::template::Functions;
 
-mod gateway;
-mod intake;
 mod operator_box;
 mod unhosted;
 

@@ -10,7 +10,7 @@ pub mod ownership;
 pub mod peer;
 pub mod ring;
 
-use crate::Error;
+use crate::error::Error;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;

@@ -5,7 +5,7 @@
 //! admission, no defaulting, no garbage collection, no watch: a rehearsal of the reconcile's
 //! own logic, not of the cluster's. Every write is recorded like a dry run's.
 
-use crate::Error;
+use crate::error::Error;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -38,7 +38,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
 
-use crate::Error;
+use crate::error::Error;
 use crate::outcome::health::HealthBoard;
 use crate::outcome::permissions::Permissions;
 use crate::pipeline::declarative::Declarative;

@@ -53,7 +53,7 @@ const SUFFIXES: &[(&str, f64)] = &[
 ];
 
 /// A quantity in base units.
-pub fn parse(text: &str) -> std::result::Result<f64, crate::Error> {
+pub fn parse(text: &str) -> std::result::Result<f64, crate::error::Error> {
     let t = text.trim();
     if let Ok(n) = t.parse::<f64>() {
         return Ok(n);
@@ -65,7 +65,7 @@ pub fn parse(text: &str) -> std::result::Result<f64, crate::Error> {
             return Ok(n * scale);
         }
     }
-    Err(crate::Error::Quantity(text.to_string()))
+    Err(crate::error::Error::Quantity(text.to_string()))
 }
 
 /// Formats base units with the largest binary suffix that divides exactly, milli-units for

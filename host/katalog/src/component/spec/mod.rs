@@ -2,7 +2,7 @@
 //! checked and with defaults filled in: where its bytes come from, its world, its per-call
 //! limits and its grants.
 
-use crate::Error;
+use crate::error::Error;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
