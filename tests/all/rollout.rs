@@ -5,6 +5,7 @@
 //! Events), on the Live API and on the Control Center's Components page.
 
 use std::path::Path;
+use std::time::Duration;
 
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
@@ -96,16 +97,33 @@ async fn component_condition(ns: &TestNamespace, name: &str) -> Option<(String, 
 
 /// Waits until every Site of `names` has a Component condition of `reason` naming `digest`.
 async fn served(ns: &TestNamespace, names: &[String], reason: &str, digest: &str) {
+    served_within(ns, names, (reason, digest), WAIT, &[]).await;
+}
+
+/// As [`served`], within `wait`; a timeout also says what each of `replicas` holds of the
+/// slot (which version serves, the rollout it is in, what it refused) and of its share.
+async fn served_within(
+    ns: &TestNamespace,
+    names: &[String],
+    (reason, digest): (&str, &str),
+    wait: Duration,
+    replicas: &[&Host],
+) {
     let short = &digest[..12];
     for name in names {
-        let waited = eventually(&format!("{name}: {reason} by {short}"), WAIT, || async {
+        let waited = eventually(&format!("{name}: {reason} by {short}"), wait, || async {
             let (found, message) = component_condition(ns, name).await?;
             (found == reason && message.contains(short)).then_some(())
         })
         .await;
         if let Err(error) = waited {
             let site = orkestra_test_support::kubectl(&["get", &sites(ns), "-n", &ns.name, name, "-o", "yaml"]);
-            panic!("{error}; the Site: {site:?}");
+            let mut views = Vec::new();
+            for replica in replicas {
+                let ha = live_katalog(replica).await.map(|k| k["ha"].clone());
+                views.push(format!("{} {ha:?}", site_component(replica).await));
+            }
+            panic!("{error}; the Site: {site:?}; the replicas' site component: {views:?}");
         }
     }
 }
@@ -589,7 +607,10 @@ async fn a_rollback_holds_on_every_replica_and_after_one_is_killed(mode: &str) {
     // Both replicas load the failing version; the one that decides rolls it back, and every
     // CR (in shard mode, each member's share) says so.
     let failing = install("hostile", &file);
-    served(&ns, &all, "RolledBack", &stable).await;
+    // The failures reach the replica that decides through two Lease periods (published at a
+    // renewal, read at its next look), and the decision reaches the other through a watch:
+    // twice the wait of one runtime.
+    served_within(&ns, &all, ("RolledBack", &stable), 2 * WAIT, &[&first, &second]).await;
     for replica in [&first, &second] {
         let followed = eventually("each replica on the rollback", WAIT, || async {
             let site = site_component(replica).await;
