@@ -1,5 +1,6 @@
 //! Roles, ClusterRoles and their bindings (`role`/`clusterRole` and `serviceAccount` shorthands).
 
+use crate::error::Error;
 use serde_json::{Value, json};
 
 use super::shorthand::*;
@@ -17,7 +18,7 @@ pub(super) const ROLES: KindSpec = KindSpec {
     render: render_roles,
 };
 
-fn render_roles(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_roles(s: &Shorthand<'_>) -> Result<Value, Error> {
     Ok(json!({"rules": s.get("rules").unwrap_or_else(|| json!([]))}))
 }
 
@@ -33,7 +34,7 @@ pub(super) const ROLE_BINDINGS: KindSpec = KindSpec {
     render: render_binding,
 };
 
-fn render_binding(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_binding(s: &Shorthand<'_>) -> Result<Value, Error> {
     let role_ref = match (s.get("roleRef"), s.get("role"), s.get("clusterRole")) {
         (Some(role_ref), _, _) => role_ref,
         (None, Some(role), _) if s.kind.key == "roleBindings" => {
@@ -42,7 +43,7 @@ fn render_binding(s: &Shorthand<'_>) -> Result<Value, String> {
         (None, _, Some(role)) => {
             json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role})
         }
-        _ => return Err("roleRef (or role / clusterRole) is required".into()),
+        _ => return Err(Error::Render("roleRef (or role / clusterRole) is required".into())),
     };
     let mut subjects: Vec<Value> = s
         .get("subjects")
@@ -66,7 +67,7 @@ pub(super) const CLUSTER_ROLES: KindSpec = KindSpec {
     render: render_cluster_roles,
 };
 
-fn render_cluster_roles(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_cluster_roles(s: &Shorthand<'_>) -> Result<Value, Error> {
     let mut body = json!({"rules": s.get("rules").unwrap_or_else(|| json!([]))});
     copy(s.fields, &mut body, &["aggregationRule"]);
     Ok(body)

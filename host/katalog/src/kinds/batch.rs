@@ -1,5 +1,6 @@
 //! Jobs and CronJobs: a pod that runs to completion, once or on a schedule.
 
+use crate::error::Error;
 use serde_json::{Value, json};
 
 use super::shorthand::*;
@@ -24,7 +25,7 @@ pub(super) const JOBS: KindSpec = KindSpec {
     render: render_jobs,
 };
 
-fn render_jobs(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_jobs(s: &Shorthand<'_>) -> Result<Value, Error> {
     let mut spec = json!({"template": {"spec": pod_spec(s.fields, s.cr, Some("Never"))?}});
     for key in [
         "backoffLimit",
@@ -61,12 +62,12 @@ pub(super) const CRON_JOBS: KindSpec = KindSpec {
     render: render_cron_jobs,
 };
 
-fn render_cron_jobs(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_cron_jobs(s: &Shorthand<'_>) -> Result<Value, Error> {
     let mut job = json!({"template": {"spec": pod_spec(s.fields, s.cr, Some("OnFailure"))?}});
     if let Some(n) = int(s.fields.get("backoffLimit"), "backoffLimit")? {
         job["backoffLimit"] = json!(n);
     }
-    let mut spec = json!({"schedule": s.get("schedule").ok_or("schedule is required")?, "jobTemplate": {"spec": job}});
+    let mut spec = json!({"schedule": s.get("schedule").ok_or_else(|| Error::Render("schedule is required".into()))?, "jobTemplate": {"spec": job}});
     copy(s.fields, &mut spec, &["suspend", "concurrencyPolicy"]);
     for key in [
         "successfulJobsHistoryLimit",

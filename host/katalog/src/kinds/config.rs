@@ -1,5 +1,6 @@
 //! ConfigMaps, Secrets (from `data`, or a generated certificate) and ServiceAccounts.
 
+use crate::error::Error;
 use serde_json::{Value, json};
 
 use super::shorthand::*;
@@ -24,7 +25,7 @@ pub(super) const CONFIG_MAPS: KindSpec = KindSpec {
     render: render_config_maps,
 };
 
-fn render_config_maps(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_config_maps(s: &Shorthand<'_>) -> Result<Value, Error> {
     Ok(json!({"data": stringify(s.get("data"))}))
 }
 
@@ -50,7 +51,7 @@ pub(super) const SECRETS: KindSpec = KindSpec {
     render: render_secrets,
 };
 
-fn render_secrets(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_secrets(s: &Shorthand<'_>) -> Result<Value, Error> {
     let mut string_data = stringify(s.get("data"));
     if let (Value::Object(target), Value::Object(extra)) = (&mut string_data, stringify(s.get("stringData"))) {
         target.extend(extra);
@@ -58,11 +59,13 @@ fn render_secrets(s: &Shorthand<'_>) -> Result<Value, String> {
     let mut secret_type = s.get("type").unwrap_or_else(|| json!("Opaque"));
     if let Some(tls) = s.get("tls") {
         let validity = match s.fields.get("rotateAfter").and_then(Value::as_str) {
-            Some(text) => Some(orkestra_expr::duration::parse(text).map_err(|e| format!("rotateAfter: {e}"))?),
+            Some(text) => {
+                Some(orkestra_expr::duration::parse(text).map_err(|e| Error::Render(format!("rotateAfter: {e}")))?)
+            }
             None => None,
         };
         if let Value::Object(target) = &mut string_data {
-            target.extend((s.certify)(&tls, validity)?);
+            target.extend((s.certify)(&tls, validity).map_err(Error::Render)?);
         }
         secret_type = json!("kubernetes.io/tls");
     }
@@ -81,7 +84,7 @@ pub(super) const SERVICE_ACCOUNTS: KindSpec = KindSpec {
     render: render_service_accounts,
 };
 
-fn render_service_accounts(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_service_accounts(s: &Shorthand<'_>) -> Result<Value, Error> {
     let mut body = json!({});
     if let Some(secrets) = s.fields.get("imagePullSecrets").and_then(Value::as_array) {
         body["imagePullSecrets"] = Value::Array(

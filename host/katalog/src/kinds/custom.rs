@@ -1,5 +1,6 @@
 //! Any other kind: the entry names its apiVersion and kind and gives the body as written.
 
+use crate::error::Error;
 use serde_json::{Map, Value};
 
 use super::{KindSpec, Shorthand};
@@ -16,7 +17,7 @@ pub(super) const CUSTOM: KindSpec = KindSpec {
     render: render_custom,
 };
 
-fn render_custom(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_custom(s: &Shorthand<'_>) -> Result<Value, Error> {
     let mut body = Map::new();
     for (key, value) in s.fields {
         if key != "hasStatus" {

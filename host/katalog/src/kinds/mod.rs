@@ -20,13 +20,14 @@ mod storage;
 mod tenancy;
 mod workloads;
 
+use crate::error::Error;
 use serde_json::Value;
 
 pub use shorthand::{Certify, Shorthand};
 
 /// Expands an entry's rendered shorthand into the kind-specific part of its object, or says
 /// which field is missing or wrong.
-pub type RenderFn = fn(&Shorthand<'_>) -> Result<Value, String>;
+pub type RenderFn = fn(&Shorthand<'_>) -> Result<Value, Error>;
 
 /// Fields of every workload that runs a pod.
 const POD: &[&str] = &[
@@ -245,7 +246,7 @@ mod tests {
             };
             match (row.render)(&shorthand) {
                 Ok(body) => assert!(body.is_object(), "{}: {body}", row.key),
-                Err(message) => assert!(message.contains("required"), "{}: {message}", row.key),
+                Err(message) => assert!(message.to_string().contains("required"), "{}: {message}", row.key),
             }
         }
     }

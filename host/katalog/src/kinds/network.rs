@@ -1,5 +1,6 @@
 //! Services, Ingresses and NetworkPolicies: how a CR's pods are reached, and by whom.
 
+use crate::error::Error;
 use serde_json::{Value, json};
 
 use super::shorthand::*;
@@ -26,7 +27,7 @@ pub(super) const SERVICES: KindSpec = KindSpec {
     render: render_services,
 };
 
-fn render_services(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_services(s: &Shorthand<'_>) -> Result<Value, Error> {
     let port = int(s.fields.get("port"), "port")?.unwrap_or(80);
     let target = match s.fields.get("targetPort") {
         Some(Value::String(s)) if s.parse::<i64>().is_err() && !s.is_empty() => json!(s),
@@ -70,7 +71,7 @@ pub(super) const INGRESSES: KindSpec = KindSpec {
     render: render_ingresses,
 };
 
-fn render_ingresses(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_ingresses(s: &Shorthand<'_>) -> Result<Value, Error> {
     let mut spec = json!({});
     copy(s.fields, &mut spec, &["ingressClassName", "tls", "rules"]);
     if spec.get("rules").is_none() {
@@ -103,7 +104,7 @@ pub(super) const NETWORK_POLICIES: KindSpec = KindSpec {
     render: render_network_policies,
 };
 
-fn render_network_policies(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_network_policies(s: &Shorthand<'_>) -> Result<Value, Error> {
     let selected = s.get("podSelector").map(selector);
     let mut spec = json!({"podSelector": selected.unwrap_or_else(|| json!({"matchLabels": pod_labels(s.cr)}))});
     copy(s.fields, &mut spec, &["policyTypes"]);

@@ -1,5 +1,6 @@
 //! HorizontalPodAutoscalers and PodDisruptionBudgets of a CR's workloads.
 
+use crate::error::Error;
 use serde_json::{Value, json};
 
 use super::shorthand::*;
@@ -28,7 +29,7 @@ pub(super) const HPA: KindSpec = KindSpec {
     render: render_hpa,
 };
 
-fn render_hpa(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_hpa(s: &Shorthand<'_>) -> Result<Value, Error> {
     let target = s.get("scaleTargetRef").unwrap_or_else(|| {
         let name = s
             .get("target")
@@ -45,7 +46,8 @@ fn render_hpa(s: &Shorthand<'_>) -> Result<Value, String> {
             }}));
         }
     }
-    let max = int(s.fields.get("maxReplicas"), "maxReplicas")?.ok_or("maxReplicas is required")?;
+    let max = int(s.fields.get("maxReplicas"), "maxReplicas")?
+        .ok_or_else(|| Error::Render("maxReplicas is required".into()))?;
     let mut spec = json!({
         "scaleTargetRef": target,
         "minReplicas": int(s.fields.get("minReplicas"), "minReplicas")?.unwrap_or(1),
@@ -70,7 +72,7 @@ pub(super) const PDB: KindSpec = KindSpec {
     render: render_pdb,
 };
 
-fn render_pdb(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_pdb(s: &Shorthand<'_>) -> Result<Value, Error> {
     let selected = s.get("selector").map(selector);
     let mut spec = json!({"selector": selected.unwrap_or_else(|| json!({"matchLabels": pod_labels(s.cr)}))});
     for key in ["minAvailable", "maxUnavailable"] {

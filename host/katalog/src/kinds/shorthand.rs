@@ -2,6 +2,7 @@
 //! spec of every workload (container, probes, env), selectors, integers and percentages as
 //! Kubernetes takes them.
 
+use crate::error::Error;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -34,21 +35,21 @@ impl Shorthand<'_> {
 }
 
 /// A rendered string or number as an integer.
-pub(super) fn int(value: Option<&Value>, field: &str) -> Result<Option<i64>, String> {
+pub(super) fn int(value: Option<&Value>, field: &str) -> Result<Option<i64>, Error> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
         Some(v) => orkestra_expr::template::value::as_i64(v)
             .map(Some)
-            .ok_or_else(|| format!("{field}: {v} is not an integer")),
+            .ok_or_else(|| Error::Render(format!("{field}: {v} is not an integer"))),
     }
 }
 
 /// The pod spec of a workload: one container named after the workload.
-pub(super) fn pod_spec(fields: &Map<String, Value>, name: &str, restart: Option<&str>) -> Result<Value, String> {
+pub(super) fn pod_spec(fields: &Map<String, Value>, name: &str, restart: Option<&str>) -> Result<Value, Error> {
     let mut container = json!({
         "name": fields.get("containerName").and_then(Value::as_str).unwrap_or(name),
-        "image": fields.get("image").cloned().ok_or("image is required")?,
+        "image": fields.get("image").cloned().ok_or_else(|| Error::Render("image is required".into()))?,
     });
     copy(
         fields,
@@ -73,15 +74,19 @@ pub(super) fn pod_spec(fields: &Map<String, Value>, name: &str, restart: Option<
     if let Some(probes) = fields.get("probes").filter(|p| !p.is_null()) {
         let probes = probes
             .as_object()
-            .ok_or("probes: must be a map of startup, liveness and readiness")?;
+            .ok_or_else(|| Error::Render("probes: must be a map of startup, liveness and readiness".into()))?;
         for (which, spec) in probes {
             let key = match which.as_str() {
                 "startup" => "startupProbe",
                 "liveness" => "livenessProbe",
                 "readiness" => "readinessProbe",
-                other => return Err(format!("probes.{other}: not a probe (startup, liveness, readiness)")),
+                other => {
+                    return Err(Error::Render(format!(
+                        "probes.{other}: not a probe (startup, liveness, readiness)"
+                    )));
+                }
             };
-            container[key] = probe(spec, port).map_err(|e| format!("probes.{which}: {e}"))?;
+            container[key] = probe(spec, port).map_err(|e| Error::Render(format!("probes.{which}: {e}")))?;
         }
     }
     if let Some(env) = fields.get("env") {
@@ -150,8 +155,10 @@ const PROBE_TIMING: [&str; 5] = [
 
 /// One probe: `type` http (the default with a `path`), tcp (the default otherwise), exec
 /// (with `command`) or grpc, against `port` or the container's port, with its timing.
-pub(super) fn probe(spec: &Value, container_port: Option<i64>) -> Result<Value, String> {
-    let spec = spec.as_object().ok_or("must be a map (type, path, port, timing)")?;
+pub(super) fn probe(spec: &Value, container_port: Option<i64>) -> Result<Value, Error> {
+    let spec = spec
+        .as_object()
+        .ok_or_else(|| Error::Render("must be a map (type, path, port, timing)".into()))?;
     let text = |key: &str| spec.get(key).and_then(Value::as_str);
     let kind = text("type").unwrap_or(if spec.contains_key("path") {
         "http"
@@ -163,7 +170,7 @@ pub(super) fn probe(spec: &Value, container_port: Option<i64>) -> Result<Value, 
     let port = || {
         int(spec.get("port"), "port")?
             .or(container_port)
-            .ok_or_else(|| "port: required, as the container declares none".to_string())
+            .ok_or_else(|| Error::Render("port: required, as the container declares none".into()))
     };
     let mut probe = match kind {
         "http" => {
@@ -176,9 +183,13 @@ pub(super) fn probe(spec: &Value, container_port: Option<i64>) -> Result<Value, 
         "tcp" => json!({"tcpSocket": {"port": port()?}}),
         "grpc" => json!({"grpc": {"port": port()?}}),
         "exec" => {
-            json!({"exec": {"command": spec.get("command").cloned().ok_or("command: required for an exec probe")?}})
+            json!({"exec": {"command": spec.get("command").cloned().ok_or_else(|| Error::Render("command: required for an exec probe".into()))?}})
         }
-        other => return Err(format!("type: {other} is not a probe type (http, tcp, grpc, exec)")),
+        other => {
+            return Err(Error::Render(format!(
+                "type: {other} is not a probe type (http, tcp, grpc, exec)"
+            )));
+        }
     };
     for key in PROBE_TIMING {
         if let Some(n) = int(spec.get(key), key)? {
@@ -189,7 +200,7 @@ pub(super) fn probe(spec: &Value, container_port: Option<i64>) -> Result<Value, 
 }
 
 /// An integer, or a percentage kept as text (Kubernetes' IntOrString).
-pub(super) fn int_or_percent(value: Option<&Value>, field: &str) -> Result<Option<Value>, String> {
+pub(super) fn int_or_percent(value: Option<&Value>, field: &str) -> Result<Option<Value>, Error> {
     match value {
         Some(Value::String(s)) if s.trim().ends_with('%') => Ok(Some(json!(s.trim()))),
         other => Ok(int(other, field)?.map(|n| json!(n))),
@@ -248,8 +259,10 @@ pub(super) fn policy_rules(rules: Value) -> Value {
 
 /// A StatefulSet's `volumeClaimTemplates`: a Kubernetes claim as written, or the shorthand
 /// `{name, storage, accessModes, storageClassName}`.
-pub(super) fn claim_templates(templates: &Value) -> Result<Value, String> {
-    let templates = templates.as_array().ok_or("volumeClaimTemplates: must be a list")?;
+pub(super) fn claim_templates(templates: &Value) -> Result<Value, Error> {
+    let templates = templates
+        .as_array()
+        .ok_or_else(|| Error::Render("volumeClaimTemplates: must be a list".into()))?;
     let claims = templates
         .iter()
         .enumerate()
@@ -261,11 +274,11 @@ pub(super) fn claim_templates(templates: &Value) -> Result<Value, String> {
             let name = template
                 .get("name")
                 .and_then(Value::as_str)
-                .ok_or_else(|| at("name") + ": required")?;
+                .ok_or_else(|| Error::Render(at("name") + ": required"))?;
             let storage = template
                 .get("storage")
                 .cloned()
-                .ok_or_else(|| at("storage") + ": required")?;
+                .ok_or_else(|| Error::Render(at("storage") + ": required"))?;
             let mut spec = json!({
                 "accessModes": template.get("accessModes").cloned().unwrap_or_else(|| json!(["ReadWriteOnce"])),
                 "resources": {"requests": {"storage": storage}},
@@ -275,7 +288,7 @@ pub(super) fn claim_templates(templates: &Value) -> Result<Value, String> {
             }
             Ok(json!({"metadata": {"name": name}, "spec": spec}))
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, Error>>()?;
     Ok(Value::Array(claims))
 }
 

@@ -1,5 +1,6 @@
 //! PersistentVolumes and PersistentVolumeClaims from `storage`.
 
+use crate::error::Error;
 use serde_json::{Value, json};
 
 use super::shorthand::*;
@@ -27,11 +28,11 @@ pub(super) const PERSISTENT_VOLUMES: KindSpec = KindSpec {
     render: render_persistent_volumes,
 };
 
-fn render_persistent_volumes(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_persistent_volumes(s: &Shorthand<'_>) -> Result<Value, Error> {
     let capacity = match (s.get("capacity"), s.get("storage")) {
         (Some(capacity), _) => capacity,
         (None, Some(storage)) => json!({"storage": storage}),
-        (None, None) => return Err("storage (or capacity) is required".into()),
+        (None, None) => return Err(Error::Render("storage (or capacity) is required".into())),
     };
     let mut spec = json!({
         "capacity": capacity,
@@ -61,10 +62,10 @@ pub(super) const PERSISTENT_VOLUME_CLAIMS: KindSpec = KindSpec {
     render: render_persistent_volume_claims,
 };
 
-fn render_persistent_volume_claims(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_persistent_volume_claims(s: &Shorthand<'_>) -> Result<Value, Error> {
     let mut spec = json!({
         "accessModes": s.get("accessModes").unwrap_or_else(|| json!(["ReadWriteOnce"])),
-        "resources": {"requests": {"storage": s.get("storage").ok_or("storage is required")?}},
+        "resources": {"requests": {"storage": s.get("storage").ok_or_else(|| Error::Render("storage is required".into()))?}},
     });
     copy(s.fields, &mut spec, &["storageClassName", "volumeMode", "volumeName"]);
     Ok(json!({"spec": spec}))

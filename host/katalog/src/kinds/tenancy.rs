@@ -1,5 +1,6 @@
 //! Namespaces, and the LimitRanges and ResourceQuotas that bound what runs in them.
 
+use crate::error::Error;
 use serde_json::{Value, json};
 
 use super::shorthand::*;
@@ -18,7 +19,7 @@ pub(super) const NAMESPACES: KindSpec = KindSpec {
 };
 
 /// A namespace needs nothing but its name.
-fn render_namespaces(_: &Shorthand<'_>) -> Result<Value, String> {
+fn render_namespaces(_: &Shorthand<'_>) -> Result<Value, Error> {
     Ok(json!({}))
 }
 
@@ -34,8 +35,8 @@ pub(super) const LIMIT_RANGES: KindSpec = KindSpec {
     render: render_limit_ranges,
 };
 
-fn render_limit_ranges(s: &Shorthand<'_>) -> Result<Value, String> {
-    Ok(json!({"spec": {"limits": s.get("limits").ok_or("limits is required")?}}))
+fn render_limit_ranges(s: &Shorthand<'_>) -> Result<Value, Error> {
+    Ok(json!({"spec": {"limits": s.get("limits").ok_or_else(|| Error::Render("limits is required".into()))?}}))
 }
 
 pub(super) const RESOURCE_QUOTAS: KindSpec = KindSpec {
@@ -50,8 +51,8 @@ pub(super) const RESOURCE_QUOTAS: KindSpec = KindSpec {
     render: render_resource_quotas,
 };
 
-fn render_resource_quotas(s: &Shorthand<'_>) -> Result<Value, String> {
-    let mut spec = json!({"hard": s.get("hard").ok_or("hard is required")?});
+fn render_resource_quotas(s: &Shorthand<'_>) -> Result<Value, Error> {
+    let mut spec = json!({"hard": s.get("hard").ok_or_else(|| Error::Render("hard is required".into()))?});
     copy(s.fields, &mut spec, &["scopes", "scopeSelector"]);
     Ok(json!({"spec": spec}))
 }

@@ -1,6 +1,7 @@
 //! Workloads that run pods: Deployments, StatefulSets and ReplicaSets from `image`, `replicas`
 //! and `port` (with probes, rollouts and claim templates), and bare Pods.
 
+use crate::error::Error;
 use serde_json::{Value, json};
 
 use super::shorthand::*;
@@ -18,7 +19,7 @@ pub(super) const DEPLOYMENTS: KindSpec = KindSpec {
     render: render_replicated,
 };
 
-fn render_replicated(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_replicated(s: &Shorthand<'_>) -> Result<Value, Error> {
     let replicas = int(s.fields.get("replicas"), "replicas")?.unwrap_or(1);
     let mut spec = json!({
         "replicas": replicas,
@@ -104,6 +105,6 @@ pub(super) const PODS: KindSpec = KindSpec {
     render: render_pods,
 };
 
-fn render_pods(s: &Shorthand<'_>) -> Result<Value, String> {
+fn render_pods(s: &Shorthand<'_>) -> Result<Value, Error> {
     Ok(json!({"metadata": {"labels": pod_labels(s.cr)}, "spec": pod_spec(s.fields, s.cr, None)?}))
 }
