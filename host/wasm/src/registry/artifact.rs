@@ -3,6 +3,7 @@
 //! layer, `application/wasm`, is the component's bytes. Motifs travel the same way: an
 //! image manifest whose one layer is the motif's YAML.
 
+use crate::error::Error;
 use orkestra_katalog::component::is_sha256_hex;
 use serde::Deserialize;
 
@@ -88,20 +89,20 @@ pub const MOTIF: LayerKind = LayerKind {
 };
 
 /// The one layer of `kind` in `manifest`, checked to be at most `max_size` bytes.
-pub fn layer_of(manifest: &[u8], kind: &LayerKind, max_size: u64) -> Result<Layer, String> {
-    let manifest: Manifest =
-        serde_json::from_slice(manifest).map_err(|e| format!("the manifest is not an OCI image manifest: {e}"))?;
+pub fn layer_of(manifest: &[u8], kind: &LayerKind, max_size: u64) -> Result<Layer, Error> {
+    let manifest: Manifest = serde_json::from_slice(manifest)
+        .map_err(|e| Error::Registry(format!("the manifest is not an OCI image manifest: {e}")))?;
     let media_type = manifest.media_type.as_deref().unwrap_or(MANIFEST_MEDIA_TYPE);
     if INDEX_MEDIA_TYPES.contains(&media_type) || manifest.manifests.is_some() {
-        return Err(format!(
+        return Err(Error::Registry(format!(
             "the digest names an image index; pin the digest of the {} artifact's own manifest",
             kind.name
-        ));
+        )));
     }
     if media_type != MANIFEST_MEDIA_TYPE {
-        return Err(format!(
+        return Err(Error::Registry(format!(
             "the manifest's media type is {media_type}, not {MANIFEST_MEDIA_TYPE}"
-        ));
+        )));
     }
     let found: Vec<&Descriptor> = manifest
         .layers
@@ -117,27 +118,31 @@ pub fn layer_of(manifest: &[u8], kind: &LayerKind, max_size: u64) -> Result<Laye
                 .map(|c| c.media_type.as_str())
                 .unwrap_or("none");
             let layers: Vec<&str> = manifest.layers.iter().map(|l| l.media_type.as_str()).collect();
-            return Err(format!(
+            return Err(Error::Registry(format!(
                 "the artifact has no {} layer (config {config}, layers {layers:?}); is it a container image?",
                 kind.types[0]
-            ));
+            )));
         }
         _ => {
-            return Err(format!(
+            return Err(Error::Registry(format!(
                 "the artifact has {} {} layers; {} is one",
                 found.len(),
                 kind.name,
                 kind.one
-            ));
+            )));
         }
     };
-    let digest = sha256_hex(&layer.digest)
-        .ok_or_else(|| format!("the {} layer's digest {:?} is not sha256:HEX", kind.name, layer.digest))?;
+    let digest = sha256_hex(&layer.digest).ok_or_else(|| {
+        Error::Registry(format!(
+            "the {} layer's digest {:?} is not sha256:HEX",
+            kind.name, layer.digest
+        ))
+    })?;
     if layer.size > max_size {
-        return Err(format!(
+        return Err(Error::Registry(format!(
             "the {} layer is {} bytes; the limit is {max_size}",
             kind.name, layer.size
-        ));
+        )));
     }
     Ok(Layer {
         digest,
@@ -163,26 +168,40 @@ pub struct Artifact {
 
 /// The top-level imports and exports of a component (`wasi:cli/environment@0.2.6`, ...),
 /// for the config; an error when `bytes` is not a component.
-pub fn component_interfaces(bytes: &[u8]) -> Result<(Vec<String>, Vec<String>), String> {
+pub fn component_interfaces(bytes: &[u8]) -> Result<(Vec<String>, Vec<String>), Error> {
     use wasmparser::{Encoding, Parser, Payload};
     let (mut imports, mut exports) = (Vec::new(), Vec::new());
     // Nested modules and components bring their own imports; only depth 0 is the component's.
     let mut depth = 0usize;
     for payload in Parser::new(0).parse_all(bytes) {
-        match payload.map_err(|e| format!("not a Wasm binary: {e}"))? {
+        match payload.map_err(|e| Error::Registry(format!("not a Wasm binary: {e}")))? {
             Payload::Version { encoding, .. } if depth == 0 && encoding != Encoding::Component => {
-                return Err("it is a core Wasm module, not a component (wrap it with wasm-tools component new)".into());
+                return Err(Error::Registry(
+                    "it is a core Wasm module, not a component (wrap it with wasm-tools component new)".into(),
+                ));
             }
             Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
             Payload::End(_) => depth = depth.saturating_sub(1),
             Payload::ComponentImportSection(section) if depth == 0 => {
                 for import in section {
-                    imports.push(import.map_err(|e| e.to_string())?.name.name.to_string());
+                    imports.push(
+                        import
+                            .map_err(|e| Error::Registry(e.to_string()))?
+                            .name
+                            .name
+                            .to_string(),
+                    );
                 }
             }
             Payload::ComponentExportSection(section) if depth == 0 => {
                 for export in section {
-                    exports.push(export.map_err(|e| e.to_string())?.name.name.to_string());
+                    exports.push(
+                        export
+                            .map_err(|e| Error::Registry(e.to_string()))?
+                            .name
+                            .name
+                            .to_string(),
+                    );
                 }
             }
             _ => {}
@@ -192,7 +211,7 @@ pub fn component_interfaces(bytes: &[u8]) -> Result<(Vec<String>, Vec<String>), 
 }
 
 /// The config and manifest for `component`, created at `created` (RFC 3339).
-pub fn build(component: &[u8], title: &str, created: &str) -> Result<Artifact, String> {
+pub fn build(component: &[u8], title: &str, created: &str) -> Result<Artifact, Error> {
     let (imports, exports) = component_interfaces(component)?;
     let layer_digest = format!("sha256:{}", crate::cache::digest(component));
     let config = serde_json::json!({
@@ -207,7 +226,7 @@ pub fn build(component: &[u8], title: &str, created: &str) -> Result<Artifact, S
 }
 
 /// The config and manifest for a motif's YAML, created at `created` (RFC 3339).
-pub fn build_motif(motif: &[u8], title: &str, created: &str) -> Result<Artifact, String> {
+pub fn build_motif(motif: &[u8], title: &str, created: &str) -> Result<Artifact, Error> {
     let layer_digest = format!("sha256:{}", crate::cache::digest(motif));
     let config = serde_json::json!({"created": created, "layerDigests": [layer_digest]});
     let types = (MOTIF_CONFIG_MEDIA_TYPE, MOTIF_LAYER_MEDIA_TYPE);
@@ -221,8 +240,8 @@ fn manifest_of(
     (layer, layer_digest): (&[u8], &str),
     title: &str,
     created: &str,
-) -> Result<Artifact, String> {
-    let config = serde_json::to_vec(&config).map_err(|e| e.to_string())?;
+) -> Result<Artifact, Error> {
+    let config = serde_json::to_vec(&config).map_err(|e| Error::Registry(e.to_string()))?;
     let config_digest = format!("sha256:{}", crate::cache::digest(&config));
     let manifest = serde_json::to_vec(&serde_json::json!({
         "schemaVersion": 2,
@@ -240,7 +259,7 @@ fn manifest_of(
         }],
         "annotations": {"org.opencontainers.image.created": created},
     }))
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| Error::Registry(e.to_string()))?;
     Ok(Artifact {
         config,
         manifest,
@@ -279,21 +298,30 @@ mod tests {
         let manifest: serde_json::Value = serde_json::from_slice(&artifact.manifest).unwrap();
         assert_eq!(manifest["config"]["mediaType"], MOTIF_CONFIG_MEDIA_TYPE);
         let refused = layer_of(&artifact.manifest, &COMPONENT, 1 << 20).unwrap_err();
-        assert!(refused.contains("has no application/wasm layer"), "{refused}");
+        assert!(
+            refused.to_string().contains("has no application/wasm layer"),
+            "{refused}"
+        );
         let component = build(EMPTY_COMPONENT, "hook.wasm", "now").unwrap();
         let refused = layer_of(&component.manifest, &MOTIF, 1 << 20).unwrap_err();
-        assert!(refused.contains(MOTIF_LAYER_MEDIA_TYPE), "{refused}");
+        assert!(refused.to_string().contains(MOTIF_LAYER_MEDIA_TYPE), "{refused}");
         let small = layer_of(&artifact.manifest, &MOTIF, 8).unwrap_err();
-        assert!(small.contains("the motif layer is"), "{small}");
+        assert!(small.to_string().contains("the motif layer is"), "{small}");
     }
 
     #[test]
     fn a_core_module_or_garbage_is_not_pushed() {
         let core = b"\0asm\x01\x00\x00\x00";
-        assert!(build(core, "m.wasm", "now").unwrap_err().contains("core Wasm module"));
+        assert!(
+            build(core, "m.wasm", "now")
+                .unwrap_err()
+                .to_string()
+                .contains("core Wasm module")
+        );
         assert!(
             build(b"hello", "m.wasm", "now")
                 .unwrap_err()
+                .to_string()
                 .contains("not a Wasm binary")
         );
     }
@@ -328,7 +356,7 @@ mod tests {
         ];
         for (bytes, says) in cases {
             let error = layer_of(&bytes, &COMPONENT, 1 << 20).err().unwrap();
-            assert!(error.contains(says), "{says}: {error}");
+            assert!(error.to_string().contains(says), "{says}: {error}");
         }
         let legacy = manifest(vec![layer(LEGACY_LAYER_MEDIA_TYPE, 10)]);
         assert_eq!(layer_of(&legacy, &COMPONENT, 1 << 20).unwrap().digest, "a".repeat(64));

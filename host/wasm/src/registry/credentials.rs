@@ -5,6 +5,7 @@
 //! They are read again for every pull, so rotated credentials apply without a restart, and
 //! an entry is only ever sent to the registry it is keyed by.
 
+use crate::error::Error;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -55,27 +56,27 @@ pub struct Found {
 
 /// The credentials for `registry` (`host[:port]`) among `sources`, in order; anonymous when
 /// none names it. A source that names it but cannot be used is an error, not a fallback.
-pub fn lookup(registry: &str, sources: &[Found]) -> Result<RegistryAuth, String> {
+pub fn lookup(registry: &str, sources: &[Found]) -> Result<RegistryAuth, Error> {
     let wanted = normalize(registry);
     for source in sources {
         let config: DockerConfig = serde_json::from_slice(&source.text)
-            .map_err(|e| format!("{}: not a Docker config file: {e}", source.origin))?;
+            .map_err(|e| Error::Registry(format!("{}: not a Docker config file: {e}", source.origin)))?;
         if let Some((_, entry)) = config.auths.iter().find(|(key, _)| normalize(key) == wanted) {
             return entry.auth(&source.origin, registry);
         }
         if config.cred_helpers.keys().any(|key| normalize(key) == wanted) {
-            return Err(format!(
+            return Err(Error::Registry(format!(
                 "{}: {registry} is served by a credential helper, which the host does not run; put \
                  the credentials under auths",
                 source.origin
-            ));
+            )));
         }
     }
     Ok(RegistryAuth::Anonymous)
 }
 
 impl Entry {
-    fn auth(&self, origin: &str, registry: &str) -> Result<RegistryAuth, String> {
+    fn auth(&self, origin: &str, registry: &str) -> Result<RegistryAuth, Error> {
         let at = format!("{origin}: auths[{registry:?}]");
         if let Some(token) = self.registrytoken.as_deref().filter(|t| !t.is_empty()) {
             return Ok(RegistryAuth::Bearer(token.to_string()));
@@ -83,23 +84,25 @@ impl Entry {
         if let Some(encoded) = self.auth.as_deref().filter(|a| !a.is_empty()) {
             let decoded = base64::engine::general_purpose::STANDARD
                 .decode(encoded.trim())
-                .map_err(|e| format!("{at}.auth is not base64: {e}"))?;
-            let text = String::from_utf8(decoded).map_err(|_| format!("{at}.auth is not text"))?;
+                .map_err(|e| Error::Registry(format!("{at}.auth is not base64: {e}")))?;
+            let text = String::from_utf8(decoded).map_err(|_| Error::Registry(format!("{at}.auth is not text")))?;
             let (user, password) = text
                 .split_once(':')
-                .ok_or_else(|| format!("{at}.auth is not USER:PASSWORD in base64"))?;
+                .ok_or_else(|| Error::Registry(format!("{at}.auth is not USER:PASSWORD in base64")))?;
             return Ok(RegistryAuth::Basic(user.to_string(), password.to_string()));
         }
         if let (Some(user), Some(password)) = (&self.username, &self.password) {
             return Ok(RegistryAuth::Basic(user.clone(), password.clone()));
         }
         if self.identitytoken.is_some() {
-            return Err(format!(
+            return Err(Error::Registry(format!(
                 "{at}: identity tokens (OAuth refresh tokens) are not exchanged by the host; give \
                  auth, username and password, or registrytoken"
-            ));
+            )));
         }
-        Err(format!("{at} has no auth, username and password, or registrytoken"))
+        Err(Error::Registry(format!(
+            "{at} has no auth, username and password, or registrytoken"
+        )))
     }
 }
 
@@ -186,7 +189,7 @@ mod tests {
         for (json, says) in cases {
             let error = lookup("r.example", &[source("Secret ops/pull", json.clone())]).unwrap_err();
             assert!(
-                error.contains(says) && error.starts_with("Secret ops/pull"),
+                error.to_string().contains(says) && error.to_string().starts_with("Secret ops/pull"),
                 "{json}: {error}"
             );
         }

@@ -50,7 +50,6 @@ impl Registries {
     ) -> Result<Vec<u8>, Error> {
         self.pull_layer(reference, store, cluster, &artifact::COMPONENT, max_bytes)
             .await
-            .map_err(Error::Registry)
     }
 
     /// The motif `reference` pins, as [`Registries::pull`] gets a component: its YAML.
@@ -62,8 +61,7 @@ impl Registries {
     ) -> Result<String, Error> {
         let bytes = self
             .pull_layer(reference, store, cluster, &artifact::MOTIF, MAX_MOTIF_BYTES)
-            .await
-            .map_err(Error::Registry)?;
+            .await?;
         motif_text(reference, bytes)
     }
 
@@ -75,7 +73,7 @@ impl Registries {
         cluster: Option<&kube::Client>,
         kind: &artifact::LayerKind,
         max_bytes: u64,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, Error> {
         let mut session = None;
         let manifest = match store.get(&reference.digest) {
             Some(manifest) => manifest,
@@ -84,10 +82,10 @@ impl Registries {
                 let manifest = self.manifest(opened).await?;
                 let digest = crate::cache::digest(&manifest);
                 if digest != reference.digest {
-                    return Err(format!(
+                    return Err(Error::Registry(format!(
                         "the registry's manifest has sha256 {digest}, not the pinned {}",
                         reference.digest
-                    ));
+                    )));
                 }
                 keep(store, &digest, &manifest);
                 manifest
@@ -115,10 +113,8 @@ impl Registries {
         title: &str,
         created: &str,
     ) -> Result<OciReference, Error> {
-        let artifact = artifact::build(component, title, created).map_err(Error::Registry)?;
-        self.push_artifact(reference, artifact, component, "component")
-            .await
-            .map_err(Error::Registry)
+        let artifact = artifact::build(component, title, created)?;
+        self.push_artifact(reference, artifact, component, "component").await
     }
 
     /// Pushes a motif's YAML to `reference` (which names a tag), returning the reference
@@ -136,10 +132,8 @@ impl Registries {
                 motif.len()
             )));
         }
-        let artifact = artifact::build_motif(motif, title, created).map_err(Error::Registry)?;
-        self.push_artifact(reference, artifact, motif, "motif")
-            .await
-            .map_err(Error::Registry)
+        let artifact = artifact::build_motif(motif, title, created)?;
+        self.push_artifact(reference, artifact, motif, "motif").await
     }
 
     /// Pushes the layer, the config and the manifest of `artifact` (`what` names it in errors).
@@ -149,17 +143,17 @@ impl Registries {
         artifact: artifact::Artifact,
         layer: &[u8],
         what: &str,
-    ) -> Result<OciReference, String> {
+    ) -> Result<OciReference, Error> {
         let tag = reference
             .tag
             .as_deref()
-            .ok_or_else(|| format!("{reference}: name a tag to push to (oci://HOST/REPO:TAG)"))?;
+            .ok_or_else(|| Error::Registry(format!("{reference}: name a tag to push to (oci://HOST/REPO:TAG)")))?;
         let image = Reference::with_tag(reference.registry.clone(), reference.repository.clone(), tag.into());
         let client = self.client();
         let auth = credentials::lookup(&reference.registry, &self.sources(None).await?)?;
         client.store_auth_if_needed(image.resolve_registry(), &auth).await;
         let failed = |what: &str, e: oci_client::errors::OciDistributionError| {
-            format!("cannot push the {what} to {}: {e}", reference.registry)
+            Error::Registry(format!("cannot push the {what} to {}: {e}", reference.registry))
         };
         within(client.push_blob(&image, layer, &artifact.layer_digest))
             .await?
@@ -179,7 +173,7 @@ impl Registries {
     }
 
     /// A client for `reference`'s registry, holding the credentials read for it now.
-    async fn session(&self, reference: &OciReference, cluster: Option<&kube::Client>) -> Result<Session, String> {
+    async fn session(&self, reference: &OciReference, cluster: Option<&kube::Client>) -> Result<Session, Error> {
         let auth = credentials::lookup(&reference.registry, &self.sources(cluster).await?)?;
         let image = Reference::with_digest(
             reference.registry.clone(),
@@ -194,10 +188,10 @@ impl Registries {
     /// The pinned manifest, fetched here rather than by oci-client (which buffers a whole
     /// answer): with the session's credentials, read within [`MAX_MANIFEST_BYTES`] as it
     /// streams in, within [`MANIFEST_TIMEOUT`].
-    async fn manifest(&self, session: &Session) -> Result<Vec<u8>, String> {
+    async fn manifest(&self, session: &Session) -> Result<Vec<u8>, Error> {
         let Session { client, image, auth } = session;
         let registry = image.resolve_registry();
-        let failed = |why: String| format!("cannot pull the manifest from {registry}: {why}");
+        let failed = |why: String| Error::Registry(format!("cannot pull the manifest from {registry}: {why}"));
         let token = within(client.auth(image, auth, RegistryOperation::Pull))
             .await?
             .map_err(|e| failed(e.to_string()))?;
@@ -247,12 +241,12 @@ impl Registries {
     }
 
     /// Every credential source's text, read now; `cluster` is needed for the Secrets.
-    async fn sources(&self, cluster: Option<&kube::Client>) -> Result<Vec<credentials::Found>, String> {
+    async fn sources(&self, cluster: Option<&kube::Client>) -> Result<Vec<credentials::Found>, Error> {
         let mut found = Vec::new();
         for path in &self.config_files {
             let text = tokio::fs::read(path)
                 .await
-                .map_err(|e| format!("registry config {}: {e}", path.display()))?;
+                .map_err(|e| Error::Registry(format!("registry config {}: {e}", path.display())))?;
             found.push(credentials::Found {
                 origin: path.display().to_string(),
                 text,
@@ -260,16 +254,21 @@ impl Registries {
         }
         for (namespace, name) in &self.secrets {
             let origin = format!("pull Secret {namespace}/{name}");
-            let client = cluster.ok_or_else(|| format!("{origin}: no cluster to read it from"))?;
+            let client = cluster.ok_or_else(|| Error::Registry(format!("{origin}: no cluster to read it from")))?;
             let secrets =
                 orkestra_kube::objects::namespaced::<k8s_openapi::api::core::v1::Secret>(client.clone(), namespace)
-                    .map_err(|e| format!("{origin}: {e}"))?;
-            let secret = secrets.get(name).await.map_err(|e| format!("{origin}: {e}"))?;
+                    .map_err(|e| Error::Registry(format!("{origin}: {e}")))?;
+            let secret = secrets
+                .get(name)
+                .await
+                .map_err(|e| Error::Registry(format!("{origin}: {e}")))?;
             let text = secret
                 .data
                 .and_then(|mut data| data.remove(".dockerconfigjson"))
                 .ok_or_else(|| {
-                    format!("{origin} has no .dockerconfigjson (make it with kubectl create secret docker-registry)")
+                    Error::Registry(format!(
+                        "{origin} has no .dockerconfigjson (make it with kubectl create secret docker-registry)"
+                    ))
                 })?;
             found.push(credentials::Found { origin, text: text.0 });
         }
@@ -292,17 +291,18 @@ async fn download(
     image: &Reference,
     layer: &artifact::Layer,
     kind: &artifact::LayerKind,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, Error> {
     let digest = format!("sha256:{}", layer.digest);
     let what = kind.what();
-    let failed = |e: &dyn std::fmt::Display| format!("cannot pull the {what} from {}: {e}", image.registry());
+    let failed =
+        |e: &dyn std::fmt::Display| Error::Registry(format!("cannot pull the {what} from {}: {e}", image.registry()));
     let stalled = || {
-        format!(
+        Error::Registry(format!(
             "the registry {} sent less than {} KiB in {}s: given up",
             image.registry(),
             STALL_BYTES >> 10,
             STALL_WINDOW.as_secs()
-        )
+        ))
     };
     let mut stream = tokio::time::timeout(STALL_WINDOW, client.pull_blob_stream(image, digest.as_str()))
         .await
@@ -318,10 +318,10 @@ async fn download(
             let chunk = chunk.map_err(|e| failed(&e))?;
             moved += chunk.len();
             if (bytes.len() + chunk.len()) as u64 > layer.size {
-                return Err(format!(
+                return Err(Error::Registry(format!(
                     "the registry sent more than the {} bytes the manifest declares",
                     layer.size
-                ));
+                )));
             }
             hasher.update(&chunk);
             bytes.extend_from_slice(&chunk);
@@ -335,20 +335,23 @@ async fn download(
     }
     let got = crate::cache::hex(&hasher.finalize());
     if got != layer.digest || bytes.len() as u64 != layer.size {
-        return Err(format!(
+        return Err(Error::Registry(format!(
             "the registry's {what} has sha256 {got} ({} bytes), not the manifest's {} ({} bytes)",
             bytes.len(),
             layer.digest,
             layer.size
-        ));
+        )));
     }
     Ok(bytes)
 }
 
-async fn within<T>(transfer: impl Future<Output = T>) -> Result<T, String> {
-    tokio::time::timeout(TRANSFER_TIMEOUT, transfer)
-        .await
-        .map_err(|_| format!("the registry did not answer within {}s", TRANSFER_TIMEOUT.as_secs()))
+async fn within<T>(transfer: impl Future<Output = T>) -> Result<T, Error> {
+    tokio::time::timeout(TRANSFER_TIMEOUT, transfer).await.map_err(|_| {
+        Error::Registry(format!(
+            "the registry did not answer within {}s",
+            TRANSFER_TIMEOUT.as_secs()
+        ))
+    })
 }
 
 /// The motif `reference` pins, when `store` keeps it whole (its manifest and its layer):
@@ -357,7 +360,7 @@ pub fn cached_motif(reference: &OciReference, store: &BlobStore) -> Option<Resul
     let manifest = store.get(&reference.digest)?;
     let layer = match artifact::layer_of(&manifest, &artifact::MOTIF, MAX_MOTIF_BYTES) {
         Ok(layer) => layer,
-        Err(error) => return Some(Err(Error::Motif(error))),
+        Err(error) => return Some(Err(error)),
     };
     Some(motif_text(reference, store.get(&layer.digest)?))
 }
