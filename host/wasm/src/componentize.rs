@@ -42,8 +42,8 @@ pub fn new_component(module: &[u8], world: World) -> Result<Vec<u8>, Error> {
             false => "not a WebAssembly module".into(),
         }));
     }
-    let mut module = match find_arena(module).map_err(Error::Componentize)? {
-        Some(arena) => with_adapter_realloc(module, arena).map_err(Error::Componentize)?,
+    let mut module = match find_arena(module)? {
+        Some(arena) => with_adapter_realloc(module, arena)?,
         None => module.to_vec(),
     };
     let mut resolve = wit_parser::Resolve::default();
@@ -74,14 +74,14 @@ pub fn new_component(module: &[u8], world: World) -> Result<Vec<u8>, Error> {
 }
 
 /// The arena's address, if the module's data holds exactly one marker.
-fn find_arena(module: &[u8]) -> Result<Option<u32>, String> {
+fn find_arena(module: &[u8]) -> Result<Option<u32>, Error> {
     let mut found = Vec::new();
     for payload in Parser::new(0).parse_all(module) {
-        let Payload::DataSection(reader) = payload.map_err(|e| e.to_string())? else {
+        let Payload::DataSection(reader) = payload.map_err(|e| Error::Componentize(e.to_string()))? else {
             continue;
         };
         for data in reader {
-            let data = data.map_err(|e| e.to_string())?;
+            let data = data.map_err(|e| Error::Componentize(e.to_string()))?;
             let wasmparser::DataKind::Active {
                 memory_index: 0,
                 offset_expr,
@@ -102,8 +102,13 @@ fn find_arena(module: &[u8]) -> Result<Option<u32>, String> {
     match found[..] {
         [] => Ok(None),
         [arena] if arena % 8 == 0 => Ok(Some(arena)),
-        [arena] => Err(format!("the adapter arena at {arena:#x} is not 8-aligned")),
-        _ => Err(format!("the adapter arena's marker is there {} times", found.len())),
+        [arena] => Err(Error::Componentize(format!(
+            "the adapter arena at {arena:#x} is not 8-aligned"
+        ))),
+        _ => Err(Error::Componentize(format!(
+            "the adapter arena's marker is there {} times",
+            found.len()
+        ))),
     }
 }
 
@@ -114,23 +119,28 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// `module` with one more function, exported as `cabi_realloc_adapter`: a bump allocator
 /// over the arena that traps when it is spent (the adapter asks for a few pages, once).
 /// Sections are extended in place, so nothing else of the module moves.
-fn with_adapter_realloc(module: &[u8], arena: u32) -> Result<Vec<u8>, String> {
+fn with_adapter_realloc(module: &[u8], arena: u32) -> Result<Vec<u8>, Error> {
     let mut imported = 0u32;
     let mut types = None;
     let mut sections: Vec<(u8, Range<usize>)> = Vec::new();
     for payload in Parser::new(0).parse_all(module) {
-        let payload = payload.map_err(|e| e.to_string())?;
+        let payload = payload.map_err(|e| Error::Componentize(e.to_string()))?;
         match &payload {
             Payload::ImportSection(reader) => {
                 for import in reader.clone().into_imports() {
-                    imported += u32::from(matches!(import.map_err(|e| e.to_string())?.ty, TypeRef::Func(_)));
+                    imported += u32::from(matches!(
+                        import.map_err(|e| Error::Componentize(e.to_string()))?.ty,
+                        TypeRef::Func(_)
+                    ));
                 }
             }
             Payload::TypeSection(reader) => {
                 let mut count = 0u32;
                 for group in reader.clone() {
-                    if group.map_err(|e| e.to_string())?.types().len() != 1 {
-                        return Err("a module with recursive type groups cannot take the adapter arena".into());
+                    if group.map_err(|e| Error::Componentize(e.to_string()))?.types().len() != 1 {
+                        return Err(Error::Componentize(
+                            "a module with recursive type groups cannot take the adapter arena".into(),
+                        ));
                     }
                     count += 1;
                 }
@@ -138,10 +148,10 @@ fn with_adapter_realloc(module: &[u8], arena: u32) -> Result<Vec<u8>, String> {
             }
             Payload::ExportSection(reader) => {
                 for export in reader.clone() {
-                    if export.map_err(|e| e.to_string())?.name == ADAPTER_REALLOC {
-                        return Err(format!(
+                    if export.map_err(|e| Error::Componentize(e.to_string()))?.name == ADAPTER_REALLOC {
+                        return Err(Error::Componentize(format!(
                             "the module exports {ADAPTER_REALLOC} and carries the adapter arena"
-                        ));
+                        )));
                     }
                 }
             }
@@ -152,14 +162,14 @@ fn with_adapter_realloc(module: &[u8], arena: u32) -> Result<Vec<u8>, String> {
         }
     }
     let Some(type_index) = types else {
-        return Err("the module has no type section".into());
+        return Err(Error::Componentize("the module has no type section".into()));
     };
     let defined = sections
         .iter()
         .find(|(id, _)| *id == wasm_encoder::SectionId::Function as u8)
         .map(|(_, range)| leb(&module[range.clone()]))
         .transpose()?
-        .ok_or("the module has no function section")?;
+        .ok_or_else(|| Error::Componentize("the module has no function section".into()))?;
     let function_index = imported + defined;
 
     let mut signature = vec![0x60, 4];
@@ -196,7 +206,7 @@ fn with_adapter_realloc(module: &[u8], arena: u32) -> Result<Vec<u8>, String> {
         out.extend(content);
     }
     if let Some((id, _)) = additions.iter().find(|(_, addition)| !addition.is_empty()) {
-        return Err(format!("the module has no section {id} to extend"));
+        return Err(Error::Componentize(format!("the module has no section {id} to extend")));
     }
     Ok(out)
 }
@@ -259,10 +269,10 @@ fn arena_realloc(arena: u32) -> Function {
     f
 }
 
-fn leb(bytes: &[u8]) -> Result<u32, String> {
+fn leb(bytes: &[u8]) -> Result<u32, Error> {
     wasmparser::BinaryReader::new(bytes, 0)
         .read_var_u32()
-        .map_err(|e| e.to_string())
+        .map_err(|e| Error::Componentize(e.to_string()))
 }
 
 fn leb_len(bytes: &[u8]) -> usize {
@@ -320,7 +330,7 @@ mod tests {
         assert_eq!(find_arena(&module_with_arena(1)).unwrap(), Some(1024));
         assert_eq!(find_arena(&module_with_arena(0)).unwrap(), None);
         let twice = find_arena(&module_with_arena(2)).unwrap_err();
-        assert!(twice.contains("2 times"), "{twice}");
+        assert!(twice.to_string().contains("2 times"), "{twice}");
     }
 
     #[test]

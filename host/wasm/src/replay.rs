@@ -35,13 +35,11 @@ impl WasmHost {
         let component = match component {
             Some(path) => path,
             None => {
-                kept = self
-                    .kept_component(&recording.component.digest)
-                    .map_err(Error::Replay)?;
+                kept = self.kept_component(&recording.component.digest)?;
                 kept.as_path()
             }
         };
-        let spec = spec_for(recording, component).map_err(Error::Replay)?;
+        let spec = spec_for(recording, component)?;
         let loaded = self
             .load(&spec)
             .await
@@ -91,29 +89,37 @@ impl WasmHost {
 
 impl WasmHost {
     /// The file of the component of `digest` in this host's cache, or why there is none.
-    fn kept_component(&self, digest: &str) -> Result<std::path::PathBuf, String> {
+    fn kept_component(&self, digest: &str) -> Result<std::path::PathBuf, Error> {
         if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
-            return Err(format!("component.digest: {digest:?} is not a sha256 digest"));
+            return Err(Error::Replay(format!(
+                "component.digest: {digest:?} is not a sha256 digest"
+            )));
         }
         self.blobs.path_of(digest).ok_or_else(|| {
-            format!(
+            Error::Replay(format!(
                 "the recorded component (sha256 {}) is not in this machine's component cache ({}); pass --component FILE (a replay never reads the source a recording names)",
                 &digest[..12],
                 self.blobs.dir().display()
-            )
+            ))
         })
     }
 }
 
 /// The spec a replay loads: `component` (a local file), under the recorded limits; no grants
 /// are needed, the tape answers.
-fn spec_for(recording: &Recording, component: &Path) -> Result<Spec, String> {
+fn spec_for(recording: &Recording, component: &Path) -> Result<Spec, Error> {
     let world = match recording.component.world.as_str() {
         "hook" => World::Hook,
         "constructor" => World::Constructor,
-        other => return Err(format!("component.world: {other:?} is neither hook nor constructor")),
+        other => {
+            return Err(Error::Replay(format!(
+                "component.world: {other:?} is neither hook nor constructor"
+            )));
+        }
     };
-    let source = component.to_str().ok_or("--component: the path is not UTF-8")?;
+    let source = component
+        .to_str()
+        .ok_or_else(|| Error::Replay("--component: the path is not UTF-8".into()))?;
     let declared = Declared {
         component: source,
         sha256: None,
@@ -127,7 +133,8 @@ fn spec_for(recording: &Recording, component: &Path) -> Result<Spec, String> {
         files: &[],
         rollout: None,
     };
-    let mut spec = Spec::compile(world, declared, Path::new(".")).map_err(|e| format!("component: {e}"))?;
+    let mut spec =
+        Spec::compile(world, declared, Path::new(".")).map_err(|e| Error::Replay(format!("component: {e}")))?;
     spec.limits = recording.component.limits.limits();
     Ok(spec)
 }

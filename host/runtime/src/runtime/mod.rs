@@ -220,9 +220,7 @@ impl Runtime {
         // rate.
         let client = tenants.limit(client);
         let mut slots = Declared::new(client.clone(), http.clone(), store, tenants.clone());
-        slots
-            .declare_all(katalog.enabled(), crate::runtime::slots::wants_fuel(katalog.enabled()))
-            .map_err(Error::Wasm)?;
+        slots.declare_all(katalog.enabled(), crate::runtime::slots::wants_fuel(katalog.enabled()))?;
         let handles = katalog.enabled().map(|compiled| {
             health.register(&compiled.name, compiled.failure_threshold);
             CrdHandle::new(compiled.clone(), tenants.clone())

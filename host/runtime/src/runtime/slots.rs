@@ -3,6 +3,7 @@
 //! Wasm engine is made with the first component, so a runtime started without any can gain
 //! one by a reload.
 
+use crate::error::Error;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -97,7 +98,7 @@ impl Declared {
         &mut self,
         crds: impl IntoIterator<Item = &'c Arc<CompiledCrd>>,
         fuel: bool,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, Error> {
         let mut loads = Vec::new();
         for crd in crds {
             loads.extend(self.declare(crd, fuel)?);
@@ -107,7 +108,7 @@ impl Declared {
 
     /// Declares `crd`'s slots and drops those it no longer declares; returns the slots new or
     /// changed. Nothing changes when one of them cannot be hosted.
-    pub fn declare(&mut self, crd: &CompiledCrd, fuel: bool) -> Result<Vec<String>, String> {
+    pub fn declare(&mut self, crd: &CompiledCrd, fuel: bool) -> Result<Vec<String>, Error> {
         let specs = component_specs(crd);
         let added = specs.iter().any(|(name, _)| self.components.get(name).is_none());
         let host = match added {
@@ -115,10 +116,10 @@ impl Declared {
             false => None,
         };
         if !self.fuel && specs.iter().any(|(_, spec)| spec.limits.fuel.is_some()) {
-            return Err(
+            return Err(Error::Wasm(
                 "its component sets a fuel limit, and this runtime's Wasm engine was made without fuel metering (no component had one at start): restart to apply it"
                     .into(),
-            );
+            ));
         }
         for slot in self.components.slots() {
             if belongs(&slot.name, &crd.name) && !specs.iter().any(|(name, _)| *name == *slot.name) {
@@ -149,14 +150,15 @@ impl Declared {
         }
     }
 
-    fn host(&mut self, fuel: bool) -> Result<Arc<WasmHost>, String> {
+    fn host(&mut self, fuel: bool) -> Result<Arc<WasmHost>, Error> {
         if let Some(host) = &self.host {
             return Ok(host.clone());
         }
         let cache_dir = match &self.store.cache_dir {
             Some(dir) => dir.clone(),
             None => {
-                let dir = tempfile::tempdir().map_err(|e| format!("no folder for compiled components: {e}"))?;
+                let dir =
+                    tempfile::tempdir().map_err(|e| Error::Wasm(format!("no folder for compiled components: {e}")))?;
                 let path = dir.path().to_path_buf();
                 self.scratch = Some(dir);
                 path
@@ -170,7 +172,7 @@ impl Declared {
             recordings: self.store.recordings.clone(),
         };
         let host = WasmHost::with_options(Some(self.cluster.clone()), self.http.clone(), options)
-            .map_err(|e| format!("the Wasm host cannot start: {e}"))?;
+            .map_err(|e| Error::Wasm(format!("the Wasm host cannot start: {e}")))?;
         self.fuel = fuel;
         self.host = Some(host.clone());
         Ok(host)

@@ -5,6 +5,7 @@
 //! ([`Folder::max_bytes`], what is there at start included), so no number of sessions can
 //! fill the disk (or a pod's `emptyDir`) it sits on.
 
+use crate::error::Error;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,21 +82,25 @@ pub struct Ask {
 
 impl Ask {
     /// The session's bounds; an error names the field past its limit.
-    fn bounds(&self) -> Result<(u32, usize), String> {
+    fn bounds(&self) -> Result<(u32, usize), Error> {
         let count = self.count.unwrap_or(10);
         if count == 0 || count > MAX_COUNT {
-            return Err(format!("count: {count} is not between 1 and {MAX_COUNT}"));
+            return Err(Error::Recording(format!(
+                "count: {count} is not between 1 and {MAX_COUNT}"
+            )));
         }
         let bytes = self.bytes.unwrap_or(16 << 20);
         if bytes == 0 || bytes > MAX_BYTES {
-            return Err(format!("bytes: {bytes} is not between 1 and {MAX_BYTES}"));
+            return Err(Error::Recording(format!(
+                "bytes: {bytes} is not between 1 and {MAX_BYTES}"
+            )));
         }
         if let Some(key) = &self.key
             && key
                 .split('/')
                 .any(|part| orkestra_expr::names::check_name(part).is_err())
         {
-            return Err(format!("key: {key:?} is not namespace/name or name"));
+            return Err(Error::Recording(format!("key: {key:?} is not namespace/name or name")));
         }
         Ok((count, bytes))
     }
@@ -205,16 +210,16 @@ impl Recordings {
     }
 
     /// A new session for `ask`, or why not.
-    pub(crate) fn session(&self, ask: &Ask) -> Result<Session, String> {
+    pub(crate) fn session(&self, ask: &Ask) -> Result<Session, Error> {
         if self.folder.is_none() {
-            return Err(
+            return Err(Error::Recording(
                 "this runtime records nothing: the platform enables recordings by starting it with --recordings DIR"
                     .into(),
-            );
+            ));
         }
         let (count, bytes) = ask.bounds()?;
         if let Some(full) = self.full(1) {
-            return Err(full);
+            return Err(Error::Recording(full));
         }
         Ok(Session {
             view: SessionView {
@@ -231,11 +236,12 @@ impl Recordings {
     }
 
     /// Writes `recording` for `session`, if its bytes still fit; the entry, or why not.
-    pub(crate) async fn write(&self, session: &Mutex<Option<Session>>, recording: &Recording) -> Result<Entry, String> {
+    pub(crate) async fn write(&self, session: &Mutex<Option<Session>>, recording: &Recording) -> Result<Entry, Error> {
         let Some(Folder { dir, .. }) = &self.folder else {
-            return Err("recordings are off".into());
+            return Err(Error::Recording("recordings are off".into()));
         };
-        let text = serde_json::to_vec_pretty(recording).map_err(|e| format!("cannot encode the recording: {e}"))?;
+        let text = serde_json::to_vec_pretty(recording)
+            .map_err(|e| Error::Recording(format!("cannot encode the recording: {e}")))?;
         let id = format!(
             "{}-{}",
             jiff::Timestamp::now().as_millisecond(),
@@ -248,7 +254,7 @@ impl Recordings {
         {
             let mut guard = session.lock();
             let Some(active) = guard.as_mut() else {
-                return Err("the session was stopped".into());
+                return Err(Error::Recording("the session was stopped".into()));
             };
             if text.len() > active.view.bytes_left {
                 let why = format!(
@@ -257,7 +263,7 @@ impl Recordings {
                     active.view.bytes_left
                 );
                 active.dropped(&why);
-                return Err(why);
+                return Err(Error::Recording(why));
             }
             // Taken from the folder's bound under the session's lock: two sessions cannot
             // both take its last bytes.
@@ -271,7 +277,7 @@ impl Recordings {
                     .full(size)
                     .unwrap_or_else(|| "the recordings folder is full".into());
                 active.dropped(&why);
-                return Err(why);
+                return Err(Error::Recording(why));
             }
             active.view.bytes_left -= text.len();
         }
@@ -280,7 +286,7 @@ impl Recordings {
             .mode(0o700)
             .create(&folder)
             .await
-            .map_err(|e| format!("cannot make {}: {e}", folder.display()))?;
+            .map_err(|e| Error::Recording(format!("cannot make {}: {e}", folder.display())))?;
         write_private(&path, &text).await?;
         let entry = Entry {
             id,
@@ -313,17 +319,17 @@ impl Recordings {
 }
 
 /// Readable by the runtime's own user only: it holds what the component could read.
-async fn write_private(path: &Path, text: &[u8]) -> Result<(), String> {
+async fn write_private(path: &Path, text: &[u8]) -> Result<(), Error> {
     use tokio::io::AsyncWriteExt as _;
     let mut options = tokio::fs::OpenOptions::new();
     options.write(true).create_new(true).mode(0o600);
     let mut file = options
         .open(path)
         .await
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .map_err(|e| Error::Recording(format!("cannot write {}: {e}", path.display())))?;
     file.write_all(text)
         .await
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        .map_err(|e| Error::Recording(format!("cannot write {}: {e}", path.display())))
 }
 
 fn outcome_of(result: &CallResult) -> String {
@@ -361,7 +367,9 @@ mod tests {
         let full = Recordings::new(Some(folder(dir.path().to_str().unwrap(), 900)));
         let refused = full.session(&ask(None, None, None)).err().unwrap();
         assert!(
-            refused.starts_with("the recordings folder holds 900 of its 900 bytes"),
+            refused
+                .to_string()
+                .starts_with("the recordings folder holds 900 of its 900 bytes"),
             "{refused}"
         );
     }
@@ -382,6 +390,7 @@ mod tests {
             off.session(&ask(None, None, None))
                 .err()
                 .unwrap()
+                .to_string()
                 .contains("--recordings DIR")
         );
         let on = Recordings::new(Some(folder("/nonexistent", 1 << 30)));
@@ -392,7 +401,7 @@ mod tests {
             (ask(None, None, Some("a/../b")), "key: "),
         ] {
             let error = on.session(&bad).err().unwrap();
-            assert!(error.starts_with(field), "{error}");
+            assert!(error.to_string().starts_with(field), "{error}");
         }
     }
 

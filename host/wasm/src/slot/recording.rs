@@ -6,7 +6,7 @@ impl Slot {
     /// Starts recording its calls as `ask` says (replacing a session under way); the
     /// session, or why not (recordings are off, a bound is out of range).
     pub fn record(&self, ask: &Ask) -> Result<SessionView, Error> {
-        let session = self.host.recordings.session(ask).map_err(Error::Recording)?;
+        let session = self.host.recordings.session(ask)?;
         let view = session.view();
         tracing::info!(component = %self.name, count = view.left, bytes = view.bytes_left, key = ?view.key, "recording calls");
         *self.recording.lock() = Some(session);

@@ -334,10 +334,10 @@ impl Slot {
 
     /// Serves the last good version `kept` names for every CR, when it is another than
     /// `loaded` and kept here; why not, otherwise.
-    pub(super) async fn serve_kept_stable(&self, kept: &Kept, loaded: &Loaded, spec: &Arc<Spec>) -> Result<(), String> {
+    pub(super) async fn serve_kept_stable(&self, kept: &Kept, loaded: &Loaded, spec: &Arc<Spec>) -> Result<(), Error> {
         let version = match &kept.stable {
             Some(version) if version.digest != loaded.digest => version,
-            _ => return Err("no other version was kept".into()),
+            _ => return Err(Error::Rollout("no other version was kept".into())),
         };
         let stable = self.load_kept(version, spec).await?;
         *self.active.write() = Some(stable);
@@ -346,12 +346,16 @@ impl Slot {
 
     /// The kept version `version` under `spec`, loaded by its digest (from the host's store
     /// of kept components: never from a source the kept state names).
-    pub(super) async fn load_kept(&self, version: &Version, spec: &Arc<Spec>) -> Result<Arc<Active>, String> {
+    pub(super) async fn load_kept(&self, version: &Version, spec: &Arc<Spec>) -> Result<Arc<Active>, Error> {
         let pinned = Arc::new(Spec {
             sha256: Some(version.digest.clone()),
             ..(**spec).clone()
         });
-        let loaded = self.host.load_kept(&pinned).await.map_err(|e| e.to_string())?;
+        let loaded = self
+            .host
+            .load_kept(&pinned)
+            .await
+            .map_err(|e| Error::Rollout(e.to_string()))?;
         self.stats.swapped(Swap::served(version.revision, &loaded.digest));
         Ok(Arc::new(Active {
             loaded: Arc::new(loaded),

@@ -11,7 +11,10 @@ use serde_json::Value;
 
 use super::grants::Grants;
 use crate::model::{Capability, ComponentDeletion, ComponentInstances, ComponentLimits, ComponentRollout};
+
+mod limits;
 use crate::oci::OciReference;
+pub use limits::{Limits, MAX_MEMORY};
 
 /// Which WIT world the component implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,116 +61,6 @@ impl std::fmt::Display for Source {
     }
 }
 
-/// Per-call limits: what one call may use, and what the host spends on its result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Limits {
-    /// Wall-clock time of one call, host calls included.
-    pub timeout: Duration,
-    /// Bytes of all the instance's linear memories and tables together.
-    pub memory: usize,
-    /// Bytes of what one call returns (resources, status, events).
-    pub result_size: usize,
-    /// Kube calls per call; each page of a list counts.
-    pub kube_calls: u32,
-    /// Bytes of objects the kube interface hands the guest per call.
-    pub kube_bytes: usize,
-    /// Child resources per call.
-    pub children: usize,
-    /// Events per call.
-    pub events: usize,
-    /// Log bytes per call, each line costing its text plus what the host adds to it.
-    pub log_bytes: usize,
-    /// Time the host may spend applying what one call returned.
-    pub apply_timeout: Duration,
-    /// Fuel one call may burn (`None`: unmetered).
-    pub fuel: Option<u64>,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            timeout: Duration::from_secs(2),
-            memory: 64 << 20,
-            result_size: 1 << 20,
-            kube_calls: 50,
-            kube_bytes: 4 << 20,
-            children: 100,
-            events: 10,
-            log_bytes: 64 << 10,
-            apply_timeout: Duration::from_secs(30),
-            fuel: None,
-        }
-    }
-}
-
-/// Upper bounds a Katalog cannot exceed: the pool reserves memory slots of this size.
-pub const MAX_MEMORY: usize = 1 << 30;
-const MAX_TIMEOUT: Duration = Duration::from_secs(300);
-const MAX_CHILDREN: u32 = 1000;
-const MAX_EVENTS: u32 = 100;
-const MAX_KUBE_CALLS: u32 = 10_000;
-
-impl Limits {
-    fn compile(spec: &ComponentLimits) -> Result<Self, String> {
-        let mut limits = Limits::default();
-        let duration = |field: &str, text: &str| -> Result<Duration, String> {
-            let value = orkestra_expr::duration::parse(text).map_err(|e| format!("limits.{field}: {e}"))?;
-            if value.is_zero() || value > MAX_TIMEOUT {
-                return Err(format!("limits.{field}: {text:?} must be above 0 and at most 5m"));
-            }
-            Ok(value)
-        };
-        let bytes = |field: &str, text: &str, max: usize| -> Result<usize, String> {
-            let n =
-                orkestra_expr::template::funcs::quantity::parse(text).map_err(|e| format!("limits.{field}: {e}"))?;
-            if !(n >= 1.0 && n <= max as f64) {
-                return Err(format!("limits.{field}: {text:?} must be between 1 and {max} bytes"));
-            }
-            Ok(n as usize)
-        };
-        let count = |field: &str, n: u32, max: u32| -> Result<usize, String> {
-            if n > max {
-                return Err(format!("limits.{field}: {n} is above the most a call may have, {max}"));
-            }
-            Ok(n as usize)
-        };
-        if let Some(text) = &spec.timeout {
-            limits.timeout = duration("timeout", text)?;
-        }
-        if let Some(text) = &spec.memory {
-            limits.memory = bytes("memory", text, MAX_MEMORY)?;
-        }
-        if let Some(text) = &spec.result_size {
-            limits.result_size = bytes("resultSize", text, 64 << 20)?;
-        }
-        if let Some(calls) = spec.kube_calls {
-            limits.kube_calls = count("kubeCalls", calls, MAX_KUBE_CALLS)? as u32;
-        }
-        if let Some(text) = &spec.kube_bytes {
-            limits.kube_bytes = bytes("kubeBytes", text, 256 << 20)?;
-        }
-        if let Some(n) = spec.children {
-            limits.children = count("children", n, MAX_CHILDREN)?;
-        }
-        if let Some(n) = spec.events {
-            limits.events = count("events", n, MAX_EVENTS)?;
-        }
-        if let Some(text) = &spec.log_bytes {
-            limits.log_bytes = bytes("logBytes", text, 16 << 20)?;
-        }
-        if let Some(text) = &spec.apply_timeout {
-            limits.apply_timeout = duration("applyTimeout", text)?;
-        }
-        if let Some(fuel) = spec.fuel {
-            if fuel == 0 {
-                return Err("limits.fuel: 0 would stop the first instruction; give at least 1".into());
-            }
-            limits.fuel = Some(fuel);
-        }
-        Ok(limits)
-    }
-}
-
 /// While on-delete keeps failing: how long the finalizer waits, and what then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Deletion {
@@ -187,16 +80,19 @@ impl Default for Deletion {
 }
 
 impl Deletion {
-    fn compile(spec: &ComponentDeletion) -> Result<Self, String> {
+    fn compile(spec: &ComponentDeletion) -> Result<Self, Error> {
         let mut deletion = Deletion::default();
         if let Some(text) = &spec.timeout {
-            deletion.timeout = orkestra_expr::duration::parse(text).map_err(|e| format!("deletion.timeout: {e}"))?;
+            deletion.timeout = orkestra_expr::duration::parse(text)
+                .map_err(|e| Error::ComponentSpec(format!("deletion.timeout: {e}")))?;
         }
         deletion.release = match spec.on_timeout.as_deref() {
             None | Some("block") => false,
             Some("release") => true,
             Some(other) => {
-                return Err(format!("deletion.onTimeout: {other:?} is neither block nor release"));
+                return Err(Error::ComponentSpec(format!(
+                    "deletion.onTimeout: {other:?} is neither block nor release"
+                )));
             }
         };
         Ok(deletion)
@@ -226,34 +122,40 @@ pub struct Warm {
 const MAX_WARM_CALLS: u32 = 1_000_000;
 
 impl Instances {
-    fn compile(spec: &ComponentInstances, limits: &Limits) -> Result<Self, String> {
+    fn compile(spec: &ComponentInstances, limits: &Limits) -> Result<Self, Error> {
         let warm = match spec.reuse.as_deref().map(str::trim) {
             None | Some("fresh") => false,
             Some("warm") => true,
-            Some(other) => return Err(format!("instances.reuse: {other:?} is neither fresh nor warm")),
+            Some(other) => {
+                return Err(Error::ComponentSpec(format!(
+                    "instances.reuse: {other:?} is neither fresh nor warm"
+                )));
+            }
         };
         if !warm {
             if spec.max_calls.is_some() || spec.memory_high_water.is_some() {
-                return Err("instances: maxCalls and memoryHighWater apply to warm instances; add reuse: warm".into());
+                return Err(Error::ComponentSpec(
+                    "instances: maxCalls and memoryHighWater apply to warm instances; add reuse: warm".into(),
+                ));
             }
             return Ok(Instances::Fresh);
         }
         let max_calls = spec.max_calls.unwrap_or(1000);
         if max_calls == 0 || max_calls > MAX_WARM_CALLS {
-            return Err(format!(
+            return Err(Error::ComponentSpec(format!(
                 "instances.maxCalls: {max_calls} must be between 1 and {MAX_WARM_CALLS}"
-            ));
+            )));
         }
         let high_water = match &spec.memory_high_water {
             None => limits.memory / 2,
             Some(text) => {
                 let n = orkestra_expr::template::funcs::quantity::parse(text)
-                    .map_err(|e| format!("instances.memoryHighWater: {e}"))?;
+                    .map_err(|e| Error::ComponentSpec(format!("instances.memoryHighWater: {e}")))?;
                 if !(n >= 1.0 && n <= limits.memory as f64) {
-                    return Err(format!(
+                    return Err(Error::ComponentSpec(format!(
                         "instances.memoryHighWater: {text:?} must be between 1 byte and limits.memory ({} bytes)",
                         limits.memory
-                    ));
+                    )));
                 }
                 n as usize
             }
@@ -308,34 +210,37 @@ pub struct Rollout {
 const MAX_PROMOTE_AFTER: Duration = Duration::from_secs(7 * 24 * 3600);
 
 impl Rollout {
-    fn compile(spec: &ComponentRollout) -> Result<Self, String> {
+    fn compile(spec: &ComponentRollout) -> Result<Self, Error> {
         let share = spec.share.unwrap_or(10);
         if !(1..=99).contains(&share) {
-            return Err(format!("rollout.share: {share} is not a percent between 1 and 99"));
+            return Err(Error::ComponentSpec(format!(
+                "rollout.share: {share} is not a percent between 1 and 99"
+            )));
         }
         let promote_after = match &spec.promote_after {
             None => Duration::from_secs(600),
             Some(text) => {
-                let value = orkestra_expr::duration::parse(text).map_err(|e| format!("rollout.promoteAfter: {e}"))?;
+                let value = orkestra_expr::duration::parse(text)
+                    .map_err(|e| Error::ComponentSpec(format!("rollout.promoteAfter: {e}")))?;
                 if value.is_zero() || value > MAX_PROMOTE_AFTER {
-                    return Err(format!(
+                    return Err(Error::ComponentSpec(format!(
                         "rollout.promoteAfter: {text:?} must be above 0 and at most 7 days"
-                    ));
+                    )));
                 }
                 value
             }
         };
         let max_error_percent = spec.max_error_percent.unwrap_or(10);
         if max_error_percent > 100 {
-            return Err(format!(
+            return Err(Error::ComponentSpec(format!(
                 "rollout.maxErrorPercent: {max_error_percent} is not a percent between 0 and 100"
-            ));
+            )));
         }
         let min_reconciles = spec.min_reconciles.unwrap_or(5);
         if !(1..=10_000).contains(&min_reconciles) {
-            return Err(format!(
+            return Err(Error::ComponentSpec(format!(
                 "rollout.minReconciles: {min_reconciles} is not between 1 and 10000"
-            ));
+            )));
         }
         Ok(Self {
             share,
@@ -375,15 +280,20 @@ pub fn outside(base: &Path, path: &Path) -> Option<String> {
 
 impl Mount {
     /// `files[]`, paths relative to `base`; mount paths absolute, distinct and plain.
-    fn compile(grants: &[crate::model::FileGrant], base: &Path) -> Result<Vec<Self>, String> {
+    fn compile(grants: &[crate::model::FileGrant], base: &Path) -> Result<Vec<Self>, Error> {
         let mut mounts: Vec<Mount> = Vec::with_capacity(grants.len());
         for (i, grant) in grants.iter().enumerate() {
             let at = format!("files[{i}]");
             if grant.path.trim().is_empty() {
-                return Err(format!("{at}.path: give a directory (relative to the Katalog file)"));
+                return Err(Error::ComponentSpec(format!(
+                    "{at}.path: give a directory (relative to the Katalog file)"
+                )));
             }
             if let Some(why) = outside(base, Path::new(grant.path.trim())) {
-                return Err(format!("{at}.path: {:?} {why}", grant.path.trim()));
+                return Err(Error::ComponentSpec(format!(
+                    "{at}.path: {:?} {why}",
+                    grant.path.trim()
+                )));
             }
             let guest = grant.mount_path.clone().unwrap_or_else(|| "/files".into());
             let plain = guest.starts_with('/')
@@ -392,12 +302,12 @@ impl Mount {
                     .split('/')
                     .all(|part| !part.is_empty() && part != "." && part != "..");
             if !plain {
-                return Err(format!(
+                return Err(Error::ComponentSpec(format!(
                     "{at}.mountPath: {guest:?} is not an absolute path of plain names (like /policies)"
-                ));
+                )));
             }
             if mounts.iter().any(|m| m.guest == guest) {
-                return Err(format!("{at}.mountPath: {guest} is given twice"));
+                return Err(Error::ComponentSpec(format!("{at}.mountPath: {guest} is given twice")));
             }
             mounts.push(Mount {
                 host: base.join(grant.path.trim()),
@@ -504,24 +414,20 @@ impl Spec {
         } else {
             Source::Path(base.join(reference))
         };
-        let limits = Limits::compile(declared.limits).map_err(Error::ComponentSpec)?;
+        let limits = Limits::compile(declared.limits)?;
         Ok(Self {
             world,
             source,
             sha256,
-            instances: Instances::compile(declared.instances, &limits).map_err(Error::ComponentSpec)?,
+            instances: Instances::compile(declared.instances, &limits)?,
             limits,
-            deletion: Deletion::compile(declared.deletion).map_err(Error::ComponentSpec)?,
+            deletion: Deletion::compile(declared.deletion)?,
             grants: Arc::new(Grants::compile(declared.capabilities)?),
             run_first: declared.run_first,
             args: declared.args.cloned(),
             service_account: declared.service_account.map(ServiceAccount::parse).transpose()?,
-            files: Mount::compile(declared.files, base).map_err(Error::ComponentSpec)?,
-            rollout: declared
-                .rollout
-                .map(Rollout::compile)
-                .transpose()
-                .map_err(Error::ComponentSpec)?,
+            files: Mount::compile(declared.files, base)?,
+            rollout: declared.rollout.map(Rollout::compile).transpose()?,
         })
     }
 }
