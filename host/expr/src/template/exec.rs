@@ -5,10 +5,11 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+use super::env::Env;
+use super::error::ExecError;
 use super::funcs::Func;
 use super::parse::{Command, Node, Operand, Pipeline};
 use super::value::{display, truthy};
-use super::{Env, ExecError};
 
 /// How deep notes may call notes before evaluation stops (a cycle guard).
 const MAX_DEPTH: usize = 32;

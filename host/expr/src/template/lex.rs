@@ -1,7 +1,7 @@
 //! Template source in, tokens with byte positions out (Go `text/template` lexical rules:
 //! `{{ }}` actions, `{{-`/`-}}` trim markers, `{{/* */}}` comments).
 
-use super::ParseError;
+use super::error::ParseError;
 
 /// One token. `pos` is the byte offset in the template source.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,6 +10,7 @@
 //! supported: Katalogs share logic through notes.
 
 mod env;
+mod error;
 mod exec;
 pub mod funcs;
 mod functions;
@@ -17,61 +18,14 @@ mod lex;
 mod parse;
 pub mod value;
 
-use std::fmt;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 pub use env::Env;
+pub use error::{ExecError, ParseError};
 pub use funcs::Func;
 pub use functions::Functions;
-
-/// A syntax error: its byte offset in the template and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseError {
-    pub offset: usize,
-    pub message: String,
-}
-
-impl ParseError {
-    pub(crate) fn at(offset: usize, message: impl Into<String>) -> Self {
-        Self {
-            offset,
-            message: message.into(),
-        }
-    }
-}
-
-/// An evaluation error: the byte offset of the failing command and what went wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecError {
-    pub offset: usize,
-    pub message: String,
-}
-
-impl ExecError {
-    pub(crate) fn at(offset: usize, message: impl Into<String>) -> Self {
-        Self {
-            offset,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "template syntax error at byte {}: {}", self.offset, self.message)
-    }
-}
-
-impl fmt::Display for ExecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "template error at byte {}: {}", self.offset, self.message)
-    }
-}
-
-impl std::error::Error for ParseError {}
-impl std::error::Error for ExecError {}
 
 /// The 1-based column of a byte offset within `src` (counted in characters).
 pub fn column(src: &str, offset: usize) -> usize {

@@ -6,7 +6,7 @@ use std::vec::IntoIter;
 
 use serde_json::Value;
 
-use super::ParseError;
+use super::error::ParseError;
 use super::funcs::Func;
 use super::lex::{Tok, Token};
 

@@ -5,9 +5,9 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, at_least, exactly, string};
-use crate::template::Env;
+use super::entry::Entry;
+use crate::template::env::Env;
 use crate::template::value::{as_f64, as_i64, compare, display, equal, float_text, kind, number_text, truthy};
 
 pub const FUNCS: &[Entry] = &[

@@ -2,10 +2,10 @@
 
 use serde_json::{Map, Value};
 
-use super::Entry;
 use super::args::{Result, at_least, exactly, string};
 use super::conditional::parse_bool;
-use crate::template::Env;
+use super::entry::Entry;
+use crate::template::env::Env;
 use crate::template::value::{as_i64, display, equal};
 
 pub const FUNCS: &[Entry] = &[

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, exactly};
-use crate::template::Env;
+use super::entry::Entry;
+use crate::template::env::Env;
 use crate::template::value::truthy;
 
 pub const FUNCS: &[Entry] = &[

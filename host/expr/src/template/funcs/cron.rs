@@ -2,10 +2,10 @@
 
 use serde_json::{Map, Value};
 
-use super::Entry;
 use super::args::{Result, exactly, string, text};
+use super::entry::Entry;
 use crate::cron::{FIELDS, Schedule, normalize};
-use crate::template::Env;
+use crate::template::env::Env;
 use crate::template::value::display;
 
 pub const FUNCS: &[Entry] = &[

@@ -5,9 +5,9 @@ use rand::Rng;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::Entry;
 use super::args::{Result, at_least, between, count, exactly, string, text};
-use crate::template::Env;
+use super::entry::Entry;
+use crate::template::env::Env;
 use crate::template::value::display;
 
 pub const FUNCS: &[Entry] = &[

@@ -6,10 +6,10 @@
 
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, string};
+use super::entry::Entry;
 use super::kubernetes::{at, condition_true, int_at, obj, text_at};
-use crate::template::Env;
+use crate::template::env::Env;
 use crate::template::value::{display, truthy};
 
 macro_rules! note {

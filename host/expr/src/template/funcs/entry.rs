@@ -1,7 +1,13 @@
 //! How the library's functions are listed: one entry per function (its name, the native
 //! code, its usage and its documentation), gathered in domains for the reference.
 
-use super::NativeFn;
+use serde_json::Value;
+
+use super::super::env::Env;
+
+/// A native function: the evaluation environment and the evaluated arguments in, a value or
+/// a message out (the caller adds the function name and position).
+pub type NativeFn = fn(&Env<'_>, &[&Value]) -> Result<Value, String>;
 
 /// One documented library function.
 #[derive(Debug, Clone, Copy)]

@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, exactly, last, string, text};
+use super::entry::Entry;
 use crate::labels;
-use crate::template::Env;
+use crate::template::env::Env;
 use crate::template::value::{as_i64, display, truthy};
 
 pub const FUNCS: &[Entry] = &[

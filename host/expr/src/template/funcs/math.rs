@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, at_least, exactly, float};
-use crate::template::Env;
+use super::entry::Entry;
+use crate::template::env::Env;
 use crate::template::value::{as_f64, number};
 
 pub const FUNCS: &[Entry] = &[

@@ -26,14 +26,7 @@ mod types;
 mod validation;
 mod workloads;
 
-use serde_json::Value;
-
-use super::Env;
-pub use entry::{Domain, Entry};
-
-/// A native function: the evaluation environment and the evaluated arguments in, a value or
-/// a message out (the caller adds the function name and position).
-pub type NativeFn = fn(&Env<'_>, &[&Value]) -> Result<Value, String>;
+pub use entry::{Domain, Entry, NativeFn};
 
 /// What a name resolves to at compile time.
 #[derive(Clone, Copy)]

@@ -4,9 +4,9 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, exactly, text};
-use crate::template::Env;
+use super::entry::Entry;
+use crate::template::env::Env;
 
 pub const FUNCS: &[Entry] = &[
     Entry {

@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, at_least, string};
+use super::entry::Entry;
 use super::kubernetes::{at, keyed, obj, text_at};
-use crate::template::Env;
+use crate::template::env::Env;
 use crate::template::value::{as_i64, display, truthy};
 
 pub const FUNCS: &[Entry] = &[

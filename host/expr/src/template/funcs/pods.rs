@@ -5,10 +5,10 @@
 
 use serde_json::{Value, json};
 
-use super::Entry;
 use super::args::{Result, exactly, int, string, text};
+use super::entry::Entry;
 use super::kubernetes::{at, condition_true, container_statuses, int_at, obj, pods, text_at, warnings};
-use crate::template::Env;
+use crate::template::env::Env;
 use crate::template::value::truthy;
 
 /// A container waiting or terminated with `reason` in any pod.

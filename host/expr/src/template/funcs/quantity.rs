@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, between, exactly, float, string, text};
-use crate::template::Env;
+use super::entry::Entry;
+use crate::template::env::Env;
 use crate::template::value::{display, float_text, number};
 
 pub const FUNCS: &[Entry] = &[

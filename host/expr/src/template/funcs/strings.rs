@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, count, exactly, string, text};
-use crate::template::Env;
+use super::entry::Entry;
+use crate::template::env::Env;
 
 pub const FUNCS: &[Entry] = &[
     Entry {

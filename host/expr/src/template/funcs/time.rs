@@ -5,11 +5,11 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, between, exactly, string, text};
+use super::entry::Entry;
 use crate::calendar::{clock_minutes, in_clock_window, is_weekday};
 use crate::duration::{format_go, parse_seconds};
-use crate::template::Env;
+use crate::template::env::Env;
 use crate::template::value::{as_f64, number};
 
 pub const FUNCS: &[Entry] = &[

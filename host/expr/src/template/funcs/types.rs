@@ -2,10 +2,10 @@
 
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, exactly, string};
 use super::conditional::parse_bool;
-use crate::template::Env;
+use super::entry::Entry;
+use crate::template::env::Env;
 use crate::template::value::{as_f64, as_i64, display, kind, number};
 
 pub const FUNCS: &[Entry] = &[

@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 
-use super::Entry;
 use super::args::{Result, exactly, text};
+use super::entry::Entry;
 use crate::names::{is_dns1123_subdomain, is_label_key, is_label_value};
-use crate::template::Env;
+use crate::template::env::Env;
 
 macro_rules! check {
     ($name:literal, $test:expr, $doc:literal) => {
