@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::Error;
+use super::error::Error;
 
 /// The Kubernetes release built by default, from the Go module proxy (pinned go.sum).
 pub const KUBERNETES_VERSION: &str = "v1.37.2";

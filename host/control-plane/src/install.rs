@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::binaries::{self, Binaries, DEBIAN_SOURCE_VERSION, KUBERNETES_VERSION, KWOK_VERSION, Recipe, Release};
+use super::error::Error;
+use super::instance::lock_file;
 use super::process::log_tail;
-use super::{Error, lock_file};
 
 const DEBIAN_SCRIPT: &str = include_str!("build.sh");
 const MODULES_SCRIPT: &str = include_str!("build-modules.sh");

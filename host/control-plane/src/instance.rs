@@ -1,7 +1,11 @@
 //! What an instance is given before it starts, and what reaches it after: its folder and
 //! free loopback ports, the audit policy, and clients for its kubeconfig.
 
-use super::*;
+use std::fs::File;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use super::error::Error;
 
 /// The audit log of a control plane started with [`Options::audit`].
 pub fn audit_log(dir: &Path) -> PathBuf {

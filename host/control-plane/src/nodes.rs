@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 
-use super::Error;
+use super::error::Error;
 
 /// The annotation that hands a node to kwok (and only those: a real node is never touched).
 const MANAGED: &str = "kwok.x-k8s.io/node";

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Error, create_dir};
+use super::error::Error;
+use super::instance::create_dir;
 
 pub(super) struct Pki {
     pub(super) dir: PathBuf,

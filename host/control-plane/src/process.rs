@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use super::Error;
+use super::error::Error;
 
 /// A running child process and the log file its output goes to.
 #[derive(Debug)]
