@@ -1,7 +1,8 @@
 //! What the Wasm host refuses outside a load or a call (those have [`crate::LoadError`] and
 //! [`crate::CallError`], each with its own Ready reason): an object without its identity, a
-//! store it cannot open, a rollout action, a recording, a replay, a motif. Messages say what
-//! is wrong and what to do.
+//! store or an engine it cannot open, a rollout action, a recording, a replay, a module it
+//! cannot make a component, a registry's refusal, a motif. Messages say what is wrong and
+//! what to do.
 
 /// A refusal of the Wasm host, by what was asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -15,7 +16,8 @@ pub enum Error {
     /// A rollout action this replica cannot take now.
     #[error("{0}")]
     Rollout(String),
-    /// A recording session that cannot start (recordings are off, a bound is out of range).
+    /// A recording session that cannot start (recordings are off, a bound is out of range),
+    /// or a recording it cannot keep (past its bytes, the folder full, a failed write).
     #[error("{0}")]
     Recording(String),
     /// A recording that cannot be replayed: its component, its spec or a call's answer.
