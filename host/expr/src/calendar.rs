@@ -4,6 +4,8 @@
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
+use crate::error::Error;
+
 /// Weekday names, Monday first.
 const DAY_NAMES: [&str; 7] = [
     "monday",
@@ -26,18 +28,19 @@ pub fn is_weekday(at: Timestamp) -> bool {
 }
 
 /// Minutes since midnight of an `HH:MM` text.
-pub fn clock_minutes(text: &str) -> Result<u32, crate::error::Error> {
-    let wrong = |message: String| crate::error::Error::ClockTime(message);
+pub fn clock_minutes(text: &str) -> Result<u32, Error> {
     let (h, m) = text
         .trim()
         .split_once(':')
-        .ok_or_else(|| wrong(format!("not a time of day: {text:?} (want HH:MM)")))?;
+        .ok_or_else(|| Error::ClockTime(format!("not a time of day: {text:?} (want HH:MM)")))?;
     let (h, m): (u32, u32) = (
-        h.parse().map_err(|_| wrong(format!("bad hour in {text:?}")))?,
-        m.parse().map_err(|_| wrong(format!("bad minute in {text:?}")))?,
+        h.parse()
+            .map_err(|_| Error::ClockTime(format!("bad hour in {text:?}")))?,
+        m.parse()
+            .map_err(|_| Error::ClockTime(format!("bad minute in {text:?}")))?,
     );
     if h > 23 || m > 59 {
-        return Err(wrong(format!("not a time of day: {text:?}")));
+        return Err(Error::ClockTime(format!("not a time of day: {text:?}")));
     }
     Ok(h * 60 + m)
 }

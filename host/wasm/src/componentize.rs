@@ -77,11 +77,11 @@ pub fn new_component(module: &[u8], world: World) -> Result<Vec<u8>, Error> {
 fn find_arena(module: &[u8]) -> Result<Option<u32>, Error> {
     let mut found = Vec::new();
     for payload in Parser::new(0).parse_all(module) {
-        let Payload::DataSection(reader) = payload.map_err(|e| Error::Componentize(e.to_string()))? else {
+        let Payload::DataSection(reader) = payload.map_err(unreadable)? else {
             continue;
         };
         for data in reader {
-            let data = data.map_err(|e| Error::Componentize(e.to_string()))?;
+            let data = data.map_err(unreadable)?;
             let wasmparser::DataKind::Active {
                 memory_index: 0,
                 offset_expr,
@@ -124,20 +124,17 @@ fn with_adapter_realloc(module: &[u8], arena: u32) -> Result<Vec<u8>, Error> {
     let mut types = None;
     let mut sections: Vec<(u8, Range<usize>)> = Vec::new();
     for payload in Parser::new(0).parse_all(module) {
-        let payload = payload.map_err(|e| Error::Componentize(e.to_string()))?;
+        let payload = payload.map_err(unreadable)?;
         match &payload {
             Payload::ImportSection(reader) => {
                 for import in reader.clone().into_imports() {
-                    imported += u32::from(matches!(
-                        import.map_err(|e| Error::Componentize(e.to_string()))?.ty,
-                        TypeRef::Func(_)
-                    ));
+                    imported += u32::from(matches!(import.map_err(unreadable)?.ty, TypeRef::Func(_)));
                 }
             }
             Payload::TypeSection(reader) => {
                 let mut count = 0u32;
                 for group in reader.clone() {
-                    if group.map_err(|e| Error::Componentize(e.to_string()))?.types().len() != 1 {
+                    if group.map_err(unreadable)?.types().len() != 1 {
                         return Err(Error::Componentize(
                             "a module with recursive type groups cannot take the adapter arena".into(),
                         ));
@@ -148,7 +145,7 @@ fn with_adapter_realloc(module: &[u8], arena: u32) -> Result<Vec<u8>, Error> {
             }
             Payload::ExportSection(reader) => {
                 for export in reader.clone() {
-                    if export.map_err(|e| Error::Componentize(e.to_string()))?.name == ADAPTER_REALLOC {
+                    if export.map_err(unreadable)?.name == ADAPTER_REALLOC {
                         return Err(Error::Componentize(format!(
                             "the module exports {ADAPTER_REALLOC} and carries the adapter arena"
                         )));
@@ -269,10 +266,15 @@ fn arena_realloc(arena: u32) -> Function {
     f
 }
 
+/// A module wasmparser cannot read, as wasmparser says.
+fn unreadable(error: wasmparser::BinaryReaderError) -> Error {
+    Error::Componentize(error.to_string())
+}
+
 fn leb(bytes: &[u8]) -> Result<u32, Error> {
     wasmparser::BinaryReader::new(bytes, 0)
         .read_var_u32()
-        .map_err(|e| Error::Componentize(e.to_string()))
+        .map_err(unreadable)
 }
 
 fn leb_len(bytes: &[u8]) -> usize {

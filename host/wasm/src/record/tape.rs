@@ -120,27 +120,6 @@ impl Tape {
         self.0.lock()
     }
 
-    /// Serves the call's WASI clocks and random sources from this tape.
-    pub fn wire(&self, wasi: &mut WasiCtxBuilder) {
-        let seed = match &*self.reel() {
-            Reel::Taking(taking) => &taking.reads.insecure_seed,
-            Reel::Playing(playing) => &playing.reads.insecure_seed,
-        }
-        .parse::<u128>()
-        .unwrap_or_default();
-        wasi.wall_clock(Wall(self.clone()))
-            .monotonic_clock(Monotonic(self.clone()))
-            .secure_random(Random {
-                tape: self.clone(),
-                secure: true,
-            })
-            .insecure_random(Random {
-                tape: self.clone(),
-                secure: false,
-            })
-            .insecure_random_seed(seed);
-    }
-
     /// The answer to `call` when playing back (`None` when recording: ask the cluster). A call
     /// the recording holds gets its recorded answer, the same call in the same place first;
     /// one it does not hold is answered `unavailable`.
@@ -282,8 +261,25 @@ impl LogTap for Tape {
 }
 
 impl Tap for Tape {
+    /// Serves the call's WASI clocks and random sources from this tape.
     fn wire(&self, wasi: &mut WasiCtxBuilder) {
-        Tape::wire(self, wasi);
+        let seed = match &*self.reel() {
+            Reel::Taking(taking) => &taking.reads.insecure_seed,
+            Reel::Playing(playing) => &playing.reads.insecure_seed,
+        }
+        .parse::<u128>()
+        .unwrap_or_default();
+        wasi.wall_clock(Wall(self.clone()))
+            .monotonic_clock(Monotonic(self.clone()))
+            .secure_random(Random {
+                tape: self.clone(),
+                secure: true,
+            })
+            .insecure_random(Random {
+                tape: self.clone(),
+                secure: false,
+            })
+            .insecure_random_seed(seed);
     }
 }
 
