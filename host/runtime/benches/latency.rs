@@ -2,8 +2,8 @@
 //! steady stream of spec changes, and for each contender
 //! - the time from its spawn to a CR created just after it being Ready, with every existing
 //!   CR still to reconcile, and to all of them Ready;
-//! - after a restart with every CR settled (the initial list's work is all resync), the time
-//!   from the new spawn to a CR created just after it being Ready;
+//! - after each of a few restarts with every CR settled (the initial list's work is all
+//!   resync), the time from the new spawn to a CR created just after it being Ready;
 //! - per change, the time from the benchmark's write to a watch seeing the CR Ready at that
 //!   generation (the reconcile latency, on the benchmark's own clock);
 //! - its own histogram of the queue latency: `orkestra_queue_latency_seconds` (user changes)
@@ -21,9 +21,9 @@
 //! controller-runtime contender (left out, and said so, without it).
 //! Run: `cargo bench -p orkestra --bench latency`, sized by `ORK_LATENCY_OBJECTS` (50000),
 //! `ORK_LATENCY_CRDS` (20), `ORK_LATENCY_NAMESPACES` (100), `ORK_LATENCY_RATE` (changes per
-//! second, 100) and `ORK_LATENCY_SECONDS` (of changes, 60); `ORK_LATENCY_CONTENDERS=ork` (or
-//! `controller-runtime`) runs one alone; `BENCH_TRACE=1` with `RUST_LOG` (as
-//! `orkestra=info`) shows ork's own log, with times since its start.
+//! second, 100), `ORK_LATENCY_SECONDS` (of changes, 60) and `ORK_LATENCY_RESTARTS` (3);
+//! `ORK_LATENCY_CONTENDERS=ork` (or `controller-runtime`) runs one alone; `BENCH_TRACE=1` with
+//! `RUST_LOG` (as `orkestra=info`) shows ork's own log, with times since its start.
 
 #![allow(
     clippy::disallowed_methods,
@@ -65,6 +65,7 @@ struct Plan {
     namespaces: usize,
     rate: u32,
     seconds: u64,
+    restarts: usize,
 }
 
 impl Plan {
@@ -81,6 +82,7 @@ impl Plan {
             namespaces: read("ORK_LATENCY_NAMESPACES", 100).max(1) as usize,
             rate: read("ORK_LATENCY_RATE", 100).max(1) as u32,
             seconds: read("ORK_LATENCY_SECONDS", 60),
+            restarts: read("ORK_LATENCY_RESTARTS", 3).max(1) as usize,
         }
     }
 
@@ -297,8 +299,8 @@ struct Run {
     which: &'static str,
     fresh: Option<Duration>,
     all_ready: Duration,
-    /// A CR made just after a restart over settled CRs: when it was Ready.
-    restarted: Option<Duration>,
+    /// For each restart over settled CRs, when a CR made just after it was Ready (sorted).
+    restarted: Vec<Duration>,
     changes: usize,
     latencies: Vec<Duration>,
     queue: (Option<f64>, Option<f64>),
@@ -379,7 +381,7 @@ async fn contend(
     // A CR made just after the start, with the initial list's work ahead of it.
     let first_kind =
         Api::<DynamicObject>::namespaced_with(setup.clone(), &plan.namespace(0), &resource(&group, &kinds[0]));
-    let make = |name: &'static str| {
+    let make = |name: String| {
         let object: DynamicObject = serde_json::from_value(json!({
             "apiVersion": format!("{group}/v1"), "kind": kinds[0],
             "metadata": {"name": name}, "spec": {"value": "v0"},
@@ -392,7 +394,7 @@ async fn contend(
                 .expect("create a fresh CR")
         }
     };
-    make("fresh").await;
+    make("fresh".into()).await;
     let everyone = plan.objects + 1;
     let converged = async {
         loop {
@@ -440,22 +442,28 @@ async fn contend(
         .unwrap_or(0.0);
 
     // Started again over settled CRs, as after an upgrade: a new CR must not wait for the
-    // initial list's work, which is all resync now.
-    eprintln!("{which}: restarted");
-    let again = Instant::now();
-    let mut child = spawn(start, which, arg, kubeconfig, &env);
-    make("fresh-again").await;
-    let fresh_again = async {
-        loop {
-            if let Some(at) = seen.lock().fresh.get("fresh-again") {
-                return at.duration_since(again);
+    // initial list's work, which is all resync now. Several times: one start on a shared
+    // 2-core machine says little.
+    let mut restarted = Vec::new();
+    for round in 0..plan.restarts {
+        eprintln!("{which}: restarted ({}/{})", round + 1, plan.restarts);
+        let name = format!("fresh-again-{round}");
+        let again = Instant::now();
+        let mut child = spawn(start, which, arg, kubeconfig, &env);
+        make(name.clone()).await;
+        let fresh_again = async {
+            loop {
+                if let Some(at) = seen.lock().fresh.get(&name) {
+                    return at.duration_since(again);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    let restarted = tokio::time::timeout(PATIENCE, fresh_again).await.ok();
-    drop(child.stdin.take());
-    let _ = child.wait_with_output();
+        };
+        restarted.extend(tokio::time::timeout(PATIENCE, fresh_again).await.ok());
+        drop(child.stdin.take());
+        let _ = child.wait_with_output();
+    }
+    restarted.sort();
 
     let (fresh, mut latencies) = {
         let seen = seen.lock();
@@ -539,6 +547,19 @@ async fn remove(setup: &kube::Client, crds: &[String], plan: &Plan) {
     }
 }
 
+/// The median restart, then each (`-` if none was Ready in time).
+fn restarts(each: &[Duration]) -> String {
+    let secs = |d: &Duration| format!("{:.2} s", d.as_secs_f64());
+    match each.get(each.len() / 2) {
+        Some(median) => format!(
+            "{} ({})",
+            secs(median),
+            each.iter().map(secs).collect::<Vec<_>>().join(", ")
+        ),
+        None => "-".into(),
+    }
+}
+
 fn print(plan: &Plan, runs: &[Run]) {
     println!(
         "Latency: {} CRs over {} CRDs and {} namespaces, one ConfigMap and a Ready status each, {WORKERS} \
@@ -546,7 +567,7 @@ fn print(plan: &Plan, runs: &[Run]) {
         plan.objects, plan.crds, plan.namespaces, plan.rate, plan.seconds
     );
     println!(
-        "| contender | new CR Ready, first start | all Ready | new CR Ready, restart | changes (seen through) | reconcile p50 | p99 | max | queue p50 (own histogram) | p99 | event to done p50 (own histogram) | p99 | peak RSS MB |"
+        "| contender | new CR Ready, first start | all Ready | new CR Ready, restart (median: each) | changes (seen through) | reconcile p50 | p99 | max | queue p50 (own histogram) | p99 | event to done p50 (own histogram) | p99 | peak RSS MB |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let ms = |d: Duration| format!("{:.0} ms", d.as_secs_f64() * 1e3);
@@ -558,7 +579,7 @@ fn print(plan: &Plan, runs: &[Run]) {
             run.which,
             secs(run.fresh),
             run.all_ready.as_secs_f64(),
-            secs(run.restarted),
+            restarts(&run.restarted),
             run.changes,
             run.latencies.len(),
             ms(percentile(&run.latencies, 0.5)),

@@ -21,6 +21,7 @@
 pub mod autoscale;
 mod canary_counts;
 mod crd_run;
+mod list_pages;
 mod rehearse;
 mod resync;
 pub use rehearse::{Rehearsed, key_of};
@@ -217,8 +218,8 @@ impl Runtime {
         let http = reqwest::Client::new();
         let tenants = Arc::new(Tenants::new(katalog.tenants.clone()));
         // Every request of the runtime, a component's included, goes through its namespace's
-        // rate.
-        let client = tenants.limit(client);
+        // rate; its own watches' list pages go a few at a time.
+        let client = tenants.limit(list_pages::paced(client));
         let mut slots = Declared::new(client.clone(), http.clone(), store, tenants.clone());
         slots.declare_all(katalog.enabled(), crate::runtime::slots::wants_fuel(katalog.enabled()))?;
         let handles = katalog.enabled().map(|compiled| {

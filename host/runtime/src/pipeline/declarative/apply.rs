@@ -154,9 +154,10 @@ impl Applier {
             Some(seen) => Some(Value::clone(&seen)),
             // Once the watch of its kind has listed, it holds every child that is provably
             // ours, so one it does not hold most often does not exist yet: it is created at
-            // once, with no read before. One that does exist refuses the create and is read,
-            // to be judged as any other.
-            None if self.children.holds_all(&watched.0, &watched.1) => {
+            // once, with no read before. So is a child of a CR never reconciled (no status
+            // yet) while that watch still lists, as after a restart. One that does exist
+            // refuses the create and is read, to be judged as any other.
+            None if self.children.holds_all(&watched.0, &watched.1) || never_reconciled(cr) => {
                 match self
                     .create(&api, &name, &own_key, &object, mode)
                     .await
@@ -505,6 +506,13 @@ impl Applier {
             Err(error) => Err(failed(error)),
         }
     }
+}
+
+/// Whether `cr` has no status yet: no reconcile has finished on it, so it most likely has
+/// no children either.
+fn never_reconciled(cr: &Value) -> bool {
+    cr.get("status")
+        .is_none_or(|status| status.is_null() || status.as_object().is_some_and(|s| s.is_empty()))
 }
 
 /// Whether a `rotateAfter` object is older than its maximum age (by its generated-at

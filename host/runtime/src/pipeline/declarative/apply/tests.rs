@@ -21,3 +21,13 @@ fn a_secret_compares_through_its_stored_form() {
     let live = json!({"kind": "Secret", "data": {"password": "aHVudGVyMg=="}});
     assert!(contains(&live, &comparable(&desired)));
 }
+
+#[test]
+fn only_a_cr_with_no_status_counts_as_never_reconciled() {
+    assert!(never_reconciled(&json!({"metadata": {"name": "a"}})));
+    assert!(never_reconciled(&json!({"status": null})));
+    assert!(never_reconciled(&json!({"status": {}})));
+    assert!(!never_reconciled(&json!({"status": {"observedGeneration": 1}})));
+    // Written by the runtime through the object itself (no status subresource).
+    assert!(!never_reconciled(&json!({"status": {"conditions": []}})));
+}
