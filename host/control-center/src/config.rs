@@ -1,10 +1,13 @@
-//! Which runtimes the Control Center watches: given on the command line, kept in a config
-//! file when one is named (added and removed from the UI are written back to it), each
-//! with the token its Live API asks for.
+//! Where the Control Center is served ([`BASE`]) and which runtimes it watches: given on
+//! the command line, kept in a config file when one is named (added and removed from the UI
+//! are written back to it), each with the token its Live API asks for.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+/// Where the Control Center is served.
+pub const BASE: &str = "/controlcenter";
 
 /// One runtime's Live API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

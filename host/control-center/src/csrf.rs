@@ -12,7 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rand::RngCore;
 
-use crate::BASE;
+use crate::config::BASE;
 
 /// The cookie holding this browser's token.
 pub const COOKIE: &str = "ork_cc_csrf";

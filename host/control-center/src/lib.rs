@@ -20,6 +20,3 @@ pub mod runtimes;
 pub mod server;
 
 pub use server::{Options, serve};
-
-/// Where the Control Center is served.
-pub const BASE: &str = "/controlcenter";

@@ -3,7 +3,8 @@
 //! Katalog that renders one ConfigMap each and a Ready status, reconciled by
 //! - `ork`: this runtime (10 workers), in a process of its own;
 //! - `kube-runtime`: a plain kube-runtime `Controller` (concurrency 10, server-side apply of
-//!   the ConfigMap, a status patch);
+//!   the ConfigMap, a status patch), a program of its own
+//!   (`benches/contenders/kube-runtime`, built with `cargo build --release`);
 //! - `controller-runtime`: a plain controller-runtime v0.25 controller in Go
 //!   (`benches/contenders/controller-runtime`, built with `go build`; skipped, and said so,
 //!   when Go or its modules are missing), `Owns(&ConfigMap{})`, 10 concurrent reconciles.
@@ -37,21 +38,19 @@ static ALLOCATOR: common::allocator::Chosen = common::allocator::Chosen;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::watcher;
 use orkestra_control_plane::{ControlPlane, Options};
 use serde_json::{Value, json};
 
 use common::{
-    Start, WORK, WORKERS, agent, build_controller_runtime, client, is_ready, peak_rss_kib, reported, resident_kib,
-    spawn, until_stdin_closes,
+    Start, WORK, WORKERS, agent, build_controller_runtime, build_kube_runtime, client, is_ready, peak_rss_kib,
+    reported, resident_kib, spawn, until_stdin_closes,
 };
 
 /// How long a converged contender is watched for requests it still sends
@@ -91,62 +90,17 @@ fn main() {
     }
 }
 
-/// One Rust contender, in a child process: runs until stdin closes, then prints its peak RSS.
+/// ork, in a child process: runs until stdin closes, then prints its peak RSS.
 async fn phase(which: &str, namespace: &str) {
     let kubeconfig = PathBuf::from(std::env::var("KUBECONFIG").expect("KUBECONFIG"));
     let client = client(&kubeconfig, which).await;
-    let running = match which {
-        ork if ork.starts_with("ork") => {
-            let katalog = orkestra_katalog::load_sources(&[("katalog.yaml".into(), katalog_text(namespace))])
-                .expect("the Katalog");
-            let host = orkestra::Runtime::new(client, &katalog).expect("compile");
-            tokio::spawn(host.run(std::future::pending()))
-        }
-        _ => tokio::spawn(plain(client, namespace.to_string())),
-    };
+    let katalog =
+        orkestra_katalog::load_sources(&[("katalog.yaml".into(), katalog_text(namespace))]).expect("the Katalog");
+    let host = orkestra::Runtime::new(client, &katalog).expect("compile");
+    let running = tokio::spawn(host.run(std::future::pending()));
     until_stdin_closes().await;
     running.abort();
     println!("peak_rss_kib={}", peak_rss_kib());
-}
-
-/// The plain kube-runtime controller doing the same work.
-async fn plain(client: kube::Client, namespace: String) {
-    let crs = Api::<DynamicObject>::namespaced_with(client.clone(), &namespace, &resource());
-    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-    let context = Arc::new(client);
-    Controller::new_with(crs, watcher::Config::default(), resource())
-        .owns(configmaps, watcher::Config::default())
-        .with_config(Config::default().concurrency(WORKERS as u16))
-        .run(reconcile, |_, _, _| Action::requeue(Duration::from_secs(5)), context)
-        .for_each(|_| async {})
-        .await;
-}
-
-async fn reconcile(cr: Arc<DynamicObject>, client: Arc<kube::Client>) -> Result<Action, kube::Error> {
-    let namespace = cr.metadata.namespace.clone().unwrap_or_default();
-    let name = cr.metadata.name.clone().unwrap_or_default();
-    let configmap = json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "ownerReferences": [{
-            "apiVersion": format!("{GROUP}/v1"), "kind": "Item", "name": name,
-            "uid": cr.metadata.uid, "controller": true, "blockOwnerDeletion": true,
-        }]},
-        "data": {"value": cr.data["spec"]["value"]},
-    });
-    Api::<ConfigMap>::namespaced((*client).clone(), &namespace)
-        .patch(&name, &PatchParams::apply("plain").force(), &Patch::Apply(&configmap))
-        .await?;
-    let generation = cr.metadata.generation;
-    if !is_ready(&cr.data) || cr.data["status"]["observedGeneration"] != json!(generation) {
-        let status = json!({"status": {"observedGeneration": generation, "conditions": [{
-            "type": "Ready", "status": "True", "reason": "ReconcileSucceeded", "message": "",
-            "lastTransitionTime": jiff::Timestamp::now().to_string(), "observedGeneration": generation,
-        }]}});
-        Api::<DynamicObject>::namespaced_with((*client).clone(), &namespace, &resource())
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-            .await?;
-    }
-    Ok(Action::await_change())
 }
 
 /// What one contender did at one N.
@@ -294,7 +248,11 @@ async fn compare() {
             .collect(),
         Err(_) => vec![("ork", Start::Phase, common::allocator::SHIPPED)],
     };
-    contenders.push(("kube-runtime", Start::Phase, "system"));
+    if picked("kube-runtime")
+        && let Some(program) = build_kube_runtime()
+    {
+        contenders.push(("kube-runtime", Start::Program(program), "system"));
+    }
     if picked("controller-runtime")
         && let Some(program) = build_controller_runtime()
     {

@@ -7,7 +7,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::csrf::{self, Token};
 
-pub use crate::BASE;
+pub use crate::config::BASE;
 
 /// How a page is answered: the whole page, or only its content (the script's refresh).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -113,6 +113,41 @@ pub enum Start {
     Program(PathBuf),
 }
 
+/// Builds the kube-runtime contender, a program of its own (as a team would ship it, so its
+/// memory is not that of this benchmark's binary), with the release profile, in a target
+/// directory of its own (this benchmark's cargo still holds the workspace's); `None` (with
+/// the reason printed) when it cannot be built.
+pub fn build_kube_runtime() -> Option<PathBuf> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = workspace.join("target/bench/kube-runtime");
+    eprintln!("building the kube-runtime contender (cargo build --release; a few minutes the first time)");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let built = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--quiet",
+            "-p",
+            "kube-runtime-contender",
+            "--target-dir",
+        ])
+        .arg(&target)
+        .current_dir(&workspace)
+        .status();
+    match built {
+        Ok(status) if status.success() => Some(target.join("release/kube-runtime-contender")),
+        Ok(status) => {
+            eprintln!("kube-runtime contender left out: cargo build exited with {status}");
+            None
+        }
+        Err(error) => {
+            eprintln!("kube-runtime contender left out: cannot run cargo: {error}");
+            None
+        }
+    }
+}
+
 /// Builds the Go contender; `None` (with the reason printed) when it cannot be built here.
 pub fn build_controller_runtime() -> Option<PathBuf> {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/contenders/controller-runtime");
