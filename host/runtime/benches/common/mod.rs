@@ -115,8 +115,7 @@ pub enum Start {
 
 /// Builds the kube-runtime contender, a program of its own (as a team would ship it, so its
 /// memory is not that of this benchmark's binary), with the release profile, in a target
-/// directory of its own (this benchmark's cargo still holds the workspace's); `None` (with
-/// the reason printed) when it cannot be built.
+/// directory of its own; `None` (with the reason printed) when it cannot be built.
 pub fn build_kube_runtime() -> Option<PathBuf> {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target = workspace.join("target/bench/kube-runtime");
