@@ -42,11 +42,13 @@ pub fn paced(client: kube::Client) -> kube::Client {
 /// Whether a request is a page of a list the runtime makes for itself: a GET with a `limit`,
 /// not a watch, outside any tenant's work.
 fn own_list_page(request: &http::Request<kube::client::Body>) -> bool {
-    let paged = request.uri().query().is_some_and(|query| {
-        let mut pairs = query.split('&');
-        pairs.clone().any(|pair| pair.starts_with("limit=")) && !pairs.any(|pair| pair.starts_with("watch="))
-    });
-    request.method() == http::Method::GET && paged && orkestra_kube::tenant::current().is_none()
+    let uri = request.uri();
+    request.method() == http::Method::GET
+        && !crate::tenants::api::watch(uri)
+        && uri
+            .query()
+            .is_some_and(|query| query.split('&').any(|pair| pair.starts_with("limit=")))
+        && orkestra_kube::tenant::current().is_none()
 }
 
 #[cfg(test)]

@@ -120,7 +120,7 @@ impl Tenants {
 }
 
 /// Whether a request is a watch.
-fn watch(uri: &http::Uri) -> bool {
+pub(crate) fn watch(uri: &http::Uri) -> bool {
     uri.query()
         .is_some_and(|q| q.split('&').any(|pair| pair == "watch=true" || pair == "watch=1"))
 }
