@@ -88,6 +88,9 @@ impl CrdRun {
         let (cache, declared, enqueue) = (self.handle.cache.clone(), crd.declared_sentinels(), admission.clone());
         // Held echoes that turn out to be others' changes go on through the one enqueue path.
         self.handle.own.connect(admission.clone());
+        // A reconcile that follows a write reads that write, not the version before.
+        self.handle.own.read_back_into(cache.read_back(declared));
+        self.handle.children.read_back();
         self.handle.children.own_writes().connect(admission.clone());
         let own = self.handle.own.clone();
         observers.spawn(

@@ -3,6 +3,7 @@
 //! key plus the facts of the event) and hands them to the one enqueue path; none knows
 //! anything about queues or reconcilers.
 
+mod cache;
 pub mod cr_events;
 mod events;
 pub mod own_writes;
@@ -23,6 +24,7 @@ use tracing::Instrument;
 
 use crate::pipeline::flows::Class;
 
+pub use cache::Cache;
 pub use events::watch_events;
 pub(crate) use primary::to_cached_json;
 pub use primary::{PrimaryObserver, watch_primary};
@@ -112,154 +114,6 @@ impl Enqueue for Offered {
     }
 }
 
-/// The objects a watch has seen (the primary CRs, or one owned kind's children), by key.
-///
-/// Each is kept as its JSON text and parsed again on each read: a parsed tree of a small
-/// object takes about eight times its text (a 635-byte CR is 5 KB as a `serde_json::Value`,
-/// a 474-byte ConfigMap 3.7 KB), and most cached objects sit unread between their changes.
-/// Reading one costs a parse of a few microseconds per kilobyte, outside the lock: a watch's
-/// writes never wait for a reader's parse.
-#[derive(Debug, Clone, Default)]
-pub struct Cache {
-    objects: Arc<RwLock<HashMap<String, Entry>>>,
-    /// Complete lists the watch made: the first, and one per relist (an expired
-    /// resourceVersion, a restarted API server).
-    lists: Arc<std::sync::atomic::AtomicU64>,
-    /// The first list has been stored whole: from then on, what is not here was not there.
-    /// A watch channel, so a start-up step can wait for it.
-    listed: Arc<tokio::sync::watch::Sender<bool>>,
-}
-
-/// One cached object.
-#[derive(Debug)]
-struct Entry {
-    /// Shared, so a reader takes it out of the lock and parses it there.
-    text: Arc<str>,
-    /// The value of its owner-UID label: what every scan for a CR's children asks, answered
-    /// without a parse.
-    owner: Option<Box<str>>,
-}
-
-impl Entry {
-    fn new(object: &Value) -> Self {
-        Self {
-            text: orkestra_wasm::json_text(object).into(),
-            owner: object["metadata"]["labels"][orkestra_expr::labels::OWNER_UID_LABEL]
-                .as_str()
-                .map(Into::into),
-        }
-    }
-
-    fn value(&self) -> Option<Arc<Value>> {
-        parsed(&self.text)
-    }
-}
-
-/// A cached object's text parsed back: it is a serialized `Value`, so it parses (a failure
-/// would be a bug, and reads as an object not seen).
-fn parsed(text: &str) -> Option<Arc<Value>> {
-    serde_json::from_str(text).ok().map(Arc::new)
-}
-
-impl Cache {
-    /// The first complete list is stored.
-    pub fn listed(&self) {
-        self.listed.send_replace(true);
-    }
-
-    /// Whether it holds a complete list yet.
-    pub fn is_listed(&self) -> bool {
-        *self.listed.borrow()
-    }
-
-    /// Returns once it holds a complete list.
-    pub async fn until_listed(&self) {
-        // The sender lives as long as this cache: the wait ends only by the list.
-        let _ = self.listed.subscribe().wait_for(|listed| *listed).await;
-    }
-
-    /// A complete list began.
-    pub fn listing(&self) {
-        self.lists.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Complete lists so far.
-    pub fn lists(&self) -> u64 {
-        self.lists.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    fn read(&self) -> parking_lot::RwLockReadGuard<'_, HashMap<String, Entry>> {
-        self.objects.read()
-    }
-
-    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, HashMap<String, Entry>> {
-        self.objects.write()
-    }
-
-    pub fn get(&self, key: &str) -> Option<Arc<Value>> {
-        self.get_with_text(key).map(|(object, _)| object)
-    }
-
-    /// The object and the text it was parsed from: what a component receives, serialized
-    /// once per version (when the watch stored it), never per call.
-    pub fn get_with_text(&self, key: &str) -> Option<(Arc<Value>, Arc<str>)> {
-        let text = self.read().get(key)?.text.clone();
-        Some((parsed(&text)?, text))
-    }
-
-    /// Stores the object; whether it replaced one (left unparsed).
-    pub fn insert(&self, key: String, object: &Value) -> bool {
-        let entry = Entry::new(object);
-        self.write().insert(key, entry).is_some()
-    }
-
-    /// Stores the object, returning the previous version.
-    pub fn replace(&self, key: String, object: &Value) -> Option<Arc<Value>> {
-        let entry = Entry::new(object);
-        let old = self.write().insert(key, entry);
-        old?.value()
-    }
-
-    pub fn remove(&self, key: &str) -> Option<Arc<Value>> {
-        let old = self.write().remove(key);
-        old?.value()
-    }
-
-    /// The object at `key`, if its text holds each of `pairs` (from [`pair_text`]): a scan
-    /// for labels parses only the objects that may match (one that passes may still not: the
-    /// pair may stand elsewhere in the object).
-    pub fn get_holding(&self, key: &str, pairs: &[String]) -> Option<Arc<Value>> {
-        let text = self.read().get(key)?.text.clone();
-        match pairs.iter().all(|pair| text.contains(pair.as_str())) {
-            true => parsed(&text),
-            false => None,
-        }
-    }
-
-    /// The objects whose owner-UID label is `uid`.
-    pub fn owned_by(&self, uid: &str) -> Vec<Arc<Value>> {
-        let owned: Vec<Arc<str>> = self
-            .read()
-            .values()
-            .filter(|entry| entry.owner.as_deref() == Some(uid))
-            .map(|entry| entry.text.clone())
-            .collect();
-        owned.iter().filter_map(|text| parsed(text)).collect()
-    }
-
-    pub fn keys(&self) -> Vec<String> {
-        self.read().keys().cloned().collect()
-    }
-
-    pub fn len(&self) -> usize {
-        self.read().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// Runs the watch `start` makes, for as long as the caller keeps this future: a watch that
 /// ends or panics (it should do neither; the watcher relists and backs off by itself) is
 /// logged and started again after a pause that doubles up to 30 s. Dropping this future stops
@@ -308,6 +162,23 @@ impl Children {
     /// A child's name among [`Children::own_writes`]: its kind as watched, and its key.
     pub fn own_key(api_version: &str, kind: &str, key: &str) -> String {
         format!("{api_version} {kind} {key}")
+    }
+
+    /// Lets the applier's writes be read back at once, each into the cache of its kind (see
+    /// [`Cache::advance`]).
+    pub fn read_back(&self) {
+        let kinds = self.kinds.clone();
+        self.own.read_back_into(move |own_key, answer| {
+            // As `own_key` wrote it: neither an apiVersion nor a kind holds a space.
+            let mut parts = own_key.splitn(3, ' ');
+            let (Some(api_version), Some(kind), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
+                return;
+            };
+            let cache = kinds.read().get(&(api_version.to_string(), kind.to_string())).cloned();
+            if let Some(cache) = cache {
+                cache.read_back(0)(own_key, answer);
+            }
+        });
     }
 
     /// The store the watch of `api_version` `kind` fills.
@@ -409,39 +280,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-
-    fn child(name: &str, owner: Option<&str>) -> Value {
-        let mut child = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": "ns", "labels": {"app": "x"}}, "data": {"k": "v"}});
-        if let Some(owner) = owner {
-            child["metadata"]["labels"][orkestra_expr::labels::OWNER_UID_LABEL] = owner.into();
-        }
-        child
-    }
-
-    #[test]
-    fn a_cached_object_reads_back_as_stored_and_a_replacement_returns_the_previous() {
-        let cache = Cache::default();
-        let first = child("a", Some("u1"));
-        assert!(cache.replace("ns/a".into(), &first).is_none());
-        assert_eq!(cache.get("ns/a").as_deref(), Some(&first));
-        let mut second = first.clone();
-        second["data"]["k"] = "w".into();
-        assert_eq!(cache.replace("ns/a".into(), &second).as_deref(), Some(&first));
-        assert_eq!(cache.get("ns/a").as_deref(), Some(&second));
-        assert_eq!(cache.remove("ns/a").as_deref(), Some(&second));
-        assert!(cache.get("ns/a").is_none() && cache.is_empty());
-        assert!(!cache.insert("ns/b".into(), &first), "nothing was there");
-        assert!(cache.insert("ns/b".into(), &second), "it replaced the first");
-        assert_eq!(cache.get("ns/b").as_deref(), Some(&second));
-        cache.remove("ns/b");
-        // Numbers come back as they went in, floats to the last bit: a changed-spec sentinel
-        // compares a parsed old version with a new one never serialized.
-        let numbers =
-            serde_json::json!({"spec": {"f": 0.1 + 0.2, "e": 2.225_073_858_507_201e-308, "i": u64::MAX, "n": -7}});
-        cache.insert("ns/n".into(), &numbers);
-        assert_eq!(cache.get("ns/n").as_deref(), Some(&numbers));
-    }
+    use cache::tests::child;
 
     #[test]
     fn a_cr_s_children_are_found_by_their_owner_label_as_it_is_now() {
@@ -470,27 +309,34 @@ mod tests {
         assert_eq!(names(children.owned_by("u2")), r#""a""#);
     }
 
-    #[test]
-    fn a_label_scan_skips_only_objects_whose_text_cannot_hold_the_labels() {
-        let cache = Cache::default();
-        let mut quoted = child("q", None);
-        quoted["metadata"]["labels"]["tier"] = r#"say "hi"\"#.into();
-        cache.insert("ns/a".into(), &child("a", None));
-        cache.insert("ns/q".into(), &quoted);
-        let app = [pair_text("app", "x")];
-        assert!(cache.get_holding("ns/a", &app).is_some() && cache.get_holding("ns/q", &app).is_some());
-        assert!(cache.get_holding("ns/a", &[pair_text("app", "y")]).is_none());
-        assert!(
-            cache
-                .get_holding("ns/q", &[pair_text("tier", r#"say "hi"\"#), pair_text("app", "x")])
-                .is_some()
-        );
-        assert!(
-            cache
-                .get_holding("ns/a", &[pair_text("tier", r#"say "hi"\"#)])
-                .is_none()
-        );
-        assert!(cache.get_holding("ns/gone", &app).is_none());
+    #[tokio::test]
+    async fn the_applier_s_write_of_a_child_is_read_back_in_its_kind_s_cache() {
+        let children = Children::default();
+        let configmaps = children.register("v1", "ConfigMap");
+        children.read_back();
+        let at = |version: &str, k: &str| {
+            let mut child = child("a", Some("u1"));
+            child["metadata"]["resourceVersion"] = version.into();
+            child["data"]["k"] = k.into();
+            child
+        };
+        configmaps.insert("ns/a".into(), &at("5", "old"));
+        let own_key = Children::own_key("v1", "ConfigMap", "ns/a");
+        let answer: kube::api::DynamicObject = serde_json::from_value(at("6", "applied")).unwrap();
+        let written = children.own_writes().write(&own_key, async { Ok::<_, ()>(answer) });
+        written.await.unwrap();
+        let read = children.get("v1", "ConfigMap", "ns/a").unwrap();
+        assert_eq!(read["data"]["k"], "applied");
+        assert_eq!(children.owned_by("u1").len(), 1);
+        // A kind not watched has no cache to keep it in.
+        let unwatched = Children::own_key("v1", "Secret", "ns/a");
+        let answer: kube::api::DynamicObject = serde_json::from_value(at("7", "secret")).unwrap();
+        children
+            .own_writes()
+            .write(&unwatched, async { Ok::<_, ()>(answer) })
+            .await
+            .unwrap();
+        assert_eq!(children.get("v1", "ConfigMap", "ns/a").unwrap()["data"]["k"], "applied");
     }
 
     #[tokio::test(start_paused = true)]

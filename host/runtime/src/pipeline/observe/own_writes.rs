@@ -6,6 +6,10 @@
 //! carrying the write's own resourceVersion (whose only change is what this runtime wrote) is
 //! dropped, and anything else goes on to the enqueue path. An event after a relist is never
 //! screened: its change may include others' writes.
+//!
+//! A write's answer is also what the next reconcile reads of that object, where the watch's
+//! cache is connected ([`OwnWrites::read_back_into`]): the echo may come after that
+//! reconcile starts.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, OnceLock};
@@ -52,7 +56,12 @@ pub struct OwnWrites {
     objects: Mutex<HashMap<String, Own>>,
     /// Where held events go once they turn out not to be echoes.
     enqueue: OnceLock<Arc<dyn Enqueue>>,
+    /// Stores a write's answer (with the object's name among these writes) where reads get it.
+    reads: OnceLock<ReadBack>,
 }
+
+/// See [`OwnWrites::read_back_into`].
+type ReadBack = Box<dyn Fn(&str, &kube::api::DynamicObject) + Send + Sync>;
 
 impl std::fmt::Debug for OwnWrites {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -66,6 +75,12 @@ impl OwnWrites {
         let _ = self.enqueue.set(enqueue);
     }
 
+    /// Hands each successful write's answer to `store`, which keeps it in the watch's cache
+    /// for reads to get before its echo (once, when the CRD starts).
+    pub fn read_back_into(&self, store: impl Fn(&str, &kube::api::DynamicObject) + Send + Sync + 'static) {
+        let _ = self.reads.set(Box::new(store));
+    }
+
     /// Sends `write` to `object` (its key in this watch) as an announced write: the
     /// resourceVersion it answers with is remembered, so its echo triggers nothing.
     pub async fn write<E>(
@@ -76,6 +91,9 @@ impl OwnWrites {
         let writing = self.begin(object);
         let written = write.await;
         if let Ok(stored) = &written {
+            if let Some(store) = self.reads.get() {
+                store(object, stored);
+            }
             writing.wrote(stored.metadata.resource_version.clone());
         }
         written
@@ -261,6 +279,38 @@ mod tests {
         status.wrote(Some("11".into()));
         assert!(offered.0.lock().is_empty());
         assert!(own.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_write_s_answer_is_what_reads_get_before_its_echo() {
+        let (own, offered) = setup();
+        let cache = crate::pipeline::observe::Cache::default();
+        own.read_back_into(cache.read_back(0));
+        let cr = |version: &str, ready: bool| {
+            serde_json::json!({"apiVersion": "x.io/v1", "kind": "App", "metadata": {"name": "a", "namespace": "ns",
+                "resourceVersion": version, "managedFields": [{"manager": "someone"}]}, "status": {"ready": ready}})
+        };
+        let answer = |version: &str| serde_json::from_value::<kube::api::DynamicObject>(cr(version, true)).unwrap();
+        cache.insert("ns/a".into(), &cr("5", false));
+        let failed = own.write("ns/a", async { Err::<kube::api::DynamicObject, _>("refused") });
+        assert!(failed.await.is_err());
+        assert_eq!(
+            cache.get("ns/a").unwrap()["status"]["ready"],
+            false,
+            "a refused write stores nothing"
+        );
+        own.write("ns/a", async { Ok::<_, ()>(answer("6")) }).await.unwrap();
+        let read = cache.get("ns/a").unwrap();
+        assert_eq!(read["status"]["ready"], true);
+        assert!(
+            read["metadata"]["managedFields"].is_null(),
+            "shaped as the watch stores it"
+        );
+        assert!(
+            own.screen("ns/a", "6", trigger("ns/a")).is_none(),
+            "and its echo is still no trigger"
+        );
+        assert!(offered.0.lock().is_empty());
     }
 
     #[test]
