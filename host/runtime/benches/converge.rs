@@ -1,10 +1,12 @@
 //! Converging many CRs, side by side, on one control plane of its own (etcd,
 //! kube-apiserver with an audit log, kube-controller-manager): N pre-existing CRs of a
 //! Katalog that renders one ConfigMap each and a Ready status, reconciled by
-//! - `ork`: this runtime (10 workers), in a process of its own;
+//! - `ork`: this runtime as it ships, `ork run` on the Katalog (10 workers, its Live API on
+//!   a free port), built with `cargo build --release` (and so linked as `host/cli/build.rs`
+//!   says: its executed functions side by side);
 //! - `kube-runtime`: a plain kube-runtime `Controller` (concurrency 10, server-side apply of
 //!   the ConfigMap, a status patch), a program of its own
-//!   (`benches/contenders/kube-runtime`, built with `cargo build --release`);
+//!   (`benches/contenders/kube-runtime`, built as `ork` is);
 //! - `controller-runtime`: a plain controller-runtime v0.25 controller in Go
 //!   (`benches/contenders/controller-runtime`, built with `go build`; skipped, and said so,
 //!   when Go or its modules are missing), `Owns(&ConfigMap{})`, 10 concurrent reconciles.
@@ -18,13 +20,13 @@
 //! pages, requests (total, per CR, by verb), and each figure's ratio to the best contender's.
 //!
 //! ork runs with the allocator its binary ships with, the others with a plain program's
-//! (`common::allocator`).
+//! (`common::allocator`). Peak RSS is each process's `VmHWM`, read just before it is stopped.
 //!
 //! Needs the local control plane (`ork control-plane install`).
 //! Run: `ORK_BENCH_CRS=1000,3000,10000 cargo bench -p orkestra --bench converge`
 //! (default 1000). `ORK_BENCH_CONTENDERS=ork,kube-runtime` runs only those;
-//! `ORK_BENCH_ORK_ALLOCATORS=system,mimalloc,jemalloc` runs ork once with each (to choose
-//! one by measurement); `ORK_BENCH_STEADY=5` watches 5 s after convergence instead of 60.
+//! `ORK_BENCH_ORK_ALLOCATORS=system,mimalloc,jemalloc` runs the runtime once with each, from
+//! this benchmark's binary (to choose one by measurement); `ORK_BENCH_STEADY=5` watches 5 s after convergence instead of 60.
 
 #![allow(
     clippy::disallowed_methods,
@@ -49,8 +51,8 @@ use orkestra_control_plane::{ControlPlane, Options};
 use serde_json::{Value, json};
 
 use common::{
-    Start, WORK, WORKERS, agent, build_controller_runtime, build_kube_runtime, client, is_ready, peak_rss_kib,
-    reported, resident_kib, spawn, until_stdin_closes,
+    Start, WORK, WORKERS, agent, build_controller_runtime, build_release, client, is_ready, resident_kib, spawn,
+    until_stdin_closes,
 };
 
 /// How long a converged contender is watched for requests it still sends
@@ -90,7 +92,8 @@ fn main() {
     }
 }
 
-/// ork, in a child process: runs until stdin closes, then prints its peak RSS.
+/// The runtime with one of the allocators to compare, in a child process: runs until stdin
+/// closes.
 async fn phase(which: &str, namespace: &str) {
     let kubeconfig = PathBuf::from(std::env::var("KUBECONFIG").expect("KUBECONFIG"));
     let client = client(&kubeconfig, which).await;
@@ -100,7 +103,26 @@ async fn phase(which: &str, namespace: &str) {
     let running = tokio::spawn(host.run(std::future::pending()));
     until_stdin_closes().await;
     running.abort();
-    println!("peak_rss_kib={}", peak_rss_kib());
+}
+
+/// One contender: how it is started, its allocator, and the User-Agent its requests carry.
+struct Contender {
+    which: &'static str,
+    start: Start,
+    allocator: &'static str,
+    agent: String,
+}
+
+impl Contender {
+    /// A contender whose client says `bench-<which>`.
+    fn new(which: &'static str, start: Start, allocator: &'static str) -> Self {
+        Self {
+            which,
+            start,
+            allocator,
+            agent: agent(which),
+        }
+    }
 }
 
 /// What one contender did at one N.
@@ -172,15 +194,14 @@ async fn readiness(watching: &kube::Client, namespace: &str, n: usize, started: 
     (first.unwrap_or_default(), started.elapsed())
 }
 
-/// The requests `who` made, from the audit log: when each was received, and its "verb
-/// resource". The log holds one event per request, written when its response is complete (a
-/// watch when it ends), so it is read after the contender has exited.
-fn requests(log: &Path, who: &str) -> Vec<(jiff::Timestamp, String)> {
-    let agent = agent(who);
+/// The requests made with User-Agent `agent`, from the audit log: when each was received,
+/// and its "verb resource". The log holds one event per request, written when its response is
+/// complete (a watch when it ends), so it is read after the contender has exited.
+fn requests(log: &Path, agent: &str) -> Vec<(jiff::Timestamp, String)> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     text.lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event["userAgent"].as_str() == Some(agent.as_str()))
+        .filter(|event| event["userAgent"].as_str() == Some(agent))
         .filter_map(|event| {
             let at = event["requestReceivedTimestamp"].as_str()?.parse().ok()?;
             let object = &event["objectRef"];
@@ -236,52 +257,86 @@ async fn compare() {
     let picked = |which: &str| {
         std::env::var("ORK_BENCH_CONTENDERS").map_or(true, |list| list.split(',').any(|w| which.starts_with(w.trim())))
     };
-    // ork with the allocator its binary ships with, or with each of ORK_BENCH_ORK_ALLOCATORS
-    // (to choose one by measurement); the others with a plain program's.
-    let mut contenders: Vec<(&'static str, Start, &'static str)> = match std::env::var("ORK_BENCH_ORK_ALLOCATORS") {
-        Ok(list) => list
-            .split(',')
-            .map(|a| -> (&'static str, Start, &'static str) {
-                let a: &'static str = Box::leak(a.trim().to_string().into_boxed_str());
-                (Box::leak(format!("ork-{a}").into_boxed_str()), Start::Phase, a)
-            })
-            .collect(),
-        Err(_) => vec![("ork", Start::Phase, common::allocator::SHIPPED)],
-    };
+    // ork as it ships, or the runtime with each of ORK_BENCH_ORK_ALLOCATORS (to choose one by
+    // measurement); the others with a plain program's allocator.
+    let mut contenders: Vec<Contender> = Vec::new();
+    match std::env::var("ORK_BENCH_ORK_ALLOCATORS") {
+        Ok(list) => {
+            for allocator in list.split(',') {
+                let allocator: &'static str = Box::leak(allocator.trim().to_string().into_boxed_str());
+                let which: &'static str = Box::leak(format!("ork-{allocator}").into_boxed_str());
+                contenders.push(Contender::new(which, Start::Phase, allocator));
+            }
+        }
+        Err(_) => {
+            if picked("ork")
+                && let Some(program) = build_release("orkestra-cli", "ork")
+            {
+                let run = ["run", "--http-addr", "127.0.0.1:0", "-f"].map(String::from).to_vec();
+                let mut ork = Contender::new("ork", Start::Program(program, run), common::allocator::SHIPPED);
+                ork.agent = format!("ork/{} (run)", env!("CARGO_PKG_VERSION"));
+                contenders.push(ork);
+            }
+        }
+    }
     if picked("kube-runtime")
-        && let Some(program) = build_kube_runtime()
+        && let Some(program) = build_release("kube-runtime-contender", "kube-runtime-contender")
     {
-        contenders.push(("kube-runtime", Start::Program(program), "system"));
+        contenders.push(Contender::new(
+            "kube-runtime",
+            Start::Program(program, Vec::new()),
+            "system",
+        ));
     }
     if picked("controller-runtime")
         && let Some(program) = build_controller_runtime()
     {
-        contenders.push(("controller-runtime", Start::Program(program), "system"));
+        contenders.push(Contender::new(
+            "controller-runtime",
+            Start::Program(program, Vec::new()),
+            "system",
+        ));
     }
-    contenders.retain(|(which, _, _)| picked(which));
+    contenders.retain(|contender| picked(contender.which));
     let mut table = Vec::new();
     for &n in &sizes {
-        for (which, start, allocator) in &contenders {
+        for Contender {
+            which,
+            start,
+            allocator,
+            agent,
+        } in &contenders
+        {
             let namespace = format!("converge-{which}-{n}");
             eprintln!("{n} CRs: {which}");
             seed(&setup, &namespace, n).await;
+            // `ork run` is given its Katalog's file; the others, the namespace.
+            let arg = match start {
+                Start::Program(_, leading) if !leading.is_empty() => {
+                    let file = dir.path().join(format!("{namespace}.yaml"));
+                    std::fs::write(&file, katalog_text(&namespace)).expect("the Katalog's file");
+                    file.display().to_string()
+                }
+                _ => namespace.clone(),
+            };
             let from = jiff::Timestamp::now();
             let started = Instant::now();
             let env = [(common::allocator::VARIABLE, allocator.to_string())];
-            let mut child = spawn(start, which, &namespace, &kubeconfig, &env);
+            let mut child = spawn(start, which, &arg, &kubeconfig, &env);
             let (first_ready, all_ready) = readiness(&watching, &namespace, n, started).await;
             let ready_at = jiff::Timestamp::now();
             tokio::time::sleep(steady()).await;
             let steady_end = jiff::Timestamp::now();
             let (anon, file) = resident_kib(child.id());
+            let rss_kib = orkestra_test_support::bench::proc_status(&child.id().to_string(), "VmHWM:");
+            // Stopped: the programs that wait for their stdin to close by that, `ork` (which
+            // does not) by a kill; whatever they would still do is not measured.
             drop(child.stdin.take());
-            let output = child.wait_with_output().expect("the contender's output");
-            let rss_kib: f64 = reported(&output.stdout, "peak_rss_kib")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0.0);
+            let _ = child.kill();
+            child.wait().expect("the contender's exit");
             // The audit log is written in batches of at most a second.
             tokio::time::sleep(Duration::from_secs(3)).await;
-            let sent = requests(&log, which);
+            let sent = requests(&log, agent);
             table.push((
                 n,
                 Run {

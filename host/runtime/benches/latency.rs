@@ -336,7 +336,7 @@ async fn compare() {
     if wanted("controller-runtime")
         && let Some(program) = build_controller_runtime()
     {
-        contenders.push(("controller-runtime", Start::Program(program)));
+        contenders.push(("controller-runtime", Start::Program(program, Vec::new())));
     }
     let mut runs = Vec::new();
     for (which, start) in &contenders {
@@ -375,7 +375,7 @@ async fn contend(
     let started = Instant::now();
     let arg = match start {
         Start::Phase => group.as_str(),
-        Start::Program(_) => "-",
+        Start::Program(..) => "-",
     };
     let mut child = spawn(start, which, arg, kubeconfig, &env);
     // A CR made just after the start, with the initial list's work ahead of it.
@@ -412,7 +412,7 @@ async fn contend(
     // Its own histogram, before the changes: what the stream adds is compared.
     let (histogram, selector) = match start {
         Start::Phase => ("orkestra_queue_latency_seconds", "class=\"user\""),
-        Start::Program(_) => ("workqueue_queue_duration_seconds", "name="),
+        Start::Program(..) => ("workqueue_queue_duration_seconds", "name="),
     };
     let metrics_url = format!("http://{metrics}/metrics");
     let scraped = reqwest_get(&metrics_url).await;

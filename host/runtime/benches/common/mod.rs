@@ -109,17 +109,18 @@ pub async fn until_stdin_closes() {
 pub enum Start {
     /// This benchmark again, as `--phase NAME ARG`.
     Phase,
-    /// A program built beforehand, given the argument.
-    Program(PathBuf),
+    /// A program built beforehand, given these arguments, then the argument.
+    Program(PathBuf, Vec<String>),
 }
 
-/// Builds the kube-runtime contender, a program of its own (as a team would ship it, so its
-/// memory is not that of this benchmark's binary), with the release profile, in a target
-/// directory of its own; `None` (with the reason printed) when it cannot be built.
-pub fn build_kube_runtime() -> Option<PathBuf> {
+/// Builds `binary` of the workspace's `package` with the release profile, as it ships (so a
+/// contender's memory is its own program's, not this benchmark's binary's), in a target
+/// directory the contenders' programs share (this benchmark's own is locked by the cargo that
+/// runs it); `None` (with the reason printed) when it cannot be built.
+pub fn build_release(package: &str, binary: &str) -> Option<PathBuf> {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target = workspace.join("target/bench/kube-runtime");
-    eprintln!("building the kube-runtime contender (cargo build --release; a few minutes the first time)");
+    let target = workspace.join("target/bench/programs");
+    eprintln!("building {binary} (cargo build --release -p {package}; minutes the first time)");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let built = Command::new(cargo)
         .args([
@@ -128,20 +129,20 @@ pub fn build_kube_runtime() -> Option<PathBuf> {
             "--locked",
             "--quiet",
             "-p",
-            "kube-runtime-contender",
+            package,
             "--target-dir",
         ])
         .arg(&target)
         .current_dir(&workspace)
         .status();
     match built {
-        Ok(status) if status.success() => Some(target.join("release/kube-runtime-contender")),
+        Ok(status) if status.success() => Some(target.join("release").join(binary)),
         Ok(status) => {
-            eprintln!("kube-runtime contender left out: cargo build exited with {status}");
+            eprintln!("{binary} left out: cargo build exited with {status}");
             None
         }
         Err(error) => {
-            eprintln!("kube-runtime contender left out: cannot run cargo: {error}");
+            eprintln!("{binary} left out: cannot run cargo: {error}");
             None
         }
     }
@@ -180,9 +181,9 @@ pub fn spawn(start: &Start, which: &str, arg: &str, kubeconfig: &Path, env: &[(&
             command.args(["--phase", which, arg]);
             command
         }
-        Start::Program(path) => {
+        Start::Program(path, leading) => {
             let mut command = Command::new(path);
-            command.arg(arg);
+            command.args(leading).arg(arg);
             command
         }
     };
