@@ -26,7 +26,8 @@
 //! Run: `ORK_BENCH_CRS=1000,3000,10000 cargo bench -p orkestra --bench converge`
 //! (default 1000). `ORK_BENCH_CONTENDERS=ork,kube-runtime` runs only those;
 //! `ORK_BENCH_ORK_ALLOCATORS=system,mimalloc,jemalloc` runs the runtime once with each, from
-//! this benchmark's binary (to choose one by measurement); `ORK_BENCH_STEADY=5` watches 5 s after convergence instead of 60.
+//! this benchmark's binary (to choose one by measurement); `ORK_BENCH_STEADY=5` watches 5 s
+//! after convergence instead of 60.
 
 #![allow(
     clippy::disallowed_methods,

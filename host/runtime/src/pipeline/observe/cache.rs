@@ -147,11 +147,10 @@ impl Cache {
     /// the write's answer.
     fn store(&self, key: String, object: &Value) -> Option<Entry> {
         let mut entry = Entry::new(object);
-        let stored = version(object);
         let mut objects = self.write();
         if let Some(old) = objects.get_mut(&key)
             && let Some(ahead) = old.ahead.take()
-            && stored.is_some_and(|stored| ahead.version > stored)
+            && version(object).is_some_and(|stored| ahead.version > stored)
         {
             entry.ahead = Some(ahead);
         }
@@ -163,10 +162,15 @@ impl Cache {
     /// as the watch that fills it shapes them (its `declared` sentinels).
     pub fn read_back(&self, declared: u16) -> impl Fn(&str, &kube::api::DynamicObject) + Send + Sync + 'static {
         let cache = self.clone();
-        move |_, answer| {
-            if let Some((key, value)) = super::to_cached_json(answer.clone(), declared) {
-                cache.advance(&key, &value);
-            }
+        move |_, answer| cache.advance_to_answer(answer, declared)
+    }
+
+    /// [`Cache::advance`] to `answer`, the API server's answer to the runtime's write of one
+    /// of these objects, shaped as the watch that fills this cache shapes it (its `declared`
+    /// sentinels).
+    pub fn advance_to_answer(&self, answer: &kube::api::DynamicObject, declared: u16) {
+        if let Some((key, value)) = super::to_cached_json(answer.clone(), declared) {
+            self.advance(&key, &value);
         }
     }
 
