@@ -1,6 +1,7 @@
 //! `ork`: the Orkestra-rs command line. Parsing, logging set-up and dispatch to one
 //! module per command.
 
+mod allocator;
 mod answered;
 mod cluster;
 mod component;
@@ -128,6 +129,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    allocator::one_arena();
     let cli = Cli::parse();
     let telemetry = match init_logging(cli.verbose) {
         Ok(telemetry) => telemetry,
