@@ -1,7 +1,6 @@
 //! `ork`: the Orkestra-rs command line. Parsing, logging set-up and dispatch to one
 //! module per command.
 
-mod allocator;
 mod answered;
 mod cluster;
 mod component;
@@ -129,7 +128,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    allocator::one_arena();
     let cli = Cli::parse();
     let telemetry = match init_logging(cli.verbose) {
         Ok(telemetry) => telemetry,
