@@ -21,7 +21,7 @@ pub async fn client(command: &str, needed: &str) -> anyhow::Result<kube::Client>
 
 /// `config` with ork's user agent for `command`.
 pub fn named(mut config: kube::Config, command: &str) -> kube::Config {
-    let agent = format!("ork/{} ({command})", env!("CARGO_PKG_VERSION"));
+    let agent = orkestra_kube::user_agent(command);
     // A command name is ours and ASCII; a value that could not be a header is left out.
     if let Ok(value) = http::HeaderValue::from_str(&agent) {
         config.headers.retain(|(name, _)| name != http::header::USER_AGENT);

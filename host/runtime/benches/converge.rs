@@ -275,7 +275,7 @@ async fn compare() {
             {
                 let run = ["run", "--http-addr", "127.0.0.1:0", "-f"].map(String::from).to_vec();
                 let mut ork = Contender::new("ork", Start::Program(program, run), common::allocator::SHIPPED);
-                ork.agent = format!("ork/{} (run)", env!("CARGO_PKG_VERSION"));
+                ork.agent = orkestra_kube::user_agent("run");
                 contenders.push(ork);
             }
         }
