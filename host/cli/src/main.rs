@@ -30,6 +30,7 @@ mod serve;
 mod serve_config;
 mod signal;
 mod simulate;
+mod startup_pages;
 mod stdout;
 mod telemetry;
 mod token;

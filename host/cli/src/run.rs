@@ -379,6 +379,9 @@ pub async fn serve(
             }
         })
     });
+    // Start-up is over: what runs from here maps its own pages again.
+    let released = super::startup_pages::release();
+    tracing::debug!(kib = released / 1024, "start-up's code pages given back");
     let (signalled, on_signal) = tokio::sync::oneshot::channel();
     let run = runtime.run(async {
         let _ = crate::signal::shutdown_signal().await;

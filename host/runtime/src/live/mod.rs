@@ -124,7 +124,32 @@ struct ApiDoc;
 /// The Live API's router: `reloader` enables `POST /reload`.
 pub fn router(inspect: Inspect, reloader: Option<Reloader>, auth: Auth) -> axum::Router {
     let registry = Arc::new(crate::live::metrics::registry(inspect.clone()));
-    let guarded = OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (guarded, _) = guarded_routes(&auth).split_for_parts();
+    let guarded = guarded.with_state(Shared {
+        inspect: inspect.clone(),
+        reloader,
+        registry,
+    });
+    let (probes, _) = probes::routes().split_for_parts();
+    let described = auth.clone();
+    let guarded = guarded
+        .route(
+            "/openapi.json",
+            axum::routing::get(move || {
+                let auth = described.clone();
+                async move { Json(openapi(&auth)) }
+            }),
+        )
+        .layer(axum::middleware::from_fn_with_state(auth, require_token));
+    probes
+        .with_state(inspect)
+        .merge(guarded)
+        .fallback(|| async { not_found("no such endpoint; see /openapi.json".into()) })
+}
+
+/// The routes behind the token, each with its OpenAPI path.
+fn guarded_routes(auth: &Auth) -> OpenApiRouter<Shared> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(katalog::routes())
         .merge(crs::routes())
         .merge(components::routes())
@@ -135,27 +160,14 @@ pub fn router(inspect: Inspect, reloader: Option<Reloader>, auth: Auth) -> axum:
         .merge(gateway::routes())
         .merge(tenants::routes())
         .routes(utoipa_axum::routes!(metrics))
-        .with_state(Shared {
-            inspect: inspect.clone(),
-            reloader,
-            registry,
-        });
-    let (guarded, mut api) = guarded.split_for_parts();
-    let (probes, probe_api) = probes::routes().with_state(inspect).split_for_parts();
-    api.merge(probe_api);
-    let api = Arc::new(api);
-    let guarded = guarded
-        .route(
-            "/openapi.json",
-            axum::routing::get(move || {
-                let api = api.clone();
-                async move { Json(api.as_ref().clone()) }
-            }),
-        )
-        .layer(axum::middleware::from_fn_with_state(auth, require_token));
-    probes
-        .merge(guarded)
-        .fallback(|| async { not_found("no such endpoint; see /openapi.json".into()) })
+}
+
+/// The Live API's OpenAPI description, made when it is asked for: kept, it held 190 KB for
+/// as long as the runtime ran.
+fn openapi(auth: &Auth) -> utoipa::openapi::OpenApi {
+    let (_, mut api) = guarded_routes(auth).split_for_parts();
+    api.merge(probes::routes().split_for_parts().1);
+    api
 }
 
 /// What the guarded handlers share.
@@ -235,5 +247,30 @@ mod tests {
                 .for_recordings()
                 .admits(&with("Bearer s3cret"))
         );
+    }
+
+    #[test]
+    fn the_description_made_on_request_lists_every_route() {
+        let api = openapi(&Auth::open());
+        assert_eq!(api.info.title, "Orkestra-rs Live API");
+        // One route of each part, and the probes outside the token.
+        let parts = [
+            "/katalog/{crd}",
+            "/katalog/{crd}/cr/{namespace}/{name}",
+            "/components",
+            "/recordings/{id}",
+            "/gateway",
+            "/tenants",
+            "/metrics",
+            "/readyz",
+            "/startup",
+        ];
+        for path in parts {
+            assert!(
+                api.paths.paths.contains_key(path),
+                "{path} in {:?}",
+                api.paths.paths.keys()
+            );
+        }
     }
 }
