@@ -14,10 +14,9 @@
 # so the code that runs on must not share their windows); in each, those that ran for more
 # of the Katalogs before those that ran for fewer, so a Katalog's code lies in as few
 # windows as can be. What only the Wasm Katalog added (the engine, its compiler) comes
-# last. Run it again after a
-# toolchain or dependency update: symbol names carry hashes of both, and a name the binary
-# no longer has is skipped by the linker, so a stale list costs resident memory, never
-# correctness.
+# last. Run it again after a toolchain or dependency update: symbol names carry hashes of
+# both, and a name the binary no longer has is skipped by the linker, so a stale list costs
+# resident memory, never correctness.
 #
 # Needs valgrind (Debian's package), the control plane and the wasm32-wasip2 target
 # (scripts/setup.sh). About 30 minutes after the release build.

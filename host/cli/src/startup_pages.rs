@@ -44,15 +44,12 @@ struct Mapping {
 
 /// The mappings of `exe` in `smaps` that are not writable and hold no private page.
 fn clean_mappings(smaps: &str, exe: &str) -> Vec<Mapping> {
+    // The path is last in a mapping's header and may hold spaces; a replaced binary's ends
+    // in " (deleted)".
+    let of_exe = format!(" {exe}");
     let mut chosen = Vec::new();
-    // The mapping the fields below belong to: its range, whether it may be dropped so far,
-    // and its resident bytes.
-    let mut current: Option<(usize, usize, bool, u64)> = None;
-    let mut close = |current: &mut Option<(usize, usize, bool, u64)>| {
-        if let Some((start, end, true, resident)) = current.take() {
-            chosen.push(Mapping { start, end, resident });
-        }
-    };
+    // The mapping the fields below belong to, and whether it may be dropped so far.
+    let mut current: Option<(Mapping, bool)> = None;
     for line in smaps.lines() {
         let mut fields = line.split_whitespace();
         let Some(first) = fields.next() else { continue };
@@ -61,23 +58,29 @@ fn clean_mappings(smaps: &str, exe: &str) -> Vec<Mapping> {
             hex(s).zip(hex(e))
         }) {
             // A mapping's header: range, permissions, offset, device, inode, path.
-            close(&mut current);
+            chosen.extend(current.take().filter(|(_, clean)| *clean).map(|(m, _)| m));
             let perms = fields.next().unwrap_or("");
             let readonly_private = perms.starts_with('r') && perms.get(1..2) == Some("-") && perms.ends_with('p');
-            // The path is last and may hold spaces; a replaced binary's ends in " (deleted)".
-            let of_exe = line.trim_end().ends_with(&format!(" {exe}"));
-            current = Some((start, end, readonly_private && of_exe, 0));
+            let clean = readonly_private && line.trim_end().ends_with(&of_exe);
+            current = Some((
+                Mapping {
+                    start,
+                    end,
+                    resident: 0,
+                },
+                clean,
+            ));
             continue;
         }
         let kib = || fields.clone().next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         match (first, current.as_mut()) {
-            ("Rss:", Some(mapping)) => mapping.3 = kib() * 1024,
+            ("Rss:", Some((mapping, _))) => mapping.resident = kib() * 1024,
             // A private copy (a relocated page): the file does not hold what it holds.
-            ("Anonymous:", Some(mapping)) if kib() > 0 => mapping.2 = false,
+            ("Anonymous:", Some((_, clean))) if kib() > 0 => *clean = false,
             _ => {}
         }
     }
-    close(&mut current);
+    chosen.extend(current.filter(|(_, clean)| *clean).map(|(m, _)| m));
     chosen
 }
 
